@@ -1,0 +1,14 @@
+//===- Passes.h - kvir conversion passes ------------------------*- C++ -*-===//
+#ifndef KVIR_CONVERSION_PASSES_H
+#define KVIR_CONVERSION_PASSES_H
+
+#include "kvir/Conversion/KVToLoops/KVToLoops.h"
+
+namespace kvir {
+
+#define GEN_PASS_REGISTRATION
+#include "kvir/Conversion/Passes.h.inc"
+
+} // namespace kvir
+
+#endif // KVIR_CONVERSION_PASSES_H

@@ -1,0 +1,32 @@
+//===- KVDialect.td - The kv dialect ----------------------*- tablegen -*-===//
+#ifndef KVIR_DIALECT_KV_IR_KVDIALECT_TD
+#define KVIR_DIALECT_KV_IR_KVDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def KV_Dialect : Dialect {
+  let name = "kv";
+  let cppNamespace = "::kvir::kv";
+  let summary = "Paged KV-cache tensors, attention states and their merge";
+  let description = [{
+    The `kv` dialect models the data structures of LLM-inference attention:
+    paged KV caches (`!kv.paged`) viewed over pool and page-table memrefs,
+    ragged KV (`!kv.ragged`), and attention states (`!kv.state`: a normalized
+    output plus its log-sum-exp in a stated base). Attention ops produce
+    states; `kv.merge` combines states of disjoint key sets. States have value
+    semantics, so the merge algebra (associativity, commutativity, the empty
+    state as identity) is ordinary canonicalization. The KV pool is mutated
+    only by `kv.append`.
+
+    The normative semantics of every op are in DESIGN.md section 2.
+  }];
+  let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
+  let hasCanonicalizer = 0;
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
+class KV_Op<string mnemonic, list<Trait> traits = []>
+    : Op<KV_Dialect, mnemonic, traits>;
+
+#endif // KVIR_DIALECT_KV_IR_KVDIALECT_TD

@@ -1,0 +1,262 @@
+//===- KVOps.td - kv dialect operations -------------------*- tablegen -*-===//
+#ifndef KVIR_DIALECT_KV_IR_KVOPS_TD
+#define KVIR_DIALECT_KV_IR_KVOPS_TD
+
+include "kvir/Dialect/KV/IR/KVTypes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/CommonTypeConstraints.td"
+
+//===----------------------------------------------------------------------===//
+// Views
+//===----------------------------------------------------------------------===//
+
+def KV_PagedViewOp : KV_Op<"paged_view", [Pure, AttrSizedOperandSegments]> {
+  let summary = "view pool and page-table memrefs as a paged KV cache";
+  let description = [{
+    Builds a `!kv.paged` value; no data moves. Operands by storage:
+    `pools` is the combined pool, `K, V` for split storage, or `ckv, kpe` for
+    MLA (strided memrefs, so slices of one 576-wide pool work). `tables` by
+    table form, all i32:
+
+    | table          | tables                                    |
+    |----------------|-------------------------------------------|
+    | `csr`          | `kv_indptr[B+1], kv_indices[n], kv_last_page_len[B]` |
+    | `block_table`  | `block_table[B, max_blocks], seq_lens[B]` |
+    | `token_table`  | `cachestarts[B, max_pages], kv_lens[B]`   |
+    | `token_offset` | `cachestarts[B], kv_lens[B]`              |
+
+    int8-group caches take their scale pools (one per K/V pool) in `scales`;
+    fp8 caches take the per-tensor f32 `k_scale` and `v_scale`.
+
+    ```mlir
+    %kv = kv.paged_view pools(%pool : memref<?x2x16x8x128xf16>)
+        tables(%indptr, %indices, %last : memref<?xi32>, memref<?xi32>, memref<?xi32>)
+        : !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128,
+                    head_dim_v = 128, dtype = f16, layout = nhd,
+                    storage = combined, table = csr>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyMemRef>:$pools,
+                       Variadic<AnyMemRef>:$tables,
+                       Variadic<AnyMemRef>:$scales,
+                       Optional<F32>:$k_scale,
+                       Optional<F32>:$v_scale);
+  let results = (outs KV_PagedType:$result);
+  let assemblyFormat = [{
+    `pools` `(` $pools `:` type($pools) `)`
+    `tables` `(` $tables `:` type($tables) `)`
+    (`scales` `(` $scales^ `:` type($scales) `)`)?
+    (`fp8_scales` `(` $k_scale^ `,` $v_scale `)`)?
+    attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def KV_RaggedViewOp : KV_Op<"ragged_view", [Pure]> {
+  let summary = "view ragged K/V buffers and kv_indptr as ragged KV";
+  let arguments = (ins AnyMemRef:$k, AnyMemRef:$v, AnyMemRef:$kv_indptr);
+  let results = (outs KV_RaggedType:$result);
+  let assemblyFormat = [{
+    $k `,` $v `,` $kv_indptr attr-dict `:` type($k) `,` type($v) `,`
+    type($kv_indptr) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+defvar KV_AttentionAttrs = (ins OptionalAttr<F32Attr>:$sm_scale,
+                                OptionalAttr<F32Attr>:$logits_soft_cap,
+                                OptionalAttr<I64Attr>:$window_left,
+                                OptionalAttr<KV_RopeAttr>:$rope);
+
+def KV_DecodeOp : KV_Op<"decode", [Pure]> {
+  let summary = "batch decode: one query row per request over a paged cache";
+  let description = [{
+    `q[B, Hq, D]` attends request `b`'s keys; query head `h` reads KV head
+    `h / (Hq / Hkv)`. The query sits at position `kv_len[b] - 1`.
+    `sm_scale` defaults to `1/sqrt(D)`; `logits_soft_cap` c > 0 applies
+    `c * tanh(s / c)`; `window_left` w >= 0 keeps keys `j >= kv_len - 1 - w`;
+    `rope` rotates q and k on the fly at their positions. The result's LSE
+    base and output type are those of the result type.
+
+    ```mlir
+    %s = kv.decode %q, %kv {sm_scale = 0.0883883 : f32}
+        : memref<?x32x128xf16>, !kv.paged<...> -> !kv.state<?x32x128xf16, base = 2>
+    ```
+  }];
+  let arguments = !con((ins AnyMemRef:$q, KV_PagedType:$kv), KV_AttentionAttrs);
+  let results = (outs KV_StateType:$result);
+  let assemblyFormat = [{
+    $q `,` $kv attr-dict `:` type($q) `,` type($kv) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def KV_PrefillOp : KV_Op<"prefill", [Pure]> {
+  let summary = "batch prefill / append attention over paged or ragged KV";
+  let description = [{
+    `q[nnz, Hq, D]` with request `b` owning rows `qo_indptr[b] ..
+    qo_indptr[b+1]`. Row `i` of request `b` sits at position
+    `kv_len[b] - qo_len[b] + i`. Key `j` is visible iff every enabled rule
+    holds: `causal` (`j <= p_i`), `window_left` w (`j >= p_i - w`), and the
+    custom `mask`: per-request row-major `qo_len x kv_len` blocks, one byte
+    per bool for an `i1` memref, or bit-packed (little bit order, each
+    request's block starting at a byte boundary) for an `i8` memref.
+
+    ```mlir
+    %s = kv.prefill %q, %qo_indptr, %kv mask(%m : memref<?xi8>) {causal}
+        : memref<?x32x128xf16>, memref<?xi32>, !kv.paged<...>
+        -> !kv.state<?x32x128xf16, base = 2>
+    ```
+  }];
+  let arguments = !con((ins AnyMemRef:$q, AnyMemRef:$qo_indptr, KV_AnyKV:$kv,
+                            Optional<AnyMemRef>:$mask, UnitAttr:$causal),
+                       KV_AttentionAttrs);
+  let results = (outs KV_StateType:$result);
+  let assemblyFormat = [{
+    $q `,` $qo_indptr `,` $kv (`mask` `(` $mask^ `:` type($mask) `)`)?
+    attr-dict `:` type($q) `,` type($qo_indptr) `,` type($kv) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def KV_MlaDecodeOp : KV_Op<"mla_decode", [Pure]> {
+  let summary = "multi-head latent attention decode over an MLA cache";
+  let description = [{
+    `s_j = sm_scale * (<q_nope, ckv_j> + <q_pe, kpe_j>)`, `o = sum p_j ckv_j`,
+    all heads sharing the one latent KV. One query row per request.
+  }];
+  let arguments = (ins AnyMemRef:$q_nope, AnyMemRef:$q_pe, KV_PagedType:$kv,
+                       OptionalAttr<F32Attr>:$sm_scale);
+  let results = (outs KV_StateType:$result);
+  let assemblyFormat = [{
+    $q_nope `,` $q_pe `,` $kv attr-dict `:` type($q_nope) `,` type($q_pe) `,`
+    type($kv) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def KV_CascadeOp : KV_Op<"cascade", [Pure, AttrSizedOperandSegments]> {
+  let summary = "multi-level cascade attention over shared-prefix levels";
+  let description = [{
+    Levels `0 .. L-1` share the query rows; level `l` groups them into
+    requests with `qo_indptrs[l]` and reads `kvs[l]`. Each row's state is the
+    merge over levels of its state against its level-`l` request's keys.
+    `causal` applies to the last level only.
+
+    ```mlir
+    %s = kv.cascade %q levels(%qi0, %qi1 : memref<?xi32>, memref<?xi32>)
+         kvs(%kv0, %kv1 : !kv.paged<...>, !kv.paged<...>) {causal}
+         : memref<?x32x128xf16> -> !kv.state<?x32x128xf16, base = 2>
+    ```
+  }];
+  let arguments = !con((ins AnyMemRef:$q, Variadic<AnyMemRef>:$qo_indptrs,
+                            Variadic<KV_PagedType>:$kvs, UnitAttr:$causal),
+                       KV_AttentionAttrs);
+  let results = (outs KV_StateType:$result);
+  let assemblyFormat = [{
+    $q `levels` `(` $qo_indptrs `:` type($qo_indptrs) `)`
+    `kvs` `(` $kvs `:` type($kvs) `)`
+    attr-dict `:` type($q) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def KV_AppendOp : KV_Op<"append"> {
+  let summary = "write ragged new K/V rows into a paged cache";
+  let description = [{
+    Row `i` of `k[nnz, Hkv, D]`, `v[nnz, Hkv, Dv]` goes to request
+    `batch_indices[i]` at token `positions[i]`, through the page table (pages
+    already allocated). `rope` rotates k at its position first. Quantized
+    caches quantize on write (int8 groups write their scales too).
+  }];
+  let arguments = (ins AnyMemRef:$k, AnyMemRef:$v, AnyMemRef:$batch_indices,
+                       AnyMemRef:$positions, KV_PagedType:$kv,
+                       OptionalAttr<KV_RopeAttr>:$rope);
+  let assemblyFormat = [{
+    $k `,` $v `,` $batch_indices `,` $positions `into` $kv attr-dict `:`
+    type($k) `,` type($v) `,` type($batch_indices) `,` type($positions) `,`
+    type($kv)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// States
+//===----------------------------------------------------------------------===//
+
+def KV_MergeOp : KV_Op<"merge", [Pure, Commutative]> {
+  let summary = "merge attention states of disjoint key sets";
+  let description = [{
+    `m = max(l_a, l_b)`; if `m == -inf` the result is `(0, -inf)`, else
+    `o = (w_a o_a + w_b o_b) / (w_a + w_b)`, `l = m + log_B(w_a + w_b)` with
+    `w = B^(l - m)`. Variadic; all operands have the result type.
+  }];
+  let arguments = (ins Variadic<KV_StateType>:$states);
+  let results = (outs KV_StateType:$result);
+  let assemblyFormat = "$states attr-dict `:` type($states) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def KV_MergePartitionsOp : KV_Op<"merge_partitions", [Pure]> {
+  let summary = "reduce a partitioned state over its partition axis";
+  let arguments = (ins KV_StateType:$input);
+  let results = (outs KV_StateType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def KV_RebaseOp : KV_Op<"rebase", [Pure]> {
+  let summary = "change a state's LSE base, normalizing imported +inf to -inf";
+  let description = [{
+    `lse_e = lse_2 * ln 2`. An LSE of `+inf` (FlashMLA's convention for an
+    empty key set) becomes `-inf` with a zero output, so an imported empty
+    state is never merged as if it dominated.
+  }];
+  let arguments = (ins KV_StateType:$input);
+  let results = (outs KV_StateType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def KV_EmptyStateOp : KV_Op<"empty_state", [Pure]> {
+  let summary = "the state of the empty key set: (0, -inf)";
+  let arguments = (ins Variadic<Index>:$dynamic_sizes);
+  let results = (outs KV_StateType:$result);
+  let assemblyFormat = "($dynamic_sizes^)? attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def KV_LoadStateOp : KV_Op<"load_state", [Pure]> {
+  let summary = "import a state from output and LSE buffers";
+  let description = [{
+    Reads `o[[P,] N, H, Dv]` and `lse[[P,] N, H]` (f32) as they are now. A
+    state made elsewhere with `+inf` for empty sets goes through `kv.rebase`.
+  }];
+  let arguments = (ins AnyMemRef:$output, AnyMemRef:$lse);
+  let results = (outs KV_StateType:$result);
+  let assemblyFormat = [{
+    $output `,` $lse attr-dict `:` type($output) `,` type($lse) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def KV_StoreStateOp : KV_Op<"store_state"> {
+  let summary = "materialize a state into output (and LSE) buffers";
+  let arguments = (ins KV_StateType:$state, AnyMemRef:$output,
+                       Optional<AnyMemRef>:$lse);
+  let assemblyFormat = [{
+    $state `,` $output (`,` $lse^)? attr-dict `:` type($state) `,` type($output)
+    (`,` type($lse)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // KVIR_DIALECT_KV_IR_KVOPS_TD

@@ -1,0 +1,42 @@
+//===- PoolLayout.h - Where paged KV elements live --------------*- C++ -*-===//
+//
+// The single source of truth for how a `!kv.paged` type addresses its pools:
+// the expected pool shapes (checked by `kv.paged_view`) and the affine maps
+// from logical (page, kv, slot, head, dim) to pool indices (used by every
+// lowering). Token-axis layouts (OpenPPL, Llama) see token
+// `page * page_size + slot`.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVIR_DIALECT_KV_IR_POOLLAYOUT_H
+#define KVIR_DIALECT_KV_IR_POOLLAYOUT_H
+
+#include "kvir/Dialect/KV/IR/KVTypes.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace kvir::kv {
+
+/// Which memref of a paged view.
+enum class PoolRole { K, V, KScale, VScale };
+
+/// Number of dims of the logical coordinate: (page, kv, slot, head, dim).
+constexpr unsigned kNumLogicalDims = 5;
+
+/// Element count of the vLLM K layout's innermost axis: 16 bytes of storage.
+int64_t getVllmPackFactor(PagedType type);
+
+/// The expected shape of a pool memref (ShapedType::kDynamic where the size
+/// is a run-time choice, e.g. the number of pages). For combined storage the
+/// K role describes the single pool. Not meaningful for affine layouts.
+llvm::SmallVector<int64_t> getExpectedPoolShape(PagedType type, PoolRole role);
+
+/// The affine map (page, kv, slot, head, dim) -> pool indices for `role`.
+/// Scale pools take `dim / quant_group` as their dim coordinate.
+mlir::AffineMap getPoolIndexMap(PagedType type, PoolRole role);
+
+/// The index of the pool memref `role` reads within the view's pools and
+/// scales (combined storage keeps K and V in pool 0).
+unsigned getPoolOperandIndex(PagedType type, PoolRole role);
+
+} // namespace kvir::kv
+
+#endif // KVIR_DIALECT_KV_IR_POOLLAYOUT_H

@@ -1,0 +1,354 @@
+//===- AttentionLowering.cpp - decode / prefill / MLA as loop nests -------===//
+//
+// One loop nest serves every attention op: requests, their query rows, query
+// heads, then the visible keys of the row with an online softmax (running
+// max m, running sum l, unnormalized accumulator) in f32. A row that sees no
+// key gets the empty state (0, -inf), never NaN.
+//
+//===----------------------------------------------------------------------===//
+#include "LoweringUtils.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace kvir::kv;
+using namespace kvir::kv::loops;
+
+namespace {
+/// Part of the key dot product: q[row, head, :width] against the `role` pool.
+struct KeySegment {
+  Value q;
+  PoolRole role;
+  int64_t width;
+};
+
+struct AttentionSpec {
+  KVAccess kv;
+  SmallVector<KeySegment, 2> segments;
+  PoolRole valueRole = PoolRole::V;
+  int64_t headDimV = 0;
+  int64_t qHeads = 0;
+  int64_t groupSize = 1;
+  Value qoIndptr; // Null: one query row per request.
+  Value mask;     // i1 (bool bytes) or i8 (bit-packed), or null.
+  bool causal = false;
+  double smScale = 1.0;
+  std::optional<double> softCap;
+  std::optional<int64_t> windowLeft;
+  RopeAttr rope;
+  StateType resultType;
+};
+} // namespace
+
+static Value minIndex(ImplicitLocOpBuilder &b, Value x, Value y) {
+  return arith::MinSIOp::create(b, x, y);
+}
+
+static Value maxIndex(ImplicitLocOpBuilder &b, Value x, Value y) {
+  return arith::MaxSIOp::create(b, x, y);
+}
+
+/// Whether key `j` of query row `i` passes the custom mask.
+static Value maskBit(ImplicitLocOpBuilder &b, Value mask, Value offset,
+                     Value i, Value j, Value kvLen) {
+  Value bit = arith::AddIOp::create(
+      b, offset, arith::AddIOp::create(b, arith::MulIOp::create(b, i, kvLen), j));
+  if (cast<MemRefType>(mask.getType()).getElementType().isInteger(1))
+    return memref::LoadOp::create(b, mask, bit);
+  // Bit-packed, little bit order: bit k of byte k / 8 at position k % 8.
+  Value byte = memref::LoadOp::create(
+      b, mask, ValueRange{arith::DivUIOp::create(b, bit, indexConst(b, 8))});
+  Value shift = arith::IndexCastOp::create(
+      b, b.getI32Type(), arith::RemUIOp::create(b, bit, indexConst(b, 8)));
+  Value word = arith::ExtUIOp::create(b, b.getI32Type(), byte);
+  Value shifted = arith::ShRUIOp::create(b, word, shift);
+  return arith::TruncIOp::create(b, b.getI1Type(), shifted);
+}
+
+/// Bytes of mask a request of qoLen x kvLen occupies.
+static Value maskBlockSize(ImplicitLocOpBuilder &b, Value mask, Value qoLen,
+                           Value kvLen) {
+  Value bits = arith::MulIOp::create(b, qoLen, kvLen);
+  if (cast<MemRefType>(mask.getType()).getElementType().isInteger(1))
+    return bits;
+  return arith::DivUIOp::create(
+      b, arith::AddIOp::create(b, bits, indexConst(b, 7)), indexConst(b, 8));
+}
+
+static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
+                                             const AttentionSpec &spec) {
+  Value zero = indexConst(b, 0), one = indexConst(b, 1);
+  Value q0 = spec.segments.front().q;
+  Value rows = memref::DimOp::create(b, q0, 0);
+  StateBuffers result = allocState(b, spec.resultType, rows);
+  int64_t qWidth = 0;
+  for (const KeySegment &seg : spec.segments)
+    qWidth += seg.width;
+  // Scratch for the (rotated) query row and the accumulator, reused by every
+  // (row, head): allocas inside the loops would grow the stack per iteration.
+  Value qRow = memref::AllocOp::create(
+      b, MemRefType::get({qWidth}, b.getF32Type()), ValueRange{});
+  Value acc = memref::AllocOp::create(
+      b, MemRefType::get({spec.headDimV}, b.getF32Type()), ValueRange{});
+  Value numRequests =
+      spec.qoIndptr
+          ? arith::SubIOp::create(b, memref::DimOp::create(b, spec.qoIndptr, 0),
+                                  one)
+          : rows;
+  Type outElt = spec.resultType.getElementType();
+  bool base2 = spec.resultType.getBase() == LseBase::two;
+
+  forLoop(b, zero, numRequests, ValueRange{zero}, [&](ImplicitLocOpBuilder &b,
+                                                      Value req,
+                                                      ValueRange carried) {
+    Value maskOffset = carried[0];
+    Value kvLen = spec.kv.kvLen(b, req);
+    Value qoStart = req, qoEnd = arith::AddIOp::create(b, req, one);
+    if (spec.qoIndptr) {
+      qoStart = loadIndex(b, spec.qoIndptr, req);
+      qoEnd = loadIndex(b, spec.qoIndptr, ValueRange{qoEnd});
+    }
+    Value qoLen = arith::SubIOp::create(b, qoEnd, qoStart);
+    forLoop(b, zero, qoLen, [&](ImplicitLocOpBuilder &b, Value i) {
+      Value row = arith::AddIOp::create(b, qoStart, i);
+      // Bottom-right alignment: p_i = kv_len - qo_len + i.
+      Value pos = arith::AddIOp::create(
+          b, arith::SubIOp::create(b, kvLen, qoLen), i);
+      Value lo = zero, hi = kvLen;
+      if (spec.causal)
+        hi = minIndex(b, hi, arith::AddIOp::create(b, pos, one));
+      if (spec.windowLeft)
+        lo = maxIndex(b, zero, arith::SubIOp::create(
+                                   b, pos, indexConst(b, *spec.windowLeft)));
+      forLoop(b, zero, indexConst(b, spec.qHeads), [&](ImplicitLocOpBuilder &b,
+                                                       Value head) {
+        Value kvHead =
+            arith::DivUIOp::create(b, head, indexConst(b, spec.groupSize));
+        // Gather the query row in f32, rotated to p_i when RoPE is on.
+        int64_t offset = 0;
+        for (const KeySegment &seg : spec.segments) {
+          Value base = indexConst(b, offset);
+          forLoop(b, zero, indexConst(b, seg.width),
+                  [&](ImplicitLocOpBuilder &b, Value d) {
+                    Value v = toF32(b, memref::LoadOp::create(
+                                           b, seg.q, ValueRange{row, head, d}));
+                    memref::StoreOp::create(
+                        b, v, qRow, ValueRange{arith::AddIOp::create(b, base, d)});
+                  });
+          offset += seg.width;
+        }
+        int64_t headDim = spec.segments.front().width;
+        if (spec.rope) {
+          forLoop(b, zero, indexConst(b, headDim / 2),
+                  [&](ImplicitLocOpBuilder &b, Value pair) {
+                    auto [da, db] = ropePairDims(b, spec.rope, headDim, pair);
+                    auto [c, s] = ropeCosSin(b, spec.rope, headDim, pair, pos);
+                    Value qa = memref::LoadOp::create(b, qRow, da);
+                    Value qb = memref::LoadOp::create(b, qRow, db);
+                    Value ra = arith::SubFOp::create(
+                        b, arith::MulFOp::create(b, qa, c),
+                        arith::MulFOp::create(b, qb, s));
+                    Value rb = arith::AddFOp::create(
+                        b, arith::MulFOp::create(b, qb, c),
+                        arith::MulFOp::create(b, qa, s));
+                    memref::StoreOp::create(b, ra, qRow, da);
+                    memref::StoreOp::create(b, rb, qRow, db);
+                  });
+        }
+        Value dimV = indexConst(b, spec.headDimV);
+        forLoop(b, zero, dimV, [&](ImplicitLocOpBuilder &b, Value d) {
+          memref::StoreOp::create(b, f32Const(b, 0.0), acc, d);
+        });
+
+        // Online softmax over the visible keys.
+        ValueRange ml = forLoop(
+            b, lo, maxIndex(b, lo, hi),
+            ValueRange{f32Const(b, -INFINITY), f32Const(b, 0.0)},
+            [&](ImplicitLocOpBuilder &b, Value j, ValueRange state) {
+              Value m = state[0], l = state[1];
+              auto update = [&](ImplicitLocOpBuilder &b) -> SmallVector<Value> {
+                Value dot = f32Const(b, 0.0);
+                int64_t segOffset = 0;
+                for (const KeySegment &seg : spec.segments) {
+                  Value base = indexConst(b, segOffset);
+                  if (spec.rope) {
+                    dot = forLoop(
+                        b, zero, indexConst(b, seg.width / 2), ValueRange{dot},
+                        [&](ImplicitLocOpBuilder &b, Value pair,
+                            ValueRange sum) -> SmallVector<Value> {
+                          auto [da, db] =
+                              ropePairDims(b, spec.rope, seg.width, pair);
+                          auto [c, s] =
+                              ropeCosSin(b, spec.rope, seg.width, pair, j);
+                          Value ka = spec.kv.load(b, seg.role, req, j, kvHead, da);
+                          Value kb = spec.kv.load(b, seg.role, req, j, kvHead, db);
+                          Value ra = arith::SubFOp::create(
+                              b, arith::MulFOp::create(b, ka, c),
+                              arith::MulFOp::create(b, kb, s));
+                          Value rb = arith::AddFOp::create(
+                              b, arith::MulFOp::create(b, kb, c),
+                              arith::MulFOp::create(b, ka, s));
+                          Value qa = memref::LoadOp::create(b, qRow, da);
+                          Value qb = memref::LoadOp::create(b, qRow, db);
+                          Value t = arith::AddFOp::create(
+                              b, arith::MulFOp::create(b, qa, ra),
+                              arith::MulFOp::create(b, qb, rb));
+                          return {arith::AddFOp::create(b, sum[0], t)};
+                        })[0];
+                  } else {
+                    dot = forLoop(
+                        b, zero, indexConst(b, seg.width), ValueRange{dot},
+                        [&](ImplicitLocOpBuilder &b, Value d,
+                            ValueRange sum) -> SmallVector<Value> {
+                          Value k = spec.kv.load(b, seg.role, req, j, kvHead, d);
+                          Value qv = memref::LoadOp::create(
+                              b, qRow, ValueRange{arith::AddIOp::create(b, base, d)});
+                          return {arith::AddFOp::create(
+                              b, sum[0], arith::MulFOp::create(b, qv, k))};
+                        })[0];
+                  }
+                  segOffset += seg.width;
+                }
+                Value s = arith::MulFOp::create(b, dot, f32Const(b, spec.smScale));
+                if (spec.softCap)
+                  s = softCap(b, s, *spec.softCap);
+                Value mNew = arith::MaximumFOp::create(b, m, s);
+                Value alpha = math::ExpOp::create(b, arith::SubFOp::create(b, m, mNew));
+                Value p = math::ExpOp::create(b, arith::SubFOp::create(b, s, mNew));
+                Value lNew = arith::AddFOp::create(
+                    b, arith::MulFOp::create(b, l, alpha), p);
+                forLoop(b, zero, dimV, [&](ImplicitLocOpBuilder &b, Value d) {
+                  Value v = spec.kv.load(b, spec.valueRole, req, j, kvHead, d);
+                  Value a = memref::LoadOp::create(b, acc, d);
+                  Value next = arith::AddFOp::create(
+                      b, arith::MulFOp::create(b, a, alpha),
+                      arith::MulFOp::create(b, p, v));
+                  memref::StoreOp::create(b, next, acc, d);
+                });
+                return {mNew, lNew};
+              };
+              if (!spec.mask)
+                return update(b);
+              Value visible = maskBit(b, spec.mask, maskOffset, i, j, kvLen);
+              auto ifOp = scf::IfOp::create(
+                  b, visible,
+                  [&](OpBuilder &nested, Location loc) {
+                    ImplicitLocOpBuilder ib(loc, nested);
+                    scf::YieldOp::create(ib, update(ib));
+                  },
+                  [&](OpBuilder &nested, Location loc) {
+                    scf::YieldOp::create(nested, loc, ValueRange{m, l});
+                  });
+              return SmallVector<Value>(ifOp.getResults());
+            });
+        Value m = ml[0], l = ml[1];
+        Value empty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, l,
+                                            f32Const(b, 0.0));
+        Value invL = arith::DivFOp::create(b, f32Const(b, 1.0), l);
+        forLoop(b, zero, dimV, [&](ImplicitLocOpBuilder &b, Value d) {
+          Value o = arith::MulFOp::create(b, memref::LoadOp::create(b, acc, d),
+                                          invL);
+          o = arith::SelectOp::create(b, empty, f32Const(b, 0.0), o);
+          memref::StoreOp::create(b, fromF32(b, o, outElt), result.output,
+                                  ValueRange{row, head, d});
+        });
+        Value lse = arith::AddFOp::create(b, m, math::LogOp::create(b, l));
+        if (base2)
+          lse = arith::MulFOp::create(b, lse, f32Const(b, M_LOG2E));
+        lse = arith::SelectOp::create(b, empty, f32Const(b, -INFINITY), lse);
+        memref::StoreOp::create(b, lse, result.lse, ValueRange{row, head});
+      });
+    });
+    if (!spec.mask)
+      return SmallVector<Value>{maskOffset};
+    return SmallVector<Value>{arith::AddIOp::create(
+        b, maskOffset, maskBlockSize(b, spec.mask, qoLen, kvLen))};
+  });
+  memref::DeallocOp::create(b, qRow);
+  memref::DeallocOp::create(b, acc);
+  return result;
+}
+
+static int64_t getQueryHeads(Value q) {
+  return cast<MemRefType>(q.getType()).getDimSize(1);
+}
+
+template <typename OpTy>
+static void setCommonAttrs(AttentionSpec &spec, OpTy op, int64_t headDim) {
+  spec.smScale = op.getSmScale() ? op.getSmScale()->convertToDouble()
+                                 : 1.0 / std::sqrt(static_cast<double>(headDim));
+  if (auto cap = op.getLogitsSoftCap())
+    spec.softCap = cap->convertToDouble();
+  spec.windowLeft = op.getWindowLeft();
+  spec.rope = op.getRopeAttr();
+  spec.resultType = op.getType();
+}
+
+FailureOr<StateBuffers> loops::lowerDecode(ImplicitLocOpBuilder &b,
+                                           DecodeOp op) {
+  FailureOr<KVAccess> kv = KVAccess::get(op, op.getKv());
+  if (failed(kv))
+    return failure();
+  PagedType type = op.getKv().getType();
+  AttentionSpec spec;
+  spec.kv = *kv;
+  spec.segments.push_back({op.getQ(), PoolRole::K, type.getHeadDim()});
+  spec.headDimV = type.getHeadDimV();
+  spec.qHeads = getQueryHeads(op.getQ());
+  spec.groupSize = spec.qHeads / type.getKvHeads();
+  setCommonAttrs(spec, op, type.getHeadDim());
+  return emitAttention(b, spec);
+}
+
+FailureOr<StateBuffers> loops::lowerPrefill(ImplicitLocOpBuilder &b,
+                                            PrefillOp op) {
+  FailureOr<KVAccess> kv = KVAccess::get(op, op.getKv());
+  if (failed(kv))
+    return failure();
+  int64_t kvHeads, headDim, headDimV;
+  if (auto paged = dyn_cast<PagedType>(op.getKv().getType())) {
+    kvHeads = paged.getKvHeads();
+    headDim = paged.getHeadDim();
+    headDimV = paged.getHeadDimV();
+  } else {
+    auto ragged = cast<RaggedType>(op.getKv().getType());
+    kvHeads = ragged.getKvHeads();
+    headDim = ragged.getHeadDim();
+    headDimV = ragged.getHeadDimV();
+  }
+  AttentionSpec spec;
+  spec.kv = *kv;
+  spec.segments.push_back({op.getQ(), PoolRole::K, headDim});
+  spec.headDimV = headDimV;
+  spec.qHeads = getQueryHeads(op.getQ());
+  spec.groupSize = spec.qHeads / kvHeads;
+  spec.qoIndptr = op.getQoIndptr();
+  spec.mask = op.getMask();
+  spec.causal = op.getCausal();
+  setCommonAttrs(spec, op, headDim);
+  return emitAttention(b, spec);
+}
+
+FailureOr<StateBuffers> loops::lowerMlaDecode(ImplicitLocOpBuilder &b,
+                                              MlaDecodeOp op) {
+  FailureOr<KVAccess> kv = KVAccess::get(op, op.getKv());
+  if (failed(kv))
+    return failure();
+  PagedType type = op.getKv().getType();
+  AttentionSpec spec;
+  spec.kv = *kv;
+  // MLA: ckv (the K role) is both the no-PE key part and the value.
+  spec.segments.push_back({op.getQNope(), PoolRole::K, type.getHeadDim()});
+  spec.segments.push_back({op.getQPe(), PoolRole::V, type.getPeDim()});
+  spec.valueRole = PoolRole::K;
+  spec.headDimV = type.getHeadDim();
+  spec.qHeads = getQueryHeads(op.getQNope());
+  spec.groupSize = spec.qHeads;
+  spec.smScale =
+      op.getSmScale()
+          ? op.getSmScale()->convertToDouble()
+          : 1.0 / std::sqrt(static_cast<double>(type.getHeadDim() +
+                                                type.getPeDim()));
+  spec.resultType = op.getType();
+  return emitAttention(b, spec);
+}

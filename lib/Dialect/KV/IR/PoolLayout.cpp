@@ -1,0 +1,117 @@
+//===- PoolLayout.cpp - Where paged KV elements live ----------------------===//
+#include "kvir/Dialect/KV/IR/PoolLayout.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+using namespace kvir::kv;
+
+int64_t kvir::kv::getVllmPackFactor(PagedType type) {
+  return 16 / (type.getStorageElementType().getIntOrFloatBitWidth() / 8);
+}
+
+static bool isValueRole(PoolRole role) {
+  return role == PoolRole::V || role == PoolRole::VScale;
+}
+
+static bool isScaleRole(PoolRole role) {
+  return role == PoolRole::KScale || role == PoolRole::VScale;
+}
+
+/// Extent of the dim axis of a pool in `role`.
+static int64_t getDimExtent(PagedType type, PoolRole role) {
+  if (type.isMla())
+    return isValueRole(role) ? type.getPeDim() : type.getHeadDim();
+  int64_t d = isValueRole(role) ? type.getHeadDimV() : type.getHeadDim();
+  return isScaleRole(role) ? d / type.getQuantGroup() : d;
+}
+
+SmallVector<int64_t> kvir::kv::getExpectedPoolShape(PagedType type,
+                                                    PoolRole role) {
+  const int64_t dyn = ShapedType::kDynamic;
+  int64_t p = type.getPageSize(), h = type.getKvHeads();
+  int64_t d = getDimExtent(type, role);
+  bool combined = type.getStorage() == Storage::combined;
+  if (type.isMla())
+    return {dyn, p, d};
+  switch (type.getLayout()) {
+  case LayoutKind::nhd:
+    if (combined)
+      return {dyn, 2, p, h, d};
+    return {dyn, p, h, d};
+  case LayoutKind::hnd:
+    if (combined)
+      return {dyn, 2, h, p, d};
+    return {dyn, h, p, d};
+  case LayoutKind::vllm: {
+    if (isValueRole(role))
+      return {dyn, h, d, p};
+    int64_t x = getVllmPackFactor(type);
+    return {dyn, h, d / x, p, x};
+  }
+  case LayoutKind::ppl0:
+    return {dyn, dyn, 2, h, d};
+  case LayoutKind::ppl1:
+    return {dyn, dyn, 2, h, d};
+  case LayoutKind::ppl2:
+    return {dyn, 2, dyn, h, d};
+  case LayoutKind::ppl3:
+    return {dyn, 2, h, dyn, d};
+  case LayoutKind::llama:
+    return {dyn, p, h, d};
+  case LayoutKind::affine:
+    return {};
+  }
+  llvm_unreachable("unknown layout");
+}
+
+AffineMap kvir::kv::getPoolIndexMap(PagedType type, PoolRole role) {
+  MLIRContext *ctx = type.getContext();
+  AffineExpr page, kv, slot, head, dim;
+  bindDims(ctx, page, kv, slot, head, dim);
+  auto map = [&](ArrayRef<AffineExpr> results) {
+    return AffineMap::get(kNumLogicalDims, 0, results, ctx);
+  };
+  bool combined = type.getStorage() == Storage::combined;
+  AffineExpr token = page * type.getPageSize() + slot;
+  AffineExpr layer = getAffineConstantExpr(type.getLayer(), ctx);
+  if (type.isMla())
+    return map({page, slot, dim});
+  switch (type.getLayout()) {
+  case LayoutKind::nhd:
+    if (combined)
+      return map({page, kv, slot, head, dim});
+    return map({page, slot, head, dim});
+  case LayoutKind::hnd:
+    if (combined)
+      return map({page, kv, head, slot, dim});
+    return map({page, head, slot, dim});
+  case LayoutKind::vllm: {
+    if (isValueRole(role))
+      return map({page, head, dim, slot});
+    int64_t x = getVllmPackFactor(type);
+    return map({page, head, dim.floorDiv(x), slot, dim % x});
+  }
+  case LayoutKind::ppl0:
+    return map({token, layer, kv, head, dim});
+  case LayoutKind::ppl1:
+    return map({layer, token, kv, head, dim});
+  case LayoutKind::ppl2:
+    return map({layer, kv, token, head, dim});
+  case LayoutKind::ppl3:
+    return map({layer, kv, head, token, dim});
+  case LayoutKind::llama:
+    return map({page, slot, head, dim});
+  case LayoutKind::affine:
+    if (isValueRole(role) && type.getVMap())
+      return type.getVMap();
+    return type.getKMap();
+  }
+  llvm_unreachable("unknown layout");
+}
+
+unsigned kvir::kv::getPoolOperandIndex(PagedType type, PoolRole role) {
+  if (type.getStorage() == Storage::combined)
+    return 0;
+  return isValueRole(role) ? 1 : 0;
+}

@@ -1,0 +1,23 @@
+//===- kvir-opt.cpp - kvir's mlir-opt -------------------------------------===//
+//
+// mlir-opt with the kv dialect and kvir's passes, plus every upstream dialect
+// and pass so that kvir pipelines compose with the standard ones.
+//
+//===----------------------------------------------------------------------===//
+#include "kvir/Registration/InitAll.h"
+
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  mlir::registerAllPasses();
+  kvir::registerAllPasses();
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  kvir::registerAllDialects(registry);
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "kvir optimizer driver\n", registry));
+}
