@@ -1,0 +1,28 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "KVIR"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "Unit", "Install"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.kvir_obj_root, "test")
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+runner_libs = ",".join(
+    os.path.join(config.mlir_lib_dir, lib + config.shlib_ext)
+    for lib in ["libmlir_runner_utils", "libmlir_c_runner_utils"]
+)
+config.substitutions.append(("%mlir_runner_libs", runner_libs))
+
+tools = [
+    "kvir-opt",
+    ToolSubst("mlir-runner", unresolved="fatal"),
+]
+llvm_config.add_tool_substitutions(tools, [config.kvir_tools_dir, config.llvm_tools_dir])
