@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Builds kvir and runs every test suite: lit (dialect, conversions, CPU
+# integration), the numeric gtests (kv-to-loops against an independent
+# double-precision reference) and an install + find_package(KVIR) consumer.
+# Exits non-zero on any failure and ends with a one-line summary.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${KVIR_BUILD_DIR:-$ROOT/build}"
+LLVM_BIN=/usr/lib/llvm-22/bin
+cd "$ROOT"
+
+passed=0
+failed=0
+report() { # name, passed, failed
+  echo "== $1: $2 passed, $3 failed"
+  passed=$((passed + $2))
+  failed=$((failed + $3))
+}
+finish() {
+  echo "summary: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  exit $?
+}
+
+scripts/setup.sh || { echo "setup failed"; failed=1; finish; }
+if ! scripts/build.sh all; then
+  echo "build failed"
+  failed=$((failed + 1))
+  finish
+fi
+
+# lit
+log="$BUILD/lit.log"
+"$LLVM_BIN/lit" -sv "$BUILD/test" 2>&1 | tee "$log" | grep -E "^(FAIL|XPASS|UNRESOLVED|TIMEOUT):|\*\*\*\*" || true
+lit_pass=$(grep -E "^\s*(Passed|Expectedly Failed|Unsupported)\s*:" "$log" | awk -F: '{s += $2} END {print s + 0}')
+lit_fail=$(grep -E "^\s*(Failed|Unexpectedly Passed|Unresolved|Timed Out)\s*:" "$log" | awk -F: '{s += $2} END {print s + 0}')
+if [ "$lit_pass" -eq 0 ] && [ "$lit_fail" -eq 0 ]; then lit_fail=1; fi
+report lit "$lit_pass" "$lit_fail"
+
+# gtest
+log="$BUILD/unit.log"
+"$BUILD/bin/kvir-unit-tests" --gtest_brief=1 2>&1 | tee "$log" | tail -n 30
+unit_pass=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+unit_fail=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+unit_pass=${unit_pass:-0}
+unit_fail=${unit_fail:-0}
+if [ "$unit_pass" -eq 0 ] && [ "$unit_fail" -eq 0 ]; then unit_fail=1; fi
+report gtest "$unit_pass" "$unit_fail"
+
+# Install, then build and run a consumer through find_package(KVIR).
+install_ok=0
+rm -rf "$BUILD/install" "$BUILD/consumer"
+if cmake --install "$BUILD" --prefix "$BUILD/install" > "$BUILD/install.log" 2>&1 &&
+   cmake -G Ninja -S test/Install/consumer -B "$BUILD/consumer" \
+     -DCMAKE_CXX_COMPILER=clang++-22 -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+     -DKVIR_DIR="$BUILD/install/lib/cmake/kvir" >> "$BUILD/install.log" 2>&1 &&
+   ninja -C "$BUILD/consumer" >> "$BUILD/install.log" 2>&1 &&
+   "$BUILD/consumer/kvir-consumer"; then
+  install_ok=1
+else
+  tail -n 30 "$BUILD/install.log"
+fi
+report install "$install_ok" $((1 - install_ok))
+
+finish
