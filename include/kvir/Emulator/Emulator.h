@@ -1,0 +1,112 @@
+//===- Emulator.h - Run GPU kernels on the CPU ------------------*- C++ -*-===//
+//
+// kvir's GPU emulator (DESIGN.md section 4): the kernels of a gpu.module are
+// lowered to NVVM, instrumented (Instrument.h) and JIT-compiled for the host;
+// each GPU thread runs on its own fiber, blocks one after another. Barriers
+// and warp collectives (shuffles, votes, mma.sync, ldmatrix) switch fibers
+// with exact PTX semantics. Every global and shared access is checked against
+// live allocations and the block's shared size; shared-memory races between
+// barriers and divergent barriers are reported. Per-launch counters measure
+// traffic, coalescing, bank conflicts, barriers and mma.
+//
+// Host code reaches the emulator through the CUDA-runtime wrapper API that
+// MLIR's gpu-to-llvm lowering calls (mgpuLaunchKernel, mgpuMemAlloc, ...):
+// getRuntimeSymbols() provides those functions to an ExecutionEngine.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVIR_EMULATOR_EMULATOR_H
+#define KVIR_EMULATOR_EMULATOR_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ExecutionEngine/Orc/Core.h"
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvir::emu {
+
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+  uint64_t count() const { return uint64_t(x) * y * z; }
+};
+
+/// Counters of one kernel launch.
+struct LaunchStats {
+  std::string kernel;
+  Dim3 grid, block;
+  uint32_t dynamicSharedBytes = 0;
+  uint64_t staticSharedBytes = 0;
+  uint64_t globalBytesLoaded = 0, globalBytesStored = 0;
+  /// Warp-level global requests, the 32-byte sectors they touched and the
+  /// distinct bytes they asked for: coalescing = usefulBytes / (sectors * 32).
+  uint64_t globalRequests = 0, globalSectors = 0, globalUsefulBytes = 0;
+  uint64_t sharedBytesLoaded = 0, sharedBytesStored = 0;
+  /// Warp-level shared requests and the extra wavefronts bank conflicts cost.
+  uint64_t sharedRequests = 0, bankConflicts = 0;
+  uint64_t barriers = 0, mmaOps = 0, shuffles = 0, fiberSwitches = 0;
+  double seconds = 0;
+
+  double sectorEfficiency() const {
+    return globalSectors ? double(globalUsefulBytes) / (globalSectors * 32.0)
+                         : 1.0;
+  }
+  /// The counters as one JSON object.
+  std::string toJson() const;
+};
+
+/// Emulator-wide settings and results.
+struct EmulatorOptions {
+  /// Print a report and exit(1) on the first failing launch (kvir-runner's
+  /// behaviour). Otherwise the launch fails and reports accumulate.
+  bool exitOnError = true;
+  /// Stack bytes per GPU thread fiber.
+  size_t stackBytes = 64 * 1024;
+};
+
+class Emulator {
+public:
+  static Emulator &get();
+
+  EmulatorOptions &options() { return opts; }
+
+  /// Lowers each gpu.module of `module` to NVVM, instruments and JIT-compiles
+  /// it for the host, and replaces it by a gpu.binary whose object names the
+  /// compiled module, so that gpu-to-llvm's launch code reaches the emulator.
+  llvm::LogicalResult prepareModule(mlir::ModuleOp module);
+
+  /// The CUDA-runtime wrapper functions (mgpu*), libdevice functions (__nv_*)
+  /// kernels may call, and allocation-tracking malloc/free for host code.
+  llvm::orc::SymbolMap getRuntimeSymbols(llvm::orc::MangleAndInterner interner);
+
+  /// Launches a kernel of a prepared module by name (its packed arguments as
+  /// gpu-to-llvm passes them). Returns failure if a check fired.
+  llvm::LogicalResult launch(llvm::StringRef kernel, Dim3 grid, Dim3 block,
+                             uint32_t dynamicSharedBytes, void **params);
+
+  /// Tracks [ptr, ptr + bytes) as a live allocation kernels may access.
+  void registerAllocation(const void *ptr, uint64_t bytes,
+                          llvm::StringRef what);
+  void unregisterAllocation(const void *ptr);
+
+  const std::vector<LaunchStats> &getLaunchStats() const { return stats; }
+  const std::vector<std::string> &getReports() const { return reports; }
+  void clearResults() {
+    stats.clear();
+    reports.clear();
+  }
+
+  /// Internal: records a launch's outcome.
+  void addStats(LaunchStats s) { stats.push_back(std::move(s)); }
+  void addReport(std::string r) { reports.push_back(std::move(r)); }
+
+private:
+  EmulatorOptions opts;
+  std::vector<LaunchStats> stats;
+  std::vector<std::string> reports;
+};
+
+} // namespace kvir::emu
+
+#endif // KVIR_EMULATOR_EMULATOR_H

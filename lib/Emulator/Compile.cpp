@@ -1,0 +1,140 @@
+//===- Compile.cpp - gpu.module -> instrumented host JIT code -------------===//
+#include "Runtime.h"
+#include "kvir/Emulator/Instrument.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/Support/TargetSelect.h"
+
+using namespace mlir;
+using namespace kvir::emu;
+
+std::vector<std::unique_ptr<CompiledModule>> &compiledModules() {
+  static std::vector<std::unique_ptr<CompiledModule>> modules;
+  return modules;
+}
+
+llvm::orc::SymbolMap hookSymbols(llvm::orc::MangleAndInterner interner);
+
+/// Lowers the gpu dialect kernels of `gpuModule` (inside a scratch module) to
+/// LLVM + NVVM as convert-gpu-to-nvvm does for real GPUs.
+static LogicalResult lowerToNvvm(ModuleOp scratch) {
+  PassManager pm(scratch.getContext());
+  OpPassManager &gpm = pm.nest<gpu::GPUModuleOp>();
+  gpm.addPass(createLowerAffinePass());
+  gpm.addPass(memref::createExpandStridedMetadataPass());
+  gpm.addPass(createLowerAffinePass());
+  gpm.addPass(createSCFToControlFlowPass());
+  gpm.addPass(createConvertGpuOpsToNVVMOps());
+  gpm.addPass(createReconcileUnrealizedCastsPass());
+  return pm.run(scratch);
+}
+
+static FailureOr<CompiledModule *> compile(gpu::GPUModuleOp gpuModule) {
+  MLIRContext *context = gpuModule.getContext();
+  Location loc = gpuModule.getLoc();
+  OwningOpRef<ModuleOp> scratch = ModuleOp::create(loc);
+  OpBuilder builder(context);
+  builder.setInsertionPointToStart(scratch->getBody());
+  builder.clone(*gpuModule);
+  if (failed(lowerToNvvm(*scratch)))
+    return gpuModule.emitError("emulator: lowering the kernels to NVVM failed");
+
+  // The kernels become a plain module compiled for the host.
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(loc);
+  auto lowered = *scratch->getOps<gpu::GPUModuleOp>().begin();
+  builder.setInsertionPointToStart(kernels->getBody());
+  for (Operation &op : lowered.getBody()->without_terminator())
+    builder.clone(op);
+
+  FailureOr<InstrumentedModule> info = instrumentKernelModule(*kernels);
+  if (failed(info))
+    return failure();
+
+  auto compiled = std::make_unique<CompiledModule>();
+  compiled->name = gpuModule.getName().str();
+  compiled->staticSharedBytes = info->staticSharedBytes;
+  compiled->sites = info->sites;
+
+  // Globals the kernels read (constants) are allocations kernels may touch.
+  DataLayout layout = DataLayout::closest(*kernels);
+  SmallVector<std::pair<std::string, uint64_t>> globals;
+  for (auto global : kernels->getOps<LLVM::GlobalOp>())
+    globals.push_back({global.getSymName().str(),
+                       layout.getTypeSize(global.getGlobalType())});
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  DialectRegistry registry;
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  context->appendDialectRegistry(registry);
+  ExecutionEngineOptions options;
+  // IR-level optimization (makeOptimizingTransformer) drops the packed entry
+  // wrappers of this module in LLVM 22; code generation still runs at -O2.
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Default;
+  options.enablePerfNotificationListener = false;
+  if (getenv("KVEMU_DUMP"))
+    kernels->print(llvm::errs());
+  auto engine = ExecutionEngine::create(*kernels, options);
+  if (!engine) {
+    llvm::consumeError(engine.takeError());
+    return gpuModule.emitError("emulator: JIT compilation of the kernels failed");
+  }
+  (*engine)->registerSymbols(hookSymbols);
+  for (const std::string &name : info->kernels) {
+    auto entry = (*engine)->lookupPacked(name);
+    if (!entry) {
+      llvm::consumeError(entry.takeError());
+      return gpuModule.emitError("emulator: kernel '") << name << "' not found";
+    }
+    compiled->kernels[name] = *entry;
+  }
+  for (auto &[name, bytes] : globals) {
+    auto address = (*engine)->lookup(name);
+    if (!address) {
+      llvm::consumeError(address.takeError());
+      continue;
+    }
+    Emulator::get().registerAllocation(*address, bytes,
+                                       "global '" + name + "'");
+  }
+  compiled->engine = std::shared_ptr<void>(engine->release(), [](void *p) {
+    delete static_cast<ExecutionEngine *>(p);
+  });
+  compiledModules().push_back(std::move(compiled));
+  return compiledModules().back().get();
+}
+
+LogicalResult Emulator::prepareModule(ModuleOp module) {
+  SmallVector<gpu::GPUModuleOp> gpuModules(module.getOps<gpu::GPUModuleOp>());
+  for (gpu::GPUModuleOp gpuModule : gpuModules) {
+    FailureOr<CompiledModule *> compiled = compile(gpuModule);
+    if (failed(compiled))
+      return failure();
+    // Launch code loads "kvemu:<index>" through mgpuModuleLoad.
+    MLIRContext *context = module.getContext();
+    OpBuilder builder(gpuModule);
+    std::string id = "kvemu:" + std::to_string(compiledModules().size() - 1);
+    auto object = gpu::ObjectAttr::get(
+        context, NVVM::NVVMTargetAttr::get(context),
+        gpu::CompilationTarget::Binary, builder.getStringAttr(id), nullptr,
+        nullptr);
+    gpu::BinaryOp::create(builder, gpuModule.getLoc(), gpuModule.getName(),
+                          nullptr, ArrayRef<Attribute>{object});
+    gpuModule.erase();
+  }
+  return success();
+}

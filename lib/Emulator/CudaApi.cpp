@@ -1,0 +1,330 @@
+//===- CudaApi.cpp - The CUDA-runtime wrapper API, emulated ---------------===//
+//
+// gpu-to-llvm lowers host-side gpu ops to calls of MLIR's CUDA runtime
+// wrappers (mlir/lib/ExecutionEngine/CudaRuntimeWrappers.cpp). These are the
+// same functions with the same signatures, backed by host memory and the
+// emulator; getRuntimeSymbols() hands them to an ExecutionEngine.
+//
+//===----------------------------------------------------------------------===//
+#include "Runtime.h"
+
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <malloc.h>
+
+using namespace kvir::emu;
+
+std::vector<std::unique_ptr<CompiledModule>> &compiledModules();
+
+Emulator &Emulator::get() {
+  static Emulator emulator;
+  return emulator;
+}
+
+void Emulator::registerAllocation(const void *ptr, uint64_t bytes,
+                                  llvm::StringRef what) {
+  if (!ptr)
+    return;
+  allocations().live[reinterpret_cast<uint64_t>(ptr)] = {bytes, what.str()};
+}
+
+void Emulator::unregisterAllocation(const void *ptr) {
+  allocations().live.erase(reinterpret_cast<uint64_t>(ptr));
+}
+
+llvm::LogicalResult Emulator::launch(llvm::StringRef kernel, Dim3 grid,
+                                     Dim3 block, uint32_t dynamicSharedBytes,
+                                     void **params) {
+  for (auto &module : compiledModules()) {
+    auto it = module->kernels.find(kernel.str());
+    if (it == module->kernels.end())
+      continue;
+    KernelHandle handle{module.get(), kernel.str(), it->second};
+    LaunchStats s;
+    llvm::LogicalResult result = runLaunch(handle, grid, block,
+                                           dynamicSharedBytes, params, s,
+                                           reports, opts.stackBytes);
+    stats.push_back(std::move(s));
+    return result;
+  }
+  reports.push_back("kvir-emu: no compiled kernel named '" + kernel.str() + "'");
+  return llvm::failure();
+}
+
+std::string LaunchStats::toJson() const {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "{\"kernel\": \"" << kernel << "\", \"grid\": [" << grid.x << ", "
+     << grid.y << ", " << grid.z << "], \"block\": [" << block.x << ", "
+     << block.y << ", " << block.z << "], \"static_shared_bytes\": "
+     << staticSharedBytes << ", \"dynamic_shared_bytes\": "
+     << dynamicSharedBytes << ", \"global_bytes_loaded\": " << globalBytesLoaded
+     << ", \"global_bytes_stored\": " << globalBytesStored
+     << ", \"global_requests\": " << globalRequests
+     << ", \"global_sectors\": " << globalSectors
+     << ", \"global_useful_bytes\": " << globalUsefulBytes
+     << ", \"sector_efficiency\": "
+     << llvm::format("%.4f", sectorEfficiency())
+     << ", \"shared_bytes_loaded\": " << sharedBytesLoaded
+     << ", \"shared_bytes_stored\": " << sharedBytesStored
+     << ", \"shared_requests\": " << sharedRequests
+     << ", \"bank_conflicts\": " << bankConflicts
+     << ", \"barriers\": " << barriers << ", \"mma_ops\": " << mmaOps
+     << ", \"shuffles\": " << shuffles
+     << ", \"fiber_switches\": " << fiberSwitches
+     << ", \"seconds\": " << llvm::format("%.6f", seconds) << "}";
+  return s;
+}
+
+namespace {
+struct EmulatedFunction {
+  CompiledModule *module;
+  std::string name;
+};
+
+void finishLaunch(llvm::LogicalResult result) {
+  Emulator &emu = Emulator::get();
+  if (llvm::succeeded(result) || !emu.options().exitOnError)
+    return;
+  for (const std::string &r : emu.getReports())
+    llvm::errs() << r << "\n";
+  llvm::errs() << "kvir-emu: the launch failed its checks\n";
+  llvm::errs().flush();
+  std::_Exit(1);
+}
+} // namespace
+
+extern "C" {
+
+// Tracking allocators the host code's memref.alloc resolves to.
+void *kvemu_malloc(size_t bytes) {
+  void *p = std::malloc(bytes);
+  Emulator::get().registerAllocation(p, bytes, "host allocation");
+  return p;
+}
+void *kvemu_aligned_alloc(size_t alignment, size_t bytes) {
+  void *p = ::memalign(alignment, bytes);
+  Emulator::get().registerAllocation(p, bytes, "host allocation");
+  return p;
+}
+void *kvemu_calloc(size_t n, size_t size) {
+  void *p = std::calloc(n, size);
+  Emulator::get().registerAllocation(p, n * size, "host allocation");
+  return p;
+}
+void kvemu_free(void *p) {
+  Emulator::get().unregisterAllocation(p);
+  std::free(p);
+}
+
+void *mgpuModuleLoad(void *data, size_t size) {
+  llvm::StringRef blob(static_cast<const char *>(data), size);
+  blob = blob.take_while([](char c) { return c != 0; });
+  unsigned index;
+  if (!blob.consume_front("kvemu:") || blob.getAsInteger(10, index) ||
+      index >= compiledModules().size()) {
+    llvm::errs() << "kvir-emu: mgpuModuleLoad got a binary the emulator did "
+                    "not compile; run the module through kvir-runner\n";
+    std::_Exit(1);
+  }
+  return compiledModules()[index].get();
+}
+
+void *mgpuModuleLoadJIT(void *data, int) { return mgpuModuleLoad(data, 64); }
+
+void mgpuModuleUnload(void *) {}
+
+void *mgpuModuleGetFunction(void *module, const char *name) {
+  auto *m = static_cast<CompiledModule *>(module);
+  auto it = m->kernels.find(name);
+  if (it == m->kernels.end()) {
+    llvm::errs() << "kvir-emu: module '" << m->name << "' has no kernel '"
+                 << name << "'\n";
+    std::_Exit(1);
+  }
+  return new KernelHandle{m, name, it->second};
+}
+
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t smem, void *, void **params,
+                      void **, size_t) {
+  auto *kernel = static_cast<KernelHandle *>(function);
+  Emulator &emu = Emulator::get();
+  LaunchStats s;
+  Dim3 grid{uint32_t(gridX), uint32_t(gridY), uint32_t(gridZ)};
+  Dim3 block{uint32_t(blockX), uint32_t(blockY), uint32_t(blockZ)};
+  std::vector<std::string> reports;
+  llvm::LogicalResult result = runLaunch(*kernel, grid, block, smem, params, s,
+                                         reports, emu.options().stackBytes);
+  for (std::string &r : reports)
+    emu.addReport(std::move(r));
+  emu.addStats(std::move(s));
+  finishLaunch(result);
+}
+
+void *mgpuStreamCreate() { return reinterpret_cast<void *>(1); }
+void mgpuStreamDestroy(void *) {}
+void mgpuStreamSynchronize(void *) {}
+void mgpuStreamWaitEvent(void *, void *) {}
+void *mgpuEventCreate() { return reinterpret_cast<void *>(1); }
+void mgpuEventDestroy(void *) {}
+void mgpuEventSynchronize(void *) {}
+void mgpuEventRecord(void *, void *) {}
+void mgpuSetDefaultDevice(int32_t) {}
+
+void *mgpuMemAlloc(uint64_t bytes, void *, bool) {
+  void *p = ::memalign(64, bytes ? bytes : 1);
+  Emulator::get().registerAllocation(p, bytes, "gpu.alloc");
+  return p;
+}
+
+void mgpuMemFree(void *p, void *) {
+  Emulator::get().unregisterAllocation(p);
+  std::free(p);
+}
+
+void mgpuMemcpy(void *dst, void *src, size_t bytes, void *) {
+  std::memcpy(dst, src, bytes);
+}
+
+void mgpuMemset32(void *dst, unsigned value, size_t count, void *) {
+  auto *p = static_cast<uint32_t *>(dst);
+  std::fill(p, p + count, value);
+}
+
+void mgpuMemset16(void *dst, unsigned short value, size_t count, void *) {
+  auto *p = static_cast<uint16_t *>(dst);
+  std::fill(p, p + count, value);
+}
+
+void mgpuMemHostRegisterMemRef(int64_t rank, StridedMemRefType<char, 1> *desc,
+                               int64_t elementBytes) {
+  // The extent of the memref: the largest offset its sizes and strides reach.
+  const int64_t *sizes = desc->sizes;
+  const int64_t *strides = sizes + rank;
+  int64_t last = desc->offset;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (sizes[i] == 0)
+      return;
+    last += (sizes[i] - 1) * strides[i];
+  }
+  char *base = desc->data;
+  Emulator::get().registerAllocation(base, (last + 1) * elementBytes,
+                                     "host-registered memref");
+}
+
+void mgpuMemHostUnregisterMemRef(int64_t, StridedMemRefType<char, 1> *, int64_t) {}
+void mgpuMemHostRegister(void *ptr, uint64_t bytes) {
+  Emulator::get().registerAllocation(ptr, bytes, "host-registered memory");
+}
+void mgpuMemHostUnregister(void *) {}
+
+} // extern "C"
+
+// libdevice functions kernels lowered by convert-gpu-to-nvvm may call.
+extern "C" {
+#define KVEMU_UNARY(name, fn)                                                  \
+  static float kvemu_##name##f(float x) { return fn(x); }                      \
+  static double kvemu_##name(double x) { return fn(x); }
+KVEMU_UNARY(exp, std::exp)
+KVEMU_UNARY(exp2, std::exp2)
+KVEMU_UNARY(log, std::log)
+KVEMU_UNARY(log2, std::log2)
+KVEMU_UNARY(sqrt, std::sqrt)
+KVEMU_UNARY(rsqrt, 1.0 / std::sqrt)
+KVEMU_UNARY(tanh, std::tanh)
+KVEMU_UNARY(sin, std::sin)
+KVEMU_UNARY(cos, std::cos)
+KVEMU_UNARY(fabs, std::fabs)
+KVEMU_UNARY(floor, std::floor)
+KVEMU_UNARY(ceil, std::ceil)
+KVEMU_UNARY(erf, std::erf)
+KVEMU_UNARY(expm1, std::expm1)
+KVEMU_UNARY(log1p, std::log1p)
+#undef KVEMU_UNARY
+static float kvemu_powf(float x, float y) { return std::pow(x, y); }
+static double kvemu_pow(double x, double y) { return std::pow(x, y); }
+static float kvemu_fmaxf(float x, float y) { return std::fmax(x, y); }
+static float kvemu_fminf(float x, float y) { return std::fmin(x, y); }
+}
+
+// Declared in Hooks.cpp / Memory.cpp.
+extern "C" {
+uint32_t __kvemu_sreg(uint32_t);
+void __kvemu_barrier(uint32_t, uint32_t, uint32_t);
+void __kvemu_syncwarp(uint32_t, uint32_t);
+uint64_t __kvemu_shfl(uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);
+uint32_t __kvemu_vote(uint32_t, uint32_t, uint32_t, uint32_t);
+void __kvemu_mma(uint32_t, uint32_t, uint32_t, uint32_t, const uint32_t *,
+                 const uint32_t *, const uint32_t *, uint32_t *, uint32_t);
+void __kvemu_ldmatrix(uint32_t, uint32_t, const void *, uint32_t *, uint32_t);
+void __kvemu_cp_async(void *, const void *, uint32_t, uint32_t, uint32_t);
+void __kvemu_cp_async_commit();
+void __kvemu_cp_async_wait(uint32_t);
+void __kvemu_access(const void *, uint64_t, uint32_t, uint32_t);
+void *__kvemu_shared_base();
+}
+
+template <typename F>
+static void add(llvm::orc::SymbolMap &map,
+                llvm::orc::MangleAndInterner &interner, llvm::StringRef name,
+                F *fn) {
+  map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+                         llvm::JITSymbolFlags::Exported};
+}
+
+llvm::orc::SymbolMap hookSymbols(llvm::orc::MangleAndInterner interner) {
+  llvm::orc::SymbolMap map;
+  add(map, interner, kabi::kSreg, &__kvemu_sreg);
+  add(map, interner, kabi::kBarrier, &__kvemu_barrier);
+  add(map, interner, kabi::kSyncWarp, &__kvemu_syncwarp);
+  add(map, interner, kabi::kShfl, &__kvemu_shfl);
+  add(map, interner, kabi::kVote, &__kvemu_vote);
+  add(map, interner, kabi::kMma, &__kvemu_mma);
+  add(map, interner, kabi::kLdMatrix, &__kvemu_ldmatrix);
+  add(map, interner, kabi::kCpAsync, &__kvemu_cp_async);
+  add(map, interner, kabi::kCpAsyncCommit, &__kvemu_cp_async_commit);
+  add(map, interner, kabi::kCpAsyncWait, &__kvemu_cp_async_wait);
+  add(map, interner, kabi::kAccess, &__kvemu_access);
+  add(map, interner, kabi::kSharedBase, &__kvemu_shared_base);
+#define KVEMU_NV(name) \
+  add(map, interner, "__nv_" #name "f", &kvemu_##name##f); \
+  add(map, interner, "__nv_" #name, &kvemu_##name);
+  KVEMU_NV(exp) KVEMU_NV(exp2) KVEMU_NV(log) KVEMU_NV(log2) KVEMU_NV(sqrt)
+  KVEMU_NV(rsqrt) KVEMU_NV(tanh) KVEMU_NV(sin) KVEMU_NV(cos) KVEMU_NV(fabs)
+  KVEMU_NV(floor) KVEMU_NV(ceil) KVEMU_NV(erf) KVEMU_NV(expm1) KVEMU_NV(log1p)
+  KVEMU_NV(pow)
+#undef KVEMU_NV
+  add(map, interner, "__nv_fmaxf", &kvemu_fmaxf);
+  add(map, interner, "__nv_fminf", &kvemu_fminf);
+  return map;
+}
+
+llvm::orc::SymbolMap
+Emulator::getRuntimeSymbols(llvm::orc::MangleAndInterner interner) {
+  llvm::orc::SymbolMap map;
+#define KVEMU_API(name) add(map, interner, #name, &name);
+  KVEMU_API(mgpuModuleLoad) KVEMU_API(mgpuModuleLoadJIT)
+  KVEMU_API(mgpuModuleUnload) KVEMU_API(mgpuModuleGetFunction)
+  KVEMU_API(mgpuLaunchKernel) KVEMU_API(mgpuStreamCreate)
+  KVEMU_API(mgpuStreamDestroy) KVEMU_API(mgpuStreamSynchronize)
+  KVEMU_API(mgpuStreamWaitEvent) KVEMU_API(mgpuEventCreate)
+  KVEMU_API(mgpuEventDestroy) KVEMU_API(mgpuEventSynchronize)
+  KVEMU_API(mgpuEventRecord) KVEMU_API(mgpuSetDefaultDevice)
+  KVEMU_API(mgpuMemAlloc) KVEMU_API(mgpuMemFree) KVEMU_API(mgpuMemcpy)
+  KVEMU_API(mgpuMemset32) KVEMU_API(mgpuMemset16)
+  KVEMU_API(mgpuMemHostRegisterMemRef) KVEMU_API(mgpuMemHostUnregisterMemRef)
+  KVEMU_API(mgpuMemHostRegister) KVEMU_API(mgpuMemHostUnregister)
+#undef KVEMU_API
+  add(map, interner, "malloc", &kvemu_malloc);
+  add(map, interner, "aligned_alloc", &kvemu_aligned_alloc);
+  add(map, interner, "calloc", &kvemu_calloc);
+  add(map, interner, "free", &kvemu_free);
+  return map;
+}

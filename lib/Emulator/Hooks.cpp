@@ -1,0 +1,176 @@
+//===- Hooks.cpp - The functions instrumented kernels call ----------------===//
+#include "Runtime.h"
+
+#include <chrono>
+#include <cstring>
+
+using namespace kvir::emu;
+
+void performCopies(GpuThread &t, size_t keep);
+
+extern "C" {
+
+uint32_t __kvemu_sreg(uint32_t which) {
+  BlockRun &b = *current.block;
+  GpuThread &t = *current.thread;
+  uint32_t lane = t.lane;
+  switch (which) {
+  case kabi::TidX: return t.tid[0];
+  case kabi::TidY: return t.tid[1];
+  case kabi::TidZ: return t.tid[2];
+  case kabi::NtidX: return b.block.x;
+  case kabi::NtidY: return b.block.y;
+  case kabi::NtidZ: return b.block.z;
+  case kabi::CtaidX: return b.ctaid.x;
+  case kabi::CtaidY: return b.ctaid.y;
+  case kabi::CtaidZ: return b.ctaid.z;
+  case kabi::NctaidX: return b.grid.x;
+  case kabi::NctaidY: return b.grid.y;
+  case kabi::NctaidZ: return b.grid.z;
+  case kabi::LaneId: return lane;
+  case kabi::WarpSize: return 32;
+  case kabi::WarpId: return t.warp;
+  case kabi::NWarpId: return b.liveLanes.size();
+  case kabi::SmId: return 0;
+  case kabi::NSmId: return 1;
+  case kabi::LaneMaskLt: return (1u << lane) - 1;
+  case kabi::LaneMaskLe: return lane == 31 ? ~0u : (2u << lane) - 1;
+  case kabi::LaneMaskEq: return 1u << lane;
+  case kabi::LaneMaskGe: return ~((1u << lane) - 1);
+  case kabi::LaneMaskGt: return lane == 31 ? 0u : ~((2u << lane) - 1);
+  default:
+    fail("unknown special register " + std::to_string(which), 0);
+  }
+}
+
+void __kvemu_barrier(uint32_t id, uint32_t count, uint32_t site) {
+  BlockRun &b = *current.block;
+  GpuThread &t = *current.thread;
+  if (count != 0 && count != b.block.count())
+    fail("named barrier " + std::to_string(id) + " with a thread count of " +
+             std::to_string(count) + " is not supported by the emulator",
+         site);
+  t.wait = Wait::Barrier;
+  t.waitSite = site;
+  yieldToScheduler();
+}
+
+static uint64_t collective(Arrival arrival) {
+  GpuThread &t = *current.thread;
+  t.arrival = arrival;
+  t.wait = Wait::Warp;
+  t.waitSite = arrival.site;
+  yieldToScheduler();
+  return t.result;
+}
+
+void __kvemu_syncwarp(uint32_t mask, uint32_t site) {
+  Arrival a{};
+  a.kind = Arrival::SyncWarp;
+  a.mask = mask;
+  a.site = site;
+  collective(a);
+}
+
+uint64_t __kvemu_shfl(uint32_t mode, uint32_t mask, uint32_t value, uint32_t b,
+                      uint32_t c, uint32_t site) {
+  Arrival a{};
+  a.kind = Arrival::Shfl;
+  a.mask = mask;
+  a.site = site;
+  a.mode = mode;
+  a.value = value;
+  a.b = b;
+  a.c = c;
+  return collective(a);
+}
+
+uint32_t __kvemu_vote(uint32_t mode, uint32_t mask, uint32_t pred,
+                      uint32_t site) {
+  Arrival a{};
+  a.kind = Arrival::Vote;
+  a.mask = mask;
+  a.site = site;
+  a.mode = mode;
+  a.value = pred != 0;
+  return collective(a);
+}
+
+void __kvemu_mma(uint32_t m, uint32_t n, uint32_t k, uint32_t types,
+                 const uint32_t *aFrag, const uint32_t *bFrag,
+                 const uint32_t *cFrag, uint32_t *dFrag, uint32_t site) {
+  Arrival a{};
+  a.kind = Arrival::Mma;
+  a.mask = ~0u; // mma.sync is warp-wide (.aligned).
+  a.site = site;
+  a.m = m;
+  a.n = n;
+  a.k = k;
+  a.types = types;
+  a.a = aFrag;
+  a.bFrag = bFrag;
+  a.cFrag = cFrag;
+  a.out = dFrag;
+  collective(a);
+}
+
+void __kvemu_ldmatrix(uint32_t num, uint32_t trans, const void *ptr,
+                      uint32_t *out, uint32_t site) {
+  GpuThread &t = *current.thread;
+  // Threads 0..8*num-1 each give the address of one 16-byte row.
+  if (t.lane < 8 * num) {
+    if (reinterpret_cast<uintptr_t>(ptr) % 16)
+      fail("ldmatrix row address is not 16-byte aligned", site);
+    checkAccess(ptr, 16, kabi::Load, site);
+  }
+  Arrival a{};
+  a.kind = Arrival::LdMatrix;
+  a.mask = ~0u;
+  a.site = site;
+  a.num = num;
+  a.trans = trans;
+  a.ptr = ptr;
+  a.out = out;
+  collective(a);
+}
+
+void __kvemu_cp_async(void *dst, const void *src, uint32_t size,
+                      uint32_t srcSize, uint32_t site) {
+  GpuThread &t = *current.thread;
+  if (srcSize > size)
+    fail("cp.async source size " + std::to_string(srcSize) +
+             " exceeds the copy size " + std::to_string(size),
+         site);
+  if (srcSize)
+    checkAccess(src, srcSize, kabi::Load, site);
+  t.openCopies.push_back({dst, src, size, srcSize, site});
+}
+
+void __kvemu_cp_async_commit() {
+  GpuThread &t = *current.thread;
+  t.copyGroups.push_back(std::move(t.openCopies));
+  t.openCopies.clear();
+}
+
+void __kvemu_cp_async_wait(uint32_t n) {
+  performCopies(*current.thread, n);
+}
+
+void *__kvemu_shared_base() { return current.block->shared; }
+
+} // extern "C"
+
+/// cp.async data lands in shared memory when a wait retires its group: a
+/// kernel that reads the destination before waiting sees the old contents
+/// (and the race checker sees the write at the wait), as on hardware.
+void performCopies(GpuThread &t, size_t keep) {
+  while (t.copyGroups.size() > keep) {
+    for (const AsyncCopy &c : t.copyGroups.front()) {
+      checkAccess(c.dst, c.size, kabi::Store, c.site);
+      std::memcpy(c.dst, c.src, c.srcSize);
+      std::memset(static_cast<char *>(c.dst) + c.srcSize, 0,
+                  c.size - c.srcSize);
+    }
+    t.copyGroups.erase(t.copyGroups.begin());
+  }
+}

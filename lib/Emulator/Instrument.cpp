@@ -1,0 +1,457 @@
+//===- Instrument.cpp - Rewrite NVVM kernels into runtime calls -----------===//
+#include "kvir/Emulator/Instrument.h"
+#include "kvir/Emulator/RuntimeABI.h"
+
+#include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace kvir::emu;
+
+namespace {
+
+class Instrumenter {
+public:
+  explicit Instrumenter(ModuleOp module)
+      : module(module), builder(module.getContext()),
+        layout(DataLayout::closest(module)) {}
+
+  FailureOr<InstrumentedModule> run();
+
+private:
+  LLVM::LLVMFuncOp hook(StringRef name, ArrayRef<Type> params, Type result);
+  Value call(Location loc, StringRef name, Type result, ValueRange args);
+  Value i32(Location loc, int64_t v);
+  Value i64(Location loc, int64_t v);
+  Value toGeneric(Location loc, Value ptr);
+  Value toI32Bits(Location loc, Value v);
+  Value fromI32Bits(Location loc, Value bits, Type type);
+  /// An i32 array of `slots` at the entry of the enclosing function.
+  Value entryAlloca(Operation *at, unsigned slots);
+  uint32_t site(Operation *op);
+
+  LogicalResult layoutSharedMemory();
+  LogicalResult rewriteNvvm(Operation *op);
+  void instrumentAccess(Operation *op, Value ptr, Type valueType,
+                        uint32_t flags);
+
+  ModuleOp module;
+  OpBuilder builder;
+  DataLayout layout;
+  InstrumentedModule result;
+};
+
+} // namespace
+
+LLVM::LLVMFuncOp Instrumenter::hook(StringRef name, ArrayRef<Type> params,
+                                    Type resultType) {
+  OpBuilder::InsertionGuard guard(builder);
+  FailureOr<LLVM::LLVMFuncOp> fn = LLVM::lookupOrCreateFn(
+      builder, module, name, params,
+      resultType ? resultType : LLVM::LLVMVoidType::get(module.getContext()));
+  assert(succeeded(fn) && "hook declarations never conflict");
+  return *fn;
+}
+
+Value Instrumenter::call(Location loc, StringRef name, Type resultType,
+                         ValueRange args) {
+  LLVM::LLVMFuncOp fn =
+      hook(name, llvm::to_vector(args.getTypes()), resultType);
+  auto callOp = LLVM::CallOp::create(builder, loc, fn, args);
+  return resultType ? callOp.getResult() : Value();
+}
+
+Value Instrumenter::i32(Location loc, int64_t v) {
+  return LLVM::ConstantOp::create(builder, loc, builder.getI32Type(),
+                                  builder.getI32IntegerAttr(v));
+}
+
+Value Instrumenter::i64(Location loc, int64_t v) {
+  return LLVM::ConstantOp::create(builder, loc, builder.getI64Type(),
+                                  builder.getI64IntegerAttr(v));
+}
+
+Value Instrumenter::toGeneric(Location loc, Value ptr) {
+  auto type = cast<LLVM::LLVMPointerType>(ptr.getType());
+  if (type.getAddressSpace() == 0)
+    return ptr;
+  return LLVM::AddrSpaceCastOp::create(
+      builder, loc, LLVM::LLVMPointerType::get(module.getContext()), ptr);
+}
+
+Value Instrumenter::toI32Bits(Location loc, Value v) {
+  if (v.getType().isInteger(32))
+    return v;
+  return LLVM::BitcastOp::create(builder, loc, builder.getI32Type(), v);
+}
+
+Value Instrumenter::fromI32Bits(Location loc, Value bits, Type type) {
+  if (type.isInteger(32))
+    return bits;
+  return LLVM::BitcastOp::create(builder, loc, type, bits);
+}
+
+Value Instrumenter::entryAlloca(Operation *at, unsigned slots) {
+  auto fn = at->getParentOfType<LLVM::LLVMFuncOp>();
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToStart(&fn.getBody().front());
+  Location loc = at->getLoc();
+  Value count = i32(loc, slots);
+  return LLVM::AllocaOp::create(
+      builder, loc, LLVM::LLVMPointerType::get(module.getContext()),
+      builder.getI32Type(), count, /*alignment=*/16);
+}
+
+uint32_t Instrumenter::site(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << op->getLoc() << " " << op->getName();
+  result.sites.push_back(std::move(text));
+  return result.sites.size() - 1;
+}
+
+LogicalResult Instrumenter::layoutSharedMemory() {
+  // Static shared globals first, then dynamic ones (zero-sized), which all
+  // alias the dynamic region that starts after the static ones.
+  llvm::StringMap<uint64_t> offsets;
+  SmallVector<LLVM::GlobalOp> shared, dynamic;
+  for (auto global : module.getOps<LLVM::GlobalOp>())
+    if (global.getAddrSpace() == 3)
+      (layout.getTypeSize(global.getGlobalType()) == 0 ? dynamic : shared)
+          .push_back(global);
+  uint64_t offset = 0;
+  for (LLVM::GlobalOp global : shared) {
+    uint64_t align = std::max<uint64_t>(16, global.getAlignment().value_or(0));
+    offset = llvm::alignTo(offset, align);
+    offsets[global.getSymName()] = offset;
+    offset += layout.getTypeSize(global.getGlobalType());
+  }
+  offset = llvm::alignTo(offset, 16);
+  for (LLVM::GlobalOp global : dynamic)
+    offsets[global.getSymName()] = offset;
+  result.staticSharedBytes = offset;
+
+  SmallVector<LLVM::AddressOfOp> uses;
+  module.walk([&](LLVM::AddressOfOp op) {
+    if (offsets.count(op.getGlobalName()))
+      uses.push_back(op);
+  });
+  auto ptrType = LLVM::LLVMPointerType::get(module.getContext());
+  for (LLVM::AddressOfOp op : uses) {
+    builder.setInsertionPoint(op);
+    Location loc = op.getLoc();
+    Value base = call(loc, kabi::kSharedBase, ptrType, {});
+    Value at = LLVM::GEPOp::create(
+        builder, loc, ptrType, builder.getI8Type(), base,
+        ArrayRef<LLVM::GEPArg>{
+            static_cast<int32_t>(offsets[op.getGlobalName()])});
+    Value cast = LLVM::AddrSpaceCastOp::create(builder, loc, op.getType(), at);
+    op.replaceAllUsesWith(cast);
+    op.erase();
+  }
+  for (LLVM::GlobalOp global : llvm::concat<LLVM::GlobalOp>(shared, dynamic))
+    global.erase();
+  return success();
+}
+
+void Instrumenter::instrumentAccess(Operation *op, Value ptr, Type valueType,
+                                    uint32_t flags) {
+  builder.setInsertionPoint(op);
+  Location loc = op->getLoc();
+  uint32_t id = site(op);
+  call(loc, kabi::kAccess, Type(),
+       {toGeneric(loc, ptr), i64(loc, layout.getTypeSize(valueType)),
+        i32(loc, flags), i32(loc, id)});
+}
+
+static std::optional<kabi::Sreg> getSreg(Operation *op) {
+  return TypeSwitch<Operation *, std::optional<kabi::Sreg>>(op)
+      .Case([](NVVM::ThreadIdXOp) { return kabi::TidX; })
+      .Case([](NVVM::ThreadIdYOp) { return kabi::TidY; })
+      .Case([](NVVM::ThreadIdZOp) { return kabi::TidZ; })
+      .Case([](NVVM::BlockDimXOp) { return kabi::NtidX; })
+      .Case([](NVVM::BlockDimYOp) { return kabi::NtidY; })
+      .Case([](NVVM::BlockDimZOp) { return kabi::NtidZ; })
+      .Case([](NVVM::BlockIdXOp) { return kabi::CtaidX; })
+      .Case([](NVVM::BlockIdYOp) { return kabi::CtaidY; })
+      .Case([](NVVM::BlockIdZOp) { return kabi::CtaidZ; })
+      .Case([](NVVM::GridDimXOp) { return kabi::NctaidX; })
+      .Case([](NVVM::GridDimYOp) { return kabi::NctaidY; })
+      .Case([](NVVM::GridDimZOp) { return kabi::NctaidZ; })
+      .Case([](NVVM::LaneIdOp) { return kabi::LaneId; })
+      .Case([](NVVM::WarpSizeOp) { return kabi::WarpSize; })
+      .Case([](NVVM::WarpIdOp) { return kabi::WarpId; })
+      .Case([](NVVM::WarpDimOp) { return kabi::NWarpId; })
+      .Case([](NVVM::SmIdOp) { return kabi::SmId; })
+      .Case([](NVVM::SmDimOp) { return kabi::NSmId; })
+      .Case([](NVVM::LaneMaskLtOp) { return kabi::LaneMaskLt; })
+      .Case([](NVVM::LaneMaskLeOp) { return kabi::LaneMaskLe; })
+      .Case([](NVVM::LaneMaskEqOp) { return kabi::LaneMaskEq; })
+      .Case([](NVVM::LaneMaskGeOp) { return kabi::LaneMaskGe; })
+      .Case([](NVVM::LaneMaskGtOp) { return kabi::LaneMaskGt; })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+static std::optional<kabi::MmaType> getMmaType(Type type,
+                                              std::optional<NVVM::MMATypes> ptx) {
+  if (ptx) {
+    switch (*ptx) {
+    case NVVM::MMATypes::f16:
+      return kabi::F16;
+    case NVVM::MMATypes::bf16:
+      return kabi::BF16;
+    case NVVM::MMATypes::f32:
+      return kabi::F32;
+    case NVVM::MMATypes::tf32:
+      return kabi::TF32;
+    default:
+      return std::nullopt;
+    }
+  }
+  if (auto vec = dyn_cast<VectorType>(type); vec && vec.getElementType().isF16())
+    return kabi::F16;
+  if (type.isF32())
+    return kabi::F32;
+  return std::nullopt;
+}
+
+LogicalResult Instrumenter::rewriteNvvm(Operation *op) {
+  Location loc = op->getLoc();
+  builder.setInsertionPoint(op);
+  Type i32Type = builder.getI32Type();
+  auto ptrType = LLVM::LLVMPointerType::get(module.getContext());
+
+  if (std::optional<kabi::Sreg> sreg = getSreg(op)) {
+    Value v = call(loc, kabi::kSreg, i32Type, {i32(loc, *sreg)});
+    Type resultType = op->getResult(0).getType();
+    if (resultType != i32Type)
+      v = LLVM::ZExtOp::create(builder, loc, resultType, v);
+    op->getResult(0).replaceAllUsesWith(v);
+    op->erase();
+    return success();
+  }
+  return TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](NVVM::Barrier0Op b) -> LogicalResult {
+        call(loc, kabi::kBarrier, Type(),
+             {i32(loc, 0), i32(loc, 0), i32(loc, site(b))});
+        b.erase();
+        return success();
+      })
+      .Case([&](NVVM::BarrierOp b) -> LogicalResult {
+        if (b.getRes())
+          return b.emitError("the emulator does not support barrier reductions");
+        Value id = b.getBarrierId() ? b.getBarrierId() : i32(loc, 0);
+        Value count = b.getNumberOfThreads() ? b.getNumberOfThreads()
+                                             : i32(loc, 0);
+        call(loc, kabi::kBarrier, Type(), {id, count, i32(loc, site(b))});
+        b.erase();
+        return success();
+      })
+      .Case([&](NVVM::SyncWarpOp s) -> LogicalResult {
+        call(loc, kabi::kSyncWarp, Type(), {s.getMask(), i32(loc, site(s))});
+        s.erase();
+        return success();
+      })
+      .Case([&](NVVM::ShflOp s) -> LogicalResult {
+        Type valType = s.getVal().getType();
+        if (layout.getTypeSizeInBits(valType) != 32)
+          return s.emitError("the emulator supports 32-bit shuffles, got ")
+                 << valType;
+        uint32_t id = site(s);
+        Value packed = call(
+            loc, kabi::kShfl, builder.getI64Type(),
+            {i32(loc, static_cast<uint32_t>(s.getKind())), s.getThreadMask(),
+             toI32Bits(loc, s.getVal()), s.getOffset(), s.getMaskAndClamp(),
+             i32(loc, id)});
+        Value bits = LLVM::TruncOp::create(builder, loc, i32Type, packed);
+        Value value = fromI32Bits(loc, bits, valType);
+        Value replacement = value;
+        if (s.getReturnValueAndIsValid()) {
+          Value hi = LLVM::LShrOp::create(builder, loc, packed, i64(loc, 32));
+          Value valid = LLVM::TruncOp::create(builder, loc,
+                                              builder.getI1Type(), hi);
+          Type structType = s.getRes().getType();
+          Value agg = LLVM::PoisonOp::create(builder, loc, structType);
+          agg = LLVM::InsertValueOp::create(builder, loc, agg, value,
+                                            ArrayRef<int64_t>{0});
+          replacement = LLVM::InsertValueOp::create(builder, loc, agg, valid,
+                                            ArrayRef<int64_t>{1});
+        }
+        s.getRes().replaceAllUsesWith(replacement);
+        s.erase();
+        return success();
+      })
+      .Case([&](NVVM::VoteSyncOp v) -> LogicalResult {
+        uint32_t id = site(v);
+        Value pred = LLVM::ZExtOp::create(builder, loc, i32Type, v.getPred());
+        Value r = call(loc, kabi::kVote, i32Type,
+                       {i32(loc, static_cast<uint32_t>(v.getKind())),
+                        v.getMask(), pred, i32(loc, id)});
+        if (!v.getRes().getType().isInteger(32))
+          r = LLVM::TruncOp::create(builder, loc, v.getRes().getType(), r);
+        v.getRes().replaceAllUsesWith(r);
+        v.erase();
+        return success();
+      })
+      .Case([&](NVVM::MmaOp m) -> LogicalResult {
+        auto resultType = dyn_cast<LLVM::LLVMStructType>(m.getRes().getType());
+        if (!resultType)
+          return m.emitError("the emulator expects mma.sync to return a struct");
+        std::optional<kabi::MmaType> aType =
+            getMmaType(m.getOperandA().front().getType(),
+                       m.getMultiplicandAPtxType());
+        std::optional<kabi::MmaType> cType =
+            getMmaType(resultType.getBody().front(), std::nullopt);
+        if (!aType || !cType || (*aType != kabi::F16 && *aType != kabi::BF16))
+          return m.emitError("the emulator supports mma.sync with f16/bf16 "
+                             "inputs and f16/f32 accumulators");
+        NVVM::MMAShapeAttr shape = m.getShape();
+        if (m.getLayoutA() != NVVM::MMALayout::row ||
+            m.getLayoutB() != NVVM::MMALayout::col)
+          return m.emitError("mma.sync with f16/bf16 requires row/col layouts");
+        uint32_t id = site(m);
+        auto store = [&](ValueRange values) {
+          Value buf = entryAlloca(m, std::max<unsigned>(values.size(), 1));
+          for (auto [i, v] : llvm::enumerate(values)) {
+            Value slot = LLVM::GEPOp::create(builder, loc, ptrType, i32Type, buf,
+                                             ArrayRef<LLVM::GEPArg>{
+                                                 static_cast<int32_t>(i)});
+            LLVM::StoreOp::create(builder, loc, toI32Bits(loc, v), slot);
+          }
+          return buf;
+        };
+        Value a = store(m.getOperandA());
+        Value b = store(m.getOperandB());
+        Value c = store(m.getOperandC());
+        unsigned numResults = resultType.getBody().size();
+        Value d = entryAlloca(m, numResults);
+        call(loc, kabi::kMma, Type(),
+             {i32(loc, shape.getM()), i32(loc, shape.getN()),
+              i32(loc, shape.getK()), i32(loc, *aType | (*cType << 8)), a, b,
+              c, d, i32(loc, id)});
+        Value agg = LLVM::PoisonOp::create(builder, loc, resultType);
+        for (unsigned i = 0; i < numResults; ++i) {
+          Value slot = LLVM::GEPOp::create(
+              builder, loc, ptrType, i32Type, d,
+              ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
+          Value bits = LLVM::LoadOp::create(builder, loc, i32Type, slot);
+          agg = LLVM::InsertValueOp::create(
+              builder, loc, agg,
+              fromI32Bits(loc, bits, resultType.getBody()[i]), i);
+        }
+        m.getRes().replaceAllUsesWith(agg);
+        m.erase();
+        return success();
+      })
+      .Case([&](NVVM::LdMatrixOp l) -> LogicalResult {
+        if (l.getShape().getM() != 8 || l.getShape().getN() != 8 ||
+            l.getEltType() != NVVM::LdStMatrixEltType::B16)
+          return l.emitError("the emulator supports ldmatrix .m8n8 .b16");
+        uint32_t id = site(l);
+        unsigned num = l.getNum();
+        Value out = entryAlloca(l, 4);
+        bool trans = l.getLayout() == NVVM::MMALayout::col;
+        call(loc, kabi::kLdMatrix, Type(),
+             {i32(loc, num), i32(loc, trans), toGeneric(loc, l.getPtr()), out,
+              i32(loc, id)});
+        Type resType = l.getRes().getType();
+        auto loadSlot = [&](unsigned i) -> Value {
+          Value slot = LLVM::GEPOp::create(
+              builder, loc, ptrType, i32Type, out,
+              ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
+          return LLVM::LoadOp::create(builder, loc, i32Type, slot);
+        };
+        Value replacement;
+        if (auto st = dyn_cast<LLVM::LLVMStructType>(resType)) {
+          replacement = LLVM::PoisonOp::create(builder, loc, resType);
+          for (unsigned i = 0; i < num; ++i)
+            replacement = LLVM::InsertValueOp::create(
+                builder, loc, replacement,
+                fromI32Bits(loc, loadSlot(i), st.getBody()[i]), i);
+        } else {
+          replacement = fromI32Bits(loc, loadSlot(0), resType);
+        }
+        l.getRes().replaceAllUsesWith(replacement);
+        l.erase();
+        return success();
+      })
+      .Case([&](NVVM::CpAsyncOp c) -> LogicalResult {
+        uint32_t id = site(c);
+        Value size = i32(loc, c.getSize());
+        Value srcSize = c.getCpSize() ? c.getCpSize() : size;
+        call(loc, kabi::kCpAsync, Type(),
+             {toGeneric(loc, c.getDst()), toGeneric(loc, c.getSrc()), size,
+              srcSize, i32(loc, id)});
+        c.erase();
+        return success();
+      })
+      .Case([&](NVVM::CpAsyncCommitGroupOp c) -> LogicalResult {
+        call(loc, kabi::kCpAsyncCommit, Type(), {});
+        c.erase();
+        return success();
+      })
+      .Case([&](NVVM::CpAsyncWaitGroupOp w) -> LogicalResult {
+        call(loc, kabi::kCpAsyncWait, Type(), {i32(loc, w.getN())});
+        w.erase();
+        return success();
+      })
+      .Case([&](NVVM::RcpApproxFtzF32Op r) -> LogicalResult {
+        Value one = LLVM::ConstantOp::create(builder, loc, builder.getF32Type(),
+                                             builder.getF32FloatAttr(1.0f));
+        Value q = LLVM::FDivOp::create(builder, loc, one, r.getArg());
+        r.getRes().replaceAllUsesWith(q);
+        r.erase();
+        return success();
+      })
+      .Default([&](Operation *other) -> LogicalResult {
+        return other->emitError("the emulator cannot execute ")
+               << other->getName();
+      });
+}
+
+FailureOr<InstrumentedModule> Instrumenter::run() {
+  if (failed(layoutSharedMemory()))
+    return failure();
+  // Collect first: rewriting inserts calls and loads of its own.
+  SmallVector<Operation *> nvvmOps, accesses;
+  module.walk([&](Operation *op) {
+    if (isa<NVVM::NVVMDialect>(op->getDialect()))
+      nvvmOps.push_back(op);
+    else if (isa<LLVM::LoadOp, LLVM::StoreOp, LLVM::AtomicRMWOp,
+                 LLVM::AtomicCmpXchgOp>(op))
+      accesses.push_back(op);
+  });
+  for (Operation *op : accesses) {
+    TypeSwitch<Operation *>(op)
+        .Case([&](LLVM::LoadOp l) {
+          instrumentAccess(l, l.getAddr(), l.getType(), kabi::Load);
+        })
+        .Case([&](LLVM::StoreOp s) {
+          instrumentAccess(s, s.getAddr(), s.getValue().getType(), kabi::Store);
+        })
+        .Case([&](LLVM::AtomicRMWOp a) {
+          instrumentAccess(a, a.getPtr(), a.getVal().getType(),
+                           kabi::Store | kabi::Atomic);
+        })
+        .Case([&](LLVM::AtomicCmpXchgOp a) {
+          instrumentAccess(a, a.getPtr(), a.getVal().getType(),
+                           kabi::Store | kabi::Atomic);
+        });
+  }
+  for (Operation *op : nvvmOps)
+    if (failed(rewriteNvvm(op)))
+      return failure();
+  for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
+    if (fn->hasAttr("nvvm.kernel") || fn->hasAttr("gpu.kernel"))
+      result.kernels.push_back(fn.getName().str());
+  return std::move(result);
+}
+
+FailureOr<InstrumentedModule> kvir::emu::instrumentKernelModule(ModuleOp module) {
+  return Instrumenter(module).run();
+}
