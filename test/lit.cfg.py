@@ -9,6 +9,13 @@ config.name = "KVIR"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir"]
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "Unit", "Install"]
+
+# ptxas is part of CUDA, not of Debian: tests that need it are gated on it.
+import shutil
+ptxas = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kvir_obj_root, "test")
 
@@ -23,6 +30,7 @@ config.substitutions.append(("%mlir_runner_libs", runner_libs))
 
 tools = [
     "kvir-opt",
+    "kvir-runner",
     ToolSubst("mlir-runner", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(tools, [config.kvir_tools_dir, config.llvm_tools_dir])
