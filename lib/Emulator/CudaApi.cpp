@@ -117,6 +117,9 @@ void *kvemu_calloc(size_t n, size_t size) {
   Emulator::get().registerAllocation(p, n * size, "host allocation");
   return p;
 }
+void kvemu_register_global(void *p, uint64_t bytes) {
+  Emulator::get().registerAllocation(p, bytes, "host global");
+}
 void kvemu_free(void *p) {
   Emulator::get().unregisterAllocation(p);
   std::free(p);
@@ -179,7 +182,9 @@ void mgpuEventRecord(void *, void *) {}
 void mgpuSetDefaultDevice(int32_t) {}
 
 void *mgpuMemAlloc(uint64_t bytes, void *, bool) {
-  void *p = ::memalign(64, bytes ? bytes : 1);
+  // cudaMalloc returns 256-byte aligned memory; coalescing counters depend on
+  // where a buffer starts relative to 32-byte sectors and 128-byte lines.
+  void *p = ::memalign(256, bytes ? bytes : 1);
   Emulator::get().registerAllocation(p, bytes, "gpu.alloc");
   return p;
 }

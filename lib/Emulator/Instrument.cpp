@@ -37,6 +37,7 @@ private:
 
   LogicalResult layoutSharedMemory();
   LogicalResult rewriteNvvm(Operation *op);
+  LogicalResult rewriteNvvmIntrinsics();
   void instrumentAccess(Operation *op, Value ptr, Type valueType,
                         uint32_t flags);
 
@@ -414,6 +415,37 @@ LogicalResult Instrumenter::rewriteNvvm(Operation *op) {
       });
 }
 
+/// NVVM approximation intrinsics called by name (llvm.call_intrinsic) run
+/// as the host's exact functions: the emulator may be more precise than the
+/// GPU, never less.
+LogicalResult Instrumenter::rewriteNvvmIntrinsics() {
+  SmallVector<LLVM::CallIntrinsicOp> calls;
+  module.walk([&](LLVM::CallIntrinsicOp op) {
+    if (op.getIntrin().starts_with("llvm.nvvm."))
+      calls.push_back(op);
+  });
+  for (LLVM::CallIntrinsicOp op : calls) {
+    StringRef name = op.getIntrin();
+    builder.setInsertionPoint(op);
+    Location loc = op.getLoc();
+    Value x = op.getArgs().empty() ? Value() : op.getArgs()[0];
+    Value r;
+    if (name.starts_with("llvm.nvvm.ex2.approx"))
+      r = LLVM::Exp2Op::create(builder, loc, x.getType(), x);
+    else if (name.starts_with("llvm.nvvm.lg2.approx"))
+      r = LLVM::Log2Op::create(builder, loc, x.getType(), x);
+    else if (name.starts_with("llvm.nvvm.rcp.approx")) {
+      Value one = LLVM::ConstantOp::create(builder, loc, x.getType(),
+                                           builder.getFloatAttr(x.getType(), 1.0));
+      r = LLVM::FDivOp::create(builder, loc, one, x);
+    } else
+      return op.emitError("the emulator cannot execute intrinsic ") << name;
+    op.getResult(0).replaceAllUsesWith(r);
+    op.erase();
+  }
+  return success();
+}
+
 FailureOr<InstrumentedModule> Instrumenter::run() {
   if (failed(layoutSharedMemory()))
     return failure();
@@ -446,6 +478,8 @@ FailureOr<InstrumentedModule> Instrumenter::run() {
   for (Operation *op : nvvmOps)
     if (failed(rewriteNvvm(op)))
       return failure();
+  if (failed(rewriteNvvmIntrinsics()))
+    return failure();
   for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
     if (fn->hasAttr("nvvm.kernel") || fn->hasAttr("gpu.kernel"))
       result.kernels.push_back(fn.getName().str());

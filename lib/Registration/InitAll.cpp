@@ -12,13 +12,16 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 void kvir::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<kv::KVDialect, mlir::affine::AffineDialect,
                   mlir::arith::ArithDialect, mlir::cf::ControlFlowDialect,
                   mlir::func::FuncDialect, mlir::LLVM::LLVMDialect,
                   mlir::math::MathDialect, mlir::memref::MemRefDialect,
-                  mlir::scf::SCFDialect>();
+                  mlir::scf::SCFDialect, mlir::gpu::GPUDialect,
+                  mlir::vector::VectorDialect>();
 }
 
 void kvir::registerAllPasses() {

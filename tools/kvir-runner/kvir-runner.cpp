@@ -24,13 +24,17 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/JitRunner.h"
 #include "mlir/InitAllDialects.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
@@ -59,6 +63,45 @@ static bool hasKVOps(ModuleOp module) {
   return found;
 }
 
+/// Host globals (memref.global constants such as page tables) are memory
+/// kernels may read: a global constructor registers each with the emulator.
+static void registerHostGlobals(ModuleOp module) {
+  SmallVector<LLVM::GlobalOp> globals;
+  for (auto global : module.getOps<LLVM::GlobalOp>())
+    if (global.getValueOrNull() || !global.getInitializerRegion().empty())
+      globals.push_back(global);
+  if (globals.empty())
+    return;
+  MLIRContext *context = module.getContext();
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  Location loc = module.getLoc();
+  auto ptr = LLVM::LLVMPointerType::get(context);
+  auto voidType = LLVM::LLVMVoidType::get(context);
+  auto hook = LLVM::LLVMFuncOp::create(
+      b, loc, "kvemu_register_global",
+      LLVM::LLVMFunctionType::get(voidType, {ptr, b.getI64Type()}));
+  auto ctor = LLVM::LLVMFuncOp::create(b, loc, "__kvemu_register_host_globals",
+                                       LLVM::LLVMFunctionType::get(voidType, {}));
+  Block *body = ctor.addEntryBlock(b);
+  b.setInsertionPointToStart(body);
+  DataLayout layout = DataLayout::closest(module);
+  for (LLVM::GlobalOp global : globals) {
+    if (global.getAddrSpace() != 0)
+      continue;
+    Value addr = LLVM::AddressOfOp::create(b, loc, global);
+    Value size = LLVM::ConstantOp::create(
+        b, loc, b.getI64Type(),
+        b.getI64IntegerAttr(layout.getTypeSize(global.getGlobalType())));
+    LLVM::CallOp::create(b, loc, hook, ValueRange{addr, size});
+  }
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+  b.setInsertionPointToEnd(module.getBody());
+  LLVM::GlobalCtorsOp::create(
+      b, loc, b.getArrayAttr({FlatSymbolRefAttr::get(ctor)}),
+      b.getArrayAttr({b.getI32IntegerAttr(0)}),
+      b.getArrayAttr({LLVM::ZeroAttr::get(context)}));
+}
+
 static LogicalResult lowerForEmulator(Operation *op, JitRunnerOptions &) {
   auto module = cast<ModuleOp>(op);
   MLIRContext *context = module.getContext();
@@ -82,10 +125,15 @@ static LogicalResult lowerForEmulator(Operation *op, JitRunnerOptions &) {
       return failure();
   }
   PassManager pm(context);
+  // gpu-to-llvm lowers only the async forms of gpu.alloc, gpu.memcpy,
+  // gpu.memset and gpu.dealloc; this makes synchronous ones async (with a
+  // gpu.wait), as a CUDA program's implicit default stream would.
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertVectorToSCFPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createGpuToLLVMConversionPass());
@@ -96,6 +144,7 @@ static LogicalResult lowerForEmulator(Operation *op, JitRunnerOptions &) {
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   if (failed(pm.run(module)))
     return failure();
@@ -112,6 +161,7 @@ static LogicalResult lowerForEmulator(Operation *op, JitRunnerOptions &) {
         return failure();
       fn.setSymName(to);
     }
+  registerHostGlobals(module);
   return success();
 }
 
@@ -125,6 +175,11 @@ static void printStats() {
   llvm::errs() << "]\n";
 }
 
+static llvm::orc::SymbolMap
+runtimeSymbols(llvm::orc::MangleAndInterner interner) {
+  return kvir::emu::Emulator::get().getRuntimeSymbols(interner);
+}
+
 int main(int argc, char **argv) {
   DialectRegistry registry;
   registerAllDialects(registry);
@@ -134,9 +189,9 @@ int main(int argc, char **argv) {
 
   JitRunnerConfig config;
   config.mlirTransformer = lowerForEmulator;
-  config.runtimesymbolMap = [](llvm::orc::MangleAndInterner interner) {
-    return kvir::emu::Emulator::get().getRuntimeSymbols(interner);
-  };
+  // runtimesymbolMap is a function_ref: it must refer to a function that
+  // outlives JitRunnerMain, not to a temporary lambda.
+  config.runtimesymbolMap = runtimeSymbols;
   int rc = JitRunnerMain(argc, argv, registry, config);
   printStats();
   if (rc == 0 && !kvir::emu::Emulator::get().getReports().empty()) {

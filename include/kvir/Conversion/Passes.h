@@ -2,7 +2,10 @@
 #ifndef KVIR_CONVERSION_PASSES_H
 #define KVIR_CONVERSION_PASSES_H
 
+#include "kvir/Conversion/KVToGPU/KVToGPU.h"
 #include "kvir/Conversion/KVToLoops/KVToLoops.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace kvir {
 

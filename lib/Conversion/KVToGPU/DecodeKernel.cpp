@@ -1,0 +1,386 @@
+//===- DecodeKernel.cpp - The batch-decode gpu.func -----------------------===//
+//
+// One block per (request, KV head, KV partition); threads (x, y, z) = (16-byte
+// vector along the head dim, query head of the GQA group, token in flight).
+// Each K/V tile is staged in shared memory with 16-byte loads by the whole
+// block, once for all query heads of the group, then every (y, z) scores its
+// tokens: a vector dot product reduced across x with xor-shuffles, and an
+// online softmax in base 2 (log2(e) folded into the scale, so exp2 lowers to
+// ex2.approx and no libdevice call is needed). The z-partials are merged
+// through shared memory at the end.
+//
+//===----------------------------------------------------------------------===//
+#include "KernelBuilders.h"
+
+#include "kvir/Dialect/KV/Utils/PagedAddressing.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <cmath>
+#include <numeric>
+
+using namespace mlir;
+using namespace kvir::kv;
+using namespace kvir::kv::gpu_lowering;
+
+Value gpu_lowering::approx(ImplicitLocOpBuilder &b, StringRef intrinsic,
+                          Value x) {
+  return LLVM::CallIntrinsicOp::create(b, x.getType(),
+                                       b.getStringAttr(intrinsic), x)
+      .getResult(0);
+}
+
+namespace {
+/// Small IR helpers shared by the kernel bodies.
+struct KernelIR {
+  ImplicitLocOpBuilder &b;
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+  }
+  Value i32(int64_t v) {
+    return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
+  }
+  Value add(Value x, Value y) {
+    return isa<IndexType>(x.getType()) ? Value(arith::AddIOp::create(b, x, y))
+                                       : Value(arith::AddFOp::create(b, x, y));
+  }
+  Value mul(Value x, Value y) {
+    return isa<IndexType>(x.getType()) ? Value(arith::MulIOp::create(b, x, y))
+                                       : Value(arith::MulFOp::create(b, x, y));
+  }
+  Value sub(Value x, Value y) {
+    return isa<IndexType>(x.getType()) ? Value(arith::SubIOp::create(b, x, y))
+                                       : Value(arith::SubFOp::create(b, x, y));
+  }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, p, x, y);
+  }
+  Value minIdx(Value x, Value y) { return arith::MinSIOp::create(b, x, y); }
+  Value maxIdx(Value x, Value y) { return arith::MaxSIOp::create(b, x, y); }
+  /// PTX ex2.approx / lg2.approx: fast, and no libdevice call.
+  Value exp2(Value x) { return approx(b, "llvm.nvvm.ex2.approx.ftz.f", x); }
+  Value log2(Value x) { return approx(b, "llvm.nvvm.lg2.approx.ftz.f", x); }
+  Value splat(Value scalar, int64_t n) {
+    return vector::BroadcastOp::create(
+        b, VectorType::get({n}, scalar.getType()), scalar);
+  }
+};
+} // namespace
+
+static int64_t nextPowerOf2(int64_t v) {
+  int64_t p = 1;
+  while (p < v)
+    p *= 2;
+  return p;
+}
+
+DecodeTiling gpu_lowering::chooseDecodeTiling(PagedType kv, int64_t qHeads,
+                                              int64_t smCount) {
+  DecodeTiling t;
+  int64_t bits = kv.getDtype().getIntOrFloatBitWidth();
+  t.vec = 128 / bits;
+  while (kv.getHeadDim() % t.vec)
+    t.vec /= 2;
+  t.threadsX = nextPowerOf2(kv.getHeadDim() / t.vec);
+  int64_t group = qHeads / kv.getKvHeads();
+  // About 128 threads per block; more z-lanes when the group is small.
+  t.threadsZ = std::max<int64_t>(1, 128 / (t.threadsX * group));
+  t.threadsZ = std::min<int64_t>(t.threadsZ, 8);
+  // Whole warps only: shuffles run with the full membermask.
+  int64_t step = 32 / std::gcd<int64_t>(t.threadsX * group, 32);
+  t.threadsZ = (t.threadsZ + step - 1) / step * step;
+  // A tile holds a few rounds of z-lanes; at most 16 KB per K or V tile.
+  int64_t rowBytes = t.threadsX * t.vec * bits / 8;
+  t.tileTokens = std::min<int64_t>(32, (16 * 1024) / rowBytes);
+  t.tileTokens = (std::max(t.tileTokens, t.threadsZ) + t.threadsZ - 1) /
+                 t.threadsZ * t.threadsZ;
+  t.smCount = smCount;
+  return t;
+}
+
+gpu::GPUFuncOp gpu_lowering::buildDecodeKernel(gpu::GPUModuleOp module,
+                                               const DecodeKernelSpec &spec) {
+  MLIRContext *ctx = module.getContext();
+  Location loc = module.getLoc();
+  const DecodeTiling &tl = spec.tiling;
+  PagedType kvType = spec.kv;
+  int64_t headDim = kvType.getHeadDim();
+  int64_t group = spec.qHeads / kvType.getKvHeads();
+  int64_t vec = tl.vec, tx = tl.threadsX, tz = tl.threadsZ;
+  int64_t padded = tx * vec, tile = tl.tileTokens;
+  Type elt = kvType.getDtype(), f32Type = Float32Type::get(ctx);
+  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+
+  SmallVector<Type> argTypes{spec.qType};
+  llvm::append_range(argTypes, spec.kvTypes);
+  argTypes.append({spec.outType, spec.lseType});
+  if (spec.partitioned)
+    argTypes.push_back(IndexType::get(ctx));
+  SmallVector<Type> workgroup{
+      MemRefType::get({tile, padded}, elt, nullptr, wg),
+      MemRefType::get({tile, padded}, elt, nullptr, wg),
+      MemRefType::get({tz * group}, f32Type, nullptr, wg),
+      MemRefType::get({tz * group}, f32Type, nullptr, wg),
+      MemRefType::get({tz * group, padded}, f32Type, nullptr, wg)};
+
+  OpBuilder ob = OpBuilder::atBlockEnd(module.getBody());
+  auto func = gpu::GPUFuncOp::create(ob, loc, spec.name,
+                                     FunctionType::get(ctx, argTypes, {}),
+                                     workgroup);
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
+  func.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(
+      ctx, {int32_t(tx), int32_t(group), int32_t(tz)}));
+
+  Block &entry = func.getBody().front();
+  ImplicitLocOpBuilder b(loc, ctx);
+  b.setInsertionPointToStart(&entry);
+  KernelIR ir{b};
+  Value q = entry.getArgument(0);
+  PagedOperands kv;
+  kv.type = kvType;
+  {
+    // Rebuild the paged operands from the kernel arguments.
+    PagedOperands shape;
+    shape.type = kvType;
+    unsigned pools = kvType.getNumPools(), tables = kvType.getNumTables();
+    shape.pools.resize(pools);
+    shape.tables.resize(tables);
+    shape.scales.resize(kvType.getNumScalePools());
+    if (kvType.isFp8()) {
+      shape.kScale = q;
+      shape.vScale = q;
+    }
+    kv = shape.withValues(entry.getArguments().slice(1, spec.kvTypes.size()));
+  }
+  unsigned next = 1 + spec.kvTypes.size();
+  Value out = entry.getArgument(next), lseOut = entry.getArgument(next + 1);
+  Value numPartitions = spec.partitioned ? entry.getArgument(next + 2) : Value();
+  Value kTile = func.getWorkgroupAttributions()[0];
+  Value vTile = func.getWorkgroupAttributions()[1];
+  Value mShared = func.getWorkgroupAttributions()[2];
+  Value lShared = func.getWorkgroupAttributions()[3];
+  Value accShared = func.getWorkgroupAttributions()[4];
+
+  Value x = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value y = gpu::ThreadIdOp::create(b, gpu::Dimension::y);
+  Value z = gpu::ThreadIdOp::create(b, gpu::Dimension::z);
+  Value req = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value kvHead = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  Value part = gpu::BlockIdOp::create(b, gpu::Dimension::z);
+  Value zero = ir.idx(0), one = ir.idx(1);
+  Value head = ir.add(ir.mul(kvHead, ir.idx(group)), y);
+  Value dim0 = ir.mul(x, ir.idx(vec));
+  Value activeX = ir.cmp(arith::CmpIPredicate::slt, dim0, ir.idx(headDim));
+  Value lane = ir.add(x, ir.mul(ir.idx(tx), ir.add(y, ir.mul(ir.idx(group), z))));
+  int64_t numThreads = tx * group * tz;
+
+  // The token range of this block: the partition's share of [0, kv_len),
+  // cut to the sliding window.
+  Value kvLen = emitKvLen(b, kv, req);
+  Value start = zero, end = kvLen;
+  if (numPartitions) {
+    Value chunk = arith::CeilDivUIOp::create(b, kvLen, numPartitions);
+    start = ir.minIdx(ir.mul(part, chunk), kvLen);
+    end = ir.minIdx(ir.add(start, chunk), kvLen);
+  }
+  if (spec.windowLeft)
+    start = ir.maxIdx(start, ir.sub(ir.sub(kvLen, one),
+                                    ir.idx(*spec.windowLeft)));
+
+  auto vecType = VectorType::get({vec}, elt);
+  auto vecF32 = VectorType::get({vec}, f32Type);
+  Value zeroVec = ir.splat(ir.f32(0.0), vec);
+  // The query vector, scaled so that scores come out in log2 units.
+  double log2e = M_LOG2E;
+  double qScale = spec.softCap ? spec.smScale : spec.smScale * log2e;
+  Value qVec = scf::IfOp::create(
+                   b, activeX,
+                   [&](OpBuilder &nb, Location l) {
+                     ImplicitLocOpBuilder ib(l, nb);
+                     auto v = vector::LoadOp::create(
+                         ib, VectorType::get({vec}, spec.qType.getElementType()),
+                         q, ValueRange{req, head, dim0});
+                     v.setAlignment(16);
+                     Value f = arith::ExtFOp::create(ib, vecF32, v.getResult());
+                     KernelIR k{ib};
+                     scf::YieldOp::create(
+                         ib, ValueRange{arith::MulFOp::create(
+                                 ib, f, k.splat(k.f32(qScale), vec))});
+                   },
+                   [&](OpBuilder &nb, Location l) {
+                     scf::YieldOp::create(nb, l, ValueRange{zeroVec});
+                   })
+                   .getResult(0);
+
+  auto loadTileVec = [&](ImplicitLocOpBuilder &ib, Value tileMem, Value t) {
+    Value v = vector::LoadOp::create(ib, vecType, tileMem, ValueRange{t, dim0});
+    Value f = arith::ExtFOp::create(ib, vecF32, v);
+    return arith::SelectOp::create(ib, activeX, f, zeroVec).getResult();
+  };
+
+  Value negInf = ir.f32(-INFINITY);
+  auto tileLoop = scf::ForOp::create(
+      b, start, end, ir.idx(tile), ValueRange{negInf, ir.f32(0.0), zeroVec},
+      [&](OpBuilder &nb, Location l, Value tile0, ValueRange state) {
+        ImplicitLocOpBuilder ib(l, nb);
+        KernelIR k{ib};
+        // Stage the tile: every thread loads 16-byte vectors of K and V.
+        int64_t vecsPerRow = headDim / vec;
+        Value count = k.minIdx(k.idx(tile), k.sub(end, tile0));
+        Value total = k.mul(count, k.idx(vecsPerRow));
+        scf::ForOp::create(
+            ib, lane, total, k.idx(numThreads), ValueRange{},
+            [&](OpBuilder &nb2, Location l2, Value i, ValueRange) {
+              ImplicitLocOpBuilder jb(l2, nb2);
+              KernelIR j{jb};
+              Value t = arith::DivUIOp::create(jb, i, j.idx(vecsPerRow));
+              Value c = j.mul(arith::RemUIOp::create(jb, i, j.idx(vecsPerRow)),
+                              j.idx(vec));
+              auto [page, slot] = emitLocate(jb, kv, req, j.add(tile0, t));
+              for (auto [role, tileMem] :
+                   {std::pair{PoolRole::K, kTile}, std::pair{PoolRole::V, vTile}}) {
+                auto load = vector::LoadOp::create(
+                    jb, vecType, kv.pool(role),
+                    emitPoolIndices(jb, kvType, role, page, slot, kvHead, c));
+                load.setAlignment(16);
+                auto store = vector::StoreOp::create(jb, load, tileMem,
+                                                     ValueRange{t, c});
+                store.setAlignment(16);
+              }
+              scf::YieldOp::create(jb);
+            });
+        gpu::BarrierOp::create(ib);
+        // Score this lane's tokens of the tile. The trip count is the same
+        // for every z-lane (t = t0 + z, masked past the tile's end) because
+        // the shuffles below need the whole warp.
+        auto tokenLoop = scf::ForOp::create(
+            ib, zero, count, k.idx(tz), state,
+            [&](OpBuilder &nb2, Location l2, Value t0, ValueRange st) {
+              ImplicitLocOpBuilder jb(l2, nb2);
+              KernelIR j{jb};
+              Value t = j.add(t0, z);
+              Value valid = j.cmp(arith::CmpIPredicate::slt, t, count);
+              Value kVec = loadTileVec(jb, kTile, t);
+              Value partial = vector::ReductionOp::create(
+                  jb, vector::CombiningKind::ADD,
+                  arith::MulFOp::create(jb, qVec, kVec));
+              for (int64_t off = tx / 2; off >= 1; off /= 2) {
+                Value other =
+                    gpu::ShuffleOp::create(jb, partial, off, 32,
+                                           gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+                partial = j.add(partial, other);
+              }
+              Value s = partial;
+              if (spec.softCap) {
+                // c * tanh(s / c) = c * (1 - 2 / (exp(2 s / c) + 1)).
+                double c = *spec.softCap;
+                Value e = j.exp2(j.mul(s, j.f32(2.0 * log2e / c)));
+                Value t2 = arith::DivFOp::create(jb, j.f32(2.0),
+                                                 j.add(e, j.f32(1.0)));
+                s = j.mul(j.sub(j.f32(1.0), t2), j.f32(c * log2e));
+              }
+              Value m = st[0], lsum = st[1], acc = st[2];
+              Value mNew = arith::MaximumFOp::create(jb, m, s);
+              Value alpha = j.exp2(j.sub(m, mNew));
+              Value p = j.exp2(j.sub(s, mNew));
+              Value lNew = j.add(j.mul(lsum, alpha), p);
+              Value vVec = loadTileVec(jb, vTile, t);
+              Value accNew = arith::AddFOp::create(
+                  jb, arith::MulFOp::create(jb, acc, j.splat(alpha, vec)),
+                  arith::MulFOp::create(jb, vVec, j.splat(p, vec)));
+              scf::YieldOp::create(
+                  jb, ValueRange{arith::SelectOp::create(jb, valid, mNew, m),
+                                 arith::SelectOp::create(jb, valid, lNew, lsum),
+                                 arith::SelectOp::create(jb, valid, accNew, acc)});
+            });
+        gpu::BarrierOp::create(ib);
+        scf::YieldOp::create(ib, tokenLoop.getResults());
+      });
+  Value m = tileLoop.getResult(0), lsum = tileLoop.getResult(1);
+  Value acc = tileLoop.getResult(2);
+
+  // Merge the z-lanes' partial states through shared memory.
+  if (tz > 1) {
+    Value slotIdx = ir.add(ir.mul(z, ir.idx(group)), y);
+    Value isX0 = ir.cmp(arith::CmpIPredicate::eq, x, zero);
+    scf::IfOp::create(b, isX0, [&](OpBuilder &nb, Location l) {
+      memref::StoreOp::create(nb, l, m, mShared, ValueRange{slotIdx});
+      memref::StoreOp::create(nb, l, lsum, lShared, ValueRange{slotIdx});
+      scf::YieldOp::create(nb, l);
+    });
+    vector::StoreOp::create(b, acc, accShared, ValueRange{slotIdx, dim0});
+    gpu::BarrierOp::create(b);
+    Value mAll = negInf;
+    for (int64_t zz = 0; zz < tz; ++zz)
+      mAll = arith::MaximumFOp::create(
+          b, mAll, memref::LoadOp::create(
+                       b, mShared, ValueRange{ir.add(ir.idx(zz * group), y)}));
+    // An empty row has mAll = -inf: weigh by exp2(m - 0) = 0 instead of NaN.
+    Value isEmpty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mAll,
+                                          negInf);
+    Value ref = arith::SelectOp::create(b, isEmpty, ir.f32(0.0), mAll);
+    Value lAll = ir.f32(0.0), accAll = zeroVec;
+    for (int64_t zz = 0; zz < tz; ++zz) {
+      Value slotZ = ir.add(ir.idx(zz * group), y);
+      Value w = ir.exp2(
+          ir.sub(memref::LoadOp::create(b, mShared, ValueRange{slotZ}), ref));
+      lAll = ir.add(lAll, ir.mul(w, memref::LoadOp::create(b, lShared,
+                                                           ValueRange{slotZ})));
+      Value a = vector::LoadOp::create(b, vecF32, accShared,
+                                       ValueRange{slotZ, dim0});
+      accAll = arith::AddFOp::create(
+          b, accAll, arith::MulFOp::create(b, a, ir.splat(w, vec)));
+    }
+    m = mAll;
+    lsum = lAll;
+    acc = accAll;
+  }
+
+  // Write the state of (request, head): z-lane 0, lanes holding real dims.
+  Value isZ0 = ir.cmp(arith::CmpIPredicate::eq, z, zero);
+  scf::IfOp::create(b, isZ0, [&](OpBuilder &nb, Location l) {
+    ImplicitLocOpBuilder ib(l, nb);
+    KernelIR k{ib};
+    Value empty = arith::CmpFOp::create(ib, arith::CmpFPredicate::OEQ, lsum,
+                                        k.f32(0.0));
+    Value inv = arith::DivFOp::create(ib, k.f32(1.0), lsum);
+    Value o = arith::MulFOp::create(ib, acc, k.splat(inv, vec));
+    o = arith::SelectOp::create(ib, empty, zeroVec, o);
+    // lse in base 2 is m + log2(l); base e multiplies by ln 2. Partial
+    // states stay in base 2 for the merge kernel.
+    Value lse = k.add(m, k.log2(lsum));
+    if (!spec.partitioned && spec.base == LseBase::e)
+      lse = k.mul(lse, k.f32(M_LN2));
+    lse = arith::SelectOp::create(ib, empty, k.f32(-INFINITY), lse);
+    SmallVector<Value> rowIdx{req, head};
+    if (spec.partitioned)
+      rowIdx.insert(rowIdx.begin(), part);
+    Type outElt = spec.outType.getElementType();
+    scf::IfOp::create(ib, activeX, [&](OpBuilder &nb2, Location l2) {
+      ImplicitLocOpBuilder jb(l2, nb2);
+      Value v = o;
+      if (!outElt.isF32())
+        v = arith::TruncFOp::create(jb, VectorType::get({vec}, outElt), o);
+      SmallVector<Value> idx(rowIdx);
+      idx.push_back(dim0);
+      vector::StoreOp::create(jb, v, out, idx).setAlignment(16);
+      scf::YieldOp::create(jb);
+    });
+    Value isX0 = k.cmp(arith::CmpIPredicate::eq, x, k.idx(0));
+    scf::IfOp::create(ib, isX0, [&](OpBuilder &nb2, Location l2) {
+      memref::StoreOp::create(nb2, l2, lse, lseOut, rowIdx);
+      scf::YieldOp::create(nb2, l2);
+    });
+    scf::YieldOp::create(ib);
+  });
+  gpu::ReturnOp::create(b);
+  return func;
+}

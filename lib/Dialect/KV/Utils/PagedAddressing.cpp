@@ -1,0 +1,126 @@
+//===- PagedAddressing.cpp - IR for finding a token in a paged cache ------===//
+#include "kvir/Dialect/KV/Utils/PagedAddressing.h"
+
+#include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using namespace kvir::kv;
+
+PagedOperands PagedOperands::fromView(PagedViewOp view) {
+  PagedOperands kv;
+  kv.type = view.getType();
+  kv.pools = llvm::to_vector(view.getPools());
+  kv.tables = llvm::to_vector(view.getTables());
+  kv.scales = llvm::to_vector(view.getScales());
+  kv.kScale = view.getKScale();
+  kv.vScale = view.getVScale();
+  return kv;
+}
+
+SmallVector<Value> PagedOperands::flatten() const {
+  SmallVector<Value> values(pools);
+  llvm::append_range(values, tables);
+  llvm::append_range(values, scales);
+  if (kScale)
+    values.append({kScale, vScale});
+  return values;
+}
+
+PagedOperands PagedOperands::withValues(ValueRange values) const {
+  PagedOperands kv;
+  kv.type = type;
+  unsigned next = 0;
+  auto take = [&](size_t n, SmallVector<Value> &into) {
+    for (size_t i = 0; i < n; ++i)
+      into.push_back(values[next++]);
+  };
+  take(pools.size(), kv.pools);
+  take(tables.size(), kv.tables);
+  take(scales.size(), kv.scales);
+  if (kScale) {
+    kv.kScale = values[next++];
+    kv.vScale = values[next++];
+  }
+  return kv;
+}
+
+Value PagedOperands::pool(PoolRole role) const {
+  if (role == PoolRole::KScale || role == PoolRole::VScale)
+    return scales[getPoolOperandIndex(type, role)];
+  return pools[getPoolOperandIndex(type, role)];
+}
+
+Value kvir::kv::loadIndexValue(ImplicitLocOpBuilder &b, Value memref,
+                               ValueRange indices) {
+  Value v = memref::LoadOp::create(b, memref, indices);
+  return arith::IndexCastOp::create(b, b.getIndexType(), v);
+}
+
+static Value cst(ImplicitLocOpBuilder &b, int64_t v) {
+  return arith::ConstantIndexOp::create(b, v);
+}
+
+Value kvir::kv::emitKvLen(ImplicitLocOpBuilder &b, const PagedOperands &kv,
+                          Value req) {
+  if (kv.type.getTable() != TableForm::csr)
+    return loadIndexValue(b, kv.tables[1], req);
+  // kv_len = page_size * (n - 1) + last_page_len for n > 0 pages, else 0.
+  Value one = cst(b, 1);
+  Value start = loadIndexValue(b, kv.tables[0], req);
+  Value end = loadIndexValue(b, kv.tables[0],
+                             ValueRange{arith::AddIOp::create(b, req, one)});
+  Value numPages = arith::SubIOp::create(b, end, start);
+  Value last = loadIndexValue(b, kv.tables[2], req);
+  Value full = arith::MulIOp::create(b, arith::SubIOp::create(b, numPages, one),
+                                     cst(b, kv.type.getPageSize()));
+  Value len = arith::AddIOp::create(b, full, last);
+  Value empty = arith::CmpIOp::create(b, arith::CmpIPredicate::sle, numPages,
+                                      cst(b, 0));
+  return arith::SelectOp::create(b, empty, cst(b, 0), len);
+}
+
+std::pair<Value, Value> kvir::kv::emitLocate(ImplicitLocOpBuilder &b,
+                                             const PagedOperands &kv, Value req,
+                                             Value token) {
+  Value pageSize = cst(b, kv.type.getPageSize());
+  Value logicalPage = arith::DivUIOp::create(b, token, pageSize);
+  Value slot = arith::RemUIOp::create(b, token, pageSize);
+  switch (kv.type.getTable()) {
+  case TableForm::csr: {
+    Value first = loadIndexValue(b, kv.tables[0], req);
+    Value page = loadIndexValue(
+        b, kv.tables[1], ValueRange{arith::AddIOp::create(b, first, logicalPage)});
+    return {page, slot};
+  }
+  case TableForm::block_table:
+    return {loadIndexValue(b, kv.tables[0], {req, logicalPage}), slot};
+  case TableForm::token_table:
+  case TableForm::token_offset: {
+    // The table yields a token index into the pool's token axis.
+    Value tokenIndex =
+        kv.type.getTable() == TableForm::token_table
+            ? arith::AddIOp::create(
+                  b, loadIndexValue(b, kv.tables[0], {req, logicalPage}), slot)
+            : arith::AddIOp::create(b, loadIndexValue(b, kv.tables[0], req),
+                                    token);
+    return {arith::DivUIOp::create(b, tokenIndex, pageSize),
+            arith::RemUIOp::create(b, tokenIndex, pageSize)};
+  }
+  }
+  llvm_unreachable("unknown table form");
+}
+
+SmallVector<Value> kvir::kv::emitPoolIndices(ImplicitLocOpBuilder &b,
+                                             PagedType type, PoolRole role,
+                                             Value page, Value slot, Value head,
+                                             Value dim) {
+  bool isValue = role == PoolRole::V || role == PoolRole::VScale;
+  Value kvCoord = cst(b, isValue ? 1 : 0);
+  AffineMap map = getPoolIndexMap(type, role);
+  std::optional<SmallVector<Value, 8>> indices = affine::expandAffineMap(
+      b, b.getLoc(), map, ValueRange{page, kvCoord, slot, head, dim});
+  assert(indices && "layout maps are pure affine");
+  return SmallVector<Value>(indices->begin(), indices->end());
+}
