@@ -28,4 +28,5 @@ void kvir::registerAllPasses() {
   kv::registerKVPasses();
   registerKVIRConversionPasses();
   registerKVToLLVMPipeline();
+  registerKVToPTXPipelines();
 }

@@ -9,6 +9,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
@@ -17,6 +18,8 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  // gpu-module-to-binary translates kernels to LLVM IR to emit PTX.
+  mlir::registerAllToLLVMIRTranslations(registry);
   kvir::registerAllDialects(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "kvir optimizer driver\n", registry));

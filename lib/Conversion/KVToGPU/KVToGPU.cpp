@@ -35,6 +35,8 @@ using namespace mlir;
 using namespace kvir::kv;
 using namespace kvir::kv::gpu_lowering;
 
+const char *const kvir::kPlansAttrName = "kv.kernel_plans";
+
 int64_t kvir::getSmCount(StringRef chip) {
   // SM counts of the flagship part of each architecture.
   return llvm::StringSwitch<int64_t>(chip)
@@ -103,6 +105,9 @@ struct KVToGPULowering {
   }
 
   LogicalResult lowerDecode(DecodeOp op);
+  void recordDecodePlan(DecodeOp op, PagedViewOp view,
+                        const DecodeKernelSpec &spec, gpu::GPUFuncOp direct,
+                        gpu::GPUFuncOp split, gpu::GPUFuncOp merge);
   LogicalResult lowerMerge(Operation *op);
 };
 
@@ -157,6 +162,159 @@ static Value splitPartitions(ImplicitLocOpBuilder &b, Value batch,
                                             arith::MaxUIOp::create(b, blocks, idx(b, 1)));
   return arith::MinUIOp::create(b, idx(b, t.maxPartitions),
                                 arith::MaxUIOp::create(b, wanted, idx(b, 1)));
+}
+
+/// Bytes of shared memory a kernel's workgroup attributions take.
+static int64_t staticSharedBytes(gpu::GPUFuncOp func) {
+  int64_t bytes = 0;
+  for (BlockArgument arg : func.getWorkgroupAttributions()) {
+    auto type = cast<MemRefType>(arg.getType());
+    bytes += type.getNumElements() * type.getElementTypeBitWidth() / 8;
+  }
+  return bytes;
+}
+
+static Attribute dimExpr(Builder &b, int64_t size, std::string symbol) {
+  if (ShapedType::isDynamic(size))
+    return b.getStringAttr(symbol);
+  return b.getI64IntegerAttr(size);
+}
+
+/// A description of one kernel argument for frameworks: its name, element
+/// type and shape, with dynamic sizes as symbols.
+static Attribute describeArg(Builder &b, StringRef name, Type type,
+                             ArrayRef<std::string> symbols = {}) {
+  SmallVector<NamedAttribute> fields{b.getNamedAttr("name", b.getStringAttr(name))};
+  if (auto memref = dyn_cast<MemRefType>(type)) {
+    fields.push_back(b.getNamedAttr(
+        "dtype", b.getStringAttr(typeName(memref.getElementType()))));
+    SmallVector<Attribute> shape;
+    for (int64_t i = 0; i < memref.getRank(); ++i)
+      shape.push_back(dimExpr(b, memref.getDimSize(i),
+                              i < int64_t(symbols.size()) && !symbols[i].empty()
+                                  ? symbols[i]
+                                  : (name + ".dim" + Twine(i)).str()));
+    fields.push_back(b.getNamedAttr("shape", b.getArrayAttr(shape)));
+  } else {
+    fields.push_back(b.getNamedAttr("dtype", b.getStringAttr(typeName(type))));
+    fields.push_back(b.getNamedAttr("shape", b.getArrayAttr({})));
+  }
+  return b.getDictionaryAttr(fields);
+}
+
+static ArrayRef<StringRef> tableArgNames(TableForm form) {
+  static const StringRef csr[] = {"kv_indptr", "kv_indices", "kv_last_page_len"};
+  static const StringRef blockTable[] = {"block_table", "seq_lens"};
+  static const StringRef tokens[] = {"cachestarts", "kv_lens"};
+  switch (form) {
+  case TableForm::csr:
+    return csr;
+  case TableForm::block_table:
+    return blockTable;
+  default:
+    return tokens;
+  }
+}
+
+void KVToGPULowering::recordDecodePlan(DecodeOp op, PagedViewOp view,
+                                       const DecodeKernelSpec &spec,
+                                       gpu::GPUFuncOp direct,
+                                       gpu::GPUFuncOp split,
+                                       gpu::GPUFuncOp merge) {
+  Builder b(op.getContext());
+  PagedType kv = spec.kv;
+  int64_t hq = spec.qHeads, hkv = kv.getKvHeads(), d = kv.getHeadDim();
+  const DecodeTiling &t = spec.tiling;
+  int64_t group = hq / hkv;
+  auto ints = [&](ArrayRef<int64_t> v) {
+    SmallVector<Attribute> a;
+    for (int64_t x : v)
+      a.push_back(b.getI64IntegerAttr(x));
+    return b.getArrayAttr(a);
+  };
+  auto dims = [&](ArrayRef<Attribute> v) { return b.getArrayAttr(v); };
+  Attribute batch = b.getStringAttr("batch");
+  Attribute parts = b.getStringAttr("num_partitions");
+
+  SmallVector<Attribute> args{describeArg(b, "q", spec.qType, {"batch"})};
+  SmallVector<StringRef> poolNames =
+      kv.getStorage() == Storage::combined ? SmallVector<StringRef>{"pool"}
+                                           : SmallVector<StringRef>{"k_pool", "v_pool"};
+  for (auto [name, pool] : llvm::zip(poolNames, view.getPools()))
+    args.push_back(describeArg(b, name, pool.getType(), {"num_pages"}));
+  for (auto [name, table] : llvm::zip(tableArgNames(kv.getTable()), view.getTables())) {
+    SmallVector<std::string> symbols;
+    if (name == "kv_indptr")
+      symbols = {"batch + 1"};
+    else if (name == "kv_indices")
+      symbols = {"num_page_ids"};
+    else
+      symbols = {"batch", "max_blocks"};
+    args.push_back(describeArg(b, name, table.getType(), symbols));
+  }
+  SmallVector<Attribute> outArgs(args), splitArgs(args);
+  outArgs.push_back(describeArg(b, "out", spec.outType, {"batch"}));
+  outArgs.push_back(describeArg(b, "lse", spec.lseType, {"batch"}));
+  DecodeKernelSpec splitSpec = spec;
+  Type f32 = b.getF32Type();
+  auto wsOut = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic, hq, d}, f32);
+  auto wsLse = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic, hq}, f32);
+  splitArgs.push_back(describeArg(b, "partial_out", wsOut, {"num_partitions", "batch"}));
+  splitArgs.push_back(describeArg(b, "partial_lse", wsLse, {"num_partitions", "batch"}));
+  splitArgs.push_back(describeArg(b, "num_partitions", b.getIndexType()));
+  SmallVector<Attribute> mergeArgs{splitArgs[splitArgs.size() - 3],
+                                   splitArgs[splitArgs.size() - 2],
+                                   outArgs[outArgs.size() - 2], outArgs.back()};
+
+  auto kernel = [&](gpu::GPUFuncOp func, ArrayAttr grid, ArrayAttr block,
+                    ArrayRef<Attribute> kernelArgs) {
+    return b.getDictionaryAttr({
+        b.getNamedAttr("name", b.getStringAttr(func.getName())),
+        b.getNamedAttr("grid", grid),
+        b.getNamedAttr("block", block),
+        b.getNamedAttr("static_shared_bytes",
+                       b.getI64IntegerAttr(staticSharedBytes(func))),
+        b.getNamedAttr("dynamic_shared_bytes", b.getI64IntegerAttr(0)),
+        b.getNamedAttr("args", b.getArrayAttr(kernelArgs)),
+    });
+  };
+  ArrayAttr block = ints({t.threadsX, group, t.threadsZ});
+  std::string numPartitions =
+      "min(" + std::to_string(t.maxPartitions) + ", max(1, ceil(" +
+      std::to_string(2 * t.smCount) + " / (batch * " + std::to_string(hkv) +
+      "))))";
+  std::string workspace = "num_partitions == 1 ? 0 : num_partitions * batch * " +
+                          std::to_string(hq) + " * " + std::to_string(d + 1) +
+                          " * 4";
+  DictionaryAttr plan = b.getDictionaryAttr({
+      b.getNamedAttr("op", b.getStringAttr("kv.decode")),
+      b.getNamedAttr("kv_type", TypeAttr::get(kv)),
+      b.getNamedAttr("state_type", TypeAttr::get(op.getType())),
+      b.getNamedAttr("num_partitions", b.getStringAttr(numPartitions)),
+      b.getNamedAttr("split_heuristic",
+                     b.getDictionaryAttr({
+                         b.getNamedAttr("sm_count", b.getI64IntegerAttr(t.smCount)),
+                         b.getNamedAttr("max_partitions",
+                                        b.getI64IntegerAttr(t.maxPartitions)),
+                         b.getNamedAttr("kv_heads", b.getI64IntegerAttr(hkv)),
+                         b.getNamedAttr("q_heads", b.getI64IntegerAttr(hq)),
+                         b.getNamedAttr("head_dim_v", b.getI64IntegerAttr(d)),
+                     })),
+      b.getNamedAttr("workspace_bytes", b.getStringAttr(workspace)),
+      b.getNamedAttr("direct", kernel(direct, dims({batch, b.getI64IntegerAttr(hkv),
+                                                     b.getI64IntegerAttr(1)}),
+                                      block, outArgs)),
+      b.getNamedAttr("split", kernel(split, dims({batch, b.getI64IntegerAttr(hkv), parts}),
+                                     block, splitArgs)),
+      b.getNamedAttr("merge", kernel(merge, dims({batch, b.getI64IntegerAttr(hq),
+                                                   b.getI64IntegerAttr(1)}),
+                                     ints({d, 1, 1}), mergeArgs)),
+  });
+  SmallVector<Attribute> plans;
+  if (auto existing = module->getAttrOfType<ArrayAttr>(kvir::kPlansAttrName))
+    llvm::append_range(plans, existing);
+  plans.push_back(plan);
+  module->setAttr(kvir::kPlansAttrName, b.getArrayAttr(plans));
 }
 
 LogicalResult KVToGPULowering::lowerDecode(DecodeOp op) {
@@ -263,6 +421,7 @@ LogicalResult KVToGPULowering::lowerDecode(DecodeOp op) {
 
   const DecodeTiling &t = spec.tiling;
   int64_t group = qHeads / kvType.getKvHeads();
+  recordDecodePlan(op, view, spec, direct, splitKernel, mergeKernel);
   gpu::KernelDim3 block{idx(b, t.threadsX), idx(b, group), idx(b, t.threadsZ)};
   SmallVector<Value> args{op.getQ()};
   llvm::append_range(args, kv.flatten());
