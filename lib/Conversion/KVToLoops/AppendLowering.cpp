@@ -110,7 +110,9 @@ LogicalResult loops::lowerAppend(ImplicitLocOpBuilder &b, AppendOp op) {
   forLoop(b, zero, nnz, [&](ImplicitLocOpBuilder &b, Value i) {
     Value req = loadIndex(b, op.getBatchIndices(), i);
     Value pos = loadIndex(b, op.getPositions(), i);
-    auto [page, slot] = kv->locate(b, req, pos);
+    // Named values, not structured bindings: the lambda below captures them.
+    std::pair<Value, Value> location = kv->locate(b, req, pos);
+    Value page = location.first, slot = location.second;
     forLoop(b, zero, indexConst(b, type.getKvHeads()),
             [&](ImplicitLocOpBuilder &b, Value head) {
               auto gather = [&](Value source, int64_t width) {

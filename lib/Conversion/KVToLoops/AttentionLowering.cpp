@@ -48,16 +48,20 @@ static Value maxIndex(ImplicitLocOpBuilder &b, Value x, Value y) {
   return arith::MaxSIOp::create(b, x, y);
 }
 
-/// Whether key `j` of query row `i` passes the custom mask.
+/// Whether key `j` of query row `i` passes the custom mask. `offset` is where
+/// the request's block starts: an element index for bool masks, a byte index
+/// for bit-packed ones (each request's block starts at a byte boundary).
 static Value maskBit(ImplicitLocOpBuilder &b, Value mask, Value offset,
                      Value i, Value j, Value kvLen) {
-  Value bit = arith::AddIOp::create(
-      b, offset, arith::AddIOp::create(b, arith::MulIOp::create(b, i, kvLen), j));
+  Value bit = arith::AddIOp::create(b, arith::MulIOp::create(b, i, kvLen), j);
   if (cast<MemRefType>(mask.getType()).getElementType().isInteger(1))
-    return memref::LoadOp::create(b, mask, bit);
-  // Bit-packed, little bit order: bit k of byte k / 8 at position k % 8.
-  Value byte = memref::LoadOp::create(
-      b, mask, ValueRange{arith::DivUIOp::create(b, bit, indexConst(b, 8))});
+    return memref::LoadOp::create(
+        b, mask, ValueRange{arith::AddIOp::create(b, offset, bit)});
+  // Bit-packed, little bit order: bit k of the block is bit k % 8 of the
+  // block's byte k / 8.
+  Value byteIndex = arith::AddIOp::create(
+      b, offset, arith::DivUIOp::create(b, bit, indexConst(b, 8)));
+  Value byte = memref::LoadOp::create(b, mask, ValueRange{byteIndex});
   Value shift = arith::IndexCastOp::create(
       b, b.getI32Type(), arith::RemUIOp::create(b, bit, indexConst(b, 8)));
   Value word = arith::ExtUIOp::create(b, b.getI32Type(), byte);

@@ -1,0 +1,179 @@
+//===- Harness.h - Random kv test cases, MLIR text and comparisons -*- C++ -*-===//
+//
+// Builds random batches and paged caches (every token the batch does not own
+// is NaN-poisoned, so a kernel that reads outside a request's keys produces
+// NaN), writes the MLIR text of test functions (kv.paged_view + the op +
+// kv.store_state, every buffer a function argument), runs them through the
+// JIT with poisoned outputs, and compares states with the reference.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVIR_TEST_UNIT_HARNESS_HARNESS_H
+#define KVIR_TEST_UNIT_HARNESS_HARNESS_H
+
+#include "../Reference/Reference.h"
+#include "../Support/Jit.h"
+#include "../Support/Random.h"
+
+#include "gtest/gtest.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kvir::test {
+
+using ref::Base;
+using ref::CacheSpec;
+using ref::Layout;
+using ref::PagedCache;
+using ref::Quant;
+using ref::Role;
+using ref::Storage;
+using ref::Table;
+
+//===--- Inputs -----------------------------------------------------------===//
+
+/// `count` lengths in [1, maxLen]; with `special`, one request is empty and
+/// one has a single token (at random places).
+std::vector<int64_t> randomLengths(Rng &rng, int64_t count, int64_t maxLen,
+                                   bool special = true);
+/// A tensor of uniform values in [-range, range) rounded to `dtype`.
+Tensor randomTensor(Rng &rng, DType dtype, Index shape, double range = 1.0);
+/// Prefix sums: {0, l0, l0 + l1, ...}.
+std::vector<int32_t> indptrOf(const std::vector<int64_t> &lengths);
+
+struct CacheOptions {
+  /// Pages no request uses (poisoned), besides those the batch needs.
+  int64_t extraPages = 2;
+  /// Layers of OpenPPL pools.
+  int64_t numLayers = 2;
+  /// Tokens [filledLens[b], kvLen[b]) are left poisoned (appends write them);
+  /// empty: every token is filled.
+  std::vector<int64_t> filledLens;
+  /// Affine layouts: the shape of `role`'s pool for `numPages` pages.
+  std::function<Index(Role role, int64_t numPages)> affineShape;
+  /// MLA: ckv and kpe as slices of one [pages, P, head_dim + pe_dim] pool.
+  bool mlaSharedPool = false;
+  /// fp8 per-tensor scales.
+  float kScale = 0.0625f, vScale = 0.03125f;
+  /// Dequantized values are about uniform in [-valueRange, valueRange).
+  double valueRange = 1.0;
+};
+
+/// A random paged cache holding `kvLens[b]` tokens per request through
+/// `spec`'s table form, with its pages scattered over a pool.
+PagedCache makeCache(const CacheSpec &spec, const std::vector<int64_t> &kvLens,
+                     Rng &rng, const CacheOptions &options = {});
+/// A copy of `cache` with its own pool and scale allocations.
+PagedCache cloneCache(const PagedCache &cache);
+
+/// Requests [first, first + count) of `cache` as a cache of their own: same
+/// pools, tables sliced (CSR indptr rebased).
+PagedCache subCache(const PagedCache &cache, int64_t first, int64_t count);
+/// Splits each request's pages of a CSR cache in two at a random page
+/// boundary: the first cache holds the leading pages (a request may keep all
+/// or none), the second the rest, over the same pools.
+std::pair<PagedCache, PagedCache> splitPages(const PagedCache &cache, Rng &rng);
+
+/// A custom mask over requests' qoLen x kvLen blocks: i1 bytes, or bit-packed
+/// i8 (each block from a byte boundary, unused trailing bits random).
+Tensor randomMask(Rng &rng, const std::vector<int64_t> &qoLens,
+                  const std::vector<int64_t> &kvLens, bool packed,
+                  double density = 0.6);
+
+//===--- MLIR text --------------------------------------------------------===//
+
+/// The function under test: every buffer a function argument.
+class KernelSource {
+public:
+  explicit KernelSource(std::string name = "kernel") : name(std::move(name)) {}
+
+  /// Adds a memref argument bound to `t`; `dynamic[i]` marks `?` dims (empty:
+  /// dim 0 only). Returns its SSA name.
+  std::string addMemref(const std::string &hint, const Tensor &t,
+                        std::vector<bool> dynamic = {},
+                        bool stridedLayout = false);
+  std::string addF32(const std::string &hint, float value);
+  /// The MLIR type of an argument added earlier.
+  const std::string &typeOf(const std::string &ssa) const;
+  /// Declares `!alias = text` at module level; returns `!alias`.
+  std::string addAlias(const std::string &alias, const std::string &text);
+  void addLine(const std::string &line) { body += "    " + line + "\n"; }
+
+  std::string text() const;
+  const std::string &getName() const { return name; }
+  const std::vector<KernelArg> &args() const { return arguments; }
+
+private:
+  std::string name, aliases, body;
+  std::vector<std::string> params;
+  std::vector<std::pair<std::string, std::string>> types;
+  std::vector<KernelArg> arguments;
+};
+
+/// The `!kv.paged<...>` type of a cache.
+std::string pagedTypeText(const CacheSpec &spec);
+/// `!kv.state<?xHxDvxT, base = B[, partitions = ?]>`.
+std::string stateTypeText(int64_t heads, int64_t headDimV, DType dtype,
+                          Base base, bool partitioned = false);
+/// Adds the cache's buffers as arguments and a kv.paged_view; returns the
+/// view's SSA name. The paged type's alias is `typeAlias`.
+std::string emitPagedView(KernelSource &src, const PagedCache &cache,
+                          const std::string &name, std::string &typeAlias);
+/// The attribute dictionary of an attention op (`{...}` or empty).
+std::string attentionAttrs(const ref::AttentionParams &params,
+                           bool withCausal = true);
+/// The params as the kernel sees them: sm_scale and the soft cap are f32
+/// attributes, so the reference uses their f32 roundings.
+ref::AttentionParams asKernelSees(ref::AttentionParams params);
+/// The rope attribute text.
+std::string ropeAttrText(const ref::Rope &rope);
+
+//===--- Running and comparing ---------------------------------------------===//
+
+/// Output buffers of a state: o[[P,] rows, H, Dv] and lse[[P,] rows, H].
+struct StateBuffers {
+  Tensor o, lse;
+};
+StateBuffers makeStateBuffers(int64_t rows, int64_t heads, int64_t headDimV,
+                              DType dtype, int64_t partitions = 0);
+/// Adds o and lse as arguments and a kv.store_state of `state`.
+void emitStore(KernelSource &src, const std::string &state,
+               const std::string &stateType, const StateBuffers &buffers);
+
+/// Poisons `outputs` (NaN), compiles (or reuses) the kernel and calls it.
+::testing::AssertionResult runKernel(const KernelSource &src,
+                                     const std::vector<Tensor> &outputs);
+
+/// Relative error bound of outputs of `dtype` (f32 1e-5, f16 2e-3, bf16
+/// 1.6e-2), measured per (row, head) as max_d |o - ref| / max(max_d |ref|,
+/// 1e-4).
+double outputTolerance(DType dtype);
+/// Whether an LSE matches: f32 states |l - ref| <= 1e-5 * max(1, |ref|);
+/// f16/bf16 states |l - ref| <= 1e-3. An empty reference (-inf) needs
+/// exactly -inf.
+bool lseMatches(double got, double ref, DType outputType);
+
+/// Compares a kernel's state buffers (rows x heads x Dv; `partition` picks a
+/// slice of partitioned buffers) with the reference: NaN never passes, empty
+/// rows must be exactly (0, -inf).
+::testing::AssertionResult compareState(const StateBuffers &got,
+                                        const ref::State &expected,
+                                        DType outputType,
+                                        int64_t partition = -1);
+
+/// Passes `result` through, printing its message when KVIR_UNIT_VERBOSE is
+/// set (a passing comparison reports its largest relative error).
+::testing::AssertionResult check(::testing::AssertionResult result);
+
+/// Writes a reference state into (partitioned) buffers, rounding o to the
+/// buffer type.
+void storeState(const ref::State &state, StateBuffers &buffers,
+                int64_t partition = -1);
+
+/// A short description of a spec, for failure messages.
+std::string describe(const CacheSpec &spec);
+
+} // namespace kvir::test
+
+#endif // KVIR_TEST_UNIT_HARNESS_HARNESS_H

@@ -1,0 +1,225 @@
+//===- MlaCascadeTest.cpp - kv.mla_decode and kv.cascade -------------------===//
+//
+// MLA: ckv 512 + kpe 64, page size 64 (FlashMLA's), separate pools or slices
+// of one 576-wide pool, f16/bf16/fp8. Cascade: 2 and 3 levels whose page
+// tables index one shared pool, causal on the last level only.
+//
+//===----------------------------------------------------------------------===//
+#include "TestUtil.h"
+
+using namespace kvir::test;
+
+namespace {
+
+struct MlaParams {
+  DType dtype = DType::F16;
+  Table table = Table::CSR;
+  int64_t pageSize = 64;
+  bool sharedPool = false;
+  Quant quant = Quant::None;
+  std::optional<double> smScale;
+  Base base = Base::E;
+  int64_t heads = 8;
+  int64_t maxLen = 100;
+  uint64_t seed = 1;
+};
+
+void runMla(const MlaParams &m) {
+  CacheSpec spec = makeSpec(m.pageSize, 1, 512, m.dtype, Layout::NHD,
+                            Storage::MLA, m.table);
+  spec.peDim = 64;
+  spec.quant = m.quant;
+  SCOPED_TRACE(describe(spec));
+  Rng rng(m.seed);
+  const int64_t batch = 4;
+  for (int rep = 0; rep < 2; ++rep) {
+    std::vector<int64_t> kvLens = randomLengths(rng, batch, m.maxLen);
+    CacheOptions options;
+    options.mlaSharedPool = m.sharedPool;
+    options.kScale = 0.125f;
+    PagedCache cache = makeCache(spec, kvLens, rng, options);
+    Tensor qNope = randomTensor(rng, m.dtype, {batch, m.heads, 512}, 0.5);
+    Tensor qPe = randomTensor(rng, m.dtype, {batch, m.heads, 64}, 2.0);
+    StateBuffers out = makeStateBuffers(batch, m.heads, 512, m.dtype);
+
+    KernelSource src;
+    std::string kvType;
+    std::string kv = emitPagedView(src, cache, "kv", kvType);
+    std::string qn = src.addMemref("q_nope", qNope);
+    std::string qp = src.addMemref("q_pe", qPe);
+    std::string stateType = stateTypeText(m.heads, 512, m.dtype, m.base);
+    ref::AttentionParams attrs;
+    attrs.smScale = m.smScale;
+    src.addLine("%s = kv.mla_decode " + qn + ", " + qp + ", " + kv + " " +
+                attentionAttrs(attrs) + " : " + src.typeOf(qn) + ", " +
+                src.typeOf(qp) + ", " + kvType + " -> " + stateType);
+    emitStore(src, "%s", stateType, out);
+    ASSERT_TRUE(runKernel(src, {out.o, out.lse}));
+    ref::State expected = ref::mlaDecode(
+        qNope, qPe, cache, asKernelSees(attrs).smScale, m.base);
+    EXPECT_TRUE(check(compareState(out, expected, m.dtype)));
+  }
+}
+
+TEST(Mla, DecodePage64F16) {
+  MlaParams m;
+  m.seed = 501;
+  runMla(m);
+}
+
+TEST(Mla, DecodeSharedPoolBlockTableBF16Base2) {
+  MlaParams m;
+  m.dtype = DType::BF16;
+  m.table = Table::BlockTable;
+  m.sharedPool = true;
+  m.base = Base::Two;
+  m.seed = 502;
+  runMla(m);
+}
+
+TEST(Mla, DecodeFp8E4M3SharedPoolF16) {
+  MlaParams m;
+  m.quant = Quant::FP8E4M3;
+  m.sharedPool = true;
+  m.heads = 16;
+  m.maxLen = 70;
+  m.seed = 503;
+  runMla(m);
+}
+
+TEST(Mla, DecodeSmScaleTokenTableF32) {
+  MlaParams m;
+  m.dtype = DType::F32;
+  m.table = Table::TokenTable;
+  m.pageSize = 16;
+  m.smScale = 0.05;
+  m.maxLen = 50;
+  m.heads = 4;
+  m.seed = 504;
+  runMla(m);
+}
+
+/// A cascade: level l groups consecutive rows into requests with
+/// `qoLens[l]` and reads keys of lengths `kvLens[l]`.
+struct CascadeShape {
+  std::vector<std::vector<int64_t>> qoLens, kvLens;
+};
+
+/// Builds a random cascade: level 0 one request over every row (the shared
+/// prefix), middle levels `groups` requests, the last level `requests`.
+CascadeShape randomCascade(Rng &rng, int64_t levels, int64_t requests,
+                           bool causal) {
+  CascadeShape c;
+  std::vector<int64_t> lastQo(requests), lastKv(requests);
+  for (int64_t r = 0; r < requests; ++r) {
+    lastQo[r] = rng.integer(1, 4);
+    lastKv[r] = rng.integer(causal ? lastQo[r] : 0, 20);
+  }
+  // One request with no rows and no keys.
+  lastQo[1] = 0;
+  lastKv[1] = 0;
+  int64_t rows = 0;
+  for (int64_t q : lastQo)
+    rows += q;
+  c.qoLens.push_back({rows});
+  c.kvLens.push_back({rng.integer(8, 40)});
+  if (levels == 3) {
+    // Two groups: the first requests/2 requests and the rest; the second
+    // group's shared keys are empty.
+    int64_t split = requests / 2, a = 0, b = 0;
+    for (int64_t r = 0; r < requests; ++r)
+      (r < split ? a : b) += lastQo[r];
+    c.qoLens.push_back({a, b});
+    c.kvLens.push_back({rng.integer(5, 30), 0});
+  }
+  c.qoLens.push_back(lastQo);
+  c.kvLens.push_back(lastKv);
+  return c;
+}
+
+void runCascade(int64_t levels, CacheSpec spec, bool causal, Base base,
+                int64_t qHeads, uint64_t seed) {
+  SCOPED_TRACE(describe(spec));
+  Rng rng(seed);
+  for (int rep = 0; rep < 2; ++rep) {
+    CascadeShape shape = randomCascade(rng, levels, 5, causal);
+    // One pool holds every level's keys; each level has its own table.
+    std::vector<int64_t> allLens;
+    for (const auto &lens : shape.kvLens)
+      allLens.insert(allLens.end(), lens.begin(), lens.end());
+    PagedCache all = makeCache(spec, allLens, rng);
+    std::vector<PagedCache> caches;
+    int64_t first = 0;
+    for (const auto &lens : shape.kvLens) {
+      caches.push_back(subCache(all, first, lens.size()));
+      first += lens.size();
+    }
+    int64_t rows = shape.qoLens[0][0];
+    Tensor q = randomTensor(rng, spec.dtype, {rows, qHeads, spec.headDim}, 2.0);
+    StateBuffers out = makeStateBuffers(rows, qHeads, spec.headDimV, spec.dtype);
+
+    KernelSource src;
+    std::string qs = src.addMemref("q", q);
+    std::vector<std::vector<int32_t>> indptrs;
+    std::string indptrNames, indptrTypes, kvNames, kvTypes;
+    for (int64_t l = 0; l < levels; ++l) {
+      std::string kvType;
+      std::string kv =
+          emitPagedView(src, caches[l], "kv" + std::to_string(l), kvType);
+      indptrs.push_back(indptrOf(shape.qoLens[l]));
+      std::string qo = src.addMemref("qo" + std::to_string(l),
+                                     makeI32(indptrs.back()));
+      std::string sep = l ? ", " : "";
+      indptrNames += sep + qo;
+      indptrTypes += sep + src.typeOf(qo);
+      kvNames += sep + kv;
+      kvTypes += sep + kvType;
+    }
+    ref::AttentionParams params;
+    params.causal = causal;
+    params.base = base;
+    std::string stateType =
+        stateTypeText(qHeads, spec.headDimV, spec.dtype, base);
+    src.addLine("%s = kv.cascade " + qs + " levels(" + indptrNames + " : " +
+                indptrTypes + ") kvs(" + kvNames + " : " + kvTypes + ") " +
+                attentionAttrs(params) + " : " + src.typeOf(qs) + " -> " +
+                stateType);
+    emitStore(src, "%s", stateType, out);
+    ASSERT_TRUE(runKernel(src, {out.o, out.lse}));
+
+    std::vector<ref::PagedSource> sources;
+    for (const PagedCache &c : caches)
+      sources.emplace_back(c);
+    std::vector<const ref::KVSource *> levelSources;
+    for (const ref::PagedSource &s : sources)
+      levelSources.push_back(&s);
+    ref::State expected = ref::cascade(q, indptrs, levelSources, params);
+    EXPECT_TRUE(check(compareState(out, expected, spec.dtype)));
+  }
+}
+
+TEST(Cascade, TwoLevelsCausalF16) {
+  runCascade(2, makeSpec(16, 2, 128, DType::F16), /*causal=*/true, Base::Two,
+             8, 601);
+}
+
+TEST(Cascade, TwoLevelsNonCausalF32BlockTable) {
+  runCascade(2,
+             makeSpec(5, 1, 64, DType::F32, Layout::HND, Storage::Combined,
+                      Table::BlockTable),
+             /*causal=*/false, Base::E, 4, 602);
+}
+
+TEST(Cascade, ThreeLevelsCausalBF16) {
+  runCascade(3, makeSpec(8, 2, 64, DType::BF16), /*causal=*/true, Base::E, 4,
+             603);
+}
+
+TEST(Cascade, ThreeLevelsCausalF32TokenTableSplit) {
+  runCascade(3,
+             makeSpec(4, 2, 64, DType::F32, Layout::NHD, Storage::Split,
+                      Table::TokenTable, 32),
+             /*causal=*/true, Base::Two, 4, 604);
+}
+
+} // namespace
