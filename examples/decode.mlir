@@ -1,22 +1,39 @@
-// Batch decode over a FlashInfer-style paged KV cache, run on the CPU.
+// Batch decode over a FlashInfer-style paged KV cache: 32 query heads over
+// 8 KV heads (GQA group 4), head_dim 128, NHD pages of 16 tokens, f16 KV and
+// output, LSE in base 2 (FlashInfer's convention).
 //
-//   kvir-opt examples/decode.mlir --kv-lower-to-llvm |
-//     mlir-runner -e main --entry-point-result=void \
-//       --shared-libs=/usr/lib/llvm-22/lib/libmlir_runner_utils.so,/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so
+// @batch_decode is the kernel a framework calls; @main builds a batch of
+// four requests (kv_len 0, 1, 37 and 300) whose pages are scattered through
+// the pool, runs it and prints out[b, h, 0:8] for every head and all LSEs.
 //
-// Three requests with kv_len 5, 0 and 9 over pages of 4 tokens (CSR page
-// table: kv_indptr = [0, 2, 2, 5], kv_indices = [3, 0, 4, 1, 2],
-// kv_last_page_len = [1, 0, 1]); 4 query heads share 2 KV heads (GQA group
-// 2); head_dim 8; f16 storage; the state's LSE is base 2 as FlashInfer's.
-// The empty request prints zeros and -inf.
+//   On the CPU (kv-to-loops):
+//     kvir-opt examples/decode.mlir --kv-lower-to-llvm | mlir-runner -e main ...
+//   As GPU kernels in kvir's emulator (convert-kv-to-gpu):
+//     kvir-runner examples/decode.mlir -e main ...
+//   As PTX plus manifests:
+//     kvir-opt examples/decode.mlir --kv-to-ptx="chip=sm_90a" | kvir-translate -o out
+//
+// examples/decode_reference.py recomputes the result in float64.
 
-!cache = !kv.paged<page_size = 4, kv_heads = 2, head_dim = 8, head_dim_v = 8,
+!cache = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128,
                    dtype = f16, layout = nhd, storage = combined, table = csr>
-!state = !kv.state<3x4x8xf32, base = 2>
+!state = !kv.state<?x32x128xf16, base = 2>
+
+func.func @batch_decode(%q: memref<?x32x128xf16>, %pool: memref<?x2x16x8x128xf16>,
+                        %kv_indptr: memref<?xi32>, %kv_indices: memref<?xi32>,
+                        %kv_last_page_len: memref<?xi32>,
+                        %out: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x8x128xf16>)
+      tables(%kv_indptr, %kv_indices, %kv_last_page_len
+             : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !cache
+  %s = kv.decode %q, %kv : memref<?x32x128xf16>, !cache -> !state
+  kv.store_state %s, %out, %lse : !state, memref<?x32x128xf16>, memref<?x32xf32>
+  return
+}
 
 func.func private @printMemrefF32(memref<*xf32>)
 
-// Fills a buffer with sin(0.37 * i + phase), i the linear element index.
+// buf[i] = f16(sin(0.37 * i + phase)).
 func.func @fill(%buf: memref<?xf16>, %phase: f32) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -34,38 +51,80 @@ func.func @fill(%buf: memref<?xf16>, %phase: f32) {
   return
 }
 
-memref.global "private" constant @kv_indptr : memref<4xi32> = dense<[0, 2, 2, 5]>
-memref.global "private" constant @kv_indices : memref<5xi32> = dense<[3, 0, 4, 1, 2]>
-memref.global "private" constant @kv_last_page_len : memref<3xi32> = dense<[1, 0, 1]>
-
 func.func @main() {
-  %pool_flat = memref.alloc() : memref<640xf16>          // 5 pages x 2 x 4 x 2 x 8
-  %q_flat = memref.alloc() : memref<96xf16>              // 3 x 4 x 8
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  %c8 = arith.constant 8 : index
+  %c23 = arith.constant 23 : index
+  %c24 = arith.constant 24 : index
+  %c32 = arith.constant 32 : index
+  // 24 pages of 2 x 16 x 8 x 128 f16; q of 4 x 32 x 128.
+  %pool_n = arith.constant 786432 : index
+  %q_n = arith.constant 16384 : index
+  %pool_flat = memref.alloc(%pool_n) : memref<?xf16>
+  %q_flat = memref.alloc(%q_n) : memref<?xf16>
   %phase_kv = arith.constant 0.0 : f32
   %phase_q = arith.constant 1.3 : f32
-  %pool_dyn = memref.cast %pool_flat : memref<640xf16> to memref<?xf16>
-  %q_dyn = memref.cast %q_flat : memref<96xf16> to memref<?xf16>
-  call @fill(%pool_dyn, %phase_kv) : (memref<?xf16>, f32) -> ()
-  call @fill(%q_dyn, %phase_q) : (memref<?xf16>, f32) -> ()
-  %pool = memref.expand_shape %pool_flat [[0, 1, 2, 3, 4]] output_shape [5, 2, 4, 2, 8]
-      : memref<640xf16> into memref<5x2x4x2x8xf16>
-  %q = memref.expand_shape %q_flat [[0, 1, 2]] output_shape [3, 4, 8]
-      : memref<96xf16> into memref<3x4x8xf16>
+  call @fill(%pool_flat, %phase_kv) : (memref<?xf16>, f32) -> ()
+  call @fill(%q_flat, %phase_q) : (memref<?xf16>, f32) -> ()
+  %pool = memref.expand_shape %pool_flat [[0, 1, 2, 3, 4]] output_shape [%c24, 2, 16, 8, 128]
+      : memref<?xf16> into memref<?x2x16x8x128xf16>
+  %q = memref.expand_shape %q_flat [[0, 1, 2]] output_shape [%c4, 32, 128]
+      : memref<?xf16> into memref<?x32x128xf16>
 
-  %indptr = memref.get_global @kv_indptr : memref<4xi32>
-  %indices = memref.get_global @kv_indices : memref<5xi32>
-  %last = memref.get_global @kv_last_page_len : memref<3xi32>
+  // kv_len = [0, 1, 37, 300]: 0, 1, 3 and 19 pages; page i of the batch is
+  // pool page (7 i + 3) mod 24.
+  %indptr = memref.alloc(%c5) : memref<?xi32>
+  %last = memref.alloc(%c4) : memref<?xi32>
+  %indices = memref.alloc(%c23) : memref<?xi32>
+  %i0 = arith.constant 0 : i32
+  %i1 = arith.constant 1 : i32
+  %i4 = arith.constant 4 : i32
+  %i5 = arith.constant 5 : i32
+  %i12 = arith.constant 12 : i32
+  %i23 = arith.constant 23 : i32
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  memref.store %i0, %indptr[%c0] : memref<?xi32>
+  memref.store %i0, %indptr[%c1] : memref<?xi32>
+  memref.store %i1, %indptr[%c2] : memref<?xi32>
+  memref.store %i4, %indptr[%c3] : memref<?xi32>
+  memref.store %i23, %indptr[%c4] : memref<?xi32>
+  memref.store %i0, %last[%c0] : memref<?xi32>
+  memref.store %i1, %last[%c1] : memref<?xi32>
+  memref.store %i5, %last[%c2] : memref<?xi32>
+  memref.store %i12, %last[%c3] : memref<?xi32>
+  %c7 = arith.constant 7 : index
+  scf.for %i = %c0 to %c23 step %c1 {
+    %a = arith.muli %i, %c7 : index
+    %b = arith.addi %a, %c3 : index
+    %p = arith.remui %b, %c24 : index
+    %pi = arith.index_cast %p : index to i32
+    memref.store %pi, %indices[%i] : memref<?xi32>
+  }
 
-  %kv = kv.paged_view pools(%pool : memref<5x2x4x2x8xf16>)
-      tables(%indptr, %indices, %last : memref<4xi32>, memref<5xi32>, memref<3xi32>) : !cache
-  %s = kv.decode %q, %kv : memref<3x4x8xf16>, !cache -> !state
+  %out = memref.alloc(%c4) : memref<?x32x128xf16>
+  %lse = memref.alloc(%c4) : memref<?x32xf32>
+  call @batch_decode(%q, %pool, %indptr, %indices, %last, %out, %lse)
+      : (memref<?x32x128xf16>, memref<?x2x16x8x128xf16>, memref<?xi32>,
+         memref<?xi32>, memref<?xi32>, memref<?x32x128xf16>, memref<?x32xf32>) -> ()
 
-  %o = memref.alloc() : memref<3x4x8xf32>
-  %lse = memref.alloc() : memref<3x4xf32>
-  kv.store_state %s, %o, %lse : !state, memref<3x4x8xf32>, memref<3x4xf32>
-  %o_u = memref.cast %o : memref<3x4x8xf32> to memref<*xf32>
-  %lse_u = memref.cast %lse : memref<3x4xf32> to memref<*xf32>
-  call @printMemrefF32(%o_u) : (memref<*xf32>) -> ()
+  // Print out[b, h, 0:8] (as f32) and the LSEs.
+  %head = memref.alloc() : memref<4x32x8xf32>
+  scf.for %b = %c0 to %c4 step %c1 {
+    scf.for %h = %c0 to %c32 step %c1 {
+      scf.for %d = %c0 to %c8 step %c1 {
+        %v = memref.load %out[%b, %h, %d] : memref<?x32x128xf16>
+        %f = arith.extf %v : f16 to f32
+        memref.store %f, %head[%b, %h, %d] : memref<4x32x8xf32>
+      }
+    }
+  }
+  %head_u = memref.cast %head : memref<4x32x8xf32> to memref<*xf32>
+  %lse_u = memref.cast %lse : memref<?x32xf32> to memref<*xf32>
+  call @printMemrefF32(%head_u) : (memref<*xf32>) -> ()
   call @printMemrefF32(%lse_u) : (memref<*xf32>) -> ()
   return
 }

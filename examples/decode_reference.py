@@ -2,17 +2,21 @@
 """Checks examples/decode.mlir's printed result against numpy in float64.
 
 The inputs are recomputed from the formula the example uses (sin(0.37 i +
-phase) rounded to f16) and the page table it declares; attention follows
-DESIGN.md section 2. Reads mlir-runner's output on stdin; exits non-zero if
-the max relative error exceeds the f32-output tolerance.
+phase) rounded to f16) and the page table it builds; attention follows
+DESIGN.md section 2 (GQA, sm_scale = 1/sqrt(128), LSE in base 2). Reads
+mlir-runner's (or kvir-runner's) output on stdin and exits non-zero if the
+error exceeds f16's tolerance (2e-3 relative on outputs, which are f16;
+1e-3 on LSEs) or anything is NaN.
 """
 import re
 import sys
 
 import numpy as np
 
-PAGE, HKV, HQ, D = 4, 2, 4, 8
-INDPTR, INDICES, LAST = [0, 2, 2, 5], [3, 0, 4, 1, 2], [1, 0, 1]
+PAGE, HQ, HKV, D = 16, 32, 8, 128
+KV_LENS = [0, 1, 37, 300]
+INDPTR = [0, 0, 1, 4, 23]
+INDICES = [(7 * i + 3) % 24 for i in range(23)]
 
 
 def fill(n, phase):
@@ -31,30 +35,36 @@ def parse(text):
 
 
 def main():
-    pool = fill(5 * 2 * PAGE * HKV * D, 0.0).reshape(5, 2, PAGE, HKV, D)
-    q = fill(3 * HQ * D, 1.3).reshape(3, HQ, D)
-    got_o, got_lse = parse(sys.stdin.read())
-    got_o, got_lse = got_o.reshape(3, HQ, D), got_lse.reshape(3, HQ)
-    worst = 0.0
-    for b in range(3):
+    pool = fill(24 * 2 * PAGE * HKV * D, 0.0).reshape(24, 2, PAGE, HKV, D)
+    q = fill(4 * HQ * D, 1.3).reshape(4, HQ, D)
+    blocks = parse(sys.stdin.read())
+    if len(blocks) != 2:
+        print("expected two printed memrefs")
+        return 1
+    got_o = blocks[0].reshape(4, HQ, 8)
+    got_lse = blocks[1].reshape(4, HQ)
+    err_o = err_lse = 0.0
+    for b in range(4):
         pages = INDICES[INDPTR[b]:INDPTR[b + 1]]
-        n = len(pages)
-        kv_len = PAGE * (n - 1) + LAST[b] if n else 0
+        n = KV_LENS[b]
         for h in range(HQ):
-            if kv_len == 0:
-                ok = np.all(got_o[b, h] == 0) and np.all(np.isneginf(got_lse[b, h]))
-                worst = max(worst, 0.0 if ok else np.inf)
+            if n == 0:
+                ok = np.all(got_o[b, h] == 0) and np.isneginf(got_lse[b, h])
+                err_o = max(err_o, 0.0 if ok else np.inf)
                 continue
-            keys = np.array([pool[pages[t // PAGE], 0, t % PAGE, h // 2] for t in range(kv_len)])
-            vals = np.array([pool[pages[t // PAGE], 1, t % PAGE, h // 2] for t in range(kv_len)])
+            g = h // (HQ // HKV)
+            keys = np.array([pool[pages[t // PAGE], 0, t % PAGE, g] for t in range(n)])
+            vals = np.array([pool[pages[t // PAGE], 1, t % PAGE, g] for t in range(n)])
             s = keys @ q[b, h] / np.sqrt(D)
             p = np.exp(s - s.max())
-            o = p @ vals / p.sum()
+            o = (p @ vals / p.sum())[:8]
             lse2 = (s.max() + np.log(p.sum())) / np.log(2.0)
-            err = np.max(np.abs(got_o[b, h] - o)) / max(np.max(np.abs(o)), 1e-6)
-            worst = max(worst, err, abs(got_lse[b, h] - lse2) / abs(lse2))
-    print(f"max relative error vs float64 numpy reference: {worst:.3e} (tolerance 1e-5)")
-    return 0 if worst <= 1e-5 else 1
+            err_o = max(err_o, np.max(np.abs(got_o[b, h] - o)) / max(np.max(np.abs(o)), 1e-3))
+            err_lse = max(err_lse, abs(got_lse[b, h] - lse2))
+    bad = np.isnan(got_o).any() or np.isnan(got_lse).any()
+    print(f"max relative error of out vs float64 numpy: {err_o:.3e} (tolerance 2e-3)")
+    print(f"max absolute error of lse vs float64 numpy: {err_lse:.3e} (tolerance 1e-3)")
+    return 0 if (err_o <= 2e-3 and err_lse <= 1e-3 and not bad) else 1
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 // per-launch counters as JSON on stderr at exit.
 //
 //===----------------------------------------------------------------------===//
+#include "kvir/Conversion/KVToGPU/KVToGPU.h"
 #include "kvir/Conversion/KVToLoops/KVToLoops.h"
 #include "kvir/Dialect/KV/IR/KVDialect.h"
 #include "kvir/Emulator/Emulator.h"
@@ -40,6 +41,7 @@
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
@@ -50,6 +52,11 @@ static llvm::cl::opt<bool> emuStats(
     "emu-stats",
     llvm::cl::desc("Print the emulator's per-launch counters as JSON"),
     llvm::cl::init(false));
+
+static llvm::cl::opt<std::string>
+    chip("chip",
+         llvm::cl::desc("Chip whose SM count drives kvir's split-KV choice"),
+         llvm::cl::init("sm_90a"));
 
 static bool hasKVOps(ModuleOp module) {
   bool found = false;
@@ -106,8 +113,12 @@ static LogicalResult lowerForEmulator(Operation *op, JitRunnerOptions &) {
   auto module = cast<ModuleOp>(op);
   MLIRContext *context = module.getContext();
   if (hasKVOps(module)) {
-    // kvir's GPU pipeline is not there yet: kv ops run as CPU loops.
+    // kvir's GPU pipeline first; what it does not turn into kernels (and the
+    // host-side state plumbing) runs as loops on the host.
     PassManager pm(context);
+    kvir::ConvertKVToGPUOptions gpuOptions;
+    gpuOptions.chip = chip;
+    pm.addPass(kvir::createConvertKVToGPU(gpuOptions));
     pm.addPass(kvir::createConvertKVToLoops());
     if (failed(pm.run(module)))
       return failure();
@@ -181,6 +192,8 @@ runtimeSymbols(llvm::orc::MangleAndInterner interner) {
 }
 
 int main(int argc, char **argv) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
   DialectRegistry registry;
   registerAllDialects(registry);
   registerAllExtensions(registry);

@@ -128,7 +128,9 @@ gpu::GPUFuncOp gpu_lowering::buildDecodeKernel(gpu::GPUModuleOp module,
       MemRefType::get({tile, padded}, elt, nullptr, wg),
       MemRefType::get({tz * group}, f32Type, nullptr, wg),
       MemRefType::get({tz * group}, f32Type, nullptr, wg),
-      MemRefType::get({tz * group, padded}, f32Type, nullptr, wg)};
+      MemRefType::get({tz * group, padded}, f32Type, nullptr, wg),
+      MemRefType::get({tile}, IntegerType::get(ctx, 32), nullptr, wg),
+      MemRefType::get({tile}, IntegerType::get(ctx, 32), nullptr, wg)};
 
   OpBuilder ob = OpBuilder::atBlockEnd(module.getBody());
   auto func = gpu::GPUFuncOp::create(ob, loc, spec.name,
@@ -167,6 +169,8 @@ gpu::GPUFuncOp gpu_lowering::buildDecodeKernel(gpu::GPUModuleOp module,
   Value mShared = func.getWorkgroupAttributions()[2];
   Value lShared = func.getWorkgroupAttributions()[3];
   Value accShared = func.getWorkgroupAttributions()[4];
+  Value tokenPage = func.getWorkgroupAttributions()[5];
+  Value tokenSlot = func.getWorkgroupAttributions()[6];
 
   Value x = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value y = gpu::ThreadIdOp::create(b, gpu::Dimension::y);
@@ -231,9 +235,24 @@ gpu::GPUFuncOp gpu_lowering::buildDecodeKernel(gpu::GPUModuleOp module,
       [&](OpBuilder &nb, Location l, Value tile0, ValueRange state) {
         ImplicitLocOpBuilder ib(l, nb);
         KernelIR k{ib};
-        // Stage the tile: every thread loads 16-byte vectors of K and V.
+        // Look up each token's (page, slot) once per tile, then stage the
+        // tile: every thread loads 16-byte vectors of K and V.
         int64_t vecsPerRow = headDim / vec;
         Value count = k.minIdx(k.idx(tile), k.sub(end, tile0));
+        Type i32 = ib.getI32Type();
+        scf::ForOp::create(
+            ib, lane, count, k.idx(numThreads), ValueRange{},
+            [&](OpBuilder &nb2, Location l2, Value t, ValueRange) {
+              ImplicitLocOpBuilder jb(l2, nb2);
+              KernelIR j{jb};
+              auto [page, slot] = emitLocate(jb, kv, req, j.add(tile0, t));
+              memref::StoreOp::create(
+                  jb, arith::IndexCastOp::create(jb, i32, page), tokenPage, t);
+              memref::StoreOp::create(
+                  jb, arith::IndexCastOp::create(jb, i32, slot), tokenSlot, t);
+              scf::YieldOp::create(jb);
+            });
+        gpu::BarrierOp::create(ib);
         Value total = k.mul(count, k.idx(vecsPerRow));
         scf::ForOp::create(
             ib, lane, total, k.idx(numThreads), ValueRange{},
@@ -243,7 +262,10 @@ gpu::GPUFuncOp gpu_lowering::buildDecodeKernel(gpu::GPUModuleOp module,
               Value t = arith::DivUIOp::create(jb, i, j.idx(vecsPerRow));
               Value c = j.mul(arith::RemUIOp::create(jb, i, j.idx(vecsPerRow)),
                               j.idx(vec));
-              auto [page, slot] = emitLocate(jb, kv, req, j.add(tile0, t));
+              Value page = arith::IndexCastOp::create(
+                  jb, jb.getIndexType(), memref::LoadOp::create(jb, tokenPage, t));
+              Value slot = arith::IndexCastOp::create(
+                  jb, jb.getIndexType(), memref::LoadOp::create(jb, tokenSlot, t));
               for (auto [role, tileMem] :
                    {std::pair{PoolRole::K, kTile}, std::pair{PoolRole::V, vTile}}) {
                 auto load = vector::LoadOp::create(
