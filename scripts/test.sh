@@ -37,15 +37,22 @@ lit_fail=$(grep -E "^\s*(Failed|Unexpectedly Passed|Unresolved|Timed Out)\s*:" "
 if [ "$lit_pass" -eq 0 ] && [ "$lit_fail" -eq 0 ]; then lit_fail=1; fi
 report lit "$lit_pass" "$lit_fail"
 
-# gtest
-log="$BUILD/unit.log"
-"$BUILD/bin/kvir-unit-tests" --gtest_brief=1 2>&1 | tee "$log" | tail -n 30
-unit_pass=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
-unit_fail=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
-unit_pass=${unit_pass:-0}
-unit_fail=${unit_fail:-0}
-if [ "$unit_pass" -eq 0 ] && [ "$unit_fail" -eq 0 ]; then unit_fail=1; fi
-report gtest "$unit_pass" "$unit_fail"
+# gtest suites
+for suite in kvir-unit-tests kvir-emulator-tests; do
+  log="$BUILD/$suite.log"
+  if [ ! -x "$BUILD/bin/$suite" ]; then
+    echo "missing test binary $suite"
+    report "$suite" 0 1
+    continue
+  fi
+  "$BUILD/bin/$suite" --gtest_brief=1 2>&1 | tee "$log" | tail -n 30
+  g_pass=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+  g_fail=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+  g_pass=${g_pass:-0}
+  g_fail=${g_fail:-0}
+  if [ "$g_pass" -eq 0 ] && [ "$g_fail" -eq 0 ]; then g_fail=1; fi
+  report "$suite" "$g_pass" "$g_fail"
+done
 
 # Install, then build and run a consumer through find_package(KVIR).
 install_ok=0
