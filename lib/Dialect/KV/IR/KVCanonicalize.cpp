@@ -20,7 +20,9 @@ OpFoldResult MergeOp::fold(FoldAdaptor) {
 
 namespace {
 /// merge(merge(a, b), c) -> merge(a, b, c) when the inner merge has no other
-/// use (otherwise flattening would duplicate its work).
+/// use and sits in the same block (otherwise flattening would duplicate its
+/// work: once per other use, or once per iteration of a loop around the outer
+/// merge).
 struct FlattenNestedMerge : OpRewritePattern<MergeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MergeOp op,
@@ -29,7 +31,8 @@ struct FlattenNestedMerge : OpRewritePattern<MergeOp> {
     bool changed = false;
     for (Value state : op.getStates()) {
       auto inner = state.getDefiningOp<MergeOp>();
-      if (inner && inner->hasOneUse()) {
+      if (inner && inner->hasOneUse() &&
+          inner->getBlock() == op->getBlock()) {
         llvm::append_range(operands, inner.getStates());
         changed = true;
       } else {

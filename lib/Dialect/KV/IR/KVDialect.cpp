@@ -45,6 +45,7 @@ Attribute RopeAttr::parse(AsmParser &parser, Type) {
   if (parser.parseLess() || failed(style = FieldParser<RopeStyle>::parse(parser)))
     return {};
   double theta = 1e4, scale = 1.0;
+  bool seenTheta = false, seenScale = false;
   while (succeeded(parser.parseOptionalComma())) {
     StringRef key;
     SMLoc loc = parser.getCurrentLocation();
@@ -56,6 +57,12 @@ Attribute RopeAttr::parse(AsmParser &parser, Type) {
           << key << "', expected 'theta' or 'scale'";
       return {};
     }
+    bool &seen = slot == &theta ? seenTheta : seenScale;
+    if (seen) {
+      parser.emitError(loc, "rope parameter '") << key << "' given twice";
+      return {};
+    }
+    seen = true;
     if (parser.parseFloat(*slot))
       return {};
   }
@@ -254,8 +261,13 @@ Type StateType::parse(AsmParser &parser) {
   if (succeeded(parser.parseOptionalKeyword("e"))) {
     base = LseBase::e;
   } else {
+    // Parse the integer optionally so that a keyword (say `base = ten`) gets
+    // this one diagnostic rather than a generic one followed by this.
     int64_t value = 0;
-    if (parser.parseInteger(value) || value != 2) {
+    OptionalParseResult parsed = parser.parseOptionalInteger(value);
+    if (parsed.has_value() && failed(*parsed))
+      return {};
+    if (!parsed.has_value() || value != 2) {
       parser.emitError(baseLoc, "LSE base must be 'e' or '2'");
       return {};
     }
@@ -265,10 +277,21 @@ Type StateType::parse(AsmParser &parser) {
   if (succeeded(parser.parseOptionalComma())) {
     if (parser.parseKeyword("partitions") || parser.parseEqual())
       return {};
-    if (succeeded(parser.parseOptionalQuestion()))
+    SMLoc partitionsLoc = parser.getCurrentLocation();
+    if (succeeded(parser.parseOptionalQuestion())) {
       partitions = ShapedType::kDynamic;
-    else if (parser.parseInteger(partitions))
-      return {};
+    } else {
+      if (parser.parseInteger(partitions))
+        return {};
+      // 0 is the internal encoding of "no partition axis"; spelled out it
+      // would silently drop the axis, so only positive counts are accepted.
+      if (partitions <= 0) {
+        parser.emitError(partitionsLoc,
+                         "partitions must be positive or '?', got ")
+            << partitions << " (omit it for a state without a partition axis)";
+        return {};
+      }
+    }
   }
   if (parser.parseGreater())
     return {};

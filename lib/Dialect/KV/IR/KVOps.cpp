@@ -121,6 +121,9 @@ LogicalResult PagedViewOp::verify() {
     return emitOpError() << "quant = " << stringifyQuant(type.getQuant())
                          << " takes " << type.getNumScalePools()
                          << " scale pool(s), got " << getScales().size();
+  if (static_cast<bool>(getKScale()) != static_cast<bool>(getVScale()))
+    return emitOpError() << "fp8_scales takes both k_scale and v_scale, got "
+                         << (getKScale() ? "only k_scale" : "only v_scale");
   if (type.isFp8() != static_cast<bool>(getKScale()))
     return emitOpError() << (type.isFp8() ? "fp8 caches need fp8_scales(k, v)"
                                           : "fp8_scales need an fp8 cache");
@@ -208,6 +211,11 @@ LogicalResult RaggedViewOp::verify() {
                          {dyn, type.getKvHeads(), type.getHeadDimV()}, "v",
                          "[nnz, kv_heads, head_dim_v]")))
     return failure();
+  int64_t nnzK = cast<MemRefType>(getK().getType()).getDimSize(0);
+  int64_t nnzV = cast<MemRefType>(getV().getType()).getDimSize(0);
+  if (!compatibleDims(nnzK, nnzV))
+    return emitOpError() << "k has " << nnzK << " rows but v has " << nnzV
+                         << "; ragged K and V must have the same nnz";
   return success();
 }
 
@@ -321,6 +329,10 @@ LogicalResult MlaDecodeOp::verify() {
     return failure();
   auto nope = cast<MemRefType>(getQNope().getType());
   auto pe = cast<MemRefType>(getQPe().getType());
+  if (nope.isDynamicDim(1) || nope.isDynamicDim(2) || pe.isDynamicDim(1) ||
+      pe.isDynamicDim(2))
+    return emitOpError() << "q_nope and q_pe must have static heads and "
+                         << "widths, got " << nope << " and " << pe;
   if (nope.getDimSize(2) != kv.getHeadDim())
     return emitOpError() << "q_nope width " << nope.getDimSize(2)
                          << " does not match the ckv width "
@@ -328,20 +340,22 @@ LogicalResult MlaDecodeOp::verify() {
   if (pe.getDimSize(2) != kv.getPeDim())
     return emitOpError() << "q_pe width " << pe.getDimSize(2)
                          << " does not match the kpe width " << kv.getPeDim();
-  if (nope.isDynamicDim(1) || nope.getDimSize(1) != pe.getDimSize(1) ||
+  if (nope.getDimSize(1) != pe.getDimSize(1) ||
       !compatibleDims(nope.getDimSize(0), pe.getDimSize(0)))
     return emitOpError() << "q_nope " << nope << " and q_pe " << pe
-                         << " must have the same rows and static heads";
+                         << " must have the same rows and heads";
   StateType result = getType();
   if (result.isPartitioned() || result.getHeads() != nope.getDimSize(1) ||
       result.getHeadDimV() != kv.getHeadDim() ||
       !compatibleDims(result.getRows(), nope.getDimSize(0)))
-    return emitOpError() << "result type " << result << " must be a state of "
-                         << nope.getDimSize(0) << " rows, "
-                         << nope.getDimSize(1) << " heads and head_dim_v "
-                         << kv.getHeadDim();
+    return emitOpError() << "result type " << result
+                         << " must be a state without partitions of "
+                         << shapeString(nope.getShape().take_front())
+                         << " rows, " << nope.getDimSize(1)
+                         << " heads and head_dim_v " << kv.getHeadDim();
   if (auto scale = getSmScale(); scale && !(scale->convertToDouble() > 0.0))
-    return emitOpError() << "sm_scale must be positive";
+    return emitOpError() << "sm_scale must be positive, got "
+                         << scale->convertToDouble();
   return success();
 }
 
@@ -358,10 +372,11 @@ LogicalResult CascadeOp::verify() {
                               "qo_indptr of level " + Twine(i).str())))
       return failure();
   auto first = cast<PagedType>(getKvs()[0].getType());
-  if (first.isMla())
-    return emitOpError() << "levels must be K/V caches, not MLA";
   for (auto [i, kv] : llvm::enumerate(getKvs())) {
     auto type = cast<PagedType>(kv.getType());
+    if (type.isMla())
+      return emitOpError() << "levels must be K/V caches, but level " << i
+                           << " is an MLA cache";
     if (type.getKvHeads() != first.getKvHeads() ||
         type.getHeadDim() != first.getHeadDim() ||
         type.getHeadDimV() != first.getHeadDimV() ||
@@ -393,6 +408,24 @@ LogicalResult AppendOp::verify() {
                          {dyn, kv.getKvHeads(), kv.getHeadDimV()}, "v",
                          "[nnz, kv_heads, head_dim_v]")))
     return failure();
+  // k, v, batch_indices and positions all have one entry per new row.
+  std::pair<Value, StringRef> rows[] = {{getK(), "k"},
+                                        {getV(), "v"},
+                                        {getBatchIndices(), "batch_indices"},
+                                        {getPositions(), "positions"}};
+  int64_t nnz = dyn;
+  StringRef nnzFrom;
+  for (auto [value, name] : rows) {
+    int64_t size = cast<MemRefType>(value.getType()).getDimSize(0);
+    if (ShapedType::isDynamic(size))
+      continue;
+    if (!ShapedType::isDynamic(nnz) && size != nnz)
+      return emitOpError() << name << " has " << size << " rows but "
+                           << nnzFrom << " has " << nnz
+                           << "; every operand has one entry per new row";
+    nnz = size;
+    nnzFrom = name;
+  }
   if (getRopeAttr() && kv.getHeadDim() % 2)
     return emitOpError() << "rope needs an even head_dim, got "
                          << kv.getHeadDim();
@@ -407,6 +440,10 @@ LogicalResult MergeOp::verify() {
   if (getStates().empty())
     return emitOpError() << "needs at least one state";
   StateType result = getType();
+  if (result.isPartitioned())
+    return emitOpError() << "merges whole states, got " << result
+                         << "; reduce a partition axis with "
+                         << "kv.merge_partitions first";
   for (auto [i, state] : llvm::enumerate(getStates())) {
     auto type = cast<StateType>(state.getType());
     if (type.getBase() != result.getBase())

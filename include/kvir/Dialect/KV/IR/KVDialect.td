@@ -16,7 +16,11 @@ def KV_Dialect : Dialect {
     states; `kv.merge` combines states of disjoint key sets. States have value
     semantics, so the merge algebra (associativity, commutativity, the empty
     state as identity) is ordinary canonicalization. The KV pool is mutated
-    only by `kv.append`.
+    only by `kv.append`. The attention ops and `kv.load_state` read memory
+    (their memrefs and the buffers behind their KV views) when they execute,
+    so they stay ordered against writes such as `kv.append`; the view ops and
+    the state ops (`kv.merge`, `kv.merge_partitions`, `kv.rebase`,
+    `kv.empty_state`) are pure.
 
     The normative semantics of every op are in DESIGN.md section 2.
   }];

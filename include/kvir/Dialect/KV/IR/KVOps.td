@@ -68,12 +68,18 @@ def KV_RaggedViewOp : KV_Op<"ragged_view", [Pure]> {
 // Attention
 //===----------------------------------------------------------------------===//
 
+// An attention op reads the memory behind its KV operand (pools, tables,
+// scales) when it executes, so it is ordered against writes to it such as
+// kv.append: it is not Pure, only a reader.
+class KV_ReadKV<TypeConstraint type>
+    : Arg<type, "the KV whose buffers the op reads", [MemRead]>;
+
 defvar KV_AttentionAttrs = (ins OptionalAttr<F32Attr>:$sm_scale,
                                 OptionalAttr<F32Attr>:$logits_soft_cap,
                                 OptionalAttr<I64Attr>:$window_left,
                                 OptionalAttr<KV_RopeAttr>:$rope);
 
-def KV_DecodeOp : KV_Op<"decode", [Pure]> {
+def KV_DecodeOp : KV_Op<"decode"> {
   let summary = "batch decode: one query row per request over a paged cache";
   let description = [{
     `q[B, Hq, D]` attends request `b`'s keys; query head `h` reads KV head
@@ -88,7 +94,9 @@ def KV_DecodeOp : KV_Op<"decode", [Pure]> {
         : memref<?x32x128xf16>, !kv.paged<...> -> !kv.state<?x32x128xf16, base = 2>
     ```
   }];
-  let arguments = !con((ins AnyMemRef:$q, KV_PagedType:$kv), KV_AttentionAttrs);
+  let arguments = !con((ins Arg<AnyMemRef, "queries", [MemRead]>:$q,
+                            KV_ReadKV<KV_PagedType>:$kv),
+                       KV_AttentionAttrs);
   let results = (outs KV_StateType:$result);
   let assemblyFormat = [{
     $q `,` $kv attr-dict `:` type($q) `,` type($kv) `->` type($result)
@@ -96,7 +104,7 @@ def KV_DecodeOp : KV_Op<"decode", [Pure]> {
   let hasVerifier = 1;
 }
 
-def KV_PrefillOp : KV_Op<"prefill", [Pure]> {
+def KV_PrefillOp : KV_Op<"prefill"> {
   let summary = "batch prefill / append attention over paged or ragged KV";
   let description = [{
     `q[nnz, Hq, D]` with request `b` owning rows `qo_indptr[b] ..
@@ -113,8 +121,13 @@ def KV_PrefillOp : KV_Op<"prefill", [Pure]> {
         -> !kv.state<?x32x128xf16, base = 2>
     ```
   }];
-  let arguments = !con((ins AnyMemRef:$q, AnyMemRef:$qo_indptr, KV_AnyKV:$kv,
-                            Optional<AnyMemRef>:$mask, UnitAttr:$causal),
+  let arguments = !con((ins Arg<AnyMemRef, "queries", [MemRead]>:$q,
+                            Arg<AnyMemRef, "query row offsets",
+                                [MemRead]>:$qo_indptr,
+                            KV_ReadKV<KV_AnyKV>:$kv,
+                            Arg<Optional<AnyMemRef>, "custom mask",
+                                [MemRead]>:$mask,
+                            UnitAttr:$causal),
                        KV_AttentionAttrs);
   let results = (outs KV_StateType:$result);
   let assemblyFormat = [{
@@ -124,13 +137,15 @@ def KV_PrefillOp : KV_Op<"prefill", [Pure]> {
   let hasVerifier = 1;
 }
 
-def KV_MlaDecodeOp : KV_Op<"mla_decode", [Pure]> {
+def KV_MlaDecodeOp : KV_Op<"mla_decode"> {
   let summary = "multi-head latent attention decode over an MLA cache";
   let description = [{
     `s_j = sm_scale * (<q_nope, ckv_j> + <q_pe, kpe_j>)`, `o = sum p_j ckv_j`,
     all heads sharing the one latent KV. One query row per request.
   }];
-  let arguments = (ins AnyMemRef:$q_nope, AnyMemRef:$q_pe, KV_PagedType:$kv,
+  let arguments = (ins Arg<AnyMemRef, "latent queries", [MemRead]>:$q_nope,
+                       Arg<AnyMemRef, "rotary queries", [MemRead]>:$q_pe,
+                       KV_ReadKV<KV_PagedType>:$kv,
                        OptionalAttr<F32Attr>:$sm_scale);
   let results = (outs KV_StateType:$result);
   let assemblyFormat = [{
@@ -140,7 +155,7 @@ def KV_MlaDecodeOp : KV_Op<"mla_decode", [Pure]> {
   let hasVerifier = 1;
 }
 
-def KV_CascadeOp : KV_Op<"cascade", [Pure, AttrSizedOperandSegments]> {
+def KV_CascadeOp : KV_Op<"cascade", [AttrSizedOperandSegments]> {
   let summary = "multi-level cascade attention over shared-prefix levels";
   let description = [{
     Levels `0 .. L-1` share the query rows; level `l` groups them into
@@ -154,8 +169,11 @@ def KV_CascadeOp : KV_Op<"cascade", [Pure, AttrSizedOperandSegments]> {
          : memref<?x32x128xf16> -> !kv.state<?x32x128xf16, base = 2>
     ```
   }];
-  let arguments = !con((ins AnyMemRef:$q, Variadic<AnyMemRef>:$qo_indptrs,
-                            Variadic<KV_PagedType>:$kvs, UnitAttr:$causal),
+  let arguments = !con((ins Arg<AnyMemRef, "queries", [MemRead]>:$q,
+                            Arg<Variadic<AnyMemRef>, "query row offsets per level",
+                                [MemRead]>:$qo_indptrs,
+                            KV_ReadKV<Variadic<KV_PagedType>>:$kvs,
+                            UnitAttr:$causal),
                        KV_AttentionAttrs);
   let results = (outs KV_StateType:$result);
   let assemblyFormat = [{
@@ -194,7 +212,8 @@ def KV_MergeOp : KV_Op<"merge", [Pure, Commutative]> {
   let description = [{
     `m = max(l_a, l_b)`; if `m == -inf` the result is `(0, -inf)`, else
     `o = (w_a o_a + w_b o_b) / (w_a + w_b)`, `l = m + log_B(w_a + w_b)` with
-    `w = B^(l - m)`. Variadic; all operands have the result type.
+    `w = B^(l - m)`. Variadic; all operands have the result type, a whole
+    state (reduce a partition axis with `kv.merge_partitions`).
   }];
   let arguments = (ins Variadic<KV_StateType>:$states);
   let results = (outs KV_StateType:$result);
@@ -228,19 +247,30 @@ def KV_RebaseOp : KV_Op<"rebase", [Pure]> {
 
 def KV_EmptyStateOp : KV_Op<"empty_state", [Pure]> {
   let summary = "the state of the empty key set: (0, -inf)";
+  let description = [{
+    The size operands give the dynamic sizes of the result type in buffer
+    order: the partition count first (when `partitions = ?`), then the row
+    count (when the rows are `?`).
+
+    ```mlir
+    %e = kv.empty_state %parts, %rows
+        : !kv.state<?x32x128xf32, base = e, partitions = ?>
+    ```
+  }];
   let arguments = (ins Variadic<Index>:$dynamic_sizes);
   let results = (outs KV_StateType:$result);
   let assemblyFormat = "($dynamic_sizes^)? attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 
-def KV_LoadStateOp : KV_Op<"load_state", [Pure]> {
+def KV_LoadStateOp : KV_Op<"load_state"> {
   let summary = "import a state from output and LSE buffers";
   let description = [{
     Reads `o[[P,] N, H, Dv]` and `lse[[P,] N, H]` (f32) as they are now. A
     state made elsewhere with `+inf` for empty sets goes through `kv.rebase`.
   }];
-  let arguments = (ins AnyMemRef:$output, AnyMemRef:$lse);
+  let arguments = (ins Arg<AnyMemRef, "output buffer", [MemRead]>:$output,
+                       Arg<AnyMemRef, "LSE buffer", [MemRead]>:$lse);
   let results = (outs KV_StateType:$result);
   let assemblyFormat = [{
     $output `,` $lse attr-dict `:` type($output) `,` type($lse) `->` type($result)

@@ -1,0 +1,80 @@
+// RUN: kvir-opt %s -kv-expand-cascade -split-input-file | FileCheck %s
+// RUN: kvir-opt %s -kv-expand-cascade -canonicalize -split-input-file | FileCheck %s --check-prefix=CANON
+
+// kv-expand-cascade: one kv.prefill per level over that level's qo_indptr
+// and KV, causal only on the last level, every attention attribute carried
+// to every level, and one variadic kv.merge of the level states.
+
+!kv0 = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!kv1 = !kv.paged<page_size = 1, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = hnd, storage = split, table = block_table>
+!s = !kv.state<?x8x64xf16, base = 2>
+
+// CHECK-LABEL: func.func @three_levels
+// CHECK-SAME: (%[[Q:[^:]*]]: memref<?x8x64xf16>, %[[I0:[^:]*]]: memref<?xi32>, %[[I1:[^:]*]]: memref<?xi32>, %[[I2:[^:]*]]: memref<?xi32>, %[[K0:[^:]*]]: !kv.paged<{{.*}}>, %[[K1:[^:]*]]: !kv.paged<{{.*}}>, %[[K2:[^:]*]]: !kv.paged<{{.*}}>)
+// CHECK-NOT: kv.cascade
+// CHECK: %[[P0:.*]] = kv.prefill %[[Q]], %[[I0]], %[[K0]] {logits_soft_cap = 3.000000e+01 : f32, rope = #kv.rope<rotate_half, theta = 1.000000e+04, scale = 1.000000e+00>, sm_scale = 1.250000e-01 : f32, window_left = 64 : i64} : memref<?x8x64xf16>, memref<?xi32>, !kv.paged<{{.*}}table = csr> -> <?x8x64xf16, base = 2>
+// CHECK: %[[P1:.*]] = kv.prefill %[[Q]], %[[I1]], %[[K1]] {logits_soft_cap = 3.000000e+01 : f32, rope = #kv.rope<rotate_half, theta = 1.000000e+04, scale = 1.000000e+00>, sm_scale = 1.250000e-01 : f32, window_left = 64 : i64} : memref<?x8x64xf16>, memref<?xi32>, !kv.paged<{{.*}}table = block_table> -> <?x8x64xf16, base = 2>
+// CHECK: %[[P2:.*]] = kv.prefill %[[Q]], %[[I2]], %[[K2]] {causal, logits_soft_cap = 3.000000e+01 : f32, rope = #kv.rope<rotate_half, theta = 1.000000e+04, scale = 1.000000e+00>, sm_scale = 1.250000e-01 : f32, window_left = 64 : i64} : memref<?x8x64xf16>, memref<?xi32>, !kv.paged<{{.*}}table = csr> -> <?x8x64xf16, base = 2>
+// CHECK: %[[M:.*]] = kv.merge %[[P0]], %[[P1]], %[[P2]] : !kv.state<?x8x64xf16, base = 2>, !kv.state<?x8x64xf16, base = 2>, !kv.state<?x8x64xf16, base = 2> -> <?x8x64xf16, base = 2>
+// CHECK: return %[[M]]
+func.func @three_levels(%q: memref<?x8x64xf16>, %qi0: memref<?xi32>, %qi1: memref<?xi32>, %qi2: memref<?xi32>,
+                        %kv0: !kv0, %kv1: !kv1, %kv2: !kv0) -> !s {
+  %s = kv.cascade %q levels(%qi0, %qi1, %qi2 : memref<?xi32>, memref<?xi32>, memref<?xi32>)
+      kvs(%kv0, %kv1, %kv2 : !kv0, !kv1, !kv0)
+      {causal, sm_scale = 0.125 : f32, logits_soft_cap = 30.0 : f32, window_left = 64 : i64, rope = #kv.rope<rotate_half>}
+      : memref<?x8x64xf16> -> !s
+  return %s : !s
+}
+
+// -----
+
+!kvt = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf16, base = e>
+
+// Without `causal` no level is causal (no attributes at all here).
+// CHECK-LABEL: func.func @not_causal
+// CHECK: kv.prefill %{{[^ ]*}}, %{{[^ ]*}}, %{{[^ ]*}} : memref<?x8x64xf16>
+// CHECK: kv.prefill %{{[^ ]*}}, %{{[^ ]*}}, %{{[^ ]*}} : memref<?x8x64xf16>
+// CHECK: kv.merge
+func.func @not_causal(%q: memref<?x8x64xf16>, %qi0: memref<?xi32>, %qi1: memref<?xi32>, %kv0: !kvt, %kv1: !kvt) -> !s {
+  %s = kv.cascade %q levels(%qi0, %qi1 : memref<?xi32>, memref<?xi32>) kvs(%kv0, %kv1 : !kvt, !kvt)
+      : memref<?x8x64xf16> -> !s
+  return %s : !s
+}
+
+// -----
+
+!kvt = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf16, base = e>
+
+// A single level is a causal prefill; the one-operand merge folds away
+// (the pass's greedy driver folds).
+// CHECK-LABEL: func.func @one_level
+// CHECK-NEXT: %[[P:.*]] = kv.prefill %{{.*}}, %{{.*}}, %{{.*}} {causal}
+// CHECK-NEXT: return %[[P]]
+// CANON-LABEL: func.func @one_level
+// CANON-NEXT: %[[P:.*]] = kv.prefill %{{.*}}, %{{.*}}, %{{.*}} {causal}
+// CANON-NEXT: return %[[P]]
+func.func @one_level(%q: memref<?x8x64xf16>, %qi: memref<?xi32>, %kv: !kvt) -> !s {
+  %s = kv.cascade %q levels(%qi : memref<?xi32>) kvs(%kv : !kvt) {causal} : memref<?x8x64xf16> -> !s
+  return %s : !s
+}
+
+// -----
+
+!kvt = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf16, base = e>
+
+// The level merge is an ordinary merge: merged with another state it
+// flattens under canonicalization.
+// CANON-LABEL: func.func @merge_flattens
+// CANON: %[[P0:.*]] = kv.prefill
+// CANON: %[[P1:.*]] = kv.prefill
+// CANON: %[[M:.*]] = kv.merge %{{.*}}, %{{.*}}, %{{.*}} :
+// CANON-NOT: kv.merge
+// CANON: return %[[M]]
+func.func @merge_flattens(%q: memref<?x8x64xf16>, %qi: memref<?xi32>, %kv: !kvt, %other: !s) -> !s {
+  %s = kv.cascade %q levels(%qi, %qi : memref<?xi32>, memref<?xi32>) kvs(%kv, %kv : !kvt, !kvt) : memref<?x8x64xf16> -> !s
+  %m = kv.merge %s, %other : !s, !s -> !s
+  return %m : !s
+}
