@@ -22,7 +22,6 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #include <cmath>
-#include <numeric>
 
 using namespace mlir;
 using namespace kvir::kv;
@@ -74,37 +73,6 @@ struct KernelIR {
 };
 } // namespace
 
-static int64_t nextPowerOf2(int64_t v) {
-  int64_t p = 1;
-  while (p < v)
-    p *= 2;
-  return p;
-}
-
-DecodeTiling gpu_lowering::chooseDecodeTiling(PagedType kv, int64_t qHeads,
-                                              int64_t smCount) {
-  DecodeTiling t;
-  int64_t bits = kv.getDtype().getIntOrFloatBitWidth();
-  t.vec = 128 / bits;
-  while (kv.getHeadDim() % t.vec)
-    t.vec /= 2;
-  t.threadsX = nextPowerOf2(kv.getHeadDim() / t.vec);
-  int64_t group = qHeads / kv.getKvHeads();
-  // About 128 threads per block; more z-lanes when the group is small.
-  t.threadsZ = std::max<int64_t>(1, 128 / (t.threadsX * group));
-  t.threadsZ = std::min<int64_t>(t.threadsZ, 8);
-  // Whole warps only: shuffles run with the full membermask.
-  int64_t step = 32 / std::gcd<int64_t>(t.threadsX * group, 32);
-  t.threadsZ = (t.threadsZ + step - 1) / step * step;
-  // A tile holds a few rounds of z-lanes; at most 16 KB per K or V tile.
-  int64_t rowBytes = t.threadsX * t.vec * bits / 8;
-  t.tileTokens = std::min<int64_t>(32, (16 * 1024) / rowBytes);
-  t.tileTokens = (std::max(t.tileTokens, t.threadsZ) + t.threadsZ - 1) /
-                 t.threadsZ * t.threadsZ;
-  t.smCount = smCount;
-  return t;
-}
-
 gpu::GPUFuncOp gpu_lowering::buildDecodeKernel(gpu::GPUModuleOp module,
                                                const DecodeKernelSpec &spec) {
   MLIRContext *ctx = module.getContext();
@@ -117,6 +85,7 @@ gpu::GPUFuncOp gpu_lowering::buildDecodeKernel(gpu::GPUModuleOp module,
   int64_t padded = tx * vec, tile = tl.tileTokens;
   Type elt = kvType.getDtype(), f32Type = Float32Type::get(ctx);
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  int64_t vecBytes = vec * elt.getIntOrFloatBitWidth() / 8;
 
   SmallVector<Type> argTypes{spec.qType};
   llvm::append_range(argTypes, spec.kvTypes);
@@ -211,7 +180,7 @@ gpu::GPUFuncOp gpu_lowering::buildDecodeKernel(gpu::GPUModuleOp module,
                      auto v = vector::LoadOp::create(
                          ib, VectorType::get({vec}, spec.qType.getElementType()),
                          q, ValueRange{req, head, dim0});
-                     v.setAlignment(16);
+                     v.setAlignment(vec * spec.qType.getElementTypeBitWidth() / 8);
                      Value f = arith::ExtFOp::create(ib, vecF32, v.getResult());
                      KernelIR k{ib};
                      scf::YieldOp::create(
@@ -271,10 +240,10 @@ gpu::GPUFuncOp gpu_lowering::buildDecodeKernel(gpu::GPUModuleOp module,
                 auto load = vector::LoadOp::create(
                     jb, vecType, kv.pool(role),
                     emitPoolIndices(jb, kvType, role, page, slot, kvHead, c));
-                load.setAlignment(16);
+                load.setAlignment(vecBytes);
                 auto store = vector::StoreOp::create(jb, load, tileMem,
                                                      ValueRange{t, c});
-                store.setAlignment(16);
+                store.setAlignment(vecBytes);
               }
               scf::YieldOp::create(jb);
             });
@@ -393,7 +362,9 @@ gpu::GPUFuncOp gpu_lowering::buildDecodeKernel(gpu::GPUModuleOp module,
         v = arith::TruncFOp::create(jb, VectorType::get({vec}, outElt), o);
       SmallVector<Value> idx(rowIdx);
       idx.push_back(dim0);
-      vector::StoreOp::create(jb, v, out, idx).setAlignment(16);
+      // At most 16 bytes: buffers are only promised 16-byte alignment.
+      vector::StoreOp::create(jb, v, out, idx)
+          .setAlignment(std::min<int64_t>(16, vec * outElt.getIntOrFloatBitWidth() / 8));
       scf::YieldOp::create(jb);
     });
     Value isX0 = k.cmp(arith::CmpIPredicate::eq, x, k.idx(0));

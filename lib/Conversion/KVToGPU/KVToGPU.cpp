@@ -11,6 +11,7 @@
 #include "KernelBuilders.h"
 
 #include "kvir/Conversion/KVToGPU/KVToGPU.h"
+#include "kvir/Dialect/KV/Transforms/Tiling.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -37,25 +38,11 @@ using namespace kvir::kv::gpu_lowering;
 
 const char *const kvir::kPlansAttrName = "kv.kernel_plans";
 
-int64_t kvir::getSmCount(StringRef chip) {
-  // SM counts of the flagship part of each architecture.
-  return llvm::StringSwitch<int64_t>(chip)
-      .Case("sm_80", 108)  // A100
-      .Case("sm_86", 84)   // RTX 3090 / A40
-      .Case("sm_89", 142)  // L40S
-      .Cases({"sm_90", "sm_90a"}, 132) // H100 SXM
-      .Default(0);
-}
-
 std::optional<std::string> kvir::whyNotGpuDecode(DecodeOp op) {
   auto view = op.getKv().getDefiningOp<PagedViewOp>();
   if (!view)
     return "the KV is not a kv.paged_view of this function";
   PagedType kv = view.getType();
-  if (kv.getLayout() != LayoutKind::nhd && kv.getLayout() != LayoutKind::hnd)
-    return "layout " + stringifyLayoutKind(kv.getLayout()).str();
-  if (kv.getTable() != TableForm::csr && kv.getTable() != TableForm::block_table)
-    return "table " + stringifyTableForm(kv.getTable()).str();
   if (kv.isQuantized())
     return "quantized KV";
   if (!kv.getDtype().isF16() && !kv.getDtype().isBF16())
@@ -64,12 +51,6 @@ std::optional<std::string> kvir::whyNotGpuDecode(DecodeOp op) {
     return "head_dim != head_dim_v";
   if (op.getRopeAttr())
     return "on-the-fly RoPE";
-  for (Value pool : view.getPools()) {
-    auto type = cast<MemRefType>(pool.getType());
-    auto [strides, offset] = type.getStridesAndOffset();
-    if (strides.back() != 1)
-      return "pools whose head dim is not contiguous";
-  }
   return std::nullopt;
 }
 
@@ -387,7 +368,10 @@ LogicalResult KVToGPULowering::lowerDecode(DecodeOp op) {
   if (auto cap = op.getLogitsSoftCap())
     spec.softCap = cap->convertToDouble();
   spec.windowLeft = op.getWindowLeft();
-  spec.tiling = chooseDecodeTiling(kvType, qHeads, smCount);
+  DecodeTilingAttr tiling = op.getTilingAttr();
+  if (!tiling)
+    tiling = chooseDecodeTiling(view, qHeads, smCount);
+  spec.tiling = DecodeTiling::fromAttr(tiling);
   spec.name = decodeKernelName(spec);
   gpu::GPUFuncOp direct = getDecodeKernel(spec);
 
@@ -555,7 +539,7 @@ struct ConvertKVToGPUPass
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    int64_t sms = kvir::getSmCount(chip);
+    int64_t sms = getSmCount(chip);
     if (!sms) {
       module.emitError("convert-kv-to-gpu: unknown chip '")
           << chip << "', expected sm_80, sm_86, sm_89, sm_90 or sm_90a";

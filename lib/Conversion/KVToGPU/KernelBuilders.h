@@ -13,30 +13,20 @@
 
 namespace kvir::kv::gpu_lowering {
 
-/// The work decomposition of a decode kernel. A block handles one request,
-/// one KV head and one KV partition; its threads are (x: 16-byte vectors
-/// along the head dim, y: query heads of the GQA group, z: tokens in flight).
-/// K/V tiles of `tileTokens` tokens are staged in shared memory once for the
-/// whole group.
+/// The work decomposition of a decode kernel (see #kv.decode_tiling).
 struct DecodeTiling {
-  int64_t vec = 8;          // Elements per vector (16 bytes of f16/bf16).
-  int64_t threadsX = 16;    // next_pow2(head_dim / vec)
-  int64_t threadsZ = 1;
-  int64_t tileTokens = 32;
-  int64_t smCount = 132;    // SMs of the target chip, for the split heuristic.
-  int64_t maxPartitions = 32;
+  int64_t vec = 8, threadsX = 16, threadsZ = 1, tileTokens = 32;
+  int64_t smCount = 132, maxPartitions = 32;
 
-  int64_t threads(int64_t groupSize) const {
-    return threadsX * groupSize * threadsZ;
+  static DecodeTiling fromAttr(DecodeTilingAttr attr) {
+    return {attr.getVector(),   attr.getThreadsX(), attr.getThreadsZ(),
+            attr.getTileTokens(), attr.getSmCount(), attr.getMaxPartitions()};
   }
 };
 
 /// An f32 PTX approximation intrinsic (llvm.nvvm.ex2.approx.ftz.f, ...).
 mlir::Value approx(mlir::ImplicitLocOpBuilder &b, llvm::StringRef intrinsic,
                    mlir::Value x);
-
-/// Picks the tiling of a decode over `kv` with `qHeads` query heads.
-DecodeTiling chooseDecodeTiling(PagedType kv, int64_t qHeads, int64_t smCount);
 
 struct DecodeKernelSpec {
   std::string name;

@@ -1,6 +1,7 @@
 //===- Pipelines.cpp - kv-to-nvvm and kv-to-ptx ---------------------------===//
 #include "kvir/Conversion/KVToGPU/KVToGPU.h"
 #include "kvir/Conversion/KVToLoops/KVToLoops.h"
+#include "kvir/Dialect/KV/Transforms/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
@@ -26,6 +27,11 @@ struct KVToPTXOptions : PassPipelineOptions<KVToPTXOptions> {
 } // namespace
 
 void kvir::buildKVToNVVMPipeline(OpPassManager &pm, StringRef chip) {
+  pm.addPass(kv::createKVExpandCascade());
+  pm.addPass(kv::createKVSpecializeLayout());
+  kv::KVTileOptions tileOptions;
+  tileOptions.chip = chip.str();
+  pm.addPass(kv::createKVTile(tileOptions));
   ConvertKVToGPUOptions gpuOptions;
   gpuOptions.chip = chip.str();
   pm.addPass(createConvertKVToGPU(gpuOptions));

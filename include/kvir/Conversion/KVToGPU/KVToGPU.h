@@ -22,9 +22,6 @@ namespace kvir {
 /// writes it out as the JSON manifest.
 extern const char *const kPlansAttrName;
 
-/// SMs of the flagship part of `chip` (sm_80, sm_86, sm_89, sm_90[a]), or 0.
-int64_t getSmCount(llvm::StringRef chip);
-
 /// Why convert-kv-to-gpu leaves `op` to kv-to-loops, or nullopt if it lowers
 /// it to a kernel.
 std::optional<std::string> whyNotGpuDecode(kv::DecodeOp op);

@@ -294,6 +294,19 @@ LogicalResult DecodeOp::verify() {
   PagedType kv = getKv().getType();
   if (kv.isMla())
     return emitOpError() << "reads a K/V cache; use kv.mla_decode for MLA";
+  if (DecodeTilingAttr tiling = getTilingAttr()) {
+    int64_t d = kv.getHeadDim();
+    if (d % tiling.getVector() ||
+        tiling.getVector() * tiling.getThreadsX() < d)
+      return emitOpError() << "tiling with vector " << tiling.getVector()
+                           << " x threads_x " << tiling.getThreadsX()
+                           << " does not cover head_dim " << d
+                           << " in whole vectors";
+    int64_t bits = kv.getStorageElementType().getIntOrFloatBitWidth();
+    if (tiling.getVector() * bits > 128)
+      return emitOpError() << "tiling vector of " << tiling.getVector()
+                           << " elements exceeds a 16-byte load";
+  }
   return verifyAttention(getOperation(), getQ(), getKVShape(kv), getType(),
                          getSmScale(), getLogitsSoftCap(), getWindowLeft(),
                          getRopeAttr());

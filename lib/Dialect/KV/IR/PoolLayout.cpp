@@ -115,3 +115,73 @@ unsigned kvir::kv::getPoolOperandIndex(PagedType type, PoolRole role) {
     return 0;
   return isValueRole(role) ? 1 : 0;
 }
+
+int64_t kvir::kv::getDimVectorWidth(PagedType type, PoolRole role,
+                                    MemRefType pool, int64_t maxElements) {
+  // Per pool axis: its stride if known exactly, and a number it is known to
+  // be a multiple of. An identity layout with dynamic sizes still knows the
+  // product of the static sizes inside each axis.
+  int64_t rank = pool.getRank();
+  SmallVector<int64_t> strides(rank), factors(rank);
+  SmallVector<bool> exact(rank);
+  if (pool.getLayout().isIdentity()) {
+    int64_t running = 1;
+    bool known = true;
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      strides[i] = factors[i] = running;
+      exact[i] = known;
+      if (pool.isDynamicDim(i))
+        known = false;
+      else
+        running *= pool.getDimSize(i);
+    }
+  } else {
+    auto [s, offset] = pool.getStridesAndOffset();
+    if (ShapedType::isDynamic(offset))
+      return 1;
+    for (int64_t i = 0; i < rank; ++i) {
+      exact[i] = !ShapedType::isDynamic(s[i]);
+      strides[i] = exact[i] ? s[i] : 1;
+      factors[i] = exact[i] ? (s[i] ? std::abs(s[i]) : 1) : 1;
+    }
+    if (offset % maxElements) // Keep it simple: offsets must be aligned.
+      return 1;
+  }
+  AffineMap map = getPoolIndexMap(type, role);
+  SmallVector<bool> dependsOnDim;
+  for (AffineExpr result : map.getResults())
+    dependsOnDim.push_back(result.isFunctionOfDim(4));
+  int64_t width = getDimExtent(type, role);
+  int64_t kv = isValueRole(role) ? 1 : 0;
+  SmallVector<int64_t> pages{0, 1, 3}, slots{0, 1, type.getPageSize() - 1};
+  SmallVector<int64_t> heads{0, type.getKvHeads() - 1};
+  // The part of the element offset that moves with the dim.
+  auto dimOffset = [&](int64_t page, int64_t slot, int64_t head, int64_t dim) {
+    SmallVector<int64_t, 4> idx =
+        map.compose(ArrayRef<int64_t>{page, kv, slot, head, dim});
+    int64_t off = 0;
+    for (int64_t i = 0; i < rank; ++i)
+      if (dependsOnDim[i])
+        off += idx[i] * strides[i];
+    return off;
+  };
+  for (int64_t w = maxElements; w > 1; w /= 2) {
+    if (width % w)
+      continue;
+    bool ok = true;
+    for (int64_t i = 0; ok && i < rank; ++i)
+      ok = dependsOnDim[i] ? exact[i] : factors[i] % w == 0;
+    for (int64_t page : pages)
+      for (int64_t slot : slots)
+        for (int64_t head : heads)
+          for (int64_t d = 0; ok && d < width; d += w) {
+            int64_t base = dimOffset(page, slot, head, d);
+            ok = base % w == 0;
+            for (int64_t i = 1; ok && i < w; ++i)
+              ok = dimOffset(page, slot, head, d + i) == base + i;
+          }
+    if (ok)
+      return w;
+  }
+  return 1;
+}

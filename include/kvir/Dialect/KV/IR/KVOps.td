@@ -96,7 +96,8 @@ def KV_DecodeOp : KV_Op<"decode"> {
   }];
   let arguments = !con((ins Arg<AnyMemRef, "queries", [MemRead]>:$q,
                             KV_ReadKV<KV_PagedType>:$kv),
-                       KV_AttentionAttrs);
+                       KV_AttentionAttrs,
+                       (ins OptionalAttr<KV_DecodeTilingAttr>:$tiling));
   let results = (outs KV_StateType:$result);
   let assemblyFormat = [{
     $q `,` $kv attr-dict `:` type($q) `,` type($kv) `->` type($result)

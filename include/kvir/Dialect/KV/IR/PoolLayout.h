@@ -37,6 +37,15 @@ mlir::AffineMap getPoolIndexMap(PagedType type, PoolRole role);
 /// scales (combined storage keeps K and V in pool 0).
 unsigned getPoolOperandIndex(PagedType type, PoolRole role);
 
+/// The number of consecutive head-dim elements of `role` that are
+/// contiguous and (relative to a 16-byte aligned pool base) aligned in
+/// `pool`: the widest power of two w <= maxElements dividing the width such
+/// that every run [w*i, w*i + w) of dims maps to consecutive, w-aligned
+/// element offsets. Checked exhaustively over the dim axis at sample
+/// (page, slot, head) positions; 1 when the pool's strides are dynamic.
+int64_t getDimVectorWidth(PagedType type, PoolRole role, mlir::MemRefType pool,
+                          int64_t maxElements);
+
 } // namespace kvir::kv
 
 #endif // KVIR_DIALECT_KV_IR_POOLLAYOUT_H

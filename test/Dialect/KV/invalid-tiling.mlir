@@ -1,0 +1,43 @@
+// RUN: kvir-opt %s -split-input-file -verify-diagnostics
+
+!c = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
+func.func @not_covering(%q: memref<?x32x128xf16>, %kv: !c) {
+  // expected-error @below {{tiling with vector 8 x threads_x 8 does not cover head_dim 128 in whole vectors}}
+  %s = kv.decode %q, %kv {tiling = #kv.decode_tiling<vector = 8, threads_x = 8, threads_z = 2, tile_tokens = 32, sm_count = 132, max_partitions = 32>} : memref<?x32x128xf16>, !c -> !kv.state<?x32x128xf16, base = 2>
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
+func.func @too_wide(%q: memref<?x32x128xf16>, %kv: !c) {
+  // expected-error @below {{tiling vector of 16 elements exceeds a 16-byte load}}
+  %s = kv.decode %q, %kv {tiling = #kv.decode_tiling<vector = 16, threads_x = 8, threads_z = 2, tile_tokens = 32, sm_count = 132, max_partitions = 32>} : memref<?x32x128xf16>, !c -> !kv.state<?x32x128xf16, base = 2>
+  return
+}
+
+// -----
+
+// expected-error @below {{decode tiling vector must be a power of two in [1, 16], got 3}}
+func.func private @bad_vector() attributes {t = #kv.decode_tiling<vector = 3, threads_x = 16, threads_z = 2, tile_tokens = 32, sm_count = 132, max_partitions = 32>}
+
+// -----
+
+// expected-error @below {{decode tiling threads_x must be a power of two in [1, 32] (its lanes reduce with xor-shuffles), got 64}}
+func.func private @bad_lanes() attributes {t = #kv.decode_tiling<vector = 8, threads_x = 64, threads_z = 2, tile_tokens = 32, sm_count = 132, max_partitions = 32>}
+
+// -----
+
+// expected-error @below {{decode tiling threads_z must be positive, got 0}}
+func.func private @bad_z() attributes {t = #kv.decode_tiling<vector = 8, threads_x = 16, threads_z = 0, tile_tokens = 32, sm_count = 132, max_partitions = 32>}
+
+// -----
+
+// expected-error @below {{decode tiling tile_tokens must be a positive multiple of threads_z (4), got 30}}
+func.func private @bad_tile() attributes {t = #kv.decode_tiling<vector = 8, threads_x = 16, threads_z = 4, tile_tokens = 30, sm_count = 132, max_partitions = 32>}
+
+// -----
+
+// expected-error @below {{decode tiling sm_count and max_partitions must be positive}}
+func.func private @bad_sm() attributes {t = #kv.decode_tiling<vector = 8, threads_x = 16, threads_z = 4, tile_tokens = 32, sm_count = 0, max_partitions = 32>}
+

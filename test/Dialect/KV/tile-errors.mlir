@@ -1,0 +1,7 @@
+// RUN: not kvir-opt %s --kv-tile=chip=sm_70 2>&1 | FileCheck %s
+// RUN: not kvir-opt %s --convert-kv-to-gpu=chip=sm_70 2>&1 | FileCheck %s --check-prefix=GPU
+
+// CHECK: kv-tile: unknown chip 'sm_70', expected sm_80, sm_86, sm_89, sm_90 or sm_90a
+// GPU: convert-kv-to-gpu: unknown chip 'sm_70', expected sm_80, sm_86, sm_89, sm_90 or sm_90a
+module {
+}

@@ -1,0 +1,56 @@
+// RUN: kvir-opt %s --kv-tile=chip=sm_90a -split-input-file | FileCheck %s
+// RUN: kvir-opt %s --kv-tile=chip=sm_80 -split-input-file | FileCheck %s --check-prefix=A100
+
+// FlashInfer's shape: 16-byte vectors of f16 (8 elements), 128 / 8 = 16 lanes
+// along the head dim, 4 query heads per KV head, so 2 tokens in flight make
+// 128 threads; 32-token tiles; H100 has 132 SMs, A100 108.
+!c = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
+// CHECK-LABEL: func @gqa4
+// CHECK: kv.decode {{.*}}tiling = #kv.decode_tiling<vector = 8, threads_x = 16, threads_z = 2, tile_tokens = 32, sm_count = 132, max_partitions = 32>
+// A100-LABEL: func @gqa4
+// A100: sm_count = 108
+func.func @gqa4(%q: memref<?x32x128xf16>, %pool: memref<?x2x16x8x128xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x32x128xf16, base = 2> {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x8x128xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  %s = kv.decode %q, %kv : memref<?x32x128xf16>, !c -> !kv.state<?x32x128xf16, base = 2>
+  return %s : !kv.state<?x32x128xf16, base = 2>
+}
+
+// -----
+
+// head_dim 256: 32 lanes, group 8 makes 256 threads with one token in
+// flight; a 256-wide f16 row is 512 bytes, so 32-token tiles are 16 KB.
+!c = !kv.paged<page_size = 64, kv_heads = 2, head_dim = 256, head_dim_v = 256, dtype = bf16, layout = hnd, storage = split, table = block_table>
+// CHECK-LABEL: func @wide_group8
+// CHECK: tiling = #kv.decode_tiling<vector = 8, threads_x = 32, threads_z = 1, tile_tokens = 32
+func.func @wide_group8(%q: memref<?x16x256xbf16>, %k: memref<?x2x64x256xbf16>, %v: memref<?x2x64x256xbf16>, %t: memref<?x?xi32>, %l: memref<?xi32>) -> !kv.state<?x16x256xf32, base = e> {
+  %kv = kv.paged_view pools(%k, %v : memref<?x2x64x256xbf16>, memref<?x2x64x256xbf16>) tables(%t, %l : memref<?x?xi32>, memref<?xi32>) : !c
+  %s = kv.decode %q, %kv : memref<?x16x256xbf16>, !c -> !kv.state<?x16x256xf32, base = e>
+  return %s : !kv.state<?x16x256xf32, base = e>
+}
+
+// -----
+
+// head_dim 80 = 10 vectors of 8: lanes round up to 16 (6 idle); whole warps
+// force threads_z to a multiple of 2 for 16 x 1 lanes... 16 * 1 * 8 = 128.
+!c = !kv.paged<page_size = 5, kv_heads = 4, head_dim = 80, head_dim_v = 80, dtype = f16, layout = nhd, storage = split, table = csr>
+// CHECK-LABEL: func @odd_head_dim
+// CHECK: tiling = #kv.decode_tiling<vector = 8, threads_x = 16, threads_z = 8, tile_tokens = 32
+func.func @odd_head_dim(%q: memref<?x4x80xf16>, %k: memref<?x5x4x80xf16>, %v: memref<?x5x4x80xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x4x80xf16, base = 2> {
+  %kv = kv.paged_view pools(%k, %v : memref<?x5x4x80xf16>, memref<?x5x4x80xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  %s = kv.decode %q, %kv : memref<?x4x80xf16>, !c -> !kv.state<?x4x80xf16, base = 2>
+  return %s : !kv.state<?x4x80xf16, base = 2>
+}
+
+// -----
+
+// The vLLM V layout [p, h, d, slot] has no two consecutive dims adjacent:
+// scalar loads, one element per lane, 128 lanes would exceed a warp's
+// shuffle reach so they cap at 32... head_dim 32 keeps it legal.
+!c = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 32, head_dim_v = 32, dtype = f16, layout = vllm, storage = split, table = block_table>
+// CHECK-LABEL: func @vllm_scalar
+// CHECK: tiling = #kv.decode_tiling<vector = 1, threads_x = 32
+func.func @vllm_scalar(%q: memref<?x1x32xf16>, %k: memref<?x1x4x16x8xf16>, %v: memref<?x1x32x16xf16>, %t: memref<?x?xi32>, %l: memref<?xi32>) -> !kv.state<?x1x32xf16, base = e> {
+  %kv = kv.paged_view pools(%k, %v : memref<?x1x4x16x8xf16>, memref<?x1x32x16xf16>) tables(%t, %l : memref<?x?xi32>, memref<?xi32>) : !c
+  %s = kv.decode %q, %kv : memref<?x1x32xf16>, !c -> !kv.state<?x1x32xf16, base = e>
+  return %s : !kv.state<?x1x32xf16, base = e>
+}
