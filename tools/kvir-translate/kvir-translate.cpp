@@ -172,7 +172,8 @@ int main(int argc, char **argv) {
       << ";\n\n";
 
     unsigned planIndex = 0;
-    for (Attribute planAttr : plans ? plans : ArrayAttr()) {
+    ArrayRef<Attribute> planList = plans ? plans.getValue() : ArrayRef<Attribute>();
+    for (Attribute planAttr : planList) {
       auto plan = cast<DictionaryAttr>(planAttr);
       std::string pid = "kvir_" + id + "_plan" + std::to_string(planIndex++);
       h << "/* " << toJson(plan.get("op")).getAsString().value_or("")

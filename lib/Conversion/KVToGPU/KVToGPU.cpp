@@ -51,6 +51,11 @@ std::optional<std::string> kvir::whyNotGpuDecode(DecodeOp op) {
     return "head_dim != head_dim_v";
   if (op.getRopeAttr())
     return "on-the-fly RoPE";
+  for (Value pool : view.getPools()) {
+    auto [strides, offset] = cast<MemRefType>(pool.getType()).getStridesAndOffset();
+    if (strides.back() != 1)
+      return "a pool whose innermost axis is not unit-stride";
+  }
   return std::nullopt;
 }
 
