@@ -4,6 +4,7 @@
 
 #include "kvir/Dialect/KV/IR/KVOps.h"
 #include "kvir/Dialect/KV/IR/PoolLayout.h"
+#include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -82,15 +83,13 @@ public:
   /// The memref that holds `role`.
   Value pool(PoolRole role) const;
 
-  PagedType getPagedType() const { return pagedType; }
-  bool isRagged() const { return !pagedType; }
-  Value getKScale() const { return kScale; }
-  Value getVScale() const { return vScale; }
+  PagedType getPagedType() const { return paged.type; }
+  bool isRagged() const { return !paged.type; }
+  Value getKScale() const { return paged.kScale; }
+  Value getVScale() const { return paged.vScale; }
 
 private:
-  PagedType pagedType;      // Null for ragged KV.
-  llvm::SmallVector<Value> pools, tables, scales;
-  Value kScale, vScale;     // fp8 per-tensor scales.
+  PagedOperands paged;      // Null type for ragged KV.
   Value raggedK, raggedV, raggedIndptr;
 };
 
