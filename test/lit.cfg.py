@@ -16,6 +16,11 @@ ptxas = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas" if os.path.exists(
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+# A C compiler checks kvir-translate's headers.
+cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+if cc:
+    config.available_features.add("cc")
+    config.substitutions.append(("%cc", cc))
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kvir_obj_root, "test")
 
@@ -31,6 +36,7 @@ config.substitutions.append(("%mlir_runner_libs", runner_libs))
 tools = [
     "kvir-opt",
     "kvir-runner",
+    "kvir-translate",
     ToolSubst("mlir-runner", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(tools, [config.kvir_tools_dir, config.llvm_tools_dir])

@@ -4,13 +4,18 @@
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/Pass/PassManager.h"
@@ -36,8 +41,17 @@ static LogicalResult lowerToNvvm(ModuleOp scratch) {
   gpm.addPass(createLowerAffinePass());
   gpm.addPass(memref::createExpandStridedMetadataPass());
   gpm.addPass(createLowerAffinePass());
+  gpm.addPass(createConvertVectorToSCFPass());
   gpm.addPass(createSCFToControlFlowPass());
+  gpm.addPass(createConvertNVGPUToNVVMPass());
+  // Vector ops lower before the rest: their lowering creates arith ops (the
+  // masks of transfer_read / transfer_write) that convert-gpu-to-nvvm must
+  // still see. A second round takes what the GPU lowering itself creates.
+  gpm.addPass(createConvertVectorToLLVMPass());
   gpm.addPass(createConvertGpuOpsToNVVMOps());
+  gpm.addPass(createConvertVectorToLLVMPass());
+  // Vector lowering leaves ub.poison behind (e.g. for vector.from_elements).
+  gpm.addPass(createUBToLLVMConversionPass());
   gpm.addPass(createReconcileUnrealizedCastsPass());
   return pm.run(scratch);
 }
@@ -66,6 +80,7 @@ static FailureOr<CompiledModule *> compile(gpu::GPUModuleOp gpuModule) {
   auto compiled = std::make_unique<CompiledModule>();
   compiled->name = gpuModule.getName().str();
   compiled->staticSharedBytes = info->staticSharedBytes;
+  compiled->kernelSharedBytes = info->kernelSharedBytes;
   compiled->sites = info->sites;
 
   // Globals the kernels read (constants) are allocations kernels may touch.
@@ -81,18 +96,41 @@ static FailureOr<CompiledModule *> compile(gpu::GPUModuleOp gpuModule) {
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   context->appendDialectRegistry(registry);
+  // Kernels must become ordinary host functions. With the NVVM translation
+  // registered (kvir-runner registers all of them) nvvm.kernel turns into the
+  // ptx_kernel calling convention; the packed wrapper ExecutionEngine adds
+  // calls with the C convention, a mismatch the optimizer folds into
+  // `unreachable`. That is why IR-level optimization looked as if it dropped
+  // the packed entry wrappers. Launch bounds (nvvm.maxntid, ...) mean nothing
+  // on the host either.
+  for (auto fn : kernels->getOps<LLVM::LLVMFuncOp>()) {
+    SmallVector<StringAttr> drop;
+    for (NamedAttribute attr : fn->getDiscardableAttrs())
+      if (attr.getName().strref().starts_with("nvvm.") ||
+          attr.getName() == "gpu.kernel")
+        drop.push_back(attr.getName());
+    for (StringAttr name : drop)
+      fn->removeDiscardableAttr(name);
+    if (fn.getCConv() == LLVM::cconv::CConv::PTX_Kernel ||
+        fn.getCConv() == LLVM::cconv::CConv::PTX_Device)
+      fn.setCConv(LLVM::cconv::CConv::C);
+  }
+  // options.transformer is a function_ref: the transformer must outlive
+  // ExecutionEngine::create, which applies it.
+  std::function<llvm::Error(llvm::Module *)> optimize =
+      makeOptimizingTransformer(/*optLevel=*/2, /*sizeLevel=*/0,
+                                /*targetMachine=*/nullptr);
   ExecutionEngineOptions options;
-  // IR-level optimization (makeOptimizingTransformer) drops the packed entry
-  // wrappers of this module in LLVM 22; code generation still runs at -O2.
+  options.transformer = optimize;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Default;
   options.enablePerfNotificationListener = false;
   if (getenv("KVEMU_DUMP"))
     kernels->print(llvm::errs());
   auto engine = ExecutionEngine::create(*kernels, options);
-  if (!engine) {
-    llvm::consumeError(engine.takeError());
-    return gpuModule.emitError("emulator: JIT compilation of the kernels failed");
-  }
+  if (!engine)
+    return gpuModule.emitError(
+               "emulator: JIT compilation of the kernels failed: ")
+           << llvm::toString(engine.takeError());
   (*engine)->registerSymbols(hookSymbols);
   for (const std::string &name : info->kernels) {
     auto entry = (*engine)->lookupPacked(name);
@@ -128,10 +166,10 @@ LogicalResult Emulator::prepareModule(ModuleOp module) {
     MLIRContext *context = module.getContext();
     OpBuilder builder(gpuModule);
     std::string id = "kvemu:" + std::to_string(compiledModules().size() - 1);
-    auto object = gpu::ObjectAttr::get(
-        context, NVVM::NVVMTargetAttr::get(context),
-        gpu::CompilationTarget::Binary, builder.getStringAttr(id), nullptr,
-        nullptr);
+    auto object =
+        gpu::ObjectAttr::get(context, NVVM::NVVMTargetAttr::get(context),
+                             gpu::CompilationTarget::Binary,
+                             builder.getStringAttr(id), nullptr, nullptr);
     gpu::BinaryOp::create(builder, gpuModule.getLoc(), gpuModule.getName(),
                           nullptr, ArrayRef<Attribute>{object});
     gpuModule.erase();

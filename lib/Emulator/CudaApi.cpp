@@ -13,6 +13,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <malloc.h>
@@ -30,11 +31,11 @@ void Emulator::registerAllocation(const void *ptr, uint64_t bytes,
                                   llvm::StringRef what) {
   if (!ptr)
     return;
-  allocations().live[reinterpret_cast<uint64_t>(ptr)] = {bytes, what.str()};
+  allocations().add(reinterpret_cast<uint64_t>(ptr), bytes, what.str());
 }
 
 void Emulator::unregisterAllocation(const void *ptr) {
-  allocations().live.erase(reinterpret_cast<uint64_t>(ptr));
+  allocations().remove(reinterpret_cast<uint64_t>(ptr));
 }
 
 llvm::LogicalResult Emulator::launch(llvm::StringRef kernel, Dim3 grid,
@@ -46,13 +47,14 @@ llvm::LogicalResult Emulator::launch(llvm::StringRef kernel, Dim3 grid,
       continue;
     KernelHandle handle{module.get(), kernel.str(), it->second};
     LaunchStats s;
-    llvm::LogicalResult result = runLaunch(handle, grid, block,
-                                           dynamicSharedBytes, params, s,
-                                           reports, opts.stackBytes);
+    llvm::LogicalResult result =
+        runLaunch(handle, grid, block, dynamicSharedBytes, params, s, reports,
+                  opts.stackBytes);
     stats.push_back(std::move(s));
     return result;
   }
-  reports.push_back("kvir-emu: no compiled kernel named '" + kernel.str() + "'");
+  reports.push_back("kvir-emu: no compiled kernel named '" + kernel.str() +
+                    "'");
   return llvm::failure();
 }
 
@@ -61,15 +63,15 @@ std::string LaunchStats::toJson() const {
   llvm::raw_string_ostream os(s);
   os << "{\"kernel\": \"" << kernel << "\", \"grid\": [" << grid.x << ", "
      << grid.y << ", " << grid.z << "], \"block\": [" << block.x << ", "
-     << block.y << ", " << block.z << "], \"static_shared_bytes\": "
-     << staticSharedBytes << ", \"dynamic_shared_bytes\": "
-     << dynamicSharedBytes << ", \"global_bytes_loaded\": " << globalBytesLoaded
+     << block.y << ", " << block.z
+     << "], \"static_shared_bytes\": " << staticSharedBytes
+     << ", \"dynamic_shared_bytes\": " << dynamicSharedBytes
+     << ", \"global_bytes_loaded\": " << globalBytesLoaded
      << ", \"global_bytes_stored\": " << globalBytesStored
      << ", \"global_requests\": " << globalRequests
      << ", \"global_sectors\": " << globalSectors
      << ", \"global_useful_bytes\": " << globalUsefulBytes
-     << ", \"sector_efficiency\": "
-     << llvm::format("%.4f", sectorEfficiency())
+     << ", \"sector_efficiency\": " << llvm::format("%.4f", sectorEfficiency())
      << ", \"shared_bytes_loaded\": " << sharedBytesLoaded
      << ", \"shared_bytes_stored\": " << sharedBytesStored
      << ", \"shared_requests\": " << sharedRequests
@@ -91,6 +93,9 @@ void finishLaunch(llvm::LogicalResult result) {
   Emulator &emu = Emulator::get();
   if (llvm::succeeded(result) || !emu.options().exitOnError)
     return;
+  // What the program printed before the launch must not be lost by _Exit.
+  llvm::outs().flush();
+  std::fflush(stdout);
   for (const std::string &r : emu.getReports())
     llvm::errs() << r << "\n";
   llvm::errs() << "kvir-emu: the launch failed its checks\n";
@@ -224,7 +229,8 @@ void mgpuMemHostRegisterMemRef(int64_t rank, StridedMemRefType<char, 1> *desc,
                                      "host-registered memref");
 }
 
-void mgpuMemHostUnregisterMemRef(int64_t, StridedMemRefType<char, 1> *, int64_t) {}
+void mgpuMemHostUnregisterMemRef(int64_t, StridedMemRefType<char, 1> *,
+                                 int64_t) {}
 void mgpuMemHostRegister(void *ptr, uint64_t bytes) {
   Emulator::get().registerAllocation(ptr, bytes, "host-registered memory");
 }
@@ -264,7 +270,8 @@ extern "C" {
 uint32_t __kvemu_sreg(uint32_t);
 void __kvemu_barrier(uint32_t, uint32_t, uint32_t);
 void __kvemu_syncwarp(uint32_t, uint32_t);
-uint64_t __kvemu_shfl(uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);
+uint64_t __kvemu_shfl(uint32_t, uint32_t, uint32_t, uint32_t, uint32_t,
+                      uint32_t);
 uint32_t __kvemu_vote(uint32_t, uint32_t, uint32_t, uint32_t);
 void __kvemu_mma(uint32_t, uint32_t, uint32_t, uint32_t, const uint32_t *,
                  const uint32_t *, const uint32_t *, uint32_t *, uint32_t);
@@ -273,7 +280,12 @@ void __kvemu_cp_async(void *, const void *, uint32_t, uint32_t, uint32_t);
 void __kvemu_cp_async_commit();
 void __kvemu_cp_async_wait(uint32_t);
 void __kvemu_access(const void *, uint64_t, uint32_t, uint32_t);
+void __kvemu_access_masked(const void *, uint64_t, uint64_t, uint32_t,
+                           uint32_t);
 void *__kvemu_shared_base();
+int32_t kvemu_vprintf(const char *, const char *);
+void kvemu_assertfail(const char *, const char *, uint32_t, const char *,
+                      uint64_t);
 }
 
 template <typename F>
@@ -297,16 +309,23 @@ llvm::orc::SymbolMap hookSymbols(llvm::orc::MangleAndInterner interner) {
   add(map, interner, kabi::kCpAsyncCommit, &__kvemu_cp_async_commit);
   add(map, interner, kabi::kCpAsyncWait, &__kvemu_cp_async_wait);
   add(map, interner, kabi::kAccess, &__kvemu_access);
+  add(map, interner, kabi::kAccessMasked, &__kvemu_access_masked);
   add(map, interner, kabi::kSharedBase, &__kvemu_shared_base);
-#define KVEMU_NV(name) \
-  add(map, interner, "__nv_" #name "f", &kvemu_##name##f); \
+#define KVEMU_NV(name)                                                         \
+  add(map, interner, "__nv_" #name "f", &kvemu_##name##f);                     \
   add(map, interner, "__nv_" #name, &kvemu_##name);
+  // clang-format off
   KVEMU_NV(exp) KVEMU_NV(exp2) KVEMU_NV(log) KVEMU_NV(log2) KVEMU_NV(sqrt)
   KVEMU_NV(rsqrt) KVEMU_NV(tanh) KVEMU_NV(sin) KVEMU_NV(cos) KVEMU_NV(fabs)
   KVEMU_NV(floor) KVEMU_NV(ceil) KVEMU_NV(erf) KVEMU_NV(expm1) KVEMU_NV(log1p)
   KVEMU_NV(pow)
+  // clang-format on
 #undef KVEMU_NV
-  add(map, interner, "__nv_fmaxf", &kvemu_fmaxf);
+                  add(map, interner, "__nv_fmaxf", &kvemu_fmaxf);
+  // gpu.printf and assertions in kernels (convert-gpu-to-nvvm lowers them
+  // to CUDA's device-side vprintf and __assertfail).
+  add(map, interner, "vprintf", &kvemu_vprintf);
+  add(map, interner, "__assertfail", &kvemu_assertfail);
   add(map, interner, "__nv_fminf", &kvemu_fminf);
   return map;
 }
@@ -315,21 +334,31 @@ llvm::orc::SymbolMap
 Emulator::getRuntimeSymbols(llvm::orc::MangleAndInterner interner) {
   llvm::orc::SymbolMap map;
 #define KVEMU_API(name) add(map, interner, #name, &name);
-  KVEMU_API(mgpuModuleLoad) KVEMU_API(mgpuModuleLoadJIT)
-  KVEMU_API(mgpuModuleUnload) KVEMU_API(mgpuModuleGetFunction)
-  KVEMU_API(mgpuLaunchKernel) KVEMU_API(mgpuStreamCreate)
-  KVEMU_API(mgpuStreamDestroy) KVEMU_API(mgpuStreamSynchronize)
-  KVEMU_API(mgpuStreamWaitEvent) KVEMU_API(mgpuEventCreate)
-  KVEMU_API(mgpuEventDestroy) KVEMU_API(mgpuEventSynchronize)
-  KVEMU_API(mgpuEventRecord) KVEMU_API(mgpuSetDefaultDevice)
-  KVEMU_API(mgpuMemAlloc) KVEMU_API(mgpuMemFree) KVEMU_API(mgpuMemcpy)
-  KVEMU_API(mgpuMemset32) KVEMU_API(mgpuMemset16)
-  KVEMU_API(mgpuMemHostRegisterMemRef) KVEMU_API(mgpuMemHostUnregisterMemRef)
-  KVEMU_API(mgpuMemHostRegister) KVEMU_API(mgpuMemHostUnregister)
+  KVEMU_API(mgpuModuleLoad)
+  KVEMU_API(mgpuModuleLoadJIT)
+  KVEMU_API(mgpuModuleUnload) KVEMU_API(mgpuModuleGetFunction) KVEMU_API(
+      mgpuLaunchKernel) KVEMU_API(mgpuStreamCreate) KVEMU_API(mgpuStreamDestroy)
+      KVEMU_API(mgpuStreamSynchronize) KVEMU_API(mgpuStreamWaitEvent)
+          KVEMU_API(mgpuEventCreate) KVEMU_API(mgpuEventDestroy)
+              KVEMU_API(mgpuEventSynchronize) KVEMU_API(mgpuEventRecord)
+                  KVEMU_API(mgpuSetDefaultDevice) KVEMU_API(mgpuMemAlloc)
+                      KVEMU_API(mgpuMemFree) KVEMU_API(mgpuMemcpy)
+                          KVEMU_API(mgpuMemset32) KVEMU_API(mgpuMemset16)
+                              KVEMU_API(mgpuMemHostRegisterMemRef)
+                                  KVEMU_API(mgpuMemHostUnregisterMemRef)
+                                      KVEMU_API(mgpuMemHostRegister)
+                                          KVEMU_API(mgpuMemHostUnregister)
 #undef KVEMU_API
-  add(map, interner, "malloc", &kvemu_malloc);
+                                              add(map, interner, "malloc",
+                                                  &kvemu_malloc);
   add(map, interner, "aligned_alloc", &kvemu_aligned_alloc);
   add(map, interner, "calloc", &kvemu_calloc);
   add(map, interner, "free", &kvemu_free);
+  // The same allocators under the names lowerHostForEmulator renames to.
+  add(map, interner, "kvemu_malloc", &kvemu_malloc);
+  add(map, interner, "kvemu_aligned_alloc", &kvemu_aligned_alloc);
+  add(map, interner, "kvemu_calloc", &kvemu_calloc);
+  add(map, interner, "kvemu_free", &kvemu_free);
+  add(map, interner, "kvemu_register_global", &kvemu_register_global);
   return map;
 }

@@ -1,7 +1,11 @@
 //===- Hooks.cpp - The functions instrumented kernels call ----------------===//
 #include "Runtime.h"
 
+#include "llvm/Support/MathExtras.h"
+
+#include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 using namespace kvir::emu;
@@ -15,29 +19,57 @@ uint32_t __kvemu_sreg(uint32_t which) {
   GpuThread &t = *current.thread;
   uint32_t lane = t.lane;
   switch (which) {
-  case kabi::TidX: return t.tid[0];
-  case kabi::TidY: return t.tid[1];
-  case kabi::TidZ: return t.tid[2];
-  case kabi::NtidX: return b.block.x;
-  case kabi::NtidY: return b.block.y;
-  case kabi::NtidZ: return b.block.z;
-  case kabi::CtaidX: return b.ctaid.x;
-  case kabi::CtaidY: return b.ctaid.y;
-  case kabi::CtaidZ: return b.ctaid.z;
-  case kabi::NctaidX: return b.grid.x;
-  case kabi::NctaidY: return b.grid.y;
-  case kabi::NctaidZ: return b.grid.z;
-  case kabi::LaneId: return lane;
-  case kabi::WarpSize: return 32;
-  case kabi::WarpId: return t.warp;
-  case kabi::NWarpId: return b.liveLanes.size();
-  case kabi::SmId: return 0;
-  case kabi::NSmId: return 1;
-  case kabi::LaneMaskLt: return (1u << lane) - 1;
-  case kabi::LaneMaskLe: return lane == 31 ? ~0u : (2u << lane) - 1;
-  case kabi::LaneMaskEq: return 1u << lane;
-  case kabi::LaneMaskGe: return ~((1u << lane) - 1);
-  case kabi::LaneMaskGt: return lane == 31 ? 0u : ~((2u << lane) - 1);
+  case kabi::TidX:
+    return t.tid[0];
+  case kabi::TidY:
+    return t.tid[1];
+  case kabi::TidZ:
+    return t.tid[2];
+  case kabi::NtidX:
+    return b.block.x;
+  case kabi::NtidY:
+    return b.block.y;
+  case kabi::NtidZ:
+    return b.block.z;
+  case kabi::CtaidX:
+    return b.ctaid.x;
+  case kabi::CtaidY:
+    return b.ctaid.y;
+  case kabi::CtaidZ:
+    return b.ctaid.z;
+  case kabi::NctaidX:
+    return b.grid.x;
+  case kabi::NctaidY:
+    return b.grid.y;
+  case kabi::NctaidZ:
+    return b.grid.z;
+  case kabi::LaneId:
+    return lane;
+  case kabi::WarpSize:
+    return 32;
+  case kabi::WarpId:
+    return t.warp;
+  case kabi::NWarpId:
+    return b.liveLanes.size();
+  case kabi::SmId:
+    return 0;
+  case kabi::NSmId:
+    return 1;
+  case kabi::LaneMaskLt:
+    return (1u << lane) - 1;
+  case kabi::LaneMaskLe:
+    return lane == 31 ? ~0u : (2u << lane) - 1;
+  case kabi::LaneMaskEq:
+    return 1u << lane;
+  case kabi::LaneMaskGe:
+    return ~((1u << lane) - 1);
+  case kabi::LaneMaskGt:
+    return lane == 31 ? 0u : ~((2u << lane) - 1);
+  case kabi::Clock: {
+    // Deterministic and increasing, which is all kernels may rely on.
+    static uint32_t ticks = 0;
+    return ticks += 1000;
+  }
   default:
     fail("unknown special register " + std::to_string(which), 0);
   }
@@ -141,8 +173,15 @@ void __kvemu_cp_async(void *dst, const void *src, uint32_t size,
     fail("cp.async source size " + std::to_string(srcSize) +
              " exceeds the copy size " + std::to_string(size),
          site);
+  // PTX ISA, cp.async: both addresses are aligned to the copy size (4, 8 or
+  // 16 bytes); the destination is checked when the copy lands.
+  if (reinterpret_cast<uintptr_t>(dst) % size)
+    fail("cp.async destination is not " + std::to_string(size) +
+             "-byte aligned",
+         site);
   if (srcSize)
-    checkAccess(src, srcSize, kabi::Load, site);
+    checkAccess(src, srcSize,
+                kabi::Load | llvm::Log2_32(size) << kabi::AlignShift, site);
   t.openCopies.push_back({dst, src, size, srcSize, site});
 }
 
@@ -152,11 +191,96 @@ void __kvemu_cp_async_commit() {
   t.openCopies.clear();
 }
 
-void __kvemu_cp_async_wait(uint32_t n) {
-  performCopies(*current.thread, n);
-}
+void __kvemu_cp_async_wait(uint32_t n) { performCopies(*current.thread, n); }
 
 void *__kvemu_shared_base() { return current.block->shared; }
+
+/// CUDA's device-side printf (what gpu.printf lowers to): the arguments come
+/// packed in a buffer, each at its natural alignment, integers of at most 32
+/// bits as 4 bytes, floating point promoted to double. Printed to stdout.
+int32_t kvemu_vprintf(const char *format, const char *args) {
+  std::string out;
+  size_t offset = 0;
+  auto take = [&](size_t bytes) {
+    offset = (offset + bytes - 1) / bytes * bytes;
+    uint64_t v = 0;
+    std::memcpy(&v, args + offset, bytes);
+    offset += bytes;
+    return v;
+  };
+  char piece[512];
+  for (const char *p = format; *p;) {
+    if (*p != '%' || p[1] == '%') {
+      out += *p;
+      p += *p == '%' ? 2 : 1;
+      continue;
+    }
+    // One conversion: %[flags][width][.precision][length]conversion.
+    const char *start = p++;
+    while (*p && std::strchr("-+ #0", *p))
+      ++p;
+    bool starWidth = *p == '*', starPrecision = false;
+    while (*p && (std::isdigit(*p) || *p == '*'))
+      ++p;
+    if (*p == '.') {
+      ++p;
+      starPrecision = *p == '*';
+      while (*p && (std::isdigit(*p) || *p == '*'))
+        ++p;
+    }
+    bool wide = false;
+    while (*p && std::strchr("hlLqjzt", *p))
+      wide |= *p++ != 'h';
+    char conversion = *p ? *p++ : 0;
+    std::string spec(start, p);
+    int width = starWidth ? int(take(4)) : 0;
+    int precision = starPrecision ? int(take(4)) : 0;
+    auto emit = [&](auto value) {
+      if (starWidth && starPrecision)
+        std::snprintf(piece, sizeof(piece), spec.c_str(), width, precision,
+                      value);
+      else if (starWidth || starPrecision)
+        std::snprintf(piece, sizeof(piece), spec.c_str(),
+                      starWidth ? width : precision, value);
+      else
+        std::snprintf(piece, sizeof(piece), spec.c_str(), value);
+      out += piece;
+    };
+    if (std::strchr("fFeEgGaA", conversion)) {
+      uint64_t bits = take(8);
+      double d;
+      std::memcpy(&d, &bits, 8);
+      emit(d);
+    } else if (conversion == 's' || conversion == 'p') {
+      uint64_t bits = take(8);
+      const void *ptr = reinterpret_cast<const void *>(bits);
+      if (conversion == 's')
+        emit(ptr ? static_cast<const char *>(ptr) : "(null)");
+      else
+        emit(ptr);
+    } else if (std::strchr("diouxXc", conversion)) {
+      uint64_t bits = take(wide ? 8 : 4);
+      if (wide)
+        emit(static_cast<long long>(bits));
+      else
+        emit(static_cast<int>(uint32_t(bits)));
+    } else {
+      out += spec; // not a conversion printf knows: print it as is
+    }
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return int32_t(out.size());
+}
+
+/// A failed assertion in a kernel (cf.assert): stops the launch like any
+/// other check, with the assertion's own message and position.
+void kvemu_assertfail(const char *message, const char *file, uint32_t line,
+                      const char *function, uint64_t) {
+  fail(std::string("device assertion failed: ") + (message ? message : "") +
+           " (" + (file ? file : "?") + ":" + std::to_string(line) + " in " +
+           (function ? function : "?") + ")",
+       ~0u);
+}
 
 } // extern "C"
 

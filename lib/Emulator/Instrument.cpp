@@ -7,7 +7,9 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -37,9 +39,16 @@ private:
 
   LogicalResult layoutSharedMemory();
   LogicalResult rewriteNvvm(Operation *op);
+  LogicalResult rewriteIntrinsic(LLVM::CallIntrinsicOp op);
   LogicalResult rewriteNvvmIntrinsics();
+  /// Inserts an access check of `bytes` (i64) at `ptr` before `op`;
+  /// `align` is the alignment the access assumes.
+  void instrumentAccess(Operation *op, Value ptr, Value bytes, uint32_t flags,
+                        uint64_t align);
   void instrumentAccess(Operation *op, Value ptr, Type valueType,
-                        uint32_t flags);
+                        uint32_t flags, std::optional<uint64_t> align);
+  void instrumentMasked(Operation *op, Value ptr, Value mask,
+                        VectorType vectorType, uint32_t flags);
 
   ModuleOp module;
   OpBuilder builder;
@@ -103,54 +112,113 @@ Value Instrumenter::entryAlloca(Operation *at, unsigned slots) {
   builder.setInsertionPointToStart(&fn.getBody().front());
   Location loc = at->getLoc();
   Value count = i32(loc, slots);
-  return LLVM::AllocaOp::create(
-      builder, loc, LLVM::LLVMPointerType::get(module.getContext()),
-      builder.getI32Type(), count, /*alignment=*/16);
+  return LLVM::AllocaOp::create(builder, loc,
+                                LLVM::LLVMPointerType::get(module.getContext()),
+                                builder.getI32Type(), count, /*alignment=*/16);
 }
 
 uint32_t Instrumenter::site(Operation *op) {
+  // "file:line:col (op)" where the location has a file position (possibly
+  // inside a fused or call-site location), the raw location otherwise.
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << op->getLoc() << " " << op->getName();
+  if (auto file = op->getLoc()->findInstanceOf<FileLineColLoc>())
+    os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+       << file.getColumn();
+  else
+    os << op->getLoc();
+  os << " (" << op->getName() << ")";
   result.sites.push_back(std::move(text));
   return result.sites.size() - 1;
 }
 
+static bool isKernel(LLVM::LLVMFuncOp fn) {
+  return fn->hasAttr("nvvm.kernel") || fn->hasAttr("gpu.kernel");
+}
+
 LogicalResult Instrumenter::layoutSharedMemory() {
-  // Static shared globals first, then dynamic ones (zero-sized), which all
-  // alias the dynamic region that starts after the static ones.
-  llvm::StringMap<uint64_t> offsets;
+  // Each kernel gets its own shared-memory layout: its static shared globals
+  // one after another, then the dynamic region at the next 16 bytes, as CUDA
+  // aligns it (zero-sized globals all alias it). A kernel's arena is then
+  // exactly as large as on a GPU, so an access past its buffers is out of
+  // bounds even if another kernel of the module has more shared memory. Only if
+  // a non-kernel function uses a shared global (its address must be the same
+  // for every caller) do all kernels share one layout of all shared globals.
   SmallVector<LLVM::GlobalOp> shared, dynamic;
   for (auto global : module.getOps<LLVM::GlobalOp>())
     if (global.getAddrSpace() == 3)
       (layout.getTypeSize(global.getGlobalType()) == 0 ? dynamic : shared)
           .push_back(global);
-  uint64_t offset = 0;
-  for (LLVM::GlobalOp global : shared) {
-    uint64_t align = std::max<uint64_t>(16, global.getAlignment().value_or(0));
-    offset = llvm::alignTo(offset, align);
-    offsets[global.getSymName()] = offset;
-    offset += layout.getTypeSize(global.getGlobalType());
-  }
-  offset = llvm::alignTo(offset, 16);
-  for (LLVM::GlobalOp global : dynamic)
-    offsets[global.getSymName()] = offset;
-  result.staticSharedBytes = offset;
+  llvm::StringSet<> sharedNames;
+  for (LLVM::GlobalOp global : llvm::concat<LLVM::GlobalOp>(shared, dynamic))
+    sharedNames.insert(global.getSymName());
 
   SmallVector<LLVM::AddressOfOp> uses;
+  // Kernel (or null for the common layout) -> global -> offset.
+  DenseMap<Operation *, llvm::StringMap<uint64_t>> offsets;
+  DenseMap<Operation *, llvm::StringSet<>> usedBy;
+  bool perKernel = true;
   module.walk([&](LLVM::AddressOfOp op) {
-    if (offsets.count(op.getGlobalName()))
-      uses.push_back(op);
+    if (!sharedNames.count(op.getGlobalName()))
+      return;
+    uses.push_back(op);
+    auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
+    if (!fn || !isKernel(fn))
+      perKernel = false;
+    else
+      usedBy[fn].insert(op.getGlobalName());
   });
+
+  auto assign = [&](Operation *kernel, auto &&uses) {
+    uint64_t offset = 0;
+    for (LLVM::GlobalOp global : shared) {
+      if (!uses(global))
+        continue;
+      // As ptxas places a .shared variable: at its declared alignment, or
+      // its type's. Padding them further would hide under-aligned vector
+      // accesses that fault on a GPU.
+      uint64_t align = global.getAlignment().value_or(0);
+      if (!align)
+        align = layout.getTypeABIAlignment(global.getGlobalType());
+      offset = llvm::alignTo(offset, align);
+      offsets[kernel][global.getSymName()] = offset;
+      offset += layout.getTypeSize(global.getGlobalType());
+    }
+    offset = llvm::alignTo(offset, 16);
+    for (LLVM::GlobalOp global : dynamic)
+      offsets[kernel][global.getSymName()] = offset;
+    return offset;
+  };
+  SmallVector<LLVM::LLVMFuncOp> kernels;
+  for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
+    if (isKernel(fn))
+      kernels.push_back(fn);
+  uint64_t common = 0;
+  if (!perKernel)
+    common = assign(nullptr, [](LLVM::GlobalOp) { return true; });
+  for (LLVM::LLVMFuncOp fn : kernels) {
+    uint64_t bytes = common;
+    if (perKernel) {
+      const llvm::StringSet<> &used = usedBy[fn];
+      bytes = assign(
+          fn, [&](LLVM::GlobalOp g) { return used.contains(g.getSymName()); });
+    }
+    result.kernelSharedBytes[fn.getName().str()] = bytes;
+    result.staticSharedBytes = std::max(result.staticSharedBytes, bytes);
+  }
+
   auto ptrType = LLVM::LLVMPointerType::get(module.getContext());
   for (LLVM::AddressOfOp op : uses) {
+    Operation *kernel =
+        perKernel ? op->getParentOfType<LLVM::LLVMFuncOp>().getOperation()
+                  : nullptr;
     builder.setInsertionPoint(op);
     Location loc = op.getLoc();
     Value base = call(loc, kabi::kSharedBase, ptrType, {});
-    Value at = LLVM::GEPOp::create(
-        builder, loc, ptrType, builder.getI8Type(), base,
-        ArrayRef<LLVM::GEPArg>{
-            static_cast<int32_t>(offsets[op.getGlobalName()])});
+    Value at =
+        LLVM::GEPOp::create(builder, loc, ptrType, builder.getI8Type(), base,
+                            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(
+                                offsets[kernel][op.getGlobalName()])});
     Value cast = LLVM::AddrSpaceCastOp::create(builder, loc, op.getType(), at);
     op.replaceAllUsesWith(cast);
     op.erase();
@@ -160,14 +228,51 @@ LogicalResult Instrumenter::layoutSharedMemory() {
   return success();
 }
 
-void Instrumenter::instrumentAccess(Operation *op, Value ptr, Type valueType,
-                                    uint32_t flags) {
+void Instrumenter::instrumentAccess(Operation *op, Value ptr, Value bytes,
+                                    uint32_t flags, uint64_t align) {
   builder.setInsertionPoint(op);
   Location loc = op->getLoc();
   uint32_t id = site(op);
+  flags |= llvm::Log2_64(std::max<uint64_t>(align, 1)) << kabi::AlignShift;
+  if (!bytes.getType().isInteger(64))
+    bytes = LLVM::ZExtOp::create(builder, loc, builder.getI64Type(), bytes);
   call(loc, kabi::kAccess, Type(),
-       {toGeneric(loc, ptr), i64(loc, layout.getTypeSize(valueType)),
-        i32(loc, flags), i32(loc, id)});
+       {toGeneric(loc, ptr), bytes, i32(loc, flags), i32(loc, id)});
+}
+
+void Instrumenter::instrumentAccess(Operation *op, Value ptr, Type valueType,
+                                    uint32_t flags,
+                                    std::optional<uint64_t> align) {
+  // Without an alignment attribute LLVM assumes the type's ABI alignment,
+  // and so does the NVPTX backend when it picks ld/st(.v2/.v4) forms: a GPU
+  // faults on addresses that are not aligned that much.
+  uint64_t need =
+      align && *align ? *align : layout.getTypeABIAlignment(valueType);
+  builder.setInsertionPoint(op);
+  Value bytes = i64(op->getLoc(), layout.getTypeSize(valueType));
+  instrumentAccess(op, ptr, bytes, flags, need);
+}
+
+/// llvm.intr.masked.load / store (what vector.transfer_read / write and
+/// vector.maskedload / maskedstore lower to): only the enabled elements are
+/// accessed, so the check covers the span from the first to the last of
+/// them, and nothing if none is enabled.
+void Instrumenter::instrumentMasked(Operation *op, Value ptr, Value mask,
+                                    VectorType vectorType, uint32_t flags) {
+  builder.setInsertionPoint(op);
+  Location loc = op->getLoc();
+  uint32_t id = site(op);
+  int64_t n = vectorType.getNumElements();
+  uint64_t elementBytes = layout.getTypeSize(vectorType.getElementType());
+  Type bitsType = builder.getIntegerType(n);
+  Value bits = LLVM::BitcastOp::create(builder, loc, bitsType, mask);
+  if (n < 64)
+    bits = LLVM::ZExtOp::create(builder, loc, builder.getI64Type(), bits);
+  flags |= llvm::Log2_64(std::max<uint64_t>(elementBytes, 1))
+           << kabi::AlignShift;
+  call(loc, kabi::kAccessMasked, Type(),
+       {toGeneric(loc, ptr), i64(loc, elementBytes), bits, i32(loc, flags),
+        i32(loc, id)});
 }
 
 static std::optional<kabi::Sreg> getSreg(Operation *op) {
@@ -195,11 +300,13 @@ static std::optional<kabi::Sreg> getSreg(Operation *op) {
       .Case([](NVVM::LaneMaskEqOp) { return kabi::LaneMaskEq; })
       .Case([](NVVM::LaneMaskGeOp) { return kabi::LaneMaskGe; })
       .Case([](NVVM::LaneMaskGtOp) { return kabi::LaneMaskGt; })
+      .Case([](NVVM::ClockOp) { return kabi::Clock; })
+      .Case([](NVVM::Clock64Op) { return kabi::Clock; })
       .Default([](Operation *) { return std::nullopt; });
 }
 
-static std::optional<kabi::MmaType> getMmaType(Type type,
-                                              std::optional<NVVM::MMATypes> ptx) {
+static std::optional<kabi::MmaType>
+getMmaType(Type type, std::optional<NVVM::MMATypes> ptx) {
   if (ptx) {
     switch (*ptx) {
     case NVVM::MMATypes::f16:
@@ -214,7 +321,8 @@ static std::optional<kabi::MmaType> getMmaType(Type type,
       return std::nullopt;
     }
   }
-  if (auto vec = dyn_cast<VectorType>(type); vec && vec.getElementType().isF16())
+  if (auto vec = dyn_cast<VectorType>(type);
+      vec && vec.getElementType().isF16())
     return kabi::F16;
   if (type.isF32())
     return kabi::F32;
@@ -245,10 +353,11 @@ LogicalResult Instrumenter::rewriteNvvm(Operation *op) {
       })
       .Case([&](NVVM::BarrierOp b) -> LogicalResult {
         if (b.getRes())
-          return b.emitError("the emulator does not support barrier reductions");
+          return b.emitError(
+              "the emulator does not support barrier reductions");
         Value id = b.getBarrierId() ? b.getBarrierId() : i32(loc, 0);
-        Value count = b.getNumberOfThreads() ? b.getNumberOfThreads()
-                                             : i32(loc, 0);
+        Value count =
+            b.getNumberOfThreads() ? b.getNumberOfThreads() : i32(loc, 0);
         call(loc, kabi::kBarrier, Type(), {id, count, i32(loc, site(b))});
         b.erase();
         return success();
@@ -264,24 +373,23 @@ LogicalResult Instrumenter::rewriteNvvm(Operation *op) {
           return s.emitError("the emulator supports 32-bit shuffles, got ")
                  << valType;
         uint32_t id = site(s);
-        Value packed = call(
-            loc, kabi::kShfl, builder.getI64Type(),
-            {i32(loc, static_cast<uint32_t>(s.getKind())), s.getThreadMask(),
-             toI32Bits(loc, s.getVal()), s.getOffset(), s.getMaskAndClamp(),
-             i32(loc, id)});
+        Value packed = call(loc, kabi::kShfl, builder.getI64Type(),
+                            {i32(loc, static_cast<uint32_t>(s.getKind())),
+                             s.getThreadMask(), toI32Bits(loc, s.getVal()),
+                             s.getOffset(), s.getMaskAndClamp(), i32(loc, id)});
         Value bits = LLVM::TruncOp::create(builder, loc, i32Type, packed);
         Value value = fromI32Bits(loc, bits, valType);
         Value replacement = value;
         if (s.getReturnValueAndIsValid()) {
           Value hi = LLVM::LShrOp::create(builder, loc, packed, i64(loc, 32));
-          Value valid = LLVM::TruncOp::create(builder, loc,
-                                              builder.getI1Type(), hi);
+          Value valid =
+              LLVM::TruncOp::create(builder, loc, builder.getI1Type(), hi);
           Type structType = s.getRes().getType();
           Value agg = LLVM::PoisonOp::create(builder, loc, structType);
           agg = LLVM::InsertValueOp::create(builder, loc, agg, value,
                                             ArrayRef<int64_t>{0});
           replacement = LLVM::InsertValueOp::create(builder, loc, agg, valid,
-                                            ArrayRef<int64_t>{1});
+                                                    ArrayRef<int64_t>{1});
         }
         s.getRes().replaceAllUsesWith(replacement);
         s.erase();
@@ -302,10 +410,10 @@ LogicalResult Instrumenter::rewriteNvvm(Operation *op) {
       .Case([&](NVVM::MmaOp m) -> LogicalResult {
         auto resultType = dyn_cast<LLVM::LLVMStructType>(m.getRes().getType());
         if (!resultType)
-          return m.emitError("the emulator expects mma.sync to return a struct");
-        std::optional<kabi::MmaType> aType =
-            getMmaType(m.getOperandA().front().getType(),
-                       m.getMultiplicandAPtxType());
+          return m.emitError(
+              "the emulator expects mma.sync to return a struct");
+        std::optional<kabi::MmaType> aType = getMmaType(
+            m.getOperandA().front().getType(), m.getMultiplicandAPtxType());
         std::optional<kabi::MmaType> cType =
             getMmaType(resultType.getBody().front(), std::nullopt);
         if (!aType || !cType || (*aType != kabi::F16 && *aType != kabi::BF16))
@@ -319,9 +427,9 @@ LogicalResult Instrumenter::rewriteNvvm(Operation *op) {
         auto store = [&](ValueRange values) {
           Value buf = entryAlloca(m, std::max<unsigned>(values.size(), 1));
           for (auto [i, v] : llvm::enumerate(values)) {
-            Value slot = LLVM::GEPOp::create(builder, loc, ptrType, i32Type, buf,
-                                             ArrayRef<LLVM::GEPArg>{
-                                                 static_cast<int32_t>(i)});
+            Value slot = LLVM::GEPOp::create(
+                builder, loc, ptrType, i32Type, buf,
+                ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
             LLVM::StoreOp::create(builder, loc, toI32Bits(loc, v), slot);
           }
           return buf;
@@ -333,8 +441,8 @@ LogicalResult Instrumenter::rewriteNvvm(Operation *op) {
         Value d = entryAlloca(m, numResults);
         call(loc, kabi::kMma, Type(),
              {i32(loc, shape.getM()), i32(loc, shape.getN()),
-              i32(loc, shape.getK()), i32(loc, *aType | (*cType << 8)), a, b,
-              c, d, i32(loc, id)});
+              i32(loc, shape.getK()), i32(loc, *aType | (*cType << 8)), a, b, c,
+              d, i32(loc, id)});
         Value agg = LLVM::PoisonOp::create(builder, loc, resultType);
         for (unsigned i = 0; i < numResults; ++i) {
           Value slot = LLVM::GEPOp::create(
@@ -435,8 +543,8 @@ LogicalResult Instrumenter::rewriteNvvmIntrinsics() {
     else if (name.starts_with("llvm.nvvm.lg2.approx"))
       r = LLVM::Log2Op::create(builder, loc, x.getType(), x);
     else if (name.starts_with("llvm.nvvm.rcp.approx")) {
-      Value one = LLVM::ConstantOp::create(builder, loc, x.getType(),
-                                           builder.getFloatAttr(x.getType(), 1.0));
+      Value one = LLVM::ConstantOp::create(
+          builder, loc, x.getType(), builder.getFloatAttr(x.getType(), 1.0));
       r = LLVM::FDivOp::create(builder, loc, one, x);
     } else
       return op.emitError("the emulator cannot execute intrinsic ") << name;
@@ -446,46 +554,149 @@ LogicalResult Instrumenter::rewriteNvvmIntrinsics() {
   return success();
 }
 
+/// NVVM intrinsics kernels call by name (llvm.call_intrinsic), e.g. the
+/// ex2.approx / lg2.approx kvir's attention kernels use. The host computes
+/// them with the corresponding LLVM intrinsics, i.e. correctly rounded or
+/// within libm's error, where PTX's .approx forms differ by a few ulp (PTX
+/// ISA, "Floating Point Instructions: ex2": about 2 ulp for ex2.approx.f32):
+/// results agree with a GPU to about that, not bit for bit.
+LogicalResult Instrumenter::rewriteIntrinsic(LLVM::CallIntrinsicOp op) {
+  StringRef name = op.getIntrin();
+  name.consume_front("llvm.nvvm.");
+  if (op.getNumResults() != 1 || op.getArgs().empty())
+    return op.emitError("the emulator cannot execute intrinsic ")
+           << op.getIntrin();
+  builder.setInsertionPoint(op);
+  Location loc = op.getLoc();
+  Type type = op.getResult(0).getType();
+  Value x = op.getArgs()[0];
+  auto one = [&]() -> Value {
+    return LLVM::ConstantOp::create(builder, loc, type,
+                                    builder.getFloatAttr(type, 1.0));
+  };
+  Value r;
+  if (name.starts_with("ex2.approx"))
+    r = LLVM::Exp2Op::create(builder, loc, type, x);
+  else if (name.starts_with("lg2.approx"))
+    r = LLVM::Log2Op::create(builder, loc, type, x);
+  else if (name.starts_with("sqrt."))
+    r = LLVM::SqrtOp::create(builder, loc, type, x);
+  else if (name.starts_with("rsqrt.approx"))
+    r = LLVM::FDivOp::create(builder, loc, one(),
+                             LLVM::SqrtOp::create(builder, loc, type, x));
+  else if (name.starts_with("rcp."))
+    r = LLVM::FDivOp::create(builder, loc, one(), x);
+  else if (name.starts_with("sin.approx"))
+    r = LLVM::SinOp::create(builder, loc, type, x);
+  else if (name.starts_with("cos.approx"))
+    r = LLVM::CosOp::create(builder, loc, type, x);
+  else if (name.starts_with("tanh.approx"))
+    r = LLVM::TanhOp::create(builder, loc, type, x);
+  else if (name.starts_with("fabs"))
+    r = LLVM::FAbsOp::create(builder, loc, type, x);
+  else if ((name.starts_with("fmax") || name.starts_with("fmin")) &&
+           op.getArgs().size() == 2 && !name.contains("nan"))
+    r = name.starts_with("fmax")
+            ? LLVM::MaxNumOp::create(builder, loc, type, x, op.getArgs()[1])
+                  .getResult()
+            : LLVM::MinNumOp::create(builder, loc, type, x, op.getArgs()[1])
+                  .getResult();
+  else
+    return op.emitError("the emulator cannot execute intrinsic ")
+           << op.getIntrin();
+  op.getResult(0).replaceAllUsesWith(r);
+  op.erase();
+  return success();
+}
+
 FailureOr<InstrumentedModule> Instrumenter::run() {
   if (failed(layoutSharedMemory()))
     return failure();
   // Collect first: rewriting inserts calls and loads of its own.
   SmallVector<Operation *> nvvmOps, accesses;
+  SmallVector<LLVM::CallIntrinsicOp> intrinsics;
   module.walk([&](Operation *op) {
     if (isa<NVVM::NVVMDialect>(op->getDialect()))
       nvvmOps.push_back(op);
+    else if (auto call = dyn_cast<LLVM::CallIntrinsicOp>(op);
+             call && call.getIntrin().starts_with("llvm.nvvm."))
+      intrinsics.push_back(call);
     else if (isa<LLVM::LoadOp, LLVM::StoreOp, LLVM::AtomicRMWOp,
-                 LLVM::AtomicCmpXchgOp>(op))
+                 LLVM::AtomicCmpXchgOp, LLVM::MaskedLoadOp, LLVM::MaskedStoreOp,
+                 LLVM::MemcpyOp, LLVM::MemmoveOp, LLVM::MemsetOp,
+                 LLVM::MemcpyInlineOp, LLVM::MemsetInlineOp,
+                 LLVM::masked_gather, LLVM::masked_scatter,
+                 LLVM::masked_expandload, LLVM::masked_compressstore>(op))
       accesses.push_back(op);
   });
   for (Operation *op : accesses) {
-    TypeSwitch<Operation *>(op)
-        .Case([&](LLVM::LoadOp l) {
-          instrumentAccess(l, l.getAddr(), l.getType(), kabi::Load);
-        })
-        .Case([&](LLVM::StoreOp s) {
-          instrumentAccess(s, s.getAddr(), s.getValue().getType(), kabi::Store);
-        })
-        .Case([&](LLVM::AtomicRMWOp a) {
-          instrumentAccess(a, a.getPtr(), a.getVal().getType(),
-                           kabi::Store | kabi::Atomic);
-        })
-        .Case([&](LLVM::AtomicCmpXchgOp a) {
-          instrumentAccess(a, a.getPtr(), a.getVal().getType(),
-                           kabi::Store | kabi::Atomic);
-        });
+    LogicalResult ok =
+        TypeSwitch<Operation *, LogicalResult>(op)
+            .Case([&](LLVM::LoadOp l) {
+              instrumentAccess(l, l.getAddr(), l.getType(), kabi::Load,
+                               l.getAlignment());
+              return success();
+            })
+            .Case([&](LLVM::StoreOp s) {
+              instrumentAccess(s, s.getAddr(), s.getValue().getType(),
+                               kabi::Store, s.getAlignment());
+              return success();
+            })
+            .Case([&](LLVM::AtomicRMWOp a) {
+              instrumentAccess(a, a.getPtr(), a.getVal().getType(),
+                               kabi::Store | kabi::Atomic, a.getAlignment());
+              return success();
+            })
+            .Case([&](LLVM::AtomicCmpXchgOp a) {
+              instrumentAccess(a, a.getPtr(), a.getVal().getType(),
+                               kabi::Store | kabi::Atomic, a.getAlignment());
+              return success();
+            })
+            .Case([&](LLVM::MaskedLoadOp l) {
+              instrumentMasked(l, l.getData(), l.getMask(),
+                               cast<VectorType>(l.getRes().getType()),
+                               kabi::Load);
+              return success();
+            })
+            .Case([&](LLVM::MaskedStoreOp s) {
+              instrumentMasked(s, s.getData(), s.getMask(),
+                               cast<VectorType>(s.getValue().getType()),
+                               kabi::Store);
+              return success();
+            })
+            .Case<LLVM::MemcpyOp, LLVM::MemmoveOp>([&](auto c) {
+              instrumentAccess(c, c.getSrc(), c.getLen(), kabi::Load, 1);
+              instrumentAccess(c, c.getDst(), c.getLen(), kabi::Store, 1);
+              return success();
+            })
+            .Case([&](LLVM::MemsetOp m) {
+              instrumentAccess(m, m.getDst(), m.getLen(), kabi::Store, 1);
+              return success();
+            })
+            .Default([&](Operation *other) {
+              // Memory the checks cannot follow (vectors of pointers, inline
+              // memcpy with an attribute length, ...) must not go unchecked.
+              return other->emitError("the emulator cannot check ")
+                     << other->getName();
+            });
+    if (failed(ok))
+      return failure();
   }
   for (Operation *op : nvvmOps)
     if (failed(rewriteNvvm(op)))
       return failure();
+  for (LLVM::CallIntrinsicOp op : intrinsics)
+    if (failed(rewriteIntrinsic(op)))
+      return failure();
   if (failed(rewriteNvvmIntrinsics()))
     return failure();
   for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
-    if (fn->hasAttr("nvvm.kernel") || fn->hasAttr("gpu.kernel"))
+    if (isKernel(fn))
       result.kernels.push_back(fn.getName().str());
   return std::move(result);
 }
 
-FailureOr<InstrumentedModule> kvir::emu::instrumentKernelModule(ModuleOp module) {
+FailureOr<InstrumentedModule>
+kvir::emu::instrumentKernelModule(ModuleOp module) {
   return Instrumenter(module).run();
 }

@@ -1,10 +1,12 @@
 //===- Memory.cpp - Access checks, race detection and traffic counters ----===//
 #include "Runtime.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/bit.h"
 
 #include <algorithm>
-#include <unordered_set>
 
 using namespace kvir::emu;
 
@@ -14,6 +16,35 @@ uint64_t sharedWindowSize();
 AllocationTable &kvir::emu::allocations() {
   static AllocationTable table;
   return table;
+}
+
+static std::string hex(uint64_t v) { return "0x" + llvm::utohexstr(v); }
+
+void AllocationTable::add(uint64_t addr, uint64_t bytes, std::string what) {
+  // Memory handed out again is no longer "freed".
+  for (auto it = freed.lower_bound(addr);
+       it != freed.end() && it->first < addr + std::max<uint64_t>(bytes, 1);)
+    it = freed.erase(it);
+  auto before = freed.lower_bound(addr);
+  if (before != freed.begin()) {
+    --before;
+    if (before->first + before->second.bytes > addr)
+      freed.erase(before);
+  }
+  live[addr] = {bytes, std::move(what)};
+}
+
+void AllocationTable::remove(uint64_t addr) {
+  auto it = live.find(addr);
+  if (it == live.end())
+    return;
+  if (freedOrder.size() >= kMaxFreed) {
+    freed.erase(freedOrder.front());
+    freedOrder.erase(freedOrder.begin(), freedOrder.begin() + kMaxFreed / 2);
+  }
+  freed[addr] = std::move(it->second);
+  freedOrder.push_back(addr);
+  live.erase(it);
 }
 
 const std::pair<const uint64_t, AllocationTable::Entry> *
@@ -27,7 +58,35 @@ AllocationTable::find(uint64_t addr, uint64_t bytes) const {
   return nullptr;
 }
 
-static std::string hex(uint64_t v) { return "0x" + llvm::utohexstr(v); }
+static std::string range(uint64_t lo, const AllocationTable::Entry &e) {
+  return e.what + " [" + hex(lo) + ", " + hex(lo + e.bytes) + ") of " +
+         std::to_string(e.bytes) + " bytes";
+}
+
+std::string AllocationTable::describeMiss(uint64_t addr, uint64_t bytes) const {
+  auto f = freed.upper_bound(addr);
+  if (f != freed.begin() &&
+      addr < std::prev(f)->first + std::prev(f)->second.bytes)
+    return "inside " + range(std::prev(f)->first, std::prev(f)->second) +
+           ", which was freed (use after free)";
+  auto above = live.upper_bound(addr);
+  const std::pair<const uint64_t, Entry> *below =
+      above == live.begin() ? nullptr : &*std::prev(above);
+  if (below && addr < below->first + below->second.bytes)
+    return "the last " +
+           std::to_string(addr + bytes - below->first - below->second.bytes) +
+           " bytes are past the end of " + range(below->first, below->second);
+  uint64_t gapBelow =
+      below ? addr - (below->first + below->second.bytes) : UINT64_MAX;
+  uint64_t gapAbove = above != live.end() ? above->first - addr : UINT64_MAX;
+  if (!below && above == live.end())
+    return "no allocation is live";
+  if (gapBelow <= gapAbove)
+    return std::to_string(gapBelow) + " bytes past the end of " +
+           range(below->first, below->second);
+  return std::to_string(gapAbove) + " bytes before the start of " +
+         range(above->first, above->second);
+}
 
 static std::string accessName(uint32_t flags) {
   if (flags & kabi::Atomic)
@@ -35,64 +94,80 @@ static std::string accessName(uint32_t flags) {
   return flags & kabi::Store ? "store" : "load";
 }
 
-/// The allocation nearest to `addr`, for out-of-bounds reports.
-static std::string nearest(uint64_t addr) {
-  const auto &live = allocations().live;
-  auto it = live.upper_bound(addr);
-  std::string s;
-  if (it != live.begin()) {
-    auto prev = std::prev(it);
-    s = "; the allocation below is " + prev->second.what + " [" +
-        hex(prev->first) + ", " + hex(prev->first + prev->second.bytes) + ")";
-  }
-  if (it != live.end())
-    s += "; the allocation above is " + it->second.what + " [" +
-         hex(it->first) + ", " + hex(it->first + it->second.bytes) + ")";
-  return s.empty() ? "; no allocation is live" : s;
-}
-
 static std::string threadOf(BlockRun &b, uint32_t linearPlusOne) {
   const GpuThread &t = b.threads[linearPlusOne - 1];
-  return "(" + std::to_string(t.tid[0]) + "," + std::to_string(t.tid[1]) +
-         "," + std::to_string(t.tid[2]) + ")";
+  return "(" + std::to_string(t.tid[0]) + "," + std::to_string(t.tid[1]) + "," +
+         std::to_string(t.tid[2]) + ")";
+}
+
+/// Happens-before between threads of a block: a block barrier orders all
+/// accesses (epochs); bar.warp.sync orders those of its members (the warp
+/// vector clocks of GpuThread). Two accesses to a shared byte in the same
+/// epoch by different threads, at least one a store, that no bar.warp.sync
+/// orders, race. Atomics are not recorded. Up to two readers per byte are
+/// remembered. Each pair of sites is reported once per launch.
+static bool ordered(BlockRun &b, const GpuThread &t, uint32_t other,
+                    uint32_t otherClock) {
+  const GpuThread &o = b.threads[other - 1];
+  return o.warp == t.warp && t.clock[o.lane] >= otherClock;
 }
 
 static void checkRace(BlockRun &b, GpuThread &t, uint64_t offset,
                       uint64_t bytes, bool store, uint32_t site) {
-  uint32_t me = t.linear + 1, epoch = b.epoch;
+  uint32_t me = t.linear + 1, epoch = b.epoch, myClock = t.clock[t.lane];
+  bool reported = false;
   for (uint64_t i = offset; i < offset + bytes; ++i) {
-    const char *kind = nullptr;
-    uint32_t other = 0;
-    if (b.writeEpoch[i] == epoch && b.writer[i] != me) {
-      kind = store ? "write/write" : "read/write";
-      other = b.writer[i];
-    } else if (store && b.readEpoch[i] == epoch &&
-               (b.reader[i] != me || b.multiReader[i])) {
-      kind = "read/write";
-      other = b.reader[i] != me ? b.reader[i] : 0;
-    }
-    if (kind) {
-      std::string who = other ? "thread " + threadOf(b, other) : "another thread";
-      report(std::string("shared-memory ") + kind + " race: thread " +
-             threadOf(b, me) + " " + (store ? "writes" : "reads") +
-             " shared offset " + std::to_string(i) + ", which " + who +
-             (b.writeEpoch[i] == epoch && b.writer[i] != me ? " wrote"
-                                                            : " read") +
-             " since the last barrier\n  " + describeThread() + "\n  at " +
-             describeSite(site));
-      // One report per access is enough; do not flood on wide accesses.
-      b.writeEpoch[i] = 0;
-      return;
+    BlockRun::Shadow &sh = b.shadow[i];
+    bool readNow = sh.readEpoch == epoch;
+    if (!reported) {
+      uint32_t other = 0, otherSite = 0;
+      bool otherWrote = false;
+      if (sh.writeEpoch == epoch && sh.writer != me &&
+          !ordered(b, t, sh.writer, sh.writerClock)) {
+        other = sh.writer;
+        otherSite = sh.writerSite;
+        otherWrote = true;
+      } else if (store && readNow && sh.reader != me &&
+                 !ordered(b, t, sh.reader, sh.readerClock)) {
+        other = sh.reader;
+        otherSite = sh.readerSite;
+      } else if (store && readNow && sh.reader2 && sh.reader2 != me &&
+                 !ordered(b, t, sh.reader2, sh.reader2Clock)) {
+        other = sh.reader2;
+        otherSite = sh.reader2Site;
+      }
+      if (other) {
+        reported = true;
+        if (!b.racesSeen.insert({otherWrote, site, otherSite}).second) {
+          ++b.racesNotShown;
+        } else {
+          const char *kind = store && otherWrote ? "write/write" : "read/write";
+          report(std::string("shared-memory ") + kind + " race: thread " +
+                 threadOf(b, me) + " " + (store ? "writes" : "reads") +
+                 " shared offset " + std::to_string(i) + ", which thread " +
+                 threadOf(b, other) + (otherWrote ? " wrote" : " read") +
+                 " since the last barrier\n  " + describeThread() + "\n  at " +
+                 describeSite(site) + "\n  other access at " +
+                 describeSite(otherSite));
+        }
+      }
     }
     if (store) {
-      b.writer[i] = me;
-      b.writeEpoch[i] = epoch;
-    } else if (b.readEpoch[i] != epoch) {
-      b.reader[i] = me;
-      b.readEpoch[i] = epoch;
-      b.multiReader[i] = 0;
-    } else if (b.reader[i] != me) {
-      b.multiReader[i] = 1;
+      sh.writer = me;
+      sh.writerSite = site;
+      sh.writerClock = myClock;
+      sh.writeEpoch = epoch;
+    } else if (!readNow || sh.reader == me) {
+      sh.readEpoch = epoch;
+      sh.reader = me;
+      sh.readerSite = site;
+      sh.readerClock = myClock;
+      if (!readNow)
+        sh.reader2 = 0;
+    } else if (!sh.reader2 || sh.reader2 == me) {
+      sh.reader2 = me;
+      sh.reader2Site = site;
+      sh.reader2Clock = myClock;
     }
   }
 }
@@ -100,10 +175,18 @@ static void checkRace(BlockRun &b, GpuThread &t, uint64_t offset,
 static void finishRequest(BlockRun &b, const Request &r) {
   LaunchStats &s = *b.stats;
   if (r.shared) {
-    std::unordered_set<uint64_t> words;
-    for (auto [addr, bytes] : r.ranges)
-      for (uint64_t w = addr / 4; w <= (addr + bytes - 1) / 4; ++w)
-        words.insert(w);
+    // 32 banks of 4-byte words: a request needs as many wavefronts as the
+    // most-used bank has distinct words (a word read by several lanes is a
+    // broadcast); more than the ceil(words / 32) minimum are conflicts.
+    llvm::SmallVector<uint64_t, 64> words;
+    for (uint32_t m = r.mask; m; m &= m - 1) {
+      unsigned lane = llvm::countr_zero(m);
+      for (uint64_t w = r.addr[lane] / 4;
+           w <= (r.addr[lane] + r.bytes[lane] - 1) / 4; ++w)
+        words.push_back(w);
+    }
+    llvm::sort(words);
+    words.erase(std::unique(words.begin(), words.end()), words.end());
     uint32_t perBank[32] = {};
     for (uint64_t w : words)
       perBank[w % 32]++;
@@ -113,10 +196,14 @@ static void finishRequest(BlockRun &b, const Request &r) {
     s.bankConflicts += wavefronts > ideal ? wavefronts - ideal : 0;
     return;
   }
-  std::vector<std::pair<uint64_t, uint64_t>> spans;
-  for (auto [addr, bytes] : r.ranges)
-    spans.push_back({addr, addr + bytes});
-  std::sort(spans.begin(), spans.end());
+  // Global: the distinct 32-byte sectors the lanes touched, and the distinct
+  // bytes they asked for.
+  llvm::SmallVector<std::pair<uint64_t, uint64_t>, 32> spans;
+  for (uint32_t m = r.mask; m; m &= m - 1) {
+    unsigned lane = llvm::countr_zero(m);
+    spans.push_back({r.addr[lane], r.addr[lane] + r.bytes[lane]});
+  }
+  llvm::sort(spans);
   uint64_t useful = 0, sectors = 0, lastSector = UINT64_MAX, end = 0;
   for (auto [lo, hi] : spans) {
     uint64_t from = std::max(lo, end);
@@ -134,29 +221,45 @@ static void finishRequest(BlockRun &b, const Request &r) {
   s.globalUsefulBytes += useful;
 }
 
-void kvir::emu::flushRequests(BlockRun &b, bool all) {
-  for (auto it = b.requests.begin(); it != b.requests.end();) {
-    if (all) {
-      finishRequest(b, it->second);
-      it = b.requests.erase(it);
-    } else {
-      ++it;
-    }
+void kvir::emu::flushRequests(BlockRun &b) {
+  for (auto &[key, slot] : b.requests) {
+    finishRequest(b, b.requestPool[slot]);
+    b.freeRequests.push_back(slot);
   }
+  b.requests.clear();
 }
 
+/// Adds one lane's access to its warp's request. The n-th execution of a site
+/// by each lane belongs to the same request; it is complete once every lane
+/// of the warp took part or has exited. Requests of lanes that diverged and
+/// never reach the site complete when the block ends.
 static void track(BlockRun &b, GpuThread &t, uint64_t addr, uint64_t bytes,
                   bool shared, uint32_t site) {
-  uint32_t occurrence = t.occurrences[site]++;
-  uint64_t key = (uint64_t(t.warp) << 56) | (uint64_t(site & 0xffffff) << 32) |
-                 occurrence;
-  Request &r = b.requests[key];
+  uint32_t occurrence = 0;
+  if (site < b.numSites)
+    occurrence = b.occurrences[size_t(t.linear) * b.numSites + site]++;
+  uint64_t key =
+      (uint64_t(t.warp) << 56) | (uint64_t(site & 0xffffff) << 32) | occurrence;
+  auto [it, inserted] = b.requests.try_emplace(key, 0);
+  if (inserted) {
+    if (b.freeRequests.empty()) {
+      b.freeRequests.push_back(b.requestPool.size());
+      b.requestPool.emplace_back();
+    }
+    it->second = b.freeRequests.back();
+    b.freeRequests.pop_back();
+    b.requestPool[it->second].mask = 0;
+  }
+  uint32_t slot = it->second;
+  Request &r = b.requestPool[slot];
   r.shared = shared;
-  r.ranges.push_back({addr, uint32_t(bytes)});
-  // The request is complete once every live lane of the warp took part.
-  if (++r.lanes >= b.liveLanes[t.warp]) {
+  r.addr[t.lane] = addr;
+  r.bytes[t.lane] = uint32_t(bytes);
+  r.mask |= 1u << t.lane;
+  if ((r.mask | b.doneLanes[t.warp]) == b.warpLanes[t.warp]) {
     finishRequest(b, r);
     b.requests.erase(key);
+    b.freeRequests.push_back(slot);
   }
 }
 
@@ -167,11 +270,19 @@ void kvir::emu::checkAccess(const void *ptr, uint64_t bytes, uint32_t flags,
   uint64_t addr = reinterpret_cast<uint64_t>(ptr);
   bool store = flags & kabi::Store;
   // Thread-local memory (allocas) lives on the fiber's stack.
-  if (addr >= reinterpret_cast<uint64_t>(t.stackLo) &&
-      addr < reinterpret_cast<uint64_t>(t.stackHi))
+  if (bytes == 0 || (addr >= reinterpret_cast<uint64_t>(t.stackLo) &&
+                     addr < reinterpret_cast<uint64_t>(t.stackHi)))
     return;
   uint64_t window = reinterpret_cast<uint64_t>(sharedWindowBase());
-  if (addr >= window && addr < window + sharedWindowSize()) {
+  bool shared = addr >= window && addr < window + sharedWindowSize();
+  uint64_t align = uint64_t(1) << ((flags >> kabi::AlignShift) & 0x3f);
+  if (addr % align)
+    fail("misaligned " + std::string(shared ? "shared " : "global ") +
+             accessName(flags) + " of " + std::to_string(bytes) + " bytes at " +
+             hex(addr) + ": the access assumes " + std::to_string(align) +
+             "-byte alignment",
+         site);
+  if (shared) {
     uint64_t arena = reinterpret_cast<uint64_t>(b.shared);
     int64_t offset = int64_t(addr - arena);
     if (addr < arena || offset + bytes > b.sharedBytes)
@@ -188,7 +299,8 @@ void kvir::emu::checkAccess(const void *ptr, uint64_t bytes, uint32_t flags,
   }
   if (!allocations().find(addr, bytes))
     fail("out-of-bounds global " + accessName(flags) + " of " +
-             std::to_string(bytes) + " bytes at " + hex(addr) + nearest(addr),
+             std::to_string(bytes) + " bytes at " + hex(addr) + ": " +
+             allocations().describeMiss(addr, bytes),
          site);
   (store ? b.stats->globalBytesStored : b.stats->globalBytesLoaded) += bytes;
   track(b, t, addr, bytes, /*shared=*/false, site);
@@ -197,4 +309,16 @@ void kvir::emu::checkAccess(const void *ptr, uint64_t bytes, uint32_t flags,
 extern "C" void __kvemu_access(const void *ptr, uint64_t bytes, uint32_t flags,
                                uint32_t site) {
   checkAccess(ptr, bytes, flags, site);
+}
+
+/// A masked vector access touches the elements from the first to the last
+/// enabled one (the span is checked and counted as one access).
+extern "C" void __kvemu_access_masked(const void *ptr, uint64_t elementBytes,
+                                      uint64_t mask, uint32_t flags,
+                                      uint32_t site) {
+  if (!mask)
+    return;
+  unsigned first = llvm::countr_zero(mask), last = 63 - llvm::countl_zero(mask);
+  checkAccess(static_cast<const char *>(ptr) + first * elementBytes,
+              (last - first + 1) * elementBytes, flags, site);
 }

@@ -5,12 +5,16 @@
 #include "kvir/Emulator/Emulator.h"
 #include "kvir/Emulator/RuntimeABI.h"
 
+#include "llvm/ADT/DenseMap.h"
+
 #include <boost/context/detail/fcontext.hpp>
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -22,6 +26,8 @@ namespace ctx = boost::context::detail;
 struct CompiledModule {
   std::string name;
   uint64_t staticSharedBytes = 0;
+  /// Static shared bytes per kernel (Instrument.h).
+  std::map<std::string, uint64_t> kernelSharedBytes;
   std::vector<std::string> sites;
   std::map<std::string, void (*)(void **)> kernels;
   std::shared_ptr<void> engine; // Keeps the ExecutionEngine alive.
@@ -48,12 +54,12 @@ struct AsyncCopy {
 struct Arrival {
   enum Kind { Shfl, Vote, Mma, LdMatrix, SyncWarp } kind;
   uint32_t mask, site;
-  uint32_t mode, value, b, c;          // shfl / vote operands
-  uint32_t m, n, k, types;             // mma shape and types
-  const uint32_t *a, *bFrag, *cFrag;   // mma fragments
-  uint32_t *out;                       // mma D / ldmatrix destination
-  const void *ptr;                     // ldmatrix row address
-  uint32_t num, trans;                 // ldmatrix
+  uint32_t mode, value, b, c;        // shfl / vote operands
+  uint32_t m, n, k, types;           // mma shape and types
+  const uint32_t *a, *bFrag, *cFrag; // mma fragments
+  uint32_t *out;                     // mma D / ldmatrix destination
+  const void *ptr;                   // ldmatrix row address
+  uint32_t num, trans;               // ldmatrix
 };
 
 struct GpuThread {
@@ -68,14 +74,21 @@ struct GpuThread {
   uint64_t result = 0;
   std::vector<AsyncCopy> openCopies;
   std::vector<std::vector<AsyncCopy>> copyGroups;
-  std::unordered_map<uint32_t, uint32_t> occurrences;
+  /// A vector clock over the lanes of the thread's warp, advanced by
+  /// bar.warp.sync (__syncwarp), which orders the shared-memory accesses of
+  /// its members (block barriers order everything; see BlockRun::epoch).
+  /// clock[lane] is the own segment; clock[l] the last segment of lane l
+  /// this thread has synchronized with.
+  uint32_t clock[32] = {};
 };
 
-/// One warp-level memory request being assembled from its lanes.
+/// One warp-level memory request being assembled from its lanes: the n-th
+/// execution of one access site by the lanes of one warp.
 struct Request {
-  std::vector<std::pair<uint64_t, uint32_t>> ranges;
-  uint32_t lanes = 0;
+  uint32_t mask = 0; // lanes that took part
   bool shared = false;
+  uint64_t addr[32];
+  uint32_t bytes[32];
 };
 
 /// The state of the block being executed.
@@ -85,13 +98,34 @@ struct BlockRun {
   Dim3 grid, block, ctaid;
   std::vector<GpuThread> threads;
   std::vector<uint32_t> liveLanes; // per warp
+  /// Per warp: the lanes that exist, and those that have exited.
+  std::vector<uint32_t> warpLanes, doneLanes;
+  /// How often each thread executed each access site (thread-major), which
+  /// pairs the accesses of a warp's lanes into requests.
+  std::vector<uint32_t> occurrences;
+  uint32_t numSites = 0;
   char *shared = nullptr;
   uint64_t sharedBytes = 0;
   uint32_t epoch = 1;
-  // Race shadow, one entry per shared byte.
-  std::vector<uint32_t> writer, writeEpoch, reader, readEpoch;
-  std::vector<uint8_t> multiReader;
-  std::unordered_map<uint64_t, Request> requests;
+  /// Race shadow, one entry per shared byte: the last writer and up to two
+  /// distinct readers since the last barrier (epoch), as linear thread id + 1
+  /// with the access site and the thread's own clock segment.
+  struct Shadow {
+    uint32_t writeEpoch, writer, writerSite, writerClock;
+    uint32_t readEpoch, reader, readerSite, readerClock;
+    uint32_t reader2, reader2Site, reader2Clock;
+  };
+  std::vector<Shadow> shadow;
+  /// Races already reported (kind, site, other site) and how many more were
+  /// found at the same pair of sites.
+  std::set<std::tuple<bool, uint32_t, uint32_t>> racesSeen;
+  uint64_t racesNotShown = 0;
+  /// Open warp requests by (warp, site, occurrence), as slots of a pool
+  /// (a request is created and retired once per warp-wide access, so the
+  /// pool avoids an allocation each time).
+  llvm::DenseMap<uint64_t, uint32_t> requests;
+  std::vector<Request> requestPool;
+  std::vector<uint32_t> freeRequests;
   LaunchStats *stats;
   bool aborted = false;
   std::vector<std::string> *reports;
@@ -123,22 +157,35 @@ struct AllocationTable {
     std::string what;
   };
   std::map<uint64_t, Entry> live;
+  /// Recently released allocations (not reused since), to name
+  /// use-after-free in reports; at most kMaxFreed, oldest dropped first.
+  std::map<uint64_t, Entry> freed;
+  std::vector<uint64_t> freedOrder;
+  static constexpr size_t kMaxFreed = 4096;
+
+  void add(uint64_t addr, uint64_t bytes, std::string what);
+  void remove(uint64_t addr);
   /// The allocation containing [addr, addr + bytes), or null.
-  const std::pair<const uint64_t, Entry> *find(uint64_t addr, uint64_t bytes) const;
+  const std::pair<const uint64_t, Entry> *find(uint64_t addr,
+                                               uint64_t bytes) const;
+  /// Where [addr, addr + bytes) lies relative to the allocations, for
+  /// out-of-bounds reports.
+  std::string describeMiss(uint64_t addr, uint64_t bytes) const;
 };
 AllocationTable &allocations();
-void checkAccess(const void *ptr, uint64_t bytes, uint32_t flags, uint32_t site);
-/// Folds finished warp requests into the launch counters.
-void flushRequests(BlockRun &block, bool all);
+void checkAccess(const void *ptr, uint64_t bytes, uint32_t flags,
+                 uint32_t site);
+/// Folds the block's open warp requests into the launch counters.
+void flushRequests(BlockRun &block);
 
 /// Warp collectives (Warp.cpp): executes the collective of `lanes` (the
 /// members of one mask, all arrived) and stores each lane's result.
 void executeCollective(BlockRun &block, std::vector<GpuThread *> &lanes);
 
 /// Runs a whole launch (Scheduler.cpp).
-llvm::LogicalResult runLaunch(const KernelHandle &kernel, Dim3 grid,
-                              Dim3 block, uint32_t dynamicShared,
-                              void **params, LaunchStats &stats,
+llvm::LogicalResult runLaunch(const KernelHandle &kernel, Dim3 grid, Dim3 block,
+                              uint32_t dynamicShared, void **params,
+                              LaunchStats &stats,
                               std::vector<std::string> &reports,
                               size_t stackBytes);
 

@@ -13,11 +13,15 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sys/mman.h>
+#include <unistd.h>
 
 using namespace kvir::emu;
 
@@ -45,8 +49,9 @@ static std::string header(BlockRun &b) {
 
 void kvir::emu::fail(const std::string &what, uint32_t site) {
   BlockRun &b = *current.block;
+  // ~0u: no instrumented site (the message says where).
   b.reports->push_back(header(b) + what + "\n  " + describeThread() +
-                       "\n  at " + describeSite(site));
+                       (site == ~0u ? "" : "\n  at " + describeSite(site)));
   b.aborted = true;
   ctx::jump_fcontext(current.scheduler, nullptr);
   __builtin_unreachable();
@@ -77,6 +82,7 @@ static void threadEntry(ctx::transfer_t t) {
   performCopies(self, 0);
   self.done = true;
   b.liveLanes[self.warp]--;
+  b.doneLanes[self.warp] |= 1u << self.lane;
   ctx::jump_fcontext(current.scheduler, nullptr);
   __builtin_unreachable();
 }
@@ -89,21 +95,65 @@ static void resume(GpuThread &t) {
 }
 
 static std::string threadName(const GpuThread &t) {
-  return "(" + std::to_string(t.tid[0]) + "," + std::to_string(t.tid[1]) +
-         "," + std::to_string(t.tid[2]) + ")";
+  return "(" + std::to_string(t.tid[0]) + "," + std::to_string(t.tid[1]) + "," +
+         std::to_string(t.tid[2]) + ")";
 }
 
-static void blockError(BlockRun &b, const std::string &what) {
-  b.reports->push_back(header(b) + what + "\n  block (" +
-                       std::to_string(b.ctaid.x) + "," +
-                       std::to_string(b.ctaid.y) + "," +
-                       std::to_string(b.ctaid.z) + ")");
+static const char *collectiveName(Arrival::Kind kind) {
+  switch (kind) {
+  case Arrival::Shfl:
+    return "shfl.sync";
+  case Arrival::Vote:
+    return "vote.sync";
+  case Arrival::Mma:
+    return "mma.sync";
+  case Arrival::LdMatrix:
+    return "ldmatrix";
+  case Arrival::SyncWarp:
+    return "bar.warp.sync";
+  }
+  return "warp collective";
+}
+
+/// Reports an error that stops the block, in the same shape as fail():
+/// the problem, the block and thread, the site.
+static void blockError(BlockRun &b, const std::string &what, const GpuThread &t,
+                       uint32_t site) {
+  current.thread = const_cast<GpuThread *>(&t);
+  b.reports->push_back(header(b) + what + "\n  " + describeThread() +
+                       "\n  at " + describeSite(site));
+  current.thread = nullptr;
   b.aborted = true;
+}
+
+/// Whether two arrivals at a collective agree on what it is. PTX lets the
+/// threads of a membermask meet at different instructions as long as they
+/// have the same qualifiers (PTX ISA, shfl.sync and vote.sync).
+static bool sameCollective(const Arrival &a, const Arrival &b) {
+  if (a.kind != b.kind)
+    return false;
+  switch (a.kind) {
+  case Arrival::Shfl:
+  case Arrival::Vote:
+    return a.mode == b.mode;
+  case Arrival::Mma:
+    return a.m == b.m && a.n == b.n && a.k == b.k && a.types == b.types;
+  case Arrival::LdMatrix:
+    return a.num == b.num && a.trans == b.trans;
+  case Arrival::SyncWarp:
+    return true;
+  }
+  return false;
 }
 
 /// Completes the warp collectives whose members have all arrived. Returns
 /// whether any thread became runnable; sets b.aborted on a participation
 /// error that can never resolve.
+///
+/// Stricter than PTX on one point: PTX waits only for the non-exited threads
+/// of a membermask, but a lane of the mask that exits without joining is
+/// almost always a collective in divergent code (undefined values at best),
+/// so it is reported.
 static bool resolveCollectives(BlockRun &b) {
   bool progressed = false;
   uint32_t numWarps = b.liveLanes.size();
@@ -115,13 +165,13 @@ static bool resolveCollectives(BlockRun &b) {
       if (t.done || t.wait != Wait::Warp)
         continue;
       uint32_t mask = t.arrival.mask;
-      current.thread = &t;
+      const char *name = collectiveName(t.arrival.kind);
       if (!(mask >> t.lane & 1)) {
-        blockError(b, "thread " + threadName(t) +
-                          " executes a warp collective with membermask 0x" +
-                          llvm::utohexstr(mask) + " that excludes its own lane " +
-                          std::to_string(t.lane) + "\n  at " +
-                          describeSite(t.arrival.site));
+        blockError(b,
+                   std::string(name) + " with membermask 0x" +
+                       llvm::utohexstr(mask) + " excludes the executing lane " +
+                       std::to_string(t.lane),
+                   t, t.arrival.site);
         return false;
       }
       std::vector<GpuThread *> members;
@@ -131,19 +181,22 @@ static bool resolveCollectives(BlockRun &b) {
           continue;
         uint32_t idx = first + lane;
         if (idx >= last) {
-          blockError(b, "warp collective membermask 0x" + llvm::utohexstr(mask) +
-                            " names lane " + std::to_string(lane) +
-                            ", which does not exist in a block of " +
-                            std::to_string(b.threads.size()) + " threads\n  at " +
-                            describeSite(t.arrival.site));
+          blockError(b,
+                     std::string(name) + " membermask 0x" +
+                         llvm::utohexstr(mask) + " names lane " +
+                         std::to_string(lane) +
+                         ", which does not exist in a block of " +
+                         std::to_string(b.threads.size()) + " threads",
+                     t, t.arrival.site);
           return false;
         }
         GpuThread &m = b.threads[idx];
         if (m.done) {
-          blockError(b, "shuffle/vote participation mismatch: lane " +
-                            std::to_string(lane) + " of membermask 0x" +
-                            llvm::utohexstr(mask) + " exited before joining\n  at " +
-                            describeSite(t.arrival.site));
+          blockError(b,
+                     std::string(name) + " participation mismatch: lane " +
+                         std::to_string(lane) + " of membermask 0x" +
+                         llvm::utohexstr(mask) + " exited without joining",
+                     t, t.arrival.site);
           return false;
         }
         if (m.wait != Wait::Warp || m.arrival.mask != mask) {
@@ -155,11 +208,15 @@ static bool resolveCollectives(BlockRun &b) {
       if (!complete)
         continue;
       for (GpuThread *m : members)
-        if (m->arrival.kind != t.arrival.kind) {
-          blockError(b, "warp collective mismatch: thread " + threadName(t) +
-                            " at " + describeSite(t.arrival.site) +
-                            " but thread " + threadName(*m) + " at " +
-                            describeSite(m->arrival.site));
+        if (!sameCollective(m->arrival, t.arrival)) {
+          blockError(b,
+                     "warp collective mismatch: thread " + threadName(t) +
+                         " executes " + name + " at " +
+                         describeSite(t.arrival.site) + " but thread " +
+                         threadName(*m) + " executes " +
+                         collectiveName(m->arrival.kind) + " at " +
+                         describeSite(m->arrival.site),
+                     t, t.arrival.site);
           return false;
         }
       executeCollective(b, members);
@@ -170,7 +227,6 @@ static bool resolveCollectives(BlockRun &b) {
       progressed = true;
     }
   }
-  current.thread = nullptr;
   return progressed;
 }
 
@@ -193,26 +249,40 @@ static bool resolveBarrier(BlockRun &b) {
   if (waiting == 0)
     return false;
   if (waiting == live && live == b.threads.size()) {
+    // Every thread arrived, but a CTA barrier in divergent code (threads at
+    // different barrier instructions) is still undefined behaviour in CUDA:
+    // report it rather than let the two barriers pair up.
+    for (const GpuThread &t : b.threads)
+      if (t.waitSite != waiter->waitSite) {
+        blockError(b,
+                   "barrier divergence: thread " + threadName(*waiter) +
+                       " waits at " + describeSite(waiter->waitSite) +
+                       " while thread " + threadName(t) + " waits at " +
+                       describeSite(t.waitSite),
+                   *waiter, waiter->waitSite);
+        return false;
+      }
     for (GpuThread &t : b.threads)
       t.wait = Wait::None;
     b.epoch++;
     b.stats->barriers++;
     return true;
   }
-  current.thread = const_cast<GpuThread *>(waiter);
-  std::string where = describeSite(waiter->waitSite);
   if (waiting == live)
-    blockError(b, "barrier divergence: " + std::to_string(waiting) + " of " +
-                      std::to_string(b.threads.size()) +
-                      " threads wait at the barrier but thread " +
-                      threadName(*exited) + " has exited\n  at " + where);
+    blockError(b,
+               "barrier divergence: " + std::to_string(waiting) + " of " +
+                   std::to_string(b.threads.size()) +
+                   " threads wait at the barrier but thread " +
+                   threadName(*exited) + " has exited",
+               *waiter, waiter->waitSite);
   else
-    blockError(b, "barrier divergence: " + std::to_string(waiting) + " of " +
-                      std::to_string(live) +
-                      " live threads wait at the barrier while thread " +
-                      threadName(*other) + " waits at " +
-                      describeSite(other->waitSite) + "\n  barrier at " + where);
-  current.thread = nullptr;
+    blockError(b,
+               "barrier divergence: " + std::to_string(waiting) + " of " +
+                   std::to_string(live) +
+                   " live threads wait at the barrier while thread " +
+                   threadName(*other) + " waits at " +
+                   describeSite(other->waitSite),
+               *waiter, waiter->waitSite);
   return false;
 }
 
@@ -231,31 +301,26 @@ static void runBlock(BlockRun &b) {
     }
     if (!anyLive)
       return;
-    bool allDone = true;
-    for (GpuThread &t : b.threads)
-      allDone &= t.done;
-    if (allDone)
-      return;
     if (resolveCollectives(b))
       continue;
     if (b.aborted)
       return;
     if (resolveBarrier(b))
       continue;
-    if (!b.aborted) {
-      // Nothing can progress: collectives waiting on lanes stuck elsewhere.
-      for (GpuThread &t : b.threads)
-        if (!t.done && t.wait == Wait::Warp) {
-          current.thread = &t;
-          blockError(b, "shuffle/vote participation mismatch: thread " +
-                            threadName(t) + " waits for the lanes of membermask 0x" +
-                            llvm::utohexstr(t.arrival.mask) +
-                            ", which will never all arrive\n  at " +
-                            describeSite(t.arrival.site));
-          current.thread = nullptr;
-          break;
-        }
-    }
+    if (b.aborted)
+      return;
+    // Nothing can progress: collectives waiting on lanes stuck elsewhere.
+    for (GpuThread &t : b.threads)
+      if (!t.done && t.wait == Wait::Warp) {
+        blockError(b,
+                   std::string(collectiveName(t.arrival.kind)) +
+                       " participation mismatch: thread " + threadName(t) +
+                       " waits for the lanes of membermask 0x" +
+                       llvm::utohexstr(t.arrival.mask) +
+                       ", which will never all arrive",
+                   t, t.arrival.site);
+        break;
+      }
     return;
   }
 }
@@ -275,6 +340,88 @@ char *sharedWindowBase() {
 }
 uint64_t sharedWindowSize() { return kSharedWindow; }
 
+namespace {
+/// Fiber stacks, kept from one launch to the next: one mapping in which
+/// every stack has an inaccessible guard region below it (stacks grow down),
+/// so that a kernel that overflows its stack faults instead of silently
+/// overwriting its neighbour's. The fault is reported by a SIGSEGV handler.
+struct StackPool {
+  static constexpr size_t kGuard = 64 * 1024;
+  char *base = nullptr;
+  size_t count = 0, stackBytes = 0, mapped = 0;
+
+  size_t stride() const { return kGuard + stackBytes; }
+  char *stackLo(size_t i) const { return base + i * stride() + kGuard; }
+
+  bool reserve(size_t n, size_t bytes) {
+    bytes = llvm::alignTo(bytes, 4096);
+    if (base && n <= count && bytes == stackBytes)
+      return true;
+    if (base)
+      munmap(base, mapped);
+    count = n;
+    stackBytes = bytes;
+    mapped = n * stride();
+    void *p = mmap(nullptr, mapped, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    base = p == MAP_FAILED ? nullptr : static_cast<char *>(p);
+    for (size_t i = 0; base && i < n; ++i)
+      if (mprotect(stackLo(i), stackBytes, PROT_READ | PROT_WRITE) != 0) {
+        munmap(base, mapped);
+        base = nullptr;
+      }
+    return base != nullptr;
+  }
+
+  /// The thread whose guard region holds `addr`, or -1.
+  long guardOwner(uintptr_t addr) const {
+    if (!base || addr < uintptr_t(base) || addr >= uintptr_t(base) + mapped)
+      return -1;
+    size_t offset = addr - uintptr_t(base);
+    return offset % stride() < kGuard ? long(offset / stride()) : -1;
+  }
+};
+StackPool stackPool;
+struct sigaction previousSegv;
+
+/// Async-signal-safe enough for a last message: write(2) and _exit.
+void onSegv(int sig, siginfo_t *info, void *context) {
+  long thread = stackPool.guardOwner(uintptr_t(info->si_addr));
+  if (thread >= 0) {
+    char msg[256];
+    int n = snprintf(msg, sizeof(msg),
+                     "kvir-emu: GPU thread %ld (linear id in its block) "
+                     "overflowed its %zu-byte fiber stack (raise it with "
+                     "kvir-runner --emu-stack-bytes or "
+                     "EmulatorOptions::stackBytes)\n",
+                     thread, stackPool.stackBytes);
+    if (n > 0)
+      (void)!write(2, msg, size_t(n));
+    _exit(1);
+  }
+  // Not ours: let the previous handler (or the default action) have it.
+  sigaction(SIGSEGV, &previousSegv, nullptr);
+  raise(sig);
+}
+
+void installSegvHandler() {
+  static bool installed = [] {
+    static char altStack[64 * 1024];
+    stack_t ss{};
+    ss.ss_sp = altStack;
+    ss.ss_size = sizeof(altStack);
+    sigaltstack(&ss, nullptr);
+    struct sigaction sa {};
+    sa.sa_sigaction = onSegv;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &previousSegv);
+    return true;
+  }();
+  (void)installed;
+}
+} // namespace
+
 llvm::LogicalResult kvir::emu::runLaunch(const KernelHandle &kernel, Dim3 grid,
                                          Dim3 block, uint32_t dynamicShared,
                                          void **params, LaunchStats &stats,
@@ -285,25 +432,54 @@ llvm::LogicalResult kvir::emu::runLaunch(const KernelHandle &kernel, Dim3 grid,
   stats.grid = grid;
   stats.block = block;
   stats.dynamicSharedBytes = dynamicShared;
-  stats.staticSharedBytes = kernel.module->staticSharedBytes;
+  auto shared = kernel.module->kernelSharedBytes.find(kernel.name);
+  stats.staticSharedBytes = shared != kernel.module->kernelSharedBytes.end()
+                                ? shared->second
+                                : kernel.module->staticSharedBytes;
   size_t reportsBefore = reports.size();
   uint64_t numThreads = block.count();
-  if (numThreads == 0 || numThreads > 1024 || grid.count() == 0) {
+  uint64_t sharedBytes = stats.staticSharedBytes + dynamicShared;
+  // The limits of the CUDA programming guide's compute capability table for
+  // sm_80/sm_90, which a launch on the GPU would fail (or a compile reject).
+  std::string invalid;
+  auto dims = [](Dim3 d) {
+    return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," +
+           std::to_string(d.z) + ")";
+  };
+  if (numThreads == 0 || numThreads > 1024 || block.x > 1024 ||
+      block.y > 1024 || block.z > 64)
+    invalid = "block " + dims(block) +
+              ": at most 1024 threads, (1024, 1024, 64) per dimension";
+  else if (grid.count() == 0 || grid.x > 0x7fffffffu || grid.y > 65535 ||
+           grid.z > 65535)
+    invalid = "grid " + dims(grid) +
+              ": at most (2^31 - 1, 65535, 65535) blocks per dimension";
+  else if (stats.staticSharedBytes > 48 * 1024)
+    invalid = std::to_string(stats.staticSharedBytes) +
+              " bytes of static shared memory; at most 49152 (more must be "
+              "dynamic shared memory)";
+  else if (sharedBytes > 227 * 1024)
+    invalid = std::to_string(sharedBytes) +
+              " bytes of shared memory per block; at most 232448 (sm_90)";
+  if (!invalid.empty()) {
     reports.push_back("kvir-emu: kernel '" + kernel.name +
-                      "': invalid launch configuration: " +
-                      std::to_string(numThreads) + " threads per block, " +
-                      std::to_string(grid.count()) + " blocks");
+                      "': invalid launch configuration: " + invalid);
     return llvm::failure();
   }
-  uint64_t sharedBytes = kernel.module->staticSharedBytes + dynamicShared;
   if (sharedBytes + kSharedArenaOffset > kSharedWindow || !sharedWindowBase()) {
-    reports.push_back("kvir-emu: kernel '" + kernel.name + "': " +
-                      std::to_string(sharedBytes) +
+    reports.push_back("kvir-emu: kernel '" + kernel.name +
+                      "': " + std::to_string(sharedBytes) +
                       " bytes of shared memory exceed the emulator's window");
     return llvm::failure();
   }
-  // Uninitialized: only the pages a fiber touches get committed.
-  std::unique_ptr<char[]> stacks(new char[numThreads * stackBytes]);
+  // Only the pages a fiber touches get committed.
+  if (!stackPool.reserve(numThreads, stackBytes)) {
+    reports.push_back("kvir-emu: kernel '" + kernel.name +
+                      "': cannot map fiber stacks");
+    return llvm::failure();
+  }
+  installSegvHandler();
+  stackBytes = stackPool.stackBytes;
   BlockRun b;
   b.kernel = &kernel;
   b.params = params;
@@ -311,13 +487,10 @@ llvm::LogicalResult kvir::emu::runLaunch(const KernelHandle &kernel, Dim3 grid,
   b.block = block;
   b.stats = &stats;
   b.reports = &reports;
+  b.numSites = kernel.module->sites.size();
   b.shared = sharedWindowBase() + kSharedArenaOffset;
   b.sharedBytes = sharedBytes;
-  b.writer.assign(sharedBytes, 0);
-  b.writeEpoch.assign(sharedBytes, 0);
-  b.reader.assign(sharedBytes, 0);
-  b.readEpoch.assign(sharedBytes, 0);
-  b.multiReader.assign(sharedBytes, 0);
+  b.shadow.assign(sharedBytes, BlockRun::Shadow{});
   uint32_t numWarps = (numThreads + 31) / 32;
   current.block = &b;
   for (uint32_t bz = 0; bz < grid.z && !b.aborted; ++bz)
@@ -330,6 +503,9 @@ llvm::LogicalResult kvir::emu::runLaunch(const KernelHandle &kernel, Dim3 grid,
         std::memset(b.shared, 0xff, sharedBytes);
         b.threads.assign(numThreads, GpuThread());
         b.liveLanes.assign(numWarps, 0);
+        b.warpLanes.assign(numWarps, 0);
+        b.doneLanes.assign(numWarps, 0);
+        b.occurrences.assign(numThreads * b.numSites, 0);
         for (uint32_t i = 0; i < numThreads; ++i) {
           GpuThread &t = b.threads[i];
           t.tid[0] = i % block.x;
@@ -338,14 +514,19 @@ llvm::LogicalResult kvir::emu::runLaunch(const KernelHandle &kernel, Dim3 grid,
           t.linear = i;
           t.lane = i % 32;
           t.warp = i / 32;
-          t.stackLo = stacks.get() + i * stackBytes;
+          t.clock[t.lane] = 1; // own segment 1; nothing synchronized yet
+          t.stackLo = stackPool.stackLo(i);
           t.stackHi = t.stackLo + stackBytes;
           t.context = ctx::make_fcontext(t.stackHi, stackBytes, threadEntry);
           b.liveLanes[t.warp]++;
+          b.warpLanes[t.warp] |= 1u << t.lane;
         }
         runBlock(b);
-        flushRequests(b, /*all=*/true);
+        flushRequests(b);
       }
+  if (b.racesNotShown)
+    reports.push_back(header(b) + std::to_string(b.racesNotShown) +
+                      " more shared-memory races at the sites reported above");
   current = Current();
   stats.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

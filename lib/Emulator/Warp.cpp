@@ -4,18 +4,20 @@
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace kvir::emu;
 
 namespace {
 
-/// shfl.sync (PTX ISA, "Parallel Synchronization and Communication
-/// Instructions: shfl.sync"): with c = clamp[4:0] and segmask = clamp[12:8],
-/// minLane = lane & segmask, maxLane = minLane | (c & ~segmask); the source is
-/// j = lane - b (up, valid iff j >= maxLane), lane + b (down, j <= maxLane),
-/// lane ^ b (bfly, j <= maxLane) or minLane | (b[4:0] & ~segmask) (idx,
-/// j <= maxLane); an invalid source reads the lane's own value.
+/// shfl.sync (PTX ISA, "Data Movement and Conversion Instructions:
+/// shfl.sync"): with b = b[4:0] (all modes: an offset of 33
+/// acts as 1), c = clamp[4:0] and segmask = clamp[12:8], minLane = lane &
+/// segmask, maxLane = minLane | (c & ~segmask); the source is j = lane - b
+/// (up, valid iff j >= maxLane), lane + b (down, j <= maxLane), lane ^ b
+/// (bfly, j <= maxLane) or minLane | (b & ~segmask) (idx, j <= maxLane); an
+/// invalid source reads the lane's own value.
 void shuffle(BlockRun &b, std::vector<GpuThread *> &lanes) {
   GpuThread *byLane[32] = {};
   for (GpuThread *t : lanes)
@@ -26,7 +28,7 @@ void shuffle(BlockRun &b, std::vector<GpuThread *> &lanes) {
     int c = a.c & 0x1f, segmask = (a.c >> 8) & 0x1f;
     int minLane = lane & segmask;
     int maxLane = minLane | (c & ~segmask);
-    int bval = static_cast<int>(a.b);
+    int bval = static_cast<int>(a.b & 0x1f);
     int j = lane;
     bool valid = false;
     switch (a.mode) {
@@ -43,7 +45,7 @@ void shuffle(BlockRun &b, std::vector<GpuThread *> &lanes) {
       valid = j <= maxLane;
       break;
     case kabi::Idx:
-      j = minLane | (bval & 0x1f & ~segmask);
+      j = minLane | (bval & ~segmask);
       valid = j <= maxLane;
       break;
     }
@@ -51,11 +53,11 @@ void shuffle(BlockRun &b, std::vector<GpuThread *> &lanes) {
       j = lane;
     if (j < 0 || j > 31 || !byLane[j]) {
       current.thread = t;
-      b.reports->push_back(
-          "kvir-emu: kernel '" + b.kernel->name +
-          "': shuffle reads lane " + std::to_string(j) +
-          ", which is not in the membermask 0x" + llvm::utohexstr(a.mask) +
-          "\n  " + describeThread() + "\n  at " + describeSite(a.site));
+      b.reports->push_back("kvir-emu: kernel '" + b.kernel->name +
+                           "': shuffle reads lane " + std::to_string(j) +
+                           ", which is not in the membermask 0x" +
+                           llvm::utohexstr(a.mask) + "\n  " + describeThread() +
+                           "\n  at " + describeSite(a.site));
       b.aborted = true;
       return;
     }
@@ -76,10 +78,18 @@ void vote(std::vector<GpuThread *> &lanes) {
   bool uniform = any == all;
   for (GpuThread *t : lanes) {
     switch (t->arrival.mode) {
-    case kabi::Any: t->result = any; break;
-    case kabi::All: t->result = all; break;
-    case kabi::Ballot: t->result = ballot; break;
-    case kabi::Uni: t->result = uniform; break;
+    case kabi::Any:
+      t->result = any;
+      break;
+    case kabi::All:
+      t->result = all;
+      break;
+    case kabi::Ballot:
+      t->result = ballot;
+      break;
+    case kabi::Uni:
+      t->result = uniform;
+      break;
     }
   }
 }
@@ -117,10 +127,11 @@ uint32_t floatToWord(float f) {
 
 /// mma.sync.aligned.m16n8k{8,16}.row.col with f16/bf16 inputs, following
 /// the PTX ISA tables "Matrix Fragments for mma.m16n8k16 with floating point
-/// type" and "... mma.m16n8k8" (section 9.7.14.5.8). With groupID = lane >> 2
-/// and tig = lane % 4:
+/// type" (9.7.14.5.8) and "... mma.m16n8k8" (9.7.14.5.7). With groupID = lane
+/// >> 2 and tig = lane % 4:
 ///  A (16 x K, 2 elements per 32-bit register, a_i = element i):
-///    row = groupID + 8 * ((i >> 1) & 1), col = 2 * tig + (i & 1) + 8 * (i >> 2)
+///    row = groupID + 8 * ((i >> 1) & 1), col = 2 * tig + (i & 1) + 8 * (i >>
+///    2)
 ///  B (K x 8): row = 2 * tig + (i & 1) + 8 * (i >> 1), col = groupID
 ///  C, D (16 x 8): row = groupID + 8 * (i >> 1), col = 2 * tig + (i & 1)
 /// where m16n8k8 uses a_0..a_3 and b_0, b_1 of the same formulas.
@@ -130,12 +141,11 @@ void mma(BlockRun &b, std::vector<GpuThread *> &lanes) {
   uint32_t aType = first.types & 0xff, cType = first.types >> 8;
   if (lanes.size() != 32 || m != 16 || n != 8 || (k != 16 && k != 8)) {
     current.thread = lanes.front();
-    b.reports->push_back("kvir-emu: kernel '" + b.kernel->name +
-                         "': mma.sync m" + std::to_string(m) + "n" +
-                         std::to_string(n) + "k" + std::to_string(k) +
-                         " needs all 32 lanes and shape m16n8k16 or m16n8k8\n  " +
-                         describeThread() + "\n  at " +
-                         describeSite(first.site));
+    b.reports->push_back(
+        "kvir-emu: kernel '" + b.kernel->name + "': mma.sync m" +
+        std::to_string(m) + "n" + std::to_string(n) + "k" + std::to_string(k) +
+        " needs all 32 lanes and shape m16n8k16 or m16n8k8\n  " +
+        describeThread() + "\n  at " + describeSite(first.site));
     b.aborted = true;
     return;
   }
@@ -155,10 +165,11 @@ void mma(BlockRun &b, std::vector<GpuThread *> &lanes) {
     for (unsigned i = 0; i < bElems; ++i)
       B[2 * tig + (i & 1) + 8 * (i >> 1)][group] = element(a.bFrag, i);
     for (unsigned i = 0; i < 4; ++i) {
-      float c = cType == kabi::F32 ? wordToFloat(a.cFrag[i])
-                                  : halfToFloat(i % 2 ? a.cFrag[i / 2] >> 16
-                                                      : a.cFrag[i / 2] & 0xffff,
-                                                false);
+      float c = cType == kabi::F32
+                    ? wordToFloat(a.cFrag[i])
+                    : halfToFloat(i % 2 ? a.cFrag[i / 2] >> 16
+                                        : a.cFrag[i / 2] & 0xffff,
+                                  false);
       C[group + 8 * (i >> 1)][2 * tig + (i & 1)] = c;
     }
   }
@@ -185,7 +196,8 @@ void mma(BlockRun &b, std::vector<GpuThread *> &lanes) {
   b.stats->mmaOps++;
 }
 
-/// ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].b16 (PTX ISA, "ldmatrix"):
+/// ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].b16 (PTX ISA 9.7.14.5.15,
+/// "Warp-level matrix load instruction: ldmatrix"):
 /// lanes 8i..8i+7 give the row addresses of matrix i; register i of lane t
 /// holds row t / 4, elements 2 (t % 4) and 2 (t % 4) + 1 of matrix i, or with
 /// .trans those of the transposed matrix.
@@ -194,7 +206,8 @@ void ldmatrix(BlockRun &b, std::vector<GpuThread *> &lanes) {
     current.thread = lanes.front();
     b.reports->push_back("kvir-emu: kernel '" + b.kernel->name +
                          "': ldmatrix needs all 32 lanes of the warp\n  " +
-                         describeThread());
+                         describeThread() + "\n  at " +
+                         describeSite(lanes.front()->arrival.site));
     b.aborted = true;
     return;
   }
@@ -222,7 +235,8 @@ void ldmatrix(BlockRun &b, std::vector<GpuThread *> &lanes) {
 
 } // namespace
 
-void kvir::emu::executeCollective(BlockRun &b, std::vector<GpuThread *> &lanes) {
+void kvir::emu::executeCollective(BlockRun &b,
+                                  std::vector<GpuThread *> &lanes) {
   switch (lanes.front()->arrival.kind) {
   case Arrival::Shfl:
     shuffle(b, lanes);
@@ -230,8 +244,20 @@ void kvir::emu::executeCollective(BlockRun &b, std::vector<GpuThread *> &lanes) 
   case Arrival::Vote:
     vote(lanes);
     return;
-  case Arrival::SyncWarp:
+  case Arrival::SyncWarp: {
+    // bar.warp.sync orders the memory accesses of its members (PTX ISA,
+    // "bar.warp.sync"): merge their warp clocks, then each starts a new
+    // segment of its own.
+    uint32_t merged[32] = {};
+    for (GpuThread *t : lanes)
+      for (unsigned l = 0; l < 32; ++l)
+        merged[l] = std::max(merged[l], t->clock[l]);
+    for (GpuThread *t : lanes) {
+      std::copy(merged, merged + 32, t->clock);
+      t->clock[t->lane]++;
+    }
     return;
+  }
   case Arrival::Mma:
     mma(b, lanes);
     return;

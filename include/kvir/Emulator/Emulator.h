@@ -5,9 +5,10 @@
 // each GPU thread runs on its own fiber, blocks one after another. Barriers
 // and warp collectives (shuffles, votes, mma.sync, ldmatrix) switch fibers
 // with exact PTX semantics. Every global and shared access is checked against
-// live allocations and the block's shared size; shared-memory races between
-// barriers and divergent barriers are reported. Per-launch counters measure
-// traffic, coalescing, bank conflicts, barriers and mma.
+// live allocations (naming use after free) and the kernel's shared size, and
+// for the alignment it assumes; shared-memory races between barriers,
+// divergent barriers and mismatched warp collectives are reported. Per-launch
+// counters measure traffic, coalescing, bank conflicts, barriers and mma.
 //
 // Host code reaches the emulator through the CUDA-runtime wrapper API that
 // MLIR's gpu-to-llvm lowering calls (mgpuLaunchKernel, mgpuMemAlloc, ...):
@@ -37,6 +38,7 @@ struct LaunchStats {
   std::string kernel;
   Dim3 grid, block;
   uint32_t dynamicSharedBytes = 0;
+  /// The kernel's own static shared memory (not its module's).
   uint64_t staticSharedBytes = 0;
   uint64_t globalBytesLoaded = 0, globalBytesStored = 0;
   /// Warp-level global requests, the 32-byte sectors they touched and the
@@ -45,6 +47,8 @@ struct LaunchStats {
   uint64_t sharedBytesLoaded = 0, sharedBytesStored = 0;
   /// Warp-level shared requests and the extra wavefronts bank conflicts cost.
   uint64_t sharedRequests = 0, bankConflicts = 0;
+  /// Completed block barriers (per block), warp-wide mma.sync and
+  /// shfl.sync (per warp), and thread suspensions.
   uint64_t barriers = 0, mmaOps = 0, shuffles = 0, fiberSwitches = 0;
   double seconds = 0;
 

@@ -4,6 +4,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -11,9 +12,11 @@ namespace kvir::emu {
 
 /// What instrumentation learned about a kernel module.
 struct InstrumentedModule {
-  /// Bytes of static shared memory (all address-space-3 globals, laid out
-  /// one after another at 16-byte alignment). Dynamic shared memory starts
-  /// at this offset.
+  /// Bytes of static shared memory of each kernel (the address-space-3
+  /// globals it uses, one after another at their alignment, rounded up to
+  /// 16 bytes); its dynamic shared memory starts at this offset.
+  std::map<std::string, uint64_t> kernelSharedBytes;
+  /// The largest of them.
   uint64_t staticSharedBytes = 0;
   /// One description ("file:line:col op") per instrumented site, indexed by
   /// the site id passed to the runtime.
@@ -28,7 +31,8 @@ struct InstrumentedModule {
 /// into the emulator runtime (RuntimeABI.h); every load, store and atomic is
 /// preceded by an access check; shared-memory globals become offsets into a
 /// per-block arena. Fails with a diagnostic on NVVM ops it cannot emulate.
-mlir::FailureOr<InstrumentedModule> instrumentKernelModule(mlir::ModuleOp module);
+mlir::FailureOr<InstrumentedModule>
+instrumentKernelModule(mlir::ModuleOp module);
 
 } // namespace kvir::emu
 

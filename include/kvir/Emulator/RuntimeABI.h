@@ -23,6 +23,7 @@ constexpr const char *kCpAsync = "__kvemu_cp_async";          // void(dst, src, 
 constexpr const char *kCpAsyncCommit = "__kvemu_cp_async_commit";
 constexpr const char *kCpAsyncWait = "__kvemu_cp_async_wait"; // void(u32 n)
 constexpr const char *kAccess = "__kvemu_access";             // void(ptr, u64 size, u32 flags, u32 site)
+constexpr const char *kAccessMasked = "__kvemu_access_masked"; // void(ptr, u64 elem size, u64 mask, u32 flags, u32 site)
 constexpr const char *kSharedBase = "__kvemu_shared_base";    // ptr()
 constexpr const char *kTrap = "__kvemu_trap";                 // void(u32 site)
 
@@ -33,8 +34,10 @@ enum Sreg : uint32_t {
   LaneMaskLt, LaneMaskLe, LaneMaskEq, LaneMaskGe, LaneMaskGt, Clock
 };
 
-/// __kvemu_access flags.
+/// __kvemu_access flags. Bits AlignShift.. hold log2 of the alignment the
+/// access assumes (a misaligned access faults on a GPU).
 enum AccessFlags : uint32_t { Load = 0, Store = 1, Atomic = 2 };
+constexpr uint32_t AlignShift = 8;
 
 /// Shuffle kinds, as PTX shfl.sync modes.
 enum ShflKind : uint32_t { Bfly = 0, Up = 1, Down = 2, Idx = 3 };
