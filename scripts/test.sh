@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds kvir and runs every test suite: lit (dialect, conversions, CPU
-# integration), the numeric gtests (kv-to-loops against an independent
-# double-precision reference) and an install + find_package(KVIR) consumer.
+# integration, emulator kernels), the gtests (kv-to-loops and the GPU decode
+# kernels in the emulator against an independent double-precision reference;
+# the emulator against PTX models) and an install + find_package(KVIR)
+# consumer.
 # Exits non-zero on any failure and ends with a one-line summary.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -38,7 +40,7 @@ if [ "$lit_pass" -eq 0 ] && [ "$lit_fail" -eq 0 ]; then lit_fail=1; fi
 report lit "$lit_pass" "$lit_fail"
 
 # gtest suites
-for suite in kvir-unit-tests kvir-emulator-tests; do
+for suite in kvir-unit-tests kvir-emulator-tests kvir-gpu-tests; do
   log="$BUILD/$suite.log"
   if [ ! -x "$BUILD/bin/$suite" ]; then
     echo "missing test binary $suite"

@@ -56,7 +56,13 @@ std::optional<std::string> kvir::whyNotGpuDecode(DecodeOp op) {
     if (strides.back() != 1)
       return "a pool whose innermost axis is not unit-stride";
   }
-  return std::nullopt;
+  // The kernel's limits for the tiling it would get.
+  int64_t qHeads = cast<MemRefType>(op.getQ().getType()).getDimSize(1);
+  DecodeTilingAttr tiling = op.getTilingAttr();
+  if (!tiling)
+    tiling = chooseDecodeTiling(view, qHeads, /*smCount=*/1);
+  return whyNotDecodeKernel(kv, DecodeTiling::fromAttr(tiling),
+                            qHeads / kv.getKvHeads());
 }
 
 namespace {
@@ -150,12 +156,19 @@ static Value splitPartitions(ImplicitLocOpBuilder &b, Value batch,
                                 arith::MaxUIOp::create(b, wanted, idx(b, 1)));
 }
 
-/// Bytes of shared memory a kernel's workgroup attributions take.
+/// Bytes of shared memory a kernel's workgroup attributions take, each
+/// placed at its alignment (as ptxas reports it).
 static int64_t staticSharedBytes(gpu::GPUFuncOp func) {
   int64_t bytes = 0;
-  for (BlockArgument arg : func.getWorkgroupAttributions()) {
+  for (auto [i, arg] : llvm::enumerate(func.getWorkgroupAttributions())) {
     auto type = cast<MemRefType>(arg.getType());
-    bytes += type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    int64_t align = type.getElementTypeBitWidth() / 8;
+    Attribute alignAttr = func.getWorkgroupAttributionAttr(
+        i, LLVM::LLVMDialect::getAlignAttrName());
+    if (auto attr = dyn_cast_or_null<IntegerAttr>(alignAttr))
+      align = std::max<int64_t>(align, attr.getInt());
+    bytes = llvm::alignTo(bytes, align) +
+            type.getNumElements() * type.getElementTypeBitWidth() / 8;
   }
   return bytes;
 }

@@ -19,8 +19,8 @@ struct DecodeTiling {
   int64_t smCount = 132, maxPartitions = 32;
 
   static DecodeTiling fromAttr(DecodeTilingAttr attr) {
-    return {attr.getVector(),   attr.getThreadsX(), attr.getThreadsZ(),
-            attr.getTileTokens(), attr.getSmCount(), attr.getMaxPartitions()};
+    return {attr.getVector(),     attr.getThreadsX(), attr.getThreadsZ(),
+            attr.getTileTokens(), attr.getSmCount(),  attr.getMaxPartitions()};
   }
 };
 
@@ -43,6 +43,17 @@ struct DecodeKernelSpec {
   std::optional<int64_t> windowLeft;
   DecodeTiling tiling;
 };
+
+/// Static shared memory of the decode kernel over `kv` with `tiling` for a
+/// GQA group of `group` query heads.
+int64_t decodeSharedBytes(PagedType kv, const DecodeTiling &tiling,
+                          int64_t group);
+
+/// Why the decode kernel cannot be built (or would not run) with `tiling`,
+/// or nullopt: rows wider than a warp's vectors, partial warps, blocks over
+/// 1024 threads, over 48 KB of static shared memory.
+std::optional<std::string>
+whyNotDecodeKernel(PagedType kv, const DecodeTiling &tiling, int64_t group);
 
 /// Adds the decode kernel to `module`. Arguments: q, the paged operands (as
 /// PagedOperands::flatten()), out, lse, and (partitioned) the partition count.

@@ -1,0 +1,400 @@
+//===- DecodeBench.cpp - CPU-side quality of the decode kernels -----------===//
+//
+// kvir-decode-bench: for each decode configuration (NHD/HND x page 16/64 x
+// group 1/4/8, head_dim 128, f16, 8 KV heads; batch 4 x kv_len 2048 unless
+// overridden), measures what can be measured without a GPU:
+//
+//   * ptxas -v (when ptxas exists) on the PTX that kvir-opt --kv-to-ptx and
+//     kvir-translate write, for sm_80 and sm_90a: registers, static shared
+//     memory, spill bytes, and the occupancy they allow on that chip;
+//   * the emulator's counters over the launches of one decode call (split
+//     kernel + merge kernel, or the direct kernel), for the partition count
+//     the chip's split heuristic picks: global bytes loaded + stored against
+//     the ideal traffic (every KV byte once per KV head, q read once, out and
+//     lse written once), and sector efficiency (useful bytes / 32-byte sectors
+//     touched, per warp request, as the emulator counts them);
+//   * the result against the float64 reference (max relative error).
+//
+// Prints a markdown table (bench/RESULTS.md keeps the last one). Not run by
+// the tests. Usage:
+//   kvir-decode-bench [--batch N] [--kv-len N] [--chips sm_80,sm_90a]
+//                     [--configs nhd-p16-g4,...] [--no-ptxas]
+//
+//===----------------------------------------------------------------------===//
+#include "GpuHarness.h"
+
+#include "Harness/Harness.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace kvir::test;
+using namespace kvir::test::gpu;
+namespace ref = kvir::ref;
+
+namespace {
+
+struct Config {
+  Layout layout;
+  int64_t pageSize, group;
+  std::string name() const {
+    return std::string(layout == Layout::NHD ? "nhd" : "hnd") + "-p" +
+           std::to_string(pageSize) + "-g" + std::to_string(group);
+  }
+};
+
+/// Per-kernel numbers from `ptxas -v`.
+struct PtxasInfo {
+  int registers = -1;
+  int64_t smem = 0, spillStores = 0, spillLoads = 0;
+};
+
+/// The occupancy model of a chip (CUDA occupancy calculator data).
+struct ChipLimits {
+  int64_t maxThreadsPerSm, maxBlocksPerSm, regsPerSm, smemPerSm,
+      reservedSmemPerBlock;
+};
+
+ChipLimits limitsOf(const std::string &chip) {
+  if (chip == "sm_80")
+    return {2048, 32, 65536, 167936, 1024}; // A100: 164 KB shared per SM
+  if (chip == "sm_86")
+    return {1536, 16, 65536, 102400, 1024};
+  if (chip == "sm_89")
+    return {1536, 24, 65536, 102400, 1024};
+  return {2048, 32, 65536, 233472, 1024}; // H100: 228 KB shared per SM
+}
+
+/// Resident warps per SM over the maximum, from registers per thread,
+/// static shared bytes and threads per block.
+double occupancy(const std::string &chip, int registers, int64_t smem,
+                 int64_t threads) {
+  ChipLimits l = limitsOf(chip);
+  int64_t warps = (threads + 31) / 32;
+  // Registers are allocated per warp in units of 256.
+  int64_t regsPerWarp = (int64_t(registers) * 32 + 255) / 256 * 256;
+  int64_t byRegs =
+      regsPerWarp ? (l.regsPerSm / regsPerWarp) / warps : l.maxBlocksPerSm;
+  int64_t smemPerBlock = (smem + l.reservedSmemPerBlock + 127) / 128 * 128;
+  int64_t bySmem = l.smemPerSm / smemPerBlock;
+  int64_t byThreads = l.maxThreadsPerSm / (warps * 32);
+  int64_t blocks = std::min({byRegs, bySmem, byThreads, l.maxBlocksPerSm});
+  return double(blocks * warps) / double(l.maxThreadsPerSm / 32);
+}
+
+std::string binDir;
+
+std::string tool(const std::string &name) {
+  llvm::SmallString<256> path(binDir);
+  llvm::sys::path::append(path, name);
+  return std::string(path);
+}
+
+int run(const std::vector<std::string> &argv, const std::string &out,
+        const std::string &err, std::optional<std::string> in = {}) {
+  std::vector<llvm::StringRef> args(argv.begin(), argv.end());
+  std::optional<llvm::StringRef> redirects[] = {
+      in ? std::optional<llvm::StringRef>(*in) : std::nullopt,
+      llvm::StringRef(out), llvm::StringRef(err)};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(argv[0], args, std::nullopt, redirects, 0,
+                                     0, &message);
+  if (rc < 0)
+    llvm::errs() << "kvir-decode-bench: " << argv[0] << ": " << message << "\n";
+  return rc;
+}
+
+std::string readFile(const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  return buffer ? (*buffer)->getBuffer().str() : std::string();
+}
+
+/// kvir-opt --kv-to-ptx=chip=<chip> | kvir-translate, then ptxas -v:
+/// kernel name -> ptxas numbers.
+std::map<std::string, PtxasInfo> compilePtx(const std::string &source,
+                                            const std::string &chip,
+                                            const std::string &ptxas,
+                                            const std::string &dir) {
+  std::map<std::string, PtxasInfo> info;
+  std::string mlirFile = dir + "/decode.mlir", lowered = dir + "/ptx.mlir",
+              log = dir + "/log.txt", outDir = dir + "/out-" + chip;
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(mlirFile, ec);
+    os << source;
+  }
+  llvm::sys::fs::create_directories(outDir);
+  if (run({tool("kvir-opt"), mlirFile, "--kv-to-ptx=chip=" + chip, "-o",
+           lowered},
+          log, log) != 0 ||
+      run({tool("kvir-translate"), lowered, "-o", outDir}, log, log) != 0) {
+    llvm::errs() << "kvir-decode-bench: compiling to PTX failed:\n"
+                 << readFile(log);
+    return info;
+  }
+  std::string ptx = outDir + "/kv_kernels.ptx";
+  if (ptxas.empty())
+    return info;
+  std::string ptxasLog = dir + "/ptxas-" + chip + ".txt";
+  if (run({ptxas, "-arch=" + chip, "-v", ptx, "-o", dir + "/k.cubin"}, ptxasLog,
+          ptxasLog) != 0) {
+    llvm::errs() << "kvir-decode-bench: ptxas failed:\n" << readFile(ptxasLog);
+    return info;
+  }
+  std::string text = readFile(ptxasLog);
+  std::regex entry("Compiling entry function '([^']+)'");
+  std::regex spills("(\\d+) bytes spill stores, (\\d+) bytes spill loads");
+  std::regex used("Used (\\d+) registers(?:, used \\d+ barriers)?(?:, (\\d+) "
+                  "bytes smem)?");
+  std::string current;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, entry))
+      current = m[1];
+    else if (std::regex_search(line, m, spills) && !current.empty()) {
+      info[current].spillStores = std::stoll(m[1]);
+      info[current].spillLoads = std::stoll(m[2]);
+    } else if (std::regex_search(line, m, used) && !current.empty()) {
+      info[current].registers = std::stoi(m[1]);
+      info[current].smem = m[2].matched ? std::stoll(m[2]) : 0;
+    }
+  }
+  return info;
+}
+
+bool startsWith(const std::string &s, const std::string &prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+bool isSplit(const std::string &name) {
+  std::string stem = name.substr(0, name.rfind('_'));
+  return stem.size() >= 6 && stem.compare(stem.size() - 6, 6, "_split") == 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int64_t batch = 4, kvLen = 2048, kvHeads = 8, headDim = 128;
+  std::vector<std::string> chips{"sm_80", "sm_90a"};
+  std::vector<std::string> only;
+  bool usePtxas = true;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--batch")
+      batch = std::stoll(next());
+    else if (a == "--kv-len")
+      kvLen = std::stoll(next());
+    else if (a == "--chips") {
+      chips.clear();
+      std::string list = next();
+      for (llvm::StringRef c : llvm::split(list, ','))
+        chips.push_back(c.str());
+    } else if (a == "--configs") {
+      std::string list = next();
+      for (llvm::StringRef c : llvm::split(list, ','))
+        only.push_back(c.str());
+    } else if (a == "--no-ptxas")
+      usePtxas = false;
+    else {
+      std::fprintf(stderr,
+                   "usage: %s [--batch N] [--kv-len N] [--chips "
+                   "a,b] [--configs nhd-p16-g4,...] [--no-ptxas]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  binDir = llvm::sys::path::parent_path(
+               llvm::sys::fs::getMainExecutable(argv[0], (void *)&main))
+               .str();
+  std::string ptxas;
+  if (usePtxas) {
+    if (auto found = llvm::sys::findProgramByName("ptxas"))
+      ptxas = *found;
+    else if (llvm::sys::fs::can_execute("/usr/local/cuda/bin/ptxas"))
+      ptxas = "/usr/local/cuda/bin/ptxas";
+  }
+  llvm::SmallString<128> tmp;
+  llvm::sys::fs::createUniqueDirectory("kvir-decode-bench", tmp);
+  std::string dir(tmp);
+
+  std::vector<Config> configs;
+  for (Layout layout : {Layout::NHD, Layout::HND})
+    for (int64_t page : {16, 64})
+      for (int64_t group : {1, 4, 8})
+        configs.push_back({layout, page, group});
+
+  std::printf("Decode, head_dim %lld, f16 KV/q/out, %lld KV heads, batch %lld "
+              "x kv_len %lld, CSR pages scattered over the pool.%s\n\n",
+              (long long)headDim, (long long)kvHeads, (long long)batch,
+              (long long)kvLen,
+              ptxas.empty() ? " (no ptxas: register columns empty)" : "");
+  std::printf("| config | chip | regs (split/direct/merge) | smem B | spill B "
+              "| occupancy | P | bytes / ideal | loads / ideal loads | "
+              "workspace / ideal | sector eff | max rel err |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  bool allOk = true;
+  for (const Config &cfg : configs) {
+    if (!only.empty() &&
+        std::find(only.begin(), only.end(), cfg.name()) == only.end())
+      continue;
+    int64_t qHeads = kvHeads * cfg.group;
+    CacheSpec spec;
+    spec.pageSize = cfg.pageSize;
+    spec.kvHeads = kvHeads;
+    spec.headDim = spec.headDimV = headDim;
+    spec.dtype = DType::F16;
+    spec.layout = cfg.layout;
+    spec.storage = Storage::Combined;
+    spec.table = Table::CSR;
+    Rng rng(42 + cfg.pageSize + cfg.group);
+    std::vector<int64_t> lens(batch, kvLen);
+    PagedCache cache = makeCache(spec, lens, rng);
+    Tensor q = randomTensor(rng, DType::F16, {batch, qHeads, headDim}, 2.0);
+    StateBuffers out = makeStateBuffers(batch, qHeads, headDim, DType::F16);
+    KernelSource src("batch_decode");
+    std::string kvType;
+    std::string kv = emitPagedView(src, cache, "kv", kvType);
+    std::string qs = src.addMemref("q", q);
+    std::string stateType =
+        stateTypeText(qHeads, headDim, DType::F16, Base::Two);
+    src.addLine("%s = kv.decode " + qs + ", " + kv + " : " + src.typeOf(qs) +
+                ", " + kvType + " -> " + stateType);
+    emitStore(src, "%s", stateType, out);
+    ref::AttentionParams params;
+    params.base = Base::Two;
+    ref::State expected = ref::decode(q, ref::PagedSource(cache), params);
+
+    // The ideal traffic: K and V once per (token, KV head), q once, out and
+    // lse once.
+    int64_t kvBytes = 0;
+    for (int64_t l : lens)
+      kvBytes += l * kvHeads * (2 * headDim) * 2;
+    int64_t qBytes = batch * qHeads * headDim * 2;
+    int64_t outBytes = batch * qHeads * headDim * 2,
+            lseBytes = batch * qHeads * 4;
+    double idealLoads = double(kvBytes + qBytes);
+    double ideal = idealLoads + double(outBytes + lseBytes);
+
+    for (const std::string &chip : chips) {
+      std::map<std::string, PtxasInfo> ptx =
+          compilePtx(src.text(), chip, ptxas, dir);
+      RunResult result;
+      ::testing::AssertionResult ran =
+          runGpu(src, {out.o, out.lse}, chip, {"kv.decode"}, result);
+      if (!ran) {
+        std::fprintf(stderr, "%s\n", ran.message());
+        return 1;
+      }
+      if (!result.reports.empty()) {
+        allOk = false;
+        for (const std::string &r : result.reports)
+          std::fprintf(stderr, "%s\n", r.c_str());
+      }
+      uint64_t loaded = 0, stored = 0, sectors = 0, useful = 0;
+      // The split-KV workspace: written by the split kernel, read back by
+      // the merge kernel (which also writes out and lse).
+      uint64_t workspace = 0;
+      int64_t parts = 1;
+      for (const auto &l : result.launches) {
+        loaded += l.globalBytesLoaded;
+        stored += l.globalBytesStored;
+        sectors += l.globalSectors;
+        useful += l.globalUsefulBytes;
+        if (isSplit(l.kernel)) {
+          parts = l.grid.z;
+          workspace += l.globalBytesStored;
+        } else if (startsWith(l.kernel, "merge")) {
+          workspace += l.globalBytesLoaded;
+        }
+      }
+      double rel = 0.0;
+      for (int64_t r = 0; r < batch; ++r)
+        for (int64_t h = 0; h < qHeads; ++h) {
+          double refMax = 0.0, err = 0.0;
+          for (int64_t d = 0; d < headDim; ++d) {
+            double e = expected.out(r, h, d), g = out.o.get({r, h, d});
+            refMax = std::max(refMax, std::fabs(e));
+            err = std::max(err, std::isnan(g) ? INFINITY : std::fabs(g - e));
+          }
+          rel = std::max(rel, err / std::max(refMax, 1e-4));
+        }
+
+      // ptxas numbers of the kernels this call launched.
+      std::string regs, smem, spill, occ;
+      if (!ptx.empty()) {
+        std::string splitName, directName, mergeName;
+        for (const auto &[name, info] : ptx) {
+          if (startsWith(name, "merge"))
+            mergeName = name;
+          else if (isSplit(name))
+            splitName = name;
+          else
+            directName = name;
+        }
+        auto regsOf = [&](const std::string &n) {
+          return ptx.count(n) ? std::to_string(ptx[n].registers) : "?";
+        };
+        regs = regsOf(splitName) + "/" + regsOf(directName) + "/" +
+               regsOf(mergeName);
+        const std::string &main = parts > 1 ? splitName : directName;
+        smem = std::to_string(ptx[main].smem);
+        int64_t spills = 0;
+        for (const auto &[name, info] : ptx)
+          spills += info.spillStores + info.spillLoads;
+        spill = std::to_string(spills);
+        int64_t threads =
+            result.launches.empty() ? 0 : result.launches[0].block.count();
+        char buf[32];
+        std::snprintf(buf, sizeof(buf), "%.0f%%",
+                      100.0 * occupancy(chip, ptx[main].registers,
+                                        ptx[main].smem, threads));
+        occ = buf;
+      }
+      double ratio = double(loaded + stored) / ideal;
+      double loadRatio = double(loaded) / idealLoads;
+      double efficiency = sectors ? double(useful) / (32.0 * sectors) : 1.0;
+      bool ok = ratio <= 1.05 && loadRatio <= 1.05 && efficiency >= 0.90 &&
+                rel <= outputTolerance(DType::F16) && result.reports.empty();
+      allOk &= ok;
+      std::printf("| %s | %s | %s | %s | %s | %s | %lld | %.3f | %.3f | "
+                  "%.3f | %.1f%% | %.1e%s |\n",
+                  cfg.name().c_str(), chip.c_str(), regs.c_str(), smem.c_str(),
+                  spill.c_str(), occ.c_str(), (long long)parts, ratio,
+                  loadRatio, double(workspace) / ideal, 100.0 * efficiency, rel,
+                  ok ? "" : " **FAIL**");
+      std::fflush(stdout);
+    }
+  }
+  std::printf("\nbytes / ideal: global bytes loaded + stored by all launches "
+              "of the call / (KV bytes once per KV head + q + out + lse); "
+              "loads / ideal loads: loaded / (KV + q); workspace / ideal: the "
+              "split-KV partial states written by the split kernel and read "
+              "by the merge kernel, included in bytes / ideal. Bounds: both "
+              "ratios <= 1.05, sector efficiency >= 90%%.\n");
+  clearGpuKernelCache();
+  llvm::sys::fs::remove_directories(dir);
+  return allOk ? 0 : 1;
+}

@@ -1,0 +1,175 @@
+// RUN: kvir-opt %s -split-input-file --convert-kv-to-gpu=chip=sm_90a | FileCheck %s
+
+// Decodes convert-kv-to-gpu has no kernel for stay as they are, for
+// kv-to-loops: f32 or quantized KV, head_dim != head_dim_v, on-the-fly RoPE,
+// rows wider than a warp of 16-byte vectors (head_dim 512), pools whose head
+// dim is not contiguous enough (vLLM's V pool: one element per vector, 64
+// threads per row), blocks over 48 KB of static shared memory, and KV that
+// is not a kv.paged_view of the function. A module with nothing to lower
+// gets no gpu.module.
+
+!f32cache = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64,
+                      dtype = f32, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf32, base = e>
+// CHECK-LABEL: func.func @f32_kv
+// CHECK-NOT: gpu.container_module
+// CHECK: kv.decode
+// CHECK-NOT: gpu.launch_func
+// CHECK-NOT: gpu.module
+func.func @f32_kv(%q: memref<?x8x64xf32>, %pool: memref<?x2x16x2x64xf32>,
+                  %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>,
+                  %o: memref<?x8x64xf32>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf32>)
+      tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !f32cache
+  %s = kv.decode %q, %kv : memref<?x8x64xf32>, !f32cache -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x64xf32>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+!fp8 = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64,
+                 dtype = f16, layout = nhd, storage = combined, table = csr,
+                 quant = fp8_e4m3>
+!s = !kv.state<?x8x64xf16, base = e>
+// CHECK-LABEL: func.func @fp8_kv
+// CHECK: kv.decode
+// CHECK-NOT: gpu.launch_func
+func.func @fp8_kv(%q: memref<?x8x64xf16>, %pool: memref<?x2x16x2x64xf8E4M3FN>,
+                  %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>,
+                  %ks: f32, %vs: f32,
+                  %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf8E4M3FN>)
+      tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>)
+      fp8_scales(%ks, %vs) : !fp8
+  %s = kv.decode %q, %kv : memref<?x8x64xf16>, !fp8 -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 64,
+               dtype = f16, layout = nhd, storage = split, table = csr>
+!s = !kv.state<?x8x64xf16, base = e>
+// CHECK-LABEL: func.func @value_dim_differs
+// CHECK: kv.decode
+// CHECK-NOT: gpu.launch_func
+func.func @value_dim_differs(%q: memref<?x8x128xf16>, %k: memref<?x16x2x128xf16>,
+                             %v: memref<?x16x2x64xf16>,
+                             %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>,
+                             %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%k, %v : memref<?x16x2x128xf16>, memref<?x16x2x64xf16>)
+      tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  %s = kv.decode %q, %kv : memref<?x8x128xf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64,
+               dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf16, base = e>
+// CHECK-LABEL: func.func @rope
+// CHECK: kv.decode
+// CHECK-NOT: gpu.launch_func
+func.func @rope(%q: memref<?x8x64xf16>, %pool: memref<?x2x16x2x64xf16>,
+                %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>,
+                %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf16>)
+      tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  %s = kv.decode %q, %kv {rope = #kv.rope<rotate_half, theta = 1.0e4, scale = 1.0>}
+      : memref<?x8x64xf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+// head_dim 512 in 8-element vectors needs 64 x-threads: more than a warp.
+!c = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 512, head_dim_v = 512,
+               dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x4x512xf16, base = e>
+// CHECK-LABEL: func.func @head_dim_512
+// CHECK: kv.decode
+// CHECK-NOT: gpu.launch_func
+func.func @head_dim_512(%q: memref<?x4x512xf16>, %pool: memref<?x2x16x1x512xf16>,
+                        %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>,
+                        %o: memref<?x4x512xf16>, %l: memref<?x4xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x1x512xf16>)
+      tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  %s = kv.decode %q, %kv : memref<?x4x512xf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x4x512xf16>, memref<?x4xf32>
+  return
+}
+
+// -----
+
+// vLLM's V pool [blocks, heads, head_dim, block] has unit stride along the
+// slot, not the head dim: one element per vector.
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64,
+               dtype = f16, layout = vllm, storage = split, table = block_table>
+!s = !kv.state<?x4x64xf16, base = e>
+// CHECK-LABEL: func.func @vllm
+// CHECK: kv.decode
+// CHECK-NOT: gpu.launch_func
+func.func @vllm(%q: memref<?x4x64xf16>, %k: memref<?x2x8x16x8xf16>,
+                %v: memref<?x2x64x16xf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>,
+                %o: memref<?x4x64xf16>, %l: memref<?x4xf32>) {
+  %kv = kv.paged_view pools(%k, %v : memref<?x2x8x16x8xf16>, memref<?x2x64x16xf16>)
+      tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !c
+  %s = kv.decode %q, %kv : memref<?x4x64xf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x4x64xf16>, memref<?x4xf32>
+  return
+}
+
+// -----
+
+// Group 64 at head_dim 256: 32 x 64 threads, over 1024 per block.
+!c = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 256, head_dim_v = 256,
+               dtype = bf16, layout = hnd, storage = combined, table = csr>
+!s = !kv.state<?x64x256xbf16, base = e>
+// CHECK-LABEL: func.func @too_many_threads
+// CHECK: kv.decode
+// CHECK-NOT: gpu.launch_func
+func.func @too_many_threads(%q: memref<?x64x256xbf16>, %pool: memref<?x2x1x16x256xbf16>,
+                            %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>,
+                            %o: memref<?x64x256xbf16>, %l: memref<?x64xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x1x16x256xbf16>)
+      tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  %s = kv.decode %q, %kv : memref<?x64x256xbf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x64x256xbf16>, memref<?x64xf32>
+  return
+}
+
+// -----
+
+// Of two decodes, the supported one becomes kernels, the other stays.
+!ok = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64,
+                dtype = f16, layout = nhd, storage = combined, table = csr>
+!no = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64,
+                dtype = f32, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf16, base = e>
+!s32 = !kv.state<?x8x64xf32, base = e>
+// CHECK: module attributes {gpu.container_module
+// CHECK-LABEL: func.func @mixed
+// CHECK: gpu.launch_func @kv_kernels::@decode_nhd_combined_csr_p16_h8x2_d64_f16_f16_
+// CHECK: kv.decode %{{.*}}, %{{.*}} : memref<?x8x64xf32>
+// CHECK: kv.store_state
+// CHECK: gpu.module @kv_kernels
+func.func @mixed(%q: memref<?x8x64xf16>, %pool: memref<?x2x16x2x64xf16>,
+                 %q32: memref<?x8x64xf32>, %pool32: memref<?x2x16x2x64xf32>,
+                 %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>,
+                 %o: memref<?x8x64xf16>, %l: memref<?x8xf32>,
+                 %o32: memref<?x8x64xf32>, %l32: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf16>)
+      tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !ok
+  %kv32 = kv.paged_view pools(%pool32 : memref<?x2x16x2x64xf32>)
+      tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !no
+  %s = kv.decode %q, %kv : memref<?x8x64xf16>, !ok -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
+  %t = kv.decode %q32, %kv32 : memref<?x8x64xf32>, !no -> !s32
+  kv.store_state %t, %o32, %l32 : !s32, memref<?x8x64xf32>, memref<?x8xf32>
+  return
+}

@@ -1,0 +1,62 @@
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: kvir-opt %S/Inputs/decode-kernels.mlir --kv-to-ptx=chip=sm_80 | kvir-translate -o %t/sm80
+// RUN: FileCheck %s --check-prefixes=PTX,SM80 --input-file=%t/sm80/kv_kernels.ptx
+// RUN: FileCheck %s --check-prefix=SELF --input-file=%t/sm80/kv_kernels.ptx
+// RUN: kvir-opt %S/Inputs/decode-kernels.mlir --kv-to-ptx=chip=sm_90a | kvir-translate -o %t/sm90a
+// RUN: FileCheck %s --check-prefixes=PTX,SM90 --input-file=%t/sm90a/kv_kernels.ptx
+// RUN: FileCheck %s --check-prefix=SELF --input-file=%t/sm90a/kv_kernels.ptx
+
+// kv-to-ptx (kv-specialize-layout, kv-tile, convert-kv-to-gpu, NVVM,
+// gpu-module-to-binary) yields self-contained code -- K/V rows and q in
+// 16-byte global loads, xor shuffles, ex2.approx / lg2.approx for the
+// softmax, 16-byte aligned shared buffers, and no calls (no libdevice), no
+// local memory.
+
+// SM80: .target sm_80
+// SM90: .target sm_90a
+// PTX: .address_size 64
+
+// The FlashInfer-shaped direct kernel (blocks of 16 x 4 x 2 threads).
+// PTX-LABEL: .visible .entry decode_affine_combined_csr_p16_h32x8_d128_f16_f16_
+// PTX: .maxntid 16, 4, 2
+// PTX: .shared .align 16 .b8 {{.*}}[8192];
+// PTX: .shared .align 16 .b8 {{.*}}[8192];
+// PTX: ld.global.v4.b32
+// PTX: bar.sync
+// PTX: ld.global.v4.b32
+// PTX: ld.global.v4.b32
+// PTX: shfl.sync.bfly.b32 {{.*}}, 8, 31,
+// PTX: shfl.sync.bfly.b32 {{.*}}, 4, 31,
+// PTX: shfl.sync.bfly.b32 {{.*}}, 2, 31,
+// PTX: shfl.sync.bfly.b32 {{.*}}, 1, 31,
+// PTX: ex2.approx.ftz.f32
+// PTX-DAG: lg2.approx.ftz.f32
+// PTX-DAG: st.global.v4.b32
+// PTX: ret;
+
+// Its split-KV variant and the merge kernel.
+// PTX-LABEL: .visible .entry decode_affine_combined_csr_p16_h32x8_d128_f16_f32_split_
+// PTX: ld.global.v4.b32
+// PTX: ex2.approx.ftz.f32
+// PTX-LABEL: .visible .entry merge_partitions_h32_d128_f16_base_2_
+// PTX: .maxntid 128, 1, 1
+// PTX: ex2.approx.ftz.f32
+// PTX: lg2.approx.ftz.f32
+
+// The vLLM-shaped kernel: bf16 rows of 64 in 8 x-threads (xor 4, 2, 1),
+// group 8 on y.
+// PTX-LABEL: .visible .entry decode_affine_split_block_table_p64_h16x2_d64_bf16_f32_
+// PTX: .maxntid 8, 8, 2
+// PTX: ld.global.v4.b32
+// PTX: ld.global.v4.b32
+// PTX: shfl.sync.bfly.b32 {{.*}}, 4, 31,
+// PTX: shfl.sync.bfly.b32 {{.*}}, 2, 31,
+// PTX: shfl.sync.bfly.b32 {{.*}}, 1, 31,
+// PTX: ex2.approx.ftz.f32
+
+// Over the whole file: no calls, no libdevice, no local memory (spills or
+// stack arrays), nothing but 16-byte aligned shared buffers.
+// SELF-NOT: call
+// SELF-NOT: __nv_
+// SELF-NOT: .local
+// SELF-NOT: .shared .align {{[1248]}} .b8

@@ -1,0 +1,92 @@
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: kvir-opt %S/Inputs/decode-kernels.mlir --kv-to-ptx=chip=sm_90a | kvir-translate -o %t
+// RUN: cat %t/decode_affine_combined_csr_p16_h32x8_d128_f16_f16_*.json | FileCheck %s --check-prefix=DIRECT
+// RUN: cat %t/decode_affine_combined_csr_p16_h32x8_d128_f16_f32_split_*.json | FileCheck %s --check-prefix=SPLIT
+// RUN: cat %t/merge_partitions_h32_d128_f16_base_2_*.json | FileCheck %s --check-prefix=MERGE
+// RUN: FileCheck %s --check-prefix=HEADER --input-file=%t/kv_kernels.h
+
+// kvir-translate writes, per kernel, a JSON manifest (entry name, chip,
+// block, grid formula, shared memory, parameters with shapes and the
+// descriptor ABI, the whole split-KV plan) and one C header with the PTX
+// and the launch table.
+
+// The direct kernel. Parameters expand to 53 scalars: q (rank 3) 9, the
+// rank-5 pool 13, three rank-1 tables 5 each, out 9, lse 7.
+// DIRECT: "block": [
+// DIRECT-NEXT: 16,
+// DIRECT-NEXT: 4,
+// DIRECT-NEXT: 2
+// DIRECT: "chip": "sm_90a",
+// DIRECT: "dynamic_shared_bytes": 0,
+// DIRECT: "grid": [
+// DIRECT-NEXT: "batch",
+// DIRECT-NEXT: 8,
+// DIRECT-NEXT: 1
+// DIRECT: "kernel": "decode_affine_combined_csr_p16_h32x8_d128_f16_f16_{{[0-9a-f]+}}",
+// DIRECT: "num_params": 53,
+// DIRECT: "param_abi": "memref -> (allocated ptr, aligned ptr, offset, sizes[rank], strides[rank]); scalars as themselves",
+// DIRECT: "params": [
+// DIRECT: "name": "q",
+// DIRECT: "name": "pool",
+// DIRECT: "num_pages",
+// DIRECT: "name": "kv_indptr",
+// DIRECT: "batch + 1"
+// DIRECT: "name": "kv_indices",
+// DIRECT: "name": "kv_last_page_len",
+// DIRECT: "name": "out",
+// DIRECT: "name": "lse",
+// DIRECT: "plan": {
+// DIRECT: "num_partitions": "min(32, max(1, ceil(264 / (batch * 8))))",
+// DIRECT: "split_heuristic": {
+// DIRECT: "sm_count": 132
+// DIRECT: "workspace_bytes": "num_partitions == 1 ? 0 : num_partitions * batch * 32 * 129 * 4"
+// DIRECT: "ptx": "kv_kernels.ptx",
+// DIRECT: "role": "direct",
+// The shared buffers as ptxas lays them out (16-byte aligned each).
+// DIRECT: "static_shared_bytes": 21600
+
+// SPLIT: "grid": [
+// SPLIT-NEXT: "batch",
+// SPLIT-NEXT: 8,
+// SPLIT-NEXT: "num_partitions"
+// SPLIT: "num_params": 58,
+// SPLIT: "name": "partial_out",
+// SPLIT: "num_partitions",
+// SPLIT-NEXT: "batch",
+// SPLIT-NEXT: 32,
+// SPLIT-NEXT: 128
+// SPLIT: "name": "partial_lse",
+// SPLIT: "dtype": "index",
+// SPLIT-NEXT: "name": "num_partitions",
+// SPLIT: "role": "split",
+
+// MERGE: "block": [
+// MERGE-NEXT: 128,
+// MERGE-NEXT: 1,
+// MERGE-NEXT: 1
+// MERGE: "grid": [
+// MERGE-NEXT: "batch",
+// MERGE-NEXT: 32,
+// MERGE-NEXT: 1
+// MERGE: "role": "merge",
+// MERGE: "static_shared_bytes": 512
+
+// HEADER: #ifndef KVIR_kv_kernels_H
+// HEADER: typedef struct {
+// HEADER: } kvir_kernel_t;
+// HEADER: static const char kvir_kv_kernels_ptx[] =
+// HEADER: ".target sm_90a\n"
+// HEADER: ".visible .entry decode_affine_combined_csr_p16_h32x8_d128_f16_f16_
+// HEADER: static const kvir_kernel_t kvir_kv_kernels_plan0_kernels[3] = {
+// HEADER-NEXT: {"decode_affine_combined_csr_p16_h32x8_d128_f16_f16_{{[0-9a-f]+}}", {16, 4, 2}, 21600, 0, 53},
+// HEADER-NEXT: {"decode_affine_combined_csr_p16_h32x8_d128_f16_f32_split_{{[0-9a-f]+}}", {16, 4, 2}, 21600, 0, 58},
+// HEADER-NEXT: {"merge_partitions_h32_d128_f16_base_2_{{[0-9a-f]+}}", {128, 1, 1}, 512, 0, 36},
+// HEADER: static inline uint32_t kvir_kv_kernels_plan0_num_partitions(uint32_t batch)
+// HEADER: uint32_t blocks = batch * 8u;
+// HEADER: uint32_t wanted = (264u
+// HEADER: static inline size_t kvir_kv_kernels_plan0_workspace_bytes(uint32_t batch)
+// HEADER: 32u * 129u * 4u
+// HEADER: static const kvir_kernel_t kvir_kv_kernels_plan1_kernels[3] = {
+// HEADER-NEXT: {"decode_affine_split_block_table_p64_h16x2_d64_bf16_f32_{{[0-9a-f]+}}", {8, 8, 2},
+// HEADER: uint32_t blocks = batch * 2u;
+// HEADER: #endif

@@ -1,0 +1,518 @@
+//===- DecodeGpuTest.cpp - GPU decode kernels in the emulator -------------===//
+//
+// Each configuration is a kv.decode over a random paged cache (pages
+// scattered over a pool whose unowned slots are NaN, outputs NaN-poisoned),
+// lowered with convert-kv-to-gpu alone (as kvir-runner does) and after
+// kv-specialize-layout + kv-tile (as kv-to-nvvm / kv-to-ptx do) -- the test
+// fails if the decode falls back to host loops -- run in kvir's emulator and
+// compared with the float64 reference (outputs within the harness's relative
+// error bound of the output type, LSE within 1e-3, empty requests exactly
+// (0, -inf), nothing NaN). Every configuration runs batches on both sides
+// of the split-KV heuristic: a small batch (P > 1 partitions: split kernel +
+// merge kernel) and one with batch * Hkv >= 2 * SMs (P == 1: the direct
+// kernel); which kernels ran, and with how many partitions, is read from
+// the emulator's launch records. Batches always hold an empty and a
+// one-token request.
+// Any emulator report (out-of-bounds access, shared-memory race, barrier
+// divergence) fails the test.
+//
+//===----------------------------------------------------------------------===//
+#include "GpuHarness.h"
+
+#include "TestUtil.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+using namespace kvir::test;
+using namespace kvir::test::gpu;
+
+namespace {
+
+/// One batch of a case: `batch` requests of random lengths in [2, maxLen]
+/// (plus a 0- and a 1-token request), or exactly `lengths`.
+struct BatchRun {
+  int64_t batch = 0;
+  int64_t maxLen = 0;
+  std::vector<int64_t> lengths;
+};
+
+struct GpuDecodeCase {
+  std::string name;
+  CacheSpec spec;
+  DType outType = DType::F16;
+  int64_t qHeads = 8;
+  ref::AttentionParams params;
+  std::string chip = "sm_86";
+  std::vector<BatchRun> runs;
+  uint64_t seed = 1;
+  /// Both the kernels kvir-runner builds and those kv-to-nvvm builds.
+  std::vector<Pipeline> pipelines{Pipeline::ConvertOnly, Pipeline::Specialized};
+};
+
+std::ostream &operator<<(std::ostream &os, const GpuDecodeCase &c) {
+  return os << c.name;
+}
+
+/// Whether a decode kernel name is the split-KV variant: names end in
+/// "_split_<hash>" (the storage kind "split" also appears earlier).
+bool isSplitKernel(const std::string &name) {
+  std::string stem = name.substr(0, name.rfind('_'));
+  return stem.size() >= 6 && stem.compare(stem.size() - 6, 6, "_split") == 0;
+}
+
+void runGpuDecodeCase(const GpuDecodeCase &c) {
+  Rng rng(c.seed);
+  SCOPED_TRACE(describe(c.spec) + " q_heads " + std::to_string(c.qHeads) +
+               " out " + mlirName(c.outType) + " chip " + c.chip + " seed " +
+               std::to_string(c.seed));
+  bool sawDirect = false, sawSplit = false;
+  for (const BatchRun &run : c.runs) {
+    std::vector<int64_t> kvLens =
+        run.lengths.empty() ? randomLengths(rng, run.batch, run.maxLen)
+                            : run.lengths;
+    int64_t batch = kvLens.size();
+    SCOPED_TRACE("batch of " + std::to_string(batch));
+    PagedCache cache = makeCache(c.spec, kvLens, rng);
+    Tensor q =
+        randomTensor(rng, c.spec.dtype, {batch, c.qHeads, c.spec.headDim}, 2.0);
+    StateBuffers out =
+        makeStateBuffers(batch, c.qHeads, c.spec.headDimV, c.outType);
+
+    KernelSource src;
+    std::string kvType;
+    std::string kv = emitPagedView(src, cache, "kv", kvType);
+    std::string qs = src.addMemref("q", q);
+    std::string stateType =
+        stateTypeText(c.qHeads, c.spec.headDimV, c.outType, c.params.base);
+    src.addLine("%s = kv.decode " + qs + ", " + kv + " " +
+                attentionAttrs(c.params, /*withCausal=*/false) + " : " +
+                src.typeOf(qs) + ", " + kvType + " -> " + stateType);
+    emitStore(src, "%s", stateType, out);
+
+    ref::State expected =
+        ref::decode(q, ref::PagedSource(cache), asKernelSees(c.params));
+    int64_t parts = expectedPartitions(c.chip, batch, c.spec.kvHeads);
+    for (Pipeline pipeline : c.pipelines) {
+      SCOPED_TRACE(pipelineName(pipeline));
+      RunResult result;
+      auto start = std::chrono::steady_clock::now();
+      ASSERT_TRUE(runGpu(src, {out.o, out.lse}, c.chip, {"kv.decode"}, result,
+                         pipeline));
+      double seconds = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+      EXPECT_TRUE(noReports(result));
+
+      // The split-KV choice and the kernels that carried it out.
+      std::vector<std::string> names = result.kernelNames();
+      if (parts == 1) {
+        sawDirect = true;
+        ASSERT_EQ(names.size(), 1u) << result.describeLaunches();
+        EXPECT_EQ(names[0].rfind("decode_", 0), 0u) << names[0];
+        EXPECT_FALSE(isSplitKernel(names[0])) << names[0];
+        EXPECT_EQ(result.launches[0].grid.x, uint32_t(batch));
+        EXPECT_EQ(result.launches[0].grid.y, uint32_t(c.spec.kvHeads));
+        EXPECT_EQ(result.launches[0].grid.z, 1u);
+      } else {
+        sawSplit = true;
+        ASSERT_EQ(names.size(), 2u) << result.describeLaunches();
+        EXPECT_EQ(names[0].rfind("decode_", 0), 0u) << names[0];
+        EXPECT_TRUE(isSplitKernel(names[0])) << names[0];
+        EXPECT_EQ(result.launches[0].grid.x, uint32_t(batch));
+        EXPECT_EQ(result.launches[0].grid.y, uint32_t(c.spec.kvHeads));
+        EXPECT_EQ(result.launches[0].grid.z, uint32_t(parts));
+        EXPECT_EQ(names[1].rfind("merge_partitions", 0), 0u) << names[1];
+        EXPECT_EQ(result.launches[1].grid.x, uint32_t(batch));
+        EXPECT_EQ(result.launches[1].grid.y, uint32_t(c.qHeads));
+      }
+      // The block of a decode kernel covers the GQA group on threadIdx.y.
+      EXPECT_EQ(result.launches[0].block.y,
+                uint32_t(c.qHeads / c.spec.kvHeads));
+      EXPECT_TRUE(check(compareGpuState(out, expected, c.outType)));
+      if (std::getenv("KVIR_UNIT_VERBOSE"))
+        std::printf("    %s, batch %lld, P = %lld: %.2f s\n",
+                    pipelineName(pipeline), (long long)batch, (long long)parts,
+                    seconds);
+    }
+  }
+  // Each case is meant to cover the paths its runs were chosen for.
+  bool wantDirect = false, wantSplit = false;
+  for (const BatchRun &run : c.runs) {
+    int64_t batch = run.lengths.empty() ? run.batch : run.lengths.size();
+    (expectedPartitions(c.chip, batch, c.spec.kvHeads) == 1 ? wantDirect
+                                                            : wantSplit) = true;
+  }
+  EXPECT_EQ(sawDirect, wantDirect);
+  EXPECT_EQ(sawSplit, wantSplit);
+}
+
+/// A small batch (P > 1) and a batch just large enough for P == 1 on `chip`.
+std::vector<BatchRun> bothPaths(const std::string &chip, int64_t kvHeads,
+                                int64_t smallBatch, int64_t smallMaxLen,
+                                int64_t largeMaxLen) {
+  int64_t large = (2 * smCountOf(chip) + kvHeads - 1) / kvHeads;
+  return {BatchRun{smallBatch, smallMaxLen, {}},
+          BatchRun{large, largeMaxLen, {}}};
+}
+
+GpuDecodeCase makeCase(std::string name, CacheSpec spec, int64_t qHeads,
+                       DType outType, std::string chip, uint64_t seed) {
+  GpuDecodeCase c;
+  c.name = std::move(name);
+  c.spec = spec;
+  c.qHeads = qHeads;
+  c.outType = outType;
+  c.chip = std::move(chip);
+  c.seed = seed;
+  return c;
+}
+
+std::vector<GpuDecodeCase> decodeCases() {
+  std::vector<GpuDecodeCase> cases;
+  auto add = [&](GpuDecodeCase c, int64_t smallBatch, int64_t smallMaxLen,
+                 int64_t largeMaxLen) {
+    c.runs =
+        bothPaths(c.chip, c.spec.kvHeads, smallBatch, smallMaxLen, largeMaxLen);
+    cases.push_back(std::move(c));
+  };
+  {
+    GpuDecodeCase c = makeCase("NhdCombinedCsrP16D128G4F16Base2",
+                               makeSpec(16, 2, 128, DType::F16, Layout::NHD,
+                                        Storage::Combined, Table::CSR),
+                               8, DType::F16, "sm_86", 1001);
+    c.params.base = Base::Two;
+    add(c, 5, 70, 20);
+  }
+  {
+    GpuDecodeCase c = makeCase("HndCombinedCsrP16D128G4F16BaseE",
+                               makeSpec(16, 2, 128, DType::F16, Layout::HND,
+                                        Storage::Combined, Table::CSR),
+                               8, DType::F16, "sm_80", 1002);
+    add(c, 4, 90, 20);
+  }
+  {
+    GpuDecodeCase c = makeCase("NhdSplitCsrP5D64G2BF16",
+                               makeSpec(5, 4, 64, DType::BF16, Layout::NHD,
+                                        Storage::Split, Table::CSR),
+                               8, DType::BF16, "sm_86", 1003);
+    add(c, 6, 40, 13);
+  }
+  {
+    GpuDecodeCase c = makeCase("HndSplitBlockTableP7D96G1F16ToF32",
+                               makeSpec(7, 4, 96, DType::F16, Layout::HND,
+                                        Storage::Split, Table::BlockTable),
+                               4, DType::F32, "sm_86", 1004);
+    add(c, 5, 45, 16);
+  }
+  {
+    GpuDecodeCase c = makeCase("NhdCombinedBlockTableP1D64G8BF16ToF32Base2",
+                               makeSpec(1, 2, 64, DType::BF16, Layout::NHD,
+                                        Storage::Combined, Table::BlockTable),
+                               16, DType::F32, "sm_86", 1005);
+    c.params.base = Base::Two;
+    add(c, 5, 30, 6);
+  }
+  {
+    GpuDecodeCase c = makeCase("HndCombinedBlockTableP32D256G2F16ToBF16SoftCap",
+                               makeSpec(32, 4, 256, DType::F16, Layout::HND,
+                                        Storage::Combined, Table::BlockTable),
+                               8, DType::BF16, "sm_86", 1006);
+    c.params.softCap = 5.0;
+    add(c, 3, 100, 40);
+  }
+  {
+    GpuDecodeCase c = makeCase("NhdSplitBlockTableP64D80G4BF16Window",
+                               makeSpec(64, 2, 80, DType::BF16, Layout::NHD,
+                                        Storage::Split, Table::BlockTable),
+                               8, DType::BF16, "sm_89", 1007);
+    c.params.windowLeft = 20;
+    add(c, 4, 150, 70);
+  }
+  {
+    GpuDecodeCase c = makeCase("HndSplitCsrP128D128G8F16SmScaleBase2",
+                               makeSpec(128, 1, 128, DType::F16, Layout::HND,
+                                        Storage::Split, Table::CSR),
+                               8, DType::F16, "sm_86", 1008);
+    c.params.smScale = 0.05;
+    c.params.base = Base::Two;
+    add(c, 3, 300, 8);
+  }
+  {
+    GpuDecodeCase c = makeCase("NhdCombinedCsrP16D256G1BF16ToF32CapWindowScale",
+                               makeSpec(16, 4, 256, DType::BF16, Layout::NHD,
+                                        Storage::Combined, Table::CSR),
+                               4, DType::F32, "sm_90a", 1009);
+    c.params.smScale = 0.1;
+    c.params.softCap = 3.0;
+    c.params.windowLeft = 33;
+    add(c, 4, 80, 10);
+  }
+  {
+    GpuDecodeCase c = makeCase("HndCombinedCsrP5D80G8BF16ToF16",
+                               makeSpec(5, 2, 80, DType::BF16, Layout::HND,
+                                        Storage::Combined, Table::CSR),
+                               16, DType::F16, "sm_86", 1010);
+    add(c, 4, 33, 9);
+  }
+  {
+    GpuDecodeCase c = makeCase("NhdCombinedCsrP32D96G2F16WindowZero",
+                               makeSpec(32, 4, 96, DType::F16, Layout::NHD,
+                                        Storage::Combined, Table::CSR),
+                               8, DType::F16, "sm_86", 1011);
+    c.params.windowLeft = 0;
+    add(c, 5, 70, 35);
+  }
+  {
+    GpuDecodeCase c = makeCase("HndCombinedBlockTableP64D64G4F16BaseE",
+                               makeSpec(64, 2, 64, DType::F16, Layout::HND,
+                                        Storage::Combined, Table::BlockTable),
+                               8, DType::F16, "sm_86", 1012);
+    add(c, 4, 200, 66);
+  }
+  {
+    GpuDecodeCase c = makeCase("NhdSplitCsrP16D128G8BF16ToF32Base2Cap",
+                               makeSpec(16, 8, 128, DType::BF16, Layout::NHD,
+                                        Storage::Split, Table::CSR),
+                               64, DType::F32, "sm_86", 1013);
+    c.params.base = Base::Two;
+    c.params.softCap = 30.0;
+    add(c, 3, 40, 17);
+  }
+  {
+    GpuDecodeCase c = makeCase("HndSplitBlockTableP16D64G1BF16Base2",
+                               makeSpec(16, 8, 64, DType::BF16, Layout::HND,
+                                        Storage::Split, Table::BlockTable),
+                               8, DType::BF16, "sm_80", 1014);
+    c.params.base = Base::Two;
+    add(c, 5, 60, 18);
+  }
+  {
+    // Long context: 32k keys of one request over one KV head (P = 32).
+    GpuDecodeCase c = makeCase("LongHndCombinedCsrP16D128G4F16Kv32k",
+                               makeSpec(16, 1, 128, DType::F16, Layout::HND,
+                                        Storage::Combined, Table::CSR),
+                               4, DType::F16, "sm_90a", 1015);
+    c.params.base = Base::Two;
+    c.runs = {BatchRun{0, 0, {32768}}};
+    cases.push_back(c);
+  }
+  {
+    // Long context through the direct kernel is too slow for the emulator
+    // at P == 1 with batch 1; a 9000-key request with a block table,
+    // chosen off page boundaries, split over the partitions of sm_80.
+    GpuDecodeCase c = makeCase("LongNhdSplitBlockTableP64D128G8BF16Kv9k",
+                               makeSpec(64, 1, 128, DType::BF16, Layout::NHD,
+                                        Storage::Split, Table::BlockTable),
+                               8, DType::BF16, "sm_80", 1016);
+    c.params.windowLeft = 5000;
+    c.runs = {BatchRun{0, 0, {9001, 0, 1}}};
+    cases.push_back(c);
+  }
+  {
+    // Groups beyond 8: one block holds 16 query heads of head_dim 128.
+    GpuDecodeCase c = makeCase("NhdCombinedCsrP16D128G16F16",
+                               makeSpec(16, 2, 128, DType::F16, Layout::NHD,
+                                        Storage::Combined, Table::CSR),
+                               32, DType::F16, "sm_86", 1018);
+    add(c, 3, 50, 12);
+  }
+  {
+    GpuDecodeCase c = makeCase("HndSplitBlockTableP32D64G32BF16Base2",
+                               makeSpec(32, 1, 64, DType::BF16, Layout::HND,
+                                        Storage::Split, Table::BlockTable),
+                               32, DType::BF16, "sm_89", 1019);
+    c.params.base = Base::Two;
+    add(c, 3, 70, 10);
+  }
+  // Other layouts and table forms convert-kv-to-gpu lowers through their
+  // affine maps: token tables with unaligned runs, token offsets, OpenPPL
+  // layouts with a layer index, Llama's contiguous cache.
+  {
+    GpuDecodeCase c = makeCase("NhdCombinedTokenTableP8D64G4F16",
+                               makeSpec(8, 2, 64, DType::F16, Layout::NHD,
+                                        Storage::Combined, Table::TokenTable),
+                               8, DType::F16, "sm_86", 1020);
+    add(c, 4, 40, 12);
+  }
+  {
+    GpuDecodeCase c = makeCase("HndSplitTokenOffsetP16D128G2BF16Base2",
+                               makeSpec(16, 2, 128, DType::BF16, Layout::HND,
+                                        Storage::Split, Table::TokenOffset),
+                               4, DType::BF16, "sm_86", 1021);
+    c.params.base = Base::Two;
+    add(c, 4, 50, 12);
+  }
+  {
+    GpuDecodeCase c = makeCase("LlamaTokenOffsetP64D64G4F16",
+                               makeSpec(64, 2, 64, DType::F16, Layout::Llama,
+                                        Storage::Split, Table::TokenOffset),
+                               8, DType::F16, "sm_86", 1022);
+    add(c, 4, 64, 20);
+  }
+  {
+    CacheSpec spec = makeSpec(5, 2, 64, DType::F16, Layout::PPL0,
+                              Storage::Combined, Table::BlockTable);
+    spec.layer = 1;
+    GpuDecodeCase c = makeCase("Ppl0Layer1BlockTableP5D64G2F16", spec, 4,
+                               DType::F16, "sm_86", 1023);
+    add(c, 4, 30, 8);
+  }
+  {
+    CacheSpec spec = makeSpec(16, 2, 128, DType::BF16, Layout::PPL3,
+                              Storage::Combined, Table::TokenTable);
+    spec.layer = 1;
+    GpuDecodeCase c = makeCase("Ppl3Layer1TokenTableP16D128G4BF16", spec, 8,
+                               DType::F32, "sm_86", 1024);
+    c.params.windowLeft = 17;
+    add(c, 4, 60, 12);
+  }
+  {
+    // Large batch: 512 requests, P == 1 on every chip.
+    GpuDecodeCase c = makeCase("Batch512NhdCombinedCsrP16D64G2F16",
+                               makeSpec(16, 1, 64, DType::F16, Layout::NHD,
+                                        Storage::Combined, Table::CSR),
+                               2, DType::F16, "sm_90a", 1017);
+    c.runs = {BatchRun{512, 24, {}}};
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+class GpuDecode : public ::testing::TestWithParam<GpuDecodeCase> {};
+
+TEST_P(GpuDecode, MatchesReference) { runGpuDecodeCase(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(
+    Matrix, GpuDecode, ::testing::ValuesIn(decodeCases()),
+    [](const ::testing::TestParamInfo<GpuDecodeCase> &info) {
+      return info.param.name;
+    });
+
+/// A seeded random sweep: every (layout, storage, table, dtype) combination
+/// three times, with random page size, head dim, group, KV heads, output type,
+/// LSE base, attributes and chip.
+std::vector<GpuDecodeCase> sweepCases() {
+  std::vector<GpuDecodeCase> cases;
+  const int64_t pages[] = {1, 5, 7, 16, 32, 64, 128};
+  const int64_t dims[] = {64, 80, 96, 128, 256};
+  const int64_t groups[] = {1, 2, 4, 8};
+  const int64_t kvHeadCounts[] = {1, 2, 4};
+  const DType outs[] = {DType::F16, DType::BF16, DType::F32};
+  const char *chips[] = {"sm_80", "sm_86", "sm_89", "sm_90a"};
+  for (int i = 0; i < 48; ++i) {
+    Rng rng(3000 + i);
+    int combo = i % 16;
+    Layout layout = combo & 1 ? Layout::HND : Layout::NHD;
+    Storage storage = combo & 2 ? Storage::Split : Storage::Combined;
+    Table table = combo & 4 ? Table::BlockTable : Table::CSR;
+    DType dtype = combo & 8 ? DType::BF16 : DType::F16;
+    int64_t page = pages[rng.integer(0, 6)];
+    int64_t dim = dims[rng.integer(0, 4)];
+    int64_t group = groups[rng.integer(0, 3)];
+    int64_t kvHeads = kvHeadCounts[rng.integer(0, 2)];
+    GpuDecodeCase c;
+    c.spec = makeSpec(page, kvHeads, dim, dtype, layout, storage, table);
+    c.qHeads = group * kvHeads;
+    c.outType = outs[rng.integer(0, 2)];
+    c.chip = chips[rng.integer(0, 3)];
+    c.seed = 4000 + i;
+    c.params.base = rng.coin() ? Base::Two : Base::E;
+    if (rng.coin(0.3))
+      c.params.smScale = rng.uniform(0.02, 0.3);
+    if (rng.coin(0.3))
+      c.params.softCap = rng.uniform(1.0, 50.0);
+    if (rng.coin(0.3))
+      c.params.windowLeft = rng.integer(0, 3 * page + 10);
+    // Lengths over a few pages (at least ~40 tokens) for the small batch;
+    // short requests for the batch that fills the chip (P == 1).
+    int64_t smallMaxLen =
+        std::max<int64_t>(40, 3 * page + rng.integer(0, page));
+    int64_t largeMaxLen = std::min<int64_t>(std::max<int64_t>(8, page + 3), 40);
+    c.runs =
+        bothPaths(c.chip, kvHeads, rng.integer(2, 6), smallMaxLen, largeMaxLen);
+    std::ostringstream name;
+    name << "Sweep" << i << "_" << (layout == Layout::HND ? "Hnd" : "Nhd")
+         << (storage == Storage::Split ? "Split" : "Combined")
+         << (table == Table::CSR ? "Csr" : "BlockTable")
+         << (dtype == DType::BF16 ? "BF16" : "F16") << "P" << page << "D" << dim
+         << "G" << group << "H" << kvHeads << "To" << mlirName(c.outType);
+    c.name = name.str();
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sweep, GpuDecode, ::testing::ValuesIn(sweepCases()),
+    [](const ::testing::TestParamInfo<GpuDecodeCase> &info) {
+      return info.param.name;
+    });
+
+/// An empty batch launches nothing and reports nothing.
+TEST(GpuDecodeEdge, EmptyBatchLaunchesNothing) {
+  CacheSpec spec = makeSpec(16, 2, 64, DType::F16);
+  Rng rng(9);
+  PagedCache cache = makeCache(spec, {}, rng);
+  Tensor q(DType::F16, {0, 4, 64});
+  StateBuffers out = makeStateBuffers(0, 4, 64, DType::F16);
+  KernelSource src;
+  std::string kvType;
+  std::string kv = emitPagedView(src, cache, "kv", kvType);
+  std::string qs = src.addMemref("q", q);
+  std::string t = stateTypeText(4, 64, DType::F16, Base::E);
+  src.addLine("%s = kv.decode " + qs + ", " + kv + " : " + src.typeOf(qs) +
+              ", " + kvType + " -> " + t);
+  emitStore(src, "%s", t, out);
+  RunResult result;
+  ASSERT_TRUE(runGpu(src, {out.o, out.lse}, "sm_90a", {"kv.decode"}, result));
+  EXPECT_TRUE(noReports(result));
+  EXPECT_TRUE(result.launches.empty()) << result.describeLaunches();
+}
+
+/// Every KV token of the batch is read from global memory exactly once per
+/// KV head by the direct kernel (plus q once and one table entry per page):
+/// the GQA group shares each K/V tile.
+TEST(GpuDecodeEdge, DirectKernelReadsEachKvByteOnce) {
+  CacheSpec spec = makeSpec(16, 2, 128, DType::F16, Layout::HND);
+  Rng rng(10);
+  int64_t batch = 84, qHeads = 8; // 84 * 2 = 168 = 2 * 84 SMs: P == 1
+  std::vector<int64_t> lens(batch);
+  for (int64_t &l : lens)
+    l = rng.integer(1, 64);
+  PagedCache cache = makeCache(spec, lens, rng);
+  Tensor q = randomTensor(rng, DType::F16, {batch, qHeads, 128}, 2.0);
+  StateBuffers out = makeStateBuffers(batch, qHeads, 128, DType::F16);
+  KernelSource src;
+  std::string kvType;
+  std::string kv = emitPagedView(src, cache, "kv", kvType);
+  std::string qs = src.addMemref("q", q);
+  std::string t = stateTypeText(qHeads, 128, DType::F16, Base::Two);
+  src.addLine("%s = kv.decode " + qs + ", " + kv + " : " + src.typeOf(qs) +
+              ", " + kvType + " -> " + t);
+  emitStore(src, "%s", t, out);
+  RunResult result;
+  ASSERT_TRUE(runGpu(src, {out.o, out.lse}, "sm_86", {"kv.decode"}, result));
+  EXPECT_TRUE(noReports(result));
+  ASSERT_EQ(result.launches.size(), 1u);
+  int64_t kvBytes = 0, pageEntries = 0;
+  for (int64_t l : lens) {
+    kvBytes += l * spec.kvHeads * 2 * 128 * 2;
+    // Pages a request's 32-token tiles touch, per KV head.
+    pageEntries += spec.kvHeads * ((l + 15) / 16);
+  }
+  // Per block: q of the group, kv_indptr[b], [b + 1], last_page_len[b].
+  int64_t expected = kvBytes + batch * qHeads * 128 * 2 +
+                     batch * spec.kvHeads * 3 * 4 + pageEntries * 4;
+  EXPECT_EQ(result.launches[0].globalBytesLoaded, uint64_t(expected));
+  EXPECT_EQ(result.launches[0].globalBytesStored,
+            uint64_t(batch * qHeads * (128 * 2 + 4)));
+  ref::AttentionParams params;
+  params.base = Base::Two;
+  EXPECT_TRUE(check(compareGpuState(
+      out, ref::decode(q, ref::PagedSource(cache), params), DType::F16)));
+}
+
+} // namespace

@@ -1,0 +1,338 @@
+//===- GpuHarness.cpp - kv functions as emulated GPU kernels --------------===//
+#include "GpuHarness.h"
+
+#include "kvir/Conversion/KVToGPU/KVToGPU.h"
+#include "kvir/Conversion/KVToLoops/KVToLoops.h"
+#include "kvir/Dialect/KV/Transforms/Passes.h"
+#include "kvir/Emulator/HostLowering.h"
+#include "kvir/Registration/InitAll.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <tuple>
+
+using namespace kvir::test;
+using namespace kvir::test::gpu;
+
+static mlir::MLIRContext &context() {
+  static mlir::MLIRContext *ctx = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    mlir::DialectRegistry registry;
+    mlir::registerAllDialects(registry);
+    mlir::registerAllExtensions(registry);
+    mlir::registerAllToLLVMIRTranslations(registry);
+    kvir::registerAllDialects(registry);
+    auto *c = new mlir::MLIRContext(registry);
+    c->loadAllAvailableDialects();
+    return c;
+  }();
+  return *ctx;
+}
+
+const char *kvir::test::gpu::pipelineName(Pipeline pipeline) {
+  return pipeline == Pipeline::ConvertOnly ? "convert-kv-to-gpu"
+                                           : "specialize+tile+convert";
+}
+
+GpuKernel::~GpuKernel() = default;
+
+llvm::Expected<std::unique_ptr<GpuKernel>>
+GpuKernel::compile(const std::string &source, const std::string &funcName,
+                   const std::string &chip,
+                   const std::vector<std::string> &mustLower,
+                   Pipeline pipeline) {
+  mlir::MLIRContext &ctx = context();
+  std::string diagnostics;
+  llvm::raw_string_ostream diagStream(diagnostics);
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &diag) {
+    diagStream << diag.getLocation() << ": " << diag << "\n";
+    for (mlir::Diagnostic &note : diag.getNotes())
+      diagStream << "  note: " << note << "\n";
+    return mlir::success();
+  });
+  auto fail = [&](const std::string &what) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "%s:\n%s\n--- source ---\n%s", what.c_str(),
+                                   diagnostics.c_str(), source.c_str());
+  };
+
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(source, &ctx);
+  if (!module)
+    return fail("failed to parse the test function");
+
+  auto kernel = std::unique_ptr<GpuKernel>(new GpuKernel());
+  kernel->funcName = funcName;
+  {
+    mlir::PassManager pm(&ctx);
+    if (pipeline == Pipeline::Specialized) {
+      pm.addPass(kvir::kv::createKVExpandCascade());
+      pm.addPass(kvir::kv::createKVSpecializeLayout());
+      kvir::kv::KVTileOptions tileOptions;
+      tileOptions.chip = chip;
+      pm.addPass(kvir::kv::createKVTile(tileOptions));
+    }
+    kvir::ConvertKVToGPUOptions options;
+    options.chip = chip;
+    pm.addPass(kvir::createConvertKVToGPU(options));
+    if (mlir::failed(pm.run(*module)))
+      return fail("convert-kv-to-gpu failed");
+  }
+  LoweringSummary &s = kernel->lowering;
+  module->walk([&](mlir::Operation *op) {
+    if (llvm::isa<mlir::gpu::LaunchFuncOp>(op))
+      ++s.launches;
+    if (auto fn = llvm::dyn_cast<mlir::gpu::GPUFuncOp>(op)) {
+      ++s.kernels;
+      s.kernelNames.push_back(fn.getName().str());
+    }
+    for (const std::string &name : mustLower)
+      if (op->getName().getStringRef() == name)
+        ++s.leftover;
+  });
+  if (s.leftover || !s.launches || !s.kernels) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+    return fail("convert-kv-to-gpu left " + std::to_string(s.leftover) +
+                " op(s) for kv-to-loops and built " +
+                std::to_string(s.launches) + " launches; after the pass:\n" +
+                text);
+  }
+  {
+    mlir::PassManager pm(&ctx);
+    pm.addPass(kvir::createConvertKVToLoops());
+    if (mlir::failed(pm.run(*module)))
+      return fail("kv-to-loops (host plumbing) failed");
+  }
+  kvir::emu::Emulator::get().options().exitOnError = false;
+  if (mlir::failed(kvir::emu::lowerHostForEmulator(*module)))
+    return fail("lowering the host code for the emulator failed");
+
+  mlir::ExecutionEngineOptions options;
+  // The host code only allocates and launches: no need to optimize it.
+  auto transformer = mlir::makeOptimizingTransformer(0, 0, nullptr);
+  options.transformer = transformer;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::None;
+  options.enablePerfNotificationListener = false;
+  auto engine = mlir::ExecutionEngine::create(*module, options);
+  if (!engine) {
+    diagStream << llvm::toString(engine.takeError());
+    return fail("ExecutionEngine creation failed");
+  }
+  // gpu-to-llvm loads the kernel module from a global constructor: the
+  // emulated CUDA runtime must resolve before initialize() runs it.
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    return kvir::emu::Emulator::get().getRuntimeSymbols(interner);
+  });
+  (*engine)->initialize();
+  kernel->engine = std::move(*engine);
+  return kernel;
+}
+
+llvm::Error GpuKernel::call(llvm::ArrayRef<KernelArg> args) const {
+  kvir::emu::Emulator &emu = kvir::emu::Emulator::get();
+  std::vector<const void *> registered;
+  for (const KernelArg &a : args) {
+    if (a.kind != KernelArg::Kind::Memref)
+      continue;
+    const Tensor &t = a.tensor;
+    emu.registerAllocation(
+        t.data(), uint64_t(t.allocationElements()) * byteSize(t.dtype()),
+        "test tensor");
+    registered.push_back(t.data());
+  }
+  std::vector<std::vector<int64_t>> descriptors;
+  descriptors.reserve(args.size());
+  std::vector<void *> descriptorPtrs(args.size(), nullptr);
+  std::vector<float> scalars(args.size(), 0.0f);
+  std::vector<void *> packed(args.size(), nullptr);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].kind == KernelArg::Kind::F32) {
+      scalars[i] = args[i].scalar;
+      packed[i] = &scalars[i];
+      continue;
+    }
+    descriptors.push_back(args[i].tensor.descriptor());
+    descriptorPtrs[i] = descriptors.back().data();
+    packed[i] = &descriptorPtrs[i];
+  }
+  llvm::Error err = engine->invokePacked("_mlir_ciface_" + funcName, packed);
+  for (const void *p : registered)
+    emu.unregisterAllocation(p);
+  return err;
+}
+
+namespace {
+using CacheKey = std::tuple<std::string, std::string, Pipeline>;
+std::map<CacheKey, std::unique_ptr<GpuKernel>> &kernelCache() {
+  static std::map<CacheKey, std::unique_ptr<GpuKernel>> cache;
+  return cache;
+}
+
+/// Destroys the host engines before static destruction (see test/Unit's
+/// Jit.cpp: an ExecutionEngine torn down from exit() fails spuriously).
+class GpuKernelCacheEnvironment : public ::testing::Environment {
+public:
+  void TearDown() override { kernelCache().clear(); }
+};
+
+[[maybe_unused]] ::testing::Environment *const gpuCacheEnvironment =
+    ::testing::AddGlobalTestEnvironment(new GpuKernelCacheEnvironment);
+} // namespace
+
+void kvir::test::gpu::clearGpuKernelCache() { kernelCache().clear(); }
+
+llvm::Expected<const GpuKernel *> kvir::test::gpu::getGpuKernel(
+    const std::string &source, const std::string &funcName,
+    const std::string &chip, const std::vector<std::string> &mustLower,
+    Pipeline pipeline) {
+  auto &cache = kernelCache();
+  CacheKey key{source, chip, pipeline};
+  auto it = cache.find(key);
+  if (it != cache.end())
+    return it->second.get();
+  auto kernel = GpuKernel::compile(source, funcName, chip, mustLower, pipeline);
+  if (!kernel)
+    return kernel.takeError();
+  const GpuKernel *result = kernel->get();
+  cache.emplace(key, std::move(*kernel));
+  return result;
+}
+
+std::vector<std::string> RunResult::kernelNames() const {
+  std::vector<std::string> names;
+  for (const auto &l : launches)
+    names.push_back(l.kernel);
+  return names;
+}
+
+std::string RunResult::describeLaunches() const {
+  std::string s;
+  for (const auto &l : launches)
+    s += "  " + l.toJson() + "\n";
+  return s;
+}
+
+::testing::AssertionResult kvir::test::gpu::runGpu(
+    const KernelSource &src, const std::vector<Tensor> &outputs,
+    const std::string &chip, const std::vector<std::string> &mustLower,
+    RunResult &result, Pipeline pipeline) {
+  for (Tensor t : outputs)
+    t.poison();
+  std::string text = src.text();
+  auto kernel = getGpuKernel(text, src.getName(), chip, mustLower, pipeline);
+  if (!kernel)
+    return ::testing::AssertionFailure() << llvm::toString(kernel.takeError());
+  kvir::emu::Emulator &emu = kvir::emu::Emulator::get();
+  emu.options().exitOnError = false;
+  emu.clearResults();
+  llvm::Error err = (*kernel)->call(src.args());
+  result.kernel = *kernel;
+  result.launches = emu.getLaunchStats();
+  result.reports = emu.getReports();
+  emu.clearResults();
+  if (err)
+    return ::testing::AssertionFailure()
+           << "call failed: " << llvm::toString(std::move(err)) << "\n"
+           << text;
+  return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult kvir::test::gpu::noReports(const RunResult &result) {
+  if (result.reports.empty())
+    return ::testing::AssertionSuccess();
+  auto failure = ::testing::AssertionFailure();
+  failure << result.reports.size() << " emulator report(s):\n";
+  for (size_t i = 0; i < result.reports.size() && i < 5; ++i)
+    failure << result.reports[i] << "\n";
+  return failure;
+}
+
+::testing::AssertionResult
+kvir::test::gpu::compareGpuState(const StateBuffers &got,
+                                 const ref::State &expected, DType outputType) {
+  double tol = outputTolerance(outputType);
+  int64_t rows = expected.rows, heads = expected.heads, dv = expected.headDimV;
+  if (got.o.rank() != 3 || got.o.dim(0) != rows || got.o.dim(1) != heads ||
+      got.o.dim(2) != dv)
+    return ::testing::AssertionFailure() << "state buffer shape mismatch";
+  const double inf = std::numeric_limits<double>::infinity();
+  int failures = 0;
+  double worstO = 0.0, worstLse = 0.0;
+  std::ostringstream os;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < heads; ++h) {
+      double refLse = expected.lseAt(r, h), gotLse = got.lse.get({r, h});
+      bool empty = refLse == -inf;
+      double refMax = 0.0, err = 0.0;
+      bool zeros = true, nan = std::isnan(gotLse);
+      for (int64_t d = 0; d < dv; ++d) {
+        double g = got.o.get({r, h, d}), e = expected.out(r, h, d);
+        nan |= std::isnan(g);
+        zeros &= g == 0.0;
+        refMax = std::max(refMax, std::fabs(e));
+        err = std::max(err, std::isnan(g) ? inf : std::fabs(g - e));
+      }
+      double rel = err / std::max(refMax, 1e-4);
+      double lseErr = empty ? 0.0 : std::fabs(gotLse - refLse);
+      bool ok = !nan &&
+                (empty ? zeros && gotLse == -inf
+                       : rel <= tol && std::isfinite(gotLse) && lseErr <= 1e-3);
+      if (!empty) {
+        worstO = std::max(worstO, rel);
+        worstLse = std::max(worstLse, lseErr);
+      }
+      if (!ok && failures++ < 8)
+        os << "  row " << r << " head " << h << ": lse got " << gotLse
+           << " ref " << refLse
+           << (empty ? " (empty: needs o == 0, lse == -inf)" : "")
+           << "; o rel err " << rel << " (tol " << tol << ")"
+           << (nan ? " NaN" : "") << "\n";
+    }
+  if (failures)
+    return ::testing::AssertionFailure()
+           << failures << " of " << rows * heads
+           << " (row, head) pairs differ from the reference:\n"
+           << os.str();
+  return ::testing::AssertionSuccess()
+         << "max rel err " << worstO << ", max lse err " << worstLse;
+}
+
+int64_t kvir::test::gpu::smCountOf(const std::string &chip) {
+  if (chip == "sm_80")
+    return 108;
+  if (chip == "sm_86")
+    return 84;
+  if (chip == "sm_89")
+    return 142;
+  if (chip == "sm_90" || chip == "sm_90a")
+    return 132;
+  ADD_FAILURE() << "unknown chip " << chip;
+  return 1;
+}
+
+int64_t kvir::test::gpu::expectedPartitions(const std::string &chip,
+                                            int64_t batch, int64_t kvHeads) {
+  int64_t blocks = std::max<int64_t>(batch * kvHeads, 1);
+  int64_t wanted = (2 * smCountOf(chip) + blocks - 1) / blocks;
+  return std::min<int64_t>(32, std::max<int64_t>(1, wanted));
+}

@@ -1,0 +1,126 @@
+//===- GpuHarness.h - kv functions as emulated GPU kernels ------*- C++ -*-===//
+//
+// Runs the test functions of test/Unit's harness (KernelSource: kv.paged_view
+// + an op + kv.store_state, every buffer an argument) through
+// convert-kv-to-gpu instead of kv-to-loops: the kernels run in kvir's
+// emulator (lib/Emulator), the host launch code is JIT-compiled with MLIR's
+// ExecutionEngine. Each compile checks that the ops under test really became
+// kernel launches (no silent fallback to host loops); each call records the
+// emulator's per-launch counters and reports (memcheck, racecheck, barrier).
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVIR_TEST_GPU_GPUHARNESS_H
+#define KVIR_TEST_GPU_GPUHARNESS_H
+
+#include "Harness/Harness.h"
+
+#include "kvir/Emulator/Emulator.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class ExecutionEngine;
+} // namespace mlir
+
+namespace kvir::test::gpu {
+
+/// What convert-kv-to-gpu made of a test function.
+struct LoweringSummary {
+  /// gpu.launch_func ops in the host code and gpu.func kernels built.
+  int launches = 0, kernels = 0;
+  /// kv ops of the kinds the test expects lowered that are still there.
+  int leftover = 0;
+  std::vector<std::string> kernelNames;
+};
+
+/// The kv-level passes before the kernels are built.
+enum class Pipeline {
+  /// convert-kv-to-gpu on the module as written (kvir-runner's lowering).
+  ConvertOnly,
+  /// kv-to-nvvm's front: kv-expand-cascade, kv-specialize-layout (preset
+  /// layouts to affine maps), kv-tile{chip}, convert-kv-to-gpu{chip} -- the
+  /// kernels that become PTX.
+  Specialized,
+};
+const char *pipelineName(Pipeline pipeline);
+
+class GpuKernel {
+public:
+  ~GpuKernel();
+  /// Parses `source`, runs convert-kv-to-gpu{chip}, kv-to-loops for the host
+  /// plumbing, prepares the kernels for the emulator and JIT-compiles the
+  /// host code. Fails if an op named in `mustLower` (e.g. "kv.decode") is
+  /// left after convert-kv-to-gpu or no kernel was launched.
+  static llvm::Expected<std::unique_ptr<GpuKernel>>
+  compile(const std::string &source, const std::string &funcName,
+          const std::string &chip, const std::vector<std::string> &mustLower,
+          Pipeline pipeline = Pipeline::Specialized);
+
+  /// Calls the function. The tensors of `args` are registered with the
+  /// emulator as live allocations for the call.
+  llvm::Error call(llvm::ArrayRef<KernelArg> args) const;
+
+  const LoweringSummary &summary() const { return lowering; }
+
+private:
+  GpuKernel() = default;
+  std::unique_ptr<mlir::ExecutionEngine> engine;
+  std::string funcName;
+  LoweringSummary lowering;
+};
+
+/// The compiled kernel for (source, chip), compiled once per process.
+llvm::Expected<const GpuKernel *>
+getGpuKernel(const std::string &source, const std::string &funcName,
+             const std::string &chip, const std::vector<std::string> &mustLower,
+             Pipeline pipeline = Pipeline::Specialized);
+
+/// Destroys every cached kernel (done by a gtest environment at the end of
+/// a test run; programs without gtest's main call it before exiting).
+void clearGpuKernelCache();
+
+/// The launches and reports of one call.
+struct RunResult {
+  std::vector<emu::LaunchStats> launches;
+  std::vector<std::string> reports;
+  const GpuKernel *kernel = nullptr;
+
+  /// Names of the launched kernels, in order.
+  std::vector<std::string> kernelNames() const;
+  std::string describeLaunches() const;
+};
+
+/// Poisons `outputs` (NaN), compiles (or reuses) the GPU lowering of `src`
+/// for `chip` and calls it; `result` receives the emulator's launches and
+/// reports of this call. Fails on compile or call errors only: the caller
+/// checks the reports (expectNoReports).
+::testing::AssertionResult
+runGpu(const KernelSource &src, const std::vector<Tensor> &outputs,
+       const std::string &chip, const std::vector<std::string> &mustLower,
+       RunResult &result, Pipeline pipeline = Pipeline::Specialized);
+
+/// Succeeds if the emulator reported nothing (no out-of-bounds access, race,
+/// barrier divergence or other failed check).
+::testing::AssertionResult noReports(const RunResult &result);
+
+/// Compares a GPU state with the reference: per (row, head) the harness's
+/// relative error metric within outputTolerance(outputType), |lse - ref| <=
+/// 1e-3 (any output type), never NaN, empty rows exactly (0, -inf).
+::testing::AssertionResult compareGpuState(const StateBuffers &got,
+                                           const ref::State &expected,
+                                           DType outputType);
+
+/// SMs of a chip as convert-kv-to-gpu's split-KV heuristic sees them
+/// (DESIGN/brief numbers: A100 108, GA102 84, L40S 142, H100 132).
+int64_t smCountOf(const std::string &chip);
+
+/// The partition count the host code must choose for `batch` requests over
+/// `kvHeads` heads: min(32, max(1, ceil(2 * SMs / (batch * kvHeads)))).
+int64_t expectedPartitions(const std::string &chip, int64_t batch,
+                           int64_t kvHeads);
+
+} // namespace kvir::test::gpu
+
+#endif // KVIR_TEST_GPU_GPUHARNESS_H
