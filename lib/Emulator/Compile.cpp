@@ -17,6 +17,7 @@
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -53,6 +54,14 @@ static LogicalResult lowerToNvvm(ModuleOp scratch) {
   // Vector lowering leaves ub.poison behind (e.g. for vector.from_elements).
   gpm.addPass(createUBToLLVMConversionPass());
   gpm.addPass(createReconcileUnrealizedCastsPass());
+  // The first vector round cannot convert workgroup-memory memref types (its
+  // type converter lacks the GPU address-space mapping) and says so; those
+  // ops are left for convert-gpu-to-nvvm, so the message is not a failure.
+  ScopedDiagnosticHandler quiet(scratch.getContext(), [](Diagnostic &diag) {
+    std::string text = diag.str();
+    return success(StringRef(text).contains("conversion of memref memory space") &&
+                   StringRef(text).contains("to integer address space failed"));
+  });
   return pm.run(scratch);
 }
 
