@@ -188,8 +188,11 @@ gpu::GPUFuncOp gpu_lowering::buildDecodeKernel(gpu::GPUModuleOp module,
                                      FunctionType::get(ctx, argTypes, {}),
                                      workgroup.types);
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
-  func.setKnownBlockSizeAttr(
-      DenseI32ArrayAttr::get(ctx, {int32_t(tx), int32_t(group), int32_t(tz)}));
+  // Kernels always launch with exactly this block: .reqntid (rather than
+  // known_block_size's .maxntid) keeps ptxas from capping registers for an
+  // occupancy it cannot get, which made it spill (head_dim 256, group 8 on
+  // sm_90a).
+  func->setAttr("nvvm.reqntid", DenseI32ArrayAttr::get(ctx, {int32_t(tx), int32_t(group), int32_t(tz)}));
   // Shared buffers are accessed with 16-byte vectors: without an explicit
   // alignment they would get their element type's, and ptxas may place
   // them at any such offset.

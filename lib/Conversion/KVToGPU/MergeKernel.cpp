@@ -46,7 +46,11 @@ gpu::GPUFuncOp gpu_lowering::buildMergeKernel(gpu::GPUModuleOp module,
                                      FunctionType::get(ctx, argTypes, {}),
                                      TypeRange{lseSharedType});
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
-  func.setKnownBlockSizeAttr(DenseI32ArrayAttr::get(ctx, {int32_t(dv), 1, 1}));
+  // Kernels always launch with exactly this block: .reqntid (rather than
+  // known_block_size's .maxntid) keeps ptxas from capping registers for an
+  // occupancy it cannot get, which made it spill (head_dim 256, group 8 on
+  // sm_90a).
+  func->setAttr("nvvm.reqntid", DenseI32ArrayAttr::get(ctx, {int32_t(dv), 1, 1}));
   func.setWorkgroupAttributionAttr(
       0, LLVM::LLVMDialect::getAlignAttrName(),
       IntegerAttr::get(IntegerType::get(ctx, 64), 16));

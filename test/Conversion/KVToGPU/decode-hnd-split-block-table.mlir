@@ -17,7 +17,7 @@
 // CHECK: gpu.launch_func @kv_kernels::@[[MERGE:merge_partitions_h16_d64_f32_base_e_[0-9a-f]+]]
 
 // CHECK: gpu.func @[[DIRECT]](%[[Q:[^:]*]]: memref<?x16x64xbf16>, %[[K:[^:]*]]: memref<?x2x64x64xbf16>, %[[V:[^:]*]]: memref<?x2x64x64xbf16>, %[[BT:[^:]*]]: memref<?x?xi32>, %[[LENS:[^:]*]]: memref<?xi32>, %[[OUT:[^:]*]]: memref<?x16x64xf32>, %[[LSE:[^:]*]]: memref<?x16xf32>)
-// CHECK-SAME: known_block_size = array<i32: 8, 8, 2>
+// CHECK-SAME: nvvm.reqntid = array<i32: 8, 8, 2>
 // kv_len once per block, and the window: start = max(0, kv_len - 1 - 100).
 // CHECK: memref.load %[[LENS]][%block_id_x] : memref<?xi32>
 // CHECK: %[[W:.*]] = arith.constant 100 : index

@@ -51,7 +51,7 @@
 // vectors, and their element types alone would let ptxas place them at 2- or
 // 4-byte offsets (a misaligned-address fault on the GPU).
 // CHECK-SAME: workgroup(%[[KT:.*]] : memref<32x128xf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[VT:.*]] : memref<32x128xf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[QS:.*]] : memref<4x128xf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[META:.*]] : memref<3xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[PAGES:.*]] : memref<3xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<8x128xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
-// CHECK-SAME: kernel attributes {known_block_size = array<i32: 16, 4, 2>}
+// CHECK-SAME: kernel attributes {nvvm.reqntid = array<i32: 16, 4, 2>}
 // Thread 0 reads the request's CSR entries once and publishes the range.
 // CHECK: scf.if
 // CHECK: memref.load %{{.*}}[%block_id_x] : memref<?xi32>
@@ -97,7 +97,7 @@
 
 // The split kernel writes f32 partial states of partition blockIdx.z.
 // CHECK: gpu.func @[[SPLIT]]({{.*}}, %{{.*}}: memref<?x?x32x128xf32>, %{{.*}}: memref<?x?x32xf32>, %{{.*}}: index)
-// CHECK-SAME: known_block_size = array<i32: 16, 4, 2>
+// CHECK-SAME: nvvm.reqntid = array<i32: 16, 4, 2>
 // CHECK: arith.ceildivui
 // CHECK: vector.store %{{.*}}, %{{.*}}[%block_id_z, %block_id_x, %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x?x32x128xf32>, vector<8xf32>
 // CHECK: memref.store %{{.*}}, %{{.*}}[%block_id_z, %block_id_x, %{{.*}}] : memref<?x?x32xf32>
@@ -106,7 +106,7 @@
 // in shared memory a block-width at a time.
 // CHECK: gpu.func @[[MERGE]](%{{.*}}: memref<?x?x32x128xf32>, %{{.*}}: memref<?x?x32xf32>, %{{.*}}: memref<?x32x128xf16>, %{{.*}}: memref<?x32xf32>)
 // CHECK-SAME: workgroup(%[[LS:.*]] : memref<128xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
-// CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
+// CHECK-SAME: nvvm.reqntid = array<i32: 128, 1, 1>
 // CHECK: scf.for
 // CHECK: gpu.barrier
 // CHECK: memref.store %{{.*}}, %[[LS]]

@@ -18,7 +18,7 @@
 
 // The FlashInfer-shaped direct kernel (blocks of 16 x 4 x 2 threads).
 // PTX-LABEL: .visible .entry decode_affine_combined_csr_p16_h32x8_d128_f16_f16_
-// PTX: .maxntid 16, 4, 2
+// PTX: .reqntid 16, 4, 2
 // PTX: .shared .align 16 .b8 {{.*}}[8192];
 // PTX: .shared .align 16 .b8 {{.*}}[8192];
 // PTX: ld.global.v4.b32
@@ -39,14 +39,14 @@
 // PTX: ld.global.v4.b32
 // PTX: ex2.approx.ftz.f32
 // PTX-LABEL: .visible .entry merge_partitions_h32_d128_f16_base_2_
-// PTX: .maxntid 128, 1, 1
+// PTX: .reqntid 128, 1, 1
 // PTX: ex2.approx.ftz.f32
 // PTX: lg2.approx.ftz.f32
 
 // The vLLM-shaped kernel: bf16 rows of 64 in 8 x-threads (xor 4, 2, 1),
 // group 8 on y.
 // PTX-LABEL: .visible .entry decode_affine_split_block_table_p64_h16x2_d64_bf16_f32_
-// PTX: .maxntid 8, 8, 2
+// PTX: .reqntid 8, 8, 2
 // PTX: ld.global.v4.b32
 // PTX: ld.global.v4.b32
 // PTX: shfl.sync.bfly.b32 {{.*}}, 4, 31,

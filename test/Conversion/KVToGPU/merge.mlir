@@ -12,7 +12,7 @@
 // CHECK: %[[NE:.*]] = arith.cmpi sgt, %[[ROWS]], %c0
 // CHECK: scf.if %[[NE]] {
 // CHECK: gpu.launch_func @kv_kernels::@[[K:merge2_h4_d64_[0-9a-f]+]] blocks in (%[[ROWS]], %c4, %{{.*}}) threads in (%c64, %{{.*}}, %{{.*}}) args(%[[O0]] : memref<?x4x64xf16>, %[[L0]] : memref<?x4xf32>, %[[O1]] : memref<?x4x64xf16>, %[[L1]] : memref<?x4xf32>, %[[O]] : memref<?x4x64xf16>, %[[L]] : memref<?x4xf32>)
-// CHECK: gpu.func @[[K]]({{.*}}) workgroup(%[[LS:.*]] : memref<2xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel attributes {known_block_size = array<i32: 64, 1, 1>}
+// CHECK: gpu.func @[[K]]({{.*}}) workgroup(%[[LS:.*]] : memref<2xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel attributes {nvvm.reqntid = array<i32: 64, 1, 1>}
 // Thread 0 stages LSE 0, thread 1 LSE 1 (base 2: no rescaling).
 // CHECK: scf.if
 // CHECK: memref.load %{{.*}}[%block_id_x, %block_id_y] : memref<?x4xf32>

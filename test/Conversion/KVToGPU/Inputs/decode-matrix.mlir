@@ -1,0 +1,45 @@
+// Decodes spanning the tiling space (page sizes 1..128, head_dim 64..256,
+// groups 1..8, f16/bf16, NHD/HND, combined/split, CSR/block table, soft
+// cap, window): every kernel kv-to-ptx generates for them goes to ptxas.
+func.func @p1_d64_g1_f16(%q: memref<?x8x64xf16>, %p0: memref<?x2x1x8x64xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x1x8x64xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 1, kv_heads = 8, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+  %s = kv.decode %q, %kv : memref<?x8x64xf16>, !kv.paged<page_size = 1, kv_heads = 8, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr> -> !kv.state<?x8x64xf16, base = 2>
+  kv.store_state %s, %o, %l : !kv.state<?x8x64xf16, base = 2>, memref<?x8x64xf16>, memref<?x8xf32>
+  return
+}
+func.func @p5_d80_g2_bf16(%q: memref<?x8x80xbf16>, %p0: memref<?x4x5x80xbf16>, %p1: memref<?x4x5x80xbf16>, %t0: memref<?x?xi32>, %t1: memref<?xi32>, %o: memref<?x8x80xbf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%p0, %p1 : memref<?x4x5x80xbf16>, memref<?x4x5x80xbf16>) tables(%t0, %t1 : memref<?x?xi32>, memref<?xi32>) : !kv.paged<page_size = 5, kv_heads = 4, head_dim = 80, head_dim_v = 80, dtype = bf16, layout = hnd, storage = split, table = block_table>
+  %s = kv.decode %q, %kv : memref<?x8x80xbf16>, !kv.paged<page_size = 5, kv_heads = 4, head_dim = 80, head_dim_v = 80, dtype = bf16, layout = hnd, storage = split, table = block_table> -> !kv.state<?x8x80xbf16, base = e>
+  kv.store_state %s, %o, %l : !kv.state<?x8x80xbf16, base = e>, memref<?x8x80xbf16>, memref<?x8xf32>
+  return
+}
+func.func @p32_d96_g4_f16(%q: memref<?x8x96xf16>, %p0: memref<?x32x2x96xf16>, %p1: memref<?x32x2x96xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x8x96xf32>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%p0, %p1 : memref<?x32x2x96xf16>, memref<?x32x2x96xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 32, kv_heads = 2, head_dim = 96, head_dim_v = 96, dtype = f16, layout = nhd, storage = split, table = csr>
+  %s = kv.decode %q, %kv : memref<?x8x96xf16>, !kv.paged<page_size = 32, kv_heads = 2, head_dim = 96, head_dim_v = 96, dtype = f16, layout = nhd, storage = split, table = csr> -> !kv.state<?x8x96xf32, base = 2>
+  kv.store_state %s, %o, %l : !kv.state<?x8x96xf32, base = 2>, memref<?x8x96xf32>, memref<?x8xf32>
+  return
+}
+func.func @p128_d256_g8_bf16(%q: memref<?x32x256xbf16>, %p0: memref<?x2x4x128x256xbf16>, %t0: memref<?x?xi32>, %t1: memref<?xi32>, %o: memref<?x32x256xf32>, %l: memref<?x32xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x4x128x256xbf16>) tables(%t0, %t1 : memref<?x?xi32>, memref<?xi32>) : !kv.paged<page_size = 128, kv_heads = 4, head_dim = 256, head_dim_v = 256, dtype = bf16, layout = hnd, storage = combined, table = block_table>
+  %s = kv.decode %q, %kv : memref<?x32x256xbf16>, !kv.paged<page_size = 128, kv_heads = 4, head_dim = 256, head_dim_v = 256, dtype = bf16, layout = hnd, storage = combined, table = block_table> -> !kv.state<?x32x256xf32, base = e>
+  kv.store_state %s, %o, %l : !kv.state<?x32x256xf32, base = e>, memref<?x32x256xf32>, memref<?x32xf32>
+  return
+}
+func.func @p16_d128_g1_f16_cap(%q: memref<?x32x128xf16>, %p0: memref<?x2x32x16x128xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x32x128xf16>, %l: memref<?x32xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x32x16x128xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 32, head_dim = 128, head_dim_v = 128, dtype = f16, layout = hnd, storage = combined, table = csr>
+  %s = kv.decode %q, %kv {logits_soft_cap = 30.0 : f32, window_left = 1024 : i64} : memref<?x32x128xf16>, !kv.paged<page_size = 16, kv_heads = 32, head_dim = 128, head_dim_v = 128, dtype = f16, layout = hnd, storage = combined, table = csr> -> !kv.state<?x32x128xf16, base = 2>
+  kv.store_state %s, %o, %l : !kv.state<?x32x128xf16, base = 2>, memref<?x32x128xf16>, memref<?x32xf32>
+  return
+}
+func.func @p64_d128_g4_bf16(%q: memref<?x32x128xbf16>, %p0: memref<?x64x8x128xbf16>, %p1: memref<?x64x8x128xbf16>, %t0: memref<?x?xi32>, %t1: memref<?xi32>, %o: memref<?x32x128xbf16>, %l: memref<?x32xf32>) {
+  %kv = kv.paged_view pools(%p0, %p1 : memref<?x64x8x128xbf16>, memref<?x64x8x128xbf16>) tables(%t0, %t1 : memref<?x?xi32>, memref<?xi32>) : !kv.paged<page_size = 64, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = nhd, storage = split, table = block_table>
+  %s = kv.decode %q, %kv {sm_scale = 0.1 : f32} : memref<?x32x128xbf16>, !kv.paged<page_size = 64, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = nhd, storage = split, table = block_table> -> !kv.state<?x32x128xbf16, base = e>
+  kv.store_state %s, %o, %l : !kv.state<?x32x128xbf16, base = e>, memref<?x32x128xbf16>, memref<?x32xf32>
+  return
+}
+func.func @p7_d64_g8_f16(%q: memref<?x8x64xf16>, %p0: memref<?x2x7x1x64xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x8x64xf32>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x7x1x64xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 7, kv_heads = 1, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+  %s = kv.decode %q, %kv : memref<?x8x64xf16>, !kv.paged<page_size = 7, kv_heads = 1, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr> -> !kv.state<?x8x64xf32, base = 2>
+  kv.store_state %s, %o, %l : !kv.state<?x8x64xf32, base = 2>, memref<?x8x64xf32>, memref<?x8xf32>
+  return
+}
