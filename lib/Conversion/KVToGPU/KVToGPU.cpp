@@ -201,19 +201,6 @@ static Attribute describeArg(Builder &b, StringRef name, Type type,
   return b.getDictionaryAttr(fields);
 }
 
-static ArrayRef<StringRef> tableArgNames(TableForm form) {
-  static const StringRef csr[] = {"kv_indptr", "kv_indices", "kv_last_page_len"};
-  static const StringRef blockTable[] = {"block_table", "seq_lens"};
-  static const StringRef tokens[] = {"cachestarts", "kv_lens"};
-  switch (form) {
-  case TableForm::csr:
-    return csr;
-  case TableForm::block_table:
-    return blockTable;
-  default:
-    return tokens;
-  }
-}
 
 void KVToGPULowering::recordDecodePlan(DecodeOp op, PagedViewOp view,
                                        const DecodeKernelSpec &spec,
@@ -241,7 +228,7 @@ void KVToGPULowering::recordDecodePlan(DecodeOp op, PagedViewOp view,
                                            : SmallVector<StringRef>{"k_pool", "v_pool"};
   for (auto [name, pool] : llvm::zip(poolNames, view.getPools()))
     args.push_back(describeArg(b, name, pool.getType(), {"num_pages"}));
-  for (auto [name, table] : llvm::zip(tableArgNames(kv.getTable()), view.getTables())) {
+  for (auto [name, table] : llvm::zip(getTableNames(kv.getTable()), view.getTables())) {
     SmallVector<std::string> symbols;
     if (name == "kv_indptr")
       symbols = {"batch + 1"};

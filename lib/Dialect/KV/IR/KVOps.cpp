@@ -70,23 +70,6 @@ static LogicalResult verifyShape(Operation *op, MemRefType type,
   return success();
 }
 
-static ArrayRef<StringRef> getTableNames(TableForm form) {
-  static const StringRef csr[] = {"kv_indptr", "kv_indices",
-                                  "kv_last_page_len"};
-  static const StringRef blockTable[] = {"block_table", "seq_lens"};
-  static const StringRef tokenTable[] = {"cachestarts", "kv_lens"};
-  switch (form) {
-  case TableForm::csr:
-    return csr;
-  case TableForm::block_table:
-    return blockTable;
-  case TableForm::token_table:
-  case TableForm::token_offset:
-    return tokenTable;
-  }
-  llvm_unreachable("unknown table form");
-}
-
 static unsigned getTableRank(TableForm form, unsigned index) {
   bool twoD = form == TableForm::block_table || form == TableForm::token_table;
   return twoD && index == 0 ? 2 : 1;

@@ -6,6 +6,23 @@
 using namespace mlir;
 using namespace kvir::kv;
 
+ArrayRef<StringRef> kvir::kv::getTableNames(TableForm form) {
+  static const StringRef csr[] = {"kv_indptr", "kv_indices",
+                                  "kv_last_page_len"};
+  static const StringRef blockTable[] = {"block_table", "seq_lens"};
+  static const StringRef tokenTable[] = {"cachestarts", "kv_lens"};
+  switch (form) {
+  case TableForm::csr:
+    return csr;
+  case TableForm::block_table:
+    return blockTable;
+  case TableForm::token_table:
+  case TableForm::token_offset:
+    return tokenTable;
+  }
+  llvm_unreachable("unknown table form");
+}
+
 int64_t kvir::kv::getVllmPackFactor(PagedType type) {
   return 16 / (type.getStorageElementType().getIntOrFloatBitWidth() / 8);
 }

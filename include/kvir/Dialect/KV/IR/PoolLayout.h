@@ -21,6 +21,10 @@ enum class PoolRole { K, V, KScale, VScale };
 /// Number of dims of the logical coordinate: (page, kv, slot, head, dim).
 constexpr unsigned kNumLogicalDims = 5;
 
+/// The names of a table form's table memrefs, in kv.paged_view order
+/// (FlashInfer's / vLLM's / OpenPPL's argument names).
+llvm::ArrayRef<llvm::StringRef> getTableNames(TableForm form);
+
 /// Element count of the vLLM K layout's innermost axis: 16 bytes of storage.
 int64_t getVllmPackFactor(PagedType type);
 
