@@ -1,19 +1,11 @@
 //===- Compile.cpp - gpu.module -> instrumented host JIT code -------------===//
 #include "Runtime.h"
 #include "kvir/Emulator/Instrument.h"
+#include "kvir/Target/GPU/KernelPipeline.h"
 
-#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
-#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
-#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
-#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
-#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
-#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
-#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
-#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Builders.h"
@@ -34,34 +26,12 @@ std::vector<std::unique_ptr<CompiledModule>> &compiledModules() {
 
 llvm::orc::SymbolMap hookSymbols(llvm::orc::MangleAndInterner interner);
 
-/// Lowers the gpu dialect kernels of `gpuModule` (inside a scratch module) to
-/// LLVM + NVVM as convert-gpu-to-nvvm does for real GPUs.
+/// Lowers the kernels of the gpu.module in `scratch` with the one kernel
+/// pipeline kv-to-nvvm uses: the emulator runs what becomes PTX, and only
+/// adds its instrumentation afterwards.
 static LogicalResult lowerToNvvm(ModuleOp scratch) {
   PassManager pm(scratch.getContext());
-  OpPassManager &gpm = pm.nest<gpu::GPUModuleOp>();
-  gpm.addPass(createLowerAffinePass());
-  gpm.addPass(memref::createExpandStridedMetadataPass());
-  gpm.addPass(createLowerAffinePass());
-  gpm.addPass(createConvertVectorToSCFPass());
-  gpm.addPass(createSCFToControlFlowPass());
-  gpm.addPass(createConvertNVGPUToNVVMPass());
-  // Vector ops lower before the rest: their lowering creates arith ops (the
-  // masks of transfer_read / transfer_write) that convert-gpu-to-nvvm must
-  // still see. A second round takes what the GPU lowering itself creates.
-  gpm.addPass(createConvertVectorToLLVMPass());
-  gpm.addPass(createConvertGpuOpsToNVVMOps());
-  gpm.addPass(createConvertVectorToLLVMPass());
-  // Vector lowering leaves ub.poison behind (e.g. for vector.from_elements).
-  gpm.addPass(createUBToLLVMConversionPass());
-  gpm.addPass(createReconcileUnrealizedCastsPass());
-  // The first vector round cannot convert workgroup-memory memref types (its
-  // type converter lacks the GPU address-space mapping) and says so; those
-  // ops are left for convert-gpu-to-nvvm, so the message is not a failure.
-  ScopedDiagnosticHandler quiet(scratch.getContext(), [](Diagnostic &diag) {
-    std::string text = diag.str();
-    return success(StringRef(text).contains("conversion of memref memory space") &&
-                   StringRef(text).contains("to integer address space failed"));
-  });
+  kvir::target::buildGpuKernelLoweringPipeline(pm);
   return pm.run(scratch);
 }
 

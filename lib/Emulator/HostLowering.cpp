@@ -1,31 +1,17 @@
 //===- HostLowering.cpp - Host code that launches emulated kernels --------===//
 #include "kvir/Emulator/HostLowering.h"
 #include "kvir/Emulator/Emulator.h"
+#include "kvir/Pipelines/Pipelines.h"
 
-#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
-#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
-#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
-#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
-#include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
-#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
-#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
-#include "mlir/Conversion/MathToLibm/MathToLibm.h"
-#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
-#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
-#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
-#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
-#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
-#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
+using namespace kvir;
 
 /// Host globals (memref.global constants such as page tables) are memory
 /// kernels may read: a global constructor registers each with the emulator.
@@ -81,27 +67,7 @@ LogicalResult kvir::emu::lowerHostForEmulator(ModuleOp module) {
       return failure();
   }
   PassManager pm(context);
-  // gpu-to-llvm lowers only the async forms of gpu.alloc, gpu.memcpy,
-  // gpu.memset and gpu.dealloc; this makes synchronous ones async (with a
-  // gpu.wait), as a CUDA program's implicit default stream would.
-  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createConvertVectorToSCFPass());
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(createConvertVectorToLLVMPass());
-  pm.addPass(createGpuToLLVMConversionPass());
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createUBToLLVMConversionPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
+  buildHostToLLVMPipeline(pm, HostLoweringOptions{/*gpuRuntime=*/true});
   if (failed(pm.run(module)))
     return failure();
   // Host allocations go through the emulator so kernels may access them.

@@ -37,6 +37,8 @@ struct BatchRun {
   int64_t batch = 0;
   int64_t maxLen = 0;
   std::vector<int64_t> lengths;
+  /// Whether the batch is meant to take the split-KV path (P > 1).
+  std::optional<bool> expectSplit;
 };
 
 struct GpuDecodeCase {
@@ -48,8 +50,6 @@ struct GpuDecodeCase {
   std::string chip = "sm_86";
   std::vector<BatchRun> runs;
   uint64_t seed = 1;
-  /// Both the kernels kvir-runner builds and those kv-to-nvvm builds.
-  std::vector<Pipeline> pipelines{Pipeline::ConvertOnly, Pipeline::Specialized};
 };
 
 std::ostream &operator<<(std::ostream &os, const GpuDecodeCase &c) {
@@ -68,7 +68,6 @@ void runGpuDecodeCase(const GpuDecodeCase &c) {
   SCOPED_TRACE(describe(c.spec) + " q_heads " + std::to_string(c.qHeads) +
                " out " + mlirName(c.outType) + " chip " + c.chip + " seed " +
                std::to_string(c.seed));
-  bool sawDirect = false, sawSplit = false;
   for (const BatchRun &run : c.runs) {
     std::vector<int64_t> kvLens =
         run.lengths.empty() ? randomLengths(rng, run.batch, run.maxLen)
@@ -94,59 +93,48 @@ void runGpuDecodeCase(const GpuDecodeCase &c) {
 
     ref::State expected =
         ref::decode(q, ref::PagedSource(cache), asKernelSees(c.params));
-    int64_t parts = expectedPartitions(c.chip, batch, c.spec.kvHeads);
-    for (Pipeline pipeline : c.pipelines) {
-      SCOPED_TRACE(pipelineName(pipeline));
-      RunResult result;
-      auto start = std::chrono::steady_clock::now();
-      ASSERT_TRUE(runGpu(src, {out.o, out.lse}, c.chip, {"kv.decode"}, result,
-                         pipeline));
-      double seconds = std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
-      EXPECT_TRUE(noReports(result));
+    RunResult result;
+    auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(runGpu(src, {out.o, out.lse}, c.chip, {"kv.decode"}, result));
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    EXPECT_TRUE(noReports(result));
 
-      // The split-KV choice and the kernels that carried it out.
-      std::vector<std::string> names = result.kernelNames();
-      if (parts == 1) {
-        sawDirect = true;
-        ASSERT_EQ(names.size(), 1u) << result.describeLaunches();
-        EXPECT_EQ(names[0].rfind("decode_", 0), 0u) << names[0];
-        EXPECT_FALSE(isSplitKernel(names[0])) << names[0];
-        EXPECT_EQ(result.launches[0].grid.x, uint32_t(batch));
-        EXPECT_EQ(result.launches[0].grid.y, uint32_t(c.spec.kvHeads));
-        EXPECT_EQ(result.launches[0].grid.z, 1u);
-      } else {
-        sawSplit = true;
-        ASSERT_EQ(names.size(), 2u) << result.describeLaunches();
-        EXPECT_EQ(names[0].rfind("decode_", 0), 0u) << names[0];
-        EXPECT_TRUE(isSplitKernel(names[0])) << names[0];
-        EXPECT_EQ(result.launches[0].grid.x, uint32_t(batch));
-        EXPECT_EQ(result.launches[0].grid.y, uint32_t(c.spec.kvHeads));
-        EXPECT_EQ(result.launches[0].grid.z, uint32_t(parts));
-        EXPECT_EQ(names[1].rfind("merge_partitions", 0), 0u) << names[1];
-        EXPECT_EQ(result.launches[1].grid.x, uint32_t(batch));
-        EXPECT_EQ(result.launches[1].grid.y, uint32_t(c.qHeads));
-      }
-      // The block of a decode kernel covers the GQA group on threadIdx.y.
-      EXPECT_EQ(result.launches[0].block.y,
-                uint32_t(c.qHeads / c.spec.kvHeads));
-      EXPECT_TRUE(check(compareGpuState(out, expected, c.outType)));
-      if (std::getenv("KVIR_UNIT_VERBOSE"))
-        std::printf("    %s, batch %lld, P = %lld: %.2f s\n",
-                    pipelineName(pipeline), (long long)batch, (long long)parts,
-                    seconds);
+    // The split-KV choice (the launch plan's rule) and the kernels that
+    // carried it out.
+    std::optional<int64_t> plannedParts =
+        result.planSize("kv.decode", "num_partitions", {{"batch", batch}});
+    ASSERT_TRUE(plannedParts.has_value()) << "no kv.decode launch plan";
+    int64_t parts = *plannedParts;
+    std::vector<std::string> names = result.kernelNames();
+    if (parts == 1) {
+      ASSERT_EQ(names.size(), 1u) << result.describeLaunches();
+      EXPECT_EQ(names[0].rfind("decode_", 0), 0u) << names[0];
+      EXPECT_FALSE(isSplitKernel(names[0])) << names[0];
+      EXPECT_EQ(result.launches[0].grid.x, uint32_t(batch));
+      EXPECT_EQ(result.launches[0].grid.y, uint32_t(c.spec.kvHeads));
+      EXPECT_EQ(result.launches[0].grid.z, 1u);
+    } else {
+      ASSERT_EQ(names.size(), 2u) << result.describeLaunches();
+      EXPECT_EQ(names[0].rfind("decode_", 0), 0u) << names[0];
+      EXPECT_TRUE(isSplitKernel(names[0])) << names[0];
+      EXPECT_EQ(result.launches[0].grid.x, uint32_t(batch));
+      EXPECT_EQ(result.launches[0].grid.y, uint32_t(c.spec.kvHeads));
+      EXPECT_EQ(result.launches[0].grid.z, uint32_t(parts));
+      EXPECT_EQ(names[1].rfind("merge_partitions", 0), 0u) << names[1];
+      EXPECT_EQ(result.launches[1].grid.x, uint32_t(batch));
+      EXPECT_EQ(result.launches[1].grid.y, uint32_t(c.qHeads));
     }
+    if (run.expectSplit)
+      EXPECT_EQ(parts > 1, *run.expectSplit) << "P = " << parts;
+    // The block of a decode kernel covers the GQA group on threadIdx.y.
+    EXPECT_EQ(result.launches[0].block.y, uint32_t(c.qHeads / c.spec.kvHeads));
+    EXPECT_TRUE(check(compareGpuState(out, expected, c.outType)));
+    if (std::getenv("KVIR_UNIT_VERBOSE"))
+      std::printf("    batch %lld, P = %lld: %.2f s\n", (long long)batch,
+                  (long long)parts, seconds);
   }
-  // Each case is meant to cover the paths its runs were chosen for.
-  bool wantDirect = false, wantSplit = false;
-  for (const BatchRun &run : c.runs) {
-    int64_t batch = run.lengths.empty() ? run.batch : run.lengths.size();
-    (expectedPartitions(c.chip, batch, c.spec.kvHeads) == 1 ? wantDirect
-                                                            : wantSplit) = true;
-  }
-  EXPECT_EQ(sawDirect, wantDirect);
-  EXPECT_EQ(sawSplit, wantSplit);
 }
 
 /// A small batch (P > 1) and a batch just large enough for P == 1 on `chip`.
@@ -154,8 +142,8 @@ std::vector<BatchRun> bothPaths(const std::string &chip, int64_t kvHeads,
                                 int64_t smallBatch, int64_t smallMaxLen,
                                 int64_t largeMaxLen) {
   int64_t large = (2 * smCountOf(chip) + kvHeads - 1) / kvHeads;
-  return {BatchRun{smallBatch, smallMaxLen, {}},
-          BatchRun{large, largeMaxLen, {}}};
+  return {BatchRun{smallBatch, smallMaxLen, {}, true},
+          BatchRun{large, largeMaxLen, {}, false}};
 }
 
 GpuDecodeCase makeCase(std::string name, CacheSpec spec, int64_t qHeads,

@@ -1,9 +1,9 @@
 //===- GpuHarness.cpp - kv functions as emulated GPU kernels --------------===//
 #include "GpuHarness.h"
 
-#include "kvir/Conversion/KVToGPU/KVToGPU.h"
-#include "kvir/Conversion/KVToLoops/KVToLoops.h"
-#include "kvir/Dialect/KV/Transforms/Passes.h"
+#include "kvir/Pipelines/Pipelines.h"
+#include "kvir/Target/GPU/TargetInfo.h"
+#include "kvir/Target/Manifest/Manifest.h"
 #include "kvir/Emulator/HostLowering.h"
 #include "kvir/Registration/InitAll.h"
 
@@ -47,18 +47,12 @@ static mlir::MLIRContext &context() {
   return *ctx;
 }
 
-const char *kvir::test::gpu::pipelineName(Pipeline pipeline) {
-  return pipeline == Pipeline::ConvertOnly ? "convert-kv-to-gpu"
-                                           : "specialize+tile+convert";
-}
-
 GpuKernel::~GpuKernel() = default;
 
 llvm::Expected<std::unique_ptr<GpuKernel>>
 GpuKernel::compile(const std::string &source, const std::string &funcName,
                    const std::string &chip,
-                   const std::vector<std::string> &mustLower,
-                   Pipeline pipeline) {
+                   const std::vector<std::string> &mustLower) {
   mlir::MLIRContext &ctx = context();
   std::string diagnostics;
   llvm::raw_string_ostream diagStream(diagnostics);
@@ -82,19 +76,12 @@ GpuKernel::compile(const std::string &source, const std::string &funcName,
   auto kernel = std::unique_ptr<GpuKernel>(new GpuKernel());
   kernel->funcName = funcName;
   {
+    // kv-to-nvvm's kv-level lowering, without host loops: an op that gets
+    // no kernel fails the compile with the pass's diagnostic.
     mlir::PassManager pm(&ctx);
-    if (pipeline == Pipeline::Specialized) {
-      pm.addPass(kvir::kv::createKVExpandCascade());
-      pm.addPass(kvir::kv::createKVSpecializeLayout());
-      kvir::kv::KVTileOptions tileOptions;
-      tileOptions.chip = chip;
-      pm.addPass(kvir::kv::createKVTile(tileOptions));
-    }
-    kvir::ConvertKVToGPUOptions options;
-    options.chip = chip;
-    pm.addPass(kvir::createConvertKVToGPU(options));
+    kvir::buildKVToGPUPipeline(pm, kvir::KVToGPUPipelineOptions{chip});
     if (mlir::failed(pm.run(*module)))
-      return fail("convert-kv-to-gpu failed");
+      return fail("kvir's GPU lowering failed");
   }
   LoweringSummary &s = kernel->lowering;
   module->walk([&](mlir::Operation *op) {
@@ -108,20 +95,14 @@ GpuKernel::compile(const std::string &source, const std::string &funcName,
       if (op->getName().getStringRef() == name)
         ++s.leftover;
   });
+  s.plans = kvir::manifest::getLaunchPlans(*module);
   if (s.leftover || !s.launches || !s.kernels) {
     std::string text;
     llvm::raw_string_ostream os(text);
     module->print(os);
-    return fail("convert-kv-to-gpu left " + std::to_string(s.leftover) +
-                " op(s) for kv-to-loops and built " +
-                std::to_string(s.launches) + " launches; after the pass:\n" +
-                text);
-  }
-  {
-    mlir::PassManager pm(&ctx);
-    pm.addPass(kvir::createConvertKVToLoops());
-    if (mlir::failed(pm.run(*module)))
-      return fail("kv-to-loops (host plumbing) failed");
+    return fail("the GPU lowering left " + std::to_string(s.leftover) +
+                " op(s) on the host and built " + std::to_string(s.launches) +
+                " launches; after it:\n" + text);
   }
   kvir::emu::Emulator::get().options().exitOnError = false;
   if (mlir::failed(kvir::emu::lowerHostForEmulator(*module)))
@@ -182,7 +163,7 @@ llvm::Error GpuKernel::call(llvm::ArrayRef<KernelArg> args) const {
 }
 
 namespace {
-using CacheKey = std::tuple<std::string, std::string, Pipeline>;
+using CacheKey = std::tuple<std::string, std::string>;
 std::map<CacheKey, std::unique_ptr<GpuKernel>> &kernelCache() {
   static std::map<CacheKey, std::unique_ptr<GpuKernel>> cache;
   return cache;
@@ -203,14 +184,13 @@ void kvir::test::gpu::clearGpuKernelCache() { kernelCache().clear(); }
 
 llvm::Expected<const GpuKernel *> kvir::test::gpu::getGpuKernel(
     const std::string &source, const std::string &funcName,
-    const std::string &chip, const std::vector<std::string> &mustLower,
-    Pipeline pipeline) {
+    const std::string &chip, const std::vector<std::string> &mustLower) {
   auto &cache = kernelCache();
-  CacheKey key{source, chip, pipeline};
+  CacheKey key{source, chip};
   auto it = cache.find(key);
   if (it != cache.end())
     return it->second.get();
-  auto kernel = GpuKernel::compile(source, funcName, chip, mustLower, pipeline);
+  auto kernel = GpuKernel::compile(source, funcName, chip, mustLower);
   if (!kernel)
     return kernel.takeError();
   const GpuKernel *result = kernel->get();
@@ -235,11 +215,11 @@ std::string RunResult::describeLaunches() const {
 ::testing::AssertionResult kvir::test::gpu::runGpu(
     const KernelSource &src, const std::vector<Tensor> &outputs,
     const std::string &chip, const std::vector<std::string> &mustLower,
-    RunResult &result, Pipeline pipeline) {
+    RunResult &result) {
   for (Tensor t : outputs)
     t.poison();
   std::string text = src.text();
-  auto kernel = getGpuKernel(text, src.getName(), chip, mustLower, pipeline);
+  auto kernel = getGpuKernel(text, src.getName(), chip, mustLower);
   if (!kernel)
     return ::testing::AssertionFailure() << llvm::toString(kernel.takeError());
   kvir::emu::Emulator &emu = kvir::emu::Emulator::get();
@@ -318,21 +298,39 @@ kvir::test::gpu::compareGpuState(const StateBuffers &got,
 }
 
 int64_t kvir::test::gpu::smCountOf(const std::string &chip) {
-  if (chip == "sm_80")
-    return 108;
-  if (chip == "sm_86")
-    return 84;
-  if (chip == "sm_89")
-    return 142;
-  if (chip == "sm_90" || chip == "sm_90a")
-    return 132;
+  if (const kvir::target::TargetInfo *t = kvir::target::TargetInfo::lookup(chip))
+    return t->smCount;
   ADD_FAILURE() << "unknown chip " << chip;
   return 1;
 }
 
-int64_t kvir::test::gpu::expectedPartitions(const std::string &chip,
-                                            int64_t batch, int64_t kvHeads) {
-  int64_t blocks = std::max<int64_t>(batch * kvHeads, 1);
-  int64_t wanted = (2 * smCountOf(chip) + blocks - 1) / blocks;
-  return std::min<int64_t>(32, std::max<int64_t>(1, wanted));
+std::optional<int64_t> RunResult::planSize(
+    llvm::StringRef op, llvm::StringRef size,
+    const std::map<std::string, int64_t> &inputs) const {
+  if (!kernel)
+    return std::nullopt;
+  for (kvir::kvgpu::LaunchPlanAttr plan : kernel->summary().plans) {
+    if (plan.getOp() != op)
+      continue;
+    llvm::StringMap<int64_t> values;
+    for (const auto &[name, value] : inputs)
+      values[name] = value;
+    for (kvir::kvgpu::SizeDefAttr def : plan.getSizes()) {
+      if (!def.getArg().empty() || values.count(def.getName()))
+        continue;
+      std::optional<int64_t> v = def.getValue().evaluate(
+          [&](llvm::StringRef s) -> std::optional<int64_t> {
+            auto it = values.find(s);
+            if (it == values.end())
+              return std::nullopt;
+            return it->second;
+          });
+      if (v)
+        values[def.getName()] = *v;
+    }
+    auto it = values.find(size);
+    if (it != values.end())
+      return it->second;
+  }
+  return std::nullopt;
 }

@@ -14,9 +14,12 @@
 
 #include "Harness/Harness.h"
 
+#include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
 #include "kvir/Emulator/Emulator.h"
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,30 +36,21 @@ struct LoweringSummary {
   /// kv ops of the kinds the test expects lowered that are still there.
   int leftover = 0;
   std::vector<std::string> kernelNames;
+  /// The module's launch plans.
+  llvm::SmallVector<kvgpu::LaunchPlanAttr> plans;
 };
-
-/// The kv-level passes before the kernels are built.
-enum class Pipeline {
-  /// convert-kv-to-gpu on the module as written (kvir-runner's lowering).
-  ConvertOnly,
-  /// kv-to-nvvm's front: kv-expand-cascade, kv-specialize-layout (preset
-  /// layouts to affine maps), kv-tile{chip}, convert-kv-to-gpu{chip} -- the
-  /// kernels that become PTX.
-  Specialized,
-};
-const char *pipelineName(Pipeline pipeline);
 
 class GpuKernel {
 public:
   ~GpuKernel();
-  /// Parses `source`, runs convert-kv-to-gpu{chip}, kv-to-loops for the host
-  /// plumbing, prepares the kernels for the emulator and JIT-compiles the
-  /// host code. Fails if an op named in `mustLower` (e.g. "kv.decode") is
-  /// left after convert-kv-to-gpu or no kernel was launched.
+  /// Parses `source`, runs kv-to-nvvm's kv-level lowering for `chip`
+  /// (buildKVToGPUPipeline: no host loops, so an op without a kernel fails
+  /// the compile), prepares the kernels for the emulator and JIT-compiles
+  /// the host code. Fails if an op named in `mustLower` (e.g. "kv.decode")
+  /// is left or no kernel is launched.
   static llvm::Expected<std::unique_ptr<GpuKernel>>
   compile(const std::string &source, const std::string &funcName,
-          const std::string &chip, const std::vector<std::string> &mustLower,
-          Pipeline pipeline = Pipeline::Specialized);
+          const std::string &chip, const std::vector<std::string> &mustLower);
 
   /// Calls the function. The tensors of `args` are registered with the
   /// emulator as live allocations for the call.
@@ -74,8 +68,7 @@ private:
 /// The compiled kernel for (source, chip), compiled once per process.
 llvm::Expected<const GpuKernel *>
 getGpuKernel(const std::string &source, const std::string &funcName,
-             const std::string &chip, const std::vector<std::string> &mustLower,
-             Pipeline pipeline = Pipeline::Specialized);
+             const std::string &chip, const std::vector<std::string> &mustLower);
 
 /// Destroys every cached kernel (done by a gtest environment at the end of
 /// a test run; programs without gtest's main call it before exiting).
@@ -90,6 +83,11 @@ struct RunResult {
   /// Names of the launched kernels, in order.
   std::vector<std::string> kernelNames() const;
   std::string describeLaunches() const;
+  /// Size `size` of the launch plan of the first `op` (e.g. "kv.decode",
+  /// "num_partitions"), evaluated from `inputs` (e.g. {"batch", 4}) with
+  /// the plan's own expressions.
+  std::optional<int64_t> planSize(llvm::StringRef op, llvm::StringRef size,
+                                  const std::map<std::string, int64_t> &inputs) const;
 };
 
 /// Poisons `outputs` (NaN), compiles (or reuses) the GPU lowering of `src`
@@ -99,7 +97,7 @@ struct RunResult {
 ::testing::AssertionResult
 runGpu(const KernelSource &src, const std::vector<Tensor> &outputs,
        const std::string &chip, const std::vector<std::string> &mustLower,
-       RunResult &result, Pipeline pipeline = Pipeline::Specialized);
+       RunResult &result);
 
 /// Succeeds if the emulator reported nothing (no out-of-bounds access, race,
 /// barrier divergence or other failed check).
@@ -112,14 +110,8 @@ runGpu(const KernelSource &src, const std::vector<Tensor> &outputs,
                                            const ref::State &expected,
                                            DType outputType);
 
-/// SMs of a chip as convert-kv-to-gpu's split-KV heuristic sees them
-/// (DESIGN/brief numbers: A100 108, GA102 84, L40S 142, H100 132).
+/// SMs of a chip (its TargetInfo).
 int64_t smCountOf(const std::string &chip);
-
-/// The partition count the host code must choose for `batch` requests over
-/// `kvHeads` heads: min(32, max(1, ceil(2 * SMs / (batch * kvHeads)))).
-int64_t expectedPartitions(const std::string &chip, int64_t batch,
-                           int64_t kvHeads);
 
 } // namespace kvir::test::gpu
 

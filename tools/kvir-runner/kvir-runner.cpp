@@ -8,11 +8,10 @@
 // per-launch counters as JSON on stderr at exit.
 //
 //===----------------------------------------------------------------------===//
-#include "kvir/Conversion/KVToGPU/KVToGPU.h"
-#include "kvir/Conversion/KVToLoops/KVToLoops.h"
 #include "kvir/Dialect/KV/IR/KVDialect.h"
 #include "kvir/Emulator/Emulator.h"
 #include "kvir/Emulator/HostLowering.h"
+#include "kvir/Pipelines/Pipelines.h"
 #include "kvir/Registration/InitAll.h"
 
 #include "mlir/ExecutionEngine/JitRunner.h"
@@ -35,7 +34,8 @@ static llvm::cl::opt<bool>
 
 static llvm::cl::opt<std::string>
     chip("chip",
-         llvm::cl::desc("Chip whose SM count drives kvir's split-KV choice"),
+         llvm::cl::desc("Chip kvir's kernels are built for (sm_80, sm_86, "
+                        "sm_89, sm_90, sm_90a)"),
          llvm::cl::init("sm_90a"));
 
 static llvm::cl::opt<size_t> emuStackBytes(
@@ -61,13 +61,13 @@ static LogicalResult lowerForEmulator(Operation *op, JitRunnerOptions &) {
   // Options are parsed by now; launches happen later.
   kvir::emu::Emulator::get().options().stackBytes = emuStackBytes;
   if (hasKVOps(module)) {
-    // kvir's GPU pipeline first; what it does not turn into kernels (and the
-    // host-side state plumbing) runs as loops on the host.
+    // kv-to-nvvm's kv-level lowering, so that the emulated kernels are the
+    // ones that become PTX; what gets no kernel (and the host-side state
+    // plumbing) runs as loops on the host, which may read device memory
+    // here because device memory is host memory.
     PassManager pm(module.getContext());
-    kvir::ConvertKVToGPUOptions gpuOptions;
-    gpuOptions.chip = chip;
-    pm.addPass(kvir::createConvertKVToGPU(gpuOptions));
-    pm.addPass(kvir::createConvertKVToLoops());
+    kvir::buildKVToGPUPipeline(
+        pm, kvir::KVToGPUPipelineOptions{chip, /*allowHostLoops=*/true});
     if (failed(pm.run(module)))
       return failure();
   }

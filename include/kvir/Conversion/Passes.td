@@ -23,33 +23,45 @@ def ConvertKVToLoops : Pass<"kv-to-loops", "::mlir::ModuleOp"> {
 }
 
 def ConvertKVToGPU : Pass<"convert-kv-to-gpu", "::mlir::ModuleOp"> {
-  let summary = "Lower kv.decode and state merges to GPU kernels and launches";
+  let summary = "Lower kv ops to GPU kernels, launch plans and launches";
   let description = [{
-    Generates `gpu.func` kernels (in a `gpu.module @kv_kernels`) and the host
-    code that launches them for `kv.decode` over NHD/HND paged caches
-    (combined or split pools, CSR or block-table page tables, f16/bf16 KV)
-    and for `kv.merge` / `kv.merge_partitions` of states held in buffers.
+    Generates `gpu.func` kernels (in a `gpu.module @kv_kernels`), records a
+    typed launch plan per lowered op (`#kvgpu.plan` in the module attribute
+    `kvgpu.launch_plans`) and emits the host code that launches them,
+    derived from that plan. One pattern per op family, each composing the
+    kernel-building components of lib/Codegen:
 
-    Decode: one block per (request, KV head, KV partition); a K/V tile is
-    staged in shared memory with 16-byte loads once for the whole GQA group;
-    scores reduce across the head dim with xor-shuffles; the online softmax
-    runs in base 2 (exp2 becomes ex2.approx, no libdevice). The host chooses
-    the number of KV partitions at run time:
-    `P = min(32, max(1, ceil(2 * SMs / (batch * kv_heads))))`; with P > 1 a
-    split kernel writes f32 partial states to a workspace and a merge kernel
-    reduces them. Decode ops it does not handle (other layouts or table
-    forms, quantized KV, RoPE, head_dim != head_dim_v) are left for
-    kv-to-loops.
+    - `kv.decode` over a paged cache (any layout whose head dim is
+      contiguous, every table form, f16/bf16): one block per (request, KV
+      head, KV partition), the decomposition of the op's `#kvgpu.decode`
+      (kv-tile's, or chosen here the same way). The host chooses the
+      number of KV partitions at run time with the plan's rule
+      `min(max_partitions, max(1, ceildiv(2 * SMs, max(1, batch *
+      kv_heads))))`; with more than one, a split kernel writes f32 partial
+      states to a workspace and a merge kernel reduces them.
+    - `kv.merge` / `kv.merge_partitions` of states held in buffers.
+
+    A kernel's symbol covers everything that changes its code (the op, all
+    its attributes, every operand and buffer type, the configuration, the
+    chip): two ops that differ in any of them never share a kernel.
+
+    Any other kv op that reads or writes data is an error naming the op and
+    the reason it has no kernel, unless `allow-host-loops` is set: then it
+    stays for kv-to-loops (kvir-runner's choice, where device memory is
+    host memory; on a GPU such host loops would read device pointers).
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
-           "Target chip (sm_80, sm_86, sm_89, sm_90, sm_90a): its SM count "
-           "drives the split-KV heuristic">
+           "Target chip (sm_80, sm_86, sm_89, sm_90, sm_90a): its TargetInfo "
+           "sizes the split-KV rule">,
+    Option<"allowHostLoops", "allow-host-loops", "bool", /*default=*/"false",
+           "Leave kv ops without a kernel to kv-to-loops instead of failing">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+    "::mlir::nvgpu::NVGPUDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect", "::kvir::kvgpu::KVGPUDialect"
   ];
 }
 

@@ -74,21 +74,14 @@ static void writeRow(ImplicitLocOpBuilder &b, const KVAccess &kv,
       // scale = max(max|x| / 127, 1e-5), stored in the activation type; the
       // stored (rounded) scale is the one that quantizes, so dequantization
       // q * scale inverts exactly what was written.
-      Value scale = arith::MaximumFOp::create(
-          b, arith::DivFOp::create(b, amax, f32Const(b, 127.0)),
-          f32Const(b, 1e-5));
-      Value stored = fromF32(b, scale, type.getDtype());
+      Value stored = fromF32(b, int8GroupScale(b, amax), type.getDtype());
       memref::StoreOp::create(
           b, stored, scalePool,
           kv.poolIndices(b, scaleRole, page, slot, head, g));
       Value s = toF32(b, stored);
       forLoop(b, first, last, [&](ImplicitLocOpBuilder &b, Value d) {
         Value x = memref::LoadOp::create(b, buf, d);
-        Value q = math::RoundEvenOp::create(b, arith::DivFOp::create(b, x, s));
-        q = arith::MinimumFOp::create(
-            b, arith::MaximumFOp::create(b, q, f32Const(b, -127.0)),
-            f32Const(b, 127.0));
-        store(b, arith::FPToSIOp::create(b, b.getI8Type(), q), d);
+        store(b, int8Quantize(b, x, s), d);
       });
     });
     return;

@@ -8,11 +8,14 @@
 //===----------------------------------------------------------------------===//
 #include "LoweringUtils.h"
 
+#include "kvir/Codegen/AttentionState.h"
+
 #include <cmath>
 
 using namespace mlir;
 using namespace kvir::kv;
 using namespace kvir::kv::loops;
+using kvir::codegen::AttentionState;
 
 namespace {
 /// Part of the key dot product: q[row, head, :width] against the `role` pool.
@@ -100,7 +103,6 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
                                   one)
           : rows;
   Type outElt = spec.resultType.getElementType();
-  bool base2 = spec.resultType.getBase() == LseBase::two;
 
   forLoop(b, zero, numRequests, ValueRange{zero}, [&](ImplicitLocOpBuilder &b,
                                                       Value req,
@@ -213,21 +215,21 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
                   }
                   segOffset += seg.width;
                 }
-                Value s = arith::MulFOp::create(b, dot, f32Const(b, spec.smScale));
-                if (spec.softCap)
-                  s = softCap(b, s, *spec.softCap);
-                Value mNew = arith::MaximumFOp::create(b, m, s);
-                Value alpha = math::ExpOp::create(b, arith::SubFOp::create(b, m, mNew));
-                Value p = math::ExpOp::create(b, arith::SubFOp::create(b, s, mNew));
+                AttentionState state(b, AttentionState::Flavor::exactBaseE);
+                Value s = state.finishLogit(
+                    arith::MulFOp::create(b, dot, f32Const(b, spec.smScale)),
+                    spec.softCap);
+                AttentionState::Rescale r = state.rescale(m, s);
+                Value mNew = r.m, alpha = r.alpha;
+                Value p = state.weightAt(s, r.ref);
                 Value lNew = arith::AddFOp::create(
                     b, arith::MulFOp::create(b, l, alpha), p);
                 forLoop(b, zero, dimV, [&](ImplicitLocOpBuilder &b, Value d) {
                   Value v = spec.kv.load(b, spec.valueRole, req, j, kvHead, d);
                   Value a = memref::LoadOp::create(b, acc, d);
-                  Value next = arith::AddFOp::create(
-                      b, arith::MulFOp::create(b, a, alpha),
-                      arith::MulFOp::create(b, p, v));
-                  memref::StoreOp::create(b, next, acc, d);
+                  AttentionState inner(b, AttentionState::Flavor::exactBaseE);
+                  memref::StoreOp::create(b, inner.accumulate(a, alpha, p, v),
+                                          acc, d);
                 });
                 return {mNew, lNew};
               };
@@ -246,20 +248,14 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
               return SmallVector<Value>(ifOp.getResults());
             });
         Value m = ml[0], l = ml[1];
-        Value empty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, l,
-                                            f32Const(b, 0.0));
-        Value invL = arith::DivFOp::create(b, f32Const(b, 1.0), l);
+        AttentionState state(b, AttentionState::Flavor::exactBaseE);
         forLoop(b, zero, dimV, [&](ImplicitLocOpBuilder &b, Value d) {
-          Value o = arith::MulFOp::create(b, memref::LoadOp::create(b, acc, d),
-                                          invL);
-          o = arith::SelectOp::create(b, empty, f32Const(b, 0.0), o);
+          AttentionState inner(b, AttentionState::Flavor::exactBaseE);
+          Value o = inner.normalize(memref::LoadOp::create(b, acc, d), l);
           memref::StoreOp::create(b, fromF32(b, o, outElt), result.output,
                                   ValueRange{row, head, d});
         });
-        Value lse = arith::AddFOp::create(b, m, math::LogOp::create(b, l));
-        if (base2)
-          lse = arith::MulFOp::create(b, lse, f32Const(b, M_LOG2E));
-        lse = arith::SelectOp::create(b, empty, f32Const(b, -INFINITY), lse);
+        Value lse = state.finalLse(m, l, spec.resultType.getBase());
         memref::StoreOp::create(b, lse, result.lse, ValueRange{row, head});
       });
     });

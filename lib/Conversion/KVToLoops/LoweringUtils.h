@@ -5,6 +5,7 @@
 #include "kvir/Dialect/KV/IR/KVOps.h"
 #include "kvir/Dialect/KV/IR/PoolLayout.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
+#include "kvir/Dialect/KV/Utils/Quantization.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -28,22 +29,14 @@ struct StateBuffers {
 
 Value indexConst(ImplicitLocOpBuilder &b, int64_t value);
 Value f32Const(ImplicitLocOpBuilder &b, double value);
-/// Extends (or converts) a float or i8 value to f32.
-Value toF32(ImplicitLocOpBuilder &b, Value value);
-/// Rounds an f32 to `type` (round to nearest even).
-Value fromF32(ImplicitLocOpBuilder &b, Value value, mlir::Type type);
 /// Loads an i32 and casts it to index.
-Value loadIndex(ImplicitLocOpBuilder &b, Value memref, mlir::ValueRange indices);
-inline Value loadIndex(ImplicitLocOpBuilder &b, Value memref, Value index) {
-  return loadIndex(b, memref, mlir::ValueRange{index});
+inline Value loadIndex(ImplicitLocOpBuilder &b, Value memref,
+                       mlir::ValueRange indices) {
+  return loadIndexValue(b, memref, indices);
 }
-/// Decodes an fp8 value (as stored: f8E4M3FN or f8E5M2) to f32 exactly.
-Value fp8ToF32(ImplicitLocOpBuilder &b, Value value);
-/// Encodes an f32 as fp8 of `type`, rounding to nearest even and saturating
-/// to the largest finite value as vLLM's scaled_convert.
-Value f32ToFp8(ImplicitLocOpBuilder &b, Value value, mlir::Type type);
-/// `c * tanh(s / c)`.
-Value softCap(ImplicitLocOpBuilder &b, Value logit, double cap);
+inline Value loadIndex(ImplicitLocOpBuilder &b, Value memref, Value index) {
+  return loadIndexValue(b, memref, mlir::ValueRange{index});
+}
 /// The (cos, sin) of the RoPE angle of pair `pair` at `position` (index).
 std::pair<Value, Value> ropeCosSin(ImplicitLocOpBuilder &b, RopeAttr rope,
                                    int64_t headDim, Value pair, Value position);

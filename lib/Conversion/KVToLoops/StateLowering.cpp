@@ -8,15 +8,14 @@
 //===----------------------------------------------------------------------===//
 #include "LoweringUtils.h"
 
+#include "kvir/Codegen/AttentionState.h"
+
 #include <cmath>
 
 using namespace mlir;
 using namespace kvir::kv;
 using namespace kvir::kv::loops;
-
-static double lnBase(StateType type) {
-  return type.getBase() == LseBase::two ? M_LN2 : 1.0;
-}
+using kvir::codegen::AttentionState;
 
 namespace {
 /// One input of a merge at a given (row, head): reads its LSE and outputs.
@@ -35,22 +34,25 @@ using ForEachInput = std::function<SmallVector<Value>(
                                      ValueRange)>)>;
 } // namespace
 
-/// Merges the inputs of one (row, head) into out[row, head].
+/// Merges the inputs of one (row, head) into out[row, head]: the max of the
+/// LSEs, then the weights (AttentionState, in base e).
 static void mergeOneRow(ImplicitLocOpBuilder &b, StateType type,
                         const ForEachInput &forEach, StateBuffers out,
                         Value row, Value head, Value acc) {
   Value zero = indexConst(b, 0);
-  double ln = lnBase(type);
+  LseBase base = type.getBase();
+  AttentionState state(b, AttentionState::Flavor::exactBaseE);
+  auto lseE = [&](ImplicitLocOpBuilder &b, const MergeInput &in) {
+    AttentionState s(b, AttentionState::Flavor::exactBaseE);
+    return s.convertLse(in.lse(b), base, s.getWorkingBase());
+  };
   Value m = forEach(b, ValueRange{f32Const(b, -INFINITY)},
                     [&](ImplicitLocOpBuilder &b, const MergeInput &in,
                         ValueRange carried) -> SmallVector<Value> {
                       return {arith::MaximumFOp::create(b, carried[0],
-                                                        in.lse(b))};
+                                                        lseE(b, in))};
                     })[0];
-  Value empty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m,
-                                      f32Const(b, -INFINITY));
-  // An all-empty row would compute -inf - -inf; use 0 as the reference then.
-  Value ref = arith::SelectOp::create(b, empty, f32Const(b, 0.0), m);
+  Value ref = state.reference(m);
   Value dimV = indexConst(b, type.getHeadDimV());
   forLoop(b, zero, dimV, [&](ImplicitLocOpBuilder &b, Value d) {
     memref::StoreOp::create(b, f32Const(b, 0.0), acc, d);
@@ -59,31 +61,26 @@ static void mergeOneRow(ImplicitLocOpBuilder &b, StateType type,
       b, ValueRange{f32Const(b, 0.0)},
       [&](ImplicitLocOpBuilder &b, const MergeInput &in,
           ValueRange carried) -> SmallVector<Value> {
-        Value delta = arith::SubFOp::create(b, in.lse(b), ref);
-        Value w = math::ExpOp::create(
-            b, arith::MulFOp::create(b, delta, f32Const(b, ln)));
+        AttentionState s(b, AttentionState::Flavor::exactBaseE);
+        Value w = s.weightAt(lseE(b, in), ref);
         forLoop(b, zero, dimV, [&](ImplicitLocOpBuilder &b, Value d) {
-          Value o = toF32(b, in.output(b, d));
-          Value next = arith::AddFOp::create(
-              b, memref::LoadOp::create(b, acc, d),
-              arith::MulFOp::create(b, w, o));
+          AttentionState inner(b, AttentionState::Flavor::exactBaseE);
+          Value next = inner.accumulate(memref::LoadOp::create(b, acc, d),
+                                        /*alpha=*/Value(), w,
+                                        toF32(b, in.output(b, d)));
           memref::StoreOp::create(b, next, acc, d);
         });
         return {arith::AddFOp::create(b, carried[0], w)};
       })[0];
   Type outElt = type.getElementType();
   forLoop(b, zero, dimV, [&](ImplicitLocOpBuilder &b, Value d) {
-    Value o = arith::DivFOp::create(b, memref::LoadOp::create(b, acc, d), sumW);
-    o = arith::SelectOp::create(b, empty, f32Const(b, 0.0), o);
+    AttentionState inner(b, AttentionState::Flavor::exactBaseE);
+    Value o = inner.normalize(memref::LoadOp::create(b, acc, d), sumW);
     memref::StoreOp::create(b, fromF32(b, o, outElt), out.output,
                             ValueRange{row, head, d});
   });
-  Value lse = arith::AddFOp::create(
-      b, m,
-      arith::MulFOp::create(b, math::LogOp::create(b, sumW),
-                            f32Const(b, 1.0 / ln)));
-  lse = arith::SelectOp::create(b, empty, f32Const(b, -INFINITY), lse);
-  memref::StoreOp::create(b, lse, out.lse, ValueRange{row, head});
+  memref::StoreOp::create(b, state.finalLse(m, sumW, base), out.lse,
+                          ValueRange{row, head});
 }
 
 /// Runs `body(row, head)` over the rows and heads of a state with `rows`.
@@ -166,8 +163,6 @@ StateBuffers loops::lowerRebase(ImplicitLocOpBuilder &b, StateType from,
   Value parts = partitioned ? memref::DimOp::create(b, input.lse, 0) : Value();
   Value rows = memref::DimOp::create(b, input.lse, partitioned ? 1 : 0);
   StateBuffers out = allocState(b, to, rows, parts);
-  // lse_to = lse_from * ln(B_from) / ln(B_to).
-  double factor = lnBase(from) / lnBase(to);
   Value zero = indexConst(b, 0);
   Value numParts = partitioned ? parts : indexConst(b, 1);
   Type outElt = to.getElementType();
@@ -181,7 +176,8 @@ StateBuffers loops::lowerRebase(ImplicitLocOpBuilder &b, StateType from,
       // +inf marks an empty set in FlashMLA's convention: normalize it.
       Value posInf = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, lse,
                                            f32Const(b, INFINITY));
-      Value scaled = arith::MulFOp::create(b, lse, f32Const(b, factor));
+      AttentionState state(b, AttentionState::Flavor::exactBaseE);
+      Value scaled = state.convertLse(lse, from.getBase(), to.getBase());
       scaled = arith::SelectOp::create(b, posInf, f32Const(b, -INFINITY),
                                        scaled);
       memref::StoreOp::create(b, scaled, out.lse, lseIdx);

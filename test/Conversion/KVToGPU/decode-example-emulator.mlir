@@ -2,8 +2,9 @@
 // RUN: FileCheck %s --check-prefix=STATS --input-file=%t.stats
 
 // examples/decode.mlir (FlashInfer-shaped: Hq 32 over Hkv 8, head_dim 128,
-// NHD pages of 16, f16, base-2 LSE, kv_len 0, 1, 37 and 300) lowered with
-// convert-kv-to-gpu and run as GPU kernels in kvir's emulator; the
+// NHD pages of 16, f16, base-2 LSE, kv_len 0, 1, 37 and 300) lowered as
+// kv-to-nvvm lowers it (the layout specialized to affine maps, kv-tile,
+// convert-kv-to-gpu) and run as GPU kernels in kvir's emulator; the
 // example's numpy script recomputes it in float64 and exits non-zero past
 // f16's tolerance (which fails the pipeline).
 
@@ -12,5 +13,5 @@
 
 // Batch 4 over 8 KV heads on sm_90a (the runner's default chip): P =
 // ceil(264 / 32) = 9 partitions, so the split kernel and the merge kernel.
-// STATS: "kernel": "decode_nhd_combined_csr_p16_h32x8_d128_f16_f32_split_{{[0-9a-f]+}}", "grid": [4, 8, 9], "block": [16, 4, 2]
+// STATS: "kernel": "decode_affine_combined_csr_p16_h32x8_d128_f16_f32_split_{{[0-9a-f]+}}", "grid": [4, 8, 9], "block": [16, 4, 2]
 // STATS: "kernel": "merge_partitions_h32_d128_f16_base_2_{{[0-9a-f]+}}", "grid": [4, 32, 1], "block": [128, 1, 1]

@@ -11,8 +11,8 @@
 !state = !kv.state<?x16x64xf32, base = e>
 
 // CHECK-LABEL: func.func @decode_hnd
-// CHECK: arith.ceildivui %c216
-// CHECK: gpu.launch_func @kv_kernels::@[[DIRECT:decode_hnd_split_block_table_p64_h16x2_d64_bf16_f32_[0-9a-f]+]] blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%c8, %c8{{.*}}, %c2)
+// CHECK: arith.ceildivsi %c216
+// CHECK: gpu.launch_func @kv_kernels::@[[DIRECT:decode_hnd_split_block_table_p64_h16x2_d64_bf16_f32_[0-9a-f]+]] blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%c8, %c8{{.*}}, %c2{{.*}})
 // CHECK: gpu.launch_func @kv_kernels::@[[SPLIT:decode_hnd_split_block_table_p64_h16x2_d64_bf16_f32_split_[0-9a-f]+]]
 // CHECK: gpu.launch_func @kv_kernels::@[[MERGE:merge_partitions_h16_d64_f32_base_e_[0-9a-f]+]]
 

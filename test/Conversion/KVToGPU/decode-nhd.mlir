@@ -2,43 +2,45 @@
 
 // A FlashInfer-shaped batch decode (Hq 32 over Hkv 8, head_dim 128, NHD
 // pages of 16, f16) becomes a gpu.module with the direct decode kernel, the
-// split-KV decode kernel and the merge kernel, and host code that picks the
-// partition count P = min(32, max(1, ceil(2 * 132 / (batch * 8)))) at run
-// time: P == 1 launches the direct kernel into the output buffers, else the
-// split kernel writes f32 partial states into a workspace and the merge
-// kernel reduces them.
+// split-KV decode kernel and the merge kernel, a launch plan, and host code
+// derived from the plan that computes the partition count
+// P = min(32, max(1, ceildiv(2 * 132, max(1, batch * 8)))) at run time:
+// P == 1 launches the direct kernel into the output buffers, else the split
+// kernel writes f32 partial states into a workspace and the merge kernel
+// reduces them. Empty grids launch nothing.
 
 !cache = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128,
                    dtype = f16, layout = nhd, storage = combined, table = csr>
 !state = !kv.state<?x32x128xf16, base = 2>
 
-// CHECK: module attributes {gpu.container_module, kv.kernel_plans = [{
+// CHECK: module attributes {gpu.container_module, kvgpu.launch_plans = [#kvgpu.plan<"kv.decode", "decode_nhd_combined_csr_p16_h32x8_d128_f16_f16_{{[0-9a-f]+}}"
+// CHECK-SAME: sizes = [<"batch" from "q"[0]>, <"num_pages" from "pool"[0]>, <"num_page_ids" from "kv_indices"[0]>, <"num_partitions" = <min(32, max(1, ceildiv(264, max(1, batch * 8))))>>], partitions = "num_partitions"
 
 // CHECK-LABEL: func.func @batch_decode
 // CHECK-SAME: (%[[Q:[^:]*]]: memref<?x32x128xf16>, %[[POOL:[^:]*]]: memref<?x2x16x8x128xf16>, %[[IP:[^:]*]]: memref<?xi32>, %[[IX:[^:]*]]: memref<?xi32>, %[[LAST:[^:]*]]: memref<?xi32>, %[[OUT:[^:]*]]: memref<?x32x128xf16>, %[[LSE:[^:]*]]: memref<?x32xf32>)
 // CHECK-NOT: kv.decode
 // CHECK-NOT: kv.store_state
 // CHECK: %[[B:.*]] = memref.dim %[[Q]], %c0
-// The split heuristic: ceil(264 / max(batch * 8, 1)), clamped to [1, 32].
+// The split rule of the plan.
 // CHECK: %[[BLOCKS:.*]] = arith.muli %[[B]], %c8
-// CHECK: %[[NZ:.*]] = arith.maxui %[[BLOCKS]], %c1
-// CHECK: %[[WANT:.*]] = arith.ceildivui %c264, %[[NZ]]
-// CHECK: %[[AT1:.*]] = arith.maxui %[[WANT]], %c1
-// CHECK: %[[P:.*]] = arith.minui %c32, %[[AT1]]
-// CHECK: %[[NONEMPTY:.*]] = arith.cmpi sgt, %[[B]], %c0
-// CHECK: scf.if %[[NONEMPTY]] {
-// CHECK: %[[SINGLE:.*]] = arith.cmpi eq, %[[P]], %c1
-// CHECK: scf.if %[[SINGLE]] {
+// CHECK: %[[NZ:.*]] = arith.maxsi %c1{{(_[0-9]+)?}}, %[[BLOCKS]]
+// CHECK: %[[WANT:.*]] = arith.ceildivsi %c264, %[[NZ]]
+// CHECK: %[[AT1:.*]] = arith.maxsi %c1{{(_[0-9]+)?}}, %[[WANT]]
+// CHECK: %[[P:.*]] = arith.minsi %c32, %[[AT1]]
+// CHECK: %[[SPLIT:.*]] = arith.cmpi sgt, %[[P]], %c1
+// CHECK: %[[UNSPLIT:.*]] = arith.xori %[[SPLIT]], %true
+// CHECK: scf.if %[[UNSPLIT]] {
+// CHECK: %[[N:.*]] = arith.muli %[[B]]
+// CHECK: arith.cmpi sgt, %{{.*}}, %c0
 // CHECK: gpu.launch_func @kv_kernels::@[[DIRECT:decode_nhd_combined_csr_p16_h32x8_d128_f16_f16_[0-9a-f]+]] blocks in (%[[B]], %{{.*}}, %{{.*}}) threads in (%c16, %c4, %c2) args(%[[Q]] : memref<?x32x128xf16>, %[[POOL]] : memref<?x2x16x8x128xf16>, %[[IP]] : memref<?xi32>, %[[IX]] : memref<?xi32>, %[[LAST]] : memref<?xi32>, %[[OUT]] : memref<?x32x128xf16>, %[[LSE]] : memref<?x32xf32>)
-// CHECK: } else {
+// CHECK: %[[SPLIT2:.*]] = arith.cmpi sgt, %[[P]], %c1
+// CHECK: scf.if %[[SPLIT2]] {
 // CHECK: %[[WO:.*]] = memref.alloc(%[[P]], %[[B]]) : memref<?x?x32x128xf32>
 // CHECK: %[[WL:.*]] = memref.alloc(%[[P]], %[[B]]) : memref<?x?x32xf32>
-// CHECK: gpu.launch_func @kv_kernels::@[[SPLIT:decode_nhd_combined_csr_p16_h32x8_d128_f16_f32_split_[0-9a-f]+]] blocks in (%[[B]], %{{.*}}, %[[P]]) threads in (%c16, %c4, %c2) args(%[[Q]] : {{.*}}, %[[WO]] : memref<?x?x32x128xf32>, %[[WL]] : memref<?x?x32xf32>, %[[P]] : index)
+// CHECK: gpu.launch_func @kv_kernels::@[[SPLITK:decode_nhd_combined_csr_p16_h32x8_d128_f16_f32_split_[0-9a-f]+]] blocks in (%[[B]], %{{.*}}, %[[P]]) threads in (%c16, %c4, %c2) args(%[[Q]] : {{.*}}, %[[WO]] : memref<?x?x32x128xf32>, %[[WL]] : memref<?x?x32xf32>, %[[P]] : index)
 // CHECK: gpu.launch_func @kv_kernels::@[[MERGE:merge_partitions_h32_d128_f16_base_2_[0-9a-f]+]] blocks in (%[[B]], %{{.*}}, %{{.*}}) threads in (%c128, %{{.*}}, %{{.*}}) args(%[[WO]] : memref<?x?x32x128xf32>, %[[WL]] : memref<?x?x32xf32>, %[[OUT]] : memref<?x32x128xf16>, %[[LSE]] : memref<?x32xf32>)
 // CHECK: memref.dealloc %[[WO]]
 // CHECK: memref.dealloc %[[WL]]
-// CHECK: }
-// CHECK: }
 // CHECK: return
 
 // The direct kernel: block (16 x-threads of 8-element vectors, the group of
@@ -85,8 +87,8 @@
 // CHECK: gpu.shuffle xor
 // CHECK: gpu.shuffle xor
 // CHECK-NOT: gpu.shuffle
-// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // CHECK: vector.load %[[VT]]
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // CHECK: gpu.barrier
 // The z-lanes' states merge through shared memory; z == 0 writes the row.
 // CHECK: gpu.barrier
@@ -96,7 +98,7 @@
 // CHECK: gpu.return
 
 // The split kernel writes f32 partial states of partition blockIdx.z.
-// CHECK: gpu.func @[[SPLIT]]({{.*}}, %{{.*}}: memref<?x?x32x128xf32>, %{{.*}}: memref<?x?x32xf32>, %{{.*}}: index)
+// CHECK: gpu.func @[[SPLITK]]({{.*}}, %{{.*}}: memref<?x?x32x128xf32>, %{{.*}}: memref<?x?x32xf32>, %{{.*}}: index)
 // CHECK-SAME: nvvm.reqntid = array<i32: 16, 4, 2>
 // CHECK: arith.ceildivui
 // CHECK: vector.store %{{.*}}, %{{.*}}[%block_id_z, %block_id_x, %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x?x32x128xf32>, vector<8xf32>

@@ -1,7 +1,8 @@
-// RUN: kvir-opt %s -split-input-file --convert-kv-to-gpu=chip=sm_90a | FileCheck %s
+// RUN: kvir-opt %s -split-input-file --convert-kv-to-gpu="chip=sm_90a allow-host-loops=1" | FileCheck %s
 
-// Decodes convert-kv-to-gpu has no kernel for stay as they are, for
-// kv-to-loops: f32 or quantized KV, head_dim != head_dim_v, on-the-fly RoPE,
+// With allow-host-loops (kvir-runner's choice, where device memory is host
+// memory), decodes convert-kv-to-gpu has no kernel for stay as they are, for
+// kv-to-loops (no-kernel.mlir has the errors the default reports): f32 or quantized KV, head_dim != head_dim_v, on-the-fly RoPE,
 // rows wider than a warp of 16-byte vectors (head_dim 512), pools whose head
 // dim is not contiguous enough (vLLM's V pool: one element per vector, 64
 // threads per row), blocks over 48 KB of static shared memory, and KV that

@@ -1,10 +1,12 @@
 // RUN: kvir-opt %s --convert-kv-to-gpu=chip=sm_80 | FileCheck %s
 
-// convert-kv-to-gpu records how to launch what it built in the module's
-// kv.kernel_plans attribute (kvir-translate turns it into manifests): per
-// decode, the three kernels with their grid/block formulas, shared memory
-// and argument shapes, the split heuristic for the chip (sm_80: 108 SMs)
-// and the workspace size. Two decodes give two plans sharing nothing.
+// convert-kv-to-gpu records how to launch what it built as typed launch
+// plans in the module's kvgpu.launch_plans (the host launches, kvir-translate's
+// manifests and C header all derive from them): per decode, its arguments
+// with shape expressions, its sizes (argument dims, and the split-KV rule for
+// the chip: sm_80 has 108 SMs), the workspace, and the three kernels with
+// their launch conditions, grids, blocks and shared memory. Two decodes give
+// two plans sharing nothing.
 
 !a = !kv.paged<page_size = 32, kv_heads = 4, head_dim = 64, head_dim_v = 64,
                dtype = bf16, layout = hnd, storage = split, table = block_table>
@@ -13,18 +15,19 @@
                dtype = f16, layout = nhd, storage = combined, table = csr>
 !sb = !kv.state<?x2x256xf32, base = 2>
 
-// CHECK: module attributes {gpu.container_module, kv.kernel_plans = [
+// CHECK: module attributes {gpu.container_module, kvgpu.launch_plans = [
 // First plan: group 4, head_dim 64 -> block (8, 4, 4).
-// CHECK-SAME: {direct = {args = [{dtype = "bf16", name = "q", shape = ["batch", 16, 64]}, {dtype = "bf16", name = "k_pool", shape = ["num_pages", 4, 32, 64]}, {dtype = "bf16", name = "v_pool", shape = ["num_pages", 4, 32, 64]}, {dtype = "i32", name = "block_table", shape = ["batch", "max_blocks"]}, {dtype = "i32", name = "seq_lens", shape = ["batch"]}, {dtype = "bf16", name = "out", shape = ["batch", 16, 64]}, {dtype = "f32", name = "lse", shape = ["batch", 16]}], block = [8, 4, 4], dynamic_shared_bytes = 0 : i64, grid = ["batch", 4, 1], name = "[[A:decode_hnd_split_block_table_p32_h16x4_d64_bf16_bf16_[0-9a-f]+]]", static_shared_bytes = {{[0-9]+}} : i64}
-// CHECK-SAME: kv_type = !kv.paged<page_size = 32, kv_heads = 4, head_dim = 64, head_dim_v = 64, dtype = bf16, layout = hnd, storage = split, table = block_table>
-// CHECK-SAME: merge = {args = [{dtype = "f32", name = "partial_out", shape = ["num_partitions", "batch", 16, 64]}, {dtype = "f32", name = "partial_lse", shape = ["num_partitions", "batch", 16]}, {dtype = "bf16", name = "out", shape = ["batch", 16, 64]}, {dtype = "f32", name = "lse", shape = ["batch", 16]}], block = [64, 1, 1], dynamic_shared_bytes = 0 : i64, grid = ["batch", 16, 1], name = "merge_partitions_h16_d64_bf16_base_e_{{[0-9a-f]+}}", static_shared_bytes = 256 : i64}
-// CHECK-SAME: num_partitions = "min(32, max(1, ceil(216 / (batch * 4))))", op = "kv.decode"
-// CHECK-SAME: split = {args = [{{.*}}{dtype = "index", name = "num_partitions", shape = []}], block = [8, 4, 4], dynamic_shared_bytes = 0 : i64, grid = ["batch", 4, "num_partitions"], name = "[[AS:decode_hnd_split_block_table_p32_h16x4_d64_bf16_f32_split_[0-9a-f]+]]"
-// CHECK-SAME: split_heuristic = {head_dim_v = 64 : i64, kv_heads = 4 : i64, max_partitions = 32 : i64, q_heads = 16 : i64, sm_count = 108 : i64}, state_type = !kv.state<?x16x64xbf16, base = e>, workspace_bytes = "num_partitions == 1 ? 0 : num_partitions * batch * 16 * 65 * 4"}
+// CHECK-SAME: #kvgpu.plan<"kv.decode", "[[A:decode_hnd_split_block_table_p32_h16x4_d64_bf16_bf16_[0-9a-f]+]]",
+// CHECK-SAME: args = [<"q", input, memref<?x16x64xbf16>, shape = [<batch>, <16>, <64>]>, <"k_pool", input, memref<?x4x32x64xbf16>, shape = [<num_pages>, <4>, <32>, <64>]>, <"v_pool", input, memref<?x4x32x64xbf16>, shape = [<num_pages>, <4>, <32>, <64>]>, <"block_table", input, memref<?x?xi32>, shape = [<batch>, <max_pages>]>, <"seq_lens", input, memref<?xi32>, shape = [<batch>]>, <"out", output, memref<?x16x64xbf16>, shape = [<batch>, <16>, <64>]>, <"lse", output, memref<?x16xf32>, shape = [<batch>, <16>]>, <"partial_out", workspace, memref<?x?x16x64xf32>, shape = [<num_partitions>, <batch>, <16>, <64>]>, <"partial_lse", workspace, memref<?x?x16xf32>, shape = [<num_partitions>, <batch>, <16>]>]
+// CHECK-SAME: sizes = [<"batch" from "q"[0]>, <"num_pages" from "k_pool"[0]>, <"max_pages" from "block_table"[1]>, <"num_partitions" = <min(32, max(1, ceildiv(216, max(1, batch * 4))))>>], partitions = "num_partitions"
+// CHECK-SAME: kernels = [<"direct", @kv_kernels::@[[A]], unsplit, grid = [<batch>, <4>, <1>], block = [8, 4, 4], shared = {{[0-9]+}}, dynamic_shared = 0, args = ["q", "k_pool", "v_pool", "block_table", "seq_lens", "out", "lse"]>,
+// CHECK-SAME: <"split", @kv_kernels::@[[AS:decode_hnd_split_block_table_p32_h16x4_d64_bf16_f32_split_[0-9a-f]+]], split, grid = [<batch>, <4>, <num_partitions>], block = [8, 4, 4], shared = {{[0-9]+}}, dynamic_shared = 0, args = ["q", "k_pool", "v_pool", "block_table", "seq_lens", "partial_out", "partial_lse", "num_partitions"]>,
+// CHECK-SAME: <"merge", @kv_kernels::@merge_partitions_h16_d64_bf16_base_e_{{[0-9a-f]+}}, split, grid = [<batch>, <16>, <1>], block = [64, 1, 1], shared = 256, dynamic_shared = 0, args = ["partial_out", "partial_lse", "out", "lse"]>]>,
 // Second plan: MQA-like group 2 over one KV head, head_dim 256 -> (32, 2, 2).
-// CHECK-SAME: {direct = {{{.*}}block = [32, 2, 2]{{.*}}grid = ["batch", 1, 1], name = "[[B:decode_nhd_combined_csr_p8_h2x1_d256_f16_f32_[0-9a-f]+]]"
-// CHECK-SAME: num_partitions = "min(32, max(1, ceil(216 / (batch * 1))))"
-// CHECK-SAME: workspace_bytes = "num_partitions == 1 ? 0 : num_partitions * batch * 2 * 257 * 4"}]}
+// CHECK-SAME: #kvgpu.plan<"kv.decode", "[[B:decode_nhd_combined_csr_p8_h2x1_d256_f16_f32_[0-9a-f]+]]",
+// CHECK-SAME: <"kv_indptr", input, memref<?xi32>, shape = [<batch + 1>]>, <"kv_indices", input, memref<?xi32>, shape = [<num_page_ids>]>
+// CHECK-SAME: <"num_partitions" = <min(32, max(1, ceildiv(216, max(1, batch))))>>
+// CHECK-SAME: <"direct", @kv_kernels::@[[B]], unsplit, grid = [<batch>, <1>, <1>], block = [32, 2, 2]
 
 // CHECK: func.func @two_decodes
 // CHECK: gpu.launch_func @kv_kernels::@[[A]]

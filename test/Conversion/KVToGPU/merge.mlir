@@ -8,10 +8,14 @@
 // CHECK-LABEL: func.func @merge_two_base2
 // CHECK-SAME: (%[[O0:[^:]*]]: memref<?x4x64xf16>, %[[L0:[^:]*]]: memref<?x4xf32>, %[[O1:[^:]*]]: memref<?x4x64xf16>, %[[L1:[^:]*]]: memref<?x4xf32>, %[[O:[^:]*]]: memref<?x4x64xf16>, %[[L:[^:]*]]: memref<?x4xf32>)
 // CHECK-NOT: kv.
-// CHECK: %[[ROWS:.*]] = memref.dim %[[L]], %c0
-// CHECK: %[[NE:.*]] = arith.cmpi sgt, %[[ROWS]], %c0
+// The plan's size `rows` is the output's dim 0; an empty grid launches
+// nothing.
+// CHECK: %[[ROWS:.*]] = memref.dim %[[O]], %c0
+// CHECK: %[[N:.*]] = arith.muli %[[ROWS]], %c4
+// CHECK: %[[N2:.*]] = arith.muli %[[N]], %c1
+// CHECK: %[[NE:.*]] = arith.cmpi sgt, %[[N2]], %c0
 // CHECK: scf.if %[[NE]] {
-// CHECK: gpu.launch_func @kv_kernels::@[[K:merge2_h4_d64_[0-9a-f]+]] blocks in (%[[ROWS]], %c4, %{{.*}}) threads in (%c64, %{{.*}}, %{{.*}}) args(%[[O0]] : memref<?x4x64xf16>, %[[L0]] : memref<?x4xf32>, %[[O1]] : memref<?x4x64xf16>, %[[L1]] : memref<?x4xf32>, %[[O]] : memref<?x4x64xf16>, %[[L]] : memref<?x4xf32>)
+// CHECK: gpu.launch_func @kv_kernels::@[[K:merge2_h4_d64_f16_base_2_[0-9a-f]+]] blocks in (%[[ROWS]], %c4, %{{.*}}) threads in (%c64, %{{.*}}, %{{.*}}) args(%[[O0]] : memref<?x4x64xf16>, %[[L0]] : memref<?x4xf32>, %[[O1]] : memref<?x4x64xf16>, %[[L1]] : memref<?x4xf32>, %[[O]] : memref<?x4x64xf16>, %[[L]] : memref<?x4xf32>)
 // CHECK: gpu.func @[[K]]({{.*}}) workgroup(%[[LS:.*]] : memref<2xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel attributes {nvvm.reqntid = array<i32: 64, 1, 1>}
 // Thread 0 stages LSE 0, thread 1 LSE 1 (base 2: no rescaling).
 // CHECK: scf.if
@@ -20,14 +24,14 @@
 // CHECK: scf.if
 // CHECK: memref.store %{{.*}}, %[[LS]][%{{.*}}]
 // CHECK: gpu.barrier
+// CHECK: arith.extf %{{.*}} : f16 to f32
 // CHECK: arith.maximumf
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
-// CHECK: arith.extf %{{.*}} : f16 to f32
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // CHECK: arith.divf
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.ftz.f"
 // CHECK: arith.truncf %{{.*}} : f32 to f16
 // CHECK: memref.store %{{.*}}, %{{.*}}[%block_id_x, %block_id_y, %thread_id_x] : memref<?x4x64xf16>
-// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.ftz.f"
 // CHECK: memref.store %{{.*}}, %{{.*}}[%block_id_x, %block_id_y] : memref<?x4xf32>
 func.func @merge_two_base2(%o0: memref<?x4x64xf16>, %l0: memref<?x4xf32>,
                            %o1: memref<?x4x64xf16>, %l1: memref<?x4xf32>,
@@ -44,7 +48,7 @@ func.func @merge_two_base2(%o0: memref<?x4x64xf16>, %l0: memref<?x4xf32>,
 // Base e (vLLM): LSEs are scaled by log2(e) on load and the result by ln 2.
 !se = !kv.state<?x2x128xf32, base = e>
 // CHECK-LABEL: func.func @merge_three_base_e
-// CHECK: gpu.launch_func @kv_kernels::@[[K:merge3_h2_d128_[0-9a-f]+]] blocks in
+// CHECK: gpu.launch_func @kv_kernels::@[[K:merge3_h2_d128_f32_base_e_[0-9a-f]+]] blocks in
 // CHECK: gpu.func @[[K]]({{.*}}) workgroup(%{{.*}} : memref<3xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK: arith.constant 1.44269502 : f32
 // CHECK: gpu.barrier
@@ -69,7 +73,7 @@ func.func @merge_three_base_e(%o0: memref<?x2x128xf32>, %l0: memref<?x2xf32>,
 !s = !kv.state<?x8x64xbf16, base = e>
 // CHECK-LABEL: func.func @merge_partitions
 // CHECK-SAME: (%[[PO:[^:]*]]: memref<?x?x8x64xbf16>, %[[PL:[^:]*]]: memref<?x?x8xf32>
-// CHECK: gpu.launch_func @kv_kernels::@[[K:merge_partitions_h8_d64_[0-9a-f]+]] blocks in (%{{.*}}, %c8, %{{.*}}) threads in (%c64, %{{.*}}, %{{.*}}) args(%[[PO]] : memref<?x?x8x64xbf16>, %[[PL]] : memref<?x?x8xf32>
+// CHECK: gpu.launch_func @kv_kernels::@[[K:merge_partitions_h8_d64_bf16_base_e_[0-9a-f]+]] blocks in (%{{.*}}, %c8, %{{.*}}) threads in (%c64, %{{.*}}, %{{.*}}) args(%[[PO]] : memref<?x?x8x64xbf16>, %[[PL]] : memref<?x?x8xf32>
 // CHECK: gpu.func @[[K]]({{.*}}) workgroup(%[[LS:.*]] : memref<64xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK: %[[P:.*]] = memref.dim %{{.*}}, %c0 : memref<?x?x8xf32>
 // CHECK: scf.for %[[C0:.*]] = %{{.*}} to %[[P]] step %c64
@@ -81,8 +85,9 @@ func.func @merge_three_base_e(%o0: memref<?x2x128xf32>, %l0: memref<?x2xf32>,
 // CHECK: gpu.barrier
 // CHECK: scf.for
 // CHECK: memref.load %[[LS]]
-// CHECK: arith.maximumf
 // CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.maximumf
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
 func.func @merge_partitions(%po: memref<?x?x8x64xbf16>, %pl: memref<?x?x8xf32>,
                             %o: memref<?x8x64xbf16>, %l: memref<?x8xf32>) {

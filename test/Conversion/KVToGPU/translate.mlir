@@ -5,10 +5,11 @@
 // RUN: cat %t/merge_partitions_h32_d128_f16_base_2_*.json | FileCheck %s --check-prefix=MERGE
 // RUN: FileCheck %s --check-prefix=HEADER --input-file=%t/kv_kernels.h
 
-// kvir-translate writes, per kernel, a JSON manifest (entry name, chip,
-// block, grid formula, shared memory, parameters with shapes and the
-// descriptor ABI, the whole split-KV plan) and one C header with the PTX
-// and the launch table.
+// kvir-translate writes, per kernel, a JSON manifest derived from its launch
+// plan (entry name, role and launch condition, chip, block, grid
+// expressions, shared memory, parameters with roles, dtypes, shape
+// expressions and the descriptor ABI, the whole plan) and one C header with
+// the PTX, each plan's kernel table and its size functions.
 
 // The direct kernel. Parameters expand to 53 scalars: q (rank 3) 9, the
 // rank-5 pool 13, three rank-1 tables 5 each, out 9, lse 7.
@@ -24,7 +25,7 @@
 // DIRECT-NEXT: 1
 // DIRECT: "kernel": "decode_affine_combined_csr_p16_h32x8_d128_f16_f16_{{[0-9a-f]+}}",
 // DIRECT: "num_params": 53,
-// DIRECT: "param_abi": "memref -> (allocated ptr, aligned ptr, offset, sizes[rank], strides[rank]); scalars as themselves",
+// DIRECT: "param_abi": "memref -> (allocated ptr, aligned ptr, offset, sizes[rank], strides[rank]); sizes as int64",
 // DIRECT: "params": [
 // DIRECT: "name": "q",
 // DIRECT: "name": "pool",
@@ -34,16 +35,30 @@
 // DIRECT: "name": "kv_indices",
 // DIRECT: "name": "kv_last_page_len",
 // DIRECT: "name": "out",
+// DIRECT: "role": "output",
 // DIRECT: "name": "lse",
 // DIRECT: "plan": {
-// DIRECT: "num_partitions": "min(32, max(1, ceil(264 / (batch * 8))))",
-// DIRECT: "split_heuristic": {
-// DIRECT: "sm_count": 132
-// DIRECT: "workspace_bytes": "num_partitions == 1 ? 0 : num_partitions * batch * 32 * 129 * 4"
+// DIRECT: "kernels": [
+// DIRECT: "role": "direct",
+// DIRECT-NEXT: "when": "unsplit"
+// DIRECT: "role": "split",
+// DIRECT-NEXT: "when": "split"
+// DIRECT: "role": "merge",
+// DIRECT-NEXT: "when": "split"
+// DIRECT: "op": "kv.decode",
+// DIRECT: "partitions": "num_partitions",
+// DIRECT: "sizes": [
+// DIRECT: "name": "batch"
+// DIRECT: "name": "num_partitions",
+// DIRECT-NEXT: "value": "min(32, max(1, ceildiv(264, max(1, batch * 8))))"
+// DIRECT: "workspace_bytes": {
+// DIRECT-NEXT: "split": "num_partitions * batch * 32 * 128 * 4 + num_partitions * batch * 32 * 4",
+// DIRECT-NEXT: "unsplit": 0
 // DIRECT: "ptx": "kv_kernels.ptx",
 // DIRECT: "role": "direct",
 // The shared buffers as ptxas lays them out (16-byte aligned each).
-// DIRECT: "static_shared_bytes": 21600
+// DIRECT: "static_shared_bytes": 21600,
+// DIRECT: "when": "unsplit"
 
 // SPLIT: "grid": [
 // SPLIT-NEXT: "batch",
@@ -51,6 +66,7 @@
 // SPLIT-NEXT: "num_partitions"
 // SPLIT: "num_params": 58,
 // SPLIT: "name": "partial_out",
+// SPLIT: "role": "workspace",
 // SPLIT: "num_partitions",
 // SPLIT-NEXT: "batch",
 // SPLIT-NEXT: 32,
@@ -58,6 +74,7 @@
 // SPLIT: "name": "partial_lse",
 // SPLIT: "dtype": "index",
 // SPLIT-NEXT: "name": "num_partitions",
+// SPLIT-NEXT: "role": "size",
 // SPLIT: "role": "split",
 
 // MERGE: "block": [
@@ -74,19 +91,21 @@
 // HEADER: #ifndef KVIR_kv_kernels_H
 // HEADER: typedef struct {
 // HEADER: } kvir_kernel_t;
+// HEADER: static inline int64_t kvir_ceildiv(int64_t a, int64_t b)
 // HEADER: static const char kvir_kv_kernels_ptx[] =
 // HEADER: ".target sm_90a\n"
 // HEADER: ".visible .entry decode_affine_combined_csr_p16_h32x8_d128_f16_f16_
+// HEADER: static const char kvir_kv_kernels_plan0_name[] = "decode_affine_combined_csr_p16_h32x8_d128_f16_f16_{{[0-9a-f]+}}";
 // HEADER: static const kvir_kernel_t kvir_kv_kernels_plan0_kernels[3] = {
-// HEADER-NEXT: {"decode_affine_combined_csr_p16_h32x8_d128_f16_f16_{{[0-9a-f]+}}", {16, 4, 2}, 21600, 0, 53},
-// HEADER-NEXT: {"decode_affine_combined_csr_p16_h32x8_d128_f16_f32_split_{{[0-9a-f]+}}", {16, 4, 2}, 21600, 0, 58},
-// HEADER-NEXT: {"merge_partitions_h32_d128_f16_base_2_{{[0-9a-f]+}}", {128, 1, 1}, 512, 0, 36},
-// HEADER: static inline uint32_t kvir_kv_kernels_plan0_num_partitions(uint32_t batch)
-// HEADER: uint32_t blocks = batch * 8u;
-// HEADER: uint32_t wanted = (264u
-// HEADER: static inline size_t kvir_kv_kernels_plan0_workspace_bytes(uint32_t batch)
-// HEADER: 32u * 129u * 4u
+// HEADER-NEXT: {"decode_affine_combined_csr_p16_h32x8_d128_f16_f16_{{[0-9a-f]+}}", "direct", KVIR_UNSPLIT, {16, 4, 2}, 21600, 0, 53}, /* grid (batch, 8, 1) */
+// HEADER-NEXT: {"decode_affine_combined_csr_p16_h32x8_d128_f16_f32_split_{{[0-9a-f]+}}", "split", KVIR_SPLIT, {16, 4, 2}, 21600, 0, 58}, /* grid (batch, 8, num_partitions) */
+// HEADER-NEXT: {"merge_partitions_h32_d128_f16_base_2_{{[0-9a-f]+}}", "merge", KVIR_SPLIT, {128, 1, 1}, 512, 0, 36}, /* grid (batch, 32, 1) */
+// HEADER: static inline int64_t kvir_kv_kernels_plan0_num_partitions(int64_t batch) {
+// HEADER-NEXT: return kvir_min(32, kvir_max(1, kvir_ceildiv(264, kvir_max(1, batch * 8))));
+// HEADER: static inline size_t kvir_kv_kernels_plan0_workspace_bytes(int64_t batch) {
+// HEADER-NEXT: const int64_t num_partitions = kvir_min(32, kvir_max(1, kvir_ceildiv(264, kvir_max(1, batch * 8))));
+// HEADER-NEXT: return (size_t)(num_partitions > 1 ? num_partitions * batch * 32 * 128 * 4 + num_partitions * batch * 32 * 4 : 0);
 // HEADER: static const kvir_kernel_t kvir_kv_kernels_plan1_kernels[3] = {
-// HEADER-NEXT: {"decode_affine_split_block_table_p64_h16x2_d64_bf16_f32_{{[0-9a-f]+}}", {8, 8, 2},
-// HEADER: uint32_t blocks = batch * 2u;
+// HEADER-NEXT: {"decode_affine_split_block_table_p64_h16x2_d64_bf16_f32_{{[0-9a-f]+}}", "direct", KVIR_UNSPLIT, {8, 8, 2},
+// HEADER: kvir_ceildiv(264, kvir_max(1, batch * 2))
 // HEADER: #endif

@@ -15,14 +15,13 @@
 // CHECK-NEXT: %[[REQ:.*]] = arith.index_cast %[[R32]] : i32 to index
 // CHECK-NEXT: %[[P32:.*]] = memref.load %[[P]][%[[I]]] : memref<?xi32>
 // CHECK-NEXT: %[[POS:.*]] = arith.index_cast %[[P32]] : i32 to index
-// CHECK-NEXT: %[[PS:.*]] = arith.constant 4 : index
-// CHECK-NEXT: %[[LP:.*]] = arith.divui %[[POS]], %[[PS]] : index
-// CHECK-NEXT: %[[SLOT:.*]] = arith.remui %[[POS]], %[[PS]] : index
-// CHECK-NEXT: %[[F32:.*]] = memref.load %[[IP]][%[[REQ]]] : memref<?xi32>
-// CHECK-NEXT: %[[F:.*]] = arith.index_cast %[[F32]] : i32 to index
-// CHECK-NEXT: %[[AT:.*]] = arith.addi %[[F]], %[[LP]] : index
-// CHECK-NEXT: %[[PG32:.*]] = memref.load %[[IX]][%[[AT]]] : memref<?xi32>
-// CHECK-NEXT: %[[PAGE:.*]] = arith.index_cast %[[PG32]] : i32 to index
+// CHECK-DAG: %[[LP:.*]] = arith.divui %[[POS]], %c4{{(_[0-9]+)?}} : index
+// CHECK-DAG: %[[SLOT:.*]] = arith.remui %[[POS]], %c4{{(_[0-9]+)?}} : index
+// CHECK-DAG: %[[F32:.*]] = memref.load %[[IP]][%[[REQ]]] : memref<?xi32>
+// CHECK-DAG: %[[F:.*]] = arith.index_cast %[[F32]] : i32 to index
+// CHECK-DAG: %[[AT:.*]] = arith.addi %[[F]], %[[LP]] : index
+// CHECK-DAG: %[[PG32:.*]] = memref.load %[[IX]][%[[AT]]] : memref<?xi32>
+// CHECK-DAG: %[[PAGE:.*]] = arith.index_cast %[[PG32]] : i32 to index
 // CHECK: scf.for %[[H:[^ ]*]] = %c0{{[_0-9]*}} to %c2{{[_0-9]*}} step
 // Gather k[i, h, :] in f32.
 // CHECK: memref.load %[[K]][%[[I]], %[[H]], %{{.*}}] : memref<?x2x4xf16>

@@ -13,18 +13,18 @@
 // CHECK: %[[KVH:.*]] = arith.divui %[[HEAD]], %c1{{.*}} : index
 // CHECK: scf.for %[[J:[^ ]*]] = {{.*}} iter_args
 // CHECK: scf.for %[[D:[^ ]*]] = {{.*}} iter_args
-// CHECK: %[[SLOT:.*]] = arith.remui %[[J]], %c4{{.*}} : index
-// CHECK: %[[P32:.*]] = memref.load %[[IX]]
-// CHECK: %[[PAGE:.*]] = arith.index_cast %[[P32]] : i32 to index
-// CHECK: %[[M:.*]] = arith.muli %[[PAGE]], %c4{{.*}} : index
-// CHECK: %[[TOK:.*]] = arith.addi %[[M]], %[[SLOT]] : index
+// CHECK-DAG: %[[SLOT:.*]] = arith.remui %[[J]], %c4{{.*}} : index
+// CHECK-DAG: %[[P32:.*]] = memref.load %[[IX]]
+// CHECK-DAG: %[[PAGE:.*]] = arith.index_cast %[[P32]] : i32 to index
+// CHECK-DAG: %[[M:.*]] = arith.muli %[[PAGE]], %c4{{.*}} : index
+// CHECK-DAG: %[[TOK:.*]] = arith.addi %[[M]], %[[SLOT]] : index
 // CHECK: memref.load %[[K]][%[[TOK]], %[[KVH]], %[[D]]] : memref<?x1x8xf32>
 // CHECK: scf.for %[[DV:[^ ]*]] =
-// CHECK: %[[VSLOT:.*]] = arith.remui %[[J]], %c4{{.*}} : index
-// CHECK: %[[VP32:.*]] = memref.load %[[IX]]
-// CHECK: %[[VPAGE:.*]] = arith.index_cast %[[VP32]] : i32 to index
-// CHECK: %[[VM:.*]] = arith.muli %[[VPAGE]], %c4{{.*}} : index
-// CHECK: %[[VTOK:.*]] = arith.addi %[[VM]], %[[VSLOT]] : index
+// CHECK-DAG: %[[VSLOT:.*]] = arith.remui %[[J]], %c4{{.*}} : index
+// CHECK-DAG: %[[VP32:.*]] = memref.load %[[IX]]
+// CHECK-DAG: %[[VPAGE:.*]] = arith.index_cast %[[VP32]] : i32 to index
+// CHECK-DAG: %[[VM:.*]] = arith.muli %[[VPAGE]], %c4{{.*}} : index
+// CHECK-DAG: %[[VTOK:.*]] = arith.addi %[[VM]], %[[VSLOT]] : index
 // CHECK: memref.load %[[V]][%[[KVH]], %[[DV]], %[[VTOK]]] : memref<1x8x?xf32>
 func.func @decode_affine(%q: memref<?x1x8xf32>, %k: memref<?x1x8xf32>, %v: memref<1x8x?xf32>, %ip: memref<?xi32>, %ix: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x1x8xf32>) {
   %kv = kv.paged_view pools(%k, %v : memref<?x1x8xf32>, memref<1x8x?xf32>) tables(%ip, %ix, %last : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kvt

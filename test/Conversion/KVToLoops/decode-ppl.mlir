@@ -15,15 +15,15 @@
 // CHECK: %[[KVH:.*]] = arith.divui %[[HEAD]], %c1{{.*}} : index
 // CHECK: scf.for %[[J:[^ ]*]] = {{.*}} iter_args
 // CHECK: scf.for %[[D:[^ ]*]] = {{.*}} iter_args
-// CHECK: %[[LP:.*]] = arith.divui %[[J]], %c4{{.*}} : index
-// CHECK: %[[S0:.*]] = arith.remui %[[J]], %c4{{.*}} : index
-// CHECK: %[[ST:.*]] = memref.load %[[STARTS]][%[[REQ]], %[[LP]]] : memref<?x?xi32>
-// CHECK: %[[STI:.*]] = arith.index_cast %[[ST]] : i32 to index
-// CHECK: %[[TI:.*]] = arith.addi %[[STI]], %[[S0]] : index
-// CHECK: %[[PG:.*]] = arith.divui %[[TI]], %c4{{.*}} : index
-// CHECK: %[[SL:.*]] = arith.remui %[[TI]], %c4{{.*}} : index
-// CHECK: %[[M:.*]] = arith.muli %[[PG]], %c4{{.*}} : index
-// CHECK: %[[TOK:.*]] = arith.addi %[[M]], %[[SL]] : index
+// CHECK-DAG: %[[LP:.*]] = arith.divui %[[J]], %c4{{.*}} : index
+// CHECK-DAG: %[[S0:.*]] = arith.remui %[[J]], %c4{{.*}} : index
+// CHECK-DAG: %[[ST:.*]] = memref.load %[[STARTS]][%[[REQ]], %[[LP]]] : memref<?x?xi32>
+// CHECK-DAG: %[[STI:.*]] = arith.index_cast %[[ST]] : i32 to index
+// CHECK-DAG: %[[TI:.*]] = arith.addi %[[STI]], %[[S0]] : index
+// CHECK-DAG: %[[PG:.*]] = arith.divui %[[TI]], %c4{{.*}} : index
+// CHECK-DAG: %[[SL:.*]] = arith.remui %[[TI]], %c4{{.*}} : index
+// CHECK-DAG: %[[M:.*]] = arith.muli %[[PG]], %c4{{.*}} : index
+// CHECK-DAG: %[[TOK:.*]] = arith.addi %[[M]], %[[SL]] : index
 // CHECK: memref.load %[[POOL]][%[[TOK]], %c3{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}}, %[[KVH]], %[[D]]] : memref<?x4x2x2x8xf32>
 func.func @ppl0(%q: memref<?x2x8xf32>, %pool: memref<?x4x2x2x8xf32>, %starts: memref<?x?xi32>, %lens: memref<?xi32>, %o: memref<?x2x8xf32>) {
   %kv = kv.paged_view pools(%pool : memref<?x4x2x2x8xf32>) tables(%starts, %lens : memref<?x?xi32>, memref<?xi32>) : !kvt
@@ -44,13 +44,13 @@ func.func @ppl0(%q: memref<?x2x8xf32>, %pool: memref<?x4x2x2x8xf32>, %starts: me
 // CHECK: %[[KVH:.*]] = arith.divui %[[HEAD]], %c1{{.*}} : index
 // CHECK: scf.for %[[J:[^ ]*]] = {{.*}} iter_args
 // CHECK: scf.for %[[D:[^ ]*]] = {{.*}} iter_args
-// CHECK: %[[ST:.*]] = memref.load %[[STARTS]][%[[REQ]]] : memref<?xi32>
-// CHECK: %[[STI:.*]] = arith.index_cast %[[ST]] : i32 to index
-// CHECK: %[[TI:.*]] = arith.addi %[[STI]], %[[J]] : index
-// CHECK: %[[PG:.*]] = arith.divui %[[TI]], %c4{{.*}} : index
-// CHECK: %[[SL:.*]] = arith.remui %[[TI]], %c4{{.*}} : index
-// CHECK: %[[M:.*]] = arith.muli %[[PG]], %c4{{.*}} : index
-// CHECK: %[[TOK:.*]] = arith.addi %[[M]], %[[SL]] : index
+// CHECK-DAG: %[[ST:.*]] = memref.load %[[STARTS]][%[[REQ]]] : memref<?xi32>
+// CHECK-DAG: %[[STI:.*]] = arith.index_cast %[[ST]] : i32 to index
+// CHECK-DAG: %[[TI:.*]] = arith.addi %[[STI]], %[[J]] : index
+// CHECK-DAG: %[[PG:.*]] = arith.divui %[[TI]], %c4{{.*}} : index
+// CHECK-DAG: %[[SL:.*]] = arith.remui %[[TI]], %c4{{.*}} : index
+// CHECK-DAG: %[[M:.*]] = arith.muli %[[PG]], %c4{{.*}} : index
+// CHECK-DAG: %[[TOK:.*]] = arith.addi %[[M]], %[[SL]] : index
 // CHECK: memref.load %[[POOL]][%c1{{(_[0-9]+)?}}, %[[TOK]], %c0{{(_[0-9]+)?}}, %[[KVH]], %[[D]]] : memref<2x?x2x2x8xf32>
 func.func @ppl1(%q: memref<?x2x8xf32>, %pool: memref<2x?x2x2x8xf32>, %starts: memref<?xi32>, %lens: memref<?xi32>, %o: memref<?x2x8xf32>) {
   %kv = kv.paged_view pools(%pool : memref<2x?x2x2x8xf32>) tables(%starts, %lens : memref<?xi32>, memref<?xi32>) : !kvt
@@ -70,8 +70,8 @@ func.func @ppl1(%q: memref<?x2x8xf32>, %pool: memref<2x?x2x2x8xf32>, %starts: me
 // CHECK: %[[KVH:.*]] = arith.divui %[[HEAD]], %c1{{.*}} : index
 // CHECK: scf.for %[[J:[^ ]*]] = {{.*}} iter_args
 // CHECK: scf.for %[[D:[^ ]*]] = {{.*}} iter_args
-// CHECK: %[[M:.*]] = arith.muli %{{.*}}, %c4{{.*}} : index
-// CHECK: %[[TOK:.*]] = arith.addi %[[M]], %{{.*}} : index
+// CHECK-DAG: %[[M:.*]] = arith.muli %{{.*}}, %c4{{.*}} : index
+// CHECK-DAG: %[[TOK:.*]] = arith.addi %[[M]], %{{.*}} : index
 // CHECK: memref.load %[[POOL]][%c2{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}}, %[[TOK]], %[[KVH]], %[[D]]] : memref<4x2x?x2x8xf32>
 func.func @ppl2(%q: memref<?x2x8xf32>, %pool: memref<4x2x?x2x8xf32>, %starts: memref<?x?xi32>, %lens: memref<?xi32>, %o: memref<?x2x8xf32>) {
   %kv = kv.paged_view pools(%pool : memref<4x2x?x2x8xf32>) tables(%starts, %lens : memref<?x?xi32>, memref<?xi32>) : !kvt
@@ -91,8 +91,8 @@ func.func @ppl2(%q: memref<?x2x8xf32>, %pool: memref<4x2x?x2x8xf32>, %starts: me
 // CHECK: %[[KVH:.*]] = arith.divui %[[HEAD]], %c1{{.*}} : index
 // CHECK: scf.for %[[J:[^ ]*]] = {{.*}} iter_args
 // CHECK: scf.for %[[D:[^ ]*]] = {{.*}} iter_args
-// CHECK: %[[M:.*]] = arith.muli %{{.*}}, %c4{{.*}} : index
-// CHECK: %[[TOK:.*]] = arith.addi %[[M]], %{{.*}} : index
+// CHECK-DAG: %[[M:.*]] = arith.muli %{{.*}}, %c4{{.*}} : index
+// CHECK-DAG: %[[TOK:.*]] = arith.addi %[[M]], %{{.*}} : index
 // CHECK: memref.load %[[POOL]][%c2{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}}, %[[KVH]], %[[TOK]], %[[D]]] : memref<3x2x2x?x8xf32>
 // CHECK: scf.for %[[DV:[^ ]*]] =
 // CHECK: %[[VM:.*]] = arith.muli %{{.*}}, %c4{{.*}} : index

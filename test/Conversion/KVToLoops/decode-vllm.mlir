@@ -16,10 +16,10 @@
 // CHECK: %[[KVH:.*]] = arith.divui %[[HEAD]], %c2{{.*}} : index
 // CHECK: scf.for %[[J:[^ ]*]] = {{.*}} iter_args
 // CHECK: scf.for %[[D:[^ ]*]] = {{.*}} iter_args
-// CHECK: %[[LP:.*]] = arith.divui %[[J]], %[[PS:c16[_0-9]*]] : index
-// CHECK: %[[SLOT:.*]] = arith.remui %[[J]], %[[PS]] : index
-// CHECK: %[[BLK:.*]] = memref.load %[[BT]][%[[REQ]], %[[LP]]] : memref<?x?xi32>
-// CHECK: %[[PAGE:.*]] = arith.index_cast %[[BLK]] : i32 to index
+// CHECK-DAG: %[[LP:.*]] = arith.divui %[[J]], %c16{{(_[0-9]+)?}} : index
+// CHECK-DAG: %[[SLOT:.*]] = arith.remui %[[J]], %c16{{(_[0-9]+)?}} : index
+// CHECK-DAG: %[[BLK:.*]] = memref.load %[[BT]][%[[REQ]], %[[LP]]] : memref<?x?xi32>
+// CHECK-DAG: %[[PAGE:.*]] = arith.index_cast %[[BLK]] : i32 to index
 // d floordiv 8 (expanded for signed operands) ...
 // CHECK: %[[NEG:.*]] = arith.cmpi slt, %[[D]], %{{.*}} : index
 // CHECK: %[[FLIP:.*]] = arith.subi %c-1{{.*}}, %[[D]] : index
@@ -35,10 +35,10 @@
 // CHECK: memref.load %[[K]][%[[PAGE]], %[[KVH]], %[[DX]], %[[SLOT]], %[[DM]]] : memref<?x2x2x16x8xf16>
 // V: [page, head, d, slot], no packing.
 // CHECK: scf.for %[[DV:[^ ]*]] =
-// CHECK: %[[VLP:.*]] = arith.divui %[[J]], %{{.*}} : index
-// CHECK: %[[VSLOT:.*]] = arith.remui %[[J]], %{{.*}} : index
-// CHECK: %[[VBLK:.*]] = memref.load %[[BT]][%[[REQ]], %[[VLP]]] : memref<?x?xi32>
-// CHECK: %[[VPAGE:.*]] = arith.index_cast %[[VBLK]] : i32 to index
+// CHECK-DAG: %[[VLP:.*]] = arith.divui %[[J]], %{{.*}} : index
+// CHECK-DAG: %[[VSLOT:.*]] = arith.remui %[[J]], %{{.*}} : index
+// CHECK-DAG: %[[VBLK:.*]] = memref.load %[[BT]][%[[REQ]], %[[VLP]]] : memref<?x?xi32>
+// CHECK-DAG: %[[VPAGE:.*]] = arith.index_cast %[[VBLK]] : i32 to index
 // CHECK: memref.load %[[V]][%[[VPAGE]], %[[KVH]], %[[DV]], %[[VSLOT]]] : memref<?x2x16x16xf16>
 func.func @decode_vllm(%q: memref<?x4x16xf16>, %k: memref<?x2x2x16x8xf16>, %v: memref<?x2x16x16xf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %o: memref<?x4x16xf16>) {
   %kv = kv.paged_view pools(%k, %v : memref<?x2x2x16x8xf16>, memref<?x2x16x16xf16>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !kvt

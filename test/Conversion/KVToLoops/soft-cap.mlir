@@ -14,7 +14,9 @@
 // CHECK-NEXT: %[[T:.*]] = math.tanh %[[DIV]] : f32
 // CHECK-NEXT: %[[CAPPED:.*]] = arith.mulf %[[CAP]], %[[T]] : f32
 // CHECK-NEXT: %[[M:.*]] = arith.maximumf %{{.*}}, %[[CAPPED]] : f32
-// CHECK: arith.subf %[[CAPPED]], %[[M]] : f32
+// The weights are taken relative to the new max (0 while it is -inf).
+// CHECK: %[[REF:.*]] = arith.select %{{.*}}, %{{.*}}, %[[M]] : f32
+// CHECK: arith.subf %[[CAPPED]], %[[REF]] : f32
 func.func @soft_cap(%q: memref<?x1x4xf32>, %pool: memref<?x2x4x1x4xf32>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %o: memref<?x1x4xf32>) {
   %kv = kv.paged_view pools(%pool : memref<?x2x4x1x4xf32>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !kvt
   %s = kv.decode %q, %kv {sm_scale = 0.25 : f32, logits_soft_cap = 30.0 : f32} : memref<?x1x4xf32>, !kvt -> !kv.state<?x1x4xf32, base = e>

@@ -13,10 +13,10 @@
 // CHECK: %[[HI:.*]] = arith.maxsi %c0{{.*}}, %[[KVLEN]] : index
 // CHECK: scf.for %[[J:[^ ]*]] = %c0{{.*}} to %[[HI]] {{.*}} iter_args
 // CHECK: scf.for %[[D:[^ ]*]] = {{.*}} iter_args
-// CHECK: %[[LP:.*]] = arith.divui %[[J]], %c16{{.*}} : index
-// CHECK: %[[SLOT:.*]] = arith.remui %[[J]], %c16{{.*}} : index
-// CHECK: %[[P32:.*]] = memref.load %[[BT]][%[[REQ]], %[[LP]]] : memref<?x?xi32>
-// CHECK: %[[PAGE:.*]] = arith.index_cast %[[P32]] : i32 to index
+// CHECK-DAG: %[[LP:.*]] = arith.divui %[[J]], %c16{{.*}} : index
+// CHECK-DAG: %[[SLOT:.*]] = arith.remui %[[J]], %c16{{.*}} : index
+// CHECK-DAG: %[[P32:.*]] = memref.load %[[BT]][%[[REQ]], %[[LP]]] : memref<?x?xi32>
+// CHECK-DAG: %[[PAGE:.*]] = arith.index_cast %[[P32]] : i32 to index
 // CHECK: memref.load %[[K]][%[[PAGE]], %[[SLOT]], %{{.*}}, %[[D]]] : memref<?x16x1x4xf32>
 // CHECK: %[[VP32:.*]] = memref.load %[[BT]][%[[REQ]], %{{.*}}] : memref<?x?xi32>
 // CHECK: %[[VPAGE:.*]] = arith.index_cast %[[VP32]] : i32 to index

@@ -27,13 +27,13 @@
 // CHECK: %[[HI:.*]] = arith.maxsi %c0{{.*}}, %[[KVLEN]] : index
 // CHECK: scf.for %[[J:[^ ]*]] = %c0{{.*}} to %[[HI]] {{.*}} iter_args
 // CHECK: scf.for %[[D:[^ ]*]] = {{.*}} iter_args
-// CHECK: %[[LP:.*]] = arith.divui %[[J]], %c16{{.*}} : index
-// CHECK: %[[SLOT:.*]] = arith.remui %[[J]], %c16{{.*}} : index
-// CHECK: %[[F32:.*]] = memref.load %[[IP]][%[[REQ]]] : memref<?xi32>
-// CHECK: %[[FIRST:.*]] = arith.index_cast %[[F32]] : i32 to index
-// CHECK: %[[POS:.*]] = arith.addi %[[FIRST]], %[[LP]] : index
-// CHECK: %[[P32:.*]] = memref.load %[[IX]][%[[POS]]] : memref<?xi32>
-// CHECK: %[[PAGE:.*]] = arith.index_cast %[[P32]] : i32 to index
+// CHECK-DAG: %[[LP:.*]] = arith.divui %[[J]], %c16{{.*}} : index
+// CHECK-DAG: %[[SLOT:.*]] = arith.remui %[[J]], %c16{{.*}} : index
+// CHECK-DAG: %[[F32:.*]] = memref.load %[[IP]][%[[REQ]]] : memref<?xi32>
+// CHECK-DAG: %[[FIRST:.*]] = arith.index_cast %[[F32]] : i32 to index
+// CHECK-DAG: %[[POS:.*]] = arith.addi %[[FIRST]], %[[LP]] : index
+// CHECK-DAG: %[[P32:.*]] = memref.load %[[IX]][%[[POS]]] : memref<?xi32>
+// CHECK-DAG: %[[PAGE:.*]] = arith.index_cast %[[P32]] : i32 to index
 // CHECK: memref.load %[[K]][%[[PAGE]], %[[SLOT]], %{{.*}}, %[[D]]] : memref<?x16x1x4xf32>
 func.func @csr(%q: memref<?x1x4xf32>, %k: memref<?x16x1x4xf32>, %v: memref<?x16x1x4xf32>, %ip: memref<?xi32>, %ix: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x1x4xf32>) {
   %kv = kv.paged_view pools(%k, %v : memref<?x16x1x4xf32>, memref<?x16x1x4xf32>) tables(%ip, %ix, %last : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kvt

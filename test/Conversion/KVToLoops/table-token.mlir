@@ -13,13 +13,13 @@
 // CHECK: memref.load %[[LENS]][%[[REQ]]] : memref<?xi32>
 // CHECK: scf.for %[[J:[^ ]*]] = {{.*}} iter_args
 // CHECK: scf.for %[[D:[^ ]*]] = {{.*}} iter_args
-// CHECK: %[[LP:.*]] = arith.divui %[[J]], %c8{{.*}} : index
-// CHECK: %[[OFF:.*]] = arith.remui %[[J]], %c8{{.*}} : index
-// CHECK: %[[S32:.*]] = memref.load %[[ST]][%[[REQ]], %[[LP]]] : memref<?x?xi32>
-// CHECK: %[[S:.*]] = arith.index_cast %[[S32]] : i32 to index
-// CHECK: %[[TOK:.*]] = arith.addi %[[S]], %[[OFF]] : index
-// CHECK: %[[PAGE:.*]] = arith.divui %[[TOK]], %c8{{.*}} : index
-// CHECK: %[[SLOT:.*]] = arith.remui %[[TOK]], %c8{{.*}} : index
+// CHECK-DAG: %[[LP:.*]] = arith.divui %[[J]], %c8{{.*}} : index
+// CHECK-DAG: %[[OFF:.*]] = arith.remui %[[J]], %c8{{.*}} : index
+// CHECK-DAG: %[[S32:.*]] = memref.load %[[ST]][%[[REQ]], %[[LP]]] : memref<?x?xi32>
+// CHECK-DAG: %[[S:.*]] = arith.index_cast %[[S32]] : i32 to index
+// CHECK-DAG: %[[TOK:.*]] = arith.addi %[[S]], %[[OFF]] : index
+// CHECK-DAG: %[[PAGE:.*]] = arith.divui %[[TOK]], %c8{{.*}} : index
+// CHECK-DAG: %[[SLOT:.*]] = arith.remui %[[TOK]], %c8{{.*}} : index
 // CHECK: memref.load %[[K]][%[[PAGE]], %[[SLOT]], %{{.*}}, %[[D]]] : memref<?x8x1x4xf32>
 func.func @token_table(%q: memref<?x1x4xf32>, %k: memref<?x8x1x4xf32>, %v: memref<?x8x1x4xf32>, %st: memref<?x?xi32>, %lens: memref<?xi32>, %o: memref<?x1x4xf32>) {
   %kv = kv.paged_view pools(%k, %v : memref<?x8x1x4xf32>, memref<?x8x1x4xf32>) tables(%st, %lens : memref<?x?xi32>, memref<?xi32>) : !kvt
@@ -38,11 +38,11 @@ func.func @token_table(%q: memref<?x1x4xf32>, %k: memref<?x8x1x4xf32>, %v: memre
 // CHECK: memref.load %[[LENS]][%[[REQ]]] : memref<?xi32>
 // CHECK: scf.for %[[J:[^ ]*]] = {{.*}} iter_args
 // CHECK: scf.for %[[D:[^ ]*]] = {{.*}} iter_args
-// CHECK: %[[S32:.*]] = memref.load %[[ST]][%[[REQ]]] : memref<?xi32>
-// CHECK: %[[S:.*]] = arith.index_cast %[[S32]] : i32 to index
-// CHECK: %[[TOK:.*]] = arith.addi %[[S]], %[[J]] : index
-// CHECK: %[[PAGE:.*]] = arith.divui %[[TOK]], %c8{{.*}} : index
-// CHECK: %[[SLOT:.*]] = arith.remui %[[TOK]], %c8{{.*}} : index
+// CHECK-DAG: %[[S32:.*]] = memref.load %[[ST]][%[[REQ]]] : memref<?xi32>
+// CHECK-DAG: %[[S:.*]] = arith.index_cast %[[S32]] : i32 to index
+// CHECK-DAG: %[[TOK:.*]] = arith.addi %[[S]], %[[J]] : index
+// CHECK-DAG: %[[PAGE:.*]] = arith.divui %[[TOK]], %c8{{.*}} : index
+// CHECK-DAG: %[[SLOT:.*]] = arith.remui %[[TOK]], %c8{{.*}} : index
 // CHECK: memref.load %[[K]][%[[PAGE]], %[[SLOT]], %{{.*}}, %[[D]]] : memref<?x8x1x4xf32>
 func.func @token_offset(%q: memref<?x1x4xf32>, %k: memref<?x8x1x4xf32>, %v: memref<?x8x1x4xf32>, %st: memref<?xi32>, %lens: memref<?xi32>, %o: memref<?x1x4xf32>) {
   %kv = kv.paged_view pools(%k, %v : memref<?x8x1x4xf32>, memref<?x8x1x4xf32>) tables(%st, %lens : memref<?xi32>, memref<?xi32>) : !kvt

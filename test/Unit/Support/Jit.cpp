@@ -1,7 +1,7 @@
 //===- Jit.cpp - JIT-compile kv functions through kv-to-loops -------------===//
 #include "Jit.h"
 
-#include "kvir/Conversion/KVToLoops/KVToLoops.h"
+#include "kvir/Pipelines/Pipelines.h"
 #include "kvir/Registration/InitAll.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -70,7 +70,7 @@ JitKernel::compile(const std::string &source, const std::string &funcName) {
   if (!module)
     return fail("failed to parse the test function");
   mlir::PassManager pm(&context);
-  kvir::buildKVToLLVMPipeline(pm);
+  kvir::buildKVLowerToLLVMPipeline(pm);
   if (mlir::failed(pm.run(*module)))
     return fail("kv-to-LLVM pipeline failed");
 

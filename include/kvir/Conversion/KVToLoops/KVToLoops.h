@@ -15,14 +15,6 @@ namespace kvir {
 #define GEN_PASS_DECL_CONVERTKVTOLOOPS
 #include "kvir/Conversion/Passes.h.inc"
 
-/// Adds kv-to-loops followed by the standard lowering of scf, memref, arith,
-/// math and func to the LLVM dialect: the module then runs under mlir-runner
-/// or MLIR's ExecutionEngine.
-void buildKVToLLVMPipeline(mlir::OpPassManager &pm);
-
-/// Registers the `kv-lower-to-llvm` pipeline.
-void registerKVToLLVMPipeline();
-
 } // namespace kvir
 
 #endif // KVIR_CONVERSION_KVTOLOOPS_KVTOLOOPS_H

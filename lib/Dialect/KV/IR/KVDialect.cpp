@@ -92,35 +92,6 @@ LogicalResult RopeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 //===----------------------------------------------------------------------===//
-// DecodeTilingAttr
-//===----------------------------------------------------------------------===//
-
-LogicalResult
-DecodeTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                         int64_t vector, int64_t threadsX, int64_t threadsZ,
-                         int64_t tileTokens, int64_t smCount,
-                         int64_t maxPartitions) {
-  if (vector <= 0 || !llvm::isPowerOf2_64(vector) || vector > 16)
-    return emitError() << "decode tiling vector must be a power of two in "
-                       << "[1, 16], got " << vector;
-  if (threadsX <= 0 || !llvm::isPowerOf2_64(threadsX) || threadsX > 32)
-    return emitError() << "decode tiling threads_x must be a power of two "
-                       << "in [1, 32] (its lanes reduce with xor-shuffles), "
-                       << "got " << threadsX;
-  if (threadsZ <= 0)
-    return emitError() << "decode tiling threads_z must be positive, got "
-                       << threadsZ;
-  if (tileTokens <= 0 || tileTokens % threadsZ)
-    return emitError() << "decode tiling tile_tokens must be a positive "
-                       << "multiple of threads_z (" << threadsZ << "), got "
-                       << tileTokens;
-  if (smCount <= 0 || maxPartitions <= 0)
-    return emitError() << "decode tiling sm_count and max_partitions must be "
-                       << "positive";
-  return success();
-}
-
-//===----------------------------------------------------------------------===//
 // PagedType
 //===----------------------------------------------------------------------===//
 

@@ -79,6 +79,26 @@ static unsigned getTableRank(TableForm form, unsigned index) {
 // PagedViewOp
 //===----------------------------------------------------------------------===//
 
+int64_t PagedViewOp::getVectorWidth() {
+  if (auto attr = (*this)->getAttrOfType<IntegerAttr>("kv.vector_width"))
+    return attr.getInt();
+  PagedType type = getType();
+  int64_t maxElements =
+      128 / type.getStorageElementType().getIntOrFloatBitWidth();
+  int64_t width = maxElements;
+  for (auto [i, pool] : llvm::enumerate(getPools())) {
+    auto memref = cast<MemRefType>(pool.getType());
+    // A combined pool holds both roles; split and MLA pools one each.
+    SmallVector<PoolRole> roles{i == 0 ? PoolRole::K : PoolRole::V};
+    if (type.getStorage() == Storage::combined)
+      roles.push_back(PoolRole::V);
+    for (PoolRole role : roles)
+      width = std::min(width,
+                       getDimVectorWidth(type, role, memref, maxElements));
+  }
+  return width;
+}
+
 LogicalResult PagedViewOp::verify() {
   PagedType type = getType();
   Operation *op = getOperation();
@@ -277,19 +297,6 @@ LogicalResult DecodeOp::verify() {
   PagedType kv = getKv().getType();
   if (kv.isMla())
     return emitOpError() << "reads a K/V cache; use kv.mla_decode for MLA";
-  if (DecodeTilingAttr tiling = getTilingAttr()) {
-    int64_t d = kv.getHeadDim();
-    if (d % tiling.getVector() ||
-        tiling.getVector() * tiling.getThreadsX() < d)
-      return emitOpError() << "tiling with vector " << tiling.getVector()
-                           << " x threads_x " << tiling.getThreadsX()
-                           << " does not cover head_dim " << d
-                           << " in whole vectors";
-    int64_t bits = kv.getStorageElementType().getIntOrFloatBitWidth();
-    if (tiling.getVector() * bits > 128)
-      return emitOpError() << "tiling vector of " << tiling.getVector()
-                           << " elements exceeds a 16-byte load";
-  }
   return verifyAttention(getOperation(), getQ(), getKVShape(kv), getType(),
                          getSmScale(), getLogitsSoftCap(), getWindowLeft(),
                          getRopeAttr());

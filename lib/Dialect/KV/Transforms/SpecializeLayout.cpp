@@ -1,6 +1,5 @@
 //===- SpecializeLayout.cpp - Preset layouts to explicit affine maps ------===//
 #include "kvir/Dialect/KV/Transforms/Passes.h"
-#include "kvir/Dialect/KV/Transforms/Tiling.h"
 #include "kvir/Dialect/KV/IR/PoolLayout.h"
 
 namespace kvir::kv {
@@ -17,7 +16,7 @@ struct KVSpecializeLayoutPass
   void runOnOperation() override {
     getOperation()->walk([&](PagedViewOp view) {
       // The width is proven on the preset, whose maps are the same.
-      int64_t width = getViewVectorWidth(view);
+      int64_t width = view.getVectorWidth();
       view->setAttr("kv.vector_width",
                     IntegerAttr::get(IntegerType::get(&getContext(), 64),
                                      width));

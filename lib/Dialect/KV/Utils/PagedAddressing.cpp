@@ -62,54 +62,95 @@ static Value cst(ImplicitLocOpBuilder &b, int64_t v) {
   return arith::ConstantIndexOp::create(b, v);
 }
 
-Value kvir::kv::emitKvLen(ImplicitLocOpBuilder &b, const PagedOperands &kv,
-                          Value req) {
+Value kvir::kv::emitTableBase(ImplicitLocOpBuilder &b, const PagedOperands &kv,
+                              Value req) {
+  switch (kv.type.getTable()) {
+  case TableForm::csr:
+  case TableForm::token_offset:
+    return loadIndexValue(b, kv.tables[0], req);
+  case TableForm::block_table:
+  case TableForm::token_table:
+    return cst(b, 0);
+  }
+  llvm_unreachable("unknown table form");
+}
+
+RequestTable kvir::kv::emitRequestTable(ImplicitLocOpBuilder &b,
+                                        const PagedOperands &kv, Value req) {
+  Value base = emitTableBase(b, kv, req);
   if (kv.type.getTable() != TableForm::csr)
-    return loadIndexValue(b, kv.tables[1], req);
+    return {loadIndexValue(b, kv.tables[1], req), base};
   // kv_len = page_size * (n - 1) + last_page_len for n > 0 pages, else 0.
   Value one = cst(b, 1);
-  Value start = loadIndexValue(b, kv.tables[0], req);
   Value end = loadIndexValue(b, kv.tables[0],
                              ValueRange{arith::AddIOp::create(b, req, one)});
-  Value numPages = arith::SubIOp::create(b, end, start);
+  Value numPages = arith::SubIOp::create(b, end, base);
   Value last = loadIndexValue(b, kv.tables[2], req);
   Value full = arith::MulIOp::create(b, arith::SubIOp::create(b, numPages, one),
                                      cst(b, kv.type.getPageSize()));
   Value len = arith::AddIOp::create(b, full, last);
   Value empty = arith::CmpIOp::create(b, arith::CmpIPredicate::sle, numPages,
                                       cst(b, 0));
-  return arith::SelectOp::create(b, empty, cst(b, 0), len);
+  return {arith::SelectOp::create(b, empty, cst(b, 0), len), base};
+}
+
+Value kvir::kv::emitKvLen(ImplicitLocOpBuilder &b, const PagedOperands &kv,
+                          Value req) {
+  if (kv.type.getTable() != TableForm::csr)
+    return loadIndexValue(b, kv.tables[1], req);
+  return emitRequestTable(b, kv, req).kvLen;
+}
+
+Value kvir::kv::emitPageEntry(ImplicitLocOpBuilder &b, const PagedOperands &kv,
+                              Value req, Value base, Value logicalPage) {
+  switch (kv.type.getTable()) {
+  case TableForm::csr:
+    return loadIndexValue(
+        b, kv.tables[1], ValueRange{arith::AddIOp::create(b, base, logicalPage)});
+  case TableForm::block_table:
+  case TableForm::token_table:
+    return loadIndexValue(b, kv.tables[0], {req, logicalPage});
+  case TableForm::token_offset:
+    break;
+  }
+  llvm_unreachable("token_offset tables have no page entries");
+}
+
+std::pair<Value, Value> kvir::kv::emitLocateFromEntry(ImplicitLocOpBuilder &b,
+                                                      PagedType type,
+                                                      Value entry, Value base,
+                                                      Value token) {
+  Value pageSize = cst(b, type.getPageSize());
+  Value tokenIndex;
+  switch (type.getTable()) {
+  case TableForm::csr:
+  case TableForm::block_table:
+    return {entry, arith::RemUIOp::create(b, token, pageSize)};
+  case TableForm::token_table:
+    // The entry is the token index the page starts at.
+    tokenIndex = arith::AddIOp::create(
+        b, entry, arith::RemUIOp::create(b, token, pageSize));
+    break;
+  case TableForm::token_offset:
+    tokenIndex = arith::AddIOp::create(b, base, token);
+    break;
+  }
+  // Token-axis pools see token t as page t / page_size, slot t % page_size.
+  return {arith::DivUIOp::create(b, tokenIndex, pageSize),
+          arith::RemUIOp::create(b, tokenIndex, pageSize)};
 }
 
 std::pair<Value, Value> kvir::kv::emitLocate(ImplicitLocOpBuilder &b,
                                              const PagedOperands &kv, Value req,
                                              Value token) {
-  Value pageSize = cst(b, kv.type.getPageSize());
-  Value logicalPage = arith::DivUIOp::create(b, token, pageSize);
-  Value slot = arith::RemUIOp::create(b, token, pageSize);
-  switch (kv.type.getTable()) {
-  case TableForm::csr: {
-    Value first = loadIndexValue(b, kv.tables[0], req);
-    Value page = loadIndexValue(
-        b, kv.tables[1], ValueRange{arith::AddIOp::create(b, first, logicalPage)});
-    return {page, slot};
+  Value base = emitTableBase(b, kv, req);
+  Value entry;
+  if (kv.type.getTable() != TableForm::token_offset) {
+    Value logicalPage =
+        arith::DivUIOp::create(b, token, cst(b, kv.type.getPageSize()));
+    entry = emitPageEntry(b, kv, req, base, logicalPage);
   }
-  case TableForm::block_table:
-    return {loadIndexValue(b, kv.tables[0], {req, logicalPage}), slot};
-  case TableForm::token_table:
-  case TableForm::token_offset: {
-    // The table yields a token index into the pool's token axis.
-    Value tokenIndex =
-        kv.type.getTable() == TableForm::token_table
-            ? arith::AddIOp::create(
-                  b, loadIndexValue(b, kv.tables[0], {req, logicalPage}), slot)
-            : arith::AddIOp::create(b, loadIndexValue(b, kv.tables[0], req),
-                                    token);
-    return {arith::DivUIOp::create(b, tokenIndex, pageSize),
-            arith::RemUIOp::create(b, tokenIndex, pageSize)};
-  }
-  }
-  llvm_unreachable("unknown table form");
+  return emitLocateFromEntry(b, kv.type, entry, base, token);
 }
 
 SmallVector<Value> kvir::kv::emitPoolIndices(ImplicitLocOpBuilder &b,

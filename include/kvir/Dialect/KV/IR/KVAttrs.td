@@ -90,27 +90,4 @@ def KV_RopeAttr : KV_Attr<"Rope", "rope"> {
   let genVerifyDecl = 1;
 }
 
-def KV_DecodeTilingAttr : KV_Attr<"DecodeTiling", "decode_tiling"> {
-  let summary = "the work decomposition of a GPU decode (set by kv-tile)";
-  let description = [{
-    One thread block per (request, KV head, KV partition). Threads are
-    (`threads_x` along the head dim, each owning `vector` contiguous
-    elements, i.e. one 16-byte load; the query heads of the GQA group;
-    `threads_z` tokens in flight). K/V tiles of `tile_tokens` tokens are
-    staged in shared memory once for the whole group. Split-KV: the host
-    launches `min(max_partitions, max(1, ceil(2 * sm_count / (batch *
-    kv_heads))))` partitions and merges their partial states.
-
-    ```mlir
-    #kv.decode_tiling<vector = 8, threads_x = 16, threads_z = 2,
-                      tile_tokens = 32, sm_count = 132, max_partitions = 32>
-    ```
-  }];
-  let parameters = (ins "int64_t":$vector, "int64_t":$threads_x,
-                        "int64_t":$threads_z, "int64_t":$tile_tokens,
-                        "int64_t":$sm_count, "int64_t":$max_partitions);
-  let assemblyFormat = "`<` struct(params) `>`";
-  let genVerifyDecl = 1;
-}
-
 #endif // KVIR_DIALECT_KV_IR_KVATTRS_TD

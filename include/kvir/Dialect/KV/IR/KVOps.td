@@ -51,6 +51,12 @@ def KV_PagedViewOp : KV_Op<"paged_view", [Pure, AttrSizedOperandSegments]> {
     attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The widest head-dim vector (elements, at most 16 bytes of storage)
+    /// every pool of the view allows: the `kv.vector_width` attribute
+    /// kv-specialize-layout records, else the layout's proven contiguity.
+    int64_t getVectorWidth();
+  }];
 }
 
 def KV_RaggedViewOp : KV_Op<"ragged_view", [Pure]> {
@@ -96,8 +102,7 @@ def KV_DecodeOp : KV_Op<"decode"> {
   }];
   let arguments = !con((ins Arg<AnyMemRef, "queries", [MemRead]>:$q,
                             KV_ReadKV<KV_PagedType>:$kv),
-                       KV_AttentionAttrs,
-                       (ins OptionalAttr<KV_DecodeTilingAttr>:$tiling));
+                       KV_AttentionAttrs);
   let results = (outs KV_StateType:$result);
   let assemblyFormat = [{
     $q `,` $kv attr-dict `:` type($q) `,` type($kv) `->` type($result)

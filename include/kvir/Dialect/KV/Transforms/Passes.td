@@ -16,25 +16,6 @@ def KVExpandCascade : Pass<"kv-expand-cascade"> {
   let dependentDialects = ["::kvir::kv::KVDialect"];
 }
 
-def KVTile : Pass<"kv-tile"> {
-  let summary = "Choose the GPU work decomposition of each kv.decode";
-  let description = [{
-    Attaches a `#kv.decode_tiling` to every `kv.decode` over a paged cache:
-    16-byte vectors along the head dim (the widest the pool's layout allows,
-    as proven by kv-specialize-layout's contiguity analysis), lanes per head
-    dim rounded to a power of two for the xor-shuffle reduction, about 128
-    threads per block (more tokens in flight when the GQA group is small),
-    whole warps, K/V tiles of up to 32 tokens (16 KB each), and the split-KV
-    parameters of the target chip. convert-kv-to-gpu lowers exactly this
-    decomposition.
-  }];
-  let options = [
-    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
-           "Target chip: sm_80, sm_86, sm_89, sm_90 or sm_90a">
-  ];
-  let dependentDialects = ["::kvir::kv::KVDialect"];
-}
-
 def KVSpecializeLayout : Pass<"kv-specialize-layout"> {
   let summary = "Resolve preset KV layouts into explicit affine maps";
   let description = [{

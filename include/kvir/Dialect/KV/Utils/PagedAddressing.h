@@ -37,9 +37,38 @@ struct PagedOperands {
 mlir::Value loadIndexValue(mlir::ImplicitLocOpBuilder &b, mlir::Value memref,
                            mlir::ValueRange indices);
 
+/// Where a request's tokens start in its table: CSR `kv_indptr[req]` (its
+/// first index into kv_indices) or token_offset `cachestarts[req]`; 0 for
+/// the per-request tables (block_table, token_table).
+mlir::Value emitTableBase(mlir::ImplicitLocOpBuilder &b, const PagedOperands &kv,
+                          mlir::Value req);
+
+/// What every lowering reads once per request.
+struct RequestTable {
+  mlir::Value kvLen; // index
+  mlir::Value base;  // emitTableBase
+};
+RequestTable emitRequestTable(mlir::ImplicitLocOpBuilder &b,
+                              const PagedOperands &kv, mlir::Value req);
+
 /// kv_len of request `req` (an index).
 mlir::Value emitKvLen(mlir::ImplicitLocOpBuilder &b, const PagedOperands &kv,
                       mlir::Value req);
+
+/// The table entry of logical page `logicalPage` of request `req` (whose
+/// table base is `base`): a page id (csr, block_table) or the token index
+/// the page starts at (token_table). token_offset tables have no entries.
+mlir::Value emitPageEntry(mlir::ImplicitLocOpBuilder &b, const PagedOperands &kv,
+                          mlir::Value req, mlir::Value base,
+                          mlir::Value logicalPage);
+
+/// (page, slot) of token `token` of a request, given the entry of the
+/// token's logical page (unused for token_offset) and the request's table
+/// base (used by token_offset only). Kernels stage the entries of a tile's
+/// pages once and locate every token of the tile through them.
+std::pair<mlir::Value, mlir::Value>
+emitLocateFromEntry(mlir::ImplicitLocOpBuilder &b, PagedType type,
+                    mlir::Value entry, mlir::Value base, mlir::Value token);
 
 /// (page, slot) of token `token` of request `req`.
 std::pair<mlir::Value, mlir::Value> emitLocate(mlir::ImplicitLocOpBuilder &b,

@@ -3,12 +3,13 @@
 
 // FlashInfer's shape: 16-byte vectors of f16 (8 elements), 128 / 8 = 16 lanes
 // along the head dim, 4 query heads per KV head, so 2 tokens in flight make
-// 128 threads; 32-token tiles; H100 has 132 SMs, A100 108.
+// 128 threads; 32-token tiles. The decomposition does not depend on the
+// chip (its SM count enters the launch plan's split-KV rule).
 !c = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
 // CHECK-LABEL: func @gqa4
-// CHECK: kv.decode {{.*}}tiling = #kv.decode_tiling<vector = 8, threads_x = 16, threads_z = 2, tile_tokens = 32, sm_count = 132, max_partitions = 32>
+// CHECK: kv.decode {{.*}}kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 2, tile_tokens = 32, max_partitions = 32>
 // A100-LABEL: func @gqa4
-// A100: sm_count = 108
+// A100: kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 2, tile_tokens = 32, max_partitions = 32>
 func.func @gqa4(%q: memref<?x32x128xf16>, %pool: memref<?x2x16x8x128xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x32x128xf16, base = 2> {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x8x128xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
   %s = kv.decode %q, %kv : memref<?x32x128xf16>, !c -> !kv.state<?x32x128xf16, base = 2>
@@ -21,7 +22,7 @@ func.func @gqa4(%q: memref<?x32x128xf16>, %pool: memref<?x2x16x8x128xf16>, %a: m
 // flight; a 256-wide f16 row is 512 bytes, so 32-token tiles are 16 KB.
 !c = !kv.paged<page_size = 64, kv_heads = 2, head_dim = 256, head_dim_v = 256, dtype = bf16, layout = hnd, storage = split, table = block_table>
 // CHECK-LABEL: func @wide_group8
-// CHECK: tiling = #kv.decode_tiling<vector = 8, threads_x = 32, threads_z = 1, tile_tokens = 32
+// CHECK: kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 32, threads_z = 1, tile_tokens = 32
 func.func @wide_group8(%q: memref<?x16x256xbf16>, %k: memref<?x2x64x256xbf16>, %v: memref<?x2x64x256xbf16>, %t: memref<?x?xi32>, %l: memref<?xi32>) -> !kv.state<?x16x256xf32, base = e> {
   %kv = kv.paged_view pools(%k, %v : memref<?x2x64x256xbf16>, memref<?x2x64x256xbf16>) tables(%t, %l : memref<?x?xi32>, memref<?xi32>) : !c
   %s = kv.decode %q, %kv : memref<?x16x256xbf16>, !c -> !kv.state<?x16x256xf32, base = e>
@@ -31,10 +32,10 @@ func.func @wide_group8(%q: memref<?x16x256xbf16>, %k: memref<?x2x64x256xbf16>, %
 // -----
 
 // head_dim 80 = 10 vectors of 8: lanes round up to 16 (6 idle); whole warps
-// force threads_z to a multiple of 2 for 16 x 1 lanes... 16 * 1 * 8 = 128.
+// force threads_z to a multiple of 2 for 16 x 1 lanes: 16 * 1 * 8 = 128.
 !c = !kv.paged<page_size = 5, kv_heads = 4, head_dim = 80, head_dim_v = 80, dtype = f16, layout = nhd, storage = split, table = csr>
 // CHECK-LABEL: func @odd_head_dim
-// CHECK: tiling = #kv.decode_tiling<vector = 8, threads_x = 16, threads_z = 8, tile_tokens = 32
+// CHECK: kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 8, tile_tokens = 32
 func.func @odd_head_dim(%q: memref<?x4x80xf16>, %k: memref<?x5x4x80xf16>, %v: memref<?x5x4x80xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x4x80xf16, base = 2> {
   %kv = kv.paged_view pools(%k, %v : memref<?x5x4x80xf16>, memref<?x5x4x80xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
   %s = kv.decode %q, %kv : memref<?x4x80xf16>, !c -> !kv.state<?x4x80xf16, base = 2>
@@ -44,13 +45,44 @@ func.func @odd_head_dim(%q: memref<?x4x80xf16>, %k: memref<?x5x4x80xf16>, %v: me
 // -----
 
 // The vLLM V layout [p, h, d, slot] has no two consecutive dims adjacent:
-// scalar loads, one element per lane, 128 lanes would exceed a warp's
-// shuffle reach so they cap at 32... head_dim 32 keeps it legal.
+// one element per lane, and head_dim 32 keeps the lanes within a warp.
 !c = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 32, head_dim_v = 32, dtype = f16, layout = vllm, storage = split, table = block_table>
 // CHECK-LABEL: func @vllm_scalar
-// CHECK: tiling = #kv.decode_tiling<vector = 1, threads_x = 32
+// CHECK: kvgpu.config = #kvgpu.decode<vector = 1, threads_x = 32
 func.func @vllm_scalar(%q: memref<?x1x32xf16>, %k: memref<?x1x4x16x8xf16>, %v: memref<?x1x32x16xf16>, %t: memref<?x?xi32>, %l: memref<?xi32>) -> !kv.state<?x1x32xf16, base = e> {
   %kv = kv.paged_view pools(%k, %v : memref<?x1x4x16x8xf16>, memref<?x1x32x16xf16>) tables(%t, %l : memref<?x?xi32>, memref<?xi32>) : !c
   %s = kv.decode %q, %kv : memref<?x1x32xf16>, !c -> !kv.state<?x1x32xf16, base = e>
   return %s : !kv.state<?x1x32xf16, base = e>
+}
+
+// -----
+
+// No configuration fits head_dim 512 in 16-byte vectors (64 lanes, more than
+// a warp), nor the vLLM V layout at head_dim 128 (128 scalar lanes): the op
+// keeps none, and convert-kv-to-gpu reports why (test/Conversion/KVToGPU).
+!w = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = combined, table = csr>
+!v = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 128, head_dim_v = 128, dtype = f16, layout = vllm, storage = split, table = block_table>
+// CHECK-LABEL: func @no_config
+// CHECK-NOT: kvgpu.config
+// CHECK: return
+func.func @no_config(%q: memref<?x1x512xf16>, %pool: memref<?x2x16x1x512xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>,
+                     %q2: memref<?x1x128xf16>, %k: memref<?x1x16x16x8xf16>, %v: memref<?x1x128x16xf16>, %t: memref<?x?xi32>, %l: memref<?xi32>)
+    -> (!kv.state<?x1x512xf16, base = e>, !kv.state<?x1x128xf16, base = e>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x1x512xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !w
+  %s = kv.decode %q, %kv : memref<?x1x512xf16>, !w -> !kv.state<?x1x512xf16, base = e>
+  %kv2 = kv.paged_view pools(%k, %v : memref<?x1x16x16x8xf16>, memref<?x1x128x16xf16>) tables(%t, %l : memref<?x?xi32>, memref<?xi32>) : !v
+  %s2 = kv.decode %q2, %kv2 : memref<?x1x128xf16>, !v -> !kv.state<?x1x128xf16, base = e>
+  return %s, %s2 : !kv.state<?x1x512xf16, base = e>, !kv.state<?x1x128xf16, base = e>
+}
+
+// -----
+
+// An existing configuration is kept.
+!c = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
+// CHECK-LABEL: func @kept
+// CHECK: kvgpu.config = #kvgpu.decode<vector = 4, threads_x = 32, threads_z = 1, tile_tokens = 16, max_partitions = 8>
+func.func @kept(%q: memref<?x32x128xf16>, %pool: memref<?x2x16x8x128xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x32x128xf16, base = 2> {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x8x128xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  %s = kv.decode %q, %kv {kvgpu.config = #kvgpu.decode<vector = 4, threads_x = 32, threads_z = 1, tile_tokens = 16, max_partitions = 8>} : memref<?x32x128xf16>, !c -> !kv.state<?x32x128xf16, base = 2>
+  return %s : !kv.state<?x32x128xf16, base = 2>
 }

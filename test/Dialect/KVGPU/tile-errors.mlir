@@ -1,5 +1,9 @@
 // RUN: not kvir-opt %s --kv-tile=chip=sm_70 2>&1 | FileCheck %s
 // RUN: not kvir-opt %s --convert-kv-to-gpu=chip=sm_70 2>&1 | FileCheck %s --check-prefix=GPU
+// RUN: not kvir-opt %s --kv-to-ptx=chip=sm_70 2>&1 | FileCheck %s
+
+// Every stage that takes a chip resolves it through TargetInfo, with the
+// same message.
 
 // CHECK: kv-tile: unknown chip 'sm_70', expected sm_80, sm_86, sm_89, sm_90 or sm_90a
 // GPU: convert-kv-to-gpu: unknown chip 'sm_70', expected sm_80, sm_86, sm_89, sm_90 or sm_90a

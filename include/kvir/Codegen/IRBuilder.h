@@ -1,0 +1,69 @@
+//===- IRBuilder.h - Terse arith for kernel builders ------------*- C++ -*-===//
+//
+// The few constructors every kernel component writes over and over: index,
+// f32 and i32 constants, type-directed add / sub / mul, index min / max and
+// comparisons, vector splats. A thin layer over an ImplicitLocOpBuilder.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVIR_CODEGEN_IRBUILDER_H
+#define KVIR_CODEGEN_IRBUILDER_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace kvir::codegen {
+
+struct IRBuilder {
+  mlir::ImplicitLocOpBuilder &b;
+
+  mlir::Value idx(int64_t v) { return mlir::arith::ConstantIndexOp::create(b, v); }
+  mlir::Value f32(double v) {
+    return mlir::arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+  }
+  mlir::Value i32(int64_t v) {
+    return mlir::arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
+  }
+  /// Integer (index or iN) or float arithmetic by the operands' type.
+  mlir::Value add(mlir::Value x, mlir::Value y);
+  mlir::Value sub(mlir::Value x, mlir::Value y);
+  mlir::Value mul(mlir::Value x, mlir::Value y);
+  mlir::Value divU(mlir::Value x, mlir::Value y) {
+    return mlir::arith::DivUIOp::create(b, x, y);
+  }
+  mlir::Value remU(mlir::Value x, mlir::Value y) {
+    return mlir::arith::RemUIOp::create(b, x, y);
+  }
+  mlir::Value cmp(mlir::arith::CmpIPredicate p, mlir::Value x, mlir::Value y) {
+    return mlir::arith::CmpIOp::create(b, p, x, y);
+  }
+  mlir::Value lt(mlir::Value x, mlir::Value y) {
+    return cmp(mlir::arith::CmpIPredicate::slt, x, y);
+  }
+  mlir::Value eq(mlir::Value x, mlir::Value y) {
+    return cmp(mlir::arith::CmpIPredicate::eq, x, y);
+  }
+  mlir::Value minS(mlir::Value x, mlir::Value y) {
+    return mlir::arith::MinSIOp::create(b, x, y);
+  }
+  mlir::Value maxS(mlir::Value x, mlir::Value y) {
+    return mlir::arith::MaxSIOp::create(b, x, y);
+  }
+  mlir::Value select(mlir::Value c, mlir::Value x, mlir::Value y) {
+    return mlir::arith::SelectOp::create(b, c, x, y);
+  }
+  mlir::Value toIndex(mlir::Value v) {
+    return mlir::arith::IndexCastOp::create(b, b.getIndexType(), v);
+  }
+  mlir::Value toI32(mlir::Value v) {
+    return mlir::arith::IndexCastOp::create(b, b.getI32Type(), v);
+  }
+  /// `scalar` broadcast to a vector of `n` (`scalar` itself if n == 0).
+  mlir::Value splat(mlir::Value scalar, int64_t n);
+  /// `scalar` broadcast to the shape of `like` if that is a vector, or
+  /// itself.
+  mlir::Value splatLike(mlir::Value scalar, mlir::Value like);
+};
+
+} // namespace kvir::codegen
+
+#endif // KVIR_CODEGEN_IRBUILDER_H

@@ -1,0 +1,114 @@
+//===- PagedTileLoader.h - K/V tiles of a paged cache -----------*- C++ -*-===//
+//
+// How a kernel brings the keys and values of one request into shared
+// memory, one tile of consecutive tokens at a time:
+//   - the table entries of the pages a tile touches are staged in shared
+//     memory once per page (not once per token), and every token is
+//     located through them (PagedAddressing's table forms and layouts);
+//   - K/V rows arrive either by synchronous vector loads (`copyTile`, any
+//     head-dim vector width the layout proves, with a dequantization hook
+//     from the stored type) or by 16-byte cp.async copies into a (swizzled)
+//     SharedTile of a multi-stage buffer (`copyTileAsync`): rows past the
+//     tile's token count are zero-filled without reading memory, so a tile
+//     never holds what a serving engine left in the pool.
+// Works for paged views (any table form, any layout whose head dim is
+// contiguous) and for ragged K/V.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVIR_CODEGEN_PAGEDTILELOADER_H
+#define KVIR_CODEGEN_PAGEDTILELOADER_H
+
+#include "kvir/Codegen/SharedTile.h"
+#include "kvir/Dialect/KV/Utils/PagedAddressing.h"
+
+#include <functional>
+
+namespace kvir::codegen {
+
+/// Ragged K/V: K[nnz, H, D], V[nnz, H, Dv]; request b owns rows
+/// indptr[b] .. indptr[b + 1].
+struct RaggedOperands {
+  mlir::Value k, v, indptr;
+};
+
+/// One destination of a tile copy: the K or V rows of the tile.
+struct TileCopy {
+  kv::PoolRole role;
+  /// memref<tile x width x T, workgroup> (copyTile) or the SharedTile
+  /// (copyTileAsync).
+  mlir::Value shared;
+  SharedTile tile;
+  /// Dims of the row to copy.
+  int64_t width = 0;
+};
+
+class PagedTileLoader {
+public:
+  /// Maps a vector loaded from a pool (storage type) to the tile's element
+  /// type; null: the types agree.
+  using Dequantize = std::function<mlir::Value(
+      mlir::ImplicitLocOpBuilder &, mlir::Value raw, kv::PoolRole role,
+      mlir::Value page, mlir::Value slot, mlir::Value dim)>;
+
+  /// A paged request. `pageIds` is an i32 shared buffer of at least
+  /// pagesPerTile(page_size, tileTokens) entries (unused for token_offset).
+  PagedTileLoader(kv::PagedOperands kv, mlir::Value req, mlir::Value tableBase,
+                  mlir::Value kvHead, int64_t tileTokens, mlir::Value pageIds);
+  /// A ragged request starting at row `tableBase` of K and V.
+  PagedTileLoader(RaggedOperands ragged, mlir::Value tableBase,
+                  mlir::Value kvHead, int64_t tileTokens);
+
+  /// The most pages `tileTokens` consecutive tokens can touch, wherever
+  /// they start.
+  static int64_t pagesPerTile(int64_t pageSize, int64_t tileTokens);
+  /// Whether the tile's tokens are found through staged page entries.
+  bool stagesPageIds() const;
+
+  /// Stores the entries of the pages tokens [tile0, tile0 + count) touch,
+  /// one table load per page, spread over `numThreads` threads (`thread`
+  /// is this one). The caller places a barrier before the entries are used.
+  void stagePageIds(mlir::ImplicitLocOpBuilder &b, mlir::Value tile0,
+                    mlir::Value count, mlir::Value thread,
+                    int64_t numThreads) const;
+
+  /// Synchronous: copies dims [0, width) of the rows of tokens
+  /// [tile0, tile0 + count) into row t - tile0 of each destination, `vec`
+  /// elements per load (the width the layout allows), spread over
+  /// `numThreads` threads. Needs staged page ids.
+  void copyTile(mlir::ImplicitLocOpBuilder &b, llvm::ArrayRef<TileCopy> copies,
+                mlir::Value tile0, mlir::Value count, mlir::Value thread,
+                int64_t numThreads, int64_t vec,
+                const Dequantize &dequantize = nullptr) const;
+
+  /// Asynchronous: issues 16-byte cp.async copies of the rows of tokens
+  /// [tile0, tile0 + count) into stage `stage` of each destination tile,
+  /// zero-filling its rows [count, tile rows). The caller commits them as a
+  /// group (nvgpu.device_async_create_group: cp.async.commit_group commits
+  /// every copy the thread issued since the last one). Needs staged page
+  /// ids (paged) and a head dim contiguous in 16-byte chunks; `count` >= 1.
+  void copyTileAsync(mlir::ImplicitLocOpBuilder &b, llvm::ArrayRef<TileCopy> copies,
+                mlir::Value stage, mlir::Value tile0, mlir::Value count,
+                mlir::Value thread, int64_t numThreads) const;
+
+  /// The memref and indices of element `dim` of `role` at token `token`
+  /// (staged page ids must be current for paged requests).
+  std::pair<mlir::Value, llvm::SmallVector<mlir::Value>>
+  address(mlir::ImplicitLocOpBuilder &b, kv::PoolRole role, mlir::Value token,
+          mlir::Value tile0, mlir::Value dim) const;
+
+private:
+  /// (page, slot) of `token` of the tile whose first logical page is
+  /// `page0`.
+  std::pair<mlir::Value, mlir::Value>
+  locate(mlir::ImplicitLocOpBuilder &b, mlir::Value token,
+         mlir::Value page0) const;
+
+  kv::PagedOperands kv;
+  RaggedOperands ragged;
+  mlir::Value req, tableBase, kvHead, pageIds;
+  int64_t tileTokens;
+};
+
+} // namespace kvir::codegen
+
+#endif // KVIR_CODEGEN_PAGEDTILELOADER_H

@@ -1,0 +1,234 @@
+//===- KVGPUAttrs.td - kvgpu attributes -------------------*- tablegen -*-===//
+#ifndef KVIR_DIALECT_KVGPU_IR_KVGPUATTRS_TD
+#define KVIR_DIALECT_KVGPU_IR_KVGPUATTRS_TD
+
+include "kvir/Dialect/KVGPU/IR/KVGPUDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+class KVGPU_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<KVGPU_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+//===----------------------------------------------------------------------===//
+// Configurations
+//===----------------------------------------------------------------------===//
+
+def KVGPU_DecodeConfigAttr : KVGPU_Attr<"DecodeConfig", "decode"> {
+  let summary = "the work decomposition of a GPU decode";
+  let description = [{
+    One thread block per (request, KV head, KV partition). Threads are
+    (`threads_x` along the head dim, each owning `vector` contiguous
+    elements, i.e. one 16-byte load; the query heads of the GQA group;
+    `threads_z` tokens in flight). K/V tiles of `tile_tokens` tokens are
+    staged in shared memory once for the whole group. Split-KV launches at
+    most `max_partitions` partitions per (request, KV head); how many is the
+    launch plan's rule for the target chip.
+
+    ```mlir
+    #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 2,
+                  tile_tokens = 32, max_partitions = 32>
+    ```
+  }];
+  let parameters = (ins "int64_t":$vector, "int64_t":$threads_x,
+                        "int64_t":$threads_z, "int64_t":$tile_tokens,
+                        "int64_t":$max_partitions);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Size expressions
+//===----------------------------------------------------------------------===//
+
+def KVGPU_SizeExprKind : I32EnumAttr<"SizeExprKind", "size expression node", [
+  I32EnumAttrCase<"constant", 0>,
+  I32EnumAttrCase<"symbol", 1>,
+  I32EnumAttrCase<"add", 2>,
+  I32EnumAttrCase<"mul", 3>,
+  I32EnumAttrCase<"floordiv", 4>,
+  I32EnumAttrCase<"ceildiv", 5>,
+  I32EnumAttrCase<"min", 6>,
+  I32EnumAttrCase<"max", 7>
+]> {
+  let cppNamespace = "::kvir::kvgpu";
+  let genSpecializedAttr = 0;
+}
+
+def KVGPU_SizeExprAttr : KVGPU_Attr<"SizeExpr", "size"> {
+  let summary = "an integer expression of a launch's run-time sizes";
+  let description = [{
+    Integers, named sizes (`batch`, `num_partitions`, ...), `+`, `*`,
+    `floordiv(a, b)`, `ceildiv(a, b)`, `min(a, b, ...)` and `max(a, b, ...)`
+    over signed 64-bit values. Grids, buffer shapes and the split-KV rule of
+    a launch plan are such expressions; the host code, the manifests and the
+    C header evaluate the same expression.
+
+    ```mlir
+    #kvgpu.size<min(32, ceildiv(264, batch * 8))>
+    ```
+  }];
+  let parameters = (ins
+    "::kvir::kvgpu::SizeExprKind":$kind,
+    "int64_t":$value,
+    StringRefParameter<"symbol name", "\"\"">:$symbol,
+    OptionalArrayRefParameter<"::kvir::kvgpu::SizeExprAttr">:$operands);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    static SizeExprAttr constant(::mlir::MLIRContext *ctx, int64_t value);
+    static SizeExprAttr symbolRef(::mlir::MLIRContext *ctx, ::llvm::StringRef name);
+    /// A node over `operands`, folded when they are all constants.
+    static SizeExprAttr node(SizeExprKind kind, ::llvm::ArrayRef<SizeExprAttr> operands);
+    static SizeExprAttr add(SizeExprAttr a, SizeExprAttr b) { return node(SizeExprKind::add, {a, b}); }
+    static SizeExprAttr mul(SizeExprAttr a, SizeExprAttr b) { return node(SizeExprKind::mul, {a, b}); }
+    static SizeExprAttr ceilDiv(SizeExprAttr a, SizeExprAttr b) { return node(SizeExprKind::ceildiv, {a, b}); }
+    static SizeExprAttr floorDiv(SizeExprAttr a, SizeExprAttr b) { return node(SizeExprKind::floordiv, {a, b}); }
+    static SizeExprAttr min(::llvm::ArrayRef<SizeExprAttr> xs) { return node(SizeExprKind::min, xs); }
+    static SizeExprAttr max(::llvm::ArrayRef<SizeExprAttr> xs) { return node(SizeExprKind::max, xs); }
+
+    bool isConstant() const { return getKind() == SizeExprKind::constant; }
+    /// The value, given the value of each symbol (nullopt: unknown, or a
+    /// division by zero).
+    std::optional<int64_t> evaluate(
+        ::llvm::function_ref<std::optional<int64_t>(::llvm::StringRef)> lookup) const;
+    /// Calls `fn` on every symbol the expression reads.
+    void walkSymbols(::llvm::function_ref<void(::llvm::StringRef)> fn) const;
+    /// The expression as text: `min(32, ceildiv(264, batch * 8))`.
+    std::string str() const;
+    /// The expression in C over int64_t values, symbols spelled by `name`
+    /// (ceildiv/floordiv/min/max as calls of `prefix`ceildiv, ...).
+    std::string toC(::llvm::function_ref<std::string(::llvm::StringRef)> name,
+                    ::llvm::StringRef prefix) const;
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Launch plans
+//===----------------------------------------------------------------------===//
+
+def KVGPU_ArgRole : I32EnumAttr<"ArgRole", "what a launch-plan argument is", [
+  I32EnumAttrCase<"input", 0>,      // read by the kernels, given by the caller
+  I32EnumAttrCase<"output", 1>,     // written by the kernels, given by the caller
+  I32EnumAttrCase<"workspace", 2>,  // scratch the caller provides (plan sizes)
+  I32EnumAttrCase<"size", 3>        // an index-typed size passed by value
+]> {
+  let cppNamespace = "::kvir::kvgpu";
+  let genSpecializedAttr = 0;
+}
+
+def KVGPU_LaunchCondition : I32EnumAttr<"LaunchCondition",
+    "when a kernel of a plan is launched", [
+  I32EnumAttrCase<"always", 0>,
+  I32EnumAttrCase<"unsplit", 1>,  // the plan's partition count is 1
+  I32EnumAttrCase<"split", 2>     // the plan's partition count exceeds 1
+]> {
+  let cppNamespace = "::kvir::kvgpu";
+  let genSpecializedAttr = 0;
+}
+
+def KVGPU_PlanArgAttr : KVGPU_Attr<"PlanArg", "arg"> {
+  let summary = "a named buffer or size of a launch plan";
+  let description = [{
+    `type` is the memref type the kernels take (or `index` for a size);
+    `shape` gives every dim as a size expression (static dims as constants),
+    empty for sizes. Workspace buffers are allocated by the caller with
+    exactly this shape (and only when a kernel that takes them launches).
+
+    ```mlir
+    #kvgpu.arg<"q", input, memref<?x32x128xf16>,
+               shape = [#kvgpu.size<batch>, #kvgpu.size<32>, #kvgpu.size<128>]>
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"name">:$name,
+                        EnumParameter<KVGPU_ArgRole>:$role,
+                        "::mlir::Type":$type,
+                        OptionalArrayRefParameter<"::kvir::kvgpu::SizeExprAttr">:$shape);
+  let assemblyFormat = [{
+    `<` $name `,` $role `,` $type (`,` `shape` `=` `[` $shape^ `]`)? `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Bytes of a buffer with this shape, given the plan's sizes.
+    std::optional<int64_t> evaluateBytes(
+        ::llvm::function_ref<std::optional<int64_t>(::llvm::StringRef)> lookup) const;
+  }];
+}
+
+def KVGPU_SizeDefAttr : KVGPU_Attr<"SizeDef", "size_def"> {
+  let summary = "a run-time size of a launch plan";
+  let description = [{
+    Either a dim of an argument (`#kvgpu.size_def<"batch" from "q"[0]>`) or
+    an expression of sizes defined before it
+    (`#kvgpu.size_def<"num_partitions" = #kvgpu.size<...>>`).
+  }];
+  let parameters = (ins StringRefParameter<"name">:$name,
+                        StringRefParameter<"argument", "\"\"">:$arg,
+                        DefaultValuedParameter<"int64_t", "-1">:$axis,
+                        OptionalParameter<"::kvir::kvgpu::SizeExprAttr">:$value);
+  let assemblyFormat = [{
+    `<` $name (`from` $arg^ `[` $axis `]`)? (`=` $value^)? `>`
+  }];
+  let genVerifyDecl = 1;
+}
+
+def KVGPU_KernelLaunchAttr : KVGPU_Attr<"KernelLaunch", "kernel"> {
+  let summary = "one kernel of a launch plan";
+  let description = [{
+    `role` names the kernel's part for manifests (`direct`, `split`,
+    `merge`, ...); `when` says which of the plan's paths launches it; `args`
+    are plan argument and size names in the kernel's parameter order. Grid
+    dims are size expressions, block dims constants; a launch with an empty
+    grid is skipped.
+  }];
+  let parameters = (ins StringRefParameter<"role">:$role,
+                        "::mlir::SymbolRefAttr":$kernel,
+                        EnumParameter<KVGPU_LaunchCondition>:$when,
+                        ArrayRefParameter<"::kvir::kvgpu::SizeExprAttr">:$grid,
+                        ArrayRefParameter<"int64_t">:$block,
+                        "int64_t":$static_shared_bytes,
+                        "int64_t":$dynamic_shared_bytes,
+                        "::mlir::ArrayAttr":$args);
+  let assemblyFormat = [{
+    `<` $role `,` $kernel `,` $when `,` `grid` `=` `[` $grid `]` `,`
+    `block` `=` `[` $block `]` `,` `shared` `=` $static_shared_bytes `,`
+    `dynamic_shared` `=` $dynamic_shared_bytes `,` `args` `=` $args `>`
+  }];
+  let genVerifyDecl = 1;
+}
+
+def KVGPU_LaunchPlanAttr : KVGPU_Attr<"LaunchPlan", "plan"> {
+  let summary = "how to launch the kernels of one lowered kv op";
+  let description = [{
+    `op` is the kv op the plan implements and `name` a stem unique in the
+    module. `args` are the buffers and sizes callers provide (workspace
+    included); `sizes` the run-time sizes, read from argument dims or
+    computed; `partitions`, if set, names the size that selects between the
+    `unsplit` and `split` kernels (split-KV). The kernels launch in order.
+  }];
+  let parameters = (ins StringRefParameter<"op">:$op,
+                        StringRefParameter<"name">:$name,
+                        ArrayRefParameter<"::kvir::kvgpu::PlanArgAttr">:$args,
+                        OptionalArrayRefParameter<"::kvir::kvgpu::SizeDefAttr">:$sizes,
+                        StringRefParameter<"partition count size", "\"\"">:$partitions,
+                        ArrayRefParameter<"::kvir::kvgpu::KernelLaunchAttr">:$kernels);
+  let assemblyFormat = [{
+    `<` $op `,` $name `,` `args` `=` `[` $args `]` `,`
+    (`sizes` `=` `[` $sizes^ `]` `,`)?
+    (`partitions` `=` $partitions^ `,`)?
+    `kernels` `=` `[` $kernels `]` `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    PlanArgAttr lookupArg(::llvm::StringRef name) const;
+    SizeDefAttr lookupSize(::llvm::StringRef name) const;
+    /// Evaluates every size, given the argument dims (`dim(arg, axis)`);
+    /// nullopt for sizes that cannot be evaluated.
+    ::llvm::StringMap<int64_t> evaluateSizes(
+        ::llvm::function_ref<std::optional<int64_t>(::llvm::StringRef, int64_t)> dim) const;
+  }];
+}
+
+#endif // KVIR_DIALECT_KVGPU_IR_KVGPUATTRS_TD

@@ -1,0 +1,36 @@
+//===- KVGPUDialect.td - GPU configurations of kv ops -----*- tablegen -*-===//
+#ifndef KVIR_DIALECT_KVGPU_IR_KVGPUDIALECT_TD
+#define KVIR_DIALECT_KVGPU_IR_KVGPUDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def KVGPU_Dialect : Dialect {
+  let name = "kvgpu";
+  let cppNamespace = "::kvir::kvgpu";
+  let summary = "GPU work decompositions and launch plans of kv ops";
+  let description = [{
+    Attributes only. `kv-tile` attaches a configuration (`#kvgpu.decode`,
+    `#kvgpu.prefill`) to each attention op as the discardable attribute
+    `kvgpu.config`: the work decomposition convert-kv-to-gpu lowers exactly.
+    convert-kv-to-gpu records, per lowered op, a typed launch plan
+    (`#kvgpu.plan`) in the module attribute `kvgpu.launch_plans`: the
+    kernels with their roles, grids and blocks as expressions of run-time
+    sizes (`#kvgpu.size`), the split-KV rule and the workspace. The host
+    launch code, the JSON manifests and the C header are all derived from
+    that one attribute.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// `kvgpu.config`: the configuration of a kv op.
+    static constexpr ::llvm::StringLiteral getConfigAttrName() {
+      return ::llvm::StringLiteral("kvgpu.config");
+    }
+    /// `kvgpu.launch_plans`: the module's array of #kvgpu.plan.
+    static constexpr ::llvm::StringLiteral getLaunchPlansAttrName() {
+      return ::llvm::StringLiteral("kvgpu.launch_plans");
+    }
+  }];
+}
+
+#endif // KVIR_DIALECT_KVGPU_IR_KVGPUDIALECT_TD

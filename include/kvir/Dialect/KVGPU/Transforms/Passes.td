@@ -1,0 +1,31 @@
+//===- Passes.td - kvgpu configuration passes -------------*- tablegen -*-===//
+#ifndef KVIR_DIALECT_KVGPU_TRANSFORMS_PASSES_TD
+#define KVIR_DIALECT_KVGPU_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def KVTile : Pass<"kv-tile"> {
+  let summary = "Choose the GPU work decomposition of each kv attention op";
+  let description = [{
+    Attaches `kvgpu.config` to every attention op over a `kv.paged_view`
+    that has none, chosen for the target chip (its TargetInfo):
+
+    - `kv.decode` gets a `#kvgpu.decode`: 16-byte vectors along the head dim
+      (the widest the pool's layout allows, as proven by
+      kv-specialize-layout's contiguity analysis), lanes per head dim
+      rounded to a power of two for the xor-shuffle reduction, about 128
+      threads per block (more tokens in flight when the GQA group is small),
+      whole warps, K/V tiles of up to 32 tokens (16 KB each).
+
+    An op no configuration fits (e.g. a head dim wider than a warp of
+    vectors) is left without one; convert-kv-to-gpu then reports why. An
+    existing `kvgpu.config` is kept: convert-kv-to-gpu lowers exactly it.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "Target chip: sm_80, sm_86, sm_89, sm_90 or sm_90a">
+  ];
+  let dependentDialects = ["::kvir::kvgpu::KVGPUDialect"];
+}
+
+#endif // KVIR_DIALECT_KVGPU_TRANSFORMS_PASSES_TD

@@ -1,0 +1,74 @@
+//===- TargetInfo.h - What kvir knows about each NVIDIA chip ----*- C++ -*-===//
+//
+// One record per supported chip: the numbers every stage that sizes work
+// needs (SM count for split-KV, shared memory and registers for configs and
+// occupancy, DRAM bandwidth for the bench's time estimates) and the
+// instructions it has (mma.sync, cp.async, wgmma). Every pass and tool that
+// takes a `chip` option resolves it here, once, with the same diagnostic.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVIR_TARGET_GPU_TARGETINFO_H
+#define KVIR_TARGET_GPU_TARGETINFO_H
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+
+namespace kvir::target {
+
+struct TargetInfo {
+  /// The chip as nvvm-attach-target and ptxas spell it: "sm_90a".
+  llvm::StringRef chip;
+  /// The part whose numbers these are: "H100 SXM".
+  llvm::StringRef part;
+  int64_t smCount;
+  /// Shared memory an SM can give its resident blocks, and the most one
+  /// block may use (dynamic shared memory above 48 KB is opt-in).
+  int64_t sharedBytesPerSM;
+  int64_t maxSharedBytesPerBlock;
+  /// Shared memory the driver reserves per resident block.
+  int64_t reservedSharedBytesPerBlock;
+  int64_t registersPerSM;
+  int64_t maxThreadsPerSM;
+  int64_t maxBlocksPerSM;
+  /// Peak DRAM bandwidth of the part, bytes per second.
+  double dramBytesPerSecond;
+  bool hasMmaSync;
+  bool hasCpAsync;
+  bool hasWgmma;
+
+  /// The most static shared memory a kernel may declare.
+  static constexpr int64_t kStaticSharedLimit = 48 * 1024;
+  static constexpr int64_t kMaxThreadsPerBlock = 1024;
+  static constexpr int64_t kMaxRegistersPerThread = 255;
+
+  /// PTX features nvvm-attach-target is given: PTX ISA 8.0 is the first
+  /// with sm_90a, and CUDA 12+ ptxas accepts it for every supported chip.
+  static llvm::StringRef ptxFeatures() { return "+ptx80"; }
+
+  /// The record of `chip` (exact spelling), or null.
+  static const TargetInfo *lookup(llvm::StringRef chip);
+  /// The record of `chip`, or an error naming it and the supported chips.
+  static const TargetInfo *
+  get(llvm::StringRef chip, llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+  static llvm::ArrayRef<TargetInfo> all();
+  /// "sm_80, sm_86, sm_89, sm_90 or sm_90a".
+  static std::string supportedChips();
+
+  /// Blocks of `threads` threads using `registers` registers per thread and
+  /// `sharedBytes` of shared memory that fit on one SM at once (the CUDA
+  /// occupancy calculator's model: registers allocated per warp in units of
+  /// 256, shared memory in units of 128 bytes plus the per-block reserve).
+  int64_t residentBlocks(int64_t threads, int64_t registers,
+                         int64_t sharedBytes) const;
+  /// Resident warps over the SM's maximum for such a kernel.
+  double occupancy(int64_t threads, int64_t registers,
+                   int64_t sharedBytes) const;
+};
+
+} // namespace kvir::target
+
+#endif // KVIR_TARGET_GPU_TARGETINFO_H

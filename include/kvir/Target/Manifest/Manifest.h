@@ -1,0 +1,48 @@
+//===- Manifest.h - Manifests and C headers from launch plans ---*- C++ -*-===//
+//
+// What a framework needs to launch kvir's kernels, derived from the typed
+// launch plans (#kvgpu.plan) convert-kv-to-gpu records, never from kernel
+// names or roles known here: per gpu.binary with PTX, the PTX text, one
+// JSON manifest per kernel (its plan, role, launch condition, grid and
+// block, shared memory, parameters with dtypes and shape expressions) and a
+// C header embedding the PTX with, per plan, its kernel table and one C
+// function per computed size (the split-KV partition count) and for the
+// workspace bytes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVIR_TARGET_MANIFEST_MANIFEST_H
+#define KVIR_TARGET_MANIFEST_MANIFEST_H
+
+#include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+
+#include <string>
+
+namespace kvir::manifest {
+
+/// The launch plans recorded on `module`.
+llvm::SmallVector<kvgpu::LaunchPlanAttr> getLaunchPlans(mlir::ModuleOp module);
+
+/// The manifest of `kernel`, one of `plan`'s, whose PTX is `ptxFile`
+/// compiled for `chip`.
+llvm::json::Value kernelManifest(kvgpu::LaunchPlanAttr plan,
+                                 kvgpu::KernelLaunchAttr kernel,
+                                 llvm::StringRef ptxFile, llvm::StringRef chip);
+
+/// The C header of a binary named `binary` holding `ptx` for `chip`, with
+/// the launch tables and size functions of `plans`.
+std::string cHeader(llvm::StringRef binary, llvm::StringRef ptx,
+                    llvm::StringRef chip,
+                    llvm::ArrayRef<kvgpu::LaunchPlanAttr> plans);
+
+/// Writes `<binary>.ptx`, `<kernel>.json` and `<binary>.h` into `outputDir`
+/// for every gpu.binary of `module` that holds PTX. Fails with a diagnostic
+/// when the module has none.
+mlir::LogicalResult writeOutputs(mlir::ModuleOp module,
+                                 llvm::StringRef outputDir);
+
+} // namespace kvir::manifest
+
+#endif // KVIR_TARGET_MANIFEST_MANIFEST_H

@@ -1,0 +1,218 @@
+//===- LaunchEmitter.cpp - Host launches from a launch plan ---------------===//
+#include "kvir/Codegen/LaunchEmitter.h"
+#include "kvir/Codegen/IRBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace kvir;
+using namespace kvir::codegen;
+using kvgpu::SizeExprKind;
+
+Value codegen::emitSizeExpr(ImplicitLocOpBuilder &b, kvgpu::SizeExprAttr expr,
+                            function_ref<Value(StringRef)> lookup) {
+  IRBuilder ir{b};
+  switch (expr.getKind()) {
+  case SizeExprKind::constant:
+    return ir.idx(expr.getValue());
+  case SizeExprKind::symbol:
+    return lookup(expr.getSymbol());
+  default:
+    break;
+  }
+  SmallVector<Value> v;
+  for (kvgpu::SizeExprAttr operand : expr.getOperands())
+    v.push_back(emitSizeExpr(b, operand, lookup));
+  Value r = v.front();
+  for (Value x : ArrayRef<Value>(v).drop_front()) {
+    switch (expr.getKind()) {
+    case SizeExprKind::add:
+      r = ir.add(r, x);
+      break;
+    case SizeExprKind::mul:
+      r = ir.mul(r, x);
+      break;
+    case SizeExprKind::floordiv:
+      r = arith::FloorDivSIOp::create(b, r, x);
+      break;
+    case SizeExprKind::ceildiv:
+      r = arith::CeilDivSIOp::create(b, r, x);
+      break;
+    case SizeExprKind::min:
+      r = ir.minS(r, x);
+      break;
+    case SizeExprKind::max:
+      r = ir.maxS(r, x);
+      break;
+    default:
+      llvm_unreachable("leaf kinds handled above");
+    }
+  }
+  return r;
+}
+
+namespace {
+/// The host code of one plan, emitted region by region.
+struct PlanEmitter {
+  kvgpu::LaunchPlanAttr plan;
+  gpu::GPUModuleOp kernels;
+  llvm::StringMap<Value> values;
+
+  Value lookup(StringRef name) { return values.lookup(name); }
+
+  LogicalResult emitKernel(ImplicitLocOpBuilder &b,
+                           kvgpu::KernelLaunchAttr kernel) {
+    IRBuilder ir{b};
+    auto func = kernels.lookupSymbol<gpu::GPUFuncOp>(
+        kernel.getKernel().getLeafReference());
+    if (!func)
+      return emitError(b.getLoc()) << "launch plan '" << plan.getName()
+                                   << "' names missing kernel "
+                                   << kernel.getKernel();
+    SmallVector<Value> grid, block, operands;
+    auto look = [&](StringRef s) { return lookup(s); };
+    for (kvgpu::SizeExprAttr dim : kernel.getGrid())
+      grid.push_back(emitSizeExpr(b, dim, look));
+    for (int64_t dim : kernel.getBlock())
+      block.push_back(ir.idx(dim));
+    for (Attribute a : kernel.getArgs()) {
+      Value v = lookup(cast<StringAttr>(a).getValue());
+      if (!v)
+        return emitError(b.getLoc()) << "launch plan '" << plan.getName()
+                                     << "' has no value for '" << a << "'";
+      operands.push_back(v);
+    }
+    Value dynamicShared;
+    if (kernel.getDynamicSharedBytes())
+      dynamicShared = ir.i32(kernel.getDynamicSharedBytes());
+    // A grid with no blocks is no launch (CUDA rejects it).
+    Value blocks = ir.mul(ir.mul(grid[0], grid[1]), grid[2]);
+    scf::IfOp::create(
+        b, ir.cmp(arith::CmpIPredicate::sgt, blocks, ir.idx(0)),
+        [&](OpBuilder &nb, Location loc) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          gpu::LaunchFuncOp::create(
+              ib, func, gpu::KernelDim3{grid[0], grid[1], grid[2]},
+              gpu::KernelDim3{block[0], block[1], block[2]}, dynamicShared,
+              operands);
+          scf::YieldOp::create(ib);
+        });
+    return success();
+  }
+
+  /// Launches `group` (kernels of one condition), allocating the workspace
+  /// they take first and freeing it after.
+  LogicalResult emitGroup(ImplicitLocOpBuilder &b,
+                          ArrayRef<kvgpu::KernelLaunchAttr> group) {
+    SmallVector<Value> workspace;
+    auto look = [&](StringRef s) { return lookup(s); };
+    for (kvgpu::PlanArgAttr arg : plan.getArgs()) {
+      if (arg.getRole() != kvgpu::ArgRole::workspace)
+        continue;
+      bool used = llvm::any_of(group, [&](kvgpu::KernelLaunchAttr k) {
+        return llvm::any_of(k.getArgs(), [&](Attribute a) {
+          return cast<StringAttr>(a).getValue() == arg.getName();
+        });
+      });
+      if (!used)
+        continue;
+      auto type = cast<MemRefType>(arg.getType());
+      SmallVector<Value> dynSizes;
+      for (auto [i, dim] : llvm::enumerate(arg.getShape()))
+        if (type.isDynamicDim(i))
+          dynSizes.push_back(emitSizeExpr(b, dim, look));
+      Value buffer = memref::AllocOp::create(b, type, dynSizes);
+      values[arg.getName()] = buffer;
+      workspace.push_back(buffer);
+    }
+    for (kvgpu::KernelLaunchAttr kernel : group)
+      if (failed(emitKernel(b, kernel)))
+        return failure();
+    for (Value buffer : workspace)
+      memref::DeallocOp::create(b, buffer);
+    return success();
+  }
+};
+} // namespace
+
+LogicalResult codegen::emitLaunches(ImplicitLocOpBuilder &b,
+                                    kvgpu::LaunchPlanAttr plan,
+                                    const llvm::StringMap<Value> &args,
+                                    gpu::GPUModuleOp kernels) {
+  PlanEmitter emitter{plan, kernels, {}};
+  for (const auto &entry : args)
+    emitter.values[entry.getKey()] = entry.getValue();
+  auto look = [&](StringRef s) { return emitter.lookup(s); };
+  // The sizes the launches read, directly or through other sizes.
+  llvm::StringSet<> needed;
+  auto need = [&](kvgpu::SizeExprAttr e) {
+    e.walkSymbols([&](StringRef s) { needed.insert(s); });
+  };
+  if (!plan.getPartitions().empty())
+    needed.insert(plan.getPartitions());
+  for (kvgpu::KernelLaunchAttr kernel : plan.getKernels()) {
+    for (kvgpu::SizeExprAttr dim : kernel.getGrid())
+      need(dim);
+    for (Attribute a : kernel.getArgs())
+      needed.insert(cast<StringAttr>(a).getValue());
+  }
+  for (kvgpu::PlanArgAttr arg : plan.getArgs())
+    if (arg.getRole() == kvgpu::ArgRole::workspace)
+      for (kvgpu::SizeExprAttr dim : arg.getShape())
+        need(dim);
+  for (kvgpu::SizeDefAttr size : llvm::reverse(plan.getSizes()))
+    if (needed.contains(size.getName()) && size.getValue())
+      need(size.getValue());
+  for (kvgpu::SizeDefAttr size : plan.getSizes()) {
+    if (!needed.contains(size.getName()))
+      continue;
+    Value v;
+    if (!size.getArg().empty()) {
+      Value arg = emitter.lookup(size.getArg());
+      if (!arg)
+        return emitError(b.getLoc()) << "launch plan '" << plan.getName()
+                                     << "' has no value for argument '"
+                                     << size.getArg() << "'";
+      v = memref::DimOp::create(b, arg, size.getAxis());
+    } else {
+      v = emitSizeExpr(b, size.getValue(), look);
+    }
+    emitter.values[size.getName()] = v;
+  }
+  // Consecutive kernels of the same condition form a group; conditional
+  // groups go under one scf.if on the partition count.
+  ArrayRef<kvgpu::KernelLaunchAttr> kernelList = plan.getKernels();
+  while (!kernelList.empty()) {
+    kvgpu::LaunchCondition when = kernelList.front().getWhen();
+    size_t n = 0;
+    while (n < kernelList.size() && kernelList[n].getWhen() == when)
+      ++n;
+    ArrayRef<kvgpu::KernelLaunchAttr> group = kernelList.take_front(n);
+    kernelList = kernelList.drop_front(n);
+    if (when == kvgpu::LaunchCondition::always) {
+      if (failed(emitter.emitGroup(b, group)))
+        return failure();
+      continue;
+    }
+    IRBuilder ir{b};
+    Value parts = emitter.lookup(plan.getPartitions());
+    Value split = ir.cmp(arith::CmpIPredicate::sgt, parts, ir.idx(1));
+    Value cond = when == kvgpu::LaunchCondition::split
+                     ? split
+                     : arith::XOrIOp::create(
+                           b, split,
+                           arith::ConstantOp::create(b, b.getBoolAttr(true)));
+    LogicalResult result = success();
+    scf::IfOp::create(b, cond, [&](OpBuilder &nb, Location loc) {
+      ImplicitLocOpBuilder ib(loc, nb);
+      result = emitter.emitGroup(ib, group);
+      scf::YieldOp::create(ib);
+    });
+    if (failed(result))
+      return failure();
+  }
+  return success();
+}

@@ -1,0 +1,189 @@
+//===- PagedTileLoader.cpp - K/V tiles of a paged cache -------------------===//
+#include "kvir/Codegen/PagedTileLoader.h"
+#include "kvir/Codegen/IRBuilder.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace kvir;
+using namespace kvir::codegen;
+
+PagedTileLoader::PagedTileLoader(kv::PagedOperands kv, Value req,
+                                 Value tableBase, Value kvHead,
+                                 int64_t tileTokens, Value pageIds)
+    : kv(std::move(kv)), req(req), tableBase(tableBase), kvHead(kvHead),
+      pageIds(pageIds), tileTokens(tileTokens) {}
+
+PagedTileLoader::PagedTileLoader(RaggedOperands ragged, Value tableBase,
+                                 Value kvHead, int64_t tileTokens)
+    : ragged(ragged), tableBase(tableBase), kvHead(kvHead),
+      tileTokens(tileTokens) {}
+
+int64_t PagedTileLoader::pagesPerTile(int64_t pageSize, int64_t tileTokens) {
+  return std::min(tileTokens, (tileTokens - 1 + pageSize - 1) / pageSize + 1);
+}
+
+bool PagedTileLoader::stagesPageIds() const {
+  return kv.type && kv.type.getTable() != kv::TableForm::token_offset;
+}
+
+void PagedTileLoader::stagePageIds(ImplicitLocOpBuilder &b, Value tile0,
+                                   Value count, Value thread,
+                                   int64_t numThreads) const {
+  if (!stagesPageIds())
+    return;
+  IRBuilder ir{b};
+  Value p = ir.idx(kv.type.getPageSize());
+  Value page0 = ir.divU(tile0, p);
+  Value lastPage = ir.divU(ir.sub(ir.add(tile0, count), ir.idx(1)), p);
+  Value pages = ir.add(ir.sub(lastPage, page0), ir.idx(1));
+  scf::ForOp::create(
+      b, thread, pages, ir.idx(numThreads), ValueRange{},
+      [&](OpBuilder &nb, Location loc, Value i, ValueRange) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        IRBuilder j{ib};
+        Value entry =
+            kv::emitPageEntry(ib, kv, req, tableBase, j.add(page0, i));
+        memref::StoreOp::create(ib, j.toI32(entry), pageIds, i);
+        scf::YieldOp::create(ib);
+      });
+}
+
+std::pair<Value, Value> PagedTileLoader::locate(ImplicitLocOpBuilder &b,
+                                                Value token,
+                                                Value page0) const {
+  IRBuilder ir{b};
+  Value entry;
+  if (stagesPageIds()) {
+    Value lp = ir.sub(ir.divU(token, ir.idx(kv.type.getPageSize())), page0);
+    entry = ir.toIndex(memref::LoadOp::create(b, pageIds, lp));
+  }
+  return kv::emitLocateFromEntry(b, kv.type, entry, tableBase, token);
+}
+
+std::pair<Value, SmallVector<Value>>
+PagedTileLoader::address(ImplicitLocOpBuilder &b, kv::PoolRole role,
+                         Value token, Value tile0, Value dim) const {
+  IRBuilder ir{b};
+  if (!kv.type) {
+    Value buffer = role == kv::PoolRole::K ? ragged.k : ragged.v;
+    return {buffer, {ir.add(tableBase, token), kvHead, dim}};
+  }
+  Value page0 = ir.divU(tile0, ir.idx(kv.type.getPageSize()));
+  auto [page, slot] = locate(b, token, page0);
+  return {kv.pool(role),
+          kv::emitPoolIndices(b, kv.type, role, page, slot, kvHead, dim)};
+}
+
+void PagedTileLoader::copyTile(ImplicitLocOpBuilder &b,
+                               ArrayRef<TileCopy> copies, Value tile0,
+                               Value count, Value thread, int64_t numThreads,
+                               int64_t vec, const Dequantize &dequantize) const {
+  IRBuilder ir{b};
+  int64_t width = copies.front().width;
+  assert(llvm::all_of(copies, [&](const TileCopy &c) { return c.width == width; }) &&
+         "copies of one call share their width");
+  int64_t vecsPerRow = width / vec;
+  Value page0 =
+      kv.type ? ir.divU(tile0, ir.idx(kv.type.getPageSize())) : Value();
+  Value total = ir.mul(count, ir.idx(vecsPerRow));
+  scf::ForOp::create(
+      b, thread, total, ir.idx(numThreads), ValueRange{},
+      [&](OpBuilder &nb, Location loc, Value i, ValueRange) {
+        ImplicitLocOpBuilder jb(loc, nb);
+        IRBuilder j{jb};
+        Value t = j.divU(i, j.idx(vecsPerRow));
+        Value c = j.mul(j.remU(i, j.idx(vecsPerRow)), j.idx(vec));
+        Value token = j.add(tile0, t);
+        Value page, slot;
+        if (kv.type)
+          std::tie(page, slot) = locate(jb, token, page0);
+        for (const TileCopy &copy : copies) {
+          Value source;
+          SmallVector<Value> indices;
+          if (kv.type) {
+            source = kv.pool(copy.role);
+            indices = kv::emitPoolIndices(jb, kv.type, copy.role, page, slot,
+                                          kvHead, c);
+          } else {
+            source = copy.role == kv::PoolRole::K ? ragged.k : ragged.v;
+            indices = {j.add(tableBase, token), kvHead, c};
+          }
+          Type stored = cast<MemRefType>(source.getType()).getElementType();
+          int64_t bytes = vec * stored.getIntOrFloatBitWidth() / 8;
+          auto load = vector::LoadOp::create(
+              jb, VectorType::get({vec}, stored), source, indices);
+          load.setAlignment(bytes);
+          Value v = load;
+          if (dequantize)
+            v = dequantize(jb, v, copy.role, page, slot, c);
+          Type tileElt =
+              cast<MemRefType>(copy.shared.getType()).getElementType();
+          auto store = vector::StoreOp::create(jb, v, copy.shared,
+                                               ValueRange{t, c});
+          store.setAlignment(vec * tileElt.getIntOrFloatBitWidth() / 8);
+        }
+        scf::YieldOp::create(jb);
+      });
+}
+
+void PagedTileLoader::copyTileAsync(ImplicitLocOpBuilder &b,
+                                    ArrayRef<TileCopy> copies, Value stage,
+                                    Value tile0, Value count, Value thread,
+                                    int64_t numThreads) const {
+  IRBuilder ir{b};
+  Value page0 =
+      kv.type ? ir.divU(tile0, ir.idx(kv.type.getPageSize())) : Value();
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+  for (const TileCopy &copy : copies) {
+    const SharedTile &tile = copy.tile;
+    int64_t ce = tile.chunkElements();
+    int64_t chunks = copy.width / ce;
+    int64_t total = tile.rows * chunks;
+    auto emit = [&](ImplicitLocOpBuilder &jb, Value i) {
+      IRBuilder j{jb};
+      Value r = j.divU(i, j.idx(chunks));
+      Value c = j.remU(i, j.idx(chunks));
+      Value valid = j.lt(r, count);
+      // Rows past the tile's tokens read nothing (source size 0: the chunk
+      // is zero-filled), from a clamped address inside the request.
+      Value token =
+          j.add(tile0, j.minS(r, j.maxS(j.sub(count, j.idx(1)), j.idx(0))));
+      Value dim = j.mul(c, j.idx(ce));
+      Value source;
+      SmallVector<Value> indices;
+      if (kv.type) {
+        auto [page, slot] = locate(jb, token, page0);
+        source = kv.pool(copy.role);
+        indices = kv::emitPoolIndices(jb, kv.type, copy.role, page, slot,
+                                      kvHead, dim);
+      } else {
+        source = copy.role == kv::PoolRole::K ? ragged.k : ragged.v;
+        indices = {j.add(tableBase, token), kvHead, dim};
+      }
+      Value srcElements = j.select(valid, j.idx(ce), j.idx(0));
+      nvgpu::DeviceAsyncCopyOp::create(
+          jb, tokenType, tile.memref, tile.chunkIndices(jb, stage, r, c),
+          source, indices, jb.getIndexAttr(ce), srcElements,
+          /*bypassL1=*/jb.getUnitAttr());
+    };
+    // Unrolled: every thread issues its chunks k * numThreads + thread; only
+    // a last, partial round is guarded.
+    for (int64_t k = 0; k * numThreads < total; ++k) {
+      Value i = ir.add(thread, ir.idx(k * numThreads));
+      if ((k + 1) * numThreads <= total) {
+        emit(b, i);
+        continue;
+      }
+      scf::IfOp::create(b, ir.lt(i, ir.idx(total)),
+                        [&](OpBuilder &nb, Location loc) {
+                          ImplicitLocOpBuilder jb(loc, nb);
+                          emit(jb, i);
+                          scf::YieldOp::create(jb);
+                        });
+    }
+  }
+}

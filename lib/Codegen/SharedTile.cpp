@@ -1,0 +1,50 @@
+//===- SharedTile.cpp - Row-major tiles in shared memory ------------------===//
+#include "kvir/Codegen/SharedTile.h"
+#include "kvir/Codegen/IRBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+using namespace kvir::codegen;
+
+int64_t SharedTile::chunkElements() const {
+  auto type = cast<MemRefType>(memref.getType());
+  return 128 / type.getElementTypeBitWidth();
+}
+
+/// The physical chunk of logical chunk `chunk` in `row`.
+static Value physicalChunk(ImplicitLocOpBuilder &b, const SharedTile &tile,
+                           Value row, Value chunk) {
+  if (!tile.swizzled)
+    return chunk;
+  int64_t span = std::min<int64_t>(8, tile.chunksPerRow());
+  if (span <= 1)
+    return chunk;
+  IRBuilder ir{b};
+  Value phase = arith::AndIOp::create(b, row, ir.idx(span - 1));
+  return arith::XOrIOp::create(b, chunk, phase);
+}
+
+SmallVector<Value> SharedTile::chunkIndices(ImplicitLocOpBuilder &b,
+                                            Value stage, Value row,
+                                            Value chunk) const {
+  IRBuilder ir{b};
+  Value col = ir.mul(physicalChunk(b, *this, row, chunk),
+                     ir.idx(chunkElements()));
+  SmallVector<Value> indices;
+  if (stage)
+    indices.push_back(stage);
+  indices.append({row, col});
+  return indices;
+}
+
+SmallVector<Value> SharedTile::elementIndices(ImplicitLocOpBuilder &b,
+                                              Value stage, Value row,
+                                              Value col) const {
+  IRBuilder ir{b};
+  Value ce = ir.idx(chunkElements());
+  SmallVector<Value> indices =
+      chunkIndices(b, stage, row, ir.divU(col, ce));
+  indices.back() = ir.add(indices.back(), ir.remU(col, ce));
+  return indices;
+}

@@ -1,0 +1,586 @@
+//===- Decode.cpp - kv.decode to batch-decode kernels ---------------------===//
+//
+// One block per (request, KV head, KV partition); threads (x, y, z) =
+// (vector along the head dim, query head of the GQA group, token in
+// flight), as the op's #kvgpu.decode says. Per block, thread 0 reads the
+// request's table entries (kv_len and the table base) and the z == 0
+// threads stage the group's queries, both through shared memory. Per tile,
+// PagedTileLoader stages the page ids (once per page) and copies the K/V
+// rows into shared memory with vector loads, once for the whole GQA group;
+// every (y, z) then scores its tokens: a vector dot product reduced across
+// x (WarpOps) and AttentionState's online update in base 2 (log2(e) folded
+// into the query scale, ex2.approx, no libdevice). The z-lanes' partial
+// states merge through shared memory. Split-KV: with a partition count
+// above 1 (the plan's rule), a split kernel writes base-2 f32 partial
+// states to a workspace and the merge kernel (Merge.cpp) reduces them.
+//
+//===----------------------------------------------------------------------===//
+#include "Patterns.h"
+
+#include "kvir/Codegen/AttentionState.h"
+#include "kvir/Codegen/IRBuilder.h"
+#include "kvir/Codegen/LaunchEmitter.h"
+#include "kvir/Codegen/PagedTileLoader.h"
+#include "kvir/Codegen/WarpOps.h"
+#include "kvir/Dialect/KV/Utils/PagedAddressing.h"
+#include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace kvir;
+using namespace kvir::codegen;
+using namespace kvir::gpu_lowering;
+
+namespace {
+
+/// Everything a decode kernel is specialized on.
+struct DecodeKernelSpec {
+  kv::PagedType kv;
+  SmallVector<Type> kvTypes; // PagedOperands::flatten() types
+  MemRefType qType, outType, lseType;
+  int64_t qHeads = 0;
+  /// Partial states: f32 output and base-2 LSE, per KV partition
+  /// (blockIdx.z), into [P, B, Hq, Dv] and [P, B, Hq] workspaces.
+  bool partitioned = false;
+  kv::LseBase base = kv::LseBase::two;
+  double smScale = 1.0;
+  std::optional<double> softCap;
+  std::optional<int64_t> windowLeft;
+  kvgpu::DecodeConfigAttr config;
+
+  int64_t group() const { return qHeads / kv.getKvHeads(); }
+  std::array<int64_t, 3> block() const {
+    return {config.getThreadsX(), group(), config.getThreadsZ()};
+  }
+};
+
+/// The shared buffers of a decode kernel, in KernelFunc::getShared order.
+enum DecodeShared : unsigned {
+  KTile,   // [tile, padded] K rows of the tile being scored
+  VTile,   // [tile, padded] V rows
+  Query,   // [group, padded] the group's queries, as stored
+  Meta,    // [3] i32: token range start, end, table base of the request
+  PageIds, // [pagesPerTile] i32 table entries of the tile's pages
+  ZMax,    // [tz * group] f32 partial states of the z-lanes (tz > 1)
+  ZSum,    // [tz * group] f32
+  ZAcc,    // [tz * group, padded] f32
+};
+
+SharedMemoryLayout decodeSharedLayout(const DecodeKernelSpec &s) {
+  MLIRContext *ctx = s.kv.getContext();
+  Type f32 = Float32Type::get(ctx), i32 = IntegerType::get(ctx, 32);
+  kvgpu::DecodeConfigAttr c = s.config;
+  int64_t padded = c.getThreadsX() * c.getVector(), tile = c.getTileTokens();
+  SharedMemoryLayout layout;
+  layout.add("k_tile", {tile, padded}, s.kv.getDtype());
+  layout.add("v_tile", {tile, padded}, s.kv.getDtype());
+  layout.add("query", {s.group(), padded}, s.qType.getElementType());
+  layout.add("meta", {3}, i32);
+  layout.add("page_ids",
+             {PagedTileLoader::pagesPerTile(s.kv.getPageSize(), tile)}, i32);
+  if (c.getThreadsZ() > 1) {
+    int64_t slots = c.getThreadsZ() * s.group();
+    layout.add("z_max", {slots}, f32);
+    layout.add("z_sum", {slots}, f32);
+    layout.add("z_acc", {slots, padded}, f32);
+  }
+  return layout;
+}
+
+/// Why the decode kernel cannot run with `spec`'s configuration.
+std::optional<std::string> whyNotConfig(const DecodeKernelSpec &s) {
+  kvgpu::DecodeConfigAttr c = s.config;
+  int64_t threads = c.getThreadsX() * s.group() * c.getThreadsZ();
+  // Shuffles use the full membermask: whole warps only.
+  if (threads % 32)
+    return "a block of " + std::to_string(threads) + " threads, not whole warps";
+  if (threads > target::TargetInfo::kMaxThreadsPerBlock)
+    return "a block of " + std::to_string(threads) + " threads, over 1024";
+  int64_t shared = decodeSharedLayout(s).getBytes();
+  if (shared > target::TargetInfo::kStaticSharedLimit)
+    return std::to_string(shared) +
+           " bytes of shared memory, over the 48 KB the decode kernel may "
+           "declare";
+  return std::nullopt;
+}
+
+std::string typeName(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return s;
+}
+
+void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
+  ImplicitLocOpBuilder b = kf.getBuilder();
+  IRBuilder ir{b};
+  kv::PagedType kvType = spec.kv;
+  kvgpu::DecodeConfigAttr cfg = spec.config;
+  int64_t headDim = kvType.getHeadDim(), group = spec.group();
+  int64_t vec = cfg.getVector(), tx = cfg.getThreadsX(), tz = cfg.getThreadsZ();
+  int64_t tile = cfg.getTileTokens(), numThreads = kf.getNumThreads();
+  Type elt = kvType.getDtype(), f32 = b.getF32Type();
+
+  Value q = kf.getArgument(0);
+  kv::PagedOperands kv;
+  {
+    kv::PagedOperands shape;
+    shape.type = kvType;
+    shape.pools.resize(kvType.getNumPools());
+    shape.tables.resize(kvType.getNumTables());
+    shape.scales.resize(kvType.getNumScalePools());
+    kv = shape.withValues(kf.getArguments().slice(1, spec.kvTypes.size()));
+  }
+  unsigned next = 1 + spec.kvTypes.size();
+  Value out = kf.getArgument(next), lseOut = kf.getArgument(next + 1);
+  Value numPartitions = spec.partitioned ? kf.getArgument(next + 2) : Value();
+
+  Value x = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value y = gpu::ThreadIdOp::create(b, gpu::Dimension::y);
+  Value z = gpu::ThreadIdOp::create(b, gpu::Dimension::z);
+  Value req = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value kvHead = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  Value part = gpu::BlockIdOp::create(b, gpu::Dimension::z);
+  Value zero = ir.idx(0);
+  Value head = ir.add(ir.mul(kvHead, ir.idx(group)), y);
+  Value dim0 = ir.mul(x, ir.idx(vec));
+  Value activeX = ir.lt(dim0, ir.idx(headDim));
+  Value lane = ir.add(x, ir.mul(ir.idx(tx), ir.add(y, ir.mul(ir.idx(group), z))));
+  Value meta = kf.getShared(Meta), qShared = kf.getShared(Query);
+  AttentionState state(b, AttentionState::Flavor::ptxBase2);
+
+  // Once per block: thread 0 reads the request's table entries and derives
+  // the block's token range (its partition's share of the visible keys);
+  // the z == 0 threads stage the group's queries.
+  scf::IfOp::create(b, ir.eq(lane, zero), [&](OpBuilder &nb, Location l) {
+    ImplicitLocOpBuilder ib(l, nb);
+    IRBuilder k{ib};
+    kv::RequestTable table = kv::emitRequestTable(ib, kv, req);
+    // The visible keys: [kv_len - 1 - window_left, kv_len), or all.
+    Value first = k.idx(0);
+    if (spec.windowLeft)
+      first = k.maxS(first, k.sub(k.sub(table.kvLen, k.idx(1)),
+                                  k.idx(*spec.windowLeft)));
+    Value start = first, end = table.kvLen;
+    if (numPartitions) {
+      // Partitions split the visible keys, not [0, kv_len): with a sliding
+      // window, all of them still get work.
+      Value chunk = arith::CeilDivUIOp::create(
+          ib, k.sub(table.kvLen, first), numPartitions);
+      start = k.minS(k.add(first, k.mul(part, chunk)), table.kvLen);
+      end = k.minS(k.add(start, chunk), table.kvLen);
+    }
+    SmallVector<Value> metaValues{start, end, table.base};
+    for (auto [i, v] : llvm::enumerate(metaValues))
+      memref::StoreOp::create(ib, k.toI32(v), meta, ValueRange{k.idx(i)});
+    scf::YieldOp::create(ib);
+  });
+  auto qVecType = VectorType::get({vec}, spec.qType.getElementType());
+  scf::IfOp::create(b, ir.eq(z, zero), [&](OpBuilder &nb, Location l) {
+    ImplicitLocOpBuilder ib(l, nb);
+    Value qv =
+        scf::IfOp::create(
+            ib, activeX,
+            [&](OpBuilder &nb2, Location l2) {
+              ImplicitLocOpBuilder jb(l2, nb2);
+              auto v = vector::LoadOp::create(jb, qVecType, q,
+                                              ValueRange{req, head, dim0});
+              v.setAlignment(vec * spec.qType.getElementTypeBitWidth() / 8);
+              scf::YieldOp::create(jb, ValueRange{v.getResult()});
+            },
+            [&](OpBuilder &nb2, Location l2) {
+              ImplicitLocOpBuilder jb(l2, nb2);
+              Value zeros = arith::ConstantOp::create(jb, qVecType,
+                                                      jb.getZeroAttr(qVecType));
+              scf::YieldOp::create(jb, ValueRange{zeros});
+            })
+            .getResult(0);
+    vector::StoreOp::create(ib, qv, qShared, ValueRange{y, dim0});
+    scf::YieldOp::create(ib);
+  });
+  gpu::BarrierOp::create(b);
+  auto metaAt = [&](int64_t i) {
+    return ir.toIndex(memref::LoadOp::create(b, meta, ValueRange{ir.idx(i)}));
+  };
+  Value start = metaAt(0), end = metaAt(1), tableBase = metaAt(2);
+  auto vecF32 = VectorType::get({vec}, f32);
+  Value zeroVec = ir.splat(ir.f32(0.0), vec);
+  // The query, scaled so that scores come out in the working base's units.
+  double qScale = spec.smScale * state.logitPrescale(spec.softCap.has_value());
+  Value qVec = ir.mul(
+      arith::ExtFOp::create(
+          b, vecF32,
+          vector::LoadOp::create(b, qVecType, qShared, ValueRange{y, dim0})
+              .getResult()),
+      ir.splat(ir.f32(qScale), vec));
+
+  PagedTileLoader loader(kv, req, tableBase, kvHead, tile,
+                         kf.getShared(PageIds));
+  Value kTile = kf.getShared(KTile), vTile = kf.getShared(VTile);
+  auto tileRow = [&](ImplicitLocOpBuilder &jb, Value tileMem, Value t) {
+    Value v = vector::LoadOp::create(jb, VectorType::get({vec}, elt), tileMem,
+                                     ValueRange{t, dim0});
+    Value f = arith::ExtFOp::create(jb, vecF32, v);
+    return arith::SelectOp::create(jb, activeX, f, zeroVec).getResult();
+  };
+
+  Value negInf = ir.f32(-INFINITY);
+  auto tileLoop = scf::ForOp::create(
+      b, start, end, ir.idx(tile), ValueRange{negInf, ir.f32(0.0), zeroVec},
+      [&](OpBuilder &nb, Location l, Value tile0, ValueRange carried) {
+        ImplicitLocOpBuilder ib(l, nb);
+        IRBuilder k{ib};
+        Value count = k.minS(k.idx(tile), k.sub(end, tile0));
+        if (loader.stagesPageIds()) {
+          loader.stagePageIds(ib, tile0, count, lane, numThreads);
+          gpu::BarrierOp::create(ib);
+        }
+        loader.copyTile(ib,
+                        {TileCopy{kv::PoolRole::K, kTile, {}, headDim},
+                         TileCopy{kv::PoolRole::V, vTile, {}, headDim}},
+                        tile0, count, lane, numThreads, vec);
+        gpu::BarrierOp::create(ib);
+        // Score this lane's tokens of the tile. The trip count is the same
+        // for every z-lane (t = t0 + z, masked past the tile's end) because
+        // the shuffles need the whole warp.
+        auto tokenLoop = scf::ForOp::create(
+            ib, k.idx(0), count, k.idx(tz), carried,
+            [&](OpBuilder &nb2, Location l2, Value t0, ValueRange st) {
+              ImplicitLocOpBuilder jb(l2, nb2);
+              IRBuilder j{jb};
+              AttentionState tokenState(jb, AttentionState::Flavor::ptxBase2);
+              Value t = j.add(t0, z);
+              Value valid = j.lt(t, count);
+              Value partial = vector::ReductionOp::create(
+                  jb, vector::CombiningKind::ADD,
+                  j.mul(qVec, tileRow(jb, kTile, t)));
+              Value s = tokenState.finishLogit(
+                  warpReduce(jb, partial, tx, WarpReduction::sum),
+                  spec.softCap);
+              PartialState updated = tokenState.update(
+                  {st[0], st[1], st[2]}, s, tileRow(jb, vTile, t));
+              scf::YieldOp::create(
+                  jb, ValueRange{j.select(valid, updated.m, st[0]),
+                                 j.select(valid, updated.l, st[1]),
+                                 j.select(valid, updated.acc, st[2])});
+            });
+        gpu::BarrierOp::create(ib);
+        scf::YieldOp::create(ib, tokenLoop.getResults());
+      });
+  PartialState result{tileLoop.getResult(0), tileLoop.getResult(1),
+                      tileLoop.getResult(2)};
+
+  // Merge the z-lanes' partial states through shared memory.
+  if (tz > 1) {
+    Value mShared = kf.getShared(ZMax), lShared = kf.getShared(ZSum);
+    Value accShared = kf.getShared(ZAcc);
+    Value slot = ir.add(ir.mul(z, ir.idx(group)), y);
+    scf::IfOp::create(b, ir.eq(x, zero), [&](OpBuilder &nb, Location l) {
+      memref::StoreOp::create(nb, l, result.m, mShared, ValueRange{slot});
+      memref::StoreOp::create(nb, l, result.l, lShared, ValueRange{slot});
+      scf::YieldOp::create(nb, l);
+    });
+    vector::StoreOp::create(b, result.acc, accShared, ValueRange{slot, dim0});
+    gpu::BarrierOp::create(b);
+    SmallVector<PartialState> lanes;
+    for (int64_t zz = 0; zz < tz; ++zz) {
+      Value slotZ = ir.add(ir.idx(zz * group), y);
+      lanes.push_back(
+          {memref::LoadOp::create(b, mShared, ValueRange{slotZ}),
+           memref::LoadOp::create(b, lShared, ValueRange{slotZ}),
+           vector::LoadOp::create(b, vecF32, accShared,
+                                  ValueRange{slotZ, dim0})});
+    }
+    result = state.merge(lanes);
+  }
+
+  // Write the state of (request, head): z-lane 0, lanes holding real dims.
+  // Partial states stay in base 2 for the merge kernel.
+  scf::IfOp::create(b, ir.eq(z, zero), [&](OpBuilder &nb, Location l) {
+    ImplicitLocOpBuilder ib(l, nb);
+    IRBuilder k{ib};
+    AttentionState finalState(ib, AttentionState::Flavor::ptxBase2);
+    FinalState fin = finalState.finalize(
+        result, spec.partitioned ? kv::LseBase::two : spec.base);
+    SmallVector<Value> rowIdx{req, head};
+    if (spec.partitioned)
+      rowIdx.insert(rowIdx.begin(), part);
+    Type outElt = spec.outType.getElementType();
+    scf::IfOp::create(ib, activeX, [&](OpBuilder &nb2, Location l2) {
+      ImplicitLocOpBuilder jb(l2, nb2);
+      Value v = fin.o;
+      if (!outElt.isF32())
+        v = arith::TruncFOp::create(jb, VectorType::get({vec}, outElt), v);
+      SmallVector<Value> idx(rowIdx);
+      idx.push_back(dim0);
+      // At most 16 bytes: buffers are only promised 16-byte alignment.
+      vector::StoreOp::create(jb, v, out, idx)
+          .setAlignment(
+              std::min<int64_t>(16, vec * outElt.getIntOrFloatBitWidth() / 8));
+      scf::YieldOp::create(jb);
+    });
+    scf::IfOp::create(ib, k.eq(x, k.idx(0)), [&](OpBuilder &nb2, Location l2) {
+      memref::StoreOp::create(nb2, l2, fin.lse, lseOut, rowIdx);
+      scf::YieldOp::create(nb2, l2);
+    });
+    scf::YieldOp::create(ib);
+  });
+}
+
+/// The symbol of the decode kernel of `op` with `spec`.
+std::string decodeKernelSymbol(kv::DecodeOp op, const DecodeKernelSpec &s,
+                               const target::TargetInfo &target) {
+  kv::PagedType kv = s.kv;
+  std::string stem =
+      "decode_" + kv::stringifyLayoutKind(kv.getLayout()).str() + "_" +
+      kv::stringifyStorage(kv.getStorage()).str() + "_" +
+      kv::stringifyTableForm(kv.getTable()).str() + "_p" +
+      std::to_string(kv.getPageSize()) + "_h" + std::to_string(s.qHeads) +
+      "x" + std::to_string(kv.getKvHeads()) + "_d" +
+      std::to_string(kv.getHeadDim()) + "_" + typeName(kv.getDtype()) + "_" +
+      typeName(s.outType.getElementType()) + (s.partitioned ? "_split" : "");
+  KernelIdentity id(stem);
+  id.add(op.getOperation())
+      .add(s.outType)
+      .add(s.lseType)
+      .add(s.config)
+      .add(s.partitioned ? "partial states" : "final state")
+      .add(target.chip);
+  for (Type t : s.kvTypes)
+    id.add(t);
+  return id.getSymbol();
+}
+
+struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
+  DecodeLowering(MLIRContext *ctx, LoweringContext &context)
+      : OpRewritePattern(ctx), context(context) {}
+
+  LogicalResult matchAndRewrite(kv::DecodeOp op,
+                                PatternRewriter &rewriter) const override {
+    const target::TargetInfo &target = context.getTarget();
+    if (std::optional<std::string> why = whyNoDecodeKernel(op, target))
+      return rewriter.notifyMatchFailure(op, *why);
+    auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
+    kv::PagedOperands kv = kv::PagedOperands::fromView(view);
+    kv::StateType stateType = op.getType();
+    auto qType = cast<MemRefType>(op.getQ().getType());
+    int64_t qHeads = qType.getDimSize(1);
+    int64_t headDim = kv.type.getHeadDim();
+
+    StateDestination dest = findStateDestination(op);
+    rewriter.setInsertionPoint(dest.at);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    auto outType = MemRefType::get(stateType.getOutputShape(),
+                                   stateType.getElementType());
+    auto lseType = MemRefType::get(stateType.getLseShape(), b.getF32Type());
+    auto allocLike = [&](MemRefType type) -> Value {
+      SmallVector<Value> dynRows;
+      if (ShapedType::isDynamic(stateType.getRows()))
+        dynRows.push_back(memref::DimOp::create(b, op.getQ(), 0));
+      return memref::AllocOp::create(b, type, dynRows);
+    };
+    Value out, lse;
+    bool ownsLse = false;
+    if (dest.store) {
+      out = dest.store.getOutput();
+      lse = dest.store.getLse();
+    } else {
+      out = allocLike(outType);
+    }
+    if (!lse) {
+      lse = allocLike(lseType);
+      ownsLse = static_cast<bool>(dest.store);
+    }
+
+    DecodeKernelSpec spec;
+    spec.kv = kv.type;
+    for (Value v : kv.flatten())
+      spec.kvTypes.push_back(v.getType());
+    spec.qType = qType;
+    spec.outType = cast<MemRefType>(out.getType());
+    spec.lseType = cast<MemRefType>(lse.getType());
+    spec.qHeads = qHeads;
+    spec.base = stateType.getBase();
+    spec.smScale = op.getSmScale() ? op.getSmScale()->convertToDouble()
+                                   : 1.0 / std::sqrt(double(headDim));
+    if (auto cap = op.getLogitsSoftCap())
+      spec.softCap = cap->convertToDouble();
+    spec.windowLeft = op.getWindowLeft();
+    std::string whyNot;
+    spec.config = *kvgpu::getOrChooseDecodeConfig(op, target, whyNot);
+
+    auto build = [&](const DecodeKernelSpec &s, StringRef symbol) {
+      return context.getOrBuildKernel(symbol, [&](gpu::GPUModuleOp module) {
+        SmallVector<Type> argTypes{s.qType};
+        llvm::append_range(argTypes, s.kvTypes);
+        argTypes.append({s.outType, s.lseType});
+        if (s.partitioned)
+          argTypes.push_back(b.getIndexType());
+        KernelFunc kf = KernelFunc::create(module, symbol, argTypes, s.block(),
+                                           decodeSharedLayout(s));
+        buildDecodeBody(kf, s);
+        return kf;
+      });
+    };
+    std::string directName = decodeKernelSymbol(op, spec, target);
+    gpu::GPUFuncOp direct = build(spec, directName);
+    DecodeKernelSpec split = spec;
+    split.partitioned = true;
+    const int64_t dyn = ShapedType::kDynamic;
+    split.outType = MemRefType::get({dyn, dyn, qHeads, headDim}, b.getF32Type());
+    split.lseType = MemRefType::get({dyn, dyn, qHeads}, b.getF32Type());
+    gpu::GPUFuncOp splitKernel =
+        build(split, decodeKernelSymbol(op, split, target));
+    MergeKernelSpec merge;
+    merge.inOutputType = split.outType;
+    merge.inLseType = split.lseType;
+    merge.outType = spec.outType;
+    merge.lseType = spec.lseType;
+    merge.inBase = kv::LseBase::two;
+    merge.outBase = spec.base;
+    merge.heads = qHeads;
+    merge.headDimV = headDim;
+    gpu::GPUFuncOp mergeKernel = getMergeKernel(context, merge);
+
+    // The launch plan: arguments, sizes, the split-KV rule, the kernels.
+    PlanBuilder plan(op.getContext(), "kv.decode", directName);
+    using kvgpu::ArgRole;
+    SmallVector<StringRef> kvNames;
+    plan.addBuffer("q", ArgRole::input, qType, {}, {"batch"});
+    auto addKvBuffer = [&](StringRef name, Value v,
+                           ArrayRef<kvgpu::SizeExprAttr> shape,
+                           ArrayRef<StringRef> dimNames) {
+      plan.addBuffer(name, ArgRole::input, cast<MemRefType>(v.getType()),
+                     shape, dimNames);
+      kvNames.push_back(name);
+    };
+    SmallVector<StringRef> poolNames =
+        kv.type.getStorage() == kv::Storage::combined
+            ? SmallVector<StringRef>{"pool"}
+            : SmallVector<StringRef>{"k_pool", "v_pool"};
+    for (auto [name, pool] : llvm::zip(poolNames, kv.pools))
+      addKvBuffer(name, pool, {}, {"num_pages"});
+    for (auto [name, table] :
+         llvm::zip(kv::getTableNames(kv.type.getTable()), kv.tables)) {
+      if (name == "kv_indptr")
+        addKvBuffer(name, table,
+                    {kvgpu::SizeExprAttr::add(plan.sym("batch"), plan.cst(1))},
+                    {});
+      else if (name == "kv_indices")
+        addKvBuffer(name, table, {}, {"num_page_ids"});
+      else
+        addKvBuffer(name, table, {plan.sym("batch")}, {"", "max_pages"});
+    }
+    plan.addBuffer("out", ArgRole::output, spec.outType, {plan.sym("batch")});
+    plan.addBuffer("lse", ArgRole::output, spec.lseType, {plan.sym("batch")});
+    // FlashInfer's split-KV heuristic in spirit, without the KV lengths on
+    // the host: enough blocks to fill the chip about twice. Partitions past
+    // a request's kv_len are empty states, which the merge ignores.
+    int64_t hkv = kv.type.getKvHeads();
+    plan.defineSize(
+        "num_partitions",
+        kvgpu::SizeExprAttr::min(
+            {plan.cst(spec.config.getMaxPartitions()),
+             kvgpu::SizeExprAttr::max(
+                 {plan.cst(1),
+                  kvgpu::SizeExprAttr::ceilDiv(
+                      plan.cst(2 * target.smCount),
+                      kvgpu::SizeExprAttr::max(
+                          {plan.cst(1),
+                           kvgpu::SizeExprAttr::mul(plan.sym("batch"),
+                                                    plan.cst(hkv))}))})}));
+    plan.setPartitions("num_partitions");
+    plan.addBuffer("partial_out", ArgRole::workspace, split.outType,
+                   {plan.sym("num_partitions"), plan.sym("batch")});
+    plan.addBuffer("partial_lse", ArgRole::workspace, split.lseType,
+                   {plan.sym("num_partitions"), plan.sym("batch")});
+    SmallVector<StringRef> directArgs{"q"}, splitArgs{"q"};
+    llvm::append_range(directArgs, kvNames);
+    llvm::append_range(splitArgs, kvNames);
+    directArgs.append({"out", "lse"});
+    splitArgs.append({"partial_out", "partial_lse", "num_partitions"});
+    plan.addKernel("direct", direct, kvgpu::LaunchCondition::unsplit,
+                   {plan.sym("batch"), plan.cst(hkv), plan.cst(1)}, directArgs);
+    plan.addKernel("split", splitKernel, kvgpu::LaunchCondition::split,
+                   {plan.sym("batch"), plan.cst(hkv), plan.sym("num_partitions")},
+                   splitArgs);
+    plan.addKernel("merge", mergeKernel, kvgpu::LaunchCondition::split,
+                   {plan.sym("batch"), plan.cst(qHeads), plan.cst(1)},
+                   {"partial_out", "partial_lse", "out", "lse"});
+    kvgpu::LaunchPlanAttr planAttr = plan.build(op.getLoc());
+    if (!planAttr)
+      return failure();
+    context.recordPlan(planAttr);
+
+    llvm::StringMap<Value> bindings{{"q", op.getQ()}, {"out", out}, {"lse", lse}};
+    for (auto [name, v] : llvm::zip(kvNames, kv.flatten()))
+      bindings[name] = v;
+    if (failed(emitLaunches(b, planAttr, bindings, context.getKernelModule())))
+      return failure();
+
+    if (dest.store) {
+      if (ownsLse) {
+        rewriter.setInsertionPointAfter(dest.store);
+        memref::DeallocOp::create(rewriter, op.getLoc(), lse);
+      }
+      rewriter.eraseOp(dest.store);
+      rewriter.eraseOp(op);
+      return success();
+    }
+    // Other kv ops use the state: hand them the buffers as a state value.
+    rewriter.replaceOpWithNewOp<kv::LoadStateOp>(op, stateType, out, lse);
+    return success();
+  }
+
+  LoweringContext &context;
+};
+
+} // namespace
+
+std::optional<std::string>
+gpu_lowering::whyNoDecodeKernel(kv::DecodeOp op,
+                                const target::TargetInfo &target) {
+  auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
+  if (!view)
+    return std::string("its KV is not a kv.paged_view of the same function");
+  kv::PagedType kv = view.getType();
+  if (kv.isQuantized())
+    return std::string("quantized KV (") +
+           kv::stringifyQuant(kv.getQuant()).str() + ") has no decode kernel";
+  if (!kv.getDtype().isF16() && !kv.getDtype().isBF16())
+    return "KV of type " + typeName(kv.getDtype()) +
+           " has no decode kernel (f16 and bf16 do)";
+  if (kv.getHeadDim() != kv.getHeadDimV())
+    return std::string("head_dim != head_dim_v has no decode kernel");
+  if (op.getRopeAttr())
+    return std::string("on-the-fly RoPE has no decode kernel");
+  for (Value pool : view.getPools()) {
+    auto [strides, offset] =
+        cast<MemRefType>(pool.getType()).getStridesAndOffset();
+    if (strides.back() != 1)
+      return "pool " + typeName(pool.getType()) +
+             " has a non-unit innermost stride";
+  }
+  std::string whyNot;
+  FailureOr<kvgpu::DecodeConfigAttr> config =
+      kvgpu::getOrChooseDecodeConfig(op, target, whyNot);
+  if (failed(config))
+    return whyNot;
+  DecodeKernelSpec spec;
+  spec.kv = kv;
+  spec.qType = cast<MemRefType>(op.getQ().getType());
+  spec.qHeads = spec.qType.getDimSize(1);
+  spec.config = *config;
+  return whyNotConfig(spec);
+}
+
+void gpu_lowering::populateDecodePatterns(RewritePatternSet &patterns,
+                                          LoweringContext &context) {
+  patterns.add<DecodeLowering>(patterns.getContext(), context);
+}

@@ -1,0 +1,133 @@
+//===- LoweringContext.cpp - What convert-kv-to-gpu's patterns share ------===//
+#include "LoweringContext.h"
+
+#include "mlir/IR/Dominance.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace kvir;
+using namespace kvir::gpu_lowering;
+
+gpu::GPUModuleOp LoweringContext::getKernelModule() {
+  if (kernels)
+    return kernels;
+  kernels = module.lookupSymbol<gpu::GPUModuleOp>("kv_kernels");
+  if (kernels)
+    return kernels;
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "kv_kernels");
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  b.getUnitAttr());
+  return kernels;
+}
+
+gpu::GPUFuncOp LoweringContext::getOrBuildKernel(
+    StringRef symbol, function_ref<codegen::KernelFunc(gpu::GPUModuleOp)> build) {
+  auto it = built.find(symbol);
+  if (it != built.end())
+    return it->second;
+  gpu::GPUFuncOp func = build(getKernelModule()).getOp();
+  assert(func.getName() == symbol && "kernel built under another symbol");
+  return built[symbol] = func;
+}
+
+void LoweringContext::recordPlan(kvgpu::LaunchPlanAttr plan) {
+  StringRef attrName = kvgpu::KVGPUDialect::getLaunchPlansAttrName();
+  SmallVector<Attribute> plans;
+  if (auto existing = module->getAttrOfType<ArrayAttr>(attrName))
+    llvm::append_range(plans, existing);
+  for (Attribute a : plans)
+    if (cast<kvgpu::LaunchPlanAttr>(a).getName() == plan.getName())
+      return;
+  plans.push_back(plan);
+  module->setAttr(attrName, ArrayAttr::get(module.getContext(), plans));
+}
+
+StateDestination gpu_lowering::findStateDestination(Operation *op) {
+  StateDestination dest{nullptr, op};
+  if (!op->hasOneUse())
+    return dest;
+  auto store = dyn_cast<kv::StoreStateOp>(*op->getUsers().begin());
+  if (!store)
+    return dest;
+  DominanceInfo dom(op->getParentOp());
+  bool available =
+      dom.properlyDominates(store.getOutput(), op) &&
+      (!store.getLse() || dom.properlyDominates(store.getLse(), op));
+  if (available)
+    return {store, op};
+  bool quiet = store->getBlock() == op->getBlock();
+  for (Operation *it = op->getNextNode(); quiet && it != store;
+       it = it->getNextNode()) {
+    auto effects = dyn_cast<MemoryEffectOpInterface>(it);
+    quiet = (effects && !effects.hasEffect<MemoryEffects::Write>()) ||
+            isa<kv::PagedViewOp, kv::RaggedViewOp>(it);
+  }
+  if (quiet)
+    return {store, store};
+  return dest;
+}
+
+void PlanBuilder::addBuffer(StringRef argName, kvgpu::ArgRole role,
+                            MemRefType type,
+                            ArrayRef<kvgpu::SizeExprAttr> shape,
+                            ArrayRef<StringRef> dimNames) {
+  SmallVector<kvgpu::SizeExprAttr> dims;
+  for (int64_t i = 0; i < type.getRank(); ++i) {
+    if (!type.isDynamicDim(i)) {
+      dims.push_back(cst(type.getDimSize(i)));
+      // A named dim that happens to be static is still a size others use.
+      if (i < int64_t(dimNames.size()) && !dimNames[i].empty() &&
+          !hasSize(dimNames[i]))
+        defineSize(dimNames[i], cst(type.getDimSize(i)));
+      continue;
+    }
+    if (i < int64_t(shape.size()) && shape[i]) {
+      dims.push_back(shape[i]);
+      continue;
+    }
+    std::string sizeName = i < int64_t(dimNames.size()) && !dimNames[i].empty()
+                               ? dimNames[i].str()
+                               : (argName + "_dim" + Twine(i)).str();
+    if (!hasSize(sizeName))
+      sizes.push_back(kvgpu::SizeDefAttr::get(ctx, StringRef(sizeName),
+                                              argName, i, {}));
+    dims.push_back(sym(sizeName));
+  }
+  args.push_back(kvgpu::PlanArgAttr::get(ctx, argName, role, type, dims));
+}
+
+void PlanBuilder::defineSize(StringRef sizeName, kvgpu::SizeExprAttr value) {
+  sizes.push_back(kvgpu::SizeDefAttr::get(ctx, sizeName, "", -1, value));
+}
+
+bool PlanBuilder::hasSize(StringRef sizeName) const {
+  return llvm::any_of(sizes, [&](kvgpu::SizeDefAttr s) {
+    return s.getName() == sizeName;
+  });
+}
+
+void PlanBuilder::addKernel(StringRef role, gpu::GPUFuncOp kernel,
+                            kvgpu::LaunchCondition when,
+                            ArrayRef<kvgpu::SizeExprAttr> grid,
+                            ArrayRef<StringRef> kernelArgs) {
+  SmallVector<Attribute> names;
+  for (StringRef a : kernelArgs)
+    names.push_back(StringAttr::get(ctx, a));
+  auto symbol = SymbolRefAttr::get(
+      StringAttr::get(ctx, kernel->getParentOfType<gpu::GPUModuleOp>().getName()),
+      {FlatSymbolRefAttr::get(kernel)});
+  std::array<int64_t, 3> block = codegen::getBlock(kernel);
+  kernels.push_back(kvgpu::KernelLaunchAttr::get(
+      ctx, role, symbol, when, grid, block,
+      codegen::getStaticSharedBytes(kernel),
+      codegen::getDynamicSharedBytes(kernel), ArrayAttr::get(ctx, names)));
+}
+
+kvgpu::LaunchPlanAttr PlanBuilder::build(Location loc) const {
+  return kvgpu::LaunchPlanAttr::getChecked(
+      [&] { return emitError(loc) << "convert-kv-to-gpu built a bad plan: "; },
+      ctx, StringRef(op), StringRef(name), ArrayRef(args), ArrayRef(sizes),
+      StringRef(partitions), ArrayRef(kernels));
+}

@@ -1,0 +1,109 @@
+//===- LoweringContext.h - What convert-kv-to-gpu's patterns share -*- C++ -*-===//
+//
+// The kernel module and its kernels (built once per symbol), the target
+// chip, the launch plans recorded on the module, and the two questions
+// every op family's pattern asks: where its result state goes (the buffers
+// of a kv.store_state, or new ones) and how its arguments are described in
+// a launch plan.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVIR_LIB_CONVERSION_KVTOGPU_LOWERINGCONTEXT_H
+#define KVIR_LIB_CONVERSION_KVTOGPU_LOWERINGCONTEXT_H
+
+#include "kvir/Codegen/KernelFunc.h"
+#include "kvir/Dialect/KV/IR/KVOps.h"
+#include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
+#include "kvir/Target/GPU/TargetInfo.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <functional>
+
+namespace kvir::gpu_lowering {
+
+class LoweringContext {
+public:
+  LoweringContext(mlir::ModuleOp module, const target::TargetInfo &target)
+      : module(module), target(target) {}
+
+  const target::TargetInfo &getTarget() const { return target; }
+  /// The module's `@kv_kernels` gpu.module, created on first use.
+  mlir::gpu::GPUModuleOp getKernelModule();
+  /// The kernel named `symbol`, built by `build` the first time it is asked
+  /// for (the symbol covers everything that changes its code).
+  mlir::gpu::GPUFuncOp
+  getOrBuildKernel(llvm::StringRef symbol,
+                   llvm::function_ref<codegen::KernelFunc(mlir::gpu::GPUModuleOp)>
+                       build);
+  /// Appends `plan` to the module's kvgpu.launch_plans (once per name).
+  void recordPlan(kvgpu::LaunchPlanAttr plan);
+
+private:
+  mlir::ModuleOp module;
+  const target::TargetInfo &target;
+  mlir::gpu::GPUModuleOp kernels;
+  llvm::StringMap<mlir::gpu::GPUFuncOp> built;
+};
+
+/// Where a lowered attention op writes its state.
+struct StateDestination {
+  /// The kv.store_state that consumed the state (erased by the lowering),
+  /// or null when the state has other users.
+  kv::StoreStateOp store;
+  /// The insertion point of the launches.
+  mlir::Operation *at = nullptr;
+};
+
+/// Whether `op`'s state can be written straight into the buffers of its
+/// only user, a kv.store_state: the buffers exist at `op` already, or
+/// nothing between the two writes memory (the state is a value: a
+/// kv.append in between must not change it).
+StateDestination findStateDestination(mlir::Operation *op);
+
+/// Builds a #kvgpu.plan: arguments (their dynamic dims become named sizes),
+/// computed sizes, kernels.
+class PlanBuilder {
+public:
+  PlanBuilder(mlir::MLIRContext *ctx, llvm::StringRef op, llvm::StringRef name)
+      : ctx(ctx), op(op.str()), name(name.str()) {}
+
+  kvgpu::SizeExprAttr sym(llvm::StringRef s) {
+    return kvgpu::SizeExprAttr::symbolRef(ctx, s);
+  }
+  kvgpu::SizeExprAttr cst(int64_t v) {
+    return kvgpu::SizeExprAttr::constant(ctx, v);
+  }
+
+  /// Adds argument `argName` of memref type `type`. For each dim: a static
+  /// size is a constant; a dynamic one is `shape[i]` if given (non-null),
+  /// else a new size read from this dim, named `dimNames[i]` if given (and
+  /// not defined yet) or `<argName>_dim<i>`.
+  void addBuffer(llvm::StringRef argName, kvgpu::ArgRole role,
+                 mlir::MemRefType type,
+                 llvm::ArrayRef<kvgpu::SizeExprAttr> shape = {},
+                 llvm::ArrayRef<llvm::StringRef> dimNames = {});
+  /// Defines size `sizeName` as `value` (after the sizes it reads).
+  void defineSize(llvm::StringRef sizeName, kvgpu::SizeExprAttr value);
+  bool hasSize(llvm::StringRef sizeName) const;
+  void setPartitions(llvm::StringRef sizeName) { partitions = sizeName.str(); }
+  void addKernel(llvm::StringRef role, mlir::gpu::GPUFuncOp kernel,
+                 kvgpu::LaunchCondition when,
+                 llvm::ArrayRef<kvgpu::SizeExprAttr> grid,
+                 llvm::ArrayRef<llvm::StringRef> args);
+  /// The plan, or null after reporting at `loc` why it is inconsistent.
+  kvgpu::LaunchPlanAttr build(mlir::Location loc) const;
+
+private:
+  mlir::MLIRContext *ctx;
+  std::string op, name, partitions;
+  llvm::SmallVector<kvgpu::PlanArgAttr> args;
+  llvm::SmallVector<kvgpu::SizeDefAttr> sizes;
+  llvm::SmallVector<kvgpu::KernelLaunchAttr> kernels;
+};
+
+} // namespace kvir::gpu_lowering
+
+#endif // KVIR_LIB_CONVERSION_KVTOGPU_LOWERINGCONTEXT_H

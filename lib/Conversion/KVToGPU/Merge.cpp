@@ -1,0 +1,297 @@
+//===- Merge.cpp - Merging attention states in buffers on the GPU ---------===//
+//
+// merge((o_a, l_a), (o_b, l_b)) of DESIGN section 2 for any number of
+// inputs (kv.merge), or over the partition axis of a split-KV state
+// (kv.merge_partitions, and the decode family's split path). Block (row,
+// head), one thread per output dim: the input LSEs of the block are read
+// from global memory once into shared memory (all of them, or a block-width
+// of partitions at a time, merged online), outputs are read and written
+// coalesced. AttentionState does the math, in base 2.
+//
+//===----------------------------------------------------------------------===//
+#include "Patterns.h"
+
+#include "kvir/Codegen/AttentionState.h"
+#include "kvir/Codegen/IRBuilder.h"
+#include "kvir/Codegen/LaunchEmitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace kvir;
+using namespace kvir::codegen;
+using namespace kvir::gpu_lowering;
+
+namespace {
+
+std::string typeName(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return s;
+}
+
+void buildMergeBody(const KernelFunc &kf, const MergeKernelSpec &spec) {
+  ImplicitLocOpBuilder b = kf.getBuilder();
+  IRBuilder ir{b};
+  AttentionState state(b, AttentionState::Flavor::ptxBase2);
+  unsigned pairs = std::max(1u, spec.numInputs);
+  int64_t dv = spec.headDimV;
+  Value lseShared = kf.getShared(0);
+  Value d = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value row = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value head = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  Value out = kf.getArgument(2 * pairs), lseOut = kf.getArgument(2 * pairs + 1);
+
+  // An input LSE of (row, head), in the working base.
+  auto loadLse = [&](ImplicitLocOpBuilder &ib, Value lse, ValueRange prefix) {
+    SmallVector<Value> index(prefix);
+    index.append({row, head});
+    AttentionState s(ib, AttentionState::Flavor::ptxBase2);
+    return s.convertLse(memref::LoadOp::create(ib, lse, index), spec.inBase,
+                        s.getWorkingBase());
+  };
+  auto loadOut = [&](ImplicitLocOpBuilder &ib, Value o, ValueRange prefix) {
+    SmallVector<Value> index(prefix);
+    index.append({row, head, d});
+    Value v = memref::LoadOp::create(ib, o, index);
+    if (!v.getType().isF32())
+      v = arith::ExtFOp::create(ib, ib.getF32Type(), v);
+    return v;
+  };
+
+  PartialState merged;
+  if (spec.numInputs) {
+    // kv.merge: stage the LSEs, then merge all inputs at once.
+    for (unsigned i = 0; i < spec.numInputs; ++i)
+      scf::IfOp::create(
+          b, ir.eq(d, ir.idx(int64_t(i) % dv)), [&](OpBuilder &nb, Location l) {
+            ImplicitLocOpBuilder ib(l, nb);
+            memref::StoreOp::create(ib, loadLse(ib, kf.getArgument(2 * i + 1), {}),
+                                    lseShared, ValueRange{IRBuilder{ib}.idx(i)});
+            scf::YieldOp::create(ib);
+          });
+    gpu::BarrierOp::create(b);
+    SmallVector<PartialState> inputs;
+    for (unsigned i = 0; i < spec.numInputs; ++i)
+      inputs.push_back(
+          {memref::LoadOp::create(b, lseShared, ValueRange{ir.idx(i)}),
+           ir.f32(1.0), loadOut(b, kf.getArgument(2 * i), {})});
+    merged = state.merge(inputs);
+  } else {
+    // A partition axis of run-time length: chunks of blockDim.x partitions,
+    // each LSE loaded by one thread into shared memory, merged online.
+    Value o = kf.getArgument(0), lse = kf.getArgument(1);
+    Value parts = memref::DimOp::create(b, lse, 0);
+    auto chunks = scf::ForOp::create(
+        b, ir.idx(0), parts, ir.idx(dv),
+        ValueRange{ir.f32(-INFINITY), ir.f32(0.0), ir.f32(0.0)},
+        [&](OpBuilder &nb, Location l, Value c0, ValueRange carried) {
+          ImplicitLocOpBuilder ib(l, nb);
+          IRBuilder k{ib};
+          // The previous chunk's LSEs have been read by everyone.
+          gpu::BarrierOp::create(ib);
+          Value p = k.add(c0, d);
+          scf::IfOp::create(ib, k.lt(p, parts), [&](OpBuilder &nb2, Location l2) {
+            ImplicitLocOpBuilder jb(l2, nb2);
+            memref::StoreOp::create(jb, loadLse(jb, lse, {p}), lseShared,
+                                    ValueRange{d});
+            scf::YieldOp::create(jb);
+          });
+          gpu::BarrierOp::create(ib);
+          Value n = k.minS(k.idx(dv), k.sub(parts, c0));
+          auto inner = scf::ForOp::create(
+              ib, k.idx(0), n, k.idx(1), carried,
+              [&](OpBuilder &nb2, Location l2, Value j, ValueRange st) {
+                ImplicitLocOpBuilder jb(l2, nb2);
+                AttentionState s(jb, AttentionState::Flavor::ptxBase2);
+                PartialState next = s.update(
+                    {st[0], st[1], st[2]},
+                    memref::LoadOp::create(jb, lseShared, ValueRange{j}),
+                    loadOut(jb, o, {IRBuilder{jb}.add(c0, j)}));
+                scf::YieldOp::create(jb, ValueRange{next.m, next.l, next.acc});
+              });
+          scf::YieldOp::create(ib, inner.getResults());
+        });
+    merged = {chunks.getResult(0), chunks.getResult(1), chunks.getResult(2)};
+  }
+
+  FinalState fin = state.finalize(merged, spec.outBase);
+  Value o = fin.o;
+  Type outElt = spec.outType.getElementType();
+  if (!outElt.isF32())
+    o = arith::TruncFOp::create(b, outElt, o);
+  memref::StoreOp::create(b, o, out, ValueRange{row, head, d});
+  scf::IfOp::create(b, ir.eq(d, ir.idx(0)), [&](OpBuilder &nb, Location l) {
+    memref::StoreOp::create(nb, l, fin.lse, lseOut, ValueRange{row, head});
+    scf::YieldOp::create(nb, l);
+  });
+}
+
+/// The buffers of a merge whose inputs and result live in memory: every
+/// operand a kv.load_state of the same buffer types, the only user a
+/// kv.store_state with an LSE buffer.
+struct MergeOperands {
+  SmallVector<kv::LoadStateOp> inputs;
+  kv::StoreStateOp store;
+};
+
+FailureOr<MergeOperands> getMergeOperands(Operation *op, std::string &whyNot) {
+  MergeOperands m;
+  if (!op->hasOneUse() ||
+      !(m.store = dyn_cast<kv::StoreStateOp>(*op->getUsers().begin()))) {
+    whyNot = "its state is not stored by a kv.store_state (its only user)";
+    return failure();
+  }
+  if (!m.store.getLse()) {
+    whyNot = "its kv.store_state keeps no LSE buffer";
+    return failure();
+  }
+  for (Value operand : op->getOperands()) {
+    auto load = operand.getDefiningOp<kv::LoadStateOp>();
+    if (!load) {
+      whyNot = "an input state is not in buffers (a kv.load_state)";
+      return failure();
+    }
+    m.inputs.push_back(load);
+  }
+  for (kv::LoadStateOp in : m.inputs)
+    if (in.getOutput().getType() != m.inputs[0].getOutput().getType() ||
+        in.getLse().getType() != m.inputs[0].getLse().getType()) {
+      whyNot = "its input buffers have different types";
+      return failure();
+    }
+  return m;
+}
+
+template <typename OpTy>
+struct MergeLowering : OpRewritePattern<OpTy> {
+  MergeLowering(MLIRContext *ctx, LoweringContext &context)
+      : OpRewritePattern<OpTy>(ctx), context(context) {}
+
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    std::string whyNot;
+    FailureOr<MergeOperands> m = getMergeOperands(op, whyNot);
+    if (failed(m))
+      return rewriter.notifyMatchFailure(op, whyNot);
+    auto inType = cast<kv::StateType>(op->getOperand(0).getType());
+    auto outState = cast<kv::StateType>(op->getResult(0).getType());
+    MergeKernelSpec spec;
+    spec.numInputs = std::is_same_v<OpTy, kv::MergePartitionsOp>
+                         ? 0
+                         : unsigned(m->inputs.size());
+    spec.inOutputType = cast<MemRefType>(m->inputs[0].getOutput().getType());
+    spec.inLseType = cast<MemRefType>(m->inputs[0].getLse().getType());
+    spec.outType = cast<MemRefType>(m->store.getOutput().getType());
+    spec.lseType = cast<MemRefType>(m->store.getLse().getType());
+    spec.inBase = inType.getBase();
+    spec.outBase = outState.getBase();
+    spec.heads = outState.getHeads();
+    spec.headDimV = outState.getHeadDimV();
+    gpu::GPUFuncOp kernel = getMergeKernel(context, spec);
+
+    PlanBuilder plan(op->getContext(), op->getName().getStringRef(),
+                     kernel.getName());
+    SmallVector<StringRef> args;
+    SmallVector<std::string> names;
+    unsigned pairs = std::max(1u, spec.numInputs);
+    for (unsigned i = 0; i < pairs; ++i) {
+      names.push_back(pairs == 1 ? "in_out" : "in" + std::to_string(i) + "_out");
+      names.push_back(pairs == 1 ? "in_lse" : "in" + std::to_string(i) + "_lse");
+    }
+    for (unsigned i = 0; i < pairs; ++i) {
+      plan.addBuffer(names[2 * i], kvgpu::ArgRole::input, spec.inOutputType);
+      plan.addBuffer(names[2 * i + 1], kvgpu::ArgRole::input, spec.inLseType);
+    }
+    plan.addBuffer("out", kvgpu::ArgRole::output, spec.outType, {}, {"rows"});
+    plan.addBuffer("lse", kvgpu::ArgRole::output, spec.lseType,
+                   {plan.sym("rows")});
+    for (const std::string &n : names)
+      args.push_back(n);
+    args.append({"out", "lse"});
+    plan.addKernel("merge", kernel, kvgpu::LaunchCondition::always,
+                   {plan.sym("rows"), plan.cst(spec.heads), plan.cst(1)}, args);
+    kvgpu::LaunchPlanAttr planAttr = plan.build(op.getLoc());
+    if (!planAttr)
+      return failure();
+    context.recordPlan(planAttr);
+
+    rewriter.setInsertionPoint(m->store);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    llvm::StringMap<Value> bindings{{"out", m->store.getOutput()},
+                                    {"lse", m->store.getLse()}};
+    for (auto [i, in] : llvm::enumerate(m->inputs)) {
+      bindings[names[2 * i]] = in.getOutput();
+      bindings[names[2 * i + 1]] = in.getLse();
+    }
+    if (failed(emitLaunches(b, planAttr, bindings, context.getKernelModule())))
+      return failure();
+    rewriter.eraseOp(m->store);
+    rewriter.eraseOp(op);
+    for (kv::LoadStateOp in : m->inputs)
+      if (in->use_empty())
+        rewriter.eraseOp(in);
+    return success();
+  }
+
+  LoweringContext &context;
+};
+
+} // namespace
+
+gpu::GPUFuncOp gpu_lowering::getMergeKernel(LoweringContext &context,
+                                            const MergeKernelSpec &spec) {
+  std::string stem =
+      (spec.numInputs ? "merge" + std::to_string(spec.numInputs)
+                      : std::string("merge_partitions")) +
+      "_h" + std::to_string(spec.heads) + "_d" + std::to_string(spec.headDimV) +
+      "_" + typeName(spec.outType.getElementType()) +
+      (spec.outBase == kv::LseBase::e ? "_base_e" : "_base_2");
+  std::string symbol = KernelIdentity(stem)
+                           .add(spec.inOutputType)
+                           .add(spec.inLseType)
+                           .add(spec.outType)
+                           .add(spec.lseType)
+                           .add(kv::stringifyLseBase(spec.inBase))
+                           .add(kv::stringifyLseBase(spec.outBase))
+                           .add(int64_t(spec.numInputs))
+                           .add(context.getTarget().chip)
+                           .getSymbol();
+  return context.getOrBuildKernel(symbol, [&](gpu::GPUModuleOp module) {
+    unsigned pairs = std::max(1u, spec.numInputs);
+    SmallVector<Type> argTypes;
+    for (unsigned i = 0; i < pairs; ++i)
+      argTypes.append({spec.inOutputType, spec.inLseType});
+    argTypes.append({spec.outType, spec.lseType});
+    SharedMemoryLayout layout;
+    layout.add("lses",
+               {spec.numInputs ? int64_t(spec.numInputs) : spec.headDimV},
+               Float32Type::get(module.getContext()));
+    KernelFunc kf = KernelFunc::create(module, symbol, argTypes,
+                                       {spec.headDimV, 1, 1}, layout);
+    buildMergeBody(kf, spec);
+    return kf;
+  });
+}
+
+std::optional<std::string> gpu_lowering::whyNoMergeKernel(Operation *op) {
+  std::string whyNot;
+  if (failed(getMergeOperands(op, whyNot)))
+    return whyNot;
+  auto state = cast<kv::StateType>(op->getResult(0).getType());
+  if (state.getHeadDimV() > target::TargetInfo::kMaxThreadsPerBlock)
+    return "head_dim_v " + std::to_string(state.getHeadDimV()) +
+           " needs more than 1024 threads";
+  return std::nullopt;
+}
+
+void gpu_lowering::populateMergePatterns(RewritePatternSet &patterns,
+                                         LoweringContext &context) {
+  patterns.add<MergeLowering<kv::MergeOp>, MergeLowering<kv::MergePartitionsOp>>(
+      patterns.getContext(), context);
+}

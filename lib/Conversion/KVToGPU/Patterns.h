@@ -1,0 +1,43 @@
+//===- Patterns.h - convert-kv-to-gpu's op families -------------*- C++ -*-===//
+//
+// One file per op family, each a pattern that reads the op's configuration
+// and composes lib/Codegen into kernels, a launch plan and its launches:
+// Decode.cpp (kv.decode), Merge.cpp (kv.merge, kv.merge_partitions of
+// states in buffers). `whyNoKernel` is the reason an op of the family gets
+// no kernel, reported under kv-to-nvvm / kv-to-ptx.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVIR_LIB_CONVERSION_KVTOGPU_PATTERNS_H
+#define KVIR_LIB_CONVERSION_KVTOGPU_PATTERNS_H
+
+#include "LoweringContext.h"
+
+#include <optional>
+#include <string>
+
+namespace kvir::gpu_lowering {
+
+std::optional<std::string> whyNoDecodeKernel(kv::DecodeOp op,
+                                             const target::TargetInfo &target);
+void populateDecodePatterns(mlir::RewritePatternSet &patterns,
+                            LoweringContext &context);
+
+/// The merge kernel (kv.merge of `numInputs` states, or a partition axis
+/// reduced when numInputs == 0) for the given buffer types; shared by the
+/// decode family's split-KV path.
+struct MergeKernelSpec {
+  unsigned numInputs = 0;
+  mlir::MemRefType inOutputType, inLseType, outType, lseType;
+  kv::LseBase inBase = kv::LseBase::two, outBase = kv::LseBase::two;
+  int64_t heads = 0, headDimV = 0;
+};
+mlir::gpu::GPUFuncOp getMergeKernel(LoweringContext &context,
+                                    const MergeKernelSpec &spec);
+
+std::optional<std::string> whyNoMergeKernel(mlir::Operation *op);
+void populateMergePatterns(mlir::RewritePatternSet &patterns,
+                           LoweringContext &context);
+
+} // namespace kvir::gpu_lowering
+
+#endif // KVIR_LIB_CONVERSION_KVTOGPU_PATTERNS_H

@@ -1,0 +1,596 @@
+//===- KVGPUDialect.cpp - kvgpu dialect and its attributes ----------------===//
+#include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
+#include "kvir/Dialect/KV/IR/KVOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace kvir::kvgpu;
+
+#include "kvir/Dialect/KVGPU/IR/KVGPUDialect.cpp.inc"
+#include "kvir/Dialect/KVGPU/IR/KVGPUEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "kvir/Dialect/KVGPU/IR/KVGPUAttrs.cpp.inc"
+
+void KVGPUDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "kvir/Dialect/KVGPU/IR/KVGPUAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// DecodeConfigAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+DecodeConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         int64_t vector, int64_t threadsX, int64_t threadsZ,
+                         int64_t tileTokens, int64_t maxPartitions) {
+  if (vector <= 0 || !llvm::isPowerOf2_64(vector) || vector > 16)
+    return emitError() << "decode config vector must be a power of two in "
+                       << "[1, 16], got " << vector;
+  if (threadsX <= 0 || !llvm::isPowerOf2_64(threadsX) || threadsX > 32)
+    return emitError() << "decode config threads_x must be a power of two "
+                       << "in [1, 32] (its lanes reduce with xor-shuffles), "
+                       << "got " << threadsX;
+  if (threadsZ <= 0)
+    return emitError() << "decode config threads_z must be positive, got "
+                       << threadsZ;
+  if (tileTokens <= 0 || tileTokens % threadsZ)
+    return emitError() << "decode config tile_tokens must be a positive "
+                       << "multiple of threads_z (" << threadsZ << "), got "
+                       << tileTokens;
+  if (maxPartitions <= 0)
+    return emitError() << "decode config max_partitions must be positive, got "
+                       << maxPartitions;
+  return success();
+}
+
+/// The rules a decode config must satisfy for the op it is attached to.
+static LogicalResult verifyDecodeConfig(kvir::kv::DecodeOp op,
+                                        DecodeConfigAttr config) {
+  kvir::kv::PagedType kv = op.getKv().getType();
+  int64_t d = kv.getHeadDim();
+  if (d % config.getVector() || config.getVector() * config.getThreadsX() < d)
+    return op.emitOpError() << "config with vector " << config.getVector()
+                            << " x threads_x " << config.getThreadsX()
+                            << " does not cover head_dim " << d
+                            << " in whole vectors";
+  int64_t bits = kv.getStorageElementType().getIntOrFloatBitWidth();
+  if (config.getVector() * bits > 128)
+    return op.emitOpError() << "config vector of " << config.getVector()
+                            << " elements exceeds a 16-byte load";
+  return success();
+}
+
+LogicalResult KVGPUDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  if (attr.getName() == getConfigAttrName()) {
+    if (auto config = dyn_cast<DecodeConfigAttr>(attr.getValue())) {
+      auto decode = dyn_cast<kvir::kv::DecodeOp>(op);
+      if (!decode)
+        return op->emitOpError() << "has a #kvgpu.decode config, which only "
+                                 << "kv.decode takes";
+      return verifyDecodeConfig(decode, config);
+    }
+    return op->emitOpError() << "'" << getConfigAttrName()
+                             << "' must be a kvgpu configuration attribute, got "
+                             << attr.getValue();
+  }
+  if (attr.getName() == getLaunchPlansAttrName()) {
+    auto plans = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!plans || !isa<ModuleOp>(op))
+      return op->emitOpError() << "'" << getLaunchPlansAttrName()
+                               << "' must be an array of #kvgpu.plan on a "
+                                  "module";
+    llvm::StringSet<> names;
+    for (Attribute a : plans) {
+      auto plan = dyn_cast<LaunchPlanAttr>(a);
+      if (!plan)
+        return op->emitOpError() << "'" << getLaunchPlansAttrName()
+                                 << "' holds " << a << ", not a #kvgpu.plan";
+      if (!names.insert(plan.getName()).second)
+        return op->emitOpError() << "has two launch plans named '"
+                                 << plan.getName() << "'";
+    }
+    return success();
+  }
+  if (attr.getName() == "kvgpu.dynamic_shared_bytes") {
+    auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!bytes || bytes.getInt() < 0)
+      return op->emitOpError()
+             << "'kvgpu.dynamic_shared_bytes' must be a non-negative integer";
+    return success();
+  }
+  return op->emitOpError() << "has unknown kvgpu attribute '"
+                           << attr.getName().getValue() << "'";
+}
+
+//===----------------------------------------------------------------------===//
+// SizeExprAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult SizeExprAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   SizeExprKind kind, int64_t,
+                                   StringRef symbol,
+                                   ArrayRef<SizeExprAttr> operands) {
+  switch (kind) {
+  case SizeExprKind::constant:
+    if (!operands.empty() || !symbol.empty())
+      return emitError() << "a constant size has no operands or symbol";
+    return success();
+  case SizeExprKind::symbol:
+    if (!operands.empty() || symbol.empty())
+      return emitError() << "a symbol size needs a name and no operands";
+    return success();
+  case SizeExprKind::add:
+  case SizeExprKind::mul:
+  case SizeExprKind::floordiv:
+  case SizeExprKind::ceildiv:
+    if (operands.size() != 2)
+      return emitError() << stringifySizeExprKind(kind)
+                         << " takes 2 operands, got " << operands.size();
+    return success();
+  case SizeExprKind::min:
+  case SizeExprKind::max:
+    if (operands.empty())
+      return emitError() << stringifySizeExprKind(kind)
+                         << " takes at least one operand";
+    return success();
+  }
+  return success();
+}
+
+SizeExprAttr SizeExprAttr::constant(MLIRContext *ctx, int64_t value) {
+  return get(ctx, SizeExprKind::constant, value, "", {});
+}
+
+SizeExprAttr SizeExprAttr::symbolRef(MLIRContext *ctx, StringRef name) {
+  return get(ctx, SizeExprKind::symbol, 0, name, {});
+}
+
+SizeExprAttr SizeExprAttr::node(SizeExprKind kind,
+                                ArrayRef<SizeExprAttr> operands) {
+  MLIRContext *ctx = operands.front().getContext();
+  SizeExprAttr result = get(ctx, kind, 0, "", operands);
+  if (llvm::all_of(operands, [](SizeExprAttr e) { return e.isConstant(); }))
+    if (std::optional<int64_t> v = result.evaluate(
+            [](StringRef) -> std::optional<int64_t> { return std::nullopt; }))
+      return constant(ctx, *v);
+  // x * 1, x + 0, min/max of one operand.
+  if ((kind == SizeExprKind::min || kind == SizeExprKind::max) &&
+      operands.size() == 1)
+    return operands.front();
+  auto isConst = [](SizeExprAttr e, int64_t v) {
+    return e.isConstant() && e.getValue() == v;
+  };
+  if (kind == SizeExprKind::mul && isConst(operands[0], 1))
+    return operands[1];
+  if ((kind == SizeExprKind::mul || kind == SizeExprKind::floordiv ||
+       kind == SizeExprKind::ceildiv) &&
+      isConst(operands[1], 1))
+    return operands[0];
+  if (kind == SizeExprKind::add && isConst(operands[0], 0))
+    return operands[1];
+  if (kind == SizeExprKind::add && isConst(operands[1], 0))
+    return operands[0];
+  return result;
+}
+
+std::optional<int64_t> SizeExprAttr::evaluate(
+    function_ref<std::optional<int64_t>(StringRef)> lookup) const {
+  switch (getKind()) {
+  case SizeExprKind::constant:
+    return getValue();
+  case SizeExprKind::symbol:
+    return lookup(getSymbol());
+  default:
+    break;
+  }
+  SmallVector<int64_t> values;
+  for (SizeExprAttr operand : getOperands()) {
+    std::optional<int64_t> v = operand.evaluate(lookup);
+    if (!v)
+      return std::nullopt;
+    values.push_back(*v);
+  }
+  switch (getKind()) {
+  case SizeExprKind::add:
+    return values[0] + values[1];
+  case SizeExprKind::mul:
+    return values[0] * values[1];
+  case SizeExprKind::floordiv:
+    if (!values[1])
+      return std::nullopt;
+    return llvm::divideFloorSigned(values[0], values[1]);
+  case SizeExprKind::ceildiv:
+    if (!values[1])
+      return std::nullopt;
+    return llvm::divideCeilSigned(values[0], values[1]);
+  case SizeExprKind::min:
+    return *llvm::min_element(values);
+  case SizeExprKind::max:
+    return *llvm::max_element(values);
+  default:
+    return std::nullopt;
+  }
+}
+
+void SizeExprAttr::walkSymbols(function_ref<void(StringRef)> fn) const {
+  if (getKind() == SizeExprKind::symbol)
+    fn(getSymbol());
+  for (SizeExprAttr operand : getOperands())
+    operand.walkSymbols(fn);
+}
+
+/// Binding strength: sums < products < atoms and calls.
+static int precedence(SizeExprKind kind) {
+  return kind == SizeExprKind::add ? 1 : kind == SizeExprKind::mul ? 2 : 3;
+}
+
+static void printExpr(llvm::raw_ostream &os, SizeExprAttr e,
+                      function_ref<std::string(StringRef)> name,
+                      StringRef prefix, int minPrecedence) {
+  SizeExprKind kind = e.getKind();
+  bool parens = precedence(kind) < minPrecedence;
+  if (parens)
+    os << "(";
+  switch (kind) {
+  case SizeExprKind::constant:
+    os << e.getValue();
+    break;
+  case SizeExprKind::symbol:
+    os << (name ? name(e.getSymbol()) : e.getSymbol().str());
+    break;
+  case SizeExprKind::add:
+  case SizeExprKind::mul: {
+    int p = precedence(kind);
+    printExpr(os, e.getOperands()[0], name, prefix, p);
+    os << (kind == SizeExprKind::add ? " + " : " * ");
+    // Operations associate to the left: a right operand of the same
+    // strength keeps its parentheses.
+    printExpr(os, e.getOperands()[1], name, prefix, p + 1);
+    break;
+  }
+  default: {
+    // C has no variadic min / max: nest binary calls there.
+    ArrayRef<SizeExprAttr> operands = e.getOperands();
+    bool nest = !prefix.empty() && operands.size() > 2;
+    os << prefix << stringifySizeExprKind(kind) << "(";
+    printExpr(os, operands[0], name, prefix, 0);
+    if (nest) {
+      os << ", ";
+      printExpr(os,
+                SizeExprAttr::get(e.getContext(), kind, 0, "",
+                                  operands.drop_front()),
+                name, prefix, 0);
+    } else {
+      for (SizeExprAttr operand : operands.drop_front()) {
+        os << ", ";
+        printExpr(os, operand, name, prefix, 0);
+      }
+    }
+    os << ")";
+  }
+  }
+  if (parens)
+    os << ")";
+}
+
+std::string SizeExprAttr::str() const {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  printExpr(os, *this, nullptr, "", 0);
+  return s;
+}
+
+std::string SizeExprAttr::toC(function_ref<std::string(StringRef)> name,
+                              StringRef prefix) const {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  printExpr(os, *this, name, prefix, 0);
+  return s;
+}
+
+void SizeExprAttr::print(AsmPrinter &printer) const {
+  printer << "<" << str() << ">";
+}
+
+namespace {
+/// expr := term ('+' term)*; term := factor ('*' factor)*;
+/// factor := integer | name | fn '(' expr (',' expr)* ')' | '(' expr ')'.
+struct SizeExprParser {
+  AsmParser &parser;
+
+  FailureOr<SizeExprAttr> parseExpr() {
+    FailureOr<SizeExprAttr> lhs = parseTerm();
+    while (succeeded(lhs) && succeeded(parser.parseOptionalPlus())) {
+      FailureOr<SizeExprAttr> rhs = parseTerm();
+      if (failed(rhs))
+        return failure();
+      lhs = make(SizeExprKind::add, {*lhs, *rhs});
+    }
+    return lhs;
+  }
+
+  FailureOr<SizeExprAttr> parseTerm() {
+    FailureOr<SizeExprAttr> lhs = parseFactor();
+    while (succeeded(lhs) && succeeded(parser.parseOptionalStar())) {
+      FailureOr<SizeExprAttr> rhs = parseFactor();
+      if (failed(rhs))
+        return failure();
+      lhs = make(SizeExprKind::mul, {*lhs, *rhs});
+    }
+    return lhs;
+  }
+
+  FailureOr<SizeExprAttr> parseFactor() {
+    MLIRContext *ctx = parser.getContext();
+    int64_t value;
+    OptionalParseResult integer = parser.parseOptionalInteger(value);
+    if (integer.has_value()) {
+      if (failed(*integer))
+        return failure();
+      return SizeExprAttr::constant(ctx, value);
+    }
+    if (succeeded(parser.parseOptionalLParen())) {
+      FailureOr<SizeExprAttr> inner = parseExpr();
+      if (failed(inner) || parser.parseRParen())
+        return failure();
+      return inner;
+    }
+    SMLoc loc = parser.getCurrentLocation();
+    StringRef word;
+    if (failed(parser.parseOptionalKeyword(&word))) {
+      parser.emitError(loc, "expected an integer, a size name, '(' or one of "
+                            "min, max, ceildiv, floordiv");
+      return failure();
+    }
+    std::optional<SizeExprKind> fn = symbolizeSizeExprKind(word);
+    bool isCall = fn && *fn != SizeExprKind::constant &&
+                  *fn != SizeExprKind::symbol && *fn != SizeExprKind::add &&
+                  *fn != SizeExprKind::mul;
+    if (!isCall || failed(parser.parseOptionalLParen()))
+      return SizeExprAttr::symbolRef(ctx, word);
+    SmallVector<SizeExprAttr> operands;
+    do {
+      FailureOr<SizeExprAttr> operand = parseExpr();
+      if (failed(operand))
+        return failure();
+      operands.push_back(*operand);
+    } while (succeeded(parser.parseOptionalComma()));
+    if (parser.parseRParen())
+      return failure();
+    if ((*fn == SizeExprKind::ceildiv || *fn == SizeExprKind::floordiv) &&
+        operands.size() != 2) {
+      parser.emitError(loc) << word << " takes 2 operands, got "
+                            << operands.size();
+      return failure();
+    }
+    return make(*fn, operands);
+  }
+
+  SizeExprAttr make(SizeExprKind kind, ArrayRef<SizeExprAttr> operands) {
+    return SizeExprAttr::get(parser.getContext(), kind, 0, "", operands);
+  }
+};
+} // namespace
+
+Attribute SizeExprAttr::parse(AsmParser &parser, Type) {
+  if (parser.parseLess())
+    return {};
+  FailureOr<SizeExprAttr> expr = SizeExprParser{parser}.parseExpr();
+  if (failed(expr) || parser.parseGreater())
+    return {};
+  return *expr;
+}
+
+//===----------------------------------------------------------------------===//
+// Launch plans
+//===----------------------------------------------------------------------===//
+
+LogicalResult PlanArgAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  StringRef name, ArgRole role, Type type,
+                                  ArrayRef<SizeExprAttr> shape) {
+  if (name.empty())
+    return emitError() << "a launch-plan argument needs a name";
+  if (role == ArgRole::size) {
+    if (!type.isIndex() || !shape.empty())
+      return emitError() << "size argument '" << name
+                         << "' must be an index with no shape";
+    return success();
+  }
+  auto memref = dyn_cast<MemRefType>(type);
+  if (!memref)
+    return emitError() << "buffer argument '" << name
+                       << "' must be a memref, got " << type;
+  if (int64_t(shape.size()) != memref.getRank())
+    return emitError() << "argument '" << name << "' has " << shape.size()
+                       << " shape expressions for a rank-" << memref.getRank()
+                       << " memref";
+  for (auto [i, dim] : llvm::enumerate(shape))
+    if (!memref.isDynamicDim(i) &&
+        (!dim.isConstant() || dim.getValue() != memref.getDimSize(i)))
+      return emitError() << "argument '" << name << "' dim " << i << " is "
+                         << memref.getDimSize(i) << " in its type but "
+                         << dim.str() << " in its shape";
+  return success();
+}
+
+std::optional<int64_t> PlanArgAttr::evaluateBytes(
+    function_ref<std::optional<int64_t>(StringRef)> lookup) const {
+  auto memref = dyn_cast<MemRefType>(getType());
+  if (!memref)
+    return std::nullopt;
+  int64_t bits = memref.getElementTypeBitWidth();
+  int64_t elements = 1;
+  for (SizeExprAttr dim : getShape()) {
+    std::optional<int64_t> v = dim.evaluate(lookup);
+    if (!v)
+      return std::nullopt;
+    elements *= *v;
+  }
+  return (elements * bits + 7) / 8;
+}
+
+LogicalResult SizeDefAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  StringRef name, StringRef arg, int64_t axis,
+                                  SizeExprAttr value) {
+  if (name.empty())
+    return emitError() << "a launch-plan size needs a name";
+  if (arg.empty() == !value)
+    return emitError() << "size '" << name
+                       << "' must be either a dim of an argument or an "
+                          "expression";
+  if (!arg.empty() && axis < 0)
+    return emitError() << "size '" << name << "' reads a negative axis "
+                       << axis << " of '" << arg << "'";
+  return success();
+}
+
+LogicalResult
+KernelLaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         StringRef role, SymbolRefAttr kernel,
+                         LaunchCondition, ArrayRef<SizeExprAttr> grid,
+                         ArrayRef<int64_t> block, int64_t staticShared,
+                         int64_t dynamicShared, ArrayAttr args) {
+  if (role.empty())
+    return emitError() << "a plan kernel needs a role";
+  if (grid.size() != 3 || block.size() != 3)
+    return emitError() << "kernel " << kernel
+                       << " needs 3 grid and 3 block dims";
+  int64_t threads = 1;
+  for (int64_t b : block) {
+    if (b <= 0)
+      return emitError() << "kernel " << kernel
+                         << " has a non-positive block dim";
+    threads *= b;
+  }
+  if (threads > 1024)
+    return emitError() << "kernel " << kernel << " has a block of " << threads
+                       << " threads, more than 1024";
+  if (staticShared < 0 || dynamicShared < 0)
+    return emitError() << "kernel " << kernel
+                       << " has negative shared memory";
+  for (Attribute a : args)
+    if (!isa<StringAttr>(a))
+      return emitError() << "kernel " << kernel
+                         << " args must be argument or size names";
+  return success();
+}
+
+LogicalResult
+LaunchPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       StringRef op, StringRef name, ArrayRef<PlanArgAttr> args,
+                       ArrayRef<SizeDefAttr> sizes, StringRef partitions,
+                       ArrayRef<KernelLaunchAttr> kernels) {
+  if (op.empty() || name.empty())
+    return emitError() << "a launch plan needs an op and a name";
+  llvm::StringMap<PlanArgAttr> argByName;
+  for (PlanArgAttr arg : args)
+    if (!argByName.insert({arg.getName(), arg}).second)
+      return emitError() << "plan '" << name << "' has two arguments named '"
+                         << arg.getName() << "'";
+  llvm::StringSet<> defined;
+  for (PlanArgAttr arg : args)
+    if (arg.getRole() == ArgRole::size)
+      defined.insert(arg.getName());
+  auto checkSymbols = [&](SizeExprAttr e, StringRef what) -> LogicalResult {
+    std::string missing;
+    e.walkSymbols([&](StringRef s) {
+      if (!defined.contains(s) && missing.empty())
+        missing = s.str();
+    });
+    if (!missing.empty())
+      return emitError() << "plan '" << name << "': " << what
+                         << " reads size '" << missing
+                         << "' before it is defined";
+    return success();
+  };
+  for (SizeDefAttr size : sizes) {
+    if (defined.contains(size.getName()) ||
+        argByName.count(size.getName()))
+      return emitError() << "plan '" << name << "' defines '"
+                         << size.getName() << "' twice";
+    if (!size.getArg().empty()) {
+      auto it = argByName.find(size.getArg());
+      if (it == argByName.end())
+        return emitError() << "plan '" << name << "': size '"
+                           << size.getName() << "' reads unknown argument '"
+                           << size.getArg() << "'";
+      auto memref = dyn_cast<MemRefType>(it->second.getType());
+      if (!memref || size.getAxis() >= memref.getRank())
+        return emitError() << "plan '" << name << "': size '"
+                           << size.getName() << "' reads axis "
+                           << size.getAxis() << " of '" << size.getArg()
+                           << "', which has no such axis";
+    } else if (failed(checkSymbols(size.getValue(),
+                                   "size '" + size.getName().str() + "'"))) {
+      return failure();
+    }
+    defined.insert(size.getName());
+  }
+  for (PlanArgAttr arg : args)
+    for (SizeExprAttr dim : arg.getShape())
+      if (failed(checkSymbols(dim, "argument '" + arg.getName().str() + "'")))
+        return failure();
+  if (!partitions.empty() && !defined.contains(partitions))
+    return emitError() << "plan '" << name << "': partitions names '"
+                       << partitions << "', which is not a size";
+  for (KernelLaunchAttr kernel : kernels) {
+    if (kernel.getWhen() != LaunchCondition::always && partitions.empty())
+      return emitError() << "plan '" << name << "': kernel "
+                         << kernel.getKernel()
+                         << " is conditional but the plan has no partition "
+                            "count";
+    for (SizeExprAttr dim : kernel.getGrid())
+      if (failed(checkSymbols(dim, "the grid of a kernel")))
+        return failure();
+    for (Attribute a : kernel.getArgs()) {
+      StringRef argName = cast<StringAttr>(a).getValue();
+      if (!argByName.count(argName) && !defined.contains(argName))
+        return emitError() << "plan '" << name << "': kernel "
+                           << kernel.getKernel() << " takes '" << argName
+                           << "', which is neither an argument nor a size";
+    }
+  }
+  return success();
+}
+
+PlanArgAttr LaunchPlanAttr::lookupArg(StringRef name) const {
+  for (PlanArgAttr arg : getArgs())
+    if (arg.getName() == name)
+      return arg;
+  return {};
+}
+
+SizeDefAttr LaunchPlanAttr::lookupSize(StringRef name) const {
+  for (SizeDefAttr size : getSizes())
+    if (size.getName() == name)
+      return size;
+  return {};
+}
+
+llvm::StringMap<int64_t> LaunchPlanAttr::evaluateSizes(
+    function_ref<std::optional<int64_t>(StringRef, int64_t)> dim) const {
+  llvm::StringMap<int64_t> values;
+  auto lookup = [&](StringRef s) -> std::optional<int64_t> {
+    auto it = values.find(s);
+    if (it == values.end())
+      return std::nullopt;
+    return it->second;
+  };
+  for (SizeDefAttr size : getSizes()) {
+    std::optional<int64_t> v = size.getArg().empty()
+                                   ? size.getValue().evaluate(lookup)
+                                   : dim(size.getArg(), size.getAxis());
+    if (v)
+      values[size.getName()] = *v;
+  }
+  return values;
+}

@@ -1,0 +1,128 @@
+//===- Pipelines.cpp - kvir's pass pipelines ------------------------------===//
+#include "kvir/Pipelines/Pipelines.h"
+#include "kvir/Conversion/Passes.h"
+#include "kvir/Dialect/KV/Transforms/Passes.h"
+#include "kvir/Dialect/KVGPU/Transforms/Passes.h"
+#include "kvir/Target/GPU/KernelPipeline.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void kvir::buildKVToGPUPipeline(OpPassManager &pm,
+                                const KVToGPUPipelineOptions &options) {
+  pm.addPass(kv::createKVExpandCascade());
+  pm.addPass(kv::createKVSpecializeLayout());
+  kvgpu::KVTileOptions tile;
+  tile.chip = options.chip;
+  pm.addPass(kvgpu::createKVTile(tile));
+  ConvertKVToGPUOptions gpu;
+  gpu.chip = options.chip;
+  gpu.allowHostLoops = options.allowHostLoops;
+  pm.addPass(createConvertKVToGPU(gpu));
+  // Views and state plumbing (and, with allowHostLoops, the ops without a
+  // kernel) become host code.
+  pm.addPass(createConvertKVToLoops());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void kvir::buildKVToNVVMPipeline(OpPassManager &pm,
+                                 const KVToGPUPipelineOptions &options) {
+  buildKVToGPUPipeline(pm, options);
+  target::buildGpuKernelLoweringPipeline(pm);
+  // kv-tile has rejected an unknown chip by the time this runs.
+  if (const target::TargetInfo *t = target::TargetInfo::lookup(options.chip))
+    target::addNVVMTarget(pm, *t);
+}
+
+void kvir::buildKVToPTXPipeline(OpPassManager &pm,
+                                const KVToGPUPipelineOptions &options) {
+  buildKVToNVVMPipeline(pm, options);
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa";
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
+void kvir::buildHostToLLVMPipeline(OpPassManager &pm,
+                                   const HostLoweringOptions &options) {
+  if (options.gpuRuntime) {
+    // gpu-to-llvm lowers only the async forms of gpu.alloc, gpu.memcpy,
+    // gpu.memset and gpu.dealloc; make synchronous ones async (with a
+    // gpu.wait), as a CUDA program's implicit default stream would.
+    pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+    pm.addPass(createCanonicalizerPass());
+  }
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertVectorToSCFPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertVectorToLLVMPass());
+  if (options.gpuRuntime)
+    pm.addPass(createGpuToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void kvir::buildKVLowerToLLVMPipeline(OpPassManager &pm) {
+  pm.addPass(createConvertKVToLoops());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  buildHostToLLVMPipeline(pm, HostLoweringOptions{});
+}
+
+namespace {
+struct ChipOptions : PassPipelineOptions<ChipOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("Target chip: sm_80, sm_86, sm_89, "
+                                          "sm_90 or sm_90a"),
+                           llvm::cl::init("sm_90a")};
+};
+} // namespace
+
+void kvir::registerKVIRPipelines() {
+  PassPipelineRegistration<>(
+      "kv-lower-to-llvm",
+      "Lower kv ops through kv-to-loops to the LLVM dialect, ready for "
+      "mlir-runner or the ExecutionEngine",
+      [](OpPassManager &pm) { buildKVLowerToLLVMPipeline(pm); });
+  PassPipelineRegistration<ChipOptions>(
+      "kv-to-nvvm",
+      "Lower kv ops to gpu.module kernels in the NVVM dialect with launch "
+      "plans and host launch code; fails on any kv op without a kernel",
+      [](OpPassManager &pm, const ChipOptions &options) {
+        buildKVToNVVMPipeline(pm, KVToGPUPipelineOptions{options.chip});
+      });
+  PassPipelineRegistration<ChipOptions>(
+      "kv-to-ptx",
+      "kv-to-nvvm followed by gpu-module-to-binary{format=isa}: gpu.binary "
+      "ops holding PTX, for kvir-translate",
+      [](OpPassManager &pm, const ChipOptions &options) {
+        buildKVToPTXPipeline(pm, KVToGPUPipelineOptions{options.chip});
+      });
+}

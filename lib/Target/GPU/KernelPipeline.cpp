@@ -1,0 +1,48 @@
+//===- KernelPipeline.cpp - gpu.module kernels to NVVM --------------------===//
+#include "kvir/Target/GPU/KernelPipeline.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void kvir::target::buildGpuKernelLoweringPipeline(OpPassManager &modulePm) {
+  OpPassManager &kernels = modulePm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createLowerAffinePass());
+  kernels.addPass(memref::createExpandStridedMetadataPass());
+  // expand-strided-metadata leaves affine.apply for the offsets it computes.
+  kernels.addPass(createLowerAffinePass());
+  // Transfer ops with masks or out-of-bounds dims become scf + vector loads.
+  kernels.addPass(createConvertVectorToSCFPass());
+  kernels.addPass(createSCFToControlFlowPass());
+  kernels.addPass(createConvertNVGPUToNVVMPass());
+  // convert-gpu-to-nvvm maps the GPU address spaces and lowers gpu, memref,
+  // arith, cf and func; vector ops (and the arith and ub ops their lowering
+  // creates) follow, now that every memref has an integer address space.
+  kernels.addPass(createConvertGpuOpsToNVVMOps());
+  kernels.addPass(createConvertVectorToLLVMPass());
+  kernels.addPass(createArithToLLVMConversionPass());
+  kernels.addPass(createUBToLLVMConversionPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  kernels.addPass(createCanonicalizerPass());
+}
+
+void kvir::target::addNVVMTarget(OpPassManager &modulePm,
+                                 const TargetInfo &target) {
+  GpuNVVMAttachTargetOptions options;
+  options.chip = target.chip.str();
+  options.features = TargetInfo::ptxFeatures().str();
+  options.optLevel = 3;
+  modulePm.addPass(createGpuNVVMAttachTarget(options));
+}

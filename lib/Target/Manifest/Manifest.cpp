@@ -1,0 +1,418 @@
+//===- Manifest.cpp - Manifests and C headers from launch plans -----------===//
+#include "kvir/Target/Manifest/Manifest.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+using namespace kvir;
+using namespace kvir::kvgpu;
+
+SmallVector<LaunchPlanAttr> manifest::getLaunchPlans(ModuleOp module) {
+  SmallVector<LaunchPlanAttr> plans;
+  if (auto attr = module->getAttrOfType<ArrayAttr>(
+          KVGPUDialect::getLaunchPlansAttrName()))
+    for (Attribute a : attr)
+      if (auto plan = dyn_cast<LaunchPlanAttr>(a))
+        plans.push_back(plan);
+  return plans;
+}
+
+static std::string typeName(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return s;
+}
+
+/// A size expression as JSON: an integer, or its text.
+static llvm::json::Value exprJson(SizeExprAttr e) {
+  if (e.isConstant())
+    return e.getValue();
+  return e.str();
+}
+
+static llvm::json::Value argJson(PlanArgAttr arg) {
+  llvm::json::Array shape;
+  for (SizeExprAttr dim : arg.getShape())
+    shape.push_back(exprJson(dim));
+  Type elt = arg.getType();
+  if (auto memref = dyn_cast<MemRefType>(elt))
+    elt = memref.getElementType();
+  return llvm::json::Object{{"name", arg.getName()},
+                            {"role", stringifyArgRole(arg.getRole())},
+                            {"dtype", typeName(elt)},
+                            {"shape", std::move(shape)}};
+}
+
+/// Scalars a kernel parameter expands to in the PTX entry: MLIR memrefs
+/// become (allocated, aligned, offset, sizes..., strides...).
+static int64_t paramCount(Type type) {
+  if (auto memref = dyn_cast<MemRefType>(type))
+    return 3 + 2 * memref.getRank();
+  return 1;
+}
+
+/// The argument or size `name` of `plan` as a kernel parameter.
+static std::pair<llvm::json::Value, int64_t> paramOf(LaunchPlanAttr plan,
+                                                     StringRef name) {
+  if (PlanArgAttr arg = plan.lookupArg(name))
+    return {argJson(arg), paramCount(arg.getType())};
+  return {llvm::json::Object{{"name", name},
+                             {"role", "size"},
+                             {"dtype", "index"},
+                             {"shape", llvm::json::Array{}}},
+          1};
+}
+
+/// The bytes of the workspace arguments `kernels` take, as an expression.
+static SizeExprAttr workspaceBytes(LaunchPlanAttr plan,
+                                   ArrayRef<KernelLaunchAttr> kernels) {
+  MLIRContext *ctx = plan.getContext();
+  llvm::SetVector<StringRef> used;
+  for (KernelLaunchAttr k : kernels)
+    for (Attribute a : k.getArgs())
+      used.insert(cast<StringAttr>(a).getValue());
+  SizeExprAttr total = SizeExprAttr::constant(ctx, 0);
+  for (PlanArgAttr arg : plan.getArgs()) {
+    if (arg.getRole() != ArgRole::workspace || !used.contains(arg.getName()))
+      continue;
+    auto memref = cast<MemRefType>(arg.getType());
+    SizeExprAttr bytes = SizeExprAttr::constant(ctx, 1);
+    for (SizeExprAttr dim : arg.getShape())
+      bytes = SizeExprAttr::mul(bytes, dim);
+    bytes = SizeExprAttr::mul(
+        bytes,
+        SizeExprAttr::constant(ctx, memref.getElementTypeBitWidth() / 8));
+    total = SizeExprAttr::add(total, bytes);
+  }
+  return total;
+}
+
+static SmallVector<KernelLaunchAttr> kernelsWhen(LaunchPlanAttr plan,
+                                                 LaunchCondition when) {
+  SmallVector<KernelLaunchAttr> result;
+  for (KernelLaunchAttr k : plan.getKernels())
+    if (k.getWhen() == when || k.getWhen() == LaunchCondition::always)
+      result.push_back(k);
+  return result;
+}
+
+static llvm::json::Value planJson(LaunchPlanAttr plan) {
+  llvm::json::Array args, sizes, kernels;
+  for (PlanArgAttr arg : plan.getArgs())
+    args.push_back(argJson(arg));
+  for (SizeDefAttr size : plan.getSizes()) {
+    llvm::json::Object s{{"name", size.getName()}};
+    if (!size.getArg().empty())
+      s["from"] = llvm::json::Object{{"arg", size.getArg()},
+                                     {"axis", size.getAxis()}};
+    else
+      s["value"] = exprJson(size.getValue());
+    sizes.push_back(std::move(s));
+  }
+  for (KernelLaunchAttr k : plan.getKernels())
+    kernels.push_back(llvm::json::Object{
+        {"role", k.getRole()},
+        {"kernel", k.getKernel().getLeafReference().getValue()},
+        {"when", stringifyLaunchCondition(k.getWhen())}});
+  llvm::json::Object workspace;
+  if (plan.getPartitions().empty()) {
+    workspace["always"] = exprJson(workspaceBytes(plan, plan.getKernels()));
+  } else {
+    for (LaunchCondition when :
+         {LaunchCondition::unsplit, LaunchCondition::split})
+      workspace[stringifyLaunchCondition(when)] =
+          exprJson(workspaceBytes(plan, kernelsWhen(plan, when)));
+  }
+  llvm::json::Object result{{"op", plan.getOp()},
+                            {"name", plan.getName()},
+                            {"args", std::move(args)},
+                            {"sizes", std::move(sizes)},
+                            {"kernels", std::move(kernels)},
+                            {"workspace_bytes", std::move(workspace)}};
+  if (!plan.getPartitions().empty())
+    result["partitions"] = plan.getPartitions();
+  return result;
+}
+
+llvm::json::Value manifest::kernelManifest(LaunchPlanAttr plan,
+                                           KernelLaunchAttr kernel,
+                                           StringRef ptxFile, StringRef chip) {
+  llvm::json::Array grid, block, params;
+  for (SizeExprAttr dim : kernel.getGrid())
+    grid.push_back(exprJson(dim));
+  for (int64_t dim : kernel.getBlock())
+    block.push_back(dim);
+  int64_t numParams = 0;
+  for (Attribute a : kernel.getArgs()) {
+    auto [param, count] = paramOf(plan, cast<StringAttr>(a).getValue());
+    params.push_back(std::move(param));
+    numParams += count;
+  }
+  return llvm::json::Object{
+      {"kernel", kernel.getKernel().getLeafReference().getValue()},
+      {"role", kernel.getRole()},
+      {"when", stringifyLaunchCondition(kernel.getWhen())},
+      {"ptx", ptxFile},
+      {"chip", chip},
+      {"grid", std::move(grid)},
+      {"block", std::move(block)},
+      {"static_shared_bytes", kernel.getStaticSharedBytes()},
+      {"dynamic_shared_bytes", kernel.getDynamicSharedBytes()},
+      {"params", std::move(params)},
+      {"num_params", numParams},
+      {"param_abi", "memref -> (allocated ptr, aligned ptr, offset, "
+                    "sizes[rank], strides[rank]); sizes as int64"},
+      {"plan", planJson(plan)},
+  };
+}
+
+static std::string cIdentifier(StringRef s) {
+  std::string id;
+  for (char c : s)
+    id += llvm::isAlnum(c) ? c : '_';
+  return id;
+}
+
+static std::string cString(StringRef s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '\n')
+      out += "\\n\"\n\"";
+    else if (c == '"' || c == '\\')
+      out += std::string("\\") + c;
+    else if (c == '\t')
+      out += "\\t";
+    else
+      out += c;
+  }
+  return out + "\"";
+}
+
+namespace {
+/// C functions over a plan's sizes: each computed size and the workspace
+/// bytes, taking the argument dims they read as int64_t parameters.
+struct SizeFunctions {
+  LaunchPlanAttr plan;
+
+  /// The argument-dim sizes `expr` reads, directly or through computed
+  /// sizes, in plan order; `computed` gets the computed sizes it needs.
+  void inputsOf(SizeExprAttr expr, llvm::SetVector<StringRef> &inputs,
+                llvm::SetVector<StringRef> &computed) const {
+    expr.walkSymbols([&](StringRef s) {
+      SizeDefAttr def = plan.lookupSize(s);
+      if (!def || !def.getArg().empty()) {
+        inputs.insert(s);
+        return;
+      }
+      inputsOf(def.getValue(), inputs, computed);
+      computed.insert(s);
+    });
+  }
+
+  /// `static inline <ret> <name>(int64_t a, ...) { ... return <result>; }`.
+  std::string function(StringRef ret, StringRef name,
+                       ArrayRef<SizeExprAttr> results,
+                       function_ref<std::string(ArrayRef<std::string>)>
+                           body) const {
+    llvm::SetVector<StringRef> inputs, computed;
+    for (SizeExprAttr r : results)
+      inputsOf(r, inputs, computed);
+    // Parameters in plan order.
+    SmallVector<StringRef> params;
+    for (SizeDefAttr def : plan.getSizes())
+      if (inputs.contains(def.getName()))
+        params.push_back(def.getName());
+    for (StringRef in : inputs)
+      if (!llvm::is_contained(params, in))
+        params.push_back(in);
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << "static inline " << ret << " " << name << "(";
+    if (params.empty())
+      os << "void";
+    llvm::interleaveComma(params, os,
+                          [&](StringRef p) { os << "int64_t " << p; });
+    os << ") {\n";
+    for (SizeDefAttr def : plan.getSizes())
+      if (computed.contains(def.getName()))
+        os << "  const int64_t " << def.getName() << " = "
+           << def.getValue().toC(nullptr, "kvir_") << ";\n";
+    SmallVector<std::string> texts;
+    for (SizeExprAttr r : results)
+      texts.push_back(r.toC(nullptr, "kvir_"));
+    os << body(texts) << "}\n";
+    return s;
+  }
+};
+} // namespace
+
+std::string manifest::cHeader(StringRef binary, StringRef ptx, StringRef chip,
+                              ArrayRef<LaunchPlanAttr> plans) {
+  std::string id = cIdentifier(binary);
+  std::string header;
+  llvm::raw_string_ostream h(header);
+  h << "/* Generated by kvir-translate: PTX for " << chip
+    << ", and how to launch its kernels. */\n#ifndef KVIR_" << id
+    << "_H\n#define KVIR_" << id
+    << "_H\n\n#include <stddef.h>\n#include <stdint.h>\n\n"
+    << "/* Memref parameters are MLIR memref descriptors expanded into\n"
+    << "   scalars: allocated ptr, aligned ptr, offset, sizes[rank],\n"
+    << "   strides[rank] (int64); sizes are int64. Pointers must be 16-byte\n"
+    << "   aligned. A kernel launches when its plan's condition holds:\n"
+    << "   always, or by the partition count (unsplit: 1, split: more). */\n"
+    << "#ifndef KVIR_LAUNCH_TYPES\n#define KVIR_LAUNCH_TYPES\n"
+    << "typedef enum { KVIR_ALWAYS = 0, KVIR_UNSPLIT = 1, KVIR_SPLIT = 2 } "
+       "kvir_launch_when_t;\n"
+    << "typedef struct {\n  const char *name;\n  const char *role;\n"
+    << "  kvir_launch_when_t when;\n  uint32_t block[3];\n"
+    << "  uint32_t static_shared_bytes;\n  uint32_t dynamic_shared_bytes;\n"
+    << "  uint32_t num_params;\n} kvir_kernel_t;\n"
+    << "static inline int64_t kvir_min(int64_t a, int64_t b) "
+       "{ return a < b ? a : b; }\n"
+    << "static inline int64_t kvir_max(int64_t a, int64_t b) "
+       "{ return a > b ? a : b; }\n"
+    << "static inline int64_t kvir_floordiv(int64_t a, int64_t b) "
+       "{ return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }\n"
+    << "static inline int64_t kvir_ceildiv(int64_t a, int64_t b) "
+       "{ return a / b + ((a % b != 0) && ((a < 0) == (b < 0))); }\n"
+    << "#endif\n\n"
+    << "static const char kvir_" << id << "_ptx[] =\n"
+    << cString(ptx) << ";\n\n";
+
+  for (auto [index, plan] : llvm::enumerate(plans)) {
+    std::string pid = "kvir_" + id + "_plan" + std::to_string(index);
+    SizeFunctions sizes{plan};
+    h << "/* Plan " << index << ": " << plan.getOp() << " '" << plan.getName()
+      << "' */\nstatic const char " << pid << "_name[] = \""
+      << plan.getName() << "\";\n";
+    h << "static const kvir_kernel_t " << pid << "_kernels["
+      << plan.getKernels().size() << "] = {\n";
+    for (KernelLaunchAttr k : plan.getKernels()) {
+      int64_t params = 0;
+      for (Attribute a : k.getArgs())
+        params += paramOf(plan, cast<StringAttr>(a).getValue()).second;
+      static const char *when[] = {"KVIR_ALWAYS", "KVIR_UNSPLIT", "KVIR_SPLIT"};
+      h << "  {\"" << k.getKernel().getLeafReference().getValue() << "\", \""
+        << k.getRole() << "\", " << when[int(k.getWhen())] << ", {"
+        << k.getBlock()[0] << ", " << k.getBlock()[1] << ", "
+        << k.getBlock()[2] << "}, " << k.getStaticSharedBytes() << ", "
+        << k.getDynamicSharedBytes() << ", " << params << "}, /* grid (";
+      llvm::interleaveComma(k.getGrid(), h,
+                            [&](SizeExprAttr d) { h << d.str(); });
+      h << ") */\n";
+    }
+    h << "};\n";
+    for (SizeDefAttr def : plan.getSizes()) {
+      if (!def.getArg().empty())
+        continue;
+      h << sizes.function("int64_t", pid + "_" + def.getName().str(),
+                          {def.getValue()}, [](ArrayRef<std::string> r) {
+                            return "  return " + r[0] + ";\n";
+                          });
+    }
+    // Workspace bytes: by the partition count when the plan has one.
+    if (plan.getPartitions().empty()) {
+      h << sizes.function("size_t", pid + "_workspace_bytes",
+                          {workspaceBytes(plan, plan.getKernels())},
+                          [](ArrayRef<std::string> r) {
+                            return "  return (size_t)(" + r[0] + ");\n";
+                          });
+    } else {
+      SizeExprAttr parts = SizeExprAttr::symbolRef(plan.getContext(),
+                                                   plan.getPartitions());
+      h << sizes.function(
+          "size_t", pid + "_workspace_bytes",
+          {parts, workspaceBytes(plan, kernelsWhen(plan, LaunchCondition::split)),
+           workspaceBytes(plan, kernelsWhen(plan, LaunchCondition::unsplit))},
+          [](ArrayRef<std::string> r) {
+            return "  return (size_t)(" + r[0] + " > 1 ? " + r[1] + " : " +
+                   r[2] + ");\n";
+          });
+    }
+    h << "\n";
+  }
+  h << "#endif\n";
+  return header;
+}
+
+static LogicalResult writeFile(StringRef path, StringRef contents,
+                               Location loc) {
+  std::string error;
+  auto out = openOutputFile(path, &error);
+  if (!out)
+    return emitError(loc) << "kvir-translate: " << error;
+  out->os() << contents;
+  out->keep();
+  return success();
+}
+
+LogicalResult manifest::writeOutputs(ModuleOp module, StringRef outputDir) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
+    return module.emitError() << "kvir-translate: cannot create " << outputDir
+                              << ": " << ec.message();
+  SmallVector<LaunchPlanAttr> plans = getLaunchPlans(module);
+  unsigned binaries = 0;
+  for (auto binary : module.getOps<gpu::BinaryOp>()) {
+    std::string ptx, chip;
+    for (Attribute a : binary.getObjects()) {
+      auto object = cast<gpu::ObjectAttr>(a);
+      if (object.getFormat() != gpu::CompilationTarget::Assembly)
+        continue;
+      ptx = object.getObject().str();
+      if (auto target = dyn_cast<NVVM::NVVMTargetAttr>(object.getTarget()))
+        chip = target.getChip().str();
+    }
+    if (ptx.empty())
+      return binary.emitError("kvir-translate needs PTX: lower with kv-to-ptx "
+                              "(gpu-module-to-binary format=isa)");
+    ++binaries;
+    StringRef name = binary.getName();
+    // The plans whose kernels this binary holds.
+    SmallVector<LaunchPlanAttr> mine;
+    for (LaunchPlanAttr plan : plans)
+      if (llvm::any_of(plan.getKernels(), [&](KernelLaunchAttr k) {
+            return k.getKernel().getRootReference() == name;
+          }))
+        mine.push_back(plan);
+    SmallString<128> path(outputDir);
+    llvm::sys::path::append(path, name + ".ptx");
+    if (failed(writeFile(path, ptx, binary.getLoc())))
+      return failure();
+    llvm::StringSet<> written;
+    for (LaunchPlanAttr plan : mine)
+      for (KernelLaunchAttr kernel : plan.getKernels()) {
+        StringRef kernelName = kernel.getKernel().getLeafReference().getValue();
+        // A kernel shared by plans (a merge kernel) gets the first's manifest.
+        if (!written.insert(kernelName).second)
+          continue;
+        SmallString<128> jsonPath(outputDir);
+        llvm::sys::path::append(jsonPath, kernelName + ".json");
+        std::string json;
+        llvm::raw_string_ostream js(json);
+        js << llvm::formatv(
+                  "{0:2}", kernelManifest(plan, kernel, (name + ".ptx").str(),
+                                          chip))
+           << "\n";
+        if (failed(writeFile(jsonPath, json, binary.getLoc())))
+          return failure();
+      }
+    SmallString<128> headerPath(outputDir);
+    llvm::sys::path::append(headerPath, name + ".h");
+    if (failed(writeFile(headerPath, cHeader(name, ptx, chip, mine),
+                         binary.getLoc())))
+      return failure();
+  }
+  if (!binaries)
+    return module.emitError("kvir-translate: no gpu.binary with PTX in the "
+                            "module; lower it with --kv-to-ptx first");
+  return success();
+}

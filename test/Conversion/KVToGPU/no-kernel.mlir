@@ -1,0 +1,231 @@
+// RUN: kvir-opt %s -split-input-file --convert-kv-to-gpu=chip=sm_90a -verify-diagnostics
+
+// Without allow-host-loops (kv-to-nvvm and kv-to-ptx never set it), every kv
+// op that reads or writes data must become a kernel: an op that cannot is an
+// error naming the op and the reason, never host loops over device memory.
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f32, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf32, base = e>
+func.func @f32_kv(%q: memref<?x8x64xf32>, %pool: memref<?x2x16x2x64xf32>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x64xf32>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf32>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.decode' op has no GPU kernel: KV of type f32 has no decode kernel (f16 and bf16 do) (kv-to-nvvm and kv-to-ptx lower every kv op to kernels; host loops are allowed only with allow-host-loops, as kvir-runner does)}}
+  %s = kv.decode %q, %kv : memref<?x8x64xf32>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x64xf32>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr, quant = fp8_e4m3>
+!s = !kv.state<?x8x64xf16, base = e>
+func.func @fp8_kv(%q: memref<?x8x64xf16>, %pool: memref<?x2x16x2x64xf8E4M3FN>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %ks: f32, %vs: f32, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf8E4M3FN>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) fp8_scales(%ks, %vs) : !c
+  // expected-error @below {{has no GPU kernel: quantized KV (fp8_e4m3) has no decode kernel}}
+  %s = kv.decode %q, %kv : memref<?x8x64xf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 64, dtype = f16, layout = nhd, storage = split, table = csr>
+!s = !kv.state<?x8x64xf16, base = e>
+func.func @value_dim_differs(%q: memref<?x8x128xf16>, %k: memref<?x16x2x128xf16>, %v: memref<?x16x2x64xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%k, %v : memref<?x16x2x128xf16>, memref<?x16x2x64xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{has no GPU kernel: head_dim != head_dim_v has no decode kernel}}
+  %s = kv.decode %q, %kv : memref<?x8x128xf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf16, base = e>
+func.func @rope(%q: memref<?x8x64xf16>, %pool: memref<?x2x16x2x64xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{has no GPU kernel: on-the-fly RoPE has no decode kernel}}
+  %s = kv.decode %q, %kv {rope = #kv.rope<rotate_half, theta = 1.0e4, scale = 1.0>} : memref<?x8x64xf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x4x512xf16, base = e>
+func.func @head_dim_512(%q: memref<?x4x512xf16>, %pool: memref<?x2x16x1x512xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x4x512xf16>, %l: memref<?x4xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x1x512xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{has no GPU kernel: no decode configuration fits head_dim 512 in 8-element vectors: decode config threads_x must be a power of two in [1, 32] (its lanes reduce with xor-shuffles), got 64}}
+  %s = kv.decode %q, %kv : memref<?x4x512xf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x4x512xf16>, memref<?x4xf32>
+  return
+}
+
+// -----
+
+// vLLM's V pool [blocks, heads, head_dim, block]: one element per vector.
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = vllm, storage = split, table = block_table>
+!s = !kv.state<?x4x64xf16, base = e>
+func.func @vllm(%q: memref<?x4x64xf16>, %k: memref<?x2x8x16x8xf16>, %v: memref<?x2x64x16xf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %o: memref<?x4x64xf16>, %l: memref<?x4xf32>) {
+  %kv = kv.paged_view pools(%k, %v : memref<?x2x8x16x8xf16>, memref<?x2x64x16xf16>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{has no GPU kernel: no decode configuration fits head_dim 64 in 1-element vectors}}
+  %s = kv.decode %q, %kv : memref<?x4x64xf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x4x64xf16>, memref<?x4xf32>
+  return
+}
+
+// -----
+
+// Group 64 at head_dim 256: 32 x 64 threads.
+!c = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 256, head_dim_v = 256, dtype = bf16, layout = hnd, storage = combined, table = csr>
+!s = !kv.state<?x64x256xbf16, base = e>
+func.func @too_many_threads(%q: memref<?x64x256xbf16>, %pool: memref<?x2x1x16x256xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x64x256xbf16>, %l: memref<?x64xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x1x16x256xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{has no GPU kernel: a block of 2048 threads, over 1024}}
+  %s = kv.decode %q, %kv : memref<?x64x256xbf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x64x256xbf16>, memref<?x64xf32>
+  return
+}
+
+// -----
+
+// A configuration whose tiles need more shared memory than a kernel may
+// declare statically.
+!c = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 256, head_dim_v = 256, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x1x256xf16, base = e>
+func.func @too_much_shared(%q: memref<?x1x256xf16>, %pool: memref<?x2x16x1x256xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x1x256xf16>, %l: memref<?x1xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x1x256xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{has no GPU kernel: 131636 bytes of shared memory, over the 48 KB the decode kernel may declare}}
+  %s = kv.decode %q, %kv {kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 32, threads_z = 1, tile_tokens = 128, max_partitions = 32>} : memref<?x1x256xf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x1x256xf16>, memref<?x1xf32>
+  return
+}
+
+// -----
+
+// A pool sliced along its innermost axis.
+!c = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = split, table = csr>
+!s = !kv.state<?x1x64xf16, base = e>
+func.func @strided_pool(%q: memref<?x1x64xf16>, %k: memref<?x16x1x64xf16, strided<[2048, 128, 128, 2]>>, %v: memref<?x16x1x64xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x1x64xf16>, %l: memref<?x1xf32>) {
+  %kv = kv.paged_view pools(%k, %v : memref<?x16x1x64xf16, strided<[2048, 128, 128, 2]>>, memref<?x16x1x64xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{has no GPU kernel: pool memref<?x16x1x64xf16, strided<[2048, 128, 128, 2]>> has a non-unit innermost stride}}
+  %s = kv.decode %q, %kv : memref<?x1x64xf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x1x64xf16>, memref<?x1xf32>
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf16, base = e>
+func.func @not_a_view(%q: memref<?x8x64xf16>, %kv: !c, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
+  // expected-error @below {{has no GPU kernel: its KV is not a kv.paged_view of the same function}}
+  %s = kv.decode %q, %kv : memref<?x8x64xf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf16, base = 2>
+func.func @prefill(%q: memref<?x8x64xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x64xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: kv.prefill has no GPU kernel yet}}
+  %s = kv.prefill %q, %qo, %kv {causal} : memref<?x8x64xf16>, memref<?xi32>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+!s = !kv.state<?x4x64xf16, base = 2>
+func.func @merge_kept_as_value(%o0: memref<?x4x64xf16>, %l0: memref<?x4xf32>, %o1: memref<?x4x64xf16>, %l1: memref<?x4xf32>) -> !s {
+  %a = kv.load_state %o0, %l0 : memref<?x4x64xf16>, memref<?x4xf32> -> !s
+  %b = kv.load_state %o1, %l1 : memref<?x4x64xf16>, memref<?x4xf32> -> !s
+  // expected-error @below {{'kv.merge' op has no GPU kernel: its state is not stored by a kv.store_state (its only user)}}
+  %m = kv.merge %a, %b : !s, !s -> !s
+  return %m : !s
+}
+
+// -----
+
+!s = !kv.state<?x4x64xf16, base = 2>
+func.func @merge_without_lse(%o0: memref<?x4x64xf16>, %l0: memref<?x4xf32>, %o1: memref<?x4x64xf16>, %l1: memref<?x4xf32>, %o: memref<?x4x64xf16>) {
+  %a = kv.load_state %o0, %l0 : memref<?x4x64xf16>, memref<?x4xf32> -> !s
+  %b = kv.load_state %o1, %l1 : memref<?x4x64xf16>, memref<?x4xf32> -> !s
+  // expected-error @below {{'kv.merge' op has no GPU kernel: its kv.store_state keeps no LSE buffer}}
+  %m = kv.merge %a, %b : !s, !s -> !s
+  kv.store_state %m, %o : !s, memref<?x4x64xf16>
+  return
+}
+
+// -----
+
+!s = !kv.state<?x4x64xf16, base = 2>
+func.func @merge_of_computed(%o0: memref<?x4x64xf16>, %l0: memref<?x4xf32>, %n: index, %o: memref<?x4x64xf16>, %l: memref<?x4xf32>) {
+  %a = kv.load_state %o0, %l0 : memref<?x4x64xf16>, memref<?x4xf32> -> !s
+  // expected-error @below {{'kv.empty_state' op has no GPU kernel: kv.empty_state has no GPU kernel yet}}
+  %e = kv.empty_state %n : !s
+  // expected-error @below {{'kv.merge' op has no GPU kernel: an input state is not in buffers (a kv.load_state)}}
+  %m = kv.merge %a, %e : !s, !s -> !s
+  kv.store_state %m, %o, %l : !s, memref<?x4x64xf16>, memref<?x4xf32>
+  return
+}
+
+// -----
+
+!s = !kv.state<?x4x64xf16, base = 2>
+func.func @merge_mixed_buffers(%o0: memref<?x4x64xf16>, %l0: memref<?x4xf32>, %o1: memref<8x4x64xf16>, %l1: memref<8x4xf32>, %o: memref<?x4x64xf16>, %l: memref<?x4xf32>) {
+  %a = kv.load_state %o0, %l0 : memref<?x4x64xf16>, memref<?x4xf32> -> !s
+  %b = kv.load_state %o1, %l1 : memref<8x4x64xf16>, memref<8x4xf32> -> !s
+  // expected-error @below {{'kv.merge' op has no GPU kernel: its input buffers have different types}}
+  %m = kv.merge %a, %b : !s, !s -> !s
+  kv.store_state %m, %o, %l : !s, memref<?x4x64xf16>, memref<?x4xf32>
+  return
+}
+
+// -----
+
+!s2 = !kv.state<?x4x64xf16, base = 2>
+!se = !kv.state<?x4x64xf16, base = e>
+func.func @rebase(%o0: memref<?x4x64xf16>, %l0: memref<?x4xf32>, %o: memref<?x4x64xf16>, %l: memref<?x4xf32>) {
+  %a = kv.load_state %o0, %l0 : memref<?x4x64xf16>, memref<?x4xf32> -> !s2
+  // expected-error @below {{'kv.rebase' op has no GPU kernel: kv.rebase has no GPU kernel yet}}
+  %r = kv.rebase %a : !s2 -> !se
+  kv.store_state %r, %o, %l : !se, memref<?x4x64xf16>, memref<?x4xf32>
+  return
+}
+
+// -----
+
+!s = !kv.state<?x4x64xf16, base = 2>
+func.func @copy(%o0: memref<?x4x64xf16>, %l0: memref<?x4xf32>, %o: memref<?x4x64xf16>, %l: memref<?x4xf32>) {
+  %a = kv.load_state %o0, %l0 : memref<?x4x64xf16>, memref<?x4xf32> -> !s
+  // expected-error @below {{'kv.store_state' op has no GPU kernel: it copies a state between buffers, which has no kernel}}
+  kv.store_state %a, %o, %l : !s, memref<?x4x64xf16>, memref<?x4xf32>
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf16, base = 2>
+func.func @cascade(%q: memref<?x8x64xf16>, %qo0: memref<?xi32>, %qo1: memref<?xi32>, %pool: memref<?x2x16x2x64xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.cascade' op has no GPU kernel: kv.cascade is lowered per level: run kv-expand-cascade first}}
+  %s = kv.cascade %q levels(%qo0, %qo1 : memref<?xi32>, memref<?xi32>) kvs(%kv, %kv : !c, !c) : memref<?x8x64xf16> -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+func.func @append(%k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>, %bi: memref<?xi32>, %pos: memref<?xi32>, %pool: memref<?x2x16x2x64xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.append' op has no GPU kernel: kv.append has no GPU kernel yet}}
+  kv.append %k, %v, %bi, %pos into %kv : memref<?x2x64xf16>, memref<?x2x64xf16>, memref<?xi32>, memref<?xi32>, !c
+  return
+}

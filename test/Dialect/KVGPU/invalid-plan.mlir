@@ -1,0 +1,175 @@
+// RUN: kvir-opt %s -split-input-file -verify-diagnostics
+
+// Size expressions.
+
+// expected-error @below {{expected an integer, a size name, '(' or one of min, max, ceildiv, floordiv}}
+func.func private @bad_token() attributes {s = #kvgpu.size<batch + >}
+
+// -----
+
+// expected-error @below {{ceildiv takes 2 operands, got 3}}
+func.func private @ceildiv_arity() attributes {s = #kvgpu.size<ceildiv(a, b, c)>}
+
+// -----
+
+// expected-error @below {{floordiv takes 2 operands, got 1}}
+func.func private @floordiv_arity() attributes {s = #kvgpu.size<floordiv(a)>}
+
+// -----
+
+// Arguments.
+
+// expected-error @below {{a launch-plan argument needs a name}}
+func.func private @arg_name() attributes {a = #kvgpu.arg<"", input, memref<4xf32>, shape = [<4>]>}
+
+// -----
+
+// expected-error @below {{size argument 'n' must be an index with no shape}}
+func.func private @size_arg() attributes {a = #kvgpu.arg<"n", size, i32>}
+
+// -----
+
+// expected-error @below {{buffer argument 'q' must be a memref, got 'f32'}}
+func.func private @buffer_arg() attributes {a = #kvgpu.arg<"q", input, f32>}
+
+// -----
+
+// expected-error @below {{argument 'q' has 1 shape expressions for a rank-2 memref}}
+func.func private @shape_rank() attributes {a = #kvgpu.arg<"q", input, memref<?x4xf32>, shape = [<n>]>}
+
+// -----
+
+// expected-error @below {{argument 'q' dim 1 is 4 in its type but n in its shape}}
+func.func private @shape_static() attributes {a = #kvgpu.arg<"q", input, memref<?x4xf32>, shape = [<n>, <n>]>}
+
+// -----
+
+// Sizes.
+
+// expected-error @below {{a launch-plan size needs a name}}
+func.func private @size_name() attributes {s = #kvgpu.size_def<"" = <4>>}
+
+// -----
+
+// expected-error @below {{size 'n' must be either a dim of an argument or an expression}}
+func.func private @size_both() attributes {s = #kvgpu.size_def<"n" from "q"[0] = <4>>}
+
+// -----
+
+// expected-error @below {{size 'n' must be either a dim of an argument or an expression}}
+func.func private @size_neither() attributes {s = #kvgpu.size_def<"n">}
+
+// -----
+
+// expected-error @below {{size 'n' reads a negative axis -1 of 'q'}}
+func.func private @size_axis() attributes {s = #kvgpu.size_def<"n" from "q"[-1]>}
+
+// -----
+
+// Kernels.
+
+// expected-error @below {{a plan kernel needs a role}}
+func.func private @role() attributes {k = #kvgpu.kernel<"", @m::@k, always, grid = [<1>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = []>}
+
+// -----
+
+// expected-error @below {{kernel @m::@k needs 3 grid and 3 block dims}}
+func.func private @dims() attributes {k = #kvgpu.kernel<"r", @m::@k, always, grid = [<1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = []>}
+
+// -----
+
+// expected-error @below {{kernel @m::@k has a non-positive block dim}}
+func.func private @block_zero() attributes {k = #kvgpu.kernel<"r", @m::@k, always, grid = [<1>, <1>, <1>], block = [32, 0, 1], shared = 0, dynamic_shared = 0, args = []>}
+
+// -----
+
+// expected-error @below {{kernel @m::@k has a block of 2048 threads, more than 1024}}
+func.func private @block_big() attributes {k = #kvgpu.kernel<"r", @m::@k, always, grid = [<1>, <1>, <1>], block = [1024, 2, 1], shared = 0, dynamic_shared = 0, args = []>}
+
+// -----
+
+// expected-error @below {{kernel @m::@k has negative shared memory}}
+func.func private @shared() attributes {k = #kvgpu.kernel<"r", @m::@k, always, grid = [<1>, <1>, <1>], block = [32, 1, 1], shared = -16, dynamic_shared = 0, args = []>}
+
+// -----
+
+// expected-error @below {{kernel @m::@k args must be argument or size names}}
+func.func private @arg_names() attributes {k = #kvgpu.kernel<"r", @m::@k, always, grid = [<1>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = [3]>}
+
+// -----
+
+// Plans.
+
+// expected-error @below {{a launch plan needs an op and a name}}
+func.func private @plan_name() attributes {p = #kvgpu.plan<"kv.merge", "", args = [<"q", input, memref<4xf32>, shape = [<4>]>], kernels = [<"r", @m::@k, always, grid = [<1>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p' has two arguments named 'q'}}
+func.func private @dup_arg() attributes {p = #kvgpu.plan<"kv.merge", "p", args = [<"q", input, memref<4xf32>, shape = [<4>]>, <"q", output, memref<4xf32>, shape = [<4>]>], kernels = [<"r", @m::@k, always, grid = [<1>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p' defines 'q' twice}}
+func.func private @dup_size() attributes {p = #kvgpu.plan<"kv.merge", "p", args = [<"q", input, memref<?xf32>, shape = [<n>]>], sizes = [<"n" from "q"[0]>, <"q" = <4>>], kernels = [<"r", @m::@k, always, grid = [<1>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p': size 'n' reads unknown argument 'x'}}
+func.func private @size_unknown_arg() attributes {p = #kvgpu.plan<"kv.merge", "p", args = [<"q", input, memref<4xf32>, shape = [<4>]>], sizes = [<"n" from "x"[0]>], kernels = [<"r", @m::@k, always, grid = [<1>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p': size 'n' reads axis 1 of 'q', which has no such axis}}
+func.func private @size_axis_range() attributes {p = #kvgpu.plan<"kv.merge", "p", args = [<"q", input, memref<?xf32>, shape = [<4>]>], sizes = [<"n" from "q"[1]>], kernels = [<"r", @m::@k, always, grid = [<1>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p': size 'm' reads size 'k' before it is defined}}
+func.func private @size_order() attributes {p = #kvgpu.plan<"kv.merge", "p", args = [<"q", input, memref<4xf32>, shape = [<4>]>], sizes = [<"m" = <k + 1>>, <"k" = <2>>], kernels = [<"r", @m::@k, always, grid = [<1>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p': argument 'q' reads size 'n' before it is defined}}
+func.func private @shape_undefined() attributes {p = #kvgpu.plan<"kv.merge", "p", args = [<"q", input, memref<?xf32>, shape = [<n>]>], kernels = [<"r", @m::@k, always, grid = [<1>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p': partitions names 'parts', which is not a size}}
+func.func private @partitions() attributes {p = #kvgpu.plan<"kv.merge", "p", args = [<"q", input, memref<4xf32>, shape = [<4>]>], partitions = "parts", kernels = [<"r", @m::@k, always, grid = [<1>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p': kernel @m::@k is conditional but the plan has no partition count}}
+func.func private @conditional() attributes {p = #kvgpu.plan<"kv.merge", "p", args = [<"q", input, memref<4xf32>, shape = [<4>]>], kernels = [<"r", @m::@k, split, grid = [<1>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p': the grid of a kernel reads size 'rows' before it is defined}}
+func.func private @grid() attributes {p = #kvgpu.plan<"kv.merge", "p", args = [<"q", input, memref<4xf32>, shape = [<4>]>], kernels = [<"r", @m::@k, always, grid = [<rows>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p': kernel @m::@k takes 'x', which is neither an argument nor a size}}
+func.func private @kernel_arg() attributes {p = #kvgpu.plan<"kv.merge", "p", args = [<"q", input, memref<4xf32>, shape = [<4>]>], kernels = [<"r", @m::@k, always, grid = [<1>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["x"]>]>}
+
+// -----
+
+// The module attribute.
+
+// expected-error @below {{'kvgpu.launch_plans' must be an array of #kvgpu.plan on a module}}
+func.func private @not_module() attributes {kvgpu.launch_plans = []}
+
+// -----
+
+// expected-error @below {{'kvgpu.launch_plans' holds 3 : i64, not a #kvgpu.plan}}
+module attributes {kvgpu.launch_plans = [3]} {
+}
+
+// -----
+
+// expected-error @below {{has two launch plans named 'p'}}
+module attributes {kvgpu.launch_plans = [
+  #kvgpu.plan<"kv.merge", "p", args = [<"q", input, memref<4xf32>, shape = [<4>]>], kernels = [<"r", @m::@k, always, grid = [<1>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q"]>]>,
+  #kvgpu.plan<"kv.merge", "p", args = [<"q", input, memref<4xf32>, shape = [<4>]>], kernels = [<"r", @m::@k, always, grid = [<1>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q"]>]>]} {
+}

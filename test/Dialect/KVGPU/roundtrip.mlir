@@ -1,0 +1,50 @@
+// RUN: kvir-opt %s | kvir-opt | FileCheck %s
+
+// kvgpu attributes print and parse back unchanged: configurations, size
+// expressions (precedence, calls, negative constants) and a whole launch
+// plan.
+
+// CHECK-LABEL: func.func private @config
+// CHECK-SAME: c = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 2, tile_tokens = 32, max_partitions = 32>
+func.func private @config() attributes {c = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 2, tile_tokens = 32, max_partitions = 32>}
+
+// CHECK-LABEL: func.func private @sizes
+// CHECK-SAME: a = #kvgpu.size<min(32, ceildiv(264, max(1, batch * 8)))>
+// CHECK-SAME: b = #kvgpu.size<(batch + 1) * heads>
+// CHECK-SAME: c = #kvgpu.size<batch + heads * 2 + 7>
+// CHECK-SAME: d = #kvgpu.size<-3>
+// CHECK-SAME: e = #kvgpu.size<floordiv(n, 4) * (a * (b + c))>
+// CHECK-SAME: f = #kvgpu.size<max(a, b, c)>
+func.func private @sizes() attributes {
+  a = #kvgpu.size<min(32, ceildiv(264, max(1, batch * 8)))>,
+  b = #kvgpu.size<(batch + 1) * heads>,
+  c = #kvgpu.size<batch + heads * 2 + 7>,
+  d = #kvgpu.size<-3>,
+  e = #kvgpu.size<floordiv(n, 4) * (a * (b + c))>,
+  f = #kvgpu.size<max(a, b, c)>}
+
+// CHECK: module attributes {kvgpu.launch_plans = [#kvgpu.plan<"kv.merge", "m", args = [<"in_out", input, memref<?x2x4xf32>, shape = [<rows>, <2>, <4>]>, <"in_lse", input, memref<?x2xf32>, shape = [<rows>, <2>]>, <"out", output, memref<?x2x4xf32>, shape = [<rows>, <2>, <4>]>, <"lse", output, memref<?x2xf32>, shape = [<rows>, <2>]>], sizes = [<"rows" from "out"[0]>], kernels = [<"merge", @kv_kernels::@m, always, grid = [<rows>, <2>, <1>], block = [4, 1, 1], shared = 16, dynamic_shared = 0, args = ["in_out", "in_lse", "out", "lse"]>]>,
+// CHECK-SAME: #kvgpu.plan<"kv.decode", "d", args = [<"q", input, memref<?x4x8xf16>, shape = [<batch>, <4>, <8>]>, <"w", workspace, memref<?x?x4xf32>, shape = [<parts>, <batch>, <4>]>, <"n", size, index>], sizes = [<"batch" from "q"[0]>, <"parts" = <min(4, batch * 2)>>], partitions = "parts", kernels = [<"direct", @kv_kernels::@d, unsplit, grid = [<batch>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 65536, args = ["q", "n"]>, <"split", @kv_kernels::@s, split, grid = [<batch>, <1>, <parts>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q", "w", "parts"]>]>]}
+module attributes {kvgpu.launch_plans = [
+  #kvgpu.plan<"kv.merge", "m",
+    args = [<"in_out", input, memref<?x2x4xf32>, shape = [<rows>, <2>, <4>]>,
+            <"in_lse", input, memref<?x2xf32>, shape = [<rows>, <2>]>,
+            <"out", output, memref<?x2x4xf32>, shape = [<rows>, <2>, <4>]>,
+            <"lse", output, memref<?x2xf32>, shape = [<rows>, <2>]>],
+    sizes = [<"rows" from "out"[0]>],
+    kernels = [<"merge", @kv_kernels::@m, always, grid = [<rows>, <2>, <1>],
+                block = [4, 1, 1], shared = 16, dynamic_shared = 0,
+                args = ["in_out", "in_lse", "out", "lse"]>]>,
+  #kvgpu.plan<"kv.decode", "d",
+    args = [<"q", input, memref<?x4x8xf16>, shape = [<batch>, <4>, <8>]>,
+            <"w", workspace, memref<?x?x4xf32>, shape = [<parts>, <batch>, <4>]>,
+            <"n", size, index>],
+    sizes = [<"batch" from "q"[0]>, <"parts" = <min(4, batch * 2)>>],
+    partitions = "parts",
+    kernels = [<"direct", @kv_kernels::@d, unsplit, grid = [<batch>, <1>, <1>],
+                block = [32, 1, 1], shared = 0, dynamic_shared = 65536,
+                args = ["q", "n"]>,
+               <"split", @kv_kernels::@s, split, grid = [<batch>, <1>, <parts>],
+                block = [32, 1, 1], shared = 0, dynamic_shared = 0,
+                args = ["q", "w", "parts"]>]>]} {
+}
