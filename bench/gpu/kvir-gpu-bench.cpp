@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "cuda_driver.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -80,19 +81,72 @@ int64_t elementBytes(llvm::StringRef dtype) {
   return 8;
 }
 
-/// Evaluates a manifest shape entry: an integer or a symbol.
+/// Evaluates a size expression of a manifest (an integer, or the text of a
+/// #kvgpu.size: integers, names, +, *, min / max / ceildiv / floordiv calls
+/// and parentheses) over the sizes known so far.
+struct SizeEval {
+  const std::map<std::string, int64_t> &env;
+  llvm::StringRef s;
+
+  void skip() { s = s.ltrim(); }
+  int64_t expr() {
+    int64_t v = term();
+    for (skip(); s.consume_front("+"); skip())
+      v += term();
+    return v;
+  }
+  int64_t term() {
+    int64_t v = factor();
+    for (skip(); s.consume_front("*"); skip())
+      v *= factor();
+    return v;
+  }
+  int64_t factor() {
+    skip();
+    if (s.consume_front("(")) {
+      int64_t v = expr();
+      skip();
+      s.consume_front(")");
+      return v;
+    }
+    size_t n = 0;
+    while (n < s.size() && (llvm::isAlnum(s[n]) || s[n] == '_' || s[n] == '-'))
+      ++n;
+    llvm::StringRef word = s.take_front(n);
+    s = s.drop_front(n);
+    int64_t value;
+    if (!word.getAsInteger(10, value))
+      return value;
+    skip();
+    if (!s.consume_front("(")) {
+      auto it = env.find(word.str());
+      if (it == env.end()) {
+        llvm::errs() << "kvir-gpu-bench: unknown size '" << word << "'\n";
+        std::exit(1);
+      }
+      return it->second;
+    }
+    std::vector<int64_t> args{expr()};
+    for (skip(); s.consume_front(","); skip())
+      args.push_back(expr());
+    s.consume_front(")");
+    if (word == "min")
+      return *std::min_element(args.begin(), args.end());
+    if (word == "max")
+      return *std::max_element(args.begin(), args.end());
+    if (word == "ceildiv")
+      return (args[0] + args[1] - 1) / args[1];
+    if (word == "floordiv")
+      return args[0] / args[1];
+    llvm::errs() << "kvir-gpu-bench: unknown function '" << word << "'\n";
+    std::exit(1);
+  }
+};
+
 int64_t evalDim(const json::Value &v, const std::map<std::string, int64_t> &env) {
   if (auto i = v.getAsInteger())
     return *i;
-  std::string s = v.getAsString().value_or("").str();
-  if (s == "batch + 1")
-    return env.at("batch") + 1;
-  auto it = env.find(s);
-  if (it == env.end()) {
-    llvm::errs() << "kvir-gpu-bench: unknown shape symbol '" << s << "'\n";
-    std::exit(1);
-  }
-  return it->second;
+  return SizeEval{env, v.getAsString().value_or("")}.expr();
 }
 
 uint16_t toHalf(float f) {
@@ -120,8 +174,9 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  // The plan: from the direct kernel's manifest.
+  // The plan and the kernels of each role, from the decode manifests.
   json::Object plan;
+  std::map<std::string, json::Object> kernels;
   std::string ptxFile;
   std::error_code ec;
   for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
@@ -135,13 +190,16 @@ int main(int argc, char **argv) {
       continue;
     }
     json::Object *m = parsed->getAsObject();
-    if (m->getString("role") == std::optional<llvm::StringRef>("direct")) {
-      plan = *m->getObject("plan");
-      ptxFile = m->getString("ptx")->str();
-    }
+    const json::Object *p = m->getObject("plan");
+    if (!p || p->getString("op") != std::optional<llvm::StringRef>("kv.decode"))
+      continue;
+    plan = *p;
+    ptxFile = m->getString("ptx")->str();
+    kernels[m->getString("role")->str()] = *m;
   }
-  if (ptxFile.empty()) {
-    llvm::errs() << "kvir-gpu-bench: no decode manifest in " << dir << "\n";
+  if (ptxFile.empty() || !kernels.count("direct") || !kernels.count("split") ||
+      !kernels.count("merge")) {
+    llvm::errs() << "kvir-gpu-bench: no kv.decode manifests in " << dir << "\n";
     return 1;
   }
   auto ptx = llvm::MemoryBuffer::getFile(dir + "/" + ptxFile, true);
@@ -159,23 +217,34 @@ int main(int argc, char **argv) {
   CUmodule module;
   CHECK(cu.cuModuleLoadData(&module, ptxText.c_str()));
   auto kernelOf = [&](const char *role) {
-    const json::Object *k = plan.getObject(role);
+    const json::Object *k = &kernels.at(role);
     CUfunction f;
-    CHECK(cu.cuModuleGetFunction(&f, module, k->getString("name")->str().c_str()));
+    CHECK(cu.cuModuleGetFunction(&f, module,
+                                 k->getString("kernel")->str().c_str()));
     return std::make_pair(f, k);
   };
   auto [directFn, direct] = kernelOf("direct");
   auto [splitFn, split] = kernelOf("split");
   auto [mergeFn, merge] = kernelOf("merge");
-  const json::Object *heur = plan.getObject("split_heuristic");
-  int64_t hkv = *heur->getInteger("kv_heads"), hq = *heur->getInteger("q_heads");
-  int64_t d = *heur->getInteger("head_dim_v");
-  int64_t maxParts = *heur->getInteger("max_partitions");
-  const json::Array *directArgs = direct->getArray("args");
-  // Page size: dim 2 of an NHD combined pool / dim 1 of split, from the type.
-  std::string kvType = plan.getString("kv_type")->str();
-  int64_t pageSize = std::stoll(kvType.substr(kvType.find("page_size = ") + 12));
-  bool blockTable = kvType.find("table = block_table") != std::string::npos;
+  // Heads and head dim from the output buffer's shape [batch, Hq, Dv]; page
+  // size and the KV heads from the pool's shape of the plan's arguments.
+  const json::Object *outArg = nullptr, *poolArg = nullptr;
+  bool blockTable = false;
+  for (const json::Value &v : *plan.getArray("args")) {
+    const json::Object *a = v.getAsObject();
+    llvm::StringRef argName = *a->getString("name");
+    if (argName == "out")
+      outArg = a;
+    if (argName == "pool" || argName == "k_pool")
+      poolArg = a;
+    blockTable |= argName == "block_table";
+  }
+  int64_t hq = *(*outArg->getArray("shape"))[1].getAsInteger();
+  int64_t d = *(*outArg->getArray("shape"))[2].getAsInteger();
+  // NHD pools [pages, (2,) page_size, H, D]: the bench builds NHD caches.
+  const json::Array &poolShape = *poolArg->getArray("shape");
+  int64_t hkv = *poolShape[poolShape.size() - 2].getAsInteger();
+  int64_t pageSize = *poolShape[poolShape.size() - 3].getAsInteger();
 
   CUevent start, stop;
   CHECK(cu.cuEventCreate(&start, 0));
@@ -206,7 +275,7 @@ int main(int argc, char **argv) {
   CHECK(cu.cuMemFree(b));
 
   llvm::outs() << "## " << name << " (" << sms << " SMs), kernel "
-               << direct->getString("name")->str() << "\n\n"
+               << direct->getString("kernel")->str() << "\n\n"
                << "Device-to-device copy: " << llvm::format("%.0f", copyGBs)
                << " GB/s (read + write)\n\n"
                << "| batch | kv_len | skew | partitions | time (us) | GB/s | "
@@ -244,14 +313,18 @@ int main(int argc, char **argv) {
       for (int64_t p = 0; p < indptr[r + 1] - indptr[r]; ++p)
         table[r * maxBlocks + p] = indices[k++];
 
-    int64_t blocks = s.batch * hkv;
-    int64_t wanted = (2 * sms + blocks - 1) / blocks;
-    int64_t numParts = std::min(maxParts, std::max<int64_t>(1, wanted));
+    // The plan's sizes, its split-KV rule included, evaluated as the host
+    // code would.
     std::map<std::string, int64_t> env{{"batch", s.batch},
                                        {"num_pages", numPages},
                                        {"num_page_ids", numPages},
-                                       {"max_blocks", maxBlocks},
-                                       {"num_partitions", numParts}};
+                                       {"max_pages", maxBlocks}};
+    for (const json::Value &v : *plan.getArray("sizes")) {
+      const json::Object *size = v.getAsObject();
+      if (const json::Value *value = size->get("value"))
+        env[size->getString("name")->str()] = evalDim(*value, env);
+    }
+    int64_t numParts = env.at(plan.getString("partitions")->str());
     std::map<std::string, Buffer> buffers;
     auto bufferFor = [&](const json::Object &arg) -> Buffer & {
       std::string argName = arg.getString("name")->str();
@@ -292,7 +365,7 @@ int main(int argc, char **argv) {
     auto paramsFor = [&](const json::Object &kernel,
                          std::vector<uint64_t> &storage) {
       storage.clear();
-      for (const json::Value &v : *kernel.getArray("args")) {
+      for (const json::Value &v : *kernel.getArray("params")) {
         const json::Object &arg = *v.getAsObject();
         if (arg.getArray("shape")->empty()) {
           storage.push_back(uint64_t(env.at(arg.getString("name")->str())));
@@ -358,7 +431,6 @@ int main(int argc, char **argv) {
                  << llvm::format("%.0f%%", 100.0 * gbs / copyGBs) << " |\n";
     for (auto &[n, buf] : buffers)
       CHECK(cu.cuMemFree(buf.ptr));
-    (void)directArgs;
     (void)blockTable;
   }
   return 0;

@@ -3,6 +3,8 @@
 #include "kvir/Codegen/IRBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -47,14 +49,26 @@ std::pair<Value, Value> MmaTile::splitX4(Value v) {
   return {half(0), half(2)};
 }
 
+/// The row and column address this lane gives an ldmatrix.x4 over a 16 x 16
+/// block at (row0, col0): row r = lane % 8 of matrix j = lane / 8, the four
+/// matrices stacked down the rows by one bit of j (the low bit when
+/// `rowsByLowBit`) and across the columns by the other.
+static std::pair<Value, Value> x4Address(ImplicitLocOpBuilder &b, Value lane,
+                                         Value row0, Value col0,
+                                         bool rowsByLowBit) {
+  IRBuilder ir{b};
+  Value j = ir.divU(lane, ir.idx(8)), r = ir.remU(lane, ir.idx(8));
+  Value low = ir.mul(ir.remU(j, ir.idx(2)), ir.idx(8));
+  Value high = ir.mul(ir.divU(j, ir.idx(2)), ir.idx(8));
+  return {ir.add(ir.add(row0, r), rowsByLowBit ? low : high),
+          ir.add(col0, rowsByLowBit ? high : low)};
+}
+
 Value MmaTile::loadA(const SharedTile &tile, Value stage, Value row0,
                      Value k0) {
   // Matrices: rows 0-7 / 8-15 (j % 2) by k 0-7 / 8-15 (j / 2): a0a1, a2a3,
   // a4a5, a6a7.
-  IRBuilder ir{b};
-  Value j = ir.divU(lane, ir.idx(8)), r = ir.remU(lane, ir.idx(8));
-  Value row = ir.add(ir.add(row0, r), ir.mul(ir.remU(j, ir.idx(2)), ir.idx(8)));
-  Value k = ir.add(k0, ir.mul(ir.divU(j, ir.idx(2)), ir.idx(8)));
+  auto [row, k] = x4Address(b, lane, row0, k0, /*rowsByLowBit=*/true);
   return ldmatrixX4(tile, stage, row, k, /*transpose=*/false);
 }
 
@@ -62,10 +76,7 @@ std::pair<Value, Value> MmaTile::loadBRows(const SharedTile &tile,
                                            Value stage, Value n0, Value k0) {
   // Matrices: n 0-7 / 8-15 (j / 2) by k 0-7 / 8-15 (j % 2): (b0b1, b2b3) of
   // the first n8 fragment, then of the second.
-  IRBuilder ir{b};
-  Value j = ir.divU(lane, ir.idx(8)), r = ir.remU(lane, ir.idx(8));
-  Value n = ir.add(ir.add(n0, r), ir.mul(ir.divU(j, ir.idx(2)), ir.idx(8)));
-  Value k = ir.add(k0, ir.mul(ir.remU(j, ir.idx(2)), ir.idx(8)));
+  auto [n, k] = x4Address(b, lane, n0, k0, /*rowsByLowBit=*/false);
   return splitX4(ldmatrixX4(tile, stage, n, k, /*transpose=*/false));
 }
 
@@ -73,16 +84,45 @@ std::pair<Value, Value> MmaTile::loadBCols(const SharedTile &tile,
                                            Value stage, Value k0, Value n0) {
   // Transposed matrices: k 0-7 / 8-15 (j % 2) by n 0-7 / 8-15 (j / 2); a
   // lane receives k = 2 (l % 4) and + 1 at n = l / 4, the B layout.
-  IRBuilder ir{b};
-  Value j = ir.divU(lane, ir.idx(8)), r = ir.remU(lane, ir.idx(8));
-  Value k = ir.add(ir.add(k0, r), ir.mul(ir.remU(j, ir.idx(2)), ir.idx(8)));
-  Value n = ir.add(n0, ir.mul(ir.divU(j, ir.idx(2)), ir.idx(8)));
+  auto [k, n] = x4Address(b, lane, k0, n0, /*rowsByLowBit=*/true);
   return splitX4(ldmatrixX4(tile, stage, k, n, /*transpose=*/true));
 }
 
 Value MmaTile::mma(Value a, Value bFrag, Value acc) {
-  return nvgpu::MmaSyncOp::create(b, a, bFrag, acc,
-                                  ArrayRef<int64_t>{16, 8, 16});
+  if (!elementType.isBF16())
+    return nvgpu::MmaSyncOp::create(b, a, bFrag, acc,
+                                    ArrayRef<int64_t>{16, 8, 16});
+  // nvgpu.mma.sync cannot deduce bf16 PTX types in MLIR 22: pack each pair
+  // of a fragment row into a 32-bit register (the lower element in the low
+  // half, as the PTX fragment layout has it) and issue nvvm.mma.sync.
+  auto registers = [&](Value frag) {
+    auto type = cast<VectorType>(frag.getType());
+    SmallVector<Value> regs;
+    for (int64_t r = 0; r < type.getDimSize(0); ++r) {
+      Value row = vector::ExtractOp::create(b, frag, ArrayRef<int64_t>{r});
+      Value packed = vector::BitCastOp::create(
+          b, VectorType::get({1}, b.getI32Type()), row);
+      regs.push_back(vector::ExtractOp::create(b, packed, ArrayRef<int64_t>{0}));
+    }
+    return regs;
+  };
+  SmallVector<Value> c;
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 2; ++j)
+      c.push_back(vector::ExtractOp::create(b, acc, ArrayRef<int64_t>{i, j}));
+  Type f32 = b.getF32Type();
+  auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                     {f32, f32, f32, f32});
+  Value d = NVVM::MmaOp::create(
+      b, resultType, registers(a), registers(bFrag), c,
+      ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
+      std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16, NVVM::MMATypes::bf16},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  SmallVector<Value> elements;
+  for (int64_t i = 0; i < 4; ++i)
+    elements.push_back(LLVM::ExtractValueOp::create(b, d, i));
+  return vector::FromElementsOp::create(b, getAccType(), elements);
 }
 
 Value MmaTile::zeroAcc() {

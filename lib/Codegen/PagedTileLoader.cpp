@@ -2,6 +2,7 @@
 #include "kvir/Codegen/PagedTileLoader.h"
 #include "kvir/Codegen/IRBuilder.h"
 
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -65,17 +66,26 @@ std::pair<Value, Value> PagedTileLoader::locate(ImplicitLocOpBuilder &b,
 }
 
 std::pair<Value, SmallVector<Value>>
-PagedTileLoader::address(ImplicitLocOpBuilder &b, kv::PoolRole role,
-                         Value token, Value tile0, Value dim) const {
+PagedTileLoader::source(ImplicitLocOpBuilder &b, kv::PoolRole role,
+                        Value token, Value page, Value slot, Value dim) const {
   IRBuilder ir{b};
   if (!kv.type) {
     Value buffer = role == kv::PoolRole::K ? ragged.k : ragged.v;
     return {buffer, {ir.add(tableBase, token), kvHead, dim}};
   }
-  Value page0 = ir.divU(tile0, ir.idx(kv.type.getPageSize()));
-  auto [page, slot] = locate(b, token, page0);
   return {kv.pool(role),
           kv::emitPoolIndices(b, kv.type, role, page, slot, kvHead, dim)};
+}
+
+std::pair<Value, SmallVector<Value>>
+PagedTileLoader::address(ImplicitLocOpBuilder &b, kv::PoolRole role,
+                         Value token, Value tile0, Value dim) const {
+  IRBuilder ir{b};
+  Value page, slot;
+  if (kv.type)
+    std::tie(page, slot) =
+        locate(b, token, ir.divU(tile0, ir.idx(kv.type.getPageSize())));
+  return source(b, role, token, page, slot, dim);
 }
 
 void PagedTileLoader::copyTile(ImplicitLocOpBuilder &b,
@@ -102,20 +112,11 @@ void PagedTileLoader::copyTile(ImplicitLocOpBuilder &b,
         if (kv.type)
           std::tie(page, slot) = locate(jb, token, page0);
         for (const TileCopy &copy : copies) {
-          Value source;
-          SmallVector<Value> indices;
-          if (kv.type) {
-            source = kv.pool(copy.role);
-            indices = kv::emitPoolIndices(jb, kv.type, copy.role, page, slot,
-                                          kvHead, c);
-          } else {
-            source = copy.role == kv::PoolRole::K ? ragged.k : ragged.v;
-            indices = {j.add(tableBase, token), kvHead, c};
-          }
-          Type stored = cast<MemRefType>(source.getType()).getElementType();
+          auto [from, indices] = source(jb, copy.role, token, page, slot, c);
+          Type stored = cast<MemRefType>(from.getType()).getElementType();
           int64_t bytes = vec * stored.getIntOrFloatBitWidth() / 8;
           auto load = vector::LoadOp::create(
-              jb, VectorType::get({vec}, stored), source, indices);
+              jb, VectorType::get({vec}, stored), from, indices);
           load.setAlignment(bytes);
           Value v = load;
           if (dequantize)
@@ -128,6 +129,14 @@ void PagedTileLoader::copyTile(ImplicitLocOpBuilder &b,
         }
         scf::YieldOp::create(jb);
       });
+}
+
+void codegen::commitAsyncCopies(ImplicitLocOpBuilder &b) {
+  NVVM::CpAsyncCommitGroupOp::create(b);
+}
+
+void codegen::waitAsyncCopies(ImplicitLocOpBuilder &b, int64_t pending) {
+  NVVM::CpAsyncWaitGroupOp::create(b, pending);
 }
 
 void PagedTileLoader::copyTileAsync(ImplicitLocOpBuilder &b,
@@ -153,21 +162,14 @@ void PagedTileLoader::copyTileAsync(ImplicitLocOpBuilder &b,
       Value token =
           j.add(tile0, j.minS(r, j.maxS(j.sub(count, j.idx(1)), j.idx(0))));
       Value dim = j.mul(c, j.idx(ce));
-      Value source;
-      SmallVector<Value> indices;
-      if (kv.type) {
-        auto [page, slot] = locate(jb, token, page0);
-        source = kv.pool(copy.role);
-        indices = kv::emitPoolIndices(jb, kv.type, copy.role, page, slot,
-                                      kvHead, dim);
-      } else {
-        source = copy.role == kv::PoolRole::K ? ragged.k : ragged.v;
-        indices = {j.add(tableBase, token), kvHead, dim};
-      }
+      Value page, slot;
+      if (kv.type)
+        std::tie(page, slot) = locate(jb, token, page0);
+      auto [from, indices] = source(jb, copy.role, token, page, slot, dim);
       Value srcElements = j.select(valid, j.idx(ce), j.idx(0));
       nvgpu::DeviceAsyncCopyOp::create(
           jb, tokenType, tile.memref, tile.chunkIndices(jb, stage, r, c),
-          source, indices, jb.getIndexAttr(ce), srcElements,
+          from, indices, jb.getIndexAttr(ce), srcElements,
           /*bypassL1=*/jb.getUnitAttr());
     };
     // Unrolled: every thread issues its chunks k * numThreads + thread; only

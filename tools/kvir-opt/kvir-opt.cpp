@@ -12,9 +12,18 @@
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
+#ifdef KVIR_INCLUDE_TESTS
+namespace kvir::test {
+void registerTestCodegenPass();
+} // namespace kvir::test
+#endif
+
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   kvir::registerAllPasses();
+#ifdef KVIR_INCLUDE_TESTS
+  kvir::test::registerTestCodegenPass();
+#endif
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);

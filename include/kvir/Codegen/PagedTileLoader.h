@@ -83,9 +83,8 @@ public:
   /// Asynchronous: issues 16-byte cp.async copies of the rows of tokens
   /// [tile0, tile0 + count) into stage `stage` of each destination tile,
   /// zero-filling its rows [count, tile rows). The caller commits them as a
-  /// group (nvgpu.device_async_create_group: cp.async.commit_group commits
-  /// every copy the thread issued since the last one). Needs staged page
-  /// ids (paged) and a head dim contiguous in 16-byte chunks; `count` >= 1.
+  /// group (commitAsyncCopies). Needs staged page ids (paged) and a head dim
+  /// contiguous in 16-byte chunks; `count` >= 1.
   void copyTileAsync(mlir::ImplicitLocOpBuilder &b, llvm::ArrayRef<TileCopy> copies,
                 mlir::Value stage, mlir::Value tile0, mlir::Value count,
                 mlir::Value thread, int64_t numThreads) const;
@@ -97,6 +96,11 @@ public:
           mlir::Value tile0, mlir::Value dim) const;
 
 private:
+  /// The memref and indices of element `dim` of `role` for token `token`
+  /// at (page, slot) (unused for ragged requests).
+  std::pair<mlir::Value, llvm::SmallVector<mlir::Value>>
+  source(mlir::ImplicitLocOpBuilder &b, kv::PoolRole role, mlir::Value token,
+         mlir::Value page, mlir::Value slot, mlir::Value dim) const;
   /// (page, slot) of `token` of the tile whose first logical page is
   /// `page0`.
   std::pair<mlir::Value, mlir::Value>
@@ -108,6 +112,14 @@ private:
   mlir::Value req, tableBase, kvHead, pageIds;
   int64_t tileTokens;
 };
+
+/// cp.async.commit_group: the copies this thread issued since the last
+/// commit form one group (possibly empty, so that a pipeline's wait depths
+/// stay fixed at its ends).
+void commitAsyncCopies(mlir::ImplicitLocOpBuilder &b);
+/// cp.async.wait_group: blocks until at most `pending` of this thread's
+/// groups are in flight. Copies of other threads need a barrier after.
+void waitAsyncCopies(mlir::ImplicitLocOpBuilder &b, int64_t pending);
 
 } // namespace kvir::codegen
 

@@ -5,6 +5,7 @@
 #include "kvir/Conversion/KVToGPU/KVToGPU.h"
 #include "kvir/Conversion/KVToLoops/KVToLoops.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 

@@ -110,13 +110,6 @@ std::optional<std::string> whyNotConfig(const DecodeKernelSpec &s) {
   return std::nullopt;
 }
 
-std::string typeName(Type t) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << t;
-  return s;
-}
-
 void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   ImplicitLocOpBuilder b = kf.getBuilder();
   IRBuilder ir{b};

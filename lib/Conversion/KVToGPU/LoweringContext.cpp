@@ -9,6 +9,13 @@ using namespace mlir;
 using namespace kvir;
 using namespace kvir::gpu_lowering;
 
+std::string gpu_lowering::typeName(Type type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << type;
+  return s;
+}
+
 gpu::GPUModuleOp LoweringContext::getKernelModule() {
   if (kernels)
     return kernels;

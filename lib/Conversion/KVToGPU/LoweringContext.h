@@ -48,6 +48,9 @@ private:
   llvm::StringMap<mlir::gpu::GPUFuncOp> built;
 };
 
+/// A type as MLIR prints it.
+std::string typeName(mlir::Type type);
+
 /// Where a lowered attention op writes its state.
 struct StateDestination {
   /// The kv.store_state that consumed the state (erased by the lowering),

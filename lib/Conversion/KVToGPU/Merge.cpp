@@ -28,13 +28,6 @@ using namespace kvir::gpu_lowering;
 
 namespace {
 
-std::string typeName(Type t) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << t;
-  return s;
-}
-
 void buildMergeBody(const KernelFunc &kf, const MergeKernelSpec &spec) {
   ImplicitLocOpBuilder b = kf.getBuilder();
   IRBuilder ir{b};

@@ -284,14 +284,23 @@ static void setCommonAttrs(AttentionSpec &spec, OpTy op, int64_t headDim) {
   spec.resultType = op.getType();
 }
 
+/// The spec of attention op `op` over `kv`, with its KV access resolved.
+static FailureOr<AttentionSpec> specOver(Operation *op, Value kv) {
+  FailureOr<KVAccess> access = KVAccess::get(op, kv);
+  if (failed(access))
+    return failure();
+  AttentionSpec spec;
+  spec.kv = *access;
+  return spec;
+}
+
 FailureOr<StateBuffers> loops::lowerDecode(ImplicitLocOpBuilder &b,
                                            DecodeOp op) {
-  FailureOr<KVAccess> kv = KVAccess::get(op, op.getKv());
-  if (failed(kv))
+  FailureOr<AttentionSpec> specOr = specOver(op, op.getKv());
+  if (failed(specOr))
     return failure();
+  AttentionSpec &spec = *specOr;
   PagedType type = op.getKv().getType();
-  AttentionSpec spec;
-  spec.kv = *kv;
   spec.segments.push_back({op.getQ(), PoolRole::K, type.getHeadDim()});
   spec.headDimV = type.getHeadDimV();
   spec.qHeads = getQueryHeads(op.getQ());
@@ -302,9 +311,10 @@ FailureOr<StateBuffers> loops::lowerDecode(ImplicitLocOpBuilder &b,
 
 FailureOr<StateBuffers> loops::lowerPrefill(ImplicitLocOpBuilder &b,
                                             PrefillOp op) {
-  FailureOr<KVAccess> kv = KVAccess::get(op, op.getKv());
-  if (failed(kv))
+  FailureOr<AttentionSpec> specOr = specOver(op, op.getKv());
+  if (failed(specOr))
     return failure();
+  AttentionSpec &spec = *specOr;
   int64_t kvHeads, headDim, headDimV;
   if (auto paged = dyn_cast<PagedType>(op.getKv().getType())) {
     kvHeads = paged.getKvHeads();
@@ -316,8 +326,6 @@ FailureOr<StateBuffers> loops::lowerPrefill(ImplicitLocOpBuilder &b,
     headDim = ragged.getHeadDim();
     headDimV = ragged.getHeadDimV();
   }
-  AttentionSpec spec;
-  spec.kv = *kv;
   spec.segments.push_back({op.getQ(), PoolRole::K, headDim});
   spec.headDimV = headDimV;
   spec.qHeads = getQueryHeads(op.getQ());
@@ -331,12 +339,11 @@ FailureOr<StateBuffers> loops::lowerPrefill(ImplicitLocOpBuilder &b,
 
 FailureOr<StateBuffers> loops::lowerMlaDecode(ImplicitLocOpBuilder &b,
                                               MlaDecodeOp op) {
-  FailureOr<KVAccess> kv = KVAccess::get(op, op.getKv());
-  if (failed(kv))
+  FailureOr<AttentionSpec> specOr = specOver(op, op.getKv());
+  if (failed(specOr))
     return failure();
+  AttentionSpec &spec = *specOr;
   PagedType type = op.getKv().getType();
-  AttentionSpec spec;
-  spec.kv = *kv;
   // MLA: ckv (the K role) is both the no-PE key part and the value.
   spec.segments.push_back({op.getQNope(), PoolRole::K, type.getHeadDim()});
   spec.segments.push_back({op.getQPe(), PoolRole::V, type.getPeDim()});

@@ -94,16 +94,28 @@ static void forEachRowHead(
   });
 }
 
-StateBuffers loops::lowerMerge(ImplicitLocOpBuilder &b, StateType type,
-                               ArrayRef<StateBuffers> inputs) {
-  Value rows = memref::DimOp::create(b, inputs.front().lse, 0);
+/// The result of merging, for every (row, head) of `rows` rows, the inputs
+/// `inputsAt(row, head)` enumerates.
+static StateBuffers
+mergeRows(ImplicitLocOpBuilder &b, StateType type, Value rows,
+          function_ref<ForEachInput(Value row, Value head)> inputsAt) {
   StateBuffers out = allocState(b, type, rows);
   Value acc = memref::AllocOp::create(
       b, MemRefType::get({type.getHeadDimV()}, b.getF32Type()), ValueRange{});
-  forEachRowHead(b, rows, type.getHeads(), [&](ImplicitLocOpBuilder &b,
-                                               Value row, Value head) {
-    ForEachInput forEach = [&](ImplicitLocOpBuilder &b, ValueRange init,
-                               auto fn) {
+  forEachRowHead(b, rows, type.getHeads(),
+                 [&](ImplicitLocOpBuilder &b, Value row, Value head) {
+                   mergeOneRow(b, type, inputsAt(row, head), out, row, head,
+                               acc);
+                 });
+  memref::DeallocOp::create(b, acc);
+  return out;
+}
+
+StateBuffers loops::lowerMerge(ImplicitLocOpBuilder &b, StateType type,
+                               ArrayRef<StateBuffers> inputs) {
+  Value rows = memref::DimOp::create(b, inputs.front().lse, 0);
+  return mergeRows(b, type, rows, [&](Value row, Value head) -> ForEachInput {
+    return [&, row, head](ImplicitLocOpBuilder &b, ValueRange init, auto fn) {
       SmallVector<Value> carried(init);
       for (StateBuffers in : inputs) {
         MergeInput input{
@@ -118,23 +130,15 @@ StateBuffers loops::lowerMerge(ImplicitLocOpBuilder &b, StateType type,
       }
       return carried;
     };
-    mergeOneRow(b, type, forEach, out, row, head, acc);
   });
-  memref::DeallocOp::create(b, acc);
-  return out;
 }
 
 StateBuffers loops::lowerMergePartitions(ImplicitLocOpBuilder &b,
                                          StateType type, StateBuffers input) {
   Value parts = memref::DimOp::create(b, input.lse, 0);
   Value rows = memref::DimOp::create(b, input.lse, 1);
-  StateBuffers out = allocState(b, type, rows);
-  Value acc = memref::AllocOp::create(
-      b, MemRefType::get({type.getHeadDimV()}, b.getF32Type()), ValueRange{});
-  forEachRowHead(b, rows, type.getHeads(), [&](ImplicitLocOpBuilder &b,
-                                               Value row, Value head) {
-    ForEachInput forEach = [&](ImplicitLocOpBuilder &b, ValueRange init,
-                               auto fn) {
+  return mergeRows(b, type, rows, [&](Value row, Value head) -> ForEachInput {
+    return [&, row, head](ImplicitLocOpBuilder &b, ValueRange init, auto fn) {
       ValueRange results = forLoop(
           b, indexConst(b, 0), parts, init,
           [&](ImplicitLocOpBuilder &b, Value part, ValueRange carried) {
@@ -151,10 +155,7 @@ StateBuffers loops::lowerMergePartitions(ImplicitLocOpBuilder &b,
           });
       return SmallVector<Value>(results);
     };
-    mergeOneRow(b, type, forEach, out, row, head, acc);
   });
-  memref::DeallocOp::create(b, acc);
-  return out;
 }
 
 StateBuffers loops::lowerRebase(ImplicitLocOpBuilder &b, StateType from,

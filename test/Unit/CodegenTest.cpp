@@ -1,0 +1,192 @@
+//===- CodegenTest.cpp - Size expressions, identities, layouts, targets ---===//
+//
+// Unit tests of the pieces of the kernel layer that are plain C++: size
+// expressions (parse, evaluate, print as text and C, fold, the verifier rules
+// no textual IR can reach), kernel identities, shared-memory layouts, chip
+// records; and that this build has assertions on.
+//
+//===----------------------------------------------------------------------===//
+#include "kvir/Codegen/KernelFunc.h"
+#include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
+#include "kvir/Registration/InitAll.h"
+#include "kvir/Target/GPU/TargetInfo.h"
+
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include "gtest/gtest.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace kvir;
+using kvgpu::SizeExprAttr;
+using kvgpu::SizeExprKind;
+
+namespace {
+
+MLIRContext &context() {
+  static MLIRContext *ctx = [] {
+    DialectRegistry registry;
+    kvir::registerAllDialects(registry);
+    auto *c = new MLIRContext(registry);
+    c->loadAllAvailableDialects();
+    return c;
+  }();
+  return *ctx;
+}
+
+SizeExprAttr parse(StringRef text) {
+  return cast<SizeExprAttr>(
+      parseAttribute(("#kvgpu.size<" + text + ">").str(), &context()));
+}
+
+std::optional<int64_t> eval(SizeExprAttr e,
+                            const std::map<std::string, int64_t> &env) {
+  return e.evaluate([&](StringRef s) -> std::optional<int64_t> {
+    auto it = env.find(s.str());
+    if (it == env.end())
+      return std::nullopt;
+    return it->second;
+  });
+}
+
+TEST(SizeExpr, EvaluatesTheSplitRule) {
+  SizeExprAttr rule = parse("min(32, max(1, ceildiv(264, max(1, batch * 8))))");
+  // ceil(264 / 8) = 33 -> 32; ceil(264 / 32) = 9; 264 / 264 = 1; batch 0 -> 32.
+  EXPECT_EQ(eval(rule, {{"batch", 1}}), 32);
+  EXPECT_EQ(eval(rule, {{"batch", 4}}), 9);
+  EXPECT_EQ(eval(rule, {{"batch", 33}}), 1);
+  EXPECT_EQ(eval(rule, {{"batch", 34}}), 1);
+  EXPECT_EQ(eval(rule, {{"batch", 0}}), 32);
+  EXPECT_EQ(eval(rule, {}), std::nullopt);
+}
+
+TEST(SizeExpr, RoundsTowardTheRightInfinity) {
+  EXPECT_EQ(eval(parse("ceildiv(a, 4)"), {{"a", -5}}), -1);
+  EXPECT_EQ(eval(parse("floordiv(a, 4)"), {{"a", -5}}), -2);
+  EXPECT_EQ(eval(parse("ceildiv(a, 4)"), {{"a", 5}}), 2);
+  EXPECT_EQ(eval(parse("floordiv(a, 0)"), {{"a", 5}}), std::nullopt);
+}
+
+TEST(SizeExpr, PrintsWithPrecedenceAndAsC) {
+  SizeExprAttr e = parse("(a + 1) * b + c * 2");
+  EXPECT_EQ(e.str(), "(a + 1) * b + c * 2");
+  EXPECT_EQ(parse("a * (b * c)").str(), "a * (b * c)");
+  SizeExprAttr m = parse("min(a, b, ceildiv(c, 2))");
+  EXPECT_EQ(m.str(), "min(a, b, ceildiv(c, 2))");
+  // C has no variadic min: nested binary calls.
+  EXPECT_EQ(m.toC(nullptr, "k_"), "k_min(a, k_min(b, k_ceildiv(c, 2)))");
+  EXPECT_EQ(e.toC([](StringRef s) { return "n_" + s.str(); }, "k_"),
+            "(n_a + 1) * n_b + n_c * 2");
+}
+
+TEST(SizeExpr, BuildersFold) {
+  MLIRContext *ctx = &context();
+  auto c = [&](int64_t v) { return SizeExprAttr::constant(ctx, v); };
+  SizeExprAttr batch = SizeExprAttr::symbolRef(ctx, "batch");
+  EXPECT_EQ(SizeExprAttr::mul(c(6), c(7)), c(42));
+  EXPECT_EQ(SizeExprAttr::mul(batch, c(1)), batch);
+  EXPECT_EQ(SizeExprAttr::add(c(0), batch), batch);
+  EXPECT_EQ(SizeExprAttr::min({batch}), batch);
+  EXPECT_EQ(SizeExprAttr::ceilDiv(c(264), c(8)), c(33));
+  EXPECT_EQ(SizeExprAttr::mul(batch, c(8)).str(), "batch * 8");
+}
+
+/// The verifier's message for `args`, or "" if it accepts them.
+std::string verifierMessage(SizeExprKind kind, int64_t value, StringRef symbol,
+                            ArrayRef<SizeExprAttr> operands) {
+  std::string message;
+  ScopedDiagnosticHandler capture(&context(), [&](Diagnostic &d) {
+    message = d.str();
+    return success();
+  });
+  SizeExprAttr::getChecked([&] { return emitError(UnknownLoc::get(&context())); },
+                           &context(), kind, value, symbol, operands);
+  return message;
+}
+
+TEST(SizeExpr, VerifierRulesTheParserCannotReach) {
+  SizeExprAttr one = SizeExprAttr::constant(&context(), 1);
+  EXPECT_EQ(verifierMessage(SizeExprKind::constant, 1, "x", {}),
+            "a constant size has no operands or symbol");
+  EXPECT_EQ(verifierMessage(SizeExprKind::constant, 1, "", {one}),
+            "a constant size has no operands or symbol");
+  EXPECT_EQ(verifierMessage(SizeExprKind::symbol, 0, "", {}),
+            "a symbol size needs a name and no operands");
+  EXPECT_EQ(verifierMessage(SizeExprKind::symbol, 0, "x", {one}),
+            "a symbol size needs a name and no operands");
+  EXPECT_EQ(verifierMessage(SizeExprKind::add, 0, "", {one, one, one}),
+            "add takes 2 operands, got 3");
+  EXPECT_EQ(verifierMessage(SizeExprKind::mul, 0, "", {one}),
+            "mul takes 2 operands, got 1");
+  EXPECT_EQ(verifierMessage(SizeExprKind::max, 0, "", {}),
+            "max takes at least one operand");
+  EXPECT_EQ(verifierMessage(SizeExprKind::min, 0, "", {one, one}), "");
+}
+
+TEST(KernelIdentity, CoversEverythingAdded) {
+  MLIRContext *ctx = &context();
+  Type f16 = Float16Type::get(ctx), bf16 = BFloat16Type::get(ctx);
+  auto symbol = [&](Type t, StringRef chip, int64_t n) {
+    return codegen::KernelIdentity("decode_x").add(t).add(chip).add(n).getSymbol();
+  };
+  std::string base = symbol(f16, "sm_90a", 1);
+  EXPECT_EQ(base, symbol(f16, "sm_90a", 1));
+  EXPECT_NE(base, symbol(bf16, "sm_90a", 1));
+  EXPECT_NE(base, symbol(f16, "sm_80", 1));
+  EXPECT_NE(base, symbol(f16, "sm_90a", 2));
+  // A readable stem, then 16 hex digits of a stable hash.
+  ASSERT_EQ(base.size(), std::string("decode_x_").size() + 16);
+  EXPECT_EQ(base.rfind("decode_x_", 0), 0u);
+  EXPECT_EQ(base.find_first_not_of("0123456789abcdef", 9), std::string::npos);
+}
+
+TEST(SharedMemoryLayout, PlacesBuffersAtTheirAlignment) {
+  MLIRContext *ctx = &context();
+  codegen::SharedMemoryLayout layout;
+  layout.add("tile", {32, 128}, Float16Type::get(ctx));           // 8192
+  layout.add("meta", {3}, IntegerType::get(ctx, 32), 4);          // 12
+  layout.add("acc", {8, 128}, Float32Type::get(ctx));             // 4096 at 16
+  ArrayRef<codegen::SharedBuffer> b = layout.getBuffers();
+  EXPECT_EQ(b[0].offset, 0);
+  EXPECT_EQ(b[1].offset, 8192);
+  EXPECT_EQ(b[2].offset, 8208);
+  EXPECT_EQ(layout.getBytes(), 8208 + 4096);
+  EXPECT_FALSE(layout.isDynamic());
+  layout.add("big", {64, 1024}, Float16Type::get(ctx));
+  EXPECT_TRUE(layout.isDynamic());
+}
+
+TEST(TargetInfo, ResolvesChipsExactly) {
+  EXPECT_EQ(target::TargetInfo::lookup("sm_90a")->smCount, 132);
+  EXPECT_EQ(target::TargetInfo::lookup("sm_80")->smCount, 108);
+  EXPECT_TRUE(target::TargetInfo::lookup("sm_90a")->hasWgmma);
+  EXPECT_FALSE(target::TargetInfo::lookup("sm_90")->hasWgmma);
+  EXPECT_EQ(target::TargetInfo::lookup("sm_90a "), nullptr);
+  EXPECT_EQ(target::TargetInfo::lookup("sm_70"), nullptr);
+  EXPECT_EQ(target::TargetInfo::supportedChips(),
+            "sm_80, sm_86, sm_89, sm_90 or sm_90a");
+}
+
+TEST(TargetInfo, OccupancyFollowsTheCalculator) {
+  const target::TargetInfo &a100 = *target::TargetInfo::lookup("sm_80");
+  // 128 threads, 72 registers, 21600 B: registers allow 7 blocks (4 warps x
+  // 2304 registers each of 65536), shared memory 7 (22656 B each of 164 KB):
+  // 28 of 64 warps.
+  EXPECT_EQ(a100.residentBlocks(128, 72, 21600), 7);
+  EXPECT_NEAR(a100.occupancy(128, 72, 21600), 28.0 / 64.0, 1e-12);
+  // Shared memory bound: 100 KB blocks, one per SM.
+  EXPECT_EQ(a100.residentBlocks(128, 32, 100 * 1024), 1);
+}
+
+TEST(Build, AssertionsAreOn) {
+#ifdef NDEBUG
+  FAIL() << "kvir is built with NDEBUG: assertions are off";
+#else
+  SUCCEED();
+#endif
+}
+
+} // namespace

@@ -1,0 +1,385 @@
+//===- TestCodegen.cpp - Test passes for lib/Codegen's components ---------===//
+//
+// -test-kvir-codegen rebuilds every gpu.func (or func.func) that carries a
+// `test.component` attribute with the named component, keeping its name and
+// signature, so that a lit test can launch it from host code it writes
+// itself and compare the results with its own reference:
+//
+//   warp_reduce      WarpOps: sum and max over groups of `test.lanes` lanes
+//   mma_gemm         MmaTile: C[16, N] = A[16, K] B[N, K]^T, ldmatrix.x4 from
+//                    swizzled shared tiles, mma.sync m16n8k16
+//   mma_chain        MmaTile: O = round(A B^T) V, the accumulators rounded to
+//                    an A fragment (P V from registers), V by ldmatrix.trans
+//   paged_copy       PagedTileLoader: copies request b's tokens, tile by
+//                    tile, through a `test.kv_type` paged cache into
+//                    out[b, t, :], synchronously or with a `test.stages`-
+//                    stage cp.async pipeline (rows past kv_len zero-filled)
+//   attention_state  AttentionState (`test.flavor` exact / ptx) on a host
+//                    function: merges (o, lse) pairs, an online update,
+//                    finalize
+//   kernel_func      KernelFunc: a kernel with static shared buffers, and
+//                    `<name>_dynamic` with more than 48 KB of them
+//
+//===----------------------------------------------------------------------===//
+#include "kvir/Codegen/AttentionState.h"
+#include "kvir/Codegen/IRBuilder.h"
+#include "kvir/Codegen/KernelFunc.h"
+#include "kvir/Codegen/MmaTile.h"
+#include "kvir/Codegen/PagedTileLoader.h"
+#include "kvir/Codegen/WarpOps.h"
+#include "kvir/Dialect/KV/IR/KVOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Pass/Pass.h"
+
+using namespace mlir;
+using namespace kvir;
+using namespace kvir::codegen;
+
+namespace {
+
+/// A kernel named like `stub`, with its arguments, rebuilt by KernelFunc.
+KernelFunc replaceKernel(gpu::GPUFuncOp stub, std::array<int64_t, 3> block,
+                         const SharedMemoryLayout &layout) {
+  auto module = stub->getParentOfType<gpu::GPUModuleOp>();
+  std::string name = stub.getName().str();
+  SmallVector<Type> args(stub.getArgumentTypes());
+  stub.erase();
+  return KernelFunc::create(module, name, args, block, layout);
+}
+
+int64_t intAttr(Operation *op, StringRef name, int64_t fallback) {
+  if (auto a = op->getAttrOfType<IntegerAttr>(name))
+    return a.getInt();
+  return fallback;
+}
+
+void buildWarpReduce(gpu::GPUFuncOp stub) {
+  int64_t lanes = intAttr(stub, "test.lanes", 32);
+  KernelFunc kf = replaceKernel(stub, {32, 1, 1}, {});
+  ImplicitLocOpBuilder b = kf.getBuilder();
+  Value lane = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value x = memref::LoadOp::create(b, kf.getArgument(0), lane);
+  memref::StoreOp::create(b, warpReduce(b, x, lanes, WarpReduction::sum),
+                          kf.getArgument(1), lane);
+  memref::StoreOp::create(b, warpReduce(b, x, lanes, WarpReduction::max),
+                          kf.getArgument(2), lane);
+}
+
+/// Copies a [rows, cols] global matrix into a swizzled shared tile, one
+/// 16-byte chunk per lane at a time.
+void stageMatrix(ImplicitLocOpBuilder &b, Value lane, Value global,
+                 const SharedTile &tile) {
+  IRBuilder ir{b};
+  auto type = cast<MemRefType>(tile.memref.getType());
+  int64_t ce = tile.chunkElements(), chunks = tile.chunksPerRow();
+  for (int64_t i0 = 0; i0 < tile.rows * chunks; i0 += 32) {
+    Value i = ir.add(lane, ir.idx(i0));
+    Value r = ir.divU(i, ir.idx(chunks)), c = ir.remU(i, ir.idx(chunks));
+    Value v = vector::LoadOp::create(
+        b, VectorType::get({ce}, type.getElementType()), global,
+        ValueRange{r, ir.mul(c, ir.idx(ce))});
+    vector::StoreOp::create(b, v, tile.memref,
+                            tile.chunkIndices(b, Value(), r, c));
+  }
+}
+
+/// Stores an accumulator pair (n [n0, n0 + 16)) into out[16, N].
+void storeAccPair(ImplicitLocOpBuilder &b, MmaTile &mma, Value out,
+                  ArrayRef<Value> accs, int64_t n0) {
+  IRBuilder ir{b};
+  for (auto [half, acc] : llvm::enumerate(accs))
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 2; ++j) {
+        auto [row, col] = mma.accCoord(i, j);
+        Value v = vector::ExtractOp::create(b, acc, ArrayRef<int64_t>{i, j});
+        memref::StoreOp::create(
+            b, v, out,
+            ValueRange{row, ir.add(col, ir.idx(n0 + 8 * int64_t(half)))});
+      }
+}
+
+void buildMmaGemm(gpu::GPUFuncOp stub) {
+  auto aType = cast<MemRefType>(stub.getArgumentTypes()[0]);
+  auto bType = cast<MemRefType>(stub.getArgumentTypes()[1]);
+  Type elt = aType.getElementType();
+  int64_t k = aType.getDimSize(1), n = bType.getDimSize(0);
+  SharedMemoryLayout layout;
+  layout.add("a", {16, k}, elt);
+  layout.add("b", {n, k}, elt);
+  KernelFunc kf = replaceKernel(stub, {32, 1, 1}, layout);
+  ImplicitLocOpBuilder b = kf.getBuilder();
+  IRBuilder ir{b};
+  Value lane = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  SharedTile aTile{kf.getShared(0), 16, k, true};
+  SharedTile bTile{kf.getShared(1), n, k, true};
+  stageMatrix(b, lane, kf.getArgument(0), aTile);
+  stageMatrix(b, lane, kf.getArgument(1), bTile);
+  gpu::BarrierOp::create(b);
+  MmaTile mma(b, elt, lane);
+  for (int64_t n0 = 0; n0 < n; n0 += 16) {
+    Value acc0 = mma.zeroAcc(), acc1 = mma.zeroAcc();
+    for (int64_t k0 = 0; k0 < k; k0 += 16) {
+      Value a = mma.loadA(aTile, Value(), ir.idx(0), ir.idx(k0));
+      auto [b0, b1] = mma.loadBRows(bTile, Value(), ir.idx(n0), ir.idx(k0));
+      acc0 = mma.mma(a, b0, acc0);
+      acc1 = mma.mma(a, b1, acc1);
+    }
+    storeAccPair(b, mma, kf.getArgument(2), {acc0, acc1}, n0);
+  }
+}
+
+void buildMmaChain(gpu::GPUFuncOp stub) {
+  // A [16, 16], B [16 keys, 16], V [16 keys, Dv], O [16, Dv].
+  auto vType = cast<MemRefType>(stub.getArgumentTypes()[2]);
+  Type elt = vType.getElementType();
+  int64_t dv = vType.getDimSize(1);
+  SharedMemoryLayout layout;
+  layout.add("a", {16, 16}, elt);
+  layout.add("b", {16, 16}, elt);
+  layout.add("v", {16, dv}, elt);
+  KernelFunc kf = replaceKernel(stub, {32, 1, 1}, layout);
+  ImplicitLocOpBuilder b = kf.getBuilder();
+  IRBuilder ir{b};
+  Value lane = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  SharedTile aTile{kf.getShared(0), 16, 16, true};
+  SharedTile bTile{kf.getShared(1), 16, 16, true};
+  SharedTile vTile{kf.getShared(2), 16, dv, true};
+  stageMatrix(b, lane, kf.getArgument(0), aTile);
+  stageMatrix(b, lane, kf.getArgument(1), bTile);
+  stageMatrix(b, lane, kf.getArgument(2), vTile);
+  gpu::BarrierOp::create(b);
+  MmaTile mma(b, elt, lane);
+  Value a = mma.loadA(aTile, Value(), ir.idx(0), ir.idx(0));
+  auto [b0, b1] = mma.loadBRows(bTile, Value(), ir.idx(0), ir.idx(0));
+  Value p = mma.accumulatorsToA(mma.mma(a, b0, mma.zeroAcc()),
+                                mma.mma(a, b1, mma.zeroAcc()));
+  for (int64_t n0 = 0; n0 < dv; n0 += 16) {
+    auto [v0, v1] = mma.loadBCols(vTile, Value(), ir.idx(0), ir.idx(n0));
+    storeAccPair(b, mma, kf.getArgument(3),
+                 {mma.mma(p, v0, mma.zeroAcc()), mma.mma(p, v1, mma.zeroAcc())},
+                 n0);
+  }
+}
+
+/// Arguments: the paged operands (as PagedOperands::flatten()), then
+/// out[B, T, D] of the cache's dtype. Grid (B), 128 threads.
+void buildPagedCopy(gpu::GPUFuncOp stub) {
+  auto type = cast<kv::PagedType>(
+      cast<TypeAttr>(stub->getAttr("test.kv_type")).getValue());
+  int64_t stages = intAttr(stub, "test.stages", 0);
+  int64_t tile = intAttr(stub, "test.tile", 16);
+  int64_t d = type.getHeadDim(), threads = 128;
+  Type elt = type.getDtype();
+  SharedMemoryLayout layout;
+  layout.add("k", stages ? SmallVector<int64_t>{stages, tile, d}
+                         : SmallVector<int64_t>{tile, d},
+             elt);
+  layout.add("page_ids",
+             {PagedTileLoader::pagesPerTile(type.getPageSize(), tile)},
+             IntegerType::get(stub.getContext(), 32));
+  unsigned numKvArgs = stub.getNumArguments() - 1;
+  KernelFunc kf = replaceKernel(stub, {threads, 1, 1}, layout);
+  ImplicitLocOpBuilder b = kf.getBuilder();
+  IRBuilder ir{b};
+  kv::PagedOperands shape;
+  shape.type = type;
+  shape.pools.resize(type.getNumPools());
+  shape.tables.resize(type.getNumTables());
+  shape.scales.resize(type.getNumScalePools());
+  kv::PagedOperands kv =
+      shape.withValues(kf.getArguments().take_front(numKvArgs));
+  Value out = kf.getArgument(numKvArgs);
+  Value thread = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value req = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  kv::RequestTable table = kv::emitRequestTable(b, kv, req);
+  PagedTileLoader loader(kv, req, table.base, ir.idx(0), tile,
+                         kf.getShared(1));
+  Value shared = kf.getShared(0);
+  SharedTile sharedTile{shared, tile, d, /*swizzled=*/stages > 0};
+  // Writes the tile's rows [0, rows) of stage `stage` to out[req, tile0 + r].
+  auto writeBack = [&](ImplicitLocOpBuilder &ib, Value stage, Value tile0,
+                       Value rows) {
+    IRBuilder j{ib};
+    scf::ForOp::create(
+        ib, thread, j.mul(rows, j.idx(d)), j.idx(threads), ValueRange{},
+        [&](OpBuilder &nb, Location l, Value i, ValueRange) {
+          ImplicitLocOpBuilder jb(l, nb);
+          IRBuilder k{jb};
+          Value r = k.divU(i, k.idx(d)), c = k.remU(i, k.idx(d));
+          SmallVector<Value> at =
+              stages ? sharedTile.elementIndices(jb, stage, r, c)
+                     : SmallVector<Value>{r, c};
+          Value v = memref::LoadOp::create(jb, shared, at);
+          memref::StoreOp::create(jb, v, out,
+                                  ValueRange{req, k.add(tile0, r), c});
+          scf::YieldOp::create(jb);
+        });
+  };
+  if (!stages) {
+    scf::ForOp::create(
+        b, ir.idx(0), table.kvLen, ir.idx(tile), ValueRange{},
+        [&](OpBuilder &nb, Location l, Value tile0, ValueRange) {
+          ImplicitLocOpBuilder ib(l, nb);
+          IRBuilder j{ib};
+          Value count = j.minS(j.idx(tile), j.sub(table.kvLen, tile0));
+          loader.stagePageIds(ib, tile0, count, thread, threads);
+          gpu::BarrierOp::create(ib);
+          loader.copyTile(ib, {TileCopy{kv::PoolRole::K, shared, {}, d}}, tile0,
+                          count, thread, threads,
+                          128 / elt.getIntOrFloatBitWidth());
+          gpu::BarrierOp::create(ib);
+          writeBack(ib, Value(), tile0, count);
+          gpu::BarrierOp::create(ib);
+          scf::YieldOp::create(ib);
+        });
+    return;
+  }
+  // The pipeline: tile i's copies are committed `stages - 1` tiles ahead of
+  // its use; its rows [count, tile) are zero-filled, and the write-back
+  // copies them too (a tile past kv_len is all zeros).
+  Value numTiles = arith::CeilDivSIOp::create(b, table.kvLen, ir.idx(tile));
+  auto issue = [&](ImplicitLocOpBuilder &ib, Value t) {
+    IRBuilder j{ib};
+    Value tile0 = j.mul(t, j.idx(tile));
+    Value inRange = j.lt(t, numTiles);
+    scf::IfOp::create(ib, inRange, [&](OpBuilder &nb, Location l) {
+      ImplicitLocOpBuilder jb(l, nb);
+      IRBuilder k{jb};
+      Value count = k.minS(k.idx(tile), k.sub(table.kvLen, tile0));
+      // The page-id buffer is single-buffered: stage, sync, copy, sync.
+      loader.stagePageIds(jb, tile0, count, thread, threads);
+      gpu::BarrierOp::create(jb);
+      loader.copyTileAsync(jb, {TileCopy{kv::PoolRole::K, {}, sharedTile, d}},
+                           k.remU(t, k.idx(stages)), tile0, count, thread,
+                           threads);
+      gpu::BarrierOp::create(jb);
+      scf::YieldOp::create(jb);
+    });
+    // One group per tile, empty past the last, so wait counts stay fixed.
+    commitAsyncCopies(ib);
+  };
+  for (int64_t s = 0; s + 1 < stages; ++s)
+    issue(b, ir.idx(s));
+  scf::ForOp::create(
+      b, ir.idx(0), numTiles, ir.idx(1), ValueRange{},
+      [&](OpBuilder &nb, Location l, Value t, ValueRange) {
+        ImplicitLocOpBuilder ib(l, nb);
+        IRBuilder j{ib};
+        issue(ib, j.add(t, j.idx(stages - 1)));
+        // Tile t's group is the oldest of the `stages` committed since.
+        waitAsyncCopies(ib, stages - 1);
+        gpu::BarrierOp::create(ib);
+        writeBack(ib, j.remU(t, j.idx(stages)), j.mul(t, j.idx(tile)),
+                  j.idx(tile));
+        gpu::BarrierOp::create(ib);
+        scf::YieldOp::create(ib);
+      });
+}
+
+/// func(o_a, lse_a, o_b, lse_b: f32, s: f32, v: f32) -> (o, lse, o2, lse2):
+/// merge of two normalized states in base e, and the one-key state (s, v)
+/// updated into the empty state then finalized in base 2.
+void buildAttentionState(func::FuncOp fn) {
+  bool ptx = false;
+  if (auto flavor = fn->getAttrOfType<StringAttr>("test.flavor"))
+    ptx = flavor.getValue() == "ptx";
+  fn.getBody().getBlocks().clear();
+  Block *entry = fn.addEntryBlock();
+  ImplicitLocOpBuilder b(fn.getLoc(), fn.getContext());
+  b.setInsertionPointToStart(entry);
+  IRBuilder ir{b};
+  AttentionState state(b, ptx ? AttentionState::Flavor::ptxBase2
+                              : AttentionState::Flavor::exactBaseE);
+  auto arg = [&](unsigned i) { return entry->getArgument(i); };
+  PartialState a = state.fromNormalized(arg(0), arg(1), kv::LseBase::e);
+  PartialState c = state.fromNormalized(arg(2), arg(3), kv::LseBase::e);
+  FinalState merged = state.finalize(state.merge({a, c}), kv::LseBase::e);
+  PartialState empty{ir.f32(-INFINITY), ir.f32(0.0), ir.f32(0.0)};
+  FinalState one =
+      state.finalize(state.update(empty, arg(4), arg(5)), kv::LseBase::two);
+  func::ReturnOp::create(b, ValueRange{merged.o, merged.lse, one.o, one.lse});
+}
+
+void buildKernelFunc(gpu::GPUFuncOp stub) {
+  auto module = stub->getParentOfType<gpu::GPUModuleOp>();
+  std::string name = stub.getName().str();
+  SmallVector<Type> args(stub.getArgumentTypes());
+  MLIRContext *ctx = stub.getContext();
+  stub.erase();
+  SharedMemoryLayout small;
+  small.add("tile", {32, 128}, Float16Type::get(ctx));
+  small.add("meta", {3}, IntegerType::get(ctx, 32), /*alignment=*/4);
+  small.add("acc", {8, 128}, Float32Type::get(ctx));
+  KernelFunc::create(module, name, args, {16, 4, 2}, small);
+  SharedMemoryLayout big;
+  big.add("k", {2, 64, 128}, Float16Type::get(ctx));
+  big.add("v", {2, 64, 128}, Float16Type::get(ctx));
+  big.add("ids", {5}, IntegerType::get(ctx, 32));
+  KernelFunc::create(module, name + "_dynamic", args, {128, 1, 1}, big);
+}
+
+struct TestCodegenPass
+    : PassWrapper<TestCodegenPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestCodegenPass)
+  StringRef getArgument() const final { return "test-kvir-codegen"; }
+  StringRef getDescription() const final {
+    return "Rebuild functions marked test.component with lib/Codegen";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<arith::ArithDialect, gpu::GPUDialect, LLVM::LLVMDialect,
+                    NVVM::NVVMDialect,
+                    math::MathDialect, memref::MemRefDialect,
+                    nvgpu::NVGPUDialect, scf::SCFDialect,
+                    vector::VectorDialect>();
+  }
+  void runOnOperation() override {
+    SmallVector<Operation *> marked;
+    getOperation().walk([&](Operation *op) {
+      if (op->hasAttr("test.component"))
+        marked.push_back(op);
+    });
+    for (Operation *op : marked) {
+      StringRef component =
+          op->getAttrOfType<StringAttr>("test.component").getValue();
+      auto kernel = dyn_cast<gpu::GPUFuncOp>(op);
+      if (component == "attention_state" && isa<func::FuncOp>(op)) {
+        buildAttentionState(cast<func::FuncOp>(op));
+        continue;
+      }
+      if (!kernel) {
+        op->emitError("test.component '") << component
+                                          << "' needs a gpu.func";
+        return signalPassFailure();
+      }
+      if (component == "warp_reduce")
+        buildWarpReduce(kernel);
+      else if (component == "mma_gemm")
+        buildMmaGemm(kernel);
+      else if (component == "mma_chain")
+        buildMmaChain(kernel);
+      else if (component == "paged_copy")
+        buildPagedCopy(kernel);
+      else if (component == "kernel_func")
+        buildKernelFunc(kernel);
+      else {
+        op->emitError("unknown test.component '") << component << "'";
+        return signalPassFailure();
+      }
+    }
+  }
+};
+} // namespace
+
+namespace kvir::test {
+void registerTestCodegenPass() { PassRegistration<TestCodegenPass>(); }
+} // namespace kvir::test
