@@ -3,7 +3,7 @@
 
 The inputs are recomputed from the formula the example uses (sin(0.37 i +
 phase) rounded to f16) and the page table it builds; attention follows
-DESIGN.md section 2 (GQA, sm_scale = 1/sqrt(128), LSE in base 2). Reads
+docs/Semantics.md (GQA, sm_scale = 1/sqrt(128), LSE in base 2). Reads
 mlir-runner's (or kvir-runner's) output on stdin and exits non-zero if the
 error exceeds f16's tolerance (2e-3 relative on outputs, which are f16;
 1e-3 on LSEs) or anything is NaN.

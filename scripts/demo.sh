@@ -30,8 +30,10 @@ plan = m["plan"]
 print(f"  kernel {m['kernel']}  grid {m['grid']}  block {m['block']}  "
       f"static smem {m['static_shared_bytes']} B  params {m['num_params']}")
 print("  args: " + ", ".join(f"{a['name']}:{a['dtype']}{a['shape']}" for a in m["params"]))
-print(f"  split-KV partitions: {plan['num_partitions']}")
+sizes = {d["name"]: d for d in plan["sizes"]}
+print(f"  split-KV partitions: {sizes[plan['partitions']]['value']}")
 print(f"  workspace bytes: {plan['workspace_bytes']}")
+print("  kernels: " + ", ".join(f"{k['kernel']} ({k['role']}, {k['when']})" for k in plan["kernels"]))
 PY
 
 echo

@@ -71,4 +71,14 @@ else
 fi
 report install "$install_ok" $((1 - install_ok))
 
+# The README's quick start must stay true: the demo compiles, ptxases and
+# emulates a kernel and checks it against numpy.
+demo_ok=0
+if scripts/demo.sh > "$BUILD/demo.log" 2>&1; then
+  demo_ok=1
+else
+  tail -n 30 "$BUILD/demo.log"
+fi
+report demo "$demo_ok" $((1 - demo_ok))
+
 finish

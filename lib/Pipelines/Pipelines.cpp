@@ -70,11 +70,7 @@ void kvir::buildHostToLLVMPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
     pm.addPass(createCanonicalizerPass());
   }
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createConvertVectorToSCFPass());
-  pm.addPass(createSCFToControlFlowPass());
+  target::addLoopLoweringPasses(pm);
   pm.addPass(createConvertVectorToLLVMPass());
   if (options.gpuRuntime)
     pm.addPass(createGpuToLLVMConversionPass());

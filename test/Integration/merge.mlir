@@ -1,6 +1,6 @@
 // RUN: kvir-opt %s --convert-linalg-to-loops --kv-lower-to-llvm | mlir-runner -e main --entry-point-result=void --shared-libs=%mlir_runner_libs | FileCheck %s
 
-// kv.merge of states with known LSEs (DESIGN.md section 2): m = max(l);
+// kv.merge of states with known LSEs (docs/Semantics.md): m = max(l);
 // empty if m = -inf; else w = B^(l - m), o = sum w o / sum w,
 // l = m + log_B(sum w).
 //

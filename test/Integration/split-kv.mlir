@@ -2,7 +2,7 @@
 
 // Split-KV: decoding a request over all its pages equals merging the
 // decodes of its pages taken in two halves (the merge identity of
-// DESIGN.md section 2). Base 2.
+// docs/Semantics.md). Base 2.
 //
 // NHD combined, page_size = 2, kv_heads = 2, sm_scale = 1. The full view
 // has pages [0, 1] (kv_len 4); half A has page 0, half B page 1 (kv_len 2

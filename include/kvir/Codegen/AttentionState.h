@@ -1,6 +1,6 @@
 //===- AttentionState.h - The math of attention states ----------*- C++ -*-===//
 //
-// The one implementation of the state algebra of DESIGN section 2 that
+// The one implementation of the state algebra of docs/Semantics.md that
 // every lowering emits: kv-to-loops (the CPU reference), the decode and
 // prefill kernels, the merge kernel. A partial state is (m, l, acc): the
 // running max of the logits, the sum of B^(s - m) and the unnormalized

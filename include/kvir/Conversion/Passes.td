@@ -7,7 +7,7 @@ include "mlir/Pass/PassBase.td"
 def ConvertKVToLoops : Pass<"kv-to-loops", "::mlir::ModuleOp"> {
   let summary = "Lower every kv op to scf/memref/arith/math loops on the CPU";
   let description = [{
-    The CPU reference lowering of the `kv` dialect (DESIGN.md section 2):
+    The CPU reference lowering of the `kv` dialect (docs/Semantics.md):
     plain loop nests with f32 accumulation that compute exactly the
     normative semantics for every layout, table form, quantization, mask and
     variant. States become an output buffer (of the state's element type) and

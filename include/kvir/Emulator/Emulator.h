@@ -1,6 +1,6 @@
 //===- Emulator.h - Run GPU kernels on the CPU ------------------*- C++ -*-===//
 //
-// kvir's GPU emulator (DESIGN.md section 4): the kernels of a gpu.module are
+// kvir's GPU emulator (docs/Emulator.md): the kernels of a gpu.module are
 // lowered to NVVM, instrumented (Instrument.h) and JIT-compiled for the host;
 // each GPU thread runs on its own fiber, blocks one after another. Barriers
 // and warp collectives (shuffles, votes, mma.sync, ldmatrix) switch fibers

@@ -6,8 +6,15 @@
 
 namespace kvir {
 
-/// Adds the kv dialect and every dialect kvir's pipelines produce.
+/// Adds the kv and kvgpu dialects, every dialect kvir's pipelines produce,
+/// and registerAllExtensions: a context built from this registry runs every
+/// pipeline of kvir/Pipelines/Pipelines.h.
 void registerAllDialects(mlir::DialectRegistry &registry);
+
+/// The dialect interfaces kvir's pipelines rely on: conversion to LLVM for
+/// each dialect in kernels and host code, the NVVM target (PTX) and the
+/// translations to LLVM IR it runs.
+void registerAllExtensions(mlir::DialectRegistry &registry);
 
 /// Registers kvir's passes and pipelines with the global pass registry.
 void registerAllPasses();

@@ -1,6 +1,6 @@
 //===- Merge.cpp - Merging attention states in buffers on the GPU ---------===//
 //
-// merge((o_a, l_a), (o_b, l_b)) of DESIGN section 2 for any number of
+// merge((o_a, l_a), (o_b, l_b)) of docs/Semantics.md for any number of
 // inputs (kv.merge), or over the partition axis of a split-KV state
 // (kv.merge_partitions, and the decode family's split path). Block (row,
 // head), one thread per output dim: the input LSEs of the block are read

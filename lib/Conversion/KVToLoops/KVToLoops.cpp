@@ -1,7 +1,7 @@
 //===- KVToLoops.cpp - kv ops to scf loops (CPU reference) ----------------===//
 //
 // Walks each function in order and replaces every kv op by the loop nest that
-// computes it (DESIGN.md section 2). States, which have value semantics, are
+// computes it (docs/Semantics.md). States, which have value semantics, are
 // given fresh buffers at their producer; paged views dissolve into the memrefs
 // they view. A state may not leave the function or cross a region boundary
 // as a value: kv.store_state materializes it.

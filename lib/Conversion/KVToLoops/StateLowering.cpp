@@ -3,7 +3,7 @@
 // merge((o_a, l_a), (o_b, l_b)) with m = max(l_a, l_b): the empty state if
 // m == -inf, else o = sum w o / sum w and l = m + log_B(sum w), w = B^(l - m).
 // The n-ary form is the same identity applied at once, which is what the
-// associativity of merge promises (DESIGN.md section 2).
+// associativity of merge promises (docs/Semantics.md).
 //
 //===----------------------------------------------------------------------===//
 #include "LoweringUtils.h"

@@ -17,15 +17,19 @@
 
 using namespace mlir;
 
+void kvir::target::addLoopLoweringPasses(OpPassManager &pm) {
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  // expand-strided-metadata leaves affine.apply for the offsets it computes.
+  pm.addPass(createLowerAffinePass());
+  // Transfer ops with masks or out-of-bounds dims become scf + vector loads.
+  pm.addPass(createConvertVectorToSCFPass());
+  pm.addPass(createSCFToControlFlowPass());
+}
+
 void kvir::target::buildGpuKernelLoweringPipeline(OpPassManager &modulePm) {
   OpPassManager &kernels = modulePm.nest<gpu::GPUModuleOp>();
-  kernels.addPass(createLowerAffinePass());
-  kernels.addPass(memref::createExpandStridedMetadataPass());
-  // expand-strided-metadata leaves affine.apply for the offsets it computes.
-  kernels.addPass(createLowerAffinePass());
-  // Transfer ops with masks or out-of-bounds dims become scf + vector loads.
-  kernels.addPass(createConvertVectorToSCFPass());
-  kernels.addPass(createSCFToControlFlowPass());
+  addLoopLoweringPasses(kernels);
   kernels.addPass(createConvertNVGPUToNVVMPass());
   // convert-gpu-to-nvvm maps the GPU address spaces and lowers gpu, memref,
   // arith, cf and func; vector ops (and the arith and ub ops their lowering

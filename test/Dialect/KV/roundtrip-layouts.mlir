@@ -1,7 +1,7 @@
 // RUN: kvir-opt %s -split-input-file | kvir-opt -split-input-file | FileCheck %s
 
 // kv.paged_view accepts, and round-trips, the pool and table memrefs each
-// layout, storage and table form expects (DESIGN.md section 2, "Layouts").
+// layout, storage and table form expects (docs/Semantics.md, "Paged KV").
 
 // NHD combined: (pages, 2, page_size, H, D); CSR tables.
 // CHECK-LABEL: func.func @nhd_combined_csr

@@ -1,6 +1,6 @@
-//===- Reference.cpp - Double-precision reference of DESIGN.md section 2 --===//
+//===- Reference.cpp - Double-precision reference of docs/Semantics.md ===//
 //
-// Written from DESIGN.md section 2 only. Every quantity is a double; inputs
+// Written from docs/Semantics.md only. Every quantity is a double; inputs
 // are the exact values of the stored elements, so the only differences from
 // a correct f32 kernel are the kernel's own roundings.
 //

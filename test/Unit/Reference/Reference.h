@@ -1,7 +1,7 @@
-//===- Reference.h - Double-precision reference of DESIGN.md section 2 -*- C++ -*-===//
+//===- Reference.h - Double-precision reference of docs/Semantics.md -*- C++ -*-===//
 //
-// An independent model of kvir's semantics (DESIGN.md section 2), written
-// from the design document alone and evaluated in double precision. It shares
+// An independent model of kvir's semantics (docs/Semantics.md), written
+// from that page alone and evaluated in double precision. It shares
 // no code with kv-to-loops or kvir's PoolLayout: every layout's addressing,
 // every table form, dequantization, masks, RoPE, merge and append are
 // implemented here again, on host tensors.
@@ -224,7 +224,7 @@ State cascade(const Tensor &q, const std::vector<std::vector<int32_t>> &qoIndptr
               const std::vector<const KVSource *> &levels,
               const AttentionParams &params);
 
-/// DESIGN.md's pairwise merge, folded left over `states` (same shape and
+/// docs/Semantics.md's pairwise merge, folded left over `states` (same shape and
 /// base).
 State merge(const std::vector<State> &states);
 /// Changes the LSE base; +inf (FlashMLA's empty set) becomes (0, -inf).

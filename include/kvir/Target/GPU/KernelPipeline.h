@@ -16,6 +16,11 @@
 
 namespace kvir::target {
 
+/// Adds to `pm` the lowering both kernel and host code start with: affine
+/// ops and strided memref metadata to arith, vector transfers to scf, scf
+/// to cf.
+void addLoopLoweringPasses(mlir::OpPassManager &pm);
+
 /// Adds, nested on every gpu.module of the pass manager's module, the passes
 /// that lower its kernels to LLVM + NVVM.
 void buildGpuKernelLoweringPipeline(mlir::OpPassManager &modulePm);

@@ -1,7 +1,7 @@
 //===- KVCanonicalize.cpp - The merge algebra as canonicalization ---------===//
 //
 // Merge is commutative and associative with the empty state as identity
-// (DESIGN.md section 2), so nested merges flatten, empty states drop out and
+// (docs/Semantics.md), so nested merges flatten, empty states drop out and
 // a one-operand merge is its operand. Rebases compose.
 //
 //===----------------------------------------------------------------------===//

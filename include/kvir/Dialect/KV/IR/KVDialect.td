@@ -22,7 +22,7 @@ def KV_Dialect : Dialect {
     the state ops (`kv.merge`, `kv.merge_partitions`, `kv.rebase`,
     `kv.empty_state`) are pure.
 
-    The normative semantics of every op are in DESIGN.md section 2.
+    The semantics of every op are in docs/Semantics.md.
   }];
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;

@@ -1,6 +1,6 @@
 //===- Quantization.h - IR for quantized KV values --------------*- C++ -*-===//
 //
-// The one implementation of kvir's KV quantization math (DESIGN section 2,
+// The one implementation of kvir's KV quantization math (docs/Semantics.md,
 // "Quantized KV"), emitted as arith ops so that the CPU loops and the GPU
 // kernels compute the same values: exact fp8 (e4m3fn, e5m2) decoding,
 // round-to-nearest-even saturating fp8 encoding, and OpenPPL's int8 groups
