@@ -59,6 +59,12 @@ llvm::LogicalResult Emulator::launch(llvm::StringRef kernel, Dim3 grid,
 }
 
 std::string LaunchStats::toJson() const {
+  auto maxBlock = [&](uint64_t BlockWork::*field) {
+    uint64_t m = 0;
+    for (const BlockWork &w : blocks)
+      m = std::max(m, w.*field);
+    return m;
+  };
   std::string s;
   llvm::raw_string_ostream os(s);
   os << "{\"kernel\": \"" << kernel << "\", \"grid\": [" << grid.x << ", "
@@ -79,6 +85,8 @@ std::string LaunchStats::toJson() const {
      << ", \"barriers\": " << barriers << ", \"mma_ops\": " << mmaOps
      << ", \"shuffles\": " << shuffles
      << ", \"fiber_switches\": " << fiberSwitches
+     << ", \"max_block_mma_ops\": " << maxBlock(&BlockWork::mmaOps)
+     << ", \"max_block_global_bytes\": " << maxBlock(&BlockWork::globalBytes)
      << ", \"seconds\": " << llvm::format("%.6f", seconds) << "}";
   return s;
 }

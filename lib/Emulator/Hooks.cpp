@@ -183,6 +183,7 @@ void __kvemu_cp_async(void *dst, const void *src, uint32_t size,
     checkAccess(src, srcSize,
                 kabi::Load | llvm::Log2_32(size) << kabi::AlignShift, site);
   t.openCopies.push_back({dst, src, size, srcSize, site});
+  markAsyncCopyDestination(*current.block, t, t.openCopies.back());
 }
 
 void __kvemu_cp_async_commit() {

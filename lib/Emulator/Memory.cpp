@@ -175,25 +175,39 @@ static void checkRace(BlockRun &b, GpuThread &t, uint64_t offset,
 static void finishRequest(BlockRun &b, const Request &r) {
   LaunchStats &s = *b.stats;
   if (r.shared) {
-    // 32 banks of 4-byte words: a request needs as many wavefronts as the
-    // most-used bank has distinct words (a word read by several lanes is a
-    // broadcast); more than the ceil(words / 32) minimum are conflicts.
-    llvm::SmallVector<uint64_t, 64> words;
-    for (uint32_t m = r.mask; m; m &= m - 1) {
-      unsigned lane = llvm::countr_zero(m);
-      for (uint64_t w = r.addr[lane] / 4;
-           w <= (r.addr[lane] + r.bytes[lane] - 1) / 4; ++w)
-        words.push_back(w);
+    // 32 banks of 4-byte words. A warp request is served in phases: lanes
+    // accessing 16 bytes in groups of 8 (each ldmatrix matrix, or a 128-bit
+    // access), 8 bytes in groups of 16, narrower all 32 at once. A phase
+    // needs as many wavefronts as its most-used bank has distinct words (a
+    // word read by several lanes is a broadcast); more than the
+    // ceil(words / 32) minimum are conflicts.
+    uint32_t widest = 0;
+    for (uint32_t m = r.mask; m; m &= m - 1)
+      widest = std::max(widest, r.bytes[llvm::countr_zero(m)]);
+    unsigned lanesPerPhase = widest > 8 ? 8 : widest > 4 ? 16 : 32;
+    uint64_t wavefronts = 0, ideal = 0;
+    for (unsigned first = 0; first < 32; first += lanesPerPhase) {
+      uint32_t phaseMask =
+          r.mask & (uint32_t((uint64_t(1) << lanesPerPhase) - 1) << first);
+      if (!phaseMask)
+        continue;
+      llvm::SmallVector<uint64_t, 64> words;
+      for (uint32_t m = phaseMask; m; m &= m - 1) {
+        unsigned lane = llvm::countr_zero(m);
+        for (uint64_t w = r.addr[lane] / 4;
+             w <= (r.addr[lane] + r.bytes[lane] - 1) / 4; ++w)
+          words.push_back(w);
+      }
+      llvm::sort(words);
+      words.erase(std::unique(words.begin(), words.end()), words.end());
+      uint32_t perBank[32] = {};
+      for (uint64_t w : words)
+        perBank[w % 32]++;
+      wavefronts += *std::max_element(perBank, perBank + 32);
+      ideal += (words.size() + 31) / 32;
     }
-    llvm::sort(words);
-    words.erase(std::unique(words.begin(), words.end()), words.end());
-    uint32_t perBank[32] = {};
-    for (uint64_t w : words)
-      perBank[w % 32]++;
-    uint64_t wavefronts = *std::max_element(perBank, perBank + 32);
-    uint64_t ideal = (words.size() + 31) / 32;
     s.sharedRequests++;
-    s.bankConflicts += wavefronts > ideal ? wavefronts - ideal : 0;
+    s.bankConflicts += wavefronts - ideal;
     return;
   }
   // Global: the distinct 32-byte sectors the lanes touched, and the distinct
@@ -304,6 +318,24 @@ void kvir::emu::checkAccess(const void *ptr, uint64_t bytes, uint32_t flags,
          site);
   (store ? b.stats->globalBytesStored : b.stats->globalBytesLoaded) += bytes;
   track(b, t, addr, bytes, /*shared=*/false, site);
+}
+
+void kvir::emu::markAsyncCopyDestination(BlockRun &b, GpuThread &t,
+                                         const AsyncCopy &copy) {
+  uint64_t addr = reinterpret_cast<uint64_t>(copy.dst);
+  uint64_t arena = reinterpret_cast<uint64_t>(b.shared);
+  // Out-of-bounds destinations are reported when the copy lands.
+  if (addr < arena || addr + copy.size > arena + b.sharedBytes)
+    return;
+  checkRace(b, t, addr - arena, copy.size, /*store=*/true, copy.site);
+}
+
+void kvir::emu::markPendingCopies(BlockRun &b, GpuThread &t) {
+  for (const AsyncCopy &c : t.openCopies)
+    markAsyncCopyDestination(b, t, c);
+  for (const std::vector<AsyncCopy> &group : t.copyGroups)
+    for (const AsyncCopy &c : group)
+      markAsyncCopyDestination(b, t, c);
 }
 
 extern "C" void __kvemu_access(const void *ptr, uint64_t bytes, uint32_t flags,

@@ -175,6 +175,14 @@ struct AllocationTable {
 AllocationTable &allocations();
 void checkAccess(const void *ptr, uint64_t bytes, uint32_t flags,
                  uint32_t site);
+/// A cp.async destination is written at some moment between the copy's
+/// issue and the wait that completes it (PTX ISA, cp.async): the race check
+/// treats it as written by its thread at issue and in every epoch it stays
+/// in flight. Data lands (and is counted) at the wait.
+void markAsyncCopyDestination(BlockRun &block, GpuThread &thread,
+                              const AsyncCopy &copy);
+/// markAsyncCopyDestination for every copy `thread` has in flight.
+void markPendingCopies(BlockRun &block, GpuThread &thread);
 /// Folds the block's open warp requests into the launch counters.
 void flushRequests(BlockRun &block);
 

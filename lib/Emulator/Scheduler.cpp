@@ -266,6 +266,9 @@ static bool resolveBarrier(BlockRun &b) {
       t.wait = Wait::None;
     b.epoch++;
     b.stats->barriers++;
+    // A cp.async still in flight may land at any time in the new epoch.
+    for (GpuThread &t : b.threads)
+      markPendingCopies(b, t);
     return true;
   }
   if (waiting == live)
@@ -521,8 +524,13 @@ llvm::LogicalResult kvir::emu::runLaunch(const KernelHandle &kernel, Dim3 grid,
           b.liveLanes[t.warp]++;
           b.warpLanes[t.warp] |= 1u << t.lane;
         }
+        uint64_t mmaBefore = stats.mmaOps;
+        uint64_t bytesBefore = stats.globalBytesLoaded + stats.globalBytesStored;
         runBlock(b);
         flushRequests(b);
+        stats.blocks.push_back(
+            {stats.mmaOps - mmaBefore,
+             stats.globalBytesLoaded + stats.globalBytesStored - bytesBefore});
       }
   if (b.racesNotShown)
     reports.push_back(header(b) + std::to_string(b.racesNotShown) +

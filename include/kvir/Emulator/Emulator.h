@@ -51,6 +51,12 @@ struct LaunchStats {
   /// shfl.sync (per warp), and thread suspensions.
   uint64_t barriers = 0, mmaOps = 0, shuffles = 0, fiberSwitches = 0;
   double seconds = 0;
+  /// Per block, in launch order (x fastest): the work it did, for load
+  /// balance (the busiest block against the mean).
+  struct BlockWork {
+    uint64_t mmaOps = 0, globalBytes = 0;
+  };
+  std::vector<BlockWork> blocks;
 
   double sectorEfficiency() const {
     return globalSectors ? double(globalUsefulBytes) / (globalSectors * 32.0)
