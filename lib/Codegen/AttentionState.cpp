@@ -17,34 +17,15 @@ kv::LseBase AttentionState::getWorkingBase() const {
   return flavor == Flavor::ptxBase2 ? kv::LseBase::two : kv::LseBase::e;
 }
 
-/// A PTX approximation intrinsic on an f32, element-wise on vectors.
-static Value ptxApprox(ImplicitLocOpBuilder &b, StringRef intrinsic, Value x) {
-  auto apply = [&](Value scalar) -> Value {
-    return LLVM::CallIntrinsicOp::create(b, scalar.getType(),
-                                         b.getStringAttr(intrinsic), scalar)
-        .getResult(0);
-  };
-  auto type = dyn_cast<VectorType>(x.getType());
-  if (!type)
-    return apply(x);
-  auto flat = VectorType::get({type.getNumElements()}, type.getElementType());
-  Value v = vector::ShapeCastOp::create(b, flat, x);
-  SmallVector<Value> elements;
-  for (int64_t i = 0; i < type.getNumElements(); ++i)
-    elements.push_back(apply(vector::ExtractOp::create(b, v, i)));
-  Value r = vector::FromElementsOp::create(b, flat, elements);
-  return vector::ShapeCastOp::create(b, type, r);
-}
-
 Value AttentionState::exp(Value x) {
   if (flavor == Flavor::ptxBase2)
-    return ptxApprox(b, "llvm.nvvm.ex2.approx.ftz.f", x);
+    return IRBuilder{b}.nvvmUnary("llvm.nvvm.ex2.approx.ftz.f", x);
   return math::ExpOp::create(b, x);
 }
 
 Value AttentionState::log(Value x) {
   if (flavor == Flavor::ptxBase2)
-    return ptxApprox(b, "llvm.nvvm.lg2.approx.ftz.f", x);
+    return IRBuilder{b}.nvvmUnary("llvm.nvvm.lg2.approx.ftz.f", x);
   return math::LogOp::create(b, x);
 }
 

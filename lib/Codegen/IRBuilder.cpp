@@ -1,6 +1,7 @@
 //===- IRBuilder.cpp - Terse arith for kernel builders --------------------===//
 #include "kvir/Codegen/IRBuilder.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/TypeUtilities.h"
 
@@ -42,4 +43,22 @@ Value IRBuilder::splatLike(Value scalar, Value like) {
     return scalar;
   return vector::BroadcastOp::create(
       b, VectorType::get(type.getShape(), scalar.getType()), scalar);
+}
+
+Value IRBuilder::nvvmUnary(StringRef intrinsic, Value x) {
+  auto apply = [&](Value scalar) -> Value {
+    return LLVM::CallIntrinsicOp::create(b, scalar.getType(),
+                                         b.getStringAttr(intrinsic), scalar)
+        .getResult(0);
+  };
+  auto type = dyn_cast<VectorType>(x.getType());
+  if (!type)
+    return apply(x);
+  auto flat = VectorType::get({type.getNumElements()}, type.getElementType());
+  Value v = vector::ShapeCastOp::create(b, flat, x);
+  SmallVector<Value> elements;
+  for (int64_t i = 0; i < type.getNumElements(); ++i)
+    elements.push_back(apply(vector::ExtractOp::create(b, v, i)));
+  Value r = vector::FromElementsOp::create(b, flat, elements);
+  return vector::ShapeCastOp::create(b, type, r);
 }

@@ -28,16 +28,46 @@ VectorType MmaTile::getAccType() const {
   return VectorType::get({2, 2}, Float32Type::get(b.getContext()));
 }
 
-/// ldmatrix.x4: lanes 8j .. 8j + 7 give the 8 row addresses of matrix j;
+/// The lane's share of an ldmatrix.x4 over a 16 x 16 block: row r = lane % 8
+/// of matrix j = lane / 8, the four matrices stacked down the rows by one
+/// bit of j (the low bit when `rowsByLowBit`) and across the 8-element
+/// chunks by the other. Returns (row within the block, chunk within it).
+static std::pair<Value, Value> x4Lane(ImplicitLocOpBuilder &b, Value lane,
+                                      bool rowsByLowBit) {
+  IRBuilder ir{b};
+  Value j = ir.divU(lane, ir.idx(8)), r = ir.remU(lane, ir.idx(8));
+  Value low = ir.remU(j, ir.idx(2)), high = ir.divU(j, ir.idx(2));
+  return {ir.add(r, ir.mul(rowsByLowBit ? low : high, ir.idx(8))),
+          rowsByLowBit ? high : low};
+}
+
+/// ldmatrix.x4 of the 16 x 16 block at (row0, col0) (row0 a multiple of 8,
+/// col0 of 16): lanes 8j .. 8j + 7 give the 8 row addresses of matrix j;
 /// register j of lane l holds row l / 4, elements 2 (l % 4) and + 1 of
 /// matrix j (transposed: column l / 4, rows 2 (l % 4) and + 1).
-Value MmaTile::ldmatrixX4(const SharedTile &tile, Value stage, Value row,
-                          Value col, bool transpose) {
+Value MmaTile::ldmatrixX4(const SharedTile &tile, Value stage, Value row0,
+                          int64_t col0, bool rowsByLowBit, bool transpose) {
   IRBuilder ir{b};
-  SmallVector<Value> indices = tile.chunkIndices(
-      b, stage, row, ir.divU(col, ir.idx(tile.chunkElements())));
-  return nvgpu::LdMatrixOp::create(b, getAType(), tile.memref, indices,
-                                   transpose, /*numTiles=*/4);
+  auto [laneRow, laneChunk] = x4Lane(b, lane, rowsByLowBit);
+  int64_t chunk0 = col0 / tile.chunkElements();
+  if (!tile.hasLinearSwizzle()) {
+    SmallVector<Value> indices = tile.chunkIndices(
+        b, stage, ir.add(row0, laneRow), ir.add(ir.idx(chunk0), laneChunk));
+    return nvgpu::LdMatrixOp::create(b, getAType(), tile.memref, indices,
+                                     transpose, /*numTiles=*/4);
+  }
+  // Rows of whole 8-chunk groups: the element offset of the lane's row
+  // address is ((stage base + lane base) ^ 8 (chunk0 % 8)) + row0 * cols +
+  // 64 (chunk0 / 8), with a lane base computed once, so that every
+  // ldmatrix of a loop costs one xor instead of a live address register.
+  Value offset = arith::XOrIOp::create(
+      b, ir.add(tile.stageOffset(b, stage), tile.laneOffset(b, laneRow, laneChunk)),
+      ir.idx(tile.chunkElements() * (chunk0 % 8)));
+  offset = ir.add(offset, ir.add(ir.mul(row0, ir.idx(tile.cols)),
+                                 ir.idx(8 * tile.chunkElements() * (chunk0 / 8))));
+  return nvgpu::LdMatrixOp::create(b, getAType(), tile.flatView(b),
+                                   ValueRange{offset}, transpose,
+                                   /*numTiles=*/4);
 }
 
 std::pair<Value, Value> MmaTile::splitX4(Value v) {
@@ -49,43 +79,28 @@ std::pair<Value, Value> MmaTile::splitX4(Value v) {
   return {half(0), half(2)};
 }
 
-/// The row and column address this lane gives an ldmatrix.x4 over a 16 x 16
-/// block at (row0, col0): row r = lane % 8 of matrix j = lane / 8, the four
-/// matrices stacked down the rows by one bit of j (the low bit when
-/// `rowsByLowBit`) and across the columns by the other.
-static std::pair<Value, Value> x4Address(ImplicitLocOpBuilder &b, Value lane,
-                                         Value row0, Value col0,
-                                         bool rowsByLowBit) {
-  IRBuilder ir{b};
-  Value j = ir.divU(lane, ir.idx(8)), r = ir.remU(lane, ir.idx(8));
-  Value low = ir.mul(ir.remU(j, ir.idx(2)), ir.idx(8));
-  Value high = ir.mul(ir.divU(j, ir.idx(2)), ir.idx(8));
-  return {ir.add(ir.add(row0, r), rowsByLowBit ? low : high),
-          ir.add(col0, rowsByLowBit ? high : low)};
-}
-
 Value MmaTile::loadA(const SharedTile &tile, Value stage, Value row0,
-                     Value k0) {
+                     int64_t k0) {
   // Matrices: rows 0-7 / 8-15 (j % 2) by k 0-7 / 8-15 (j / 2): a0a1, a2a3,
   // a4a5, a6a7.
-  auto [row, k] = x4Address(b, lane, row0, k0, /*rowsByLowBit=*/true);
-  return ldmatrixX4(tile, stage, row, k, /*transpose=*/false);
+  return ldmatrixX4(tile, stage, row0, k0, /*rowsByLowBit=*/true,
+                    /*transpose=*/false);
 }
 
 std::pair<Value, Value> MmaTile::loadBRows(const SharedTile &tile,
-                                           Value stage, Value n0, Value k0) {
+                                           Value stage, Value n0, int64_t k0) {
   // Matrices: n 0-7 / 8-15 (j / 2) by k 0-7 / 8-15 (j % 2): (b0b1, b2b3) of
   // the first n8 fragment, then of the second.
-  auto [n, k] = x4Address(b, lane, n0, k0, /*rowsByLowBit=*/false);
-  return splitX4(ldmatrixX4(tile, stage, n, k, /*transpose=*/false));
+  return splitX4(ldmatrixX4(tile, stage, n0, k0, /*rowsByLowBit=*/false,
+                            /*transpose=*/false));
 }
 
 std::pair<Value, Value> MmaTile::loadBCols(const SharedTile &tile,
-                                           Value stage, Value k0, Value n0) {
+                                           Value stage, Value k0, int64_t n0) {
   // Transposed matrices: k 0-7 / 8-15 (j % 2) by n 0-7 / 8-15 (j / 2); a
   // lane receives k = 2 (l % 4) and + 1 at n = l / 4, the B layout.
-  auto [k, n] = x4Address(b, lane, k0, n0, /*rowsByLowBit=*/true);
-  return splitX4(ldmatrixX4(tile, stage, k, n, /*transpose=*/true));
+  return splitX4(ldmatrixX4(tile, stage, k0, n0, /*rowsByLowBit=*/true,
+                            /*transpose=*/true));
 }
 
 Value MmaTile::mma(Value a, Value bFrag, Value acc) {

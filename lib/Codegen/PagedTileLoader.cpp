@@ -48,19 +48,61 @@ void PagedTileLoader::stagePageIds(ImplicitLocOpBuilder &b, Value tile0,
         IRBuilder j{ib};
         Value entry =
             kv::emitPageEntry(ib, kv, req, tableBase, j.add(page0, i));
-        memref::StoreOp::create(ib, j.toI32(entry), pageIds, i);
+        memref::StoreOp::create(ib, j.toI32(entry), pageIds,
+                                pageIdIndices(j.idx(0), i));
         scf::YieldOp::create(ib);
       });
 }
 
+bool PagedTileLoader::hasPageIdSlots() const {
+  return pageIds && cast<MemRefType>(pageIds.getType()).getRank() == 2;
+}
+
+SmallVector<Value> PagedTileLoader::pageIdIndices(Value idSlot, Value i) const {
+  if (hasPageIdSlots())
+    return {idSlot, i};
+  return {i};
+}
+
+void PagedTileLoader::stagePageIdsAsync(ImplicitLocOpBuilder &b, Value slot,
+                                        Value tile0, Value count, Value thread,
+                                        int64_t numThreads) const {
+  if (!stagesPageIds())
+    return;
+  assert(hasPageIdSlots() && "asynchronous staging needs page-id slots");
+  IRBuilder ir{b};
+  Value p = ir.idx(kv.type.getPageSize());
+  Value page0 = ir.divU(tile0, p);
+  Value lastPage = ir.divU(ir.sub(ir.add(tile0, count), ir.idx(1)), p);
+  Value pages = ir.add(ir.sub(lastPage, page0), ir.idx(1));
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+  int64_t maxPages = pagesPerTile(kv.type.getPageSize(), tileTokens);
+  // At most maxPages entries: whole rounds of the block, the last guarded.
+  for (int64_t k = 0; k * numThreads < maxPages; ++k) {
+    Value i = ir.add(thread, ir.idx(k * numThreads));
+    scf::IfOp::create(b, ir.lt(i, pages), [&](OpBuilder &nb, Location loc) {
+      ImplicitLocOpBuilder jb(loc, nb);
+      IRBuilder j{jb};
+      auto [table, indices] =
+          kv::emitPageEntryAddress(jb, kv, req, tableBase, j.add(page0, i));
+      nvgpu::DeviceAsyncCopyOp::create(jb, tokenType, pageIds,
+                                       pageIdIndices(slot, i), table, indices,
+                                       jb.getIndexAttr(1), Value(),
+                                       /*bypassL1=*/UnitAttr());
+      scf::YieldOp::create(jb);
+    });
+  }
+}
+
 std::pair<Value, Value> PagedTileLoader::locate(ImplicitLocOpBuilder &b,
-                                                Value token,
-                                                Value page0) const {
+                                                Value token, Value page0,
+                                                Value idSlot) const {
   IRBuilder ir{b};
   Value entry;
   if (stagesPageIds()) {
     Value lp = ir.sub(ir.divU(token, ir.idx(kv.type.getPageSize())), page0);
-    entry = ir.toIndex(memref::LoadOp::create(b, pageIds, lp));
+    entry = ir.toIndex(
+        memref::LoadOp::create(b, pageIds, pageIdIndices(idSlot, lp)));
   }
   return kv::emitLocateFromEntry(b, kv.type, entry, tableBase, token);
 }
@@ -139,6 +181,44 @@ void codegen::waitAsyncCopies(ImplicitLocOpBuilder &b, int64_t pending) {
   NVVM::CpAsyncWaitGroupOp::create(b, pending);
 }
 
+void codegen::copyRowsAsync(
+    ImplicitLocOpBuilder &b, const SharedTile &tile, Value stage, int64_t width,
+    Value thread, int64_t numThreads, const RowSource &source,
+    function_ref<Value(ImplicitLocOpBuilder &, Value)> valid) {
+  IRBuilder ir{b};
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+  int64_t ce = tile.chunkElements();
+  int64_t chunks = width / ce;
+  int64_t total = tile.rows * chunks;
+  auto emit = [&](ImplicitLocOpBuilder &jb, Value i) {
+    IRBuilder j{jb};
+    Value r = j.divU(i, j.idx(chunks));
+    Value c = j.remU(i, j.idx(chunks));
+    Value dim = j.mul(c, j.idx(ce));
+    auto [from, indices] = source(jb, r, dim);
+    Value srcElements = j.select(valid(jb, r), j.idx(ce), j.idx(0));
+    nvgpu::DeviceAsyncCopyOp::create(
+        jb, tokenType, tile.memref, tile.chunkIndices(jb, stage, r, c), from,
+        indices, jb.getIndexAttr(ce), srcElements,
+        /*bypassL1=*/jb.getUnitAttr());
+  };
+  // Unrolled: every thread issues its chunks k * numThreads + thread; only
+  // a last, partial round is guarded.
+  for (int64_t k = 0; k * numThreads < total; ++k) {
+    Value i = ir.add(thread, ir.idx(k * numThreads));
+    if ((k + 1) * numThreads <= total) {
+      emit(b, i);
+      continue;
+    }
+    scf::IfOp::create(b, ir.lt(i, ir.idx(total)),
+                      [&](OpBuilder &nb, Location loc) {
+                        ImplicitLocOpBuilder jb(loc, nb);
+                        emit(jb, i);
+                        scf::YieldOp::create(jb);
+                      });
+  }
+}
+
 void PagedTileLoader::copyTileAsync(ImplicitLocOpBuilder &b,
                                     ArrayRef<TileCopy> copies, Value stage,
                                     Value tile0, Value count, Value thread,
@@ -146,46 +226,22 @@ void PagedTileLoader::copyTileAsync(ImplicitLocOpBuilder &b,
   IRBuilder ir{b};
   Value page0 =
       kv.type ? ir.divU(tile0, ir.idx(kv.type.getPageSize())) : Value();
-  auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+  Value idSlot = hasPageIdSlots() ? stage : Value();
   for (const TileCopy &copy : copies) {
-    const SharedTile &tile = copy.tile;
-    int64_t ce = tile.chunkElements();
-    int64_t chunks = copy.width / ce;
-    int64_t total = tile.rows * chunks;
-    auto emit = [&](ImplicitLocOpBuilder &jb, Value i) {
+    // Rows past the tile's tokens read nothing (source size 0: the chunk
+    // is zero-filled), from a clamped address inside the request.
+    auto source = [&](ImplicitLocOpBuilder &jb, Value r, Value dim) {
       IRBuilder j{jb};
-      Value r = j.divU(i, j.idx(chunks));
-      Value c = j.remU(i, j.idx(chunks));
-      Value valid = j.lt(r, count);
-      // Rows past the tile's tokens read nothing (source size 0: the chunk
-      // is zero-filled), from a clamped address inside the request.
       Value token =
           j.add(tile0, j.minS(r, j.maxS(j.sub(count, j.idx(1)), j.idx(0))));
-      Value dim = j.mul(c, j.idx(ce));
       Value page, slot;
       if (kv.type)
-        std::tie(page, slot) = locate(jb, token, page0);
-      auto [from, indices] = source(jb, copy.role, token, page, slot, dim);
-      Value srcElements = j.select(valid, j.idx(ce), j.idx(0));
-      nvgpu::DeviceAsyncCopyOp::create(
-          jb, tokenType, tile.memref, tile.chunkIndices(jb, stage, r, c),
-          from, indices, jb.getIndexAttr(ce), srcElements,
-          /*bypassL1=*/jb.getUnitAttr());
+        std::tie(page, slot) = locate(jb, token, page0, idSlot);
+      return this->source(jb, copy.role, token, page, slot, dim);
     };
-    // Unrolled: every thread issues its chunks k * numThreads + thread; only
-    // a last, partial round is guarded.
-    for (int64_t k = 0; k * numThreads < total; ++k) {
-      Value i = ir.add(thread, ir.idx(k * numThreads));
-      if ((k + 1) * numThreads <= total) {
-        emit(b, i);
-        continue;
-      }
-      scf::IfOp::create(b, ir.lt(i, ir.idx(total)),
-                        [&](OpBuilder &nb, Location loc) {
-                          ImplicitLocOpBuilder jb(loc, nb);
-                          emit(jb, i);
-                          scf::YieldOp::create(jb);
-                        });
-    }
+    copyRowsAsync(b, copy.tile, stage, copy.width, thread, numThreads, source,
+                  [&](ImplicitLocOpBuilder &jb, Value r) {
+                    return IRBuilder{jb}.lt(r, count);
+                  });
   }
 }

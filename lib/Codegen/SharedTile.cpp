@@ -3,6 +3,7 @@
 #include "kvir/Codegen/IRBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;
 using namespace kvir::codegen;
@@ -47,4 +48,32 @@ SmallVector<Value> SharedTile::elementIndices(ImplicitLocOpBuilder &b,
       chunkIndices(b, stage, row, ir.divU(col, ce));
   indices.back() = ir.add(indices.back(), ir.remU(col, ce));
   return indices;
+}
+
+bool SharedTile::hasLinearSwizzle() const {
+  return swizzled && chunksPerRow() % 8 == 0;
+}
+
+Value SharedTile::stageOffset(ImplicitLocOpBuilder &b, Value stage) const {
+  IRBuilder ir{b};
+  if (!stage)
+    return ir.idx(0);
+  return ir.mul(stage, ir.idx(rows * cols));
+}
+
+Value SharedTile::laneOffset(ImplicitLocOpBuilder &b, Value row,
+                             Value chunk) const {
+  IRBuilder ir{b};
+  Value phys = arith::XOrIOp::create(
+      b, chunk, arith::AndIOp::create(b, row, ir.idx(7)));
+  return ir.add(ir.mul(row, ir.idx(cols)),
+                ir.mul(phys, ir.idx(chunkElements())));
+}
+
+Value SharedTile::flatView(ImplicitLocOpBuilder &b) const {
+  auto type = cast<MemRefType>(memref.getType());
+  SmallVector<ReassociationIndices> all(1);
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    all[0].push_back(i);
+  return memref::CollapseShapeOp::create(b, memref, all);
 }

@@ -2,6 +2,8 @@
 #include "Runtime.h"
 
 #include "llvm/ADT/APFloat.h"
+
+#include <vector>
 #include "llvm/ADT/StringExtras.h"
 
 #include <algorithm>
@@ -101,8 +103,16 @@ float halfToFloat(uint16_t bits, bool bf16) {
     std::memcpy(&f, &word, 4);
     return f;
   }
-  llvm::APFloat v(llvm::APFloat::IEEEhalf(), llvm::APInt(16, bits));
-  return v.convertToFloat();
+  // Every f16 is exactly an f32: a table of all 65536, built once by
+  // APFloat (the emulator converts each mma operand).
+  static const std::vector<float> table = [] {
+    std::vector<float> t(1 << 16);
+    for (uint32_t i = 0; i < t.size(); ++i)
+      t[i] = llvm::APFloat(llvm::APFloat::IEEEhalf(), llvm::APInt(16, i))
+                 .convertToFloat();
+    return t;
+  }();
+  return table[bits];
 }
 
 uint16_t floatToHalf(float f) {

@@ -62,6 +62,9 @@ struct IRBuilder {
   /// `scalar` broadcast to the shape of `like` if that is a vector, or
   /// itself.
   mlir::Value splatLike(mlir::Value scalar, mlir::Value like);
+  /// An NVVM f32 intrinsic (e.g. "llvm.nvvm.ex2.approx.ftz.f") applied to
+  /// `x`, element by element on vectors. No libdevice call is involved.
+  mlir::Value nvvmUnary(llvm::StringRef intrinsic, mlir::Value x);
 };
 
 } // namespace kvir::codegen

@@ -35,19 +35,20 @@ public:
   mlir::VectorType getBType() const;
   mlir::VectorType getAccType() const;
 
-  /// The A fragment of rows [row0, row0 + 16), cols [k0, k0 + 16).
+  /// The A fragment of rows [row0, row0 + 16), cols [k0, k0 + 16) (row0 a
+  /// multiple of 16, k0 of 16).
   mlir::Value loadA(const SharedTile &tile, mlir::Value stage,
-                    mlir::Value row0, mlir::Value k0);
+                    mlir::Value row0, int64_t k0);
   /// B fragments for n [n0, n0 + 8) and [n0 + 8, n0 + 16), k [k0, k0 + 16)
   /// of a tile stored [n][k].
   std::pair<mlir::Value, mlir::Value> loadBRows(const SharedTile &tile,
                                                 mlir::Value stage,
-                                                mlir::Value n0, mlir::Value k0);
+                                                mlir::Value n0, int64_t k0);
   /// B fragments for k [k0, k0 + 16), n [n0, n0 + 8) and [n0 + 8, n0 + 16)
   /// of a tile stored [k][n].
   std::pair<mlir::Value, mlir::Value> loadBCols(const SharedTile &tile,
                                                 mlir::Value stage,
-                                                mlir::Value k0, mlir::Value n0);
+                                                mlir::Value k0, int64_t n0);
   /// acc + a * b.
   mlir::Value mma(mlir::Value a, mlir::Value b, mlir::Value acc);
   mlir::Value zeroAcc();
@@ -63,7 +64,8 @@ public:
 
 private:
   mlir::Value ldmatrixX4(const SharedTile &tile, mlir::Value stage,
-                         mlir::Value row, mlir::Value col, bool transpose);
+                         mlir::Value row0, int64_t col0, bool rowsByLowBit,
+                         bool transpose);
   std::pair<mlir::Value, mlir::Value> splitX4(mlir::Value v);
 
   mlir::ImplicitLocOpBuilder &b;

@@ -21,6 +21,8 @@
 #include "kvir/Codegen/SharedTile.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
 #include <functional>
 
 namespace kvir::codegen {
@@ -51,7 +53,9 @@ public:
       mlir::Value page, mlir::Value slot, mlir::Value dim)>;
 
   /// A paged request. `pageIds` is an i32 shared buffer of at least
-  /// pagesPerTile(page_size, tileTokens) entries (unused for token_offset).
+  /// pagesPerTile(page_size, tileTokens) entries (unused for token_offset),
+  /// or [slots][entries] for a pipeline that stages the entries of a tile
+  /// while earlier tiles are copied: the slot of a tile is its stage.
   PagedTileLoader(kv::PagedOperands kv, mlir::Value req, mlir::Value tableBase,
                   mlir::Value kvHead, int64_t tileTokens, mlir::Value pageIds);
   /// A ragged request starting at row `tableBase` of K and V.
@@ -71,6 +75,15 @@ public:
                     mlir::Value count, mlir::Value thread,
                     int64_t numThreads) const;
 
+  /// Asynchronous: stages the table entries of the pages tokens
+  /// [tile0, tile0 + count) touch into slot `slot` of a [slots][entries]
+  /// page-id buffer with 4-byte cp.async copies, one per page, spread over
+  /// `numThreads` threads; part of the caller's next commit group. A
+  /// barrier after the group's wait makes them visible to every thread.
+  void stagePageIdsAsync(mlir::ImplicitLocOpBuilder &b, mlir::Value slot,
+                         mlir::Value tile0, mlir::Value count,
+                         mlir::Value thread, int64_t numThreads) const;
+
   /// Synchronous: copies dims [0, width) of the rows of tokens
   /// [tile0, tile0 + count) into row t - tile0 of each destination, `vec`
   /// elements per load (the width the layout allows), spread over
@@ -84,7 +97,8 @@ public:
   /// [tile0, tile0 + count) into stage `stage` of each destination tile,
   /// zero-filling its rows [count, tile rows). The caller commits them as a
   /// group (commitAsyncCopies). Needs staged page ids (paged) and a head dim
-  /// contiguous in 16-byte chunks; `count` >= 1.
+  /// contiguous in 16-byte chunks; `count` >= 1. With a [slots][entries]
+  /// page-id buffer, the tile's entries are read from slot `stage`.
   void copyTileAsync(mlir::ImplicitLocOpBuilder &b, llvm::ArrayRef<TileCopy> copies,
                 mlir::Value stage, mlir::Value tile0, mlir::Value count,
                 mlir::Value thread, int64_t numThreads) const;
@@ -102,16 +116,39 @@ private:
   source(mlir::ImplicitLocOpBuilder &b, kv::PoolRole role, mlir::Value token,
          mlir::Value page, mlir::Value slot, mlir::Value dim) const;
   /// (page, slot) of `token` of the tile whose first logical page is
-  /// `page0`.
+  /// `page0`, its entries in page-id slot `idSlot` (null: a 1-D buffer).
   std::pair<mlir::Value, mlir::Value>
-  locate(mlir::ImplicitLocOpBuilder &b, mlir::Value token,
-         mlir::Value page0) const;
+  locate(mlir::ImplicitLocOpBuilder &b, mlir::Value token, mlir::Value page0,
+         mlir::Value idSlot = {}) const;
+  /// The indices of entry `i` of page-id slot `idSlot`.
+  llvm::SmallVector<mlir::Value> pageIdIndices(mlir::Value idSlot,
+                                               mlir::Value i) const;
+  bool hasPageIdSlots() const;
 
   kv::PagedOperands kv;
   RaggedOperands ragged;
   mlir::Value req, tableBase, kvHead, pageIds;
   int64_t tileTokens;
 };
+
+/// Where element `dim` of row `row` of a copy comes from: a memref and its
+/// indices.
+using RowSource = std::function<std::pair<mlir::Value, llvm::SmallVector<mlir::Value>>(
+    mlir::ImplicitLocOpBuilder &, mlir::Value row, mlir::Value dim)>;
+
+/// Issues 16-byte cp.async copies of dims [0, width) of rows [0, tile.rows)
+/// into stage `stage` of `tile` (null: no stage axis), spread over
+/// `numThreads` threads: row r comes from `source(r, dim)` when `valid(r)`
+/// (i1), else it is zero-filled and nothing is read (`source` must still
+/// give an address, e.g. of a clamped row). Consecutive threads take
+/// consecutive chunks of a row, so a warp's writes to a swizzled tile are
+/// free of bank conflicts. Part of the caller's next commit group.
+void copyRowsAsync(mlir::ImplicitLocOpBuilder &b, const SharedTile &tile,
+                   mlir::Value stage, int64_t width, mlir::Value thread,
+                   int64_t numThreads, const RowSource &source,
+                   llvm::function_ref<mlir::Value(mlir::ImplicitLocOpBuilder &,
+                                                  mlir::Value row)>
+                       valid);
 
 /// cp.async.commit_group: the copies this thread issued since the last
 /// commit form one group (possibly empty, so that a pipeline's wait depths

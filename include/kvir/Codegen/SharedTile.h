@@ -35,6 +35,23 @@ struct SharedTile {
                                                 mlir::Value stage,
                                                 mlir::Value row,
                                                 mlir::Value col) const;
+
+  /// Whether rows are whole groups of 8 swizzled chunks: then the element
+  /// offset of (row, chunk) for a row r0 + r with r0 a multiple of 8 and
+  /// a chunk c0 + c (c0 a multiple of 8) is
+  ///   stageOffset + laneOffset(r, c) + r0 * cols + c0 * chunkElements
+  /// and xor-ing laneOffset with 8 k chunkElements (k < 8) moves to chunk
+  /// c ^ k: address arithmetic a kernel can keep in one register.
+  bool hasLinearSwizzle() const;
+  /// The element offset of stage `stage` (0 without stages).
+  mlir::Value stageOffset(mlir::ImplicitLocOpBuilder &b,
+                          mlir::Value stage) const;
+  /// The element offset of (row, chunk) for row < 8 ... rows of a 16-row
+  /// block and chunk < 8, with the swizzle applied.
+  mlir::Value laneOffset(mlir::ImplicitLocOpBuilder &b, mlir::Value row,
+                         mlir::Value chunk) const;
+  /// The tile's memref collapsed to one dimension.
+  mlir::Value flatView(mlir::ImplicitLocOpBuilder &b) const;
 };
 
 } // namespace kvir::codegen

@@ -444,32 +444,8 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     // The launch plan: arguments, sizes, the split-KV rule, the kernels.
     PlanBuilder plan(op.getContext(), "kv.decode", directName);
     using kvgpu::ArgRole;
-    SmallVector<StringRef> kvNames;
     plan.addBuffer("q", ArgRole::input, qType, {}, {"batch"});
-    auto addKvBuffer = [&](StringRef name, Value v,
-                           ArrayRef<kvgpu::SizeExprAttr> shape,
-                           ArrayRef<StringRef> dimNames) {
-      plan.addBuffer(name, ArgRole::input, cast<MemRefType>(v.getType()),
-                     shape, dimNames);
-      kvNames.push_back(name);
-    };
-    SmallVector<StringRef> poolNames =
-        kv.type.getStorage() == kv::Storage::combined
-            ? SmallVector<StringRef>{"pool"}
-            : SmallVector<StringRef>{"k_pool", "v_pool"};
-    for (auto [name, pool] : llvm::zip(poolNames, kv.pools))
-      addKvBuffer(name, pool, {}, {"num_pages"});
-    for (auto [name, table] :
-         llvm::zip(kv::getTableNames(kv.type.getTable()), kv.tables)) {
-      if (name == "kv_indptr")
-        addKvBuffer(name, table,
-                    {kvgpu::SizeExprAttr::add(plan.sym("batch"), plan.cst(1))},
-                    {});
-      else if (name == "kv_indices")
-        addKvBuffer(name, table, {}, {"num_page_ids"});
-      else
-        addKvBuffer(name, table, {plan.sym("batch")}, {"", "max_pages"});
-    }
+    SmallVector<StringRef> kvNames = addPagedKVArguments(plan, kv);
     plan.addBuffer("out", ArgRole::output, spec.outType, {plan.sym("batch")});
     plan.addBuffer("lse", ArgRole::output, spec.lseType, {plan.sym("batch")});
     // FlashInfer's split-KV heuristic in spirit, without the KV lengths on

@@ -35,6 +35,9 @@ std::optional<std::string>
 kvir::whyNoGpuKernel(Operation *op, const target::TargetInfo &target) {
   return TypeSwitch<Operation *, std::optional<std::string>>(op)
       .Case([&](kv::DecodeOp decode) { return whyNoDecodeKernel(decode, target); })
+      .Case([&](kv::PrefillOp prefill) {
+        return whyNoPrefillKernel(prefill, target);
+      })
       .Case<kv::MergeOp, kv::MergePartitionsOp>(
           [](Operation *merge) { return whyNoMergeKernel(merge); })
       .Case([](kv::CascadeOp) {
@@ -110,6 +113,7 @@ struct ConvertKVToGPUPass
     LoweringContext context(module, *target);
     RewritePatternSet patterns(&getContext());
     populateDecodePatterns(patterns, context);
+    populatePrefillPatterns(patterns, context);
     populateMergePatterns(patterns, context);
     applyInProgramOrder(module, FrozenRewritePatternSet(std::move(patterns)));
     if (allowHostLoops)

@@ -138,3 +138,32 @@ kvgpu::LaunchPlanAttr PlanBuilder::build(Location loc) const {
       ctx, StringRef(op), StringRef(name), ArrayRef(args), ArrayRef(sizes),
       StringRef(partitions), ArrayRef(kernels));
 }
+
+SmallVector<StringRef>
+gpu_lowering::addPagedKVArguments(PlanBuilder &plan,
+                                  const kv::PagedOperands &kv) {
+  SmallVector<StringRef> names;
+  auto add = [&](StringRef name, Value v, ArrayRef<kvgpu::SizeExprAttr> shape,
+                 ArrayRef<StringRef> dimNames) {
+    plan.addBuffer(name, kvgpu::ArgRole::input, cast<MemRefType>(v.getType()),
+                   shape, dimNames);
+    names.push_back(name);
+  };
+  SmallVector<StringRef> poolNames =
+      kv.type.getStorage() == kv::Storage::combined
+          ? SmallVector<StringRef>{"pool"}
+          : SmallVector<StringRef>{"k_pool", "v_pool"};
+  for (auto [name, pool] : llvm::zip(poolNames, kv.pools))
+    add(name, pool, {}, {"num_pages"});
+  for (auto [name, table] :
+       llvm::zip(kv::getTableNames(kv.type.getTable()), kv.tables)) {
+    if (name == "kv_indptr")
+      add(name, table,
+          {kvgpu::SizeExprAttr::add(plan.sym("batch"), plan.cst(1))}, {});
+    else if (name == "kv_indices")
+      add(name, table, {}, {"num_page_ids"});
+    else
+      add(name, table, {plan.sym("batch")}, {"", "max_pages"});
+  }
+  return names;
+}

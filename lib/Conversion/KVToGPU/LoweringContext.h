@@ -12,6 +12,7 @@
 
 #include "kvir/Codegen/KernelFunc.h"
 #include "kvir/Dialect/KV/IR/KVOps.h"
+#include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 #include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
 #include "kvir/Target/GPU/TargetInfo.h"
 
@@ -106,6 +107,13 @@ private:
   llvm::SmallVector<kvgpu::SizeDefAttr> sizes;
   llvm::SmallVector<kvgpu::KernelLaunchAttr> kernels;
 };
+
+/// Adds the pools and tables of a paged KV as input arguments of `plan`
+/// (pool, k_pool / v_pool, and the table form's names, with shapes over
+/// the size `batch`, which must be defined) and returns their names in
+/// PagedOperands::flatten() order.
+llvm::SmallVector<llvm::StringRef> addPagedKVArguments(PlanBuilder &plan,
+                                                       const kv::PagedOperands &kv);
 
 } // namespace kvir::gpu_lowering
 

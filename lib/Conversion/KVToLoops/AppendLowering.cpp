@@ -1,6 +1,8 @@
 //===- AppendLowering.cpp - kv.append: RoPE, quantize, write through table ===//
 #include "LoweringUtils.h"
 
+#include "kvir/Codegen/Rope.h"
+
 using namespace mlir;
 using namespace kvir::kv;
 using namespace kvir::kv::loops;
@@ -10,14 +12,12 @@ static void applyRope(ImplicitLocOpBuilder &b, RopeAttr rope, int64_t headDim,
                       Value buf, Value position) {
   forLoop(b, indexConst(b, 0), indexConst(b, headDim / 2),
           [&](ImplicitLocOpBuilder &b, Value pair) {
-            auto [da, db] = ropePairDims(b, rope, headDim, pair);
-            auto [c, s] = ropeCosSin(b, rope, headDim, pair, position);
-            Value xa = memref::LoadOp::create(b, buf, da);
-            Value xb = memref::LoadOp::create(b, buf, db);
-            Value ra = arith::SubFOp::create(b, arith::MulFOp::create(b, xa, c),
-                                             arith::MulFOp::create(b, xb, s));
-            Value rb = arith::AddFOp::create(b, arith::MulFOp::create(b, xb, c),
-                                             arith::MulFOp::create(b, xa, s));
+            kvir::codegen::Rope r(b, rope, headDim,
+                                  kvir::codegen::Rope::Flavor::exact);
+            auto [da, db] = r.pairDims(pair);
+            auto [c, s] = r.cosSin(pair, position);
+            auto [ra, rb] = r.rotate(memref::LoadOp::create(b, buf, da),
+                                     memref::LoadOp::create(b, buf, db), c, s);
             memref::StoreOp::create(b, ra, buf, da);
             memref::StoreOp::create(b, rb, buf, db);
           });

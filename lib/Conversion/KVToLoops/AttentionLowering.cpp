@@ -9,6 +9,8 @@
 #include "LoweringUtils.h"
 
 #include "kvir/Codegen/AttentionState.h"
+#include "kvir/Codegen/Rope.h"
+#include "kvir/Dialect/KV/Utils/Visibility.h"
 
 #include <cmath>
 
@@ -16,6 +18,7 @@ using namespace mlir;
 using namespace kvir::kv;
 using namespace kvir::kv::loops;
 using kvir::codegen::AttentionState;
+using kvir::codegen::Rope;
 
 namespace {
 /// Part of the key dot product: q[row, head, :width] against the `role` pool.
@@ -49,37 +52,6 @@ static Value minIndex(ImplicitLocOpBuilder &b, Value x, Value y) {
 
 static Value maxIndex(ImplicitLocOpBuilder &b, Value x, Value y) {
   return arith::MaxSIOp::create(b, x, y);
-}
-
-/// Whether key `j` of query row `i` passes the custom mask. `offset` is where
-/// the request's block starts: an element index for bool masks, a byte index
-/// for bit-packed ones (each request's block starts at a byte boundary).
-static Value maskBit(ImplicitLocOpBuilder &b, Value mask, Value offset,
-                     Value i, Value j, Value kvLen) {
-  Value bit = arith::AddIOp::create(b, arith::MulIOp::create(b, i, kvLen), j);
-  if (cast<MemRefType>(mask.getType()).getElementType().isInteger(1))
-    return memref::LoadOp::create(
-        b, mask, ValueRange{arith::AddIOp::create(b, offset, bit)});
-  // Bit-packed, little bit order: bit k of the block is bit k % 8 of the
-  // block's byte k / 8.
-  Value byteIndex = arith::AddIOp::create(
-      b, offset, arith::DivUIOp::create(b, bit, indexConst(b, 8)));
-  Value byte = memref::LoadOp::create(b, mask, ValueRange{byteIndex});
-  Value shift = arith::IndexCastOp::create(
-      b, b.getI32Type(), arith::RemUIOp::create(b, bit, indexConst(b, 8)));
-  Value word = arith::ExtUIOp::create(b, b.getI32Type(), byte);
-  Value shifted = arith::ShRUIOp::create(b, word, shift);
-  return arith::TruncIOp::create(b, b.getI1Type(), shifted);
-}
-
-/// Bytes of mask a request of qoLen x kvLen occupies.
-static Value maskBlockSize(ImplicitLocOpBuilder &b, Value mask, Value qoLen,
-                           Value kvLen) {
-  Value bits = arith::MulIOp::create(b, qoLen, kvLen);
-  if (cast<MemRefType>(mask.getType()).getElementType().isInteger(1))
-    return bits;
-  return arith::DivUIOp::create(
-      b, arith::AddIOp::create(b, bits, indexConst(b, 7)), indexConst(b, 8));
 }
 
 static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
@@ -117,15 +89,9 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
     Value qoLen = arith::SubIOp::create(b, qoEnd, qoStart);
     forLoop(b, zero, qoLen, [&](ImplicitLocOpBuilder &b, Value i) {
       Value row = arith::AddIOp::create(b, qoStart, i);
-      // Bottom-right alignment: p_i = kv_len - qo_len + i.
-      Value pos = arith::AddIOp::create(
-          b, arith::SubIOp::create(b, kvLen, qoLen), i);
-      Value lo = zero, hi = kvLen;
-      if (spec.causal)
-        hi = minIndex(b, hi, arith::AddIOp::create(b, pos, one));
-      if (spec.windowLeft)
-        lo = maxIndex(b, zero, arith::SubIOp::create(
-                                   b, pos, indexConst(b, *spec.windowLeft)));
+      Value pos = emitQueryPosition(b, kvLen, qoLen, i);
+      auto [lo, hi] =
+          emitVisibleKeyRange(b, pos, kvLen, spec.causal, spec.windowLeft);
       forLoop(b, zero, indexConst(b, spec.qHeads), [&](ImplicitLocOpBuilder &b,
                                                        Value head) {
         Value kvHead =
@@ -147,16 +113,12 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
         if (spec.rope) {
           forLoop(b, zero, indexConst(b, headDim / 2),
                   [&](ImplicitLocOpBuilder &b, Value pair) {
-                    auto [da, db] = ropePairDims(b, spec.rope, headDim, pair);
-                    auto [c, s] = ropeCosSin(b, spec.rope, headDim, pair, pos);
-                    Value qa = memref::LoadOp::create(b, qRow, da);
-                    Value qb = memref::LoadOp::create(b, qRow, db);
-                    Value ra = arith::SubFOp::create(
-                        b, arith::MulFOp::create(b, qa, c),
-                        arith::MulFOp::create(b, qb, s));
-                    Value rb = arith::AddFOp::create(
-                        b, arith::MulFOp::create(b, qb, c),
-                        arith::MulFOp::create(b, qa, s));
+                    Rope r(b, spec.rope, headDim, Rope::Flavor::exact);
+                    auto [da, db] = r.pairDims(pair);
+                    auto [c, s] = r.cosSin(pair, pos);
+                    auto [ra, rb] =
+                        r.rotate(memref::LoadOp::create(b, qRow, da),
+                                 memref::LoadOp::create(b, qRow, db), c, s);
                     memref::StoreOp::create(b, ra, qRow, da);
                     memref::StoreOp::create(b, rb, qRow, db);
                   });
@@ -182,18 +144,13 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
                         b, zero, indexConst(b, seg.width / 2), ValueRange{dot},
                         [&](ImplicitLocOpBuilder &b, Value pair,
                             ValueRange sum) -> SmallVector<Value> {
-                          auto [da, db] =
-                              ropePairDims(b, spec.rope, seg.width, pair);
-                          auto [c, s] =
-                              ropeCosSin(b, spec.rope, seg.width, pair, j);
-                          Value ka = spec.kv.load(b, seg.role, req, j, kvHead, da);
-                          Value kb = spec.kv.load(b, seg.role, req, j, kvHead, db);
-                          Value ra = arith::SubFOp::create(
-                              b, arith::MulFOp::create(b, ka, c),
-                              arith::MulFOp::create(b, kb, s));
-                          Value rb = arith::AddFOp::create(
-                              b, arith::MulFOp::create(b, kb, c),
-                              arith::MulFOp::create(b, ka, s));
+                          Rope r(b, spec.rope, seg.width, Rope::Flavor::exact);
+                          auto [da, db] = r.pairDims(pair);
+                          auto [c, s] = r.cosSin(pair, j);
+                          auto [ra, rb] = r.rotate(
+                              spec.kv.load(b, seg.role, req, j, kvHead, da),
+                              spec.kv.load(b, seg.role, req, j, kvHead, db), c,
+                              s);
                           Value qa = memref::LoadOp::create(b, qRow, da);
                           Value qb = memref::LoadOp::create(b, qRow, db);
                           Value t = arith::AddFOp::create(
@@ -235,7 +192,8 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
               };
               if (!spec.mask)
                 return update(b);
-              Value visible = maskBit(b, spec.mask, maskOffset, i, j, kvLen);
+              Value visible =
+                  emitMaskBit(b, spec.mask, maskOffset, i, j, kvLen);
               auto ifOp = scf::IfOp::create(
                   b, visible,
                   [&](OpBuilder &nested, Location loc) {
@@ -262,7 +220,7 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
     if (!spec.mask)
       return SmallVector<Value>{maskOffset};
     return SmallVector<Value>{arith::AddIOp::create(
-        b, maskOffset, maskBlockSize(b, spec.mask, qoLen, kvLen))};
+        b, maskOffset, emitMaskBlockSize(b, spec.mask, qoLen, kvLen))};
   });
   memref::DeallocOp::create(b, qRow);
   memref::DeallocOp::create(b, acc);

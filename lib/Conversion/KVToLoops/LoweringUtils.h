@@ -37,13 +37,6 @@ inline Value loadIndex(ImplicitLocOpBuilder &b, Value memref,
 inline Value loadIndex(ImplicitLocOpBuilder &b, Value memref, Value index) {
   return loadIndexValue(b, memref, mlir::ValueRange{index});
 }
-/// The (cos, sin) of the RoPE angle of pair `pair` at `position` (index).
-std::pair<Value, Value> ropeCosSin(ImplicitLocOpBuilder &b, RopeAttr rope,
-                                   int64_t headDim, Value pair, Value position);
-/// The dims (a, b) rotated together as pair `pair`.
-std::pair<Value, Value> ropePairDims(ImplicitLocOpBuilder &b, RopeAttr rope,
-                                     int64_t headDim, Value pair);
-
 /// Allocates a state's buffers; `rows` (and `partitions`) give dynamic sizes.
 StateBuffers allocState(ImplicitLocOpBuilder &b, StateType type, Value rows,
                         Value partitions = {});

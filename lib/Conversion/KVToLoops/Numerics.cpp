@@ -15,36 +15,6 @@ Value loops::f32Const(ImplicitLocOpBuilder &b, double value) {
   return arith::ConstantOp::create(b, b.getF32FloatAttr(value));
 }
 
-std::pair<Value, Value> loops::ropePairDims(ImplicitLocOpBuilder &b,
-                                            RopeAttr rope, int64_t headDim,
-                                            Value pair) {
-  if (rope.getStyle() == RopeStyle::interleave) {
-    Value first = arith::MulIOp::create(b, pair, indexConst(b, 2));
-    return {first, arith::AddIOp::create(b, first, indexConst(b, 1))};
-  }
-  return {pair, arith::AddIOp::create(b, pair, indexConst(b, headDim / 2))};
-}
-
-std::pair<Value, Value> loops::ropeCosSin(ImplicitLocOpBuilder &b,
-                                          RopeAttr rope, int64_t headDim,
-                                          Value pair, Value position) {
-  // angle = position * scale * theta^(-2 pair / D)
-  double log2Theta = std::log2(rope.getTheta().convertToDouble());
-  Value pairF = arith::UIToFPOp::create(
-      b, b.getF32Type(), arith::IndexCastOp::create(b, b.getI32Type(), pair));
-  Value exponent = arith::MulFOp::create(
-      b, pairF, f32Const(b, -2.0 * log2Theta / static_cast<double>(headDim)));
-  Value freq = math::Exp2Op::create(b, exponent);
-  Value posF = arith::SIToFPOp::create(
-      b, b.getF32Type(),
-      arith::IndexCastOp::create(b, b.getI32Type(), position));
-  Value angle = arith::MulFOp::create(
-      b, arith::MulFOp::create(b, posF,
-                               f32Const(b, rope.getScale().convertToDouble())),
-      freq);
-  return {math::CosOp::create(b, angle), math::SinOp::create(b, angle)};
-}
-
 StateBuffers loops::allocState(ImplicitLocOpBuilder &b, StateType type,
                                Value rows, Value partitions) {
   SmallVector<Value> dynSizes;

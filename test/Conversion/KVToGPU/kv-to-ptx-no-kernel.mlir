@@ -9,7 +9,7 @@
 !s = !kv.state<?x8x64xf16, base = 2>
 !s32 = !kv.state<?x8x64xf32, base = 2>
 
-// CHECK: error: 'kv.prefill' op has no GPU kernel: kv.prefill has no GPU kernel yet
+// CHECK: error: 'kv.prefill' op has no GPU kernel: on-the-fly RoPE has no prefill kernel
 // CHECK: error: 'kv.decode' op has no GPU kernel: KV of type f32 has no decode kernel (f16 and bf16 do)
 // CHECK-NOT: gpu.binary
 func.func @f(%q: memref<?x8x64xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x64xf16>,
@@ -18,7 +18,7 @@ func.func @f(%q: memref<?x8x64xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x
              %o: memref<?x8x64xf16>, %l: memref<?x8xf32>,
              %o32: memref<?x8x64xf32>, %l32: memref<?x8xf32>) {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
-  %s = kv.prefill %q, %qo, %kv {causal} : memref<?x8x64xf16>, memref<?xi32>, !c -> !s
+  %s = kv.prefill %q, %qo, %kv {causal, rope = #kv.rope<interleave, theta = 1.0e+04, scale = 1.0>} : memref<?x8x64xf16>, memref<?xi32>, !c -> !s
   kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
   %kv32 = kv.paged_view pools(%pool32 : memref<?x2x16x2x64xf32>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c32
   %t = kv.decode %q32, %kv32 : memref<?x8x64xf32>, !c32 -> !s32

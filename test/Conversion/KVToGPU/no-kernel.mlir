@@ -128,13 +128,125 @@ func.func @not_a_view(%q: memref<?x8x64xf16>, %kv: !c, %o: memref<?x8x64xf16>, %
 
 // -----
 
-!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f32, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf32, base = 2>
+func.func @prefill_f32(%q: memref<?x8x64xf32>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x64xf32>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x64xf32>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf32>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: KV of type f32 has no prefill kernel (f16 and bf16 do: mma.sync)}}
+  %s = kv.prefill %q, %qo, %kv {causal} : memref<?x8x64xf32>, memref<?xi32>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x64xf32>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr, quant = fp8_e4m3>
 !s = !kv.state<?x8x64xf16, base = 2>
-func.func @prefill(%q: memref<?x8x64xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x64xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
-  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
-  // expected-error @below {{'kv.prefill' op has no GPU kernel: kv.prefill has no GPU kernel yet}}
+func.func @prefill_fp8(%q: memref<?x8x64xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x64xf8E4M3FN>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %ks: f32, %vs: f32, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf8E4M3FN>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) fp8_scales(%ks, %vs) : !c
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: quantized KV (fp8_e4m3) has no prefill kernel}}
   %s = kv.prefill %q, %qo, %kv {causal} : memref<?x8x64xf16>, memref<?xi32>, !c -> !s
   kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf16, base = 2>
+func.func @prefill_rope(%q: memref<?x8x64xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x64xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: on-the-fly RoPE has no prefill kernel}}
+  %s = kv.prefill %q, %qo, %kv {causal, rope = #kv.rope<rotate_half, theta = 1.0e+04, scale = 1.0>} : memref<?x8x64xf16>, memref<?xi32>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 72, head_dim_v = 72, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x72xf16, base = 2>
+func.func @prefill_d72(%q: memref<?x8x72xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x72xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x72xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x72xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: no prefill configuration: head dims 72 and 72 must be multiples of 16 (the k and n of mma m16n8k16)}}
+  %s = kv.prefill %q, %qo, %kv {causal} : memref<?x8x72xf16>, memref<?xi32>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x72xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x512xf16, base = 2>
+func.func @prefill_d512(%q: memref<?x8x512xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x512xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x512xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x512xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: no prefill configuration for head dims over 256 (the output accumulators of a 16-row tile would not fit in registers)}}
+  %s = kv.prefill %q, %qo, %kv {causal} : memref<?x8x512xf16>, memref<?xi32>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x512xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf16, base = 2>
+func.func @prefill_strided_pool(%q: memref<?x8x64xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x64xf16, strided<[4096, 2048, 128, 64, 2]>>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf16, strided<[4096, 2048, 128, 64, 2]>>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: pool memref<?x2x16x2x64xf16, strided<[4096, 2048, 128, 64, 2]>> has a non-unit innermost stride}}
+  %s = kv.prefill %q, %qo, %kv {causal} : memref<?x8x64xf16>, memref<?xi32>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+// A configuration given by hand is lowered as it is, or rejected.
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 256, head_dim_v = 256, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x256xf16, base = 2>
+func.func @prefill_config_too_big(%q: memref<?x8x256xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x256xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x256xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x256xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: 393368 bytes of shared memory, over the 232448 a block of sm_90a may use}}
+  %s = kv.prefill %q, %qo, %kv {causal, kvgpu.config = #kvgpu.prefill<q_tile = 256, kv_tile = 128, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16>} : memref<?x8x256xf16>, memref<?xi32>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x256xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+// vLLM's V pool [blocks, heads, head_dim, block]: the head dim is strided.
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = vllm, storage = split, table = block_table>
+!s = !kv.state<?x4x64xf16, base = 2>
+func.func @prefill_vllm(%q: memref<?x4x64xf16>, %qo: memref<?xi32>, %k: memref<?x2x8x16x8xf16>, %v: memref<?x2x64x16xf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %o: memref<?x4x64xf16>, %l: memref<?x4xf32>) {
+  %kv = kv.paged_view pools(%k, %v : memref<?x2x8x16x8xf16>, memref<?x2x64x16xf16>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{has no GPU kernel: the head dim of the pool layout is not contiguous in 16-byte chunks (the prefill kernel copies K/V rows with 16-byte cp.async)}}
+  %s = kv.prefill %q, %qo, %kv : memref<?x4x64xf16>, memref<?xi32>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x4x64xf16>, memref<?x4xf32>
+  return
+}
+
+// -----
+
+// Ragged K whose rows are not 16-byte aligned.
+!r = !kv.ragged<kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16>
+!s = !kv.state<?x4x64xf16, base = 2>
+func.func @prefill_ragged_unaligned(%q: memref<?x4x64xf16>, %qo: memref<?xi32>, %k: memref<?x2x64xf16, strided<[130, 65, 1]>>, %v: memref<?x2x64xf16>, %ki: memref<?xi32>, %o: memref<?x4x64xf16>, %l: memref<?x4xf32>) {
+  %kv = kv.ragged_view %k, %v, %ki : memref<?x2x64xf16, strided<[130, 65, 1]>>, memref<?x2x64xf16>, memref<?xi32> -> !r
+  // expected-error @below {{has no GPU kernel: k memref<?x2x64xf16, strided<[130, 65, 1]>> has rows that are not 16-byte aligned (cp.async and the output stores move 16-byte chunks)}}
+  %s = kv.prefill %q, %qo, %kv : memref<?x4x64xf16>, memref<?xi32>, !r -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x4x64xf16>, memref<?x4xf32>
+  return
+}
+
+// -----
+
+// The kv.store_state destination: output rows that are not 16-byte aligned.
+!r = !kv.ragged<kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16>
+!s = !kv.state<?x4x64xf16, base = 2>
+func.func @prefill_unaligned_output(%q: memref<?x4x64xf16>, %qo: memref<?xi32>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>, %ki: memref<?xi32>, %o: memref<?x4x64xf16, strided<[260, 65, 1]>>, %l: memref<?x4xf32>) {
+  %kv = kv.ragged_view %k, %v, %ki : memref<?x2x64xf16>, memref<?x2x64xf16>, memref<?xi32> -> !r
+  // expected-error @below {{has no GPU kernel: output memref<?x4x64xf16, strided<[260, 65, 1]>> has rows that are not 16-byte aligned (cp.async and the output stores move 16-byte chunks)}}
+  %s = kv.prefill %q, %qo, %kv : memref<?x4x64xf16>, memref<?xi32>, !r -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x4x64xf16, strided<[260, 65, 1]>>, memref<?x4xf32>
   return
 }
 

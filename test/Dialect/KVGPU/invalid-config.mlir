@@ -60,3 +60,38 @@ func.func private @bad_tile() attributes {t = #kvgpu.decode<vector = 8, threads_
 
 // expected-error @below {{decode config max_partitions must be positive, got 0}}
 func.func private @bad_partitions() attributes {t = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 4, tile_tokens = 32, max_partitions = 0>}
+
+// -----
+
+// expected-error @below {{prefill config q_tile must be a multiple of 16 in [16, 256] (whole m16 mma tiles), got 100}}
+func.func private @q_tile() attributes {c = #kvgpu.prefill<q_tile = 100, kv_tile = 64, warps = 4, stages = 2, q_in_registers = true, max_partitions = 16>}
+
+// -----
+
+// expected-error @below {{prefill config kv_tile must be a multiple of 16 in [16, 128] (the k of the P V mma), got 24}}
+func.func private @kv_tile() attributes {c = #kvgpu.prefill<q_tile = 64, kv_tile = 24, warps = 4, stages = 2, q_in_registers = true, max_partitions = 16>}
+
+// -----
+
+// expected-error @below {{prefill config warps must be in [1, 16], got 0}}
+func.func private @no_warps() attributes {c = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 0, stages = 2, q_in_registers = true, max_partitions = 16>}
+
+// -----
+
+// expected-error @below {{prefill config warps must each own one or two 16-row mma tiles of the 128-row query tile, got 2 warps}}
+func.func private @warp_rows() attributes {c = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 2, stages = 2, q_in_registers = true, max_partitions = 16>}
+
+// -----
+
+// expected-error @below {{prefill config stages must be 2 (K/V tile i + 1 loads while tile i is computed), got 3}}
+func.func private @stages() attributes {c = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 3, q_in_registers = true, max_partitions = 16>}
+
+// -----
+
+// expected-error @below {{prefill config max_partitions must be positive, got 0}}
+func.func private @partitions() attributes {c = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 2, q_in_registers = true, max_partitions = 0>}
+
+// -----
+
+// expected-error @below {{has a #kvgpu.prefill config, which only kv.prefill takes}}
+func.func private @prefill_config_on_wrong_op() attributes {kvgpu.config = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 2, q_in_registers = true, max_partitions = 16>}

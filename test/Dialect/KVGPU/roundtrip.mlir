@@ -8,6 +8,13 @@
 // CHECK-SAME: c = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 2, tile_tokens = 32, max_partitions = 32>
 func.func private @config() attributes {c = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 2, tile_tokens = 32, max_partitions = 32>}
 
+// CHECK-LABEL: func.func private @prefill_config
+// CHECK-SAME: c = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>
+// CHECK-SAME: d = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 2, stages = 2, q_in_registers = false, max_partitions = 1>
+func.func private @prefill_config() attributes {
+  c = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>,
+  d = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 2, stages = 2, q_in_registers = false, max_partitions = 1>}
+
 // CHECK-LABEL: func.func private @sizes
 // CHECK-SAME: a = #kvgpu.size<min(32, ceildiv(264, max(1, batch * 8)))>
 // CHECK-SAME: b = #kvgpu.size<(batch + 1) * heads>
@@ -15,13 +22,19 @@ func.func private @config() attributes {c = #kvgpu.decode<vector = 8, threads_x 
 // CHECK-SAME: d = #kvgpu.size<-3>
 // CHECK-SAME: e = #kvgpu.size<floordiv(n, 4) * (a * (b + c))>
 // CHECK-SAME: f = #kvgpu.size<max(a, b, c)>
+// CHECK-SAME: g = #kvgpu.size<qo_indptr_len - 1>
+// CHECK-SAME: h = #kvgpu.size<a + -1 * b - 2>
+// CHECK-SAME: i = #kvgpu.size<floordiv(nnz * 4, 128) + batch>
 func.func private @sizes() attributes {
   a = #kvgpu.size<min(32, ceildiv(264, max(1, batch * 8)))>,
   b = #kvgpu.size<(batch + 1) * heads>,
   c = #kvgpu.size<batch + heads * 2 + 7>,
   d = #kvgpu.size<-3>,
   e = #kvgpu.size<floordiv(n, 4) * (a * (b + c))>,
-  f = #kvgpu.size<max(a, b, c)>}
+  f = #kvgpu.size<max(a, b, c)>,
+  g = #kvgpu.size<qo_indptr_len - 1>,
+  h = #kvgpu.size<a - b - 2>,
+  i = #kvgpu.size<floordiv(nnz * 4, 128) + batch>}
 
 // CHECK: module attributes {kvgpu.launch_plans = [#kvgpu.plan<"kv.merge", "m", args = [<"in_out", input, memref<?x2x4xf32>, shape = [<rows>, <2>, <4>]>, <"in_lse", input, memref<?x2xf32>, shape = [<rows>, <2>]>, <"out", output, memref<?x2x4xf32>, shape = [<rows>, <2>, <4>]>, <"lse", output, memref<?x2xf32>, shape = [<rows>, <2>]>], sizes = [<"rows" from "out"[0]>], kernels = [<"merge", @kv_kernels::@m, always, grid = [<rows>, <2>, <1>], block = [4, 1, 1], shared = 16, dynamic_shared = 0, args = ["in_out", "in_lse", "out", "lse"]>]>,
 // CHECK-SAME: #kvgpu.plan<"kv.decode", "d", args = [<"q", input, memref<?x4x8xf16>, shape = [<batch>, <4>, <8>]>, <"w", workspace, memref<?x?x4xf32>, shape = [<parts>, <batch>, <4>]>, <"n", size, index>], sizes = [<"batch" from "q"[0]>, <"parts" = <min(4, batch * 2)>>], partitions = "parts", kernels = [<"direct", @kv_kernels::@d, unsplit, grid = [<batch>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 65536, args = ["q", "n"]>, <"split", @kv_kernels::@s, split, grid = [<batch>, <1>, <parts>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q", "w", "parts"]>]>]}

@@ -86,3 +86,46 @@ func.func @kept(%q: memref<?x32x128xf16>, %pool: memref<?x2x16x8x128xf16>, %a: m
   %s = kv.decode %q, %kv {kvgpu.config = #kvgpu.decode<vector = 4, threads_x = 32, threads_z = 1, tile_tokens = 16, max_partitions = 8>} : memref<?x32x128xf16>, !c -> !kv.state<?x32x128xf16, base = 2>
   return %s : !kv.state<?x32x128xf16, base = 2>
 }
+
+// -----
+
+// Prefill up to head dim 128: 128 packed query rows against 64-key tiles,
+// one 16-row mma tile per warp (8 warps), queries kept in registers; the
+// shape does not depend on the chip where it fits (96 KB of tiles fit the
+// 99 KB of sm_86 and the 227 KB of sm_90a alike).
+!c = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
+// CHECK-LABEL: func @prefill_d128
+// CHECK: kv.prefill {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>
+// A100-LABEL: func @prefill_d128
+// A100: kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>
+func.func @prefill_d128(%q: memref<?x32x128xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x8x128xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x32x128xf16, base = 2> {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x8x128xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  %s = kv.prefill %q, %qo, %kv {causal} : memref<?x32x128xf16>, memref<?xi32>, !c -> !kv.state<?x32x128xf16, base = 2>
+  return %s : !kv.state<?x32x128xf16, base = 2>
+}
+
+// -----
+
+// Head dim 256 halves both tiles and reloads the queries from shared
+// memory per K tile (the output accumulators alone take 128 registers).
+!r = !kv.ragged<kv_heads = 2, head_dim = 256, head_dim_v = 256, dtype = bf16>
+// CHECK-LABEL: func @prefill_ragged_d256
+// CHECK: kvgpu.config = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 4, stages = 2, q_in_registers = false, max_partitions = 16>
+func.func @prefill_ragged_d256(%q: memref<?x4x256xbf16>, %qo: memref<?xi32>, %k: memref<?x2x256xbf16>, %v: memref<?x2x256xbf16>, %ki: memref<?xi32>) -> !kv.state<?x4x256xbf16, base = e> {
+  %kv = kv.ragged_view %k, %v, %ki : memref<?x2x256xbf16>, memref<?x2x256xbf16>, memref<?xi32> -> !r
+  %s = kv.prefill %q, %qo, %kv : memref<?x4x256xbf16>, memref<?xi32>, !r -> !kv.state<?x4x256xbf16, base = e>
+  return %s : !kv.state<?x4x256xbf16, base = e>
+}
+
+// -----
+
+// A head dim no mma tile covers gets no configuration (convert-kv-to-gpu
+// then says why).
+!r = !kv.ragged<kv_heads = 2, head_dim = 72, head_dim_v = 72, dtype = f16>
+// CHECK-LABEL: func @prefill_d72
+// CHECK-NOT: kvgpu.config
+func.func @prefill_d72(%q: memref<?x4x72xf16>, %qo: memref<?xi32>, %k: memref<?x2x72xf16>, %v: memref<?x2x72xf16>, %ki: memref<?xi32>) -> !kv.state<?x4x72xf16, base = e> {
+  %kv = kv.ragged_view %k, %v, %ki : memref<?x2x72xf16>, memref<?x2x72xf16>, memref<?xi32> -> !r
+  %s = kv.prefill %q, %qo, %kv : memref<?x4x72xf16>, memref<?xi32>, !r -> !kv.state<?x4x72xf16, base = e>
+  return %s : !kv.state<?x4x72xf16, base = e>
+}

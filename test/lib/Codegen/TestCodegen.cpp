@@ -129,8 +129,8 @@ void buildMmaGemm(gpu::GPUFuncOp stub) {
   for (int64_t n0 = 0; n0 < n; n0 += 16) {
     Value acc0 = mma.zeroAcc(), acc1 = mma.zeroAcc();
     for (int64_t k0 = 0; k0 < k; k0 += 16) {
-      Value a = mma.loadA(aTile, Value(), ir.idx(0), ir.idx(k0));
-      auto [b0, b1] = mma.loadBRows(bTile, Value(), ir.idx(n0), ir.idx(k0));
+      Value a = mma.loadA(aTile, Value(), ir.idx(0), k0);
+      auto [b0, b1] = mma.loadBRows(bTile, Value(), ir.idx(n0), k0);
       acc0 = mma.mma(a, b0, acc0);
       acc1 = mma.mma(a, b1, acc1);
     }
@@ -159,12 +159,12 @@ void buildMmaChain(gpu::GPUFuncOp stub) {
   stageMatrix(b, lane, kf.getArgument(2), vTile);
   gpu::BarrierOp::create(b);
   MmaTile mma(b, elt, lane);
-  Value a = mma.loadA(aTile, Value(), ir.idx(0), ir.idx(0));
-  auto [b0, b1] = mma.loadBRows(bTile, Value(), ir.idx(0), ir.idx(0));
+  Value a = mma.loadA(aTile, Value(), ir.idx(0), 0);
+  auto [b0, b1] = mma.loadBRows(bTile, Value(), ir.idx(0), 0);
   Value p = mma.accumulatorsToA(mma.mma(a, b0, mma.zeroAcc()),
                                 mma.mma(a, b1, mma.zeroAcc()));
   for (int64_t n0 = 0; n0 < dv; n0 += 16) {
-    auto [v0, v1] = mma.loadBCols(vTile, Value(), ir.idx(0), ir.idx(n0));
+    auto [v0, v1] = mma.loadBCols(vTile, Value(), ir.idx(0), n0);
     storeAccPair(b, mma, kf.getArgument(3),
                  {mma.mma(p, v0, mma.zeroAcc()), mma.mma(p, v1, mma.zeroAcc())},
                  n0);

@@ -101,19 +101,25 @@ Value kvir::kv::emitKvLen(ImplicitLocOpBuilder &b, const PagedOperands &kv,
   return emitRequestTable(b, kv, req).kvLen;
 }
 
-Value kvir::kv::emitPageEntry(ImplicitLocOpBuilder &b, const PagedOperands &kv,
-                              Value req, Value base, Value logicalPage) {
+std::pair<Value, SmallVector<Value>>
+kvir::kv::emitPageEntryAddress(ImplicitLocOpBuilder &b, const PagedOperands &kv,
+                               Value req, Value base, Value logicalPage) {
   switch (kv.type.getTable()) {
   case TableForm::csr:
-    return loadIndexValue(
-        b, kv.tables[1], ValueRange{arith::AddIOp::create(b, base, logicalPage)});
+    return {kv.tables[1], {arith::AddIOp::create(b, base, logicalPage)}};
   case TableForm::block_table:
   case TableForm::token_table:
-    return loadIndexValue(b, kv.tables[0], {req, logicalPage});
+    return {kv.tables[0], {req, logicalPage}};
   case TableForm::token_offset:
     break;
   }
   llvm_unreachable("token_offset tables have no page entries");
+}
+
+Value kvir::kv::emitPageEntry(ImplicitLocOpBuilder &b, const PagedOperands &kv,
+                              Value req, Value base, Value logicalPage) {
+  auto [table, indices] = emitPageEntryAddress(b, kv, req, base, logicalPage);
+  return loadIndexValue(b, table, indices);
 }
 
 std::pair<Value, Value> kvir::kv::emitLocateFromEntry(ImplicitLocOpBuilder &b,

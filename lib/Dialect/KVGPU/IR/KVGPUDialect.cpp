@@ -68,6 +68,36 @@ static LogicalResult verifyDecodeConfig(kvir::kv::DecodeOp op,
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// PrefillConfigAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+PrefillConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                          int64_t qTile, int64_t kvTile, int64_t warps,
+                          int64_t stages, bool, int64_t maxPartitions) {
+  if (qTile <= 0 || qTile % 16 || qTile > 256)
+    return emitError() << "prefill config q_tile must be a multiple of 16 in "
+                       << "[16, 256] (whole m16 mma tiles), got " << qTile;
+  if (kvTile <= 0 || kvTile % 16 || kvTile > 128)
+    return emitError() << "prefill config kv_tile must be a multiple of 16 in "
+                       << "[16, 128] (the k of the P V mma), got " << kvTile;
+  if (warps <= 0 || warps > 16)
+    return emitError() << "prefill config warps must be in [1, 16], got "
+                       << warps;
+  if (qTile % (16 * warps) || qTile / (16 * warps) > 2)
+    return emitError() << "prefill config warps must each own one or two "
+                       << "16-row mma tiles of the " << qTile
+                       << "-row query tile, got " << warps << " warps";
+  if (stages != 2)
+    return emitError() << "prefill config stages must be 2 (K/V tile i + 1 "
+                       << "loads while tile i is computed), got " << stages;
+  if (maxPartitions <= 0)
+    return emitError() << "prefill config max_partitions must be positive, "
+                       << "got " << maxPartitions;
+  return success();
+}
+
 LogicalResult KVGPUDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   if (attr.getName() == getConfigAttrName()) {
@@ -77,6 +107,12 @@ LogicalResult KVGPUDialect::verifyOperationAttribute(Operation *op,
         return op->emitOpError() << "has a #kvgpu.decode config, which only "
                                  << "kv.decode takes";
       return verifyDecodeConfig(decode, config);
+    }
+    if (isa<PrefillConfigAttr>(attr.getValue())) {
+      if (!isa<kvir::kv::PrefillOp>(op))
+        return op->emitOpError() << "has a #kvgpu.prefill config, which only "
+                                 << "kv.prefill takes";
+      return success();
     }
     return op->emitOpError() << "'" << getConfigAttrName()
                              << "' must be a kvgpu configuration attribute, got "
@@ -251,6 +287,13 @@ static void printExpr(llvm::raw_ostream &os, SizeExprAttr e,
   case SizeExprKind::mul: {
     int p = precedence(kind);
     printExpr(os, e.getOperands()[0], name, prefix, p);
+    SizeExprAttr rhs = e.getOperands()[1];
+    // x + -c reads as x - c (and parses back to the same sum).
+    if (kind == SizeExprKind::add && rhs.isConstant() && rhs.getValue() < 0 &&
+        rhs.getValue() != INT64_MIN) {
+      os << " - " << -rhs.getValue();
+      break;
+    }
     os << (kind == SizeExprKind::add ? " + " : " * ");
     // Operations associate to the left: a right operand of the same
     // strength keeps its parentheses.
@@ -302,17 +345,30 @@ void SizeExprAttr::print(AsmPrinter &printer) const {
 }
 
 namespace {
-/// expr := term ('+' term)*; term := factor ('*' factor)*;
+/// expr := term (('+' | '-') term)*; term := factor ('*' factor)*;
 /// factor := integer | name | fn '(' expr (',' expr)* ')' | '(' expr ')'.
 struct SizeExprParser {
   AsmParser &parser;
 
   FailureOr<SizeExprAttr> parseExpr() {
     FailureOr<SizeExprAttr> lhs = parseTerm();
-    while (succeeded(lhs) && succeeded(parser.parseOptionalPlus())) {
+    while (succeeded(lhs)) {
+      bool minus = false;
+      if (succeeded(parser.parseOptionalMinus()))
+        minus = true;
+      else if (failed(parser.parseOptionalPlus()))
+        break;
       FailureOr<SizeExprAttr> rhs = parseTerm();
       if (failed(rhs))
         return failure();
+      // a - b is a + (-1) * b; a - c of a constant folds to a + (-c).
+      if (minus)
+        rhs = rhs->isConstant()
+                  ? SizeExprAttr::constant(parser.getContext(),
+                                           -rhs->getValue())
+                  : make(SizeExprKind::mul,
+                         {SizeExprAttr::constant(parser.getContext(), -1),
+                          *rhs});
       lhs = make(SizeExprKind::add, {*lhs, *rhs});
     }
     return lhs;

@@ -64,11 +64,75 @@ kvgpu::getOrChooseDecodeConfig(kv::DecodeOp op,
   return chooseDecodeConfig(op, target, whyNot);
 }
 
+/// Head dims and element type of the KV a prefill reads.
+static std::tuple<int64_t, int64_t, Type> prefillKVShape(kv::PrefillOp op) {
+  Type kvType = op.getKv().getType();
+  if (auto paged = dyn_cast<kv::PagedType>(kvType))
+    return {paged.getHeadDim(), paged.getHeadDimV(), paged.getDtype()};
+  auto ragged = cast<kv::RaggedType>(kvType);
+  return {ragged.getHeadDim(), ragged.getHeadDimV(), ragged.getDtype()};
+}
+
+int64_t kvgpu::prefillTileBytes(PrefillConfigAttr config, int64_t headDim,
+                                int64_t headDimV, int64_t elementBytes) {
+  return elementBytes * (config.getQTile() * headDim +
+                         config.getStages() * config.getKvTile() *
+                             (headDim + headDimV));
+}
+
+FailureOr<PrefillConfigAttr>
+kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
+                           std::string &whyNot) {
+  auto [headDim, headDimV, dtype] = prefillKVShape(op);
+  if (headDim % 16 || headDimV % 16) {
+    whyNot = "no prefill configuration: head dims " + std::to_string(headDim) +
+             " and " + std::to_string(headDimV) +
+             " must be multiples of 16 (the k and n of mma m16n8k16)";
+    return failure();
+  }
+  if (std::max(headDim, headDimV) > 256) {
+    whyNot = "no prefill configuration for head dims over 256 (the output "
+             "accumulators of a 16-row tile would not fit in registers)";
+    return failure();
+  }
+  // FlashInfer's shapes: 128 query rows against 64 keys up to D = 128, one
+  // 16-row mma tile per warp so that S, O and Q's fragments stay in
+  // registers; D = 256 halves both tiles and reloads Q per K tile.
+  bool wide = std::max(headDim, headDimV) > 128;
+  int64_t qTile = wide ? 64 : 128, kvTile = wide ? 32 : 64;
+  int64_t elementBytes = dtype.getIntOrFloatBitWidth() / 8;
+  const int64_t kOtherBuffers = 1024;
+  auto build = [&](int64_t q) {
+    return getCheckedQuietly<PrefillConfigAttr>(
+        whyNot, op.getContext(), q, kvTile, /*warps=*/q / 16, /*stages=*/int64_t(2),
+        /*q_in_registers=*/!wide, /*max_partitions=*/int64_t(16));
+  };
+  FailureOr<PrefillConfigAttr> config = build(qTile);
+  // Smaller query tiles where the chip's shared memory per block is short.
+  while (succeeded(config) && qTile > 16 &&
+         prefillTileBytes(*config, headDim, headDimV, elementBytes) +
+                 kOtherBuffers >
+             target.maxSharedBytesPerBlock)
+    config = build(qTile /= 2);
+  return config;
+}
+
+FailureOr<PrefillConfigAttr>
+kvgpu::getOrChoosePrefillConfig(kv::PrefillOp op,
+                                const target::TargetInfo &target,
+                                std::string &whyNot) {
+  if (auto config = dyn_cast_or_null<PrefillConfigAttr>(getConfig(op)))
+    return config;
+  return choosePrefillConfig(op, target, whyNot);
+}
+
 FailureOr<Attribute> kvgpu::chooseConfig(Operation *op,
                                          const target::TargetInfo &target,
                                          std::string &whyNot) {
   if (auto decode = dyn_cast<kv::DecodeOp>(op))
     return FailureOr<Attribute>(chooseDecodeConfig(decode, target, whyNot));
+  if (auto prefill = dyn_cast<kv::PrefillOp>(op))
+    return FailureOr<Attribute>(choosePrefillConfig(prefill, target, whyNot));
   whyNot = op->getName().getStringRef().str() + " takes no configuration";
   return failure();
 }

@@ -19,8 +19,8 @@ struct KVTilePass : kvgpu::impl::KVTileBase<KVTilePass> {
         chip, [&] { return getOperation()->emitError("kv-tile: "); });
     if (!target)
       return signalPassFailure();
-    getOperation()->walk([&](kv::DecodeOp op) {
-      if (getConfig(op))
+    getOperation()->walk([&](Operation *op) {
+      if (!isa<kv::DecodeOp, kv::PrefillOp>(op) || getConfig(op))
         return;
       std::string whyNot;
       FailureOr<Attribute> config = chooseConfig(op, *target, whyNot);

@@ -55,6 +55,12 @@ RequestTable emitRequestTable(mlir::ImplicitLocOpBuilder &b,
 mlir::Value emitKvLen(mlir::ImplicitLocOpBuilder &b, const PagedOperands &kv,
                       mlir::Value req);
 
+/// Where the table entry of logical page `logicalPage` of request `req`
+/// (whose table base is `base`) is: a table memref and its indices.
+std::pair<mlir::Value, llvm::SmallVector<mlir::Value>>
+emitPageEntryAddress(mlir::ImplicitLocOpBuilder &b, const PagedOperands &kv,
+                     mlir::Value req, mlir::Value base, mlir::Value logicalPage);
+
 /// The table entry of logical page `logicalPage` of request `req` (whose
 /// table base is `base`): a page id (csr, block_table) or the token index
 /// the page starts at (token_table). token_offset tables have no entries.

@@ -39,6 +39,39 @@ def KVGPU_DecodeConfigAttr : KVGPU_Attr<"DecodeConfig", "decode"> {
   let genVerifyDecl = 1;
 }
 
+def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
+  let summary = "the work decomposition of a tensor-core prefill";
+  let description = [{
+    FlashAttention-2 on mma.sync m16n8k16. One thread block per (query
+    tile, KV head, KV partition). A query tile is `q_tile` packed rows of one
+    request: row `r` is query row `r / G`, head `r % G` of the KV head's
+    group of `G` query heads, so each K/V tile is read once for the group.
+    `warps` warps split the rows, each owning whole 16-row mma tiles; none
+    splits the keys. K and V tiles of `kv_tile` keys arrive through a
+    `stages`-deep cp.async pipeline into swizzled shared memory; ldmatrix
+    feeds the mma. With `q_in_registers` each warp keeps its queries' A
+    fragments in registers for the whole key loop, else it reloads them
+    from shared memory per K tile (fewer registers, for large head dims).
+    Split-KV launches at most `max_partitions` partitions of each tile's
+    keys; how many is the launch plan's rule for the target chip.
+
+    ```mlir
+    #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2,
+                   q_in_registers = true, max_partitions = 16>
+    ```
+  }];
+  let parameters = (ins "int64_t":$q_tile, "int64_t":$kv_tile,
+                        "int64_t":$warps, "int64_t":$stages,
+                        "bool":$q_in_registers, "int64_t":$max_partitions);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// 16-row mma tiles each warp owns.
+    int64_t getWarpRowTiles() const { return getQTile() / (16 * getWarps()); }
+    int64_t getNumThreads() const { return 32 * getWarps(); }
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Size expressions
 //===----------------------------------------------------------------------===//

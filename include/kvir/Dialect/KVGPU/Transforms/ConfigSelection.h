@@ -27,6 +27,22 @@ mlir::FailureOr<DecodeConfigAttr>
 getOrChooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
                         std::string &whyNot);
 
+/// The prefill configuration for `op` on `target`, or failure with the
+/// reason in `whyNot`.
+mlir::FailureOr<PrefillConfigAttr>
+choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
+                    std::string &whyNot);
+
+/// `op`'s `kvgpu.config` if it is a #kvgpu.prefill, else choosePrefillConfig.
+mlir::FailureOr<PrefillConfigAttr>
+getOrChoosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
+                         std::string &whyNot);
+
+/// Bytes of the query tile and the K and V stages a prefill kernel with
+/// `config` keeps in shared memory (its other buffers are under 1 KB).
+int64_t prefillTileBytes(PrefillConfigAttr config, int64_t headDim,
+                         int64_t headDimV, int64_t elementBytes);
+
 /// The configuration kv-tile would attach to `op`, or failure (with the
 /// reason) when none fits or the op takes none.
 mlir::FailureOr<mlir::Attribute>

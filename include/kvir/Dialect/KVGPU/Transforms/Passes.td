@@ -7,8 +7,8 @@ include "mlir/Pass/PassBase.td"
 def KVTile : Pass<"kv-tile"> {
   let summary = "Choose the GPU work decomposition of each kv attention op";
   let description = [{
-    Attaches `kvgpu.config` to every attention op over a `kv.paged_view`
-    that has none, chosen for the target chip (its TargetInfo):
+    Attaches `kvgpu.config` to every attention op that has none, chosen for
+    the target chip (its TargetInfo):
 
     - `kv.decode` gets a `#kvgpu.decode`: 16-byte vectors along the head dim
       (the widest the pool's layout allows, as proven by
@@ -16,6 +16,12 @@ def KVTile : Pass<"kv-tile"> {
       rounded to a power of two for the xor-shuffle reduction, about 128
       threads per block (more tokens in flight when the GQA group is small),
       whole warps, K/V tiles of up to 32 tokens (16 KB each).
+    - `kv.prefill` gets a `#kvgpu.prefill`: 128 packed query rows against
+      64-key tiles with one 16-row mma tile per warp (8 warps) and the
+      queries' fragments in registers up to head dim 128; 64 x 32 tiles and
+      queries reloaded from shared memory for head dim 256; halved query
+      tiles while the tiles exceed the chip's shared memory per block; a
+      2-stage cp.async pipeline.
 
     An op no configuration fits (e.g. a head dim wider than a warp of
     vectors) is left without one; convert-kv-to-gpu then reports why. An

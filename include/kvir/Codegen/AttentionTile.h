@@ -1,0 +1,130 @@
+//===- AttentionTile.h - A warp's rows of FlashAttention-2 ------*- C++ -*-===//
+//
+// The tensor-core form of attention for one warp: its `mTiles` 16-row mma
+// tiles of a query tile (in shared memory), scored against K tiles and
+// accumulated against V tiles (in shared memory, SharedTile layout), all on
+// m16n8k16 fragments (MmaTile):
+//   S = Q K^T    ldmatrix Q as A (or A fragments kept in registers), K rows
+//                as B; f32 accumulators [mTiles][kvTile / 8];
+//   mask         -inf where a caller's predicate of (row, key) says so;
+//   softmax      online, per fragment row (a lane holds rows g and g + 8):
+//                the row max and sum need only the quad's xor-shuffles 1
+//                and 2; AttentionState's math (base 2, ex2.approx), the O
+//                accumulators rescaled by the change of the running max;
+//   O += P V     P's accumulators rounded to A fragments in registers (no
+//                shared memory), V read by ldmatrix.trans;
+//   finalize     the row sums reduced over the quad, O / l and the LSE.
+// The running state (m, l per fragment row, O fragments) is a flat list of
+// SSA values so that it can be carried by an scf.for over the key tiles.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVIR_CODEGEN_ATTENTIONTILE_H
+#define KVIR_CODEGEN_ATTENTIONTILE_H
+
+#include "kvir/Codegen/AttentionState.h"
+#include "kvir/Codegen/MmaTile.h"
+
+#include <functional>
+#include <optional>
+
+namespace kvir::codegen {
+
+class WarpAttentionTile {
+public:
+  struct Shape {
+    /// 16-row mma tiles of this warp.
+    int64_t mTiles = 1;
+    /// Keys per K/V tile (a multiple of 16), head dims (multiples of 16).
+    int64_t kvTile = 64, headDim = 128, headDimV = 128;
+  };
+
+  /// The running state of the warp's rows. Fragment row h of m-tile t is
+  /// index 2 t + h of m and l (rows g and g + 8 of the m-tile); o holds
+  /// [mTiles][headDimV / 8] accumulators.
+  struct State {
+    llvm::SmallVector<mlir::Value> m, l, o;
+    llvm::SmallVector<mlir::Value> flatten() const;
+    static State unflatten(mlir::ValueRange values, const Shape &shape);
+  };
+
+  /// `rowOffset` is the warp's first row in the query tile. Ops are built
+  /// at `b`'s insertion point as it moves (regions built through `b`, e.g.
+  /// scf.for bodies, receive them).
+  WarpAttentionTile(mlir::ImplicitLocOpBuilder &b, MmaTile &mma, Shape shape,
+                    mlir::Value rowOffset);
+
+  /// m = -inf, l = 0, O = 0.
+  State initialState();
+
+  /// The A fragments [mTiles][headDim / 16] of the warp's query rows.
+  llvm::SmallVector<mlir::Value> loadQuery(const SharedTile &q);
+  /// Raw scores <q, k> [mTiles][kvTile / 8] against K tile `stage`, from
+  /// `queryFragments` (loadQuery) or, if empty, from `q` directly.
+  llvm::SmallVector<mlir::Value>
+  scores(llvm::ArrayRef<mlir::Value> queryFragments, const SharedTile &q,
+         const SharedTile &k, mlir::Value stage);
+
+  /// Where fragment element (m-tile t, row half h, n8 tile n, column j)
+  /// lies: the row in the query tile and the key in the K tile.
+  std::pair<mlir::Value, mlir::Value> elementCoords(int64_t t, int64_t h,
+                                                    int64_t n, int64_t j);
+  /// The keys of a fragment row that may be visible, relative to the
+  /// lane's first column 2 (lane % 4) (element (n, j) of the row is key
+  /// 2 (lane % 4) + 8 n + j of the K tile): element (n, j) passes when
+  /// lo <= 8 n + j < hi (i32, so that the
+  /// test is one compare with a constant per bound), and, with a custom
+  /// predicate, when custom(row index, 8 n + j) holds.
+  struct RowKeys {
+    mlir::Value lo, hi;
+  };
+  using CustomVisibility = std::function<mlir::Value(
+      mlir::ImplicitLocOpBuilder &, int64_t fragmentRow, int64_t column)>;
+  /// Sets the logits of keys a fragment row does not see to -inf, building
+  /// at `at` (e.g. inside a branch taken only for tiles that need it).
+  /// `rows` is indexed like State::m.
+  llvm::SmallVector<mlir::Value> mask(mlir::ImplicitLocOpBuilder &at,
+                                      llvm::ArrayRef<mlir::Value> logits,
+                                      llvm::ArrayRef<RowKeys> rows,
+                                      const CustomVisibility &custom = nullptr);
+
+  /// Scales raw scores to logits in AttentionState's working base:
+  /// sm_scale, the soft cap, log2(e).
+  llvm::SmallVector<mlir::Value> logits(llvm::ArrayRef<mlir::Value> scores,
+                                        double smScale,
+                                        std::optional<double> softCap);
+
+  /// The online softmax step over a tile's logits: the new running max and
+  /// row sums, O rescaled; returns the state and P as A fragments
+  /// [mTiles][kvTile / 16].
+  std::pair<State, llvm::SmallVector<mlir::Value>>
+  softmax(const State &state, llvm::ArrayRef<mlir::Value> logits);
+
+  /// O += P V with V tile `stage`.
+  State accumulate(const State &state, llvm::ArrayRef<mlir::Value> p,
+                   const SharedTile &v, mlir::Value stage);
+
+  struct Final {
+    /// Normalized O fragments [mTiles][headDimV / 8], and the LSE of each
+    /// fragment row in `base` (indexed like State::m).
+    llvm::SmallVector<mlir::Value> o, lse;
+  };
+  Final finalize(const State &state, kv::LseBase base);
+
+  const Shape &getShape() const { return shape; }
+  MmaTile &getMma() { return mma; }
+  mlir::Value getRowOffset() const { return rowOffset; }
+
+private:
+  mlir::ImplicitLocOpBuilder &b;
+  MmaTile &mma;
+  Shape shape;
+  mlir::Value rowOffset;
+  AttentionState math;
+  /// The per-row values of fragment row pair (2 t, 2 t + 1) spread over an
+  /// accumulator's shape: [[x0, x0], [x1, x1]].
+  mlir::Value rowPair(mlir::Value x0, mlir::Value x1);
+};
+
+} // namespace kvir::codegen
+
+#endif // KVIR_CODEGEN_ATTENTIONTILE_H

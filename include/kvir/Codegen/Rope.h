@@ -1,0 +1,48 @@
+//===- Rope.h - Rotary position embedding -----------------------*- C++ -*-===//
+//
+// The one implementation of RoPE (docs/Semantics.md, "RoPE") every
+// lowering emits: pair i of a head dim D rotates dims (2i, 2i + 1)
+// (interleave) or (i, i + D/2) (rotate_half) by the angle
+// position * scale * theta^(-2i / D), computed in f32 the same way
+// everywhere. The CPU loops take math.cos / math.sin / math.exp2; kernels
+// take ex2.approx and sin / cos.approx after reducing the angle to
+// [-pi, pi] (the range where the PTX approximations hold their 2^-20.9
+// absolute error), so no libdevice function is called.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVIR_CODEGEN_ROPE_H
+#define KVIR_CODEGEN_ROPE_H
+
+#include "kvir/Dialect/KV/IR/KVTypes.h"
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace kvir::codegen {
+
+class Rope {
+public:
+  enum class Flavor { exact, ptx };
+
+  Rope(mlir::ImplicitLocOpBuilder &b, kv::RopeAttr rope, int64_t headDim,
+       Flavor flavor)
+      : b(b), rope(rope), headDim(headDim), flavor(flavor) {}
+
+  /// The dims (a, b) that pair `pair` (index) rotates together.
+  std::pair<mlir::Value, mlir::Value> pairDims(mlir::Value pair);
+  /// cos and sin of the pair's angle at `position` (index), f32.
+  std::pair<mlir::Value, mlir::Value> cosSin(mlir::Value pair,
+                                             mlir::Value position);
+  /// (a cos - b sin, b cos + a sin): the rotated pair, f32.
+  std::pair<mlir::Value, mlir::Value> rotate(mlir::Value a, mlir::Value b,
+                                             mlir::Value cos, mlir::Value sin);
+
+private:
+  mlir::ImplicitLocOpBuilder &b;
+  kv::RopeAttr rope;
+  int64_t headDim;
+  Flavor flavor;
+};
+
+} // namespace kvir::codegen
+
+#endif // KVIR_CODEGEN_ROPE_H

@@ -1,0 +1,45 @@
+//===- Visibility.h - Which keys a query row sees ----------------*- C++ -*-===//
+//
+// The visibility rules of docs/Semantics.md ("Logits and visibility"),
+// emitted once for every lowering: a query row's position (bottom-right
+// alignment), the key range causal attention and a sliding window leave
+// it, and the custom mask's bit for (row, key), one byte per bool (i1) or
+// bit-packed (i8, little bit order, each request's block starting on a
+// byte boundary). Values are index-typed.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVIR_DIALECT_KV_UTILS_VISIBILITY_H
+#define KVIR_DIALECT_KV_UTILS_VISIBILITY_H
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <optional>
+
+namespace kvir::kv {
+
+/// p_i = kv_len - qo_len + i.
+mlir::Value emitQueryPosition(mlir::ImplicitLocOpBuilder &b, mlir::Value kvLen,
+                              mlir::Value qoLen, mlir::Value row);
+
+/// The keys [lo, hi) a row at `position` may see under `causal`
+/// (j <= position) and `windowLeft` (j >= position - w), within
+/// [0, kvLen). hi may be below lo (no key).
+std::pair<mlir::Value, mlir::Value>
+emitVisibleKeyRange(mlir::ImplicitLocOpBuilder &b, mlir::Value position,
+                    mlir::Value kvLen, bool causal,
+                    std::optional<int64_t> windowLeft);
+
+/// Whether the custom mask lets row `row` see key `key`: bit
+/// [row][key] of the request's qo_len x kv_len block starting at `offset`
+/// (an element index for i1 masks, a byte index for bit-packed i8 ones).
+mlir::Value emitMaskBit(mlir::ImplicitLocOpBuilder &b, mlir::Value mask,
+                        mlir::Value offset, mlir::Value row, mlir::Value key,
+                        mlir::Value kvLen);
+
+/// The elements (i1) or bytes (bit-packed i8) a request's block occupies.
+mlir::Value emitMaskBlockSize(mlir::ImplicitLocOpBuilder &b, mlir::Value mask,
+                              mlir::Value qoLen, mlir::Value kvLen);
+
+} // namespace kvir::kv
+
+#endif // KVIR_DIALECT_KV_UTILS_VISIBILITY_H

@@ -1,0 +1,225 @@
+//===- AttentionTile.cpp - A warp's rows of FlashAttention-2 --------------===//
+#include "kvir/Codegen/AttentionTile.h"
+#include "kvir/Codegen/IRBuilder.h"
+#include "kvir/Codegen/WarpOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace kvir;
+using namespace kvir::codegen;
+
+SmallVector<Value> WarpAttentionTile::State::flatten() const {
+  SmallVector<Value> values(m);
+  llvm::append_range(values, l);
+  llvm::append_range(values, o);
+  return values;
+}
+
+WarpAttentionTile::State
+WarpAttentionTile::State::unflatten(ValueRange values, const Shape &shape) {
+  int64_t rows = 2 * shape.mTiles;
+  State s;
+  s.m.assign(values.begin(), values.begin() + rows);
+  s.l.assign(values.begin() + rows, values.begin() + 2 * rows);
+  s.o.assign(values.begin() + 2 * rows, values.end());
+  return s;
+}
+
+WarpAttentionTile::WarpAttentionTile(ImplicitLocOpBuilder &b, MmaTile &mma,
+                                     Shape shape, Value rowOffset)
+    : b(b), mma(mma), shape(shape), rowOffset(rowOffset),
+      math(b, AttentionState::Flavor::ptxBase2) {}
+
+WarpAttentionTile::State WarpAttentionTile::initialState() {
+  IRBuilder ir{b};
+  State s;
+  for (int64_t r = 0; r < 2 * shape.mTiles; ++r) {
+    s.m.push_back(ir.f32(-INFINITY));
+    s.l.push_back(ir.f32(0.0));
+  }
+  for (int64_t i = 0; i < shape.mTiles * shape.headDimV / 8; ++i)
+    s.o.push_back(mma.zeroAcc());
+  return s;
+}
+
+SmallVector<Value> WarpAttentionTile::loadQuery(const SharedTile &q) {
+  IRBuilder ir{b};
+  SmallVector<Value> frags;
+  for (int64_t t = 0; t < shape.mTiles; ++t)
+    for (int64_t k = 0; k < shape.headDim / 16; ++k)
+      frags.push_back(mma.loadA(q, Value(), ir.add(rowOffset, ir.idx(16 * t)),
+                                16 * k));
+  return frags;
+}
+
+SmallVector<Value> WarpAttentionTile::scores(ArrayRef<Value> queryFragments,
+                                             const SharedTile &q,
+                                             const SharedTile &k, Value stage) {
+  IRBuilder ir{b};
+  int64_t kSteps = shape.headDim / 16, n8 = shape.kvTile / 8;
+  SmallVector<Value> s(shape.mTiles * n8, mma.zeroAcc());
+  for (int64_t ks = 0; ks < kSteps; ++ks) {
+    // The A fragments of this k step, shared by every key pair below.
+    SmallVector<Value> a;
+    for (int64_t t = 0; t < shape.mTiles; ++t)
+      a.push_back(queryFragments.empty()
+                      ? mma.loadA(q, Value(), ir.add(rowOffset, ir.idx(16 * t)),
+                                  16 * ks)
+                      : queryFragments[t * kSteps + ks]);
+    for (int64_t n = 0; n < n8; n += 2) {
+      auto [b0, b1] = mma.loadBRows(k, stage, ir.idx(8 * n), 16 * ks);
+      for (int64_t t = 0; t < shape.mTiles; ++t) {
+        Value &s0 = s[t * n8 + n], &s1 = s[t * n8 + n + 1];
+        s0 = mma.mma(a[t], b0, s0);
+        s1 = mma.mma(a[t], b1, s1);
+      }
+    }
+  }
+  return s;
+}
+
+std::pair<Value, Value> WarpAttentionTile::elementCoords(int64_t t, int64_t h,
+                                                         int64_t n, int64_t j) {
+  IRBuilder ir{b};
+  auto [row, col] = mma.accCoord(h, j);
+  return {ir.add(rowOffset, ir.add(row, ir.idx(16 * t))),
+          ir.add(col, ir.idx(8 * n))};
+}
+
+SmallVector<Value> WarpAttentionTile::mask(ImplicitLocOpBuilder &b,
+                                           ArrayRef<Value> logits,
+                                           ArrayRef<RowKeys> rows,
+                                           const CustomVisibility &custom) {
+  IRBuilder ir{b};
+  int64_t n8 = shape.kvTile / 8;
+  Value negInf = ir.f32(-INFINITY);
+  SmallVector<Value> masked;
+  for (int64_t t = 0; t < shape.mTiles; ++t)
+    for (int64_t n = 0; n < n8; ++n) {
+      Value acc = logits[t * n8 + n];
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t j = 0; j < 2; ++j) {
+          const RowKeys &row = rows[2 * t + h];
+          int64_t column = 8 * n + j;
+          Value c = ir.i32(column);
+          Value visible = arith::AndIOp::create(
+              b, ir.cmp(arith::CmpIPredicate::sle, row.lo, c),
+              ir.lt(c, row.hi));
+          if (custom)
+            visible = arith::AndIOp::create(b, visible,
+                                            custom(b, 2 * t + h, column));
+          Value v = vector::ExtractOp::create(b, acc, ArrayRef<int64_t>{h, j});
+          v = ir.select(visible, v, negInf);
+          acc = vector::InsertOp::create(b, v, acc, ArrayRef<int64_t>{h, j});
+        }
+      masked.push_back(acc);
+    }
+  return masked;
+}
+
+SmallVector<Value> WarpAttentionTile::logits(ArrayRef<Value> scores,
+                                             double smScale,
+                                             std::optional<double> softCap) {
+  IRBuilder ir{b};
+  double scale = smScale * math.logitPrescale(softCap.has_value());
+  SmallVector<Value> out;
+  for (Value s : scores)
+    out.push_back(math.finishLogit(ir.mul(s, ir.splatLike(ir.f32(scale), s)),
+                                   softCap));
+  return out;
+}
+
+Value WarpAttentionTile::rowPair(Value x0, Value x1) {
+  return vector::FromElementsOp::create(b, mma.getAccType(),
+                                        ValueRange{x0, x0, x1, x1});
+}
+
+std::pair<WarpAttentionTile::State, SmallVector<Value>>
+WarpAttentionTile::softmax(const State &state, ArrayRef<Value> logits) {
+  IRBuilder ir{b};
+  int64_t n8 = shape.kvTile / 8, dv8 = shape.headDimV / 8;
+  State next = state;
+  SmallVector<Value> p;
+  for (int64_t t = 0; t < shape.mTiles; ++t) {
+    ArrayRef<Value> s = logits.slice(t * n8, n8);
+    Value alpha[2], ref[2];
+    for (int64_t h = 0; h < 2; ++h) {
+      // The row's max over this lane's columns, then over its quad.
+      Value rowMax;
+      for (Value acc : s) {
+        Value pair = vector::ExtractOp::create(b, acc, ArrayRef<int64_t>{h});
+        Value m = vector::ReductionOp::create(b, vector::CombiningKind::MAXIMUMF,
+                                              pair);
+        rowMax = rowMax ? arith::MaximumFOp::create(b, rowMax, m).getResult() : m;
+      }
+      rowMax = warpReduce(b, rowMax, 4, WarpReduction::max);
+      AttentionState::Rescale r = math.rescale(state.m[2 * t + h], rowMax);
+      next.m[2 * t + h] = r.m;
+      alpha[h] = r.alpha;
+      ref[h] = r.ref;
+    }
+    Value refs = rowPair(ref[0], ref[1]);
+    SmallVector<Value> weights;
+    Value sum[2];
+    for (Value acc : s) {
+      Value w = math.weightAt(acc, refs);
+      weights.push_back(w);
+      for (int64_t h = 0; h < 2; ++h) {
+        Value pair = vector::ExtractOp::create(b, w, ArrayRef<int64_t>{h});
+        Value part = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
+                                                 pair);
+        sum[h] = sum[h] ? ir.add(sum[h], part) : part;
+      }
+    }
+    // Row sums stay per lane (the quad reduces them once, at the end).
+    for (int64_t h = 0; h < 2; ++h)
+      next.l[2 * t + h] = ir.add(ir.mul(state.l[2 * t + h], alpha[h]), sum[h]);
+    Value alphas = rowPair(alpha[0], alpha[1]);
+    for (int64_t d = 0; d < dv8; ++d)
+      next.o[t * dv8 + d] = ir.mul(state.o[t * dv8 + d], alphas);
+    for (int64_t j = 0; j < n8; j += 2)
+      p.push_back(mma.accumulatorsToA(weights[j], weights[j + 1]));
+  }
+  return {next, p};
+}
+
+WarpAttentionTile::State WarpAttentionTile::accumulate(const State &state,
+                                                       ArrayRef<Value> p,
+                                                       const SharedTile &v,
+                                                       Value stage) {
+  IRBuilder ir{b};
+  int64_t k16 = shape.kvTile / 16, dv8 = shape.headDimV / 8;
+  State next = state;
+  for (int64_t j = 0; j < k16; ++j)
+    for (int64_t d = 0; d < dv8; d += 2) {
+      auto [b0, b1] = mma.loadBCols(v, stage, ir.idx(16 * j), 8 * d);
+      for (int64_t t = 0; t < shape.mTiles; ++t) {
+        Value a = p[t * k16 + j];
+        Value &o0 = next.o[t * dv8 + d], &o1 = next.o[t * dv8 + d + 1];
+        o0 = mma.mma(a, b0, o0);
+        o1 = mma.mma(a, b1, o1);
+      }
+    }
+  return next;
+}
+
+WarpAttentionTile::Final WarpAttentionTile::finalize(const State &state,
+                                                     kv::LseBase base) {
+  int64_t dv8 = shape.headDimV / 8;
+  Final f;
+  for (int64_t t = 0; t < shape.mTiles; ++t) {
+    Value l[2];
+    for (int64_t h = 0; h < 2; ++h) {
+      l[h] = warpReduce(b, state.l[2 * t + h], 4, WarpReduction::sum);
+      f.lse.push_back(math.finalLse(state.m[2 * t + h], l[h], base));
+    }
+    Value ls = rowPair(l[0], l[1]);
+    for (int64_t d = 0; d < dv8; ++d)
+      f.o.push_back(math.normalize(state.o[t * dv8 + d], ls));
+  }
+  return f;
+}

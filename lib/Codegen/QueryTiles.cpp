@@ -1,0 +1,68 @@
+//===- QueryTiles.cpp - Ragged query rows in fixed-size tiles -------------===//
+#include "kvir/Codegen/QueryTiles.h"
+#include "kvir/Codegen/IRBuilder.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace kvir;
+using namespace kvir::codegen;
+
+kvgpu::SizeExprAttr QueryTiles::numSlots(kvgpu::SizeExprAttr nnz,
+                                         kvgpu::SizeExprAttr batch) const {
+  MLIRContext *ctx = nnz.getContext();
+  auto cst = [&](int64_t v) { return kvgpu::SizeExprAttr::constant(ctx, v); };
+  return kvgpu::SizeExprAttr::add(
+      kvgpu::SizeExprAttr::floorDiv(kvgpu::SizeExprAttr::mul(nnz, cst(group)),
+                                    cst(tileRows)),
+      batch);
+}
+
+QueryTile QueryTiles::locate(ImplicitLocOpBuilder &b, Value qoIndptr,
+                             Value batch, Value slot) const {
+  IRBuilder ir{b};
+  auto indptrAt = [&](ImplicitLocOpBuilder &ib, Value i) {
+    return IRBuilder{ib}.toIndex(
+        memref::LoadOp::create(ib, qoIndptr, ValueRange{i}));
+  };
+  auto start = [&](ImplicitLocOpBuilder &ib, Value req) {
+    IRBuilder j{ib};
+    return j.add(j.divU(j.mul(indptrAt(ib, req), j.idx(group)),
+                        j.idx(tileRows)),
+                 req);
+  };
+  // The last request whose start() is at most `slot`: lo holds one
+  // (start(0) = 0), hi does not.
+  auto search = scf::WhileOp::create(
+      b, TypeRange{b.getIndexType(), b.getIndexType()},
+      ValueRange{ir.idx(0), batch},
+      [&](OpBuilder &nb, Location loc, ValueRange args) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        IRBuilder j{ib};
+        Value more = j.lt(j.add(args[0], j.idx(1)), args[1]);
+        scf::ConditionOp::create(ib, more, args);
+      },
+      [&](OpBuilder &nb, Location loc, ValueRange args) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        IRBuilder j{ib};
+        Value mid = j.divU(j.add(args[0], args[1]), j.idx(2));
+        Value below = j.cmp(arith::CmpIPredicate::sle, start(ib, mid), slot);
+        scf::YieldOp::create(ib, ValueRange{j.select(below, mid, args[0]),
+                                            j.select(below, args[1], mid)});
+      });
+  QueryTile tile;
+  tile.request = search.getResult(0);
+  tile.qoStart = indptrAt(b, tile.request);
+  tile.qoLen =
+      ir.sub(indptrAt(b, ir.add(tile.request, ir.idx(1))), tile.qoStart);
+  Value tiles = arith::CeilDivUIOp::create(
+      b, ir.mul(tile.qoLen, ir.idx(group)), ir.idx(tileRows));
+  Value i = ir.sub(slot, start(b, tile.request));
+  tile.valid = ir.lt(i, tiles);
+  // Backwards: slot 0 of the request takes its last tile.
+  Value reversed = ir.sub(ir.sub(tiles, ir.idx(1)), i);
+  tile.firstRow = ir.mul(ir.select(tile.valid, reversed, ir.idx(0)),
+                         ir.idx(tileRows));
+  return tile;
+}

@@ -1,0 +1,55 @@
+//===- Rope.cpp - Rotary position embedding -------------------------------===//
+#include "kvir/Codegen/Rope.h"
+#include "kvir/Codegen/IRBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace kvir;
+using namespace kvir::codegen;
+
+std::pair<Value, Value> Rope::pairDims(Value pair) {
+  IRBuilder ir{b};
+  if (rope.getStyle() == kv::RopeStyle::interleave) {
+    Value first = ir.mul(pair, ir.idx(2));
+    return {first, ir.add(first, ir.idx(1))};
+  }
+  return {pair, ir.add(pair, ir.idx(headDim / 2))};
+}
+
+std::pair<Value, Value> Rope::cosSin(Value pair, Value position) {
+  IRBuilder ir{b};
+  // angle = position * scale * 2^(pair * -2 log2(theta) / D)
+  double log2Theta = std::log2(rope.getTheta().convertToDouble());
+  Value pairF = arith::UIToFPOp::create(b, b.getF32Type(), ir.toI32(pair));
+  Value exponent =
+      ir.mul(pairF, ir.f32(-2.0 * log2Theta / static_cast<double>(headDim)));
+  Value freq = flavor == Flavor::exact
+                   ? math::Exp2Op::create(b, exponent).getResult()
+                   : ir.nvvmUnary("llvm.nvvm.ex2.approx.ftz.f", exponent);
+  Value posF = arith::SIToFPOp::create(b, b.getF32Type(), ir.toI32(position));
+  Value angle =
+      ir.mul(ir.mul(posF, ir.f32(rope.getScale().convertToDouble())), freq);
+  if (flavor == Flavor::exact)
+    return {math::CosOp::create(b, angle), math::SinOp::create(b, angle)};
+  // Cody-Waite reduction by 2 pi in two fused steps: r = angle - k 2pi with
+  // 2pi split into its f32 value and the remainder.
+  const float twoPiHi = static_cast<float>(2.0 * M_PI);
+  const double twoPiLo = 2.0 * M_PI - static_cast<double>(twoPiHi);
+  // LLVM intrinsics, not math ops: gpu-to-nvvm maps those to libdevice.
+  Value k = LLVM::RoundEvenOp::create(b, ir.mul(angle, ir.f32(0.5 / M_PI)));
+  Value r = LLVM::FMAOp::create(b, k, ir.f32(-twoPiHi), angle);
+  r = LLVM::FMAOp::create(b, k, ir.f32(-twoPiLo), r);
+  return {ir.nvvmUnary("llvm.nvvm.cos.approx.ftz.f", r),
+          ir.nvvmUnary("llvm.nvvm.sin.approx.ftz.f", r)};
+}
+
+std::pair<Value, Value> Rope::rotate(Value x, Value y, Value cos, Value sin) {
+  IRBuilder ir{b};
+  return {ir.sub(ir.mul(x, cos), ir.mul(y, sin)),
+          ir.add(ir.mul(y, cos), ir.mul(x, sin))};
+}

@@ -1,0 +1,382 @@
+//===- Prefill.cpp - kv.prefill to tensor-core prefill kernels ------------===//
+//
+// Which prefills get a kernel (whyNoPrefillKernel), the kernel's symbol,
+// and the launch plan: block slots for the query tiles (QueryTiles) times
+// KV heads times KV partitions. Split-KV: when the tiles cannot fill the
+// chip, P > 1 partitions each take a share of every tile's keys and write
+// base-2 f32 partial states that the merge kernel (Merge.cpp) reduces. The
+// kernel itself is PrefillKernel.cpp.
+//
+//===----------------------------------------------------------------------===//
+#include "Patterns.h"
+#include "PrefillKernel.h"
+
+#include "kvir/Codegen/LaunchEmitter.h"
+#include "kvir/Codegen/QueryTiles.h"
+#include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace kvir;
+using namespace kvir::codegen;
+using namespace kvir::gpu_lowering;
+
+namespace {
+
+/// Why a buffer cannot be read or written in 16-byte chunks along its
+/// innermost dim: that dim must be unit-stride and every other stride a
+/// multiple of 16 bytes.
+std::optional<std::string> whyNot16ByteRows(StringRef what, MemRefType type) {
+  auto [strides, offset] = type.getStridesAndOffset();
+  int64_t elementBytes = type.getElementTypeBitWidth() / 8;
+  if (strides.back() != 1)
+    return (what + " " + typeName(type) + " has a non-unit innermost stride")
+        .str();
+  for (int64_t st : ArrayRef<int64_t>(strides).drop_back())
+    if (ShapedType::isDynamic(st) || (st * elementBytes) % 16)
+      return (what + " " + typeName(type) +
+              " has rows that are not 16-byte aligned (cp.async and the "
+              "output stores move 16-byte chunks)")
+          .str();
+  if (ShapedType::isDynamic(offset) || (offset * elementBytes) % 16)
+    return (what + " " + typeName(type) + " has an offset that is not 16-byte "
+                                          "aligned")
+        .str();
+  return std::nullopt;
+}
+
+/// Fills the KV part of a spec from the op's view.
+void describeKV(kv::PrefillOp op, PrefillKernelSpec &spec) {
+  if (auto view = op.getKv().getDefiningOp<kv::PagedViewOp>()) {
+    spec.paged = view.getType();
+    for (Value v : kv::PagedOperands::fromView(view).flatten())
+      spec.kvTypes.push_back(v.getType());
+    spec.kvHeads = spec.paged.getKvHeads();
+    spec.headDim = spec.paged.getHeadDim();
+    spec.headDimV = spec.paged.getHeadDimV();
+    spec.kvElementType = spec.paged.getDtype();
+    return;
+  }
+  auto view = op.getKv().getDefiningOp<kv::RaggedViewOp>();
+  kv::RaggedType type = view.getType();
+  spec.kvTypes = {view.getK().getType(), view.getV().getType(),
+                  view.getKvIndptr().getType()};
+  spec.kvHeads = type.getKvHeads();
+  spec.headDim = type.getHeadDim();
+  spec.headDimV = type.getHeadDimV();
+  spec.kvElementType = type.getDtype();
+}
+
+/// The spec of `op`'s direct kernel writing `out` / `lse` (null: the
+/// state's own buffer types), or failure with the reason.
+FailureOr<PrefillKernelSpec> describePrefill(kv::PrefillOp op,
+                                             const target::TargetInfo &target,
+                                             MemRefType outType,
+                                             MemRefType lseType,
+                                             std::string &whyNot) {
+  PrefillKernelSpec spec;
+  describeKV(op, spec);
+  spec.qType = cast<MemRefType>(op.getQ().getType());
+  spec.qoIndptrType = cast<MemRefType>(op.getQoIndptr().getType());
+  if (Value mask = op.getMask())
+    spec.maskType = cast<MemRefType>(mask.getType());
+  kv::StateType state = op.getType();
+  spec.outType = outType ? outType
+                         : MemRefType::get(state.getOutputShape(),
+                                           state.getElementType());
+  spec.lseType =
+      lseType ? lseType
+              : MemRefType::get(state.getLseShape(),
+                                Float32Type::get(op.getContext()));
+  if (std::optional<std::string> why = whyNot16ByteRows("output", spec.outType)) {
+    whyNot = *why;
+    return failure();
+  }
+  spec.qHeads = spec.qType.getDimSize(1);
+  spec.causal = op.getCausal();
+  spec.windowLeft = op.getWindowLeft();
+  spec.smScale = op.getSmScale() ? op.getSmScale()->convertToDouble()
+                                 : 1.0 / std::sqrt(double(spec.headDim));
+  if (auto cap = op.getLogitsSoftCap())
+    spec.softCap = cap->convertToDouble();
+  spec.base = state.getBase();
+  FailureOr<kvgpu::PrefillConfigAttr> config =
+      kvgpu::getOrChoosePrefillConfig(op, target, whyNot);
+  if (failed(config))
+    return failure();
+  spec.config = *config;
+  int64_t shared = prefillSharedLayout(spec).getBytes();
+  if (shared > target.maxSharedBytesPerBlock) {
+    whyNot = std::to_string(shared) + " bytes of shared memory, over the " +
+             std::to_string(target.maxSharedBytesPerBlock) + " a block of " +
+             target.chip.str() + " may use";
+    return failure();
+  }
+  return spec;
+}
+
+/// The symbol of the prefill kernel of `op` with `spec`.
+std::string prefillKernelSymbol(kv::PrefillOp op, const PrefillKernelSpec &s,
+                                const target::TargetInfo &target) {
+  std::string kvPart =
+      s.paged ? kv::stringifyLayoutKind(s.paged.getLayout()).str() + "_" +
+                    kv::stringifyStorage(s.paged.getStorage()).str() + "_" +
+                    kv::stringifyTableForm(s.paged.getTable()).str() + "_p" +
+                    std::to_string(s.paged.getPageSize())
+              : std::string("ragged");
+  std::string stem =
+      "prefill_" + kvPart + "_h" + std::to_string(s.qHeads) + "x" +
+      std::to_string(s.kvHeads) + "_d" + std::to_string(s.headDim) + "_" +
+      typeName(s.kvElementType) + "_" + typeName(s.outType.getElementType()) +
+      (s.causal ? "_causal" : "") + (s.partitioned ? "_split" : "");
+  KernelIdentity id(stem);
+  id.add(op.getOperation())
+      .add(s.outType)
+      .add(s.lseType)
+      .add(s.config)
+      .add(s.partitioned ? "partial states" : "final state")
+      .add(target.chip);
+  for (Type t : s.kvTypes)
+    id.add(t);
+  return id.getSymbol();
+}
+
+struct PrefillLowering : OpRewritePattern<kv::PrefillOp> {
+  PrefillLowering(MLIRContext *ctx, LoweringContext &context)
+      : OpRewritePattern(ctx), context(context) {}
+
+  LogicalResult matchAndRewrite(kv::PrefillOp op,
+                                PatternRewriter &rewriter) const override {
+    const target::TargetInfo &target = context.getTarget();
+    if (std::optional<std::string> why = whyNoPrefillKernel(op, target))
+      return rewriter.notifyMatchFailure(op, *why);
+    kv::StateType stateType = op.getType();
+    StateDestination dest = findStateDestination(op);
+    rewriter.setInsertionPoint(dest.at);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    auto allocLike = [&](MemRefType type) -> Value {
+      SmallVector<Value> dynRows;
+      if (ShapedType::isDynamic(stateType.getRows()))
+        dynRows.push_back(memref::DimOp::create(b, op.getQ(), 0));
+      return memref::AllocOp::create(b, type, dynRows);
+    };
+    auto outType = MemRefType::get(stateType.getOutputShape(),
+                                   stateType.getElementType());
+    auto lseType = MemRefType::get(stateType.getLseShape(), b.getF32Type());
+    Value out, lse;
+    bool ownsLse = false;
+    if (dest.store) {
+      out = dest.store.getOutput();
+      lse = dest.store.getLse();
+    } else {
+      out = allocLike(outType);
+    }
+    if (!lse) {
+      lse = allocLike(lseType);
+      ownsLse = static_cast<bool>(dest.store);
+    }
+    std::string whyNot;
+    FailureOr<PrefillKernelSpec> described =
+        describePrefill(op, target, cast<MemRefType>(out.getType()),
+                        cast<MemRefType>(lse.getType()), whyNot);
+    if (failed(described))
+      return rewriter.notifyMatchFailure(op, whyNot);
+    PrefillKernelSpec spec = *described;
+
+    auto build = [&](const PrefillKernelSpec &s, StringRef symbol) {
+      return context.getOrBuildKernel(symbol, [&](gpu::GPUModuleOp module) {
+        KernelFunc kf = KernelFunc::create(
+            module, symbol, prefillArgumentTypes(s),
+            {s.config.getNumThreads(), 1, 1}, prefillSharedLayout(s));
+        buildPrefillBody(kf, s);
+        return kf;
+      });
+    };
+    std::string directName = prefillKernelSymbol(op, spec, target);
+    gpu::GPUFuncOp direct = build(spec, directName);
+    PrefillKernelSpec split = spec;
+    split.partitioned = true;
+    const int64_t dyn = ShapedType::kDynamic;
+    split.outType = MemRefType::get({dyn, dyn, spec.qHeads, spec.headDimV},
+                                    b.getF32Type());
+    split.lseType = MemRefType::get({dyn, dyn, spec.qHeads}, b.getF32Type());
+    gpu::GPUFuncOp splitKernel =
+        build(split, prefillKernelSymbol(op, split, target));
+    MergeKernelSpec merge;
+    merge.inOutputType = split.outType;
+    merge.inLseType = split.lseType;
+    merge.outType = spec.outType;
+    merge.lseType = spec.lseType;
+    merge.inBase = kv::LseBase::two;
+    merge.outBase = spec.base;
+    merge.heads = spec.qHeads;
+    merge.headDimV = spec.headDimV;
+    gpu::GPUFuncOp mergeKernel = getMergeKernel(context, merge);
+
+    // The launch plan.
+    PlanBuilder plan(op.getContext(), "kv.prefill", directName);
+    using kvgpu::ArgRole;
+    using kvgpu::SizeExprAttr;
+    plan.addBuffer("q", ArgRole::input, spec.qType, {}, {"nnz"});
+    plan.addBuffer("qo_indptr", ArgRole::input, spec.qoIndptrType, {},
+                   {"qo_indptr_len"});
+    plan.defineSize("batch",
+                    SizeExprAttr::add(plan.sym("qo_indptr_len"), plan.cst(-1)));
+    SmallVector<StringRef> kvNames;
+    llvm::StringMap<Value> bindings{{"q", op.getQ()},
+                                    {"qo_indptr", op.getQoIndptr()},
+                                    {"out", out},
+                                    {"lse", lse}};
+    if (auto view = op.getKv().getDefiningOp<kv::PagedViewOp>()) {
+      kv::PagedOperands kv = kv::PagedOperands::fromView(view);
+      kvNames = addPagedKVArguments(plan, kv);
+      for (auto [name, v] : llvm::zip(kvNames, kv.flatten()))
+        bindings[name] = v;
+    } else {
+      auto ragged = op.getKv().getDefiningOp<kv::RaggedViewOp>();
+      plan.addBuffer("k", ArgRole::input, cast<MemRefType>(spec.kvTypes[0]), {},
+                     {"nnz_kv"});
+      plan.addBuffer("v", ArgRole::input, cast<MemRefType>(spec.kvTypes[1]),
+                     {plan.sym("nnz_kv")});
+      plan.addBuffer("kv_indptr", ArgRole::input,
+                     cast<MemRefType>(spec.kvTypes[2]),
+                     {plan.sym("qo_indptr_len")});
+      kvNames = {"k", "v", "kv_indptr"};
+      bindings["k"] = ragged.getK();
+      bindings["v"] = ragged.getV();
+      bindings["kv_indptr"] = ragged.getKvIndptr();
+    }
+    SmallVector<StringRef> directArgs{"q", "qo_indptr"};
+    llvm::append_range(directArgs, kvNames);
+    if (spec.maskType) {
+      plan.addBuffer("mask", ArgRole::input, spec.maskType, {}, {"mask_size"});
+      directArgs.push_back("mask");
+      bindings["mask"] = op.getMask();
+    }
+    plan.addBuffer("out", ArgRole::output, spec.outType, {plan.sym("nnz")});
+    plan.addBuffer("lse", ArgRole::output, spec.lseType, {plan.sym("nnz")});
+    // Block slots of the query tiles; partitions while the tiles of all KV
+    // heads fill under two blocks per SM.
+    QueryTiles tiles(spec.group(), spec.config.getQTile());
+    plan.defineSize("num_tile_slots",
+                    tiles.numSlots(plan.sym("nnz"), plan.sym("batch")));
+    int64_t hkv = spec.kvHeads;
+    plan.defineSize(
+        "num_partitions",
+        SizeExprAttr::min(
+            {plan.cst(spec.config.getMaxPartitions()),
+             SizeExprAttr::max(
+                 {plan.cst(1),
+                  SizeExprAttr::floorDiv(
+                      plan.cst(2 * target.smCount),
+                      SizeExprAttr::max(
+                          {plan.cst(1),
+                           SizeExprAttr::mul(plan.sym("num_tile_slots"),
+                                             plan.cst(hkv))}))})}));
+    plan.setPartitions("num_partitions");
+    plan.addBuffer("partial_out", ArgRole::workspace, split.outType,
+                   {plan.sym("num_partitions"), plan.sym("nnz")});
+    plan.addBuffer("partial_lse", ArgRole::workspace, split.lseType,
+                   {plan.sym("num_partitions"), plan.sym("nnz")});
+    SmallVector<StringRef> splitArgs(directArgs);
+    directArgs.append({"out", "lse"});
+    splitArgs.append({"partial_out", "partial_lse", "num_partitions"});
+    plan.addKernel("direct", direct, kvgpu::LaunchCondition::unsplit,
+                   {plan.sym("num_tile_slots"), plan.cst(hkv), plan.cst(1)},
+                   directArgs);
+    plan.addKernel("split", splitKernel, kvgpu::LaunchCondition::split,
+                   {plan.sym("num_tile_slots"), plan.cst(hkv),
+                    plan.sym("num_partitions")},
+                   splitArgs);
+    plan.addKernel("merge", mergeKernel, kvgpu::LaunchCondition::split,
+                   {plan.sym("nnz"), plan.cst(spec.qHeads), plan.cst(1)},
+                   {"partial_out", "partial_lse", "out", "lse"});
+    kvgpu::LaunchPlanAttr planAttr = plan.build(op.getLoc());
+    if (!planAttr)
+      return failure();
+    context.recordPlan(planAttr);
+    if (failed(emitLaunches(b, planAttr, bindings, context.getKernelModule())))
+      return failure();
+
+    if (dest.store) {
+      if (ownsLse) {
+        rewriter.setInsertionPointAfter(dest.store);
+        memref::DeallocOp::create(rewriter, op.getLoc(), lse);
+      }
+      rewriter.eraseOp(dest.store);
+      rewriter.eraseOp(op);
+      return success();
+    }
+    rewriter.replaceOpWithNewOp<kv::LoadStateOp>(op, stateType, out, lse);
+    return success();
+  }
+
+  LoweringContext &context;
+};
+
+} // namespace
+
+std::optional<std::string>
+gpu_lowering::whyNoPrefillKernel(kv::PrefillOp op,
+                                 const target::TargetInfo &target) {
+  Operation *viewOp = op.getKv().getDefiningOp();
+  if (!isa_and_nonnull<kv::PagedViewOp, kv::RaggedViewOp>(viewOp))
+    return std::string(
+        "its KV is not a kv.paged_view or kv.ragged_view of the same function");
+  if (auto view = dyn_cast<kv::PagedViewOp>(viewOp)) {
+    kv::PagedType kv = view.getType();
+    if (kv.isQuantized())
+      return std::string("quantized KV (") +
+             kv::stringifyQuant(kv.getQuant()).str() +
+             ") has no prefill kernel";
+    for (Value pool : view.getPools())
+      if (std::optional<std::string> why =
+              whyNot16ByteRows("pool", cast<MemRefType>(pool.getType())))
+        return why;
+    if (view.getVectorWidth() * kv.getDtype().getIntOrFloatBitWidth() < 128)
+      return std::string("the head dim of the pool layout is not contiguous "
+                         "in 16-byte chunks (the prefill kernel copies K/V "
+                         "rows with 16-byte cp.async)");
+  } else {
+    auto ragged = cast<kv::RaggedViewOp>(viewOp);
+    for (auto [what, v] : {std::pair<StringRef, Value>{"k", ragged.getK()},
+                           {"v", ragged.getV()}})
+      if (std::optional<std::string> why =
+              whyNot16ByteRows(what, cast<MemRefType>(v.getType())))
+        return why;
+  }
+  PrefillKernelSpec spec;
+  describeKV(op, spec);
+  Type dtype = spec.kvElementType;
+  if (!dtype.isF16() && !dtype.isBF16())
+    return "KV of type " + typeName(dtype) +
+           " has no prefill kernel (f16 and bf16 do: mma.sync)";
+  // (The verifier makes q's element type the KV's.)
+  auto qType = cast<MemRefType>(op.getQ().getType());
+  if (std::optional<std::string> why = whyNot16ByteRows("q", qType))
+    return why;
+  if (op.getRopeAttr())
+    return std::string("on-the-fly RoPE has no prefill kernel");
+  if (!target.hasMmaSync || !target.hasCpAsync)
+    return target.chip.str() + " has no mma.sync / cp.async";
+  // The buffers the kernel would write: those of the kv.store_state it
+  // writes through, if any.
+  MemRefType outType, lseType;
+  if (kv::StoreStateOp store = findStateDestination(op).store) {
+    outType = cast<MemRefType>(store.getOutput().getType());
+    if (Value lse = store.getLse())
+      lseType = cast<MemRefType>(lse.getType());
+  }
+  std::string whyNot;
+  if (failed(describePrefill(op, target, outType, lseType, whyNot)))
+    return whyNot;
+  return std::nullopt;
+}
+
+void gpu_lowering::populatePrefillPatterns(RewritePatternSet &patterns,
+                                           LoweringContext &context) {
+  patterns.add<PrefillLowering>(patterns.getContext(), context);
+}
