@@ -1,7 +1,8 @@
 //===- IdentityGpuTest.cpp - Kernels differ in everything that changes them ===//
 //
 // A kernel's symbol covers everything that changes its code. Each case puts
-// two kv.decode ops into one function that differ in exactly one thing --
+// two kv.decode (or two kv.prefill) ops into one function that differ in
+// exactly one thing -- for prefill also causal, the custom mask's kind --
 // the LSE base, the soft cap, the window, sm_scale, the layout map (same
 // pool type, NHD against HND), the output dtype, the configuration -- and
 // checks that they launch different kernels and that each result matches
@@ -15,6 +16,7 @@
 
 #include "TestUtil.h"
 
+#include <memory>
 #include <set>
 
 using namespace kvir::test;
@@ -22,12 +24,16 @@ using namespace kvir::test::gpu;
 
 namespace {
 
-/// One decode of a pair: its cache, parameters, output type and config.
+/// One op of a pair: its cache, parameters, output type and config.
 struct Variant {
   CacheSpec spec;
   ref::AttentionParams params;
   DType outType = DType::F16;
-  std::string config; // a #kvgpu.decode, or "" for kv-tile's choice
+  std::string config; // a #kvgpu.decode / prefill, or "" for kv-tile's choice
+  /// A kv.prefill (query rows {5, 9, 2, 17} over the batch) with an
+  /// optional custom mask, instead of a kv.decode.
+  bool prefill = false;
+  MaskKind mask = MaskKind::None;
 };
 
 std::string withConfig(std::string attrs, const std::string &config) {
@@ -39,49 +45,85 @@ std::string withConfig(std::string attrs, const std::string &config) {
   return attrs.substr(0, attrs.size() - 1) + ", " + entry + "}";
 }
 
-/// Both decodes of `pair` in one function over a batch of 4 (the split
-/// path on every chip): distinct decode kernels, both results right.
+/// Both ops of `pair` in one function over a batch of 4 (the split path on
+/// every chip): distinct kernels, both results right.
 void runPair(const Variant &a, const Variant &b, int64_t qHeads,
              uint64_t seed, const std::string &chip = "sm_90a",
              std::vector<std::string> *decodeKernels = nullptr) {
   Rng rng(seed);
   std::vector<int64_t> kvLens = randomLengths(rng, 4, 90);
+  std::vector<int64_t> qoLens{5, 9, 2, 17};
+  for (int64_t i = 0; i < 4; ++i)
+    kvLens[i] = std::max(kvLens[i], qoLens[i]); // causal needs kv >= qo
+  std::vector<int32_t> qoIndptr = indptrOf(qoLens);
+  std::string op = a.prefill ? "kv.prefill" : "kv.decode";
+  std::string stem = a.prefill ? "prefill_" : "decode_";
   KernelSource src;
   std::vector<Tensor> outputs;
   std::vector<std::pair<StateBuffers, ref::State>> checks;
+  std::vector<std::shared_ptr<Tensor>> masks;
   for (auto [i, v] : llvm::enumerate(std::vector<Variant>{a, b})) {
     std::string tag = i ? "b" : "a";
     PagedCache cache = makeCache(v.spec, kvLens, rng);
-    Tensor q = randomTensor(rng, v.spec.dtype, {4, qHeads, v.spec.headDim}, 2.0);
-    StateBuffers out = makeStateBuffers(4, qHeads, v.spec.headDimV, v.outType);
+    int64_t rows = v.prefill ? qoIndptr.back() : 4;
+    Tensor q =
+        randomTensor(rng, v.spec.dtype, {rows, qHeads, v.spec.headDim}, 2.0);
+    StateBuffers out =
+        makeStateBuffers(rows, qHeads, v.spec.headDimV, v.outType);
     std::string kvType;
     std::string kv = emitPagedView(src, cache, "kv_" + tag, kvType);
     std::string qs = src.addMemref("q_" + tag, q);
     std::string stateType =
         stateTypeText(qHeads, v.spec.headDimV, v.outType, v.params.base);
-    src.addLine("%s_" + tag + " = kv.decode " + qs + ", " + kv + " " +
-                withConfig(attentionAttrs(v.params, false), v.config) + " : " +
-                src.typeOf(qs) + ", " + kvType + " -> " + stateType);
+    std::string attrs =
+        withConfig(attentionAttrs(v.params, v.prefill), v.config);
+    auto mask = std::make_shared<Tensor>();
+    if (v.prefill) {
+      std::string qo = src.addMemref("qo_" + tag, makeI32(qoIndptr));
+      std::string maskClause;
+      if (v.mask != MaskKind::None) {
+        *mask = randomMask(rng, qoLens, kvLens, v.mask == MaskKind::Packed);
+        std::string ms = src.addMemref("mask_" + tag, *mask);
+        maskClause = " mask(" + ms + " : " + src.typeOf(ms) + ")";
+      }
+      src.addLine("%s_" + tag + " = kv.prefill " + qs + ", " + qo + ", " +
+                  kv + maskClause + " " + attrs + " : " + src.typeOf(qs) +
+                  ", " + src.typeOf(qo) + ", " + kvType + " -> " + stateType);
+    } else {
+      src.addLine("%s_" + tag + " = kv.decode " + qs + ", " + kv + " " +
+                  attrs + " : " + src.typeOf(qs) + ", " + kvType + " -> " +
+                  stateType);
+    }
     std::string o = src.addMemref("out_" + tag, out.o);
     std::string l = src.addMemref("lse_" + tag, out.lse);
     src.addLine("kv.store_state %s_" + tag + ", " + o + ", " + l + " : " +
                 stateType + ", " + src.typeOf(o) + ", " + src.typeOf(l));
     outputs.insert(outputs.end(), {out.o, out.lse});
+    ref::AttentionParams params = asKernelSees(v.params);
+    if (v.mask != MaskKind::None)
+      params.mask = mask.get();
     checks.push_back(
-        {out, ref::decode(q, ref::PagedSource(cache), asKernelSees(v.params))});
+        {out, v.prefill ? ref::attention(q, qoIndptr, ref::PagedSource(cache),
+                                         params)
+                        : ref::decode(q, ref::PagedSource(cache), params)});
+    masks.push_back(mask);
   }
   RunResult result;
-  ASSERT_TRUE(runGpu(src, outputs, chip, {"kv.decode"}, result));
+  ASSERT_TRUE(runGpu(src, outputs, chip, {op}, result));
   EXPECT_TRUE(noReports(result));
   std::set<std::string> decodes;
   for (const std::string &name : result.kernelNames())
-    if (name.rfind("decode_", 0) == 0)
+    if (name.rfind(stem, 0) == 0)
       decodes.insert(name);
-  EXPECT_EQ(decodes.size(), 2u) << "the two decodes share a kernel:\n"
+  EXPECT_EQ(decodes.size(), 2u) << "the two ops share a kernel:\n"
                                 << result.describeLaunches();
-  for (auto &[out, expected] : checks)
-    EXPECT_TRUE(check(compareGpuState(out, expected,
-                                      out.o.dtype())));
+  for (auto &[out, expected] : checks) {
+    // Tensor-core kernels round P to the KV type.
+    DType precision = out.o.dtype() == DType::F32 && a.prefill
+                          ? a.spec.dtype
+                          : out.o.dtype();
+    EXPECT_TRUE(check(compareGpuState(out, expected, precision)));
+  }
   if (decodeKernels)
     decodeKernels->assign(decodes.begin(), decodes.end());
 }
@@ -159,6 +201,55 @@ TEST(KernelIdentity, Chip) {
   for (const std::string &name : onHopper)
     EXPECT_EQ(std::count(onAmpere.begin(), onAmpere.end(), name), 0)
         << name << " is built for both chips";
+}
+
+Variant prefillBase() {
+  Variant v = base();
+  v.prefill = true;
+  v.params.causal = true;
+  return v;
+}
+
+TEST(KernelIdentity, PrefillCausal) {
+  Variant a = prefillBase(), b = prefillBase();
+  b.params.causal = false;
+  runPair(a, b, 8, 2101);
+}
+
+TEST(KernelIdentity, PrefillMaskKind) {
+  // Same shapes and attributes; one mask of bools, one bit-packed.
+  Variant a = prefillBase(), b = prefillBase();
+  a.mask = MaskKind::Bool;
+  b.mask = MaskKind::Packed;
+  runPair(a, b, 8, 2102);
+}
+
+TEST(KernelIdentity, PrefillWindowAndBase) {
+  Variant a = prefillBase(), b = prefillBase();
+  b.params.windowLeft = 3;
+  runPair(a, b, 8, 2103);
+  Variant c = prefillBase();
+  c.params.base = Base::Two;
+  runPair(a, c, 8, 2104);
+}
+
+TEST(KernelIdentity, PrefillSoftCapAndScale) {
+  Variant a = prefillBase(), b = prefillBase();
+  b.params.softCap = 4.0;
+  runPair(a, b, 8, 2105);
+  Variant c = prefillBase();
+  c.params.smScale = 0.05;
+  runPair(a, c, 8, 2106);
+}
+
+TEST(KernelIdentity, PrefillConfigAndOutput) {
+  Variant a = prefillBase(), b = prefillBase();
+  b.config = "#kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 4, "
+             "stages = 2, q_in_registers = false, max_partitions = 16>";
+  runPair(a, b, 8, 2107);
+  Variant c = prefillBase();
+  c.outType = DType::F32;
+  runPair(a, c, 8, 2108);
 }
 
 } // namespace

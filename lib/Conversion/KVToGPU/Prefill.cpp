@@ -35,12 +35,30 @@ std::optional<std::string> whyNot16ByteRows(StringRef what, MemRefType type) {
   if (strides.back() != 1)
     return (what + " " + typeName(type) + " has a non-unit innermost stride")
         .str();
-  for (int64_t st : ArrayRef<int64_t>(strides).drop_back())
-    if (ShapedType::isDynamic(st) || (st * elementBytes) % 16)
-      return (what + " " + typeName(type) +
-              " has rows that are not 16-byte aligned (cp.async and the "
-              "output stores move 16-byte chunks)")
-          .str();
+  auto notAligned = [&] {
+    return (what + " " + typeName(type) +
+            " has rows that are not 16-byte aligned (cp.async and the "
+            "output stores move 16-byte chunks)")
+        .str();
+  };
+  ArrayRef<int64_t> shape = type.getShape();
+  for (int64_t i = 0; i + 1 < type.getRank(); ++i) {
+    if (!ShapedType::isDynamic(strides[i])) {
+      if ((strides[i] * elementBytes) % 16)
+        return notAligned();
+      continue;
+    }
+    // A row-major memref's stride is the product of the inner sizes: its
+    // static factors decide.
+    if (!type.getLayout().isIdentity())
+      return notAligned();
+    int64_t known = elementBytes;
+    for (int64_t size : shape.drop_front(i + 1))
+      if (!ShapedType::isDynamic(size))
+        known *= size;
+    if (known % 16)
+      return notAligned();
+  }
   if (ShapedType::isDynamic(offset) || (offset * elementBytes) % 16)
     return (what + " " + typeName(type) + " has an offset that is not 16-byte "
                                           "aligned")
@@ -332,10 +350,12 @@ gpu_lowering::whyNoPrefillKernel(kv::PrefillOp op,
       return std::string("quantized KV (") +
              kv::stringifyQuant(kv.getQuant()).str() +
              ") has no prefill kernel";
-    for (Value pool : view.getPools())
-      if (std::optional<std::string> why =
-              whyNot16ByteRows("pool", cast<MemRefType>(pool.getType())))
-        return why;
+    // The layout's proven vector width covers the pools' strides too.
+    for (Value pool : view.getPools()) {
+      auto type = cast<MemRefType>(pool.getType());
+      if (type.getStridesAndOffset().first.back() != 1)
+        return "pool " + typeName(type) + " has a non-unit innermost stride";
+    }
     if (view.getVectorWidth() * kv.getDtype().getIntOrFloatBitWidth() < 128)
       return std::string("the head dim of the pool layout is not contiguous "
                          "in 16-byte chunks (the prefill kernel copies K/V "
