@@ -40,8 +40,16 @@ std::pair<Value, Value> Rope::cosSin(Value pair, Value position) {
   // 2pi split into its f32 value and the remainder.
   const float twoPiHi = static_cast<float>(2.0 * M_PI);
   const double twoPiLo = 2.0 * M_PI - static_cast<double>(twoPiHi);
-  // LLVM intrinsics, not math ops: gpu-to-nvvm maps those to libdevice.
-  Value k = LLVM::RoundEvenOp::create(b, ir.mul(angle, ir.f32(0.5 / M_PI)));
+  // k: the nearest integer (ties away from zero), by conversions that
+  // lower to cvt instructions; fma is LLVM's intrinsic, not math.fma,
+  // which gpu-to-nvvm would map to libdevice.
+  Value turns = ir.mul(angle, ir.f32(0.5 / M_PI));
+  Value half = ir.select(arith::CmpFOp::create(b, arith::CmpFPredicate::OGE,
+                                               turns, ir.f32(0.0)),
+                         ir.f32(0.5), ir.f32(-0.5));
+  Value k = arith::SIToFPOp::create(
+      b, b.getF32Type(),
+      arith::FPToSIOp::create(b, b.getI32Type(), ir.add(turns, half)));
   Value r = LLVM::FMAOp::create(b, k, ir.f32(-twoPiHi), angle);
   r = LLVM::FMAOp::create(b, k, ir.f32(-twoPiLo), r);
   return {ir.nvvmUnary("llvm.nvvm.cos.approx.ftz.f", r),

@@ -38,6 +38,7 @@ kvir::whyNoGpuKernel(Operation *op, const target::TargetInfo &target) {
       .Case([&](kv::PrefillOp prefill) {
         return whyNoPrefillKernel(prefill, target);
       })
+      .Case([](kv::AppendOp append) { return whyNoAppendKernel(append); })
       .Case<kv::MergeOp, kv::MergePartitionsOp>(
           [](Operation *merge) { return whyNoMergeKernel(merge); })
       .Case([](kv::CascadeOp) {
@@ -114,6 +115,7 @@ struct ConvertKVToGPUPass
     RewritePatternSet patterns(&getContext());
     populateDecodePatterns(patterns, context);
     populatePrefillPatterns(patterns, context);
+    populateAppendPatterns(patterns, context);
     populateMergePatterns(patterns, context);
     applyInProgramOrder(module, FrozenRewritePatternSet(std::move(patterns)));
     if (allowHostLoops)

@@ -155,11 +155,18 @@ gpu_lowering::addPagedKVArguments(PlanBuilder &plan,
           : SmallVector<StringRef>{"k_pool", "v_pool"};
   for (auto [name, pool] : llvm::zip(poolNames, kv.pools))
     add(name, pool, {}, {"num_pages"});
+  bool batchFromTables = !plan.hasSize("batch");
   for (auto [name, table] :
        llvm::zip(kv::getTableNames(kv.type.getTable()), kv.tables)) {
-    if (name == "kv_indptr")
+    if (name == "kv_indptr" && batchFromTables) {
+      add(name, table, {}, {"kv_indptr_len"});
+      plan.defineSize("batch", kvgpu::SizeExprAttr::add(
+                                   plan.sym("kv_indptr_len"), plan.cst(-1)));
+    } else if (name == "kv_indptr")
       add(name, table,
           {kvgpu::SizeExprAttr::add(plan.sym("batch"), plan.cst(1))}, {});
+    else if (batchFromTables && !plan.hasSize("batch"))
+      add(name, table, {}, {"batch", "max_pages"});
     else if (name == "kv_indices")
       add(name, table, {}, {"num_page_ids"});
     else

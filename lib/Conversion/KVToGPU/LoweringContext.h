@@ -110,8 +110,8 @@ private:
 
 /// Adds the pools and tables of a paged KV as input arguments of `plan`
 /// (pool, k_pool / v_pool, and the table form's names, with shapes over
-/// the size `batch`, which must be defined) and returns their names in
-/// PagedOperands::flatten() order.
+/// the size `batch`, defined from the first table if the plan has none
+/// yet) and returns their names in PagedOperands::flatten() order.
 llvm::SmallVector<llvm::StringRef> addPagedKVArguments(PlanBuilder &plan,
                                                        const kv::PagedOperands &kv);
 

@@ -2,7 +2,8 @@
 //
 // One file per op family, each a pattern that reads the op's configuration
 // and composes lib/Codegen into kernels, a launch plan and its launches:
-// Decode.cpp (kv.decode), Prefill.cpp (kv.prefill), Merge.cpp (kv.merge,
+// Decode.cpp (kv.decode), Prefill.cpp (kv.prefill), Append.cpp (kv.append),
+// Merge.cpp (kv.merge,
 // kv.merge_partitions of states in buffers). `whyNoKernel` is the reason an op of the family gets
 // no kernel, reported under kv-to-nvvm / kv-to-ptx.
 //
@@ -26,6 +27,10 @@ std::optional<std::string> whyNoPrefillKernel(kv::PrefillOp op,
                                               const target::TargetInfo &target);
 void populatePrefillPatterns(mlir::RewritePatternSet &patterns,
                              LoweringContext &context);
+
+std::optional<std::string> whyNoAppendKernel(kv::AppendOp op);
+void populateAppendPatterns(mlir::RewritePatternSet &patterns,
+                            LoweringContext &context);
 
 /// The merge kernel (kv.merge of `numInputs` states, or a partition axis
 /// reduced when numInputs == 0) for the given buffer types; shared by the

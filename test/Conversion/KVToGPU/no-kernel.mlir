@@ -334,10 +334,20 @@ func.func @cascade(%q: memref<?x8x64xf16>, %qo0: memref<?xi32>, %qo1: memref<?xi
 
 // -----
 
-!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
-func.func @append(%k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>, %bi: memref<?xi32>, %pos: memref<?xi32>, %pool: memref<?x2x16x2x64xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) {
-  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
-  // expected-error @below {{'kv.append' op has no GPU kernel: kv.append has no GPU kernel yet}}
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr, quant = int8_group, quant_group = 32>
+func.func @append_int8(%k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>, %bi: memref<?xi32>, %pos: memref<?xi32>, %pool: memref<?x2x16x2x64xi8>, %scales: memref<?x2x16x2x2xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xi8>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) scales(%scales : memref<?x2x16x2x2xf16>) : !c
+  // expected-error @below {{'kv.append' op has no GPU kernel: quantized KV (int8_group) has no append kernel}}
   kv.append %k, %v, %bi, %pos into %kv : memref<?x2x64xf16>, memref<?x2x64xf16>, memref<?xi32>, memref<?xi32>, !c
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+func.func @append_strided_input(%k: memref<?x2x64xf16, strided<[256, 128, 2]>>, %v: memref<?x2x64xf16>, %bi: memref<?xi32>, %pos: memref<?xi32>, %pool: memref<?x2x16x2x64xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.append' op has no GPU kernel: input memref<?x2x64xf16, strided<[256, 128, 2]>> has a non-unit innermost stride}}
+  kv.append %k, %v, %bi, %pos into %kv : memref<?x2x64xf16, strided<[256, 128, 2]>>, memref<?x2x64xf16>, memref<?xi32>, memref<?xi32>, !c
   return
 }

@@ -1,0 +1,381 @@
+//===- Append.cpp - kv.append to a scatter kernel -------------------------===//
+//
+// Each thread moves one chunk of one (row, KV head): row i's K or V chunk
+// goes to request batch_indices[i], token positions[i], through the page
+// table (any form) and the layout's maps. A chunk is as wide as the pool's
+// layout proves contiguous (16 bytes for NHD / HND; one element for vLLM's
+// V pool, whose head dim is strided). RoPE rotates K in f32 at the row's
+// position before the store (Rope, PTX flavor: no libdevice): interleaved
+// pairs lie within a chunk; rotate-half pairs (i, i + D/2) are a chunk of
+// each half, handled by one thread. Quantized caches have no append kernel
+// yet.
+//
+//===----------------------------------------------------------------------===//
+#include "Patterns.h"
+
+#include "kvir/Codegen/IRBuilder.h"
+#include "kvir/Codegen/LaunchEmitter.h"
+#include "kvir/Codegen/Rope.h"
+#include "kvir/Dialect/KV/Utils/PagedAddressing.h"
+#include "kvir/Dialect/KV/IR/PoolLayout.h"
+#include "kvir/Dialect/KV/Utils/Quantization.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace kvir;
+using namespace kvir::codegen;
+using namespace kvir::gpu_lowering;
+
+namespace {
+
+constexpr int64_t kAppendThreads = 128;
+
+/// The widest power-of-two run of elements (at most `maxElements`) that
+/// every row of `type` holds contiguously and aligned to its size, along
+/// the innermost dim of extent `width`.
+int64_t rowVectorWidth(MemRefType type, int64_t maxElements, int64_t width) {
+  auto [strides, offset] = type.getStridesAndOffset();
+  if (strides.back() != 1 || ShapedType::isDynamic(offset))
+    return 1;
+  ArrayRef<int64_t> shape = type.getShape();
+  for (int64_t w = maxElements; w > 1; w /= 2) {
+    bool ok = width % w == 0 && offset % w == 0;
+    for (int64_t i = 0; ok && i + 1 < type.getRank(); ++i) {
+      if (!ShapedType::isDynamic(strides[i])) {
+        ok = strides[i] % w == 0;
+        continue;
+      }
+      int64_t known = 1;
+      for (int64_t size : shape.drop_front(i + 1))
+        if (!ShapedType::isDynamic(size))
+          known *= size;
+      ok = type.getLayout().isIdentity() && known % w == 0;
+    }
+    if (ok)
+      return w;
+  }
+  return 1;
+}
+
+/// Everything an append kernel is specialized on.
+struct AppendKernelSpec {
+  kv::PagedType kv;
+  SmallVector<Type> kvTypes;
+  MemRefType kType, vType, indexType, positionType;
+  kv::RopeAttr rope;
+  /// Elements one thread moves per chunk, and the widths of its loads
+  /// (from k / v) and stores (to the pools).
+  int64_t kChunk = 1, vChunk = 1, kLoad = 1, vLoad = 1, kStore = 1, vStore = 1;
+
+  /// Chunks per (row, head): K (per half with rotate_half), then V.
+  int64_t kUnits() const {
+    int64_t span = rotatesHalves() ? kv.getHeadDim() / 2 : kv.getHeadDim();
+    return span / kChunk;
+  }
+  int64_t vUnits() const { return kv.getHeadDimV() / vChunk; }
+  bool rotatesHalves() const {
+    return rope && rope.getStyle() == kv::RopeStyle::rotate_half;
+  }
+};
+
+AppendKernelSpec describeAppend(kv::AppendOp op) {
+  auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
+  AppendKernelSpec s;
+  s.kv = view.getType();
+  for (Value v : kv::PagedOperands::fromView(view).flatten())
+    s.kvTypes.push_back(v.getType());
+  s.kType = cast<MemRefType>(op.getK().getType());
+  s.vType = cast<MemRefType>(op.getV().getType());
+  s.indexType = cast<MemRefType>(op.getBatchIndices().getType());
+  s.positionType = cast<MemRefType>(op.getPositions().getType());
+  s.rope = op.getRopeAttr();
+  int64_t bits = s.kv.getDtype().getIntOrFloatBitWidth();
+  int64_t max = 128 / bits;
+  // Each pool's proven width bounds its stores; loads may be as wide as
+  // the chunk where the input rows allow.
+  kv::PagedOperands operands = kv::PagedOperands::fromView(view);
+  auto poolWidth = [&](kv::PoolRole role) {
+    return kv::getDimVectorWidth(
+        s.kv, role, cast<MemRefType>(operands.pool(role).getType()), max);
+  };
+  int64_t kSpan = s.rotatesHalves() ? s.kv.getHeadDim() / 2 : s.kv.getHeadDim();
+  s.kStore = poolWidth(kv::PoolRole::K);
+  s.vStore = poolWidth(kv::PoolRole::V);
+  while (kSpan % s.kStore)
+    s.kStore /= 2;
+  while (s.kv.getHeadDimV() % s.vStore)
+    s.vStore /= 2;
+  // Interleaved pairs must not straddle two threads' chunks.
+  s.kChunk = std::max<int64_t>(s.kStore,
+                               s.rope && !s.rotatesHalves() ? 2 : 1);
+  s.vChunk = s.vStore;
+  s.kLoad = std::min(s.kChunk, rowVectorWidth(s.kType, max, kSpan));
+  s.vLoad = std::min(s.vChunk, rowVectorWidth(s.vType, max, s.kv.getHeadDimV()));
+  return s;
+}
+
+/// Loads `count` elements of `from` at `indices` (the last one advancing)
+/// in vectors of `width`.
+Value loadChunk(ImplicitLocOpBuilder &b, Value from, SmallVector<Value> indices,
+                int64_t count, int64_t width) {
+  IRBuilder ir{b};
+  Type elt = cast<MemRefType>(from.getType()).getElementType();
+  Value chunk = arith::ConstantOp::create(
+      b, VectorType::get({count}, elt),
+      b.getZeroAttr(VectorType::get({count}, elt)));
+  Value last = indices.back();
+  for (int64_t i = 0; i < count; i += width) {
+    indices.back() = ir.add(last, ir.idx(i));
+    auto load =
+        vector::LoadOp::create(b, VectorType::get({width}, elt), from, indices);
+    load.setAlignment(width * elt.getIntOrFloatBitWidth() / 8);
+    chunk = vector::InsertStridedSliceOp::create(b, load, chunk,
+                                                 ArrayRef<int64_t>{i},
+                                                 ArrayRef<int64_t>{1});
+  }
+  return chunk;
+}
+
+void storeChunk(ImplicitLocOpBuilder &b, Value chunk, Value to,
+                const kv::PagedType &kv, kv::PoolRole role, Value page,
+                Value slot, Value head, Value dim0, int64_t width) {
+  IRBuilder ir{b};
+  auto type = cast<VectorType>(chunk.getType());
+  for (int64_t i = 0; i < type.getNumElements(); i += width) {
+    Value part = vector::ExtractStridedSliceOp::create(
+        b, chunk, ArrayRef<int64_t>{i}, ArrayRef<int64_t>{width},
+        ArrayRef<int64_t>{1});
+    SmallVector<Value> indices = kv::emitPoolIndices(
+        b, kv, role, page, slot, head, ir.add(dim0, ir.idx(i)));
+    vector::StoreOp::create(b, part, to, indices)
+        .setAlignment(width * type.getElementTypeBitWidth() / 8);
+  }
+}
+
+/// Rotates the pairs (a[j], b[j]) of pair indices firstPair + j at
+/// `position`; returns the rotated chunks in their element type.
+std::pair<Value, Value> rotateChunks(ImplicitLocOpBuilder &b, Rope &rope,
+                                     Value a, Value bv, Value firstPair,
+                                     Value position) {
+  IRBuilder ir{b};
+  auto type = cast<VectorType>(a.getType());
+  SmallVector<Value> ra, rb;
+  for (int64_t j = 0; j < type.getNumElements(); ++j) {
+    Value x = kv::toF32(b, vector::ExtractOp::create(b, a, j).getResult());
+    Value y = kv::toF32(b, vector::ExtractOp::create(b, bv, j).getResult());
+    auto [c, s] = rope.cosSin(ir.add(firstPair, ir.idx(j)), position);
+    auto [u, v] = rope.rotate(x, y, c, s);
+    ra.push_back(kv::fromF32(b, u, type.getElementType()));
+    rb.push_back(kv::fromF32(b, v, type.getElementType()));
+  }
+  return {vector::FromElementsOp::create(b, type, ra),
+          vector::FromElementsOp::create(b, type, rb)};
+}
+
+void buildAppendBody(const KernelFunc &kf, const AppendKernelSpec &s) {
+  ImplicitLocOpBuilder b = kf.getBuilder();
+  IRBuilder ir{b};
+  Value k = kf.getArgument(0), v = kf.getArgument(1);
+  Value batchIndices = kf.getArgument(2), positions = kf.getArgument(3);
+  kv::PagedOperands kv;
+  {
+    kv::PagedOperands shape;
+    shape.type = s.kv;
+    shape.pools.resize(s.kv.getNumPools());
+    shape.tables.resize(s.kv.getNumTables());
+    shape.scales.resize(s.kv.getNumScalePools());
+    kv = shape.withValues(kf.getArguments().slice(4, s.kvTypes.size()));
+  }
+  int64_t heads = s.kv.getKvHeads();
+  int64_t unitsPerRow = s.kUnits() + s.vUnits();
+  Value unit = ir.add(
+      ir.mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), ir.idx(kAppendThreads)),
+      gpu::ThreadIdOp::create(b, gpu::Dimension::x));
+  Value rows = memref::DimOp::create(b, k, 0);
+  Value total = ir.mul(rows, ir.idx(heads * unitsPerRow));
+  scf::IfOp::create(b, ir.lt(unit, total), [&](OpBuilder &nb, Location l) {
+    ImplicitLocOpBuilder ib(l, nb);
+    IRBuilder j{ib};
+    Value row = j.divU(unit, j.idx(heads * unitsPerRow));
+    Value rest = j.remU(unit, j.idx(heads * unitsPerRow));
+    Value head = j.divU(rest, j.idx(unitsPerRow));
+    Value c = j.remU(rest, j.idx(unitsPerRow));
+    Value req = j.toIndex(memref::LoadOp::create(ib, batchIndices, row));
+    Value position = j.toIndex(memref::LoadOp::create(ib, positions, row));
+    Value page, slot;
+    std::tie(page, slot) = kv::emitLocate(ib, kv, req, position);
+    Value isK = j.lt(c, j.idx(s.kUnits()));
+    scf::IfOp::create(
+        ib, isK,
+        [&](OpBuilder &kb, Location kl) {
+          ImplicitLocOpBuilder jb(kl, kb);
+          IRBuilder x{jb};
+          Value dim0 = x.mul(c, x.idx(s.kChunk));
+          Value chunk =
+              loadChunk(jb, k, {row, head, dim0}, s.kChunk, s.kLoad);
+          Value kPool = kv.pool(kv::PoolRole::K);
+          if (!s.rope) {
+            storeChunk(jb, chunk, kPool, s.kv, kv::PoolRole::K, page, slot,
+                       head, dim0, s.kStore);
+          } else if (s.rotatesHalves()) {
+            Rope rope(jb, s.rope, s.kv.getHeadDim(), Rope::Flavor::ptx);
+            Value dim1 = x.add(dim0, x.idx(s.kv.getHeadDim() / 2));
+            Value upper =
+                loadChunk(jb, k, {row, head, dim1}, s.kChunk, s.kLoad);
+            auto [lo, hi] = rotateChunks(jb, rope, chunk, upper, dim0, position);
+            storeChunk(jb, lo, kPool, s.kv, kv::PoolRole::K, page, slot, head,
+                       dim0, s.kStore);
+            storeChunk(jb, hi, kPool, s.kv, kv::PoolRole::K, page, slot, head,
+                       dim1, s.kStore);
+          } else {
+            // Interleaved: elements (2p, 2p + 1) of the chunk are a pair.
+            Rope rope(jb, s.rope, s.kv.getHeadDim(), Rope::Flavor::ptx);
+            auto half = [&](int64_t first) -> Value {
+              SmallVector<int64_t> picks;
+              for (int64_t e = first; e < s.kChunk; e += 2)
+                picks.push_back(e);
+              return vector::ShuffleOp::create(jb, chunk, chunk, picks);
+            };
+            auto [even, odd] = rotateChunks(jb, rope, half(0), half(1),
+                                            x.divU(dim0, x.idx(2)), position);
+            SmallVector<int64_t> interleave;
+            for (int64_t p = 0; p < s.kChunk / 2; ++p)
+              interleave.append({p, s.kChunk / 2 + p});
+            Value rotated =
+                vector::ShuffleOp::create(jb, even, odd, interleave);
+            storeChunk(jb, rotated, kPool, s.kv, kv::PoolRole::K, page, slot,
+                       head, dim0, s.kStore);
+          }
+          scf::YieldOp::create(jb);
+        },
+        [&](OpBuilder &vb, Location vl) {
+          ImplicitLocOpBuilder jb(vl, vb);
+          IRBuilder x{jb};
+          Value dim0 =
+              x.mul(x.sub(c, x.idx(s.kUnits())), x.idx(s.vChunk));
+          Value chunk =
+              loadChunk(jb, v, {row, head, dim0}, s.vChunk, s.vLoad);
+          storeChunk(jb, chunk, kv.pool(kv::PoolRole::V), s.kv,
+                     kv::PoolRole::V, page, slot, head, dim0, s.vStore);
+          scf::YieldOp::create(jb);
+        });
+    scf::YieldOp::create(ib);
+  });
+}
+
+std::string appendKernelSymbol(kv::AppendOp op, const AppendKernelSpec &s,
+                               const target::TargetInfo &target) {
+  std::string stem =
+      "append_" + kv::stringifyLayoutKind(s.kv.getLayout()).str() + "_" +
+      kv::stringifyStorage(s.kv.getStorage()).str() + "_" +
+      kv::stringifyTableForm(s.kv.getTable()).str() + "_p" +
+      std::to_string(s.kv.getPageSize()) + "_h" +
+      std::to_string(s.kv.getKvHeads()) + "_d" +
+      std::to_string(s.kv.getHeadDim()) + "_" + typeName(s.kv.getDtype()) +
+      (s.rope ? "_rope" : "");
+  KernelIdentity id(stem);
+  id.add(op.getOperation()).add(target.chip);
+  for (Type t : s.kvTypes)
+    id.add(t);
+  return id.getSymbol();
+}
+
+struct AppendLowering : OpRewritePattern<kv::AppendOp> {
+  AppendLowering(MLIRContext *ctx, LoweringContext &context)
+      : OpRewritePattern(ctx), context(context) {}
+
+  LogicalResult matchAndRewrite(kv::AppendOp op,
+                                PatternRewriter &rewriter) const override {
+    const target::TargetInfo &target = context.getTarget();
+    if (std::optional<std::string> why = whyNoAppendKernel(op))
+      return rewriter.notifyMatchFailure(op, *why);
+    AppendKernelSpec spec = describeAppend(op);
+    std::string name = appendKernelSymbol(op, spec, target);
+    gpu::GPUFuncOp kernel =
+        context.getOrBuildKernel(name, [&](gpu::GPUModuleOp module) {
+          SmallVector<Type> argTypes{spec.kType, spec.vType, spec.indexType,
+                                     spec.positionType};
+          llvm::append_range(argTypes, spec.kvTypes);
+          KernelFunc kf = KernelFunc::create(module, name, argTypes,
+                                             {kAppendThreads, 1, 1},
+                                             SharedMemoryLayout());
+          buildAppendBody(kf, spec);
+          return kf;
+        });
+
+    auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
+    kv::PagedOperands kv = kv::PagedOperands::fromView(view);
+    PlanBuilder plan(op.getContext(), "kv.append", name);
+    using kvgpu::ArgRole;
+    using kvgpu::SizeExprAttr;
+    plan.addBuffer("k", ArgRole::input, spec.kType, {}, {"nnz"});
+    plan.addBuffer("v", ArgRole::input, spec.vType, {plan.sym("nnz")});
+    plan.addBuffer("batch_indices", ArgRole::input, spec.indexType,
+                   {plan.sym("nnz")});
+    plan.addBuffer("positions", ArgRole::input, spec.positionType,
+                   {plan.sym("nnz")});
+    // `batch` (the requests of the tables) comes from the tables.
+    SmallVector<StringRef> kvNames = addPagedKVArguments(plan, kv);
+    SmallVector<StringRef> args{"k", "v", "batch_indices", "positions"};
+    llvm::append_range(args, kvNames);
+    int64_t unitsPerRow = spec.kv.getKvHeads() * (spec.kUnits() + spec.vUnits());
+    plan.addKernel("append", kernel, kvgpu::LaunchCondition::always,
+                   {SizeExprAttr::ceilDiv(
+                        SizeExprAttr::mul(plan.sym("nnz"),
+                                          plan.cst(unitsPerRow)),
+                        plan.cst(kAppendThreads)),
+                    plan.cst(1), plan.cst(1)},
+                   args);
+    kvgpu::LaunchPlanAttr planAttr = plan.build(op.getLoc());
+    if (!planAttr)
+      return failure();
+    context.recordPlan(planAttr);
+    llvm::StringMap<Value> bindings{{"k", op.getK()},
+                                    {"v", op.getV()},
+                                    {"batch_indices", op.getBatchIndices()},
+                                    {"positions", op.getPositions()}};
+    for (auto [n, value] : llvm::zip(kvNames, kv.flatten()))
+      bindings[n] = value;
+    rewriter.setInsertionPoint(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    if (failed(emitLaunches(b, planAttr, bindings, context.getKernelModule())))
+      return failure();
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  LoweringContext &context;
+};
+
+} // namespace
+
+std::optional<std::string> gpu_lowering::whyNoAppendKernel(kv::AppendOp op) {
+  auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
+  if (!view)
+    return std::string("its KV is not a kv.paged_view of the same function");
+  kv::PagedType kv = view.getType();
+  if (kv.isQuantized())
+    return std::string("quantized KV (") +
+           kv::stringifyQuant(kv.getQuant()).str() +
+           ") has no append kernel";
+  if (kv.getStorage() == kv::Storage::mla)
+    return std::string("MLA caches have no append kernel");
+  Type dtype = kv.getDtype();
+  if (!dtype.isF16() && !dtype.isBF16() && !dtype.isF32())
+    return "KV of type " + typeName(dtype) + " has no append kernel";
+  for (Value in : {op.getK(), op.getV()}) {
+    auto type = cast<MemRefType>(in.getType());
+    if (type.getStridesAndOffset().first.back() != 1)
+      return "input " + typeName(type) + " has a non-unit innermost stride";
+  }
+  return std::nullopt;
+}
+
+void gpu_lowering::populateAppendPatterns(RewritePatternSet &patterns,
+                                          LoweringContext &context) {
+  patterns.add<AppendLowering>(patterns.getContext(), context);
+}
