@@ -21,6 +21,7 @@
 //                     [--configs nhd-p16-g4,...] [--no-ptxas]
 //
 //===----------------------------------------------------------------------===//
+#include "BenchSupport.h"
 #include "GpuHarness.h"
 
 #include "Harness/Harness.h"
@@ -45,6 +46,7 @@
 
 using namespace kvir::test;
 using namespace kvir::test::gpu;
+using namespace kvir::bench;
 namespace ref = kvir::ref;
 
 namespace {
@@ -58,133 +60,8 @@ struct Config {
   }
 };
 
-/// Per-kernel numbers from `ptxas -v`.
-struct PtxasInfo {
-  int registers = -1;
-  int64_t smem = 0, spillStores = 0, spillLoads = 0;
-};
-
-/// The occupancy model of a chip (CUDA occupancy calculator data).
-struct ChipLimits {
-  int64_t maxThreadsPerSm, maxBlocksPerSm, regsPerSm, smemPerSm,
-      reservedSmemPerBlock;
-};
-
-ChipLimits limitsOf(const std::string &chip) {
-  if (chip == "sm_80")
-    return {2048, 32, 65536, 167936, 1024}; // A100: 164 KB shared per SM
-  if (chip == "sm_86")
-    return {1536, 16, 65536, 102400, 1024};
-  if (chip == "sm_89")
-    return {1536, 24, 65536, 102400, 1024};
-  return {2048, 32, 65536, 233472, 1024}; // H100: 228 KB shared per SM
-}
-
-/// Resident warps per SM over the maximum, from registers per thread,
-/// static shared bytes and threads per block.
-double occupancy(const std::string &chip, int registers, int64_t smem,
-                 int64_t threads) {
-  ChipLimits l = limitsOf(chip);
-  int64_t warps = (threads + 31) / 32;
-  // Registers are allocated per warp in units of 256.
-  int64_t regsPerWarp = (int64_t(registers) * 32 + 255) / 256 * 256;
-  int64_t byRegs =
-      regsPerWarp ? (l.regsPerSm / regsPerWarp) / warps : l.maxBlocksPerSm;
-  int64_t smemPerBlock = (smem + l.reservedSmemPerBlock + 127) / 128 * 128;
-  int64_t bySmem = l.smemPerSm / smemPerBlock;
-  int64_t byThreads = l.maxThreadsPerSm / (warps * 32);
-  int64_t blocks = std::min({byRegs, bySmem, byThreads, l.maxBlocksPerSm});
-  return double(blocks * warps) / double(l.maxThreadsPerSm / 32);
-}
-
-std::string binDir;
-
-std::string tool(const std::string &name) {
-  llvm::SmallString<256> path(binDir);
-  llvm::sys::path::append(path, name);
-  return std::string(path);
-}
-
-int run(const std::vector<std::string> &argv, const std::string &out,
-        const std::string &err, std::optional<std::string> in = {}) {
-  std::vector<llvm::StringRef> args(argv.begin(), argv.end());
-  std::optional<llvm::StringRef> redirects[] = {
-      in ? std::optional<llvm::StringRef>(*in) : std::nullopt,
-      llvm::StringRef(out), llvm::StringRef(err)};
-  std::string message;
-  int rc = llvm::sys::ExecuteAndWait(argv[0], args, std::nullopt, redirects, 0,
-                                     0, &message);
-  if (rc < 0)
-    llvm::errs() << "kvir-decode-bench: " << argv[0] << ": " << message << "\n";
-  return rc;
-}
-
-std::string readFile(const std::string &path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  return buffer ? (*buffer)->getBuffer().str() : std::string();
-}
-
-/// kvir-opt --kv-to-ptx=chip=<chip> | kvir-translate, then ptxas -v:
-/// kernel name -> ptxas numbers.
-std::map<std::string, PtxasInfo> compilePtx(const std::string &source,
-                                            const std::string &chip,
-                                            const std::string &ptxas,
-                                            const std::string &dir) {
-  std::map<std::string, PtxasInfo> info;
-  std::string mlirFile = dir + "/decode.mlir", lowered = dir + "/ptx.mlir",
-              log = dir + "/log.txt", outDir = dir + "/out-" + chip;
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(mlirFile, ec);
-    os << source;
-  }
-  llvm::sys::fs::create_directories(outDir);
-  if (run({tool("kvir-opt"), mlirFile, "--kv-to-ptx=chip=" + chip, "-o",
-           lowered},
-          log, log) != 0 ||
-      run({tool("kvir-translate"), lowered, "-o", outDir}, log, log) != 0) {
-    llvm::errs() << "kvir-decode-bench: compiling to PTX failed:\n"
-                 << readFile(log);
-    return info;
-  }
-  std::string ptx = outDir + "/kv_kernels.ptx";
-  if (ptxas.empty())
-    return info;
-  std::string ptxasLog = dir + "/ptxas-" + chip + ".txt";
-  if (run({ptxas, "-arch=" + chip, "-v", ptx, "-o", dir + "/k.cubin"}, ptxasLog,
-          ptxasLog) != 0) {
-    llvm::errs() << "kvir-decode-bench: ptxas failed:\n" << readFile(ptxasLog);
-    return info;
-  }
-  std::string text = readFile(ptxasLog);
-  std::regex entry("Compiling entry function '([^']+)'");
-  std::regex spills("(\\d+) bytes spill stores, (\\d+) bytes spill loads");
-  std::regex used("Used (\\d+) registers(?:, used \\d+ barriers)?(?:, (\\d+) "
-                  "bytes smem)?");
-  std::string current;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    std::smatch m;
-    if (std::regex_search(line, m, entry))
-      current = m[1];
-    else if (std::regex_search(line, m, spills) && !current.empty()) {
-      info[current].spillStores = std::stoll(m[1]);
-      info[current].spillLoads = std::stoll(m[2]);
-    } else if (std::regex_search(line, m, used) && !current.empty()) {
-      info[current].registers = std::stoi(m[1]);
-      info[current].smem = m[2].matched ? std::stoll(m[2]) : 0;
-    }
-  }
-  return info;
-}
-
 bool startsWith(const std::string &s, const std::string &prefix) {
   return s.rfind(prefix, 0) == 0;
-}
-
-bool isSplit(const std::string &name) {
-  std::string stem = name.substr(0, name.rfind('_'));
-  return stem.size() >= 6 && stem.compare(stem.size() - 6, 6, "_split") == 0;
 }
 
 } // namespace
@@ -226,19 +103,8 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  binDir = llvm::sys::path::parent_path(
-               llvm::sys::fs::getMainExecutable(argv[0], (void *)&main))
-               .str();
-  std::string ptxas;
-  if (usePtxas) {
-    if (auto found = llvm::sys::findProgramByName("ptxas"))
-      ptxas = *found;
-    else if (llvm::sys::fs::can_execute("/usr/local/cuda/bin/ptxas"))
-      ptxas = "/usr/local/cuda/bin/ptxas";
-  }
-  llvm::SmallString<128> tmp;
-  llvm::sys::fs::createUniqueDirectory("kvir-decode-bench", tmp);
-  std::string dir(tmp);
+  Toolbox tools(argv[0], usePtxas);
+  const std::string &ptxas = tools.ptxas();
 
   std::vector<Config> configs;
   for (Layout layout : {Layout::NHD, Layout::HND})
@@ -300,7 +166,7 @@ int main(int argc, char **argv) {
 
     for (const std::string &chip : chips) {
       std::map<std::string, PtxasInfo> ptx =
-          compilePtx(src.text(), chip, ptxas, dir);
+          tools.compile(src.text(), chip).kernels;
       RunResult result;
       ::testing::AssertionResult ran =
           runGpu(src, {out.o, out.lse}, chip, {"kv.decode"}, result);
@@ -323,7 +189,7 @@ int main(int argc, char **argv) {
         stored += l.globalBytesStored;
         sectors += l.globalSectors;
         useful += l.globalUsefulBytes;
-        if (isSplit(l.kernel)) {
+        if (isSplitKernel(l.kernel)) {
           parts = l.grid.z;
           workspace += l.globalBytesStored;
         } else if (startsWith(l.kernel, "merge")) {
@@ -349,7 +215,7 @@ int main(int argc, char **argv) {
         for (const auto &[name, info] : ptx) {
           if (startsWith(name, "merge"))
             mergeName = name;
-          else if (isSplit(name))
+          else if (isSplitKernel(name))
             splitName = name;
           else
             directName = name;
@@ -395,6 +261,5 @@ int main(int argc, char **argv) {
               "by the merge kernel, included in bytes / ideal. Bounds: both "
               "ratios <= 1.05, sector efficiency >= 90%%.\n");
   clearGpuKernelCache();
-  llvm::sys::fs::remove_directories(dir);
   return allOk ? 0 : 1;
 }

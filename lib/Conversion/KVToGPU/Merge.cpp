@@ -6,7 +6,8 @@
 // head), one thread per output dim: the input LSEs of the block are read
 // from global memory once into shared memory (all of them, or a block-width
 // of partitions at a time, merged online), outputs are read and written
-// coalesced. AttentionState does the math, in base 2.
+// coalesced; the output of a partition whose LSE is -inf (an empty one) is
+// not read at all. AttentionState does the math, in base 2.
 //
 //===----------------------------------------------------------------------===//
 #include "Patterns.h"
@@ -101,11 +102,29 @@ void buildMergeBody(const KernelFunc &kf, const MergeKernelSpec &spec) {
               ib, k.idx(0), n, k.idx(1), carried,
               [&](OpBuilder &nb2, Location l2, Value j, ValueRange st) {
                 ImplicitLocOpBuilder jb(l2, nb2);
+                IRBuilder x{jb};
                 AttentionState s(jb, AttentionState::Flavor::ptxBase2);
-                PartialState next = s.update(
-                    {st[0], st[1], st[2]},
-                    memref::LoadOp::create(jb, lseShared, ValueRange{j}),
-                    loadOut(jb, o, {IRBuilder{jb}.add(c0, j)}));
+                Value partLse =
+                    memref::LoadOp::create(jb, lseShared, ValueRange{j});
+                // An empty partition's output is never read: split kernels
+                // write only its LSE (-inf).
+                Value empty = arith::CmpFOp::create(
+                    jb, arith::CmpFPredicate::OEQ, partLse,
+                    x.f32(-INFINITY));
+                auto partOut = scf::IfOp::create(
+                    jb, empty,
+                    [&](OpBuilder &eb, Location el) {
+                      scf::YieldOp::create(eb, el,
+                                           ValueRange{IRBuilder{jb}.f32(0.0)});
+                    },
+                    [&](OpBuilder &eb, Location el) {
+                      ImplicitLocOpBuilder kb(el, eb);
+                      scf::YieldOp::create(
+                          kb, ValueRange{loadOut(
+                                  kb, o, {IRBuilder{kb}.add(c0, j)})});
+                    });
+                PartialState next = s.update({st[0], st[1], st[2]}, partLse,
+                                             partOut.getResult(0));
                 scf::YieldOp::create(jb, ValueRange{next.m, next.l, next.acc});
               });
           scf::YieldOp::create(ib, inner.getResults());

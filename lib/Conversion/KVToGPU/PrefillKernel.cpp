@@ -35,6 +35,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace kvir;
 using namespace kvir::codegen;
@@ -50,6 +52,9 @@ bool PrefillKernelSpec::outputReusesQueryTile() const {
 }
 
 namespace {
+
+/// Split-KV never cuts a tile's keys into partitions of fewer keys.
+constexpr int64_t kMinPartitionKeys = 256;
 
 /// What thread 0 tells the block, as i64 slots of the `meta` buffer.
 enum MetaSlot : int64_t {
@@ -192,11 +197,16 @@ Work emitBlockWork(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
     hi = j.maxS(lo, hi);
     Value start = lo, end = hi;
     if (a.numPartitions) {
-      // Partitions of whole K/V tiles.
+      // Partitions of whole K/V tiles, at least kMinPartitionKeys keys each:
+      // a tile with few keys leaves the later partitions empty (they write
+      // only an LSE of -inf, which the merge reads instead of the output).
+      int64_t minTiles = llvm::divideCeil(kMinPartitionKeys, s.config.getKvTile());
       Value kvTile = j.idx(s.config.getKvTile());
       Value tiles = arith::CeilDivUIOp::create(ib, j.sub(hi, lo), kvTile);
       Value chunk = j.mul(
-          arith::CeilDivUIOp::create(ib, tiles, a.numPartitions), kvTile);
+          j.maxS(arith::CeilDivUIOp::create(ib, tiles, a.numPartitions),
+                 j.idx(minTiles)),
+          kvTile);
       start = j.minS(j.add(lo, j.mul(part, chunk)), hi);
       end = j.minS(j.add(start, chunk), hi);
     }
@@ -412,8 +422,12 @@ void emitEpilogue(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
              });
       if (stage)
         continue;
-      // f32: a quad's 8-byte stores cover a whole 32-byte sector.
-      emitIf(b, p.valid, [&](ImplicitLocOpBuilder &ib) {
+      // f32: a quad's 8-byte stores cover a whole 32-byte sector. An empty
+      // partition's output is not written: the merge skips it by its LSE.
+      Value store = p.valid;
+      if (part)
+        store = arith::AndIOp::create(b, store, ir.lt(w.start, w.end));
+      emitIf(b, store, [&](ImplicitLocOpBuilder &ib) {
         for (int64_t d = 0; d < dv8; ++d) {
           Value v = vector::ExtractOp::create(ib, fin.o[t * dv8 + d],
                                               ArrayRef<int64_t>{h});
@@ -463,6 +477,26 @@ void emitEpilogue(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
   }
 }
 
+/// The LSEs of an empty partition's rows: -inf, one row per thread.
+void emitEmptyPartition(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
+                        const Arguments &a, const Work &w, Value kvHead,
+                        Value part, Value thread) {
+  IRBuilder ir{b};
+  scf::ForOp::create(
+      b, thread, ir.idx(s.config.getQTile()), ir.idx(s.config.getNumThreads()),
+      ValueRange{}, [&](OpBuilder &nb, Location l, Value r, ValueRange) {
+        ImplicitLocOpBuilder ib(l, nb);
+        PackedRow p = unpackRow(ib, s, w, kvHead, r);
+        emitIf(ib, p.valid, [&](ImplicitLocOpBuilder &jb) {
+          IRBuilder k{jb};
+          memref::StoreOp::create(
+              jb, k.f32(-INFINITY), a.lse,
+              ValueRange{part, k.add(w.qoStart, p.queryRow), p.head});
+        });
+        scf::YieldOp::create(ib);
+      });
+}
+
 } // namespace
 
 codegen::SharedMemoryLayout
@@ -501,7 +535,22 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
                    : Value();
   Work w = emitBlockWork(b, s, a, kf.getShared(buf.meta), thread);
 
-  emitIf(b, w.valid, [&](ImplicitLocOpBuilder &b) {
+  Value work = w.valid;
+  if (part) {
+    // An empty partition only tells the merge so: an LSE of -inf per row.
+    IRBuilder ir{b};
+    Value empty = ir.cmp(arith::CmpIPredicate::sge, w.start, w.end);
+    emitIf(b, arith::AndIOp::create(b, w.valid, empty),
+           [&](ImplicitLocOpBuilder &ib) {
+             emitEmptyPartition(ib, s, a, w, kvHead, part, thread);
+           });
+    work = arith::AndIOp::create(b, w.valid,
+                                 arith::XOrIOp::create(
+                                     b, empty,
+                                     arith::ConstantIntOp::create(b, 1, 1)));
+  }
+
+  emitIf(b, work, [&](ImplicitLocOpBuilder &b) {
     IRBuilder ir{b};
     Value maskOffset;
     if (s.maskType)

@@ -1,0 +1,75 @@
+//===- BenchSupport.h - What the CPU-side benches share ---------*- C++ -*-===//
+//
+// Compiling a test function to PTX with the real tools (kvir-opt
+// --kv-to-ptx | kvir-translate, timed), ptxas -v per kernel, occupancy from
+// the chip's TargetInfo, and the emulator's counters summed over a call.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVIR_BENCH_COMMON_BENCHSUPPORT_H
+#define KVIR_BENCH_COMMON_BENCHSUPPORT_H
+
+#include "kvir/Emulator/Emulator.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kvir::bench {
+
+/// Per-kernel numbers from `ptxas -v`.
+struct PtxasInfo {
+  int registers = -1;
+  int64_t smem = 0, spillStores = 0, spillLoads = 0;
+};
+
+/// The tools next to the running bench, ptxas if there is one, and a
+/// scratch directory (removed by the destructor).
+class Toolbox {
+public:
+  Toolbox(const char *argv0, bool usePtxas);
+  ~Toolbox();
+  const std::string &ptxas() const { return ptxasPath; }
+
+  struct Compiled {
+    /// kernel name -> ptxas numbers (empty without ptxas).
+    std::map<std::string, PtxasInfo> kernels;
+    /// The PTX text, and the wall time of kvir-opt + kvir-translate.
+    std::string ptx;
+    double compileSeconds = 0;
+    bool ok = false;
+  };
+  /// kvir-opt --kv-to-ptx=chip=<chip> | kvir-translate, then ptxas -v.
+  Compiled compile(const std::string &source, const std::string &chip);
+
+private:
+  std::string binDir, ptxasPath, dir;
+};
+
+/// Resident warps over the SM's maximum (TargetInfo's model).
+double occupancy(const std::string &chip, int registers, int64_t sharedBytes,
+                 int64_t threads);
+
+/// The emulator's global counters over a call's launches.
+struct Traffic {
+  uint64_t loaded = 0, stored = 0, sectors = 0, useful = 0;
+  uint64_t sharedRequests = 0, bankConflicts = 0, mma = 0;
+  double sectorEfficiency() const {
+    return sectors ? double(useful) / (32.0 * sectors) : 1.0;
+  }
+};
+Traffic sumTraffic(const std::vector<emu::LaunchStats> &launches);
+
+/// Whether a kernel symbol is the split-KV variant ("..._split_<hash>").
+bool isSplitKernel(const std::string &name);
+
+/// PTX instructions per mma.sync in the hot loop of `kernel` in `ptx`: the
+/// region from the label before its first `cp.async.wait_group 1` to the
+/// branch back to it (a static count; SASS differs, ptxas being the
+/// compiler).
+std::optional<double> ptxInstructionsPerMma(const std::string &ptx,
+                                            const std::string &kernel);
+
+} // namespace kvir::bench
+
+#endif // KVIR_BENCH_COMMON_BENCHSUPPORT_H

@@ -1,0 +1,420 @@
+//===- PrefillBench.cpp - CPU-side quality of the prefill kernels ---------===//
+//
+// kvir-prefill-bench: for each prefill configuration (head dim, GQA group,
+// causal or not; f16, NHD pages of 16, 2 KV heads, 2 requests of
+// qo_len = kv_len = 1024 unless overridden), measures without a GPU:
+//
+//   * ptxas -v on the PTX of kvir-opt --kv-to-ptx | kvir-translate for
+//     sm_80 and sm_90a: registers, shared memory, spills and occupancy; the
+//     wall time of kvir-opt + kvir-translate per generated kernel; PTX
+//     instructions per mma.sync in the key loop (a static count);
+//   * the emulator's counters over one call (prefill kernel, or split +
+//     merge kernels): global bytes against the ideal (each query tile reads
+//     the K/V of exactly the keys its rows see, once per KV head; q read,
+//     out and lse written once), sector efficiency, shared-memory bank
+//     conflicts per shared request, mma.sync executed against the minimum
+//     for the visible (row, key) pairs and against the dense count;
+//   * the result against the float64 reference.
+// Then the load balance of one skewed batch (one 8192-row causal request
+// among 63 of 128 rows, head dim 64): the busiest block's mma over the
+// mean, and the makespan of the launch list-scheduled in block order onto
+// the chip's resident-block slots over a perfect split of the same work.
+//
+// Prints markdown (bench/RESULTS.md keeps the last run). Not run by the
+// tests. Usage:
+//   kvir-prefill-bench [--len N] [--chips sm_80,sm_90a] [--configs a,b]
+//                      [--no-ptxas] [--no-skew]
+//
+//===----------------------------------------------------------------------===//
+#include "BenchSupport.h"
+#include "GpuHarness.h"
+
+#include "Harness/Harness.h"
+
+#include "kvir/Target/GPU/TargetInfo.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cmath>
+#include <cstdio>
+#include <queue>
+
+using namespace kvir::test;
+using namespace kvir::test::gpu;
+using namespace kvir::bench;
+namespace ref = kvir::ref;
+
+namespace {
+
+struct Config {
+  int64_t headDim, group;
+  bool causal;
+  std::string name() const {
+    return "d" + std::to_string(headDim) + "-g" + std::to_string(group) +
+           (causal ? "-causal" : "-full");
+  }
+};
+
+/// A batch of prefills over a fresh NHD cache, ready to run.
+struct Problem {
+  KernelSource src{"batch_prefill"};
+  PagedCache cache;
+  Tensor q;
+  StateBuffers out;
+  std::vector<int32_t> qoIndptr;
+  std::vector<int64_t> qo, kv;
+  ref::AttentionParams params;
+  int64_t qHeads = 0;
+};
+
+std::unique_ptr<Problem> makeProblem(const CacheSpec &spec, int64_t qHeads,
+                                     std::vector<int64_t> qo,
+                                     std::vector<int64_t> kv, bool causal,
+                                     uint64_t seed) {
+  auto p = std::make_unique<Problem>();
+  Rng rng(seed);
+  p->qo = std::move(qo);
+  p->kv = std::move(kv);
+  p->qHeads = qHeads;
+  p->cache = makeCache(spec, p->kv, rng);
+  p->qoIndptr = indptrOf(p->qo);
+  int64_t rows = p->qoIndptr.back();
+  p->q = randomTensor(rng, spec.dtype, {rows, qHeads, spec.headDim}, 2.0);
+  p->out = makeStateBuffers(rows, qHeads, spec.headDimV, spec.dtype);
+  p->params.causal = causal;
+  p->params.base = Base::Two;
+  std::string kvType;
+  std::string kvName = emitPagedView(p->src, p->cache, "kv", kvType);
+  std::string qs = p->src.addMemref("q", p->q);
+  std::string qoName = p->src.addMemref("qo_indptr", makeI32(p->qoIndptr));
+  std::string stateType =
+      stateTypeText(qHeads, spec.headDimV, spec.dtype, Base::Two);
+  p->src.addLine("%s = kv.prefill " + qs + ", " + qoName + ", " + kvName +
+                 " " + attentionAttrs(p->params) + " : " + p->src.typeOf(qs) +
+                 ", " + p->src.typeOf(qoName) + ", " + kvType + " -> " +
+                 stateType);
+  emitStore(p->src, "%s", stateType, p->out);
+  return p;
+}
+
+/// Visible (row, key) pairs of request (qo, kv) for one query head.
+int64_t visiblePairs(int64_t qo, int64_t kv, bool causal) {
+  if (!causal)
+    return qo * kv;
+  int64_t pairs = 0;
+  for (int64_t i = 0; i < qo; ++i)
+    pairs += std::clamp<int64_t>(kv - qo + i + 1, 0, kv);
+  return pairs;
+}
+
+/// The K/V bytes a query tile must read at least: the keys any of its rows
+/// sees, once per KV head.
+int64_t idealKVBytes(const Problem &p, const CacheSpec &spec, int64_t tileRows) {
+  int64_t group = p.qHeads / spec.kvHeads, bytes = 0;
+  int64_t rowBytes = (spec.headDim + spec.headDimV) * 2;
+  for (size_t b = 0; b < p.qo.size(); ++b) {
+    int64_t packed = p.qo[b] * group;
+    for (int64_t r0 = 0; r0 < packed; r0 += tileRows) {
+      int64_t last = std::min(r0 + tileRows, packed) - 1;
+      int64_t keys = p.params.causal
+                         ? std::clamp<int64_t>(p.kv[b] - p.qo[b] +
+                                                   last / group + 1,
+                                               0, p.kv[b])
+                         : p.kv[b];
+      bytes += keys * rowBytes * spec.kvHeads;
+    }
+  }
+  return bytes;
+}
+
+double maxRelativeError(const Problem &p, const ref::State &expected,
+                        int64_t headDimV) {
+  double rel = 0.0;
+  for (int64_t r = 0; r < p.qoIndptr.back(); ++r)
+    for (int64_t h = 0; h < p.qHeads; ++h) {
+      double refMax = 0.0, err = 0.0;
+      for (int64_t d = 0; d < headDimV; ++d) {
+        double e = expected.out(r, h, d), g = p.out.o.get({r, h, d});
+        refMax = std::max(refMax, std::fabs(e));
+        err = std::max(err, std::isnan(g) ? INFINITY : std::fabs(g - e));
+      }
+      rel = std::max(rel, err / std::max(refMax, 1e-4));
+    }
+  return rel;
+}
+
+/// The launch's blocks list-scheduled in launch order onto `slots`
+/// resident-block slots, each block taking time proportional to its mma:
+/// the makespan over total / slots.
+double makespanRatio(const std::vector<uint64_t> &work, int64_t slots) {
+  std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<uint64_t>>
+      free;
+  for (int64_t i = 0; i < slots; ++i)
+    free.push(0);
+  uint64_t total = 0, makespan = 0;
+  for (uint64_t w : work) {
+    uint64_t at = free.top();
+    free.pop();
+    free.push(at + w);
+    makespan = std::max(makespan, at + w);
+    total += w;
+  }
+  double fair = double(total) / double(slots);
+  return fair > 0 ? double(makespan) / fair : 1.0;
+}
+
+/// The kernel of `names` that ran (direct, or split), and the merge.
+std::string mainKernel(const RunResult &r) {
+  for (const std::string &n : r.kernelNames())
+    if (n.rfind("prefill_", 0) == 0)
+      return n;
+  return {};
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int64_t len = 1024, kvHeads = 2;
+  std::vector<std::string> chips{"sm_80", "sm_90a"};
+  std::vector<std::string> only;
+  bool usePtxas = true, skew = true;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--len")
+      len = std::stoll(next());
+    else if (a == "--chips") {
+      chips.clear();
+      std::string list = next();
+      for (llvm::StringRef c : llvm::split(list, ','))
+        chips.push_back(c.str());
+    } else if (a == "--configs") {
+      std::string list = next();
+      for (llvm::StringRef c : llvm::split(list, ','))
+        only.push_back(c.str());
+    } else if (a == "--no-ptxas")
+      usePtxas = false;
+    else if (a == "--no-skew")
+      skew = false;
+    else {
+      std::fprintf(stderr,
+                   "usage: %s [--len N] [--chips a,b] [--configs "
+                   "d128-g4-causal,...] [--no-ptxas] [--no-skew]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  Toolbox tools(argv[0], usePtxas);
+  std::vector<Config> configs{{128, 1, true}, {128, 4, true}, {128, 4, false},
+                              {64, 8, true},  {256, 1, true}};
+  std::printf("Prefill, f16, NHD pages of 16 (CSR, scattered), %lld KV heads, "
+              "2 requests of qo_len = kv_len = %lld.%s\n\n",
+              (long long)kvHeads, (long long)len,
+              tools.ptxas().empty() ? " (no ptxas: register columns empty)"
+                                    : "");
+  std::printf("| config | chip | q tile, warps | regs (split/direct) | "
+              "smem KB | spill B | occupancy | P | bytes / ideal | workspace / "
+              "ideal | sector eff "
+              "| bank conflicts / shared req | mma / min | mma / dense | PTX "
+              "instr / mma | compile s / kernel | max rel err |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---"
+              "|---|\n");
+  bool allOk = true;
+  for (const Config &cfg : configs) {
+    if (!only.empty() &&
+        std::find(only.begin(), only.end(), cfg.name()) == only.end())
+      continue;
+    CacheSpec spec;
+    spec.pageSize = 16;
+    spec.kvHeads = kvHeads;
+    spec.headDim = spec.headDimV = cfg.headDim;
+    spec.dtype = DType::F16;
+    spec.layout = Layout::NHD;
+    spec.storage = Storage::Combined;
+    spec.table = Table::CSR;
+    int64_t qHeads = kvHeads * cfg.group;
+    std::unique_ptr<Problem> p = makeProblem(
+        spec, qHeads, {len, len}, {len, len}, cfg.causal, 7 + cfg.headDim);
+    ref::State expected = ref::attention(
+        p->q, p->qoIndptr, ref::PagedSource(p->cache), p->params);
+    for (const std::string &chip : chips) {
+      Toolbox::Compiled compiled = tools.compile(p->src.text(), chip);
+      RunResult result;
+      ::testing::AssertionResult ran =
+          runGpu(p->src, {p->out.o, p->out.lse}, chip, {"kv.prefill"}, result);
+      if (!ran) {
+        std::fprintf(stderr, "%s\n", ran.message());
+        return 1;
+      }
+      for (const std::string &r : result.reports)
+        std::fprintf(stderr, "%s\n", r.c_str());
+      if (std::getenv("KVIR_BENCH_VERBOSE"))
+        std::fprintf(stderr, "%s", result.describeLaunches().c_str());
+      Traffic t = sumTraffic(result.launches);
+      std::string kernel = mainKernel(result);
+      // The split-KV partial states: written by the split kernel, read by
+      // the merge kernel.
+      uint64_t workspace = 0;
+      for (const auto &l : result.launches) {
+        if (isSplitKernel(l.kernel))
+          workspace += l.globalBytesStored;
+        else if (l.kernel.rfind("merge", 0) == 0)
+          workspace += l.globalBytesLoaded;
+      }
+      int64_t parts = 1, threads = 0;
+      for (const auto &l : result.launches)
+        if (l.kernel == kernel) {
+          parts = l.grid.z;
+          threads = l.block.count();
+        }
+      // kv-tile's configurations give every warp one 16-row mma tile.
+      int64_t warps = threads / 32, tileRows = 16 * warps;
+
+      int64_t rows = p->qoIndptr.back();
+      int64_t qBytes = rows * qHeads * cfg.headDim * 2;
+      double ideal = double(idealKVBytes(*p, spec, tileRows) + qBytes +
+                            qBytes + rows * qHeads * 4);
+      int64_t pairs = 0, dense = 0;
+      for (size_t b = 0; b < p->qo.size(); ++b) {
+        pairs += visiblePairs(p->qo[b], p->kv[b], cfg.causal) * qHeads;
+        dense += p->qo[b] * p->kv[b] * qHeads;
+      }
+      double perPair = double(2 * cfg.headDim) / 2048.0;
+      double rel = maxRelativeError(*p, expected, cfg.headDim);
+
+      std::string regs, smem, spill, occ, perMma;
+      if (!compiled.kernels.empty()) {
+        std::string splitName, directName;
+        for (const auto &[name, info] : compiled.kernels)
+          if (name.rfind("prefill_", 0) == 0)
+            (isSplitKernel(name) ? splitName : directName) = name;
+        PtxasInfo &s = compiled.kernels[splitName];
+        PtxasInfo &d = compiled.kernels[directName];
+        regs = std::to_string(s.registers) + "/" + std::to_string(d.registers);
+        int64_t dyn = result.launches.empty()
+                          ? 0
+                          : result.launches[0].dynamicSharedBytes;
+        int64_t sharedBytes = d.smem + dyn;
+        char buf[64];
+        std::snprintf(buf, sizeof(buf), "%.1f", sharedBytes / 1024.0);
+        smem = buf;
+        int64_t spills = 0;
+        for (const auto &[name, info] : compiled.kernels)
+          spills += info.spillStores + info.spillLoads;
+        spill = std::to_string(spills);
+        std::snprintf(buf, sizeof(buf), "%.0f%%",
+                      100.0 * occupancy(chip, d.registers, sharedBytes,
+                                        threads));
+        occ = buf;
+      }
+      if (std::optional<double> r =
+              ptxInstructionsPerMma(compiled.ptx, kernel)) {
+        char buf[32];
+        std::snprintf(buf, sizeof(buf), "%.2f", *r);
+        perMma = buf;
+      }
+      int64_t numKernels = 0;
+      for (size_t at = compiled.ptx.find(".entry "); at != std::string::npos;
+           at = compiled.ptx.find(".entry ", at + 1))
+        ++numKernels;
+      double ratio = double(t.loaded + t.stored) / ideal;
+      bool ok = rel <= outputTolerance(DType::F16) && result.reports.empty() &&
+                (spill.empty() || spill == "0");
+      allOk &= ok;
+      std::printf("| %s | %s | %lld, %lld | %s | %s | %s | %s | %lld | "
+                  "%.3f | %.3f | %.1f%% | %.4f | %.3f | %.3f | %s | %.2f | "
+                  "%.1e%s |\n",
+                  cfg.name().c_str(), chip.c_str(), (long long)tileRows,
+                  (long long)warps, regs.c_str(),
+                  smem.c_str(), spill.c_str(), occ.c_str(), (long long)parts,
+                  ratio, double(workspace) / ideal,
+                  100.0 * t.sectorEfficiency(),
+                  t.sharedRequests
+                      ? double(t.bankConflicts) / double(t.sharedRequests)
+                      : 0.0,
+                  double(t.mma) / (double(pairs) * perPair),
+                  double(t.mma) / (double(dense) * perPair), perMma.c_str(),
+                  compiled.compileSeconds / double(std::max<int64_t>(1, numKernels)),
+                  rel,
+                  ok ? "" : " **FAIL**");
+      std::fflush(stdout);
+    }
+  }
+  std::printf(
+      "\nbytes / ideal: global bytes loaded + stored by the call's launches / "
+      "(for each query tile and KV head the K and V rows of the keys its rows "
+      "see + q + out + lse); with P > 1 it includes the f32 partial states. "
+      "mma / min: mma.sync m16n8k16 executed / (visible (row, key) pairs x "
+      "(D + Dv) / 2048, the mma a perfect tiling of exactly the visible work "
+      "would take); mma / dense: the same against all qo x kv pairs (causal "
+      "skipping makes it about half). compile s / kernel: kvir-opt --kv-to-ptx "
+      "+ kvir-translate wall time over the kernels of the op (direct, split, "
+      "merge).\n");
+
+  if (skew) {
+    // One long causal request among 63 short ones, head dim 64, one KV head.
+    CacheSpec spec;
+    spec.pageSize = 16;
+    spec.kvHeads = 1;
+    spec.headDim = spec.headDimV = 64;
+    spec.dtype = DType::F16;
+    std::vector<int64_t> qo(64, 128);
+    qo[17] = 8192;
+    std::string chip = "sm_90a";
+    std::unique_ptr<Problem> p = makeProblem(spec, 1, qo, qo, true, 99);
+    Toolbox::Compiled compiled = tools.compile(p->src.text(), chip);
+    RunResult result;
+    ::testing::AssertionResult ran =
+        runGpu(p->src, {p->out.o, p->out.lse}, chip, {"kv.prefill"}, result);
+    if (!ran) {
+      std::fprintf(stderr, "%s\n", ran.message());
+      return 1;
+    }
+    std::string kernel = mainKernel(result);
+    std::vector<uint64_t> work;
+    int64_t threads = 0;
+    for (const auto &l : result.launches)
+      if (l.kernel == kernel) {
+        threads = l.block.count();
+        for (const auto &b : l.blocks)
+          work.push_back(b.mmaOps);
+      }
+    uint64_t total = 0, busiest = 0;
+    for (uint64_t w : work) {
+      total += w;
+      busiest = std::max(busiest, w);
+    }
+    const kvir::target::TargetInfo *target =
+        kvir::target::TargetInfo::lookup(chip);
+    int64_t resident = 1;
+    if (!compiled.kernels.empty()) {
+      int64_t dyn = result.launches.empty()
+                        ? 0
+                        : result.launches[0].dynamicSharedBytes;
+      resident = std::max<int64_t>(
+          1, target->residentBlocks(threads,
+                                    compiled.kernels[kernel].registers, dyn));
+    }
+    int64_t slots = target->smCount * resident;
+    std::printf("\nSkewed batch on %s: one causal request of 8192 rows among "
+                "63 of 128 (head dim 64, 1 KV head, f16): %zu blocks, %lld "
+                "resident per SM. Busiest block / mean: %.2f. Makespan of "
+                "the launch list-scheduled in block order onto %lld slots / "
+                "(total / slots): %.3f.\n",
+                chip.c_str(), work.size(), (long long)resident,
+                work.empty() ? 0.0
+                             : double(busiest) /
+                                   (double(total) / double(work.size())),
+                (long long)slots, makespanRatio(work, slots));
+  }
+  clearGpuKernelCache();
+  return allOk ? 0 : 1;
+}
