@@ -12,6 +12,8 @@
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace kvir::emu;
 
@@ -570,6 +572,25 @@ LogicalResult Instrumenter::rewriteIntrinsic(LLVM::CallIntrinsicOp op) {
   Location loc = op.getLoc();
   Type type = op.getResult(0).getType();
   Value x = op.getArgs()[0];
+  // .ftz: subnormal inputs and results are flushed to zero of the same
+  // sign (PTX ISA, "Floating Point Instructions": subnormal numbers).
+  bool ftz = name.contains(".ftz") && type.isF32();
+  auto flush = [&](Value v) -> Value {
+    Value tiny = LLVM::ConstantOp::create(
+        builder, loc, type,
+        builder.getFloatAttr(type, std::numeric_limits<float>::min()));
+    Value small = LLVM::FCmpOp::create(
+        builder, loc, LLVM::FCmpPredicate::olt,
+        LLVM::FAbsOp::create(builder, loc, type, v), tiny);
+    Value zero = LLVM::CopySignOp::create(
+        builder, loc, type,
+        LLVM::ConstantOp::create(builder, loc, type,
+                                 builder.getFloatAttr(type, 0.0)),
+        v);
+    return LLVM::SelectOp::create(builder, loc, small, zero, v);
+  };
+  if (ftz)
+    x = flush(x);
   auto one = [&]() -> Value {
     return LLVM::ConstantOp::create(builder, loc, type,
                                     builder.getFloatAttr(type, 1.0));
@@ -604,6 +625,8 @@ LogicalResult Instrumenter::rewriteIntrinsic(LLVM::CallIntrinsicOp op) {
   else
     return op.emitError("the emulator cannot execute intrinsic ")
            << op.getIntrin();
+  if (ftz)
+    r = flush(r);
   op.getResult(0).replaceAllUsesWith(r);
   op.erase();
   return success();

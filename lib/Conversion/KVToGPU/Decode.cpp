@@ -366,30 +366,9 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     int64_t qHeads = qType.getDimSize(1);
     int64_t headDim = kv.type.getHeadDim();
 
-    StateDestination dest = findStateDestination(op);
-    rewriter.setInsertionPoint(dest.at);
+    StateOutputs outputs(rewriter, op, stateType, op.getQ());
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    auto outType = MemRefType::get(stateType.getOutputShape(),
-                                   stateType.getElementType());
-    auto lseType = MemRefType::get(stateType.getLseShape(), b.getF32Type());
-    auto allocLike = [&](MemRefType type) -> Value {
-      SmallVector<Value> dynRows;
-      if (ShapedType::isDynamic(stateType.getRows()))
-        dynRows.push_back(memref::DimOp::create(b, op.getQ(), 0));
-      return memref::AllocOp::create(b, type, dynRows);
-    };
-    Value out, lse;
-    bool ownsLse = false;
-    if (dest.store) {
-      out = dest.store.getOutput();
-      lse = dest.store.getLse();
-    } else {
-      out = allocLike(outType);
-    }
-    if (!lse) {
-      lse = allocLike(lseType);
-      ownsLse = static_cast<bool>(dest.store);
-    }
+    Value out = outputs.getOutput(), lse = outputs.getLse();
 
     DecodeKernelSpec spec;
     spec.kv = kv.type;
@@ -465,6 +444,7 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
                            kvgpu::SizeExprAttr::mul(plan.sym("batch"),
                                                     plan.cst(hkv))}))})}));
     plan.setPartitions("num_partitions");
+    plan.setConfig(spec.config);
     plan.addBuffer("partial_out", ArgRole::workspace, split.outType,
                    {plan.sym("num_partitions"), plan.sym("batch")});
     plan.addBuffer("partial_lse", ArgRole::workspace, split.lseType,
@@ -493,18 +473,7 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     if (failed(emitLaunches(b, planAttr, bindings, context.getKernelModule())))
       return failure();
 
-    if (dest.store) {
-      if (ownsLse) {
-        rewriter.setInsertionPointAfter(dest.store);
-        memref::DeallocOp::create(rewriter, op.getLoc(), lse);
-      }
-      rewriter.eraseOp(dest.store);
-      rewriter.eraseOp(op);
-      return success();
-    }
-    // Other kv ops use the state: hand them the buffers as a state value.
-    rewriter.replaceOpWithNewOp<kv::LoadStateOp>(op, stateType, out, lse);
-    return success();
+    return outputs.finish(rewriter);
   }
 
   LoweringContext &context;

@@ -136,7 +136,47 @@ kvgpu::LaunchPlanAttr PlanBuilder::build(Location loc) const {
   return kvgpu::LaunchPlanAttr::getChecked(
       [&] { return emitError(loc) << "convert-kv-to-gpu built a bad plan: "; },
       ctx, StringRef(op), StringRef(name), ArrayRef(args), ArrayRef(sizes),
-      StringRef(partitions), ArrayRef(kernels));
+      StringRef(partitions), config, ArrayRef(kernels));
+}
+
+StateOutputs::StateOutputs(PatternRewriter &rewriter, Operation *op,
+                           kv::StateType type, Value rows)
+    : op(op), type(type), dest(findStateDestination(op)) {
+  rewriter.setInsertionPoint(dest.at);
+  ImplicitLocOpBuilder b(op->getLoc(), rewriter);
+  auto allocLike = [&](MemRefType memref) -> Value {
+    SmallVector<Value> dynRows;
+    if (ShapedType::isDynamic(type.getRows()))
+      dynRows.push_back(memref::DimOp::create(b, rows, 0));
+    return memref::AllocOp::create(b, memref, dynRows);
+  };
+  if (dest.store) {
+    out = dest.store.getOutput();
+    lse = dest.store.getLse();
+  } else {
+    out = allocLike(
+        MemRefType::get(type.getOutputShape(), type.getElementType()));
+  }
+  if (!lse) {
+    lse = allocLike(MemRefType::get(type.getLseShape(), b.getF32Type()));
+    ownsLse = static_cast<bool>(dest.store);
+  }
+}
+
+LogicalResult StateOutputs::finish(PatternRewriter &rewriter) {
+  if (dest.store) {
+    if (ownsLse) {
+      rewriter.setInsertionPointAfter(dest.store);
+      memref::DeallocOp::create(rewriter, op->getLoc(), lse);
+    }
+    rewriter.eraseOp(dest.store);
+    rewriter.eraseOp(op);
+    return success();
+  }
+  // Other kv ops use the state: hand them the buffers as a state value.
+  rewriter.setInsertionPoint(op);
+  rewriter.replaceOpWithNewOp<kv::LoadStateOp>(op, type, out, lse);
+  return success();
 }
 
 SmallVector<StringRef>

@@ -67,6 +67,29 @@ struct StateDestination {
 /// kv.append in between must not change it).
 StateDestination findStateDestination(mlir::Operation *op);
 
+/// The buffers a lowered attention op writes its state into: those of the
+/// kv.store_state it writes through, or new ones (the LSE buffer is new
+/// also when the store keeps none).
+class StateOutputs {
+public:
+  /// Sets the rewriter's insertion point where the launches go. `rows`
+  /// gives the dynamic row count of new buffers (the queries).
+  StateOutputs(mlir::PatternRewriter &rewriter, mlir::Operation *op,
+               kv::StateType type, mlir::Value rows);
+  mlir::Value getOutput() const { return out; }
+  mlir::Value getLse() const { return lse; }
+  /// Replaces `op`: erases it and the kv.store_state, or hands the buffers
+  /// to the other users as a kv.load_state.
+  mlir::LogicalResult finish(mlir::PatternRewriter &rewriter);
+
+private:
+  mlir::Operation *op;
+  kv::StateType type;
+  StateDestination dest;
+  mlir::Value out, lse;
+  bool ownsLse = false;
+};
+
 /// Builds a #kvgpu.plan: arguments (their dynamic dims become named sizes),
 /// computed sizes, kernels.
 class PlanBuilder {
@@ -93,6 +116,8 @@ public:
   void defineSize(llvm::StringRef sizeName, kvgpu::SizeExprAttr value);
   bool hasSize(llvm::StringRef sizeName) const;
   void setPartitions(llvm::StringRef sizeName) { partitions = sizeName.str(); }
+  /// The #kvgpu configuration the plan's kernels were built with.
+  void setConfig(mlir::Attribute attr) { config = attr; }
   void addKernel(llvm::StringRef role, mlir::gpu::GPUFuncOp kernel,
                  kvgpu::LaunchCondition when,
                  llvm::ArrayRef<kvgpu::SizeExprAttr> grid,
@@ -103,6 +128,7 @@ public:
 private:
   mlir::MLIRContext *ctx;
   std::string op, name, partitions;
+  mlir::Attribute config;
   llvm::SmallVector<kvgpu::PlanArgAttr> args;
   llvm::SmallVector<kvgpu::SizeDefAttr> sizes;
   llvm::SmallVector<kvgpu::KernelLaunchAttr> kernels;

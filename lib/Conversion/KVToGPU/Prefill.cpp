@@ -172,37 +172,14 @@ struct PrefillLowering : OpRewritePattern<kv::PrefillOp> {
     if (std::optional<std::string> why = whyNoPrefillKernel(op, target))
       return rewriter.notifyMatchFailure(op, *why);
     kv::StateType stateType = op.getType();
-    StateDestination dest = findStateDestination(op);
-    rewriter.setInsertionPoint(dest.at);
+    StateOutputs outputs(rewriter, op, stateType, op.getQ());
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    auto allocLike = [&](MemRefType type) -> Value {
-      SmallVector<Value> dynRows;
-      if (ShapedType::isDynamic(stateType.getRows()))
-        dynRows.push_back(memref::DimOp::create(b, op.getQ(), 0));
-      return memref::AllocOp::create(b, type, dynRows);
-    };
-    auto outType = MemRefType::get(stateType.getOutputShape(),
-                                   stateType.getElementType());
-    auto lseType = MemRefType::get(stateType.getLseShape(), b.getF32Type());
-    Value out, lse;
-    bool ownsLse = false;
-    if (dest.store) {
-      out = dest.store.getOutput();
-      lse = dest.store.getLse();
-    } else {
-      out = allocLike(outType);
-    }
-    if (!lse) {
-      lse = allocLike(lseType);
-      ownsLse = static_cast<bool>(dest.store);
-    }
+    Value out = outputs.getOutput(), lse = outputs.getLse();
+    // whyNoPrefillKernel described these buffers already.
     std::string whyNot;
-    FailureOr<PrefillKernelSpec> described =
-        describePrefill(op, target, cast<MemRefType>(out.getType()),
-                        cast<MemRefType>(lse.getType()), whyNot);
-    if (failed(described))
-      return rewriter.notifyMatchFailure(op, whyNot);
-    PrefillKernelSpec spec = *described;
+    PrefillKernelSpec spec =
+        *describePrefill(op, target, cast<MemRefType>(out.getType()),
+                         cast<MemRefType>(lse.getType()), whyNot);
 
     auto build = [&](const PrefillKernelSpec &s, StringRef symbol) {
       return context.getOrBuildKernel(symbol, [&](gpu::GPUModuleOp module) {
@@ -277,7 +254,8 @@ struct PrefillLowering : OpRewritePattern<kv::PrefillOp> {
     plan.addBuffer("out", ArgRole::output, spec.outType, {plan.sym("nnz")});
     plan.addBuffer("lse", ArgRole::output, spec.lseType, {plan.sym("nnz")});
     // Block slots of the query tiles; partitions while the tiles of all KV
-    // heads fill under two blocks per SM.
+    // heads do not give every SM a block (one block of 8 warps and ~100 KB
+    // fills an SM: more partitions would only add partial states).
     QueryTiles tiles(spec.group(), spec.config.getQTile());
     plan.defineSize("num_tile_slots",
                     tiles.numSlots(plan.sym("nnz"), plan.sym("batch")));
@@ -289,12 +267,13 @@ struct PrefillLowering : OpRewritePattern<kv::PrefillOp> {
              SizeExprAttr::max(
                  {plan.cst(1),
                   SizeExprAttr::floorDiv(
-                      plan.cst(2 * target.smCount),
+                      plan.cst(target.smCount),
                       SizeExprAttr::max(
                           {plan.cst(1),
                            SizeExprAttr::mul(plan.sym("num_tile_slots"),
                                              plan.cst(hkv))}))})}));
     plan.setPartitions("num_partitions");
+    plan.setConfig(spec.config);
     plan.addBuffer("partial_out", ArgRole::workspace, split.outType,
                    {plan.sym("num_partitions"), plan.sym("nnz")});
     plan.addBuffer("partial_lse", ArgRole::workspace, split.lseType,
@@ -319,17 +298,7 @@ struct PrefillLowering : OpRewritePattern<kv::PrefillOp> {
     if (failed(emitLaunches(b, planAttr, bindings, context.getKernelModule())))
       return failure();
 
-    if (dest.store) {
-      if (ownsLse) {
-        rewriter.setInsertionPointAfter(dest.store);
-        memref::DeallocOp::create(rewriter, op.getLoc(), lse);
-      }
-      rewriter.eraseOp(dest.store);
-      rewriter.eraseOp(op);
-      return success();
-    }
-    rewriter.replaceOpWithNewOp<kv::LoadStateOp>(op, stateType, out, lse);
-    return success();
+    return outputs.finish(rewriter);
   }
 
   LoweringContext &context;

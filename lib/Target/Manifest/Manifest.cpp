@@ -105,6 +105,29 @@ static SmallVector<KernelLaunchAttr> kernelsWhen(LaunchPlanAttr plan,
   return result;
 }
 
+/// A #kvgpu configuration's parameters.
+static llvm::json::Value configJson(Attribute config) {
+  if (auto d = dyn_cast<DecodeConfigAttr>(config))
+    return llvm::json::Object{{"kind", "decode"},
+                              {"vector", d.getVector()},
+                              {"threads_x", d.getThreadsX()},
+                              {"threads_z", d.getThreadsZ()},
+                              {"tile_tokens", d.getTileTokens()},
+                              {"max_partitions", d.getMaxPartitions()}};
+  if (auto p = dyn_cast<PrefillConfigAttr>(config))
+    return llvm::json::Object{{"kind", "prefill"},
+                              {"q_tile", p.getQTile()},
+                              {"kv_tile", p.getKvTile()},
+                              {"warps", p.getWarps()},
+                              {"stages", p.getStages()},
+                              {"q_in_registers", p.getQInRegisters()},
+                              {"max_partitions", p.getMaxPartitions()}};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  config.print(os);
+  return text;
+}
+
 static llvm::json::Value planJson(LaunchPlanAttr plan) {
   llvm::json::Array args, sizes, kernels;
   for (PlanArgAttr arg : plan.getArgs())
@@ -140,6 +163,8 @@ static llvm::json::Value planJson(LaunchPlanAttr plan) {
                             {"workspace_bytes", std::move(workspace)}};
   if (!plan.getPartitions().empty())
     result["partitions"] = plan.getPartitions();
+  if (Attribute config = plan.getConfig())
+    result["config"] = configJson(config);
   return result;
 }
 

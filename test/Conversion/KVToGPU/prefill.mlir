@@ -19,7 +19,8 @@
 !s = !kv.state<?x4x64xf16, base = 2>
 
 // CHECK: kvgpu.launch_plans = [#kvgpu.plan<"kv.prefill", "[[DIRECT:prefill_ragged_h4x2_d64_f16_f16_causal_[0-9a-f]+]]"
-// CHECK-SAME: sizes = [<"nnz" from "q"[0]>, <"qo_indptr_len" from "qo_indptr"[0]>, <"batch" = <qo_indptr_len - 1>>, <"nnz_kv" from "k"[0]>, <"num_tile_slots" = <floordiv(nnz * 2, 128) + batch>>, <"num_partitions" = <min(16, max(1, floordiv(216, max(1, num_tile_slots * 2))))>>], partitions = "num_partitions"
+// CHECK-SAME: sizes = [<"nnz" from "q"[0]>, <"qo_indptr_len" from "qo_indptr"[0]>, <"batch" = <qo_indptr_len - 1>>, <"nnz_kv" from "k"[0]>, <"num_tile_slots" = <floordiv(nnz * 2, 128) + batch>>, <"num_partitions" = <min(16, max(1, floordiv(108, max(1, num_tile_slots * 2))))>>], partitions = "num_partitions"
+// CHECK-SAME: config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>
 // CHECK-SAME: kernels = [<"direct", @kv_kernels::@[[DIRECT]], unsplit, grid = [<num_tile_slots>, <2>, <1>], block = [256, 1, 1], shared = 0, dynamic_shared = {{[0-9]+}}
 // CHECK-SAME: <"merge", @kv_kernels::@merge_partitions_h4_d64_f16_base_2_{{[0-9a-f]+}}, split, grid = [<nnz>, <4>, <1>]
 

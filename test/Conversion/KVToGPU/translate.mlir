@@ -8,7 +8,8 @@
 // kvir-translate writes, per kernel, a JSON manifest derived from its launch
 // plan (entry name, role and launch condition, chip, block, grid
 // expressions, shared memory, parameters with roles, dtypes, shape
-// expressions and the descriptor ABI, the whole plan) and one C header with
+// expressions and the descriptor ABI, the whole plan with the kernels'
+// configuration) and one C header with
 // the PTX, each plan's kernel table and its size functions.
 
 // The direct kernel. Parameters expand to 53 scalars: q (rank 3) 9, the
@@ -38,6 +39,14 @@
 // DIRECT: "role": "output",
 // DIRECT: "name": "lse",
 // DIRECT: "plan": {
+// The configuration the kernels were built with.
+// DIRECT: "config": {
+// DIRECT-NEXT: "kind": "decode",
+// DIRECT-NEXT: "max_partitions": 32,
+// DIRECT-NEXT: "threads_x": 16,
+// DIRECT-NEXT: "threads_z": 2,
+// DIRECT-NEXT: "tile_tokens": 32,
+// DIRECT-NEXT: "vector": 8
 // DIRECT: "kernels": [
 // DIRECT: "role": "direct",
 // DIRECT-NEXT: "when": "unsplit"

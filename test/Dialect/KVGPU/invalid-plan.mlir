@@ -173,3 +173,8 @@ module attributes {kvgpu.launch_plans = [
   #kvgpu.plan<"kv.merge", "p", args = [<"q", input, memref<4xf32>, shape = [<4>]>], kernels = [<"r", @m::@k, always, grid = [<1>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q"]>]>,
   #kvgpu.plan<"kv.merge", "p", args = [<"q", input, memref<4xf32>, shape = [<4>]>], kernels = [<"r", @m::@k, always, grid = [<1>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q"]>]>]} {
 }
+
+// -----
+
+// expected-error @below {{plan 'p' config must be a kvgpu configuration, got 3 : i64}}
+module attributes {kvgpu.launch_plans = [#kvgpu.plan<"kv.merge", "p", args = [<"n", size, index>], config = 3, kernels = [<"merge", @kv_kernels::@m, always, grid = [<n>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["n"]>]>]} {}

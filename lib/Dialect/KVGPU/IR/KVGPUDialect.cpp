@@ -544,9 +544,13 @@ LogicalResult
 LaunchPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        StringRef op, StringRef name, ArrayRef<PlanArgAttr> args,
                        ArrayRef<SizeDefAttr> sizes, StringRef partitions,
-                       ArrayRef<KernelLaunchAttr> kernels) {
+                       Attribute config, ArrayRef<KernelLaunchAttr> kernels) {
   if (op.empty() || name.empty())
     return emitError() << "a launch plan needs an op and a name";
+  if (config && !isa<DecodeConfigAttr, PrefillConfigAttr>(config))
+    return emitError() << "plan '" << name
+                       << "' config must be a kvgpu configuration, got "
+                       << config;
   llvm::StringMap<PlanArgAttr> argByName;
   for (PlanArgAttr arg : args)
     if (!argByName.insert({arg.getName(), arg}).second)

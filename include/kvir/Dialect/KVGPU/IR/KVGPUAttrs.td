@@ -239,18 +239,22 @@ def KVGPU_LaunchPlanAttr : KVGPU_Attr<"LaunchPlan", "plan"> {
     module. `args` are the buffers and sizes callers provide (workspace
     included); `sizes` the run-time sizes, read from argument dims or
     computed; `partitions`, if set, names the size that selects between the
-    `unsplit` and `split` kernels (split-KV). The kernels launch in order.
+    `unsplit` and `split` kernels (split-KV); `config`, if set, is the
+    #kvgpu configuration the kernels were built with. The kernels launch in
+    order.
   }];
   let parameters = (ins StringRefParameter<"op">:$op,
                         StringRefParameter<"name">:$name,
                         ArrayRefParameter<"::kvir::kvgpu::PlanArgAttr">:$args,
                         OptionalArrayRefParameter<"::kvir::kvgpu::SizeDefAttr">:$sizes,
                         StringRefParameter<"partition count size", "\"\"">:$partitions,
+                        OptionalParameter<"::mlir::Attribute">:$config,
                         ArrayRefParameter<"::kvir::kvgpu::KernelLaunchAttr">:$kernels);
   let assemblyFormat = [{
     `<` $op `,` $name `,` `args` `=` `[` $args `]` `,`
     (`sizes` `=` `[` $sizes^ `]` `,`)?
     (`partitions` `=` $partitions^ `,`)?
+    (`config` `=` $config^ `,`)?
     `kernels` `=` `[` $kernels `]` `>`
   }];
   let genVerifyDecl = 1;
