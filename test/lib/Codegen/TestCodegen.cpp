@@ -19,6 +19,13 @@
 //                    finalize
 //   kernel_func      KernelFunc: a kernel with static shared buffers, and
 //                    `<name>_dynamic` with more than 48 KB of them
+//   query_tiles      QueryTiles (`test.group`, `test.tile_rows`): block x
+//                    writes its slot's (request, qo_start, qo_len,
+//                    first row, valid) for qo_indptr
+//   rope             Rope, PTX flavor (`test.style`, `test.theta`,
+//                    `test.scale`, `test.head_dim`): thread x writes the
+//                    cos and sin of pair x % (head_dim / 2) at position
+//                    positions[x / (head_dim / 2)]
 //
 //===----------------------------------------------------------------------===//
 #include "kvir/Codegen/AttentionState.h"
@@ -26,6 +33,8 @@
 #include "kvir/Codegen/KernelFunc.h"
 #include "kvir/Codegen/MmaTile.h"
 #include "kvir/Codegen/PagedTileLoader.h"
+#include "kvir/Codegen/QueryTiles.h"
+#include "kvir/Codegen/Rope.h"
 #include "kvir/Codegen/WarpOps.h"
 #include "kvir/Dialect/KV/IR/KVOps.h"
 
@@ -328,6 +337,61 @@ void buildKernelFunc(gpu::GPUFuncOp stub) {
   KernelFunc::create(module, name + "_dynamic", args, {128, 1, 1}, big);
 }
 
+/// query_tiles: (qo_indptr: memref<?xi32>, out: memref<?x5xi32>), one
+/// thread per block.
+void buildQueryTiles(gpu::GPUFuncOp stub) {
+  int64_t group = intAttr(stub, "test.group", 1);
+  int64_t rows = intAttr(stub, "test.tile_rows", 128);
+  KernelFunc kf = replaceKernel(stub, {1, 1, 1}, SharedMemoryLayout());
+  ImplicitLocOpBuilder b = kf.getBuilder();
+  IRBuilder ir{b};
+  Value indptr = kf.getArgument(0), out = kf.getArgument(1);
+  Value slot = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value batch = ir.sub(memref::DimOp::create(b, indptr, 0), ir.idx(1));
+  QueryTile tile = QueryTiles(group, rows).locate(b, indptr, batch, slot);
+  Value valid = ir.select(tile.valid, ir.idx(1), ir.idx(0));
+  for (auto [i, v] : llvm::enumerate(
+           ArrayRef<Value>{tile.request, tile.qoStart, tile.qoLen,
+                           tile.firstRow, valid}))
+    memref::StoreOp::create(b, ir.toI32(v), out,
+                            ValueRange{slot, ir.idx(int64_t(i))});
+}
+
+/// rope: (positions: memref<?xi32>, out: memref<?x2xf32>), launched with
+/// one thread per (position, pair).
+void buildRope(gpu::GPUFuncOp stub) {
+  int64_t headDim = intAttr(stub, "test.head_dim", 128);
+  auto styleName = stub->getAttrOfType<StringAttr>("test.style");
+  auto style = kv::symbolizeRopeStyle(styleName ? styleName.getValue()
+                                                : "rotate_half");
+  auto theta = stub->getAttrOfType<FloatAttr>("test.theta");
+  auto scale = stub->getAttrOfType<FloatAttr>("test.scale");
+  MLIRContext *ctx = stub.getContext();
+  auto rope = kv::RopeAttr::get(
+      ctx, *style, APFloat(theta ? theta.getValueAsDouble() : 1e4),
+      APFloat(scale ? scale.getValueAsDouble() : 1.0));
+  KernelFunc kf = replaceKernel(stub, {128, 1, 1}, SharedMemoryLayout());
+  ImplicitLocOpBuilder b = kf.getBuilder();
+  IRBuilder ir{b};
+  Value positions = kf.getArgument(0), out = kf.getArgument(1);
+  Value i = ir.add(ir.mul(gpu::BlockIdOp::create(b, gpu::Dimension::x),
+                          ir.idx(128)),
+                   gpu::ThreadIdOp::create(b, gpu::Dimension::x));
+  Value pairs = ir.idx(headDim / 2);
+  Value total = ir.mul(memref::DimOp::create(b, positions, 0), pairs);
+  scf::IfOp::create(b, ir.lt(i, total), [&](OpBuilder &nb, Location l) {
+    ImplicitLocOpBuilder ib(l, nb);
+    IRBuilder j{ib};
+    Value position = j.toIndex(memref::LoadOp::create(
+        ib, positions, ValueRange{j.divU(i, pairs)}));
+    Rope r(ib, rope, headDim, Rope::Flavor::ptx);
+    auto [c, sn] = r.cosSin(j.remU(i, pairs), position);
+    memref::StoreOp::create(ib, c, out, ValueRange{i, j.idx(0)});
+    memref::StoreOp::create(ib, sn, out, ValueRange{i, j.idx(1)});
+    scf::YieldOp::create(ib);
+  });
+}
+
 struct TestCodegenPass
     : PassWrapper<TestCodegenPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestCodegenPass)
@@ -337,7 +401,7 @@ struct TestCodegenPass
   }
   void getDependentDialects(DialectRegistry &registry) const override {
     registry.insert<arith::ArithDialect, gpu::GPUDialect, LLVM::LLVMDialect,
-                    NVVM::NVVMDialect,
+                    NVVM::NVVMDialect, kv::KVDialect,
                     math::MathDialect, memref::MemRefDialect,
                     nvgpu::NVGPUDialect, scf::SCFDialect,
                     vector::VectorDialect>();
@@ -371,6 +435,10 @@ struct TestCodegenPass
         buildPagedCopy(kernel);
       else if (component == "kernel_func")
         buildKernelFunc(kernel);
+      else if (component == "query_tiles")
+        buildQueryTiles(kernel);
+      else if (component == "rope")
+        buildRope(kernel);
       else {
         op->emitError("unknown test.component '") << component << "'";
         return signalPassFailure();
