@@ -1,5 +1,6 @@
 //===- Pipelines.cpp - kvir's pass pipelines ------------------------------===//
 #include "kvir/Pipelines/Pipelines.h"
+#include "kvir/Target/GPU/TargetInfo.h"
 #include "kvir/Conversion/Passes.h"
 #include "kvir/Dialect/KV/Transforms/Passes.h"
 #include "kvir/Dialect/KVGPU/Transforms/Passes.h"
@@ -101,24 +102,48 @@ struct ChipOptions : PassPipelineOptions<ChipOptions> {
 };
 } // namespace
 
+/// Registers a pipeline taking ChipOptions. Unlike PassPipelineRegistration,
+/// option errors (an unknown option, an unknown chip) go through the
+/// driver's error handler, so they print as errors.
+static void registerChipPipeline(
+    StringRef arg, StringRef description,
+    std::function<void(OpPassManager &, const kvir::KVToGPUPipelineOptions &)>
+        builder) {
+  registerPassPipeline(
+      arg, description,
+      [builder](OpPassManager &pm, StringRef text,
+                function_ref<LogicalResult(const Twine &)> errorHandler) {
+        ChipOptions options;
+        std::string message;
+        llvm::raw_string_ostream os(message);
+        if (failed(options.parseFromString(text, os)))
+          return errorHandler(StringRef(message).trim());
+        if (!kvir::target::TargetInfo::lookup(options.chip))
+          return errorHandler("unknown chip '" + options.chip +
+                              "', expected " +
+                              kvir::target::TargetInfo::supportedChips());
+        builder(pm, kvir::KVToGPUPipelineOptions{options.chip});
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> optHandler) {
+        optHandler(ChipOptions());
+      });
+}
+
 void kvir::registerKVIRPipelines() {
   PassPipelineRegistration<>(
       "kv-lower-to-llvm",
       "Lower kv ops through kv-to-loops to the LLVM dialect, ready for "
       "mlir-runner or the ExecutionEngine",
       [](OpPassManager &pm) { buildKVLowerToLLVMPipeline(pm); });
-  PassPipelineRegistration<ChipOptions>(
+  registerChipPipeline(
       "kv-to-nvvm",
       "Lower kv ops to gpu.module kernels in the NVVM dialect with launch "
       "plans and host launch code; fails on any kv op without a kernel",
-      [](OpPassManager &pm, const ChipOptions &options) {
-        buildKVToNVVMPipeline(pm, KVToGPUPipelineOptions{options.chip});
-      });
-  PassPipelineRegistration<ChipOptions>(
+      buildKVToNVVMPipeline);
+  registerChipPipeline(
       "kv-to-ptx",
       "kv-to-nvvm followed by gpu-module-to-binary{format=isa}: gpu.binary "
       "ops holding PTX, for kvir-translate",
-      [](OpPassManager &pm, const ChipOptions &options) {
-        buildKVToPTXPipeline(pm, KVToGPUPipelineOptions{options.chip});
-      });
+      buildKVToPTXPipeline);
 }

@@ -17,6 +17,7 @@
 #include "mlir/ExecutionEngine/JitRunner.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
+#include "llvm/Support/InitLLVM.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/Support/CommandLine.h"
@@ -90,6 +91,9 @@ runtimeSymbols(llvm::orc::MangleAndInterner interner) {
 }
 
 int main(int argc, char **argv) {
+  // A crash (in the program's host code, or anywhere in the runner) prints
+  // a stack dump instead of dying silently.
+  llvm::InitLLVM init(argc, argv);
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   DialectRegistry registry;

@@ -167,3 +167,28 @@ func.func @map_nhd(%a: !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, h
 
 // expected-error @below {{k_map and v_map need layout = affine}}
 func.func @v_map_hnd(%a: !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = hnd, storage = split, table = csr, v_map = (a, b, c, d, e) -> (a, d, c, e)>)
+
+// -----
+
+// expected-error @below {{k_map divides by 0 (floordiv, ceildiv and mod need a positive divisor), in affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2 floordiv 0, d3, d4)>}}
+func.func @map_floordiv_zero(%a: !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = affine, storage = combined, table = csr, k_map = (a, b, c, d, e) -> (a, b, c floordiv 0, d, e)>)
+
+// -----
+
+// expected-error @below {{v_map divides by -2 (floordiv, ceildiv and mod need a positive divisor)}}
+func.func @map_mod_negative(%a: !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = affine, storage = split, table = csr, k_map = (a, b, c, d, e) -> (a, c, d, e), v_map = (a, b, c, d, e) -> (a, c, d, e mod -2)>)
+
+// -----
+
+// expected-error @below {{head dims are at most 1024 (the widest any model uses is 576), got 1048576}}
+func.func @huge_head_dim(%a: !kv.paged<page_size = 16, kv_heads = 8, head_dim = 1048576, head_dim_v = 1048576, dtype = f16, layout = nhd, storage = combined, table = csr>)
+
+// -----
+
+// expected-error @below {{page_size is at most 65536 and kv_heads at most 1024, got 16 and 4096}}
+func.func @many_heads(%a: !kv.paged<page_size = 16, kv_heads = 4096, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>)
+
+// -----
+
+// expected-error @below {{page_size is at most 65536 and kv_heads at most 1024, got 1048576 and 8}}
+func.func @huge_page(%a: !kv.paged<page_size = 1048576, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>)

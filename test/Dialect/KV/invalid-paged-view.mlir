@@ -369,3 +369,40 @@ func.func @affine_scale_rank(%p: memref<?x2x4x2x8xi8>, %s: memref<?x2x4x2xf16>, 
       : !kv.paged<page_size = 4, kv_heads = 2, head_dim = 8, head_dim_v = 8, dtype = f16, layout = affine, storage = combined, table = csr, quant = int8_group, quant_group = 4, k_map = (p, kv, s, h, d) -> (p, kv, s, h, d)>
   return
 }
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+func.func @vector_width_zero(%p: memref<?x2x16x2x64xf16>, %a: memref<?xi32>) {
+  // expected-error @below {{'kv.paged_view' op 'kv.vector_width' must be a power of two of at most 8 elements (16 bytes) dividing the head dims, got 0}}
+  %kv = kv.paged_view pools(%p : memref<?x2x16x2x64xf16>) tables(%a, %a, %a : memref<?xi32>, memref<?xi32>, memref<?xi32>) {kv.vector_width = 0 : i64} : !c
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+func.func @vector_width_wide(%p: memref<?x2x16x2x64xf16>, %a: memref<?xi32>) {
+  // expected-error @below {{'kv.vector_width' must be a power of two of at most 8 elements (16 bytes) dividing the head dims, got 16}}
+  %kv = kv.paged_view pools(%p : memref<?x2x16x2x64xf16>) tables(%a, %a, %a : memref<?xi32>, memref<?xi32>, memref<?xi32>) {kv.vector_width = 16 : i64} : !c
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+func.func @vector_width_odd(%p: memref<?x2x16x2x64xf16>, %a: memref<?xi32>) {
+  // expected-error @below {{'kv.vector_width' must be a power of two of at most 8 elements (16 bytes) dividing the head dims, got 3}}
+  %kv = kv.paged_view pools(%p : memref<?x2x16x2x64xf16>) tables(%a, %a, %a : memref<?xi32>, memref<?xi32>, memref<?xi32>) {kv.vector_width = 3 : i64} : !c
+  return
+}
+
+// -----
+
+// expected-error @below {{'kv.vector_width' must be an integer on a kv.paged_view}}
+func.func private @vector_width_elsewhere() attributes {kv.vector_width = 8 : i64}
+
+// -----
+
+// expected-error @below {{has unknown kv attribute 'kv.tiling'}}
+func.func private @unknown_kv_attribute() attributes {kv.tiling = 8 : i64}

@@ -77,3 +77,8 @@ func.func @nnz_mismatch(%k: memref<10x2x64xf16>, %v: memref<12x2x32xf16>, %ip: m
   %kv = kv.ragged_view %k, %v, %ip : memref<10x2x64xf16>, memref<12x2x32xf16>, memref<?xi32> -> !rag
   return
 }
+
+// -----
+
+// expected-error @below {{head dims are at most 1024 and kv_heads at most 1024, got 4096, 4096 and 8}}
+func.func @huge_ragged(%a: !kv.ragged<kv_heads = 8, head_dim = 4096, head_dim_v = 4096, dtype = f16>)

@@ -58,3 +58,16 @@ func.func @strided(%k: memref<?x2x1x8xf16, strided<[32, 16, 16, 2]>>, %v: memref
   %kv = kv.paged_view pools(%k, %v : memref<?x2x1x8xf16, strided<[32, 16, 16, 2]>>, memref<?x2x1x8xf16, strided<[32, 16, 16, 2]>>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
   return
 }
+
+// -----
+
+// A view that leaves the kv ops keeps its preset type (retyping it would
+// break the function's signature); it still gets its proven width.
+!c = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
+// CHECK-LABEL: func @escapes
+// CHECK: kv.paged_view {{.*}} {kv.vector_width = 8 : i64} : <{{.*}}layout = nhd, storage = combined, table = csr>
+// CHECK: return %{{.*}} : !kv.paged<{{.*}}layout = nhd
+func.func @escapes(%pool: memref<?x2x16x8x128xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !c {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x8x128xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  return %kv : !c
+}

@@ -20,6 +20,27 @@ using namespace kvir::kv;
 #define GET_TYPEDEF_CLASSES
 #include "kvir/Dialect/KV/IR/KVTypes.cpp.inc"
 
+LogicalResult KVDialect::verifyOperationAttribute(Operation *op,
+                                                  NamedAttribute attr) {
+  if (attr.getName() != "kv.vector_width")
+    return op->emitOpError() << "has unknown kv attribute '"
+                             << attr.getName().getValue() << "'";
+  auto view = dyn_cast<PagedViewOp>(op);
+  auto width = dyn_cast<IntegerAttr>(attr.getValue());
+  if (!view || !width)
+    return op->emitOpError()
+           << "'kv.vector_width' must be an integer on a kv.paged_view";
+  int64_t w = width.getInt();
+  PagedType type = view.getType();
+  int64_t max = 128 / type.getStorageElementType().getIntOrFloatBitWidth();
+  if (w <= 0 || !llvm::isPowerOf2_64(w) || w > max ||
+      type.getHeadDim() % w || type.getHeadDimV() % w)
+    return op->emitOpError()
+           << "'kv.vector_width' must be a power of two of at most " << max
+           << " elements (16 bytes) dividing the head dims, got " << w;
+  return success();
+}
+
 void KVDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
@@ -130,6 +151,24 @@ static LogicalResult verifyLayoutMap(function_ref<InFlightDiagnostic()> emitErro
     return emitError() << name << " must map the 5 logical dims (page, kv, "
                        << "slot, head, dim) with no symbols, got "
                        << AffineMapAttr::get(map);
+  // Pool indices are computed from the map: a division or modulo by zero
+  // or by a negative number has no index.
+  std::optional<int64_t> badDivisor;
+  for (AffineExpr result : map.getResults())
+    result.walk([&](AffineExpr e) {
+      auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+      if (!bin || bin.getKind() == AffineExprKind::Add ||
+          bin.getKind() == AffineExprKind::Mul)
+        return;
+      auto divisor = dyn_cast<AffineConstantExpr>(bin.getRHS());
+      if (divisor && divisor.getValue() <= 0 && !badDivisor)
+        badDivisor = divisor.getValue();
+    });
+  if (badDivisor)
+    return emitError() << name << " divides by " << *badDivisor
+                       << " (floordiv, ceildiv and mod need a positive "
+                          "divisor), in "
+                       << AffineMapAttr::get(map);
   return success();
 }
 
@@ -147,6 +186,14 @@ LogicalResult PagedType::verify(function_ref<InFlightDiagnostic()> emitError,
   if (headDim <= 0 || headDimV <= 0)
     return emitError() << "head_dim and head_dim_v must be positive, got "
                        << headDim << " and " << headDimV;
+  if (headDim > kMaxHeadDim || headDimV > kMaxHeadDim || peDim > kMaxHeadDim)
+    return emitError() << "head dims are at most " << kMaxHeadDim
+                       << " (the widest any model uses is 576), got "
+                       << std::max({headDim, headDimV, peDim});
+  if (pageSize > kMaxPageSize || kvHeads > kMaxHeads)
+    return emitError() << "page_size is at most " << kMaxPageSize
+                       << " and kv_heads at most " << kMaxHeads << ", got "
+                       << pageSize << " and " << kvHeads;
   if (!isActivationType(dtype))
     return emitError() << "dtype must be f16, bf16 or f32, got " << dtype;
   if (storage == Storage::combined && headDim != headDimV)
@@ -230,6 +277,10 @@ LogicalResult RaggedType::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t headDimV, Type dtype) {
   if (kvHeads <= 0 || headDim <= 0 || headDimV <= 0)
     return emitError() << "kv_heads, head_dim and head_dim_v must be positive";
+  if (headDim > kMaxHeadDim || headDimV > kMaxHeadDim || kvHeads > kMaxHeads)
+    return emitError() << "head dims are at most " << kMaxHeadDim
+                       << " and kv_heads at most " << kMaxHeads << ", got "
+                       << headDim << ", " << headDimV << " and " << kvHeads;
   if (!isActivationType(dtype))
     return emitError() << "dtype must be f16, bf16 or f32, got " << dtype;
   return success();

@@ -24,6 +24,13 @@ struct KVSpecializeLayoutPass
       // MLA caches keep their preset: they have no head axis to remap.
       if (type.getLayout() == LayoutKind::affine || type.isMla())
         return;
+      // A view that leaves the kv ops (returned, passed to a call, ...)
+      // keeps its type: retyping it would break those uses.
+      if (!llvm::all_of(view->getUsers(), [](Operation *user) {
+            return isa<DecodeOp, PrefillOp, MlaDecodeOp, CascadeOp, AppendOp>(
+                user);
+          }))
+        return;
       AffineMap kMap = getPoolIndexMap(type, PoolRole::K);
       AffineMap vMap = getPoolIndexMap(type, PoolRole::V);
       bool split = type.getStorage() != Storage::combined;

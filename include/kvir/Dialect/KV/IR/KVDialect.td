@@ -27,6 +27,8 @@ def KV_Dialect : Dialect {
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
   let hasCanonicalizer = 0;
+  // `kv.vector_width` (kv-specialize-layout's proof, or a user's) on a view.
+  let hasOperationAttrVerify = 1;
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 

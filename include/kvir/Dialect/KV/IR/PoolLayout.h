@@ -21,6 +21,12 @@ enum class PoolRole { K, V, KScale, VScale };
 /// Number of dims of the logical coordinate: (page, kv, slot, head, dim).
 constexpr unsigned kNumLogicalDims = 5;
 
+/// The largest sizes the kv types accept: beyond what any model uses, and
+/// small enough that every analysis of a layout stays cheap.
+constexpr int64_t kMaxHeadDim = 1024;
+constexpr int64_t kMaxPageSize = 65536;
+constexpr int64_t kMaxHeads = 1024;
+
 /// The names of a table form's table memrefs, in kv.paged_view order
 /// (FlashInfer's / vLLM's / OpenPPL's argument names).
 llvm::ArrayRef<llvm::StringRef> getTableNames(TableForm form);

@@ -1,0 +1,13 @@
+// RUN: not kvir-opt %s --kv-to-ptx="chip=sm_90a bogus=1" 2>&1 | FileCheck %s --check-prefix=BOGUS
+// RUN: not kvir-opt %s --kv-to-nvvm="chip=sm_99" 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: kvir-opt %s --kv-to-nvvm="chip=sm_80" | FileCheck %s --check-prefix=OK
+
+// The GPU pipelines' options are checked up front and reported as errors:
+// an unknown option, and an unknown chip (with the chips kvir knows).
+
+// BOGUS: error: <Pass-Options-Parser>: no such option bogus
+// CHIP: error: unknown chip 'sm_99', expected sm_80, sm_86, sm_89, sm_90 or sm_90a
+// OK-LABEL: func.func @nothing
+func.func @nothing() {
+  return
+}
