@@ -284,12 +284,14 @@ uint32_t __kvemu_vote(uint32_t, uint32_t, uint32_t, uint32_t);
 void __kvemu_mma(uint32_t, uint32_t, uint32_t, uint32_t, const uint32_t *,
                  const uint32_t *, const uint32_t *, uint32_t *, uint32_t);
 void __kvemu_ldmatrix(uint32_t, uint32_t, const void *, uint32_t *, uint32_t);
-void __kvemu_cp_async(void *, const void *, uint32_t, uint32_t, uint32_t);
+void __kvemu_cp_async(void *, const void *, uint32_t, uint32_t, uint32_t,
+                      const void *, int32_t);
 void __kvemu_cp_async_commit();
 void __kvemu_cp_async_wait(uint32_t);
-void __kvemu_access(const void *, uint64_t, uint32_t, uint32_t);
+void __kvemu_access(const void *, uint64_t, uint32_t, uint32_t, const void *,
+                    int32_t);
 void __kvemu_access_masked(const void *, uint64_t, uint64_t, uint32_t,
-                           uint32_t);
+                           uint32_t, const void *, int32_t);
 void *__kvemu_shared_base();
 int32_t kvemu_vprintf(const char *, const char *);
 void kvemu_assertfail(const char *, const char *, uint32_t, const char *,

@@ -167,7 +167,8 @@ void __kvemu_ldmatrix(uint32_t num, uint32_t trans, const void *ptr,
 }
 
 void __kvemu_cp_async(void *dst, const void *src, uint32_t size,
-                      uint32_t srcSize, uint32_t site) {
+                      uint32_t srcSize, uint32_t site, const void *base,
+                      int32_t arg) {
   GpuThread &t = *current.thread;
   if (srcSize > size)
     fail("cp.async source size " + std::to_string(srcSize) +
@@ -181,7 +182,8 @@ void __kvemu_cp_async(void *dst, const void *src, uint32_t size,
          site);
   if (srcSize)
     checkAccess(src, srcSize,
-                kabi::Load | llvm::Log2_32(size) << kabi::AlignShift, site);
+                kabi::Load | llvm::Log2_32(size) << kabi::AlignShift, site,
+                base, arg);
   t.openCopies.push_back({dst, src, size, srcSize, site});
   markAsyncCopyDestination(*current.block, t, t.openCopies.back());
 }

@@ -37,6 +37,9 @@ private:
   Value fromI32Bits(Location loc, Value bits, Type type);
   /// An i32 array of `slots` at the entry of the enclosing function.
   Value entryAlloca(Operation *at, unsigned slots);
+  /// The kernel pointer argument `ptr` is derived from and its index, as
+  /// call operands (a generic pointer and an i32), or (null, -1).
+  std::pair<Value, Value> provenance(Location loc, Value ptr);
   uint32_t site(Operation *op);
 
   LogicalResult layoutSharedMemory();
@@ -94,6 +97,32 @@ Value Instrumenter::toGeneric(Location loc, Value ptr) {
     return ptr;
   return LLVM::AddrSpaceCastOp::create(
       builder, loc, LLVM::LLVMPointerType::get(module.getContext()), ptr);
+}
+
+std::pair<Value, Value> Instrumenter::provenance(Location loc, Value ptr) {
+  Value at = ptr;
+  while (true) {
+    if (auto arg = dyn_cast<BlockArgument>(at)) {
+      Block *owner = arg.getOwner();
+      if (owner->isEntryBlock() &&
+          isa<LLVM::LLVMFuncOp>(owner->getParentOp()))
+        return {toGeneric(loc, arg), i32(loc, arg.getArgNumber())};
+      break;
+    }
+    Operation *def = at.getDefiningOp();
+    if (auto gep = dyn_cast<LLVM::GEPOp>(def)) {
+      at = gep.getBase();
+      continue;
+    }
+    if (auto cast = dyn_cast<LLVM::AddrSpaceCastOp>(def)) {
+      at = cast.getArg();
+      continue;
+    }
+    break;
+  }
+  return {LLVM::ZeroOp::create(builder, loc,
+                               LLVM::LLVMPointerType::get(module.getContext())),
+          i32(loc, -1)};
 }
 
 Value Instrumenter::toI32Bits(Location loc, Value v) {
@@ -238,8 +267,9 @@ void Instrumenter::instrumentAccess(Operation *op, Value ptr, Value bytes,
   flags |= llvm::Log2_64(std::max<uint64_t>(align, 1)) << kabi::AlignShift;
   if (!bytes.getType().isInteger(64))
     bytes = LLVM::ZExtOp::create(builder, loc, builder.getI64Type(), bytes);
+  auto [base, arg] = provenance(loc, ptr);
   call(loc, kabi::kAccess, Type(),
-       {toGeneric(loc, ptr), bytes, i32(loc, flags), i32(loc, id)});
+       {toGeneric(loc, ptr), bytes, i32(loc, flags), i32(loc, id), base, arg});
 }
 
 void Instrumenter::instrumentAccess(Operation *op, Value ptr, Type valueType,
@@ -272,9 +302,10 @@ void Instrumenter::instrumentMasked(Operation *op, Value ptr, Value mask,
     bits = LLVM::ZExtOp::create(builder, loc, builder.getI64Type(), bits);
   flags |= llvm::Log2_64(std::max<uint64_t>(elementBytes, 1))
            << kabi::AlignShift;
+  auto [base, arg] = provenance(loc, ptr);
   call(loc, kabi::kAccessMasked, Type(),
        {toGeneric(loc, ptr), i64(loc, elementBytes), bits, i32(loc, flags),
-        i32(loc, id)});
+        i32(loc, id), base, arg});
 }
 
 static std::optional<kabi::Sreg> getSreg(Operation *op) {
@@ -495,9 +526,10 @@ LogicalResult Instrumenter::rewriteNvvm(Operation *op) {
         uint32_t id = site(c);
         Value size = i32(loc, c.getSize());
         Value srcSize = c.getCpSize() ? c.getCpSize() : size;
+        auto [base, arg] = provenance(loc, c.getSrc());
         call(loc, kabi::kCpAsync, Type(),
              {toGeneric(loc, c.getDst()), toGeneric(loc, c.getSrc()), size,
-              srcSize, i32(loc, id)});
+              srcSize, i32(loc, id), base, arg});
         c.erase();
         return success();
       })

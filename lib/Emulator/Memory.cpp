@@ -88,6 +88,29 @@ std::string AllocationTable::describeMiss(uint64_t addr, uint64_t bytes) const {
          range(above->first, above->second);
 }
 
+std::string AllocationTable::describeOutside(
+    const std::pair<const uint64_t, Entry> &own, uint64_t addr,
+    uint64_t bytes) const {
+  std::string where;
+  uint64_t end = own.first + own.second.bytes;
+  if (addr >= end)
+    where = std::to_string(addr - end) + " bytes past the end of ";
+  else if (addr + bytes <= own.first)
+    where = std::to_string(own.first - addr - bytes) +
+            " bytes before the start of ";
+  else if (addr + bytes > end)
+    where = "the last " + std::to_string(addr + bytes - end) +
+            " bytes are past the end of ";
+  else
+    where = "the first " + std::to_string(own.first - addr) +
+            " bytes are before the start of ";
+  where += range(own.first, own.second);
+  if (const auto *other = find(addr, bytes))
+    where += " (inside " + range(other->first, other->second) +
+             ", another allocation)";
+  return where;
+}
+
 static std::string accessName(uint32_t flags) {
   if (flags & kabi::Atomic)
     return "atomic";
@@ -278,7 +301,7 @@ static void track(BlockRun &b, GpuThread &t, uint64_t addr, uint64_t bytes,
 }
 
 void kvir::emu::checkAccess(const void *ptr, uint64_t bytes, uint32_t flags,
-                            uint32_t site) {
+                            uint32_t site, const void *base, int32_t arg) {
   BlockRun &b = *current.block;
   GpuThread &t = *current.thread;
   uint64_t addr = reinterpret_cast<uint64_t>(ptr);
@@ -311,7 +334,17 @@ void kvir::emu::checkAccess(const void *ptr, uint64_t bytes, uint32_t flags,
     track(b, t, addr, bytes, /*shared=*/true, site);
     return;
   }
-  if (!allocations().find(addr, bytes))
+  // Provenance: an address computed from a kernel argument must stay in
+  // that argument's allocation, even where another allocation lies.
+  const auto *own =
+      base ? allocations().find(reinterpret_cast<uint64_t>(base), 1) : nullptr;
+  if (own && (addr < own->first || addr + bytes > own->first + own->second.bytes))
+    fail("out-of-bounds global " + accessName(flags) + " of " +
+             std::to_string(bytes) + " bytes at " + hex(addr) +
+             " through kernel argument #" + std::to_string(arg) + ", " +
+             allocations().describeOutside(*own, addr, bytes),
+         site);
+  if (!own && !allocations().find(addr, bytes))
     fail("out-of-bounds global " + accessName(flags) + " of " +
              std::to_string(bytes) + " bytes at " + hex(addr) + ": " +
              allocations().describeMiss(addr, bytes),
@@ -339,18 +372,19 @@ void kvir::emu::markPendingCopies(BlockRun &b, GpuThread &t) {
 }
 
 extern "C" void __kvemu_access(const void *ptr, uint64_t bytes, uint32_t flags,
-                               uint32_t site) {
-  checkAccess(ptr, bytes, flags, site);
+                               uint32_t site, const void *base, int32_t arg) {
+  checkAccess(ptr, bytes, flags, site, base, arg);
 }
 
 /// A masked vector access touches the elements from the first to the last
 /// enabled one (the span is checked and counted as one access).
 extern "C" void __kvemu_access_masked(const void *ptr, uint64_t elementBytes,
                                       uint64_t mask, uint32_t flags,
-                                      uint32_t site) {
+                                      uint32_t site, const void *base,
+                                      int32_t arg) {
   if (!mask)
     return;
   unsigned first = llvm::countr_zero(mask), last = 63 - llvm::countl_zero(mask);
   checkAccess(static_cast<const char *>(ptr) + first * elementBytes,
-              (last - first + 1) * elementBytes, flags, site);
+              (last - first + 1) * elementBytes, flags, site, base, arg);
 }

@@ -171,10 +171,17 @@ struct AllocationTable {
   /// Where [addr, addr + bytes) lies relative to the allocations, for
   /// out-of-bounds reports.
   std::string describeMiss(uint64_t addr, uint64_t bytes) const;
+  /// Where [addr, addr + bytes) lies relative to allocation `own`, which it
+  /// leaves, naming any other allocation it falls in.
+  std::string describeOutside(const std::pair<const uint64_t, Entry> &own,
+                              uint64_t addr, uint64_t bytes) const;
 };
 AllocationTable &allocations();
+/// Checks (and counts) an access of `bytes` at `ptr`. A global access
+/// derived from kernel pointer argument `arg` (`base`, or null) must stay
+/// inside the allocation that argument points into.
 void checkAccess(const void *ptr, uint64_t bytes, uint32_t flags,
-                 uint32_t site);
+                 uint32_t site, const void *base = nullptr, int32_t arg = -1);
 /// A cp.async destination is written at some moment between the copy's
 /// issue and the wait that completes it (PTX ISA, cp.async): the race check
 /// treats it as written by its thread at issue and in every epoch it stays

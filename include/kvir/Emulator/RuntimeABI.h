@@ -19,11 +19,14 @@ constexpr const char *kShfl = "__kvemu_shfl";                 // u64(kind, mask,
 constexpr const char *kVote = "__kvemu_vote";                 // u32(kind, mask, pred, site)
 constexpr const char *kMma = "__kvemu_mma";                   // void(m, n, k, atype, a, b, c, d, site)
 constexpr const char *kLdMatrix = "__kvemu_ldmatrix";         // void(num, trans, ptr, out, site)
-constexpr const char *kCpAsync = "__kvemu_cp_async";          // void(dst, src, size, srcsize, site)
+constexpr const char *kCpAsync = "__kvemu_cp_async";          // void(dst, src, size, srcsize, site, base, arg)
 constexpr const char *kCpAsyncCommit = "__kvemu_cp_async_commit";
 constexpr const char *kCpAsyncWait = "__kvemu_cp_async_wait"; // void(u32 n)
-constexpr const char *kAccess = "__kvemu_access";             // void(ptr, u64 size, u32 flags, u32 site)
-constexpr const char *kAccessMasked = "__kvemu_access_masked"; // void(ptr, u64 elem size, u64 mask, u32 flags, u32 site)
+constexpr const char *kAccess = "__kvemu_access";             // void(ptr, u64 size, u32 flags, u32 site, base, arg)
+constexpr const char *kAccessMasked = "__kvemu_access_masked"; // void(ptr, u64 elem size, u64 mask, u32 flags, u32 site, base, arg)
+// `base, arg` of an access: the kernel pointer argument the address is
+// derived from (through address arithmetic) and its index, or (null, -1).
+// The access must stay inside the allocation that argument points into.
 constexpr const char *kSharedBase = "__kvemu_shared_base";    // ptr()
 constexpr const char *kTrap = "__kvemu_trap";                 // void(u32 site)
 
