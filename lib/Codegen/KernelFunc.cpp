@@ -44,9 +44,13 @@ static constexpr llvm::StringLiteral kDynamicSharedAttr =
 
 KernelFunc KernelFunc::create(gpu::GPUModuleOp module, StringRef name,
                               TypeRange argTypes, std::array<int64_t, 3> block,
-                              const SharedMemoryLayout &layout) {
+                              const SharedMemoryLayout &layout,
+                              std::optional<Location> origin) {
   MLIRContext *ctx = module.getContext();
-  Location loc = module.getLoc();
+  // Every op of the kernel is located at the kernel, named, at the op it
+  // was built for: emulator reports and verifier errors point there.
+  Location loc = NameLoc::get(StringAttr::get(ctx, name),
+                              origin ? *origin : module.getLoc());
   auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   bool dynamic = layout.isDynamic();
   SmallVector<Type> attributions;

@@ -22,6 +22,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <array>
+#include <optional>
 #include <string>
 
 namespace kvir::codegen {
@@ -55,11 +56,13 @@ class KernelFunc {
 public:
   /// Creates kernel `name` in `module` taking `argTypes`, launched with
   /// exactly `block`, owning `shared`. The body holds a gpu.return; build
-  /// before it with getBuilder().
+  /// before it with getBuilder(). Its ops are located at `name` within
+  /// `origin` (the op the kernel is built for), or the module.
   static KernelFunc create(mlir::gpu::GPUModuleOp module, llvm::StringRef name,
                            mlir::TypeRange argTypes,
                            std::array<int64_t, 3> block,
-                           const SharedMemoryLayout &shared);
+                           const SharedMemoryLayout &shared,
+                           std::optional<mlir::Location> origin = std::nullopt);
 
   mlir::gpu::GPUFuncOp getOp() const { return func; }
   mlir::Value getArgument(unsigned i) const;

@@ -302,7 +302,7 @@ struct AppendLowering : OpRewritePattern<kv::AppendOp> {
           llvm::append_range(argTypes, spec.kvTypes);
           KernelFunc kf = KernelFunc::create(module, name, argTypes,
                                              {kAppendThreads, 1, 1},
-                                             SharedMemoryLayout());
+                                             SharedMemoryLayout(), op.getLoc());
           buildAppendBody(kf, spec);
           return kf;
         });

@@ -395,7 +395,7 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
         if (s.partitioned)
           argTypes.push_back(b.getIndexType());
         KernelFunc kf = KernelFunc::create(module, symbol, argTypes, s.block(),
-                                           decodeSharedLayout(s));
+                                           decodeSharedLayout(s), op.getLoc());
         buildDecodeBody(kf, s);
         return kf;
       });

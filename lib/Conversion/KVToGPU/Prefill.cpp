@@ -185,7 +185,8 @@ struct PrefillLowering : OpRewritePattern<kv::PrefillOp> {
       return context.getOrBuildKernel(symbol, [&](gpu::GPUModuleOp module) {
         KernelFunc kf = KernelFunc::create(
             module, symbol, prefillArgumentTypes(s),
-            {s.config.getNumThreads(), 1, 1}, prefillSharedLayout(s));
+            {s.config.getNumThreads(), 1, 1}, prefillSharedLayout(s),
+            op.getLoc());
         buildPrefillBody(kf, s);
         return kf;
       });
