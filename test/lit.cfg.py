@@ -21,6 +21,11 @@ cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 if cc:
     config.available_features.add("cc")
     config.substitutions.append(("%cc", cc))
+# The runtime library C callers of generated kernels link (C++ inside).
+config.substitutions.append(
+    ("%kvir_runtime",
+     os.path.join(config.kvir_obj_root, "lib", "libKVIRRuntime.a")
+     + " -lstdc++"))
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kvir_obj_root, "test")
 

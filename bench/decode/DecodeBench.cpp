@@ -118,7 +118,7 @@ int main(int argc, char **argv) {
               (long long)kvLen,
               ptxas.empty() ? " (no ptxas: register columns empty)" : "");
   std::printf("| config | chip | regs (split/direct/merge) | smem B | spill B "
-              "| occupancy | P | bytes / ideal | loads / ideal loads | "
+              "| occupancy | items | bytes / ideal | loads / ideal loads | "
               "workspace / ideal | sector eff | max rel err |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   bool allOk = true;
@@ -183,14 +183,14 @@ int main(int argc, char **argv) {
       // The split-KV workspace: written by the split kernel, read back by
       // the merge kernel (which also writes out and lse).
       uint64_t workspace = 0;
-      int64_t parts = 1;
+      int64_t parts = batch; // work items: one per request unless split
       for (const auto &l : result.launches) {
         loaded += l.globalBytesLoaded;
         stored += l.globalBytesStored;
         sectors += l.globalSectors;
         useful += l.globalUsefulBytes;
         if (isSplitKernel(l.kernel)) {
-          parts = l.grid.z;
+          parts = l.grid.x;
           workspace += l.globalBytesStored;
         } else if (startsWith(l.kernel, "merge")) {
           workspace += l.globalBytesLoaded;
@@ -225,7 +225,7 @@ int main(int argc, char **argv) {
         };
         regs = regsOf(splitName) + "/" + regsOf(directName) + "/" +
                regsOf(mergeName);
-        const std::string &main = parts > 1 ? splitName : directName;
+        const std::string &main = parts > batch ? splitName : directName;
         smem = std::to_string(ptx[main].smem);
         int64_t spills = 0;
         for (const auto &[name, info] : ptx)

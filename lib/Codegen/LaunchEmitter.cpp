@@ -3,6 +3,9 @@
 #include "kvir/Codegen/IRBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/ADT/StringSet.h"
@@ -103,12 +106,79 @@ struct PlanEmitter {
     return success();
   }
 
+  /// A buffer of plan argument `arg` with the plan's shape.
+  Value allocate(ImplicitLocOpBuilder &b, kvgpu::PlanArgAttr arg) {
+    auto look = [&](StringRef s) { return lookup(s); };
+    auto type = cast<MemRefType>(arg.getType());
+    SmallVector<Value> dynSizes;
+    for (auto [i, dim] : llvm::enumerate(arg.getShape()))
+      if (type.isDynamicDim(i))
+        dynSizes.push_back(emitSizeExpr(b, dim, look));
+    return memref::AllocOp::create(b, type, dynSizes);
+  }
+
+  /// Runs the plan's work schedule on the host (kvir_schedule_work of the
+  /// runtime library): allocates and fills the work list and merge row
+  /// offsets and defines the item count. Returns the buffers to free.
+  FailureOr<SmallVector<Value>> emitSchedule(ImplicitLocOpBuilder &b,
+                                             kvgpu::WorkScheduleAttr s) {
+    IRBuilder ir{b};
+    Value lengths = lookup(s.getLengths());
+    if (!lengths)
+      return emitError(b.getLoc()) << "launch plan '" << plan.getName()
+                                   << "' has no value for '" << s.getLengths()
+                                   << "'";
+    Value items = allocate(b, plan.lookupArg(s.getItems()));
+    Value indptr = allocate(b, plan.lookupArg(s.getMergeIndptr()));
+    values[s.getItems()] = items;
+    values[s.getMergeIndptr()] = indptr;
+
+    MLIRContext *ctx = b.getContext();
+    Type ptr = LLVM::LLVMPointerType::get(ctx), i64 = b.getI64Type();
+    constexpr StringLiteral callee = "kvir_schedule_work";
+    auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+    if (!module.lookupSymbol<func::FuncOp>(callee)) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      auto decl = func::FuncOp::create(
+          b, callee,
+          FunctionType::get(ctx, {ptr, i64, i64, i64, i64, i64, i64, i64, ptr, ptr},
+                            {i64}));
+      decl.setPrivate();
+    }
+    auto pointer = [&](Value memref) -> Value {
+      Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, memref);
+      Value asInt = arith::IndexCastOp::create(b, i64, address);
+      return LLVM::IntToPtrOp::create(b, ptr, asInt).getResult();
+    };
+    auto i64Of = [&](Value index) -> Value {
+      return arith::IndexCastOp::create(b, i64, index);
+    };
+    auto i64Const = [&](int64_t v) -> Value {
+      return arith::ConstantOp::create(b, b.getI64IntegerAttr(v));
+    };
+    Value maxItems = memref::DimOp::create(b, items, 0);
+    Value count =
+        func::CallOp::create(
+            b, callee, TypeRange{i64},
+            ValueRange{pointer(lengths), i64Of(lookup(s.getBatch())),
+                       i64Const(s.getWindowLeft()), i64Const(s.getTargetItems()),
+                       i64Const(s.getGranule()), i64Const(s.getMinChunk()),
+                       i64Of(lookup(s.getUniformChunks())), i64Of(maxItems),
+                       pointer(items), pointer(indptr)})
+            .getResult(0);
+    cf::AssertOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, count, i64Const(0)),
+        "kvir_schedule_work failed (a negative kv_len or a work list too small)");
+    values[s.getCount()] = arith::IndexCastOp::create(b, b.getIndexType(), count);
+    return SmallVector<Value>{items, indptr};
+  }
+
   /// Launches `group` (kernels of one condition), allocating the workspace
   /// they take first and freeing it after.
   LogicalResult emitGroup(ImplicitLocOpBuilder &b,
                           ArrayRef<kvgpu::KernelLaunchAttr> group) {
     SmallVector<Value> workspace;
-    auto look = [&](StringRef s) { return lookup(s); };
     for (kvgpu::PlanArgAttr arg : plan.getArgs()) {
       if (arg.getRole() != kvgpu::ArgRole::workspace)
         continue;
@@ -119,12 +189,7 @@ struct PlanEmitter {
       });
       if (!used)
         continue;
-      auto type = cast<MemRefType>(arg.getType());
-      SmallVector<Value> dynSizes;
-      for (auto [i, dim] : llvm::enumerate(arg.getShape()))
-        if (type.isDynamicDim(i))
-          dynSizes.push_back(emitSizeExpr(b, dim, look));
-      Value buffer = memref::AllocOp::create(b, type, dynSizes);
+      Value buffer = allocate(b, arg);
       values[arg.getName()] = buffer;
       workspace.push_back(buffer);
     }
@@ -159,10 +224,17 @@ LogicalResult codegen::emitLaunches(ImplicitLocOpBuilder &b,
     for (Attribute a : kernel.getArgs())
       needed.insert(cast<StringAttr>(a).getValue());
   }
+  kvgpu::WorkScheduleAttr schedule = plan.getSchedule();
   for (kvgpu::PlanArgAttr arg : plan.getArgs())
-    if (arg.getRole() == kvgpu::ArgRole::workspace)
+    if (arg.getRole() == kvgpu::ArgRole::workspace ||
+        arg.getRole() == kvgpu::ArgRole::schedule)
       for (kvgpu::SizeExprAttr dim : arg.getShape())
         need(dim);
+  if (schedule) {
+    needed.insert(schedule.getBatch());
+    needed.insert(schedule.getUniformChunks());
+    needed.erase(schedule.getCount());
+  }
   for (kvgpu::SizeDefAttr size : llvm::reverse(plan.getSizes()))
     if (needed.contains(size.getName()) && size.getValue())
       need(size.getValue());
@@ -182,8 +254,16 @@ LogicalResult codegen::emitLaunches(ImplicitLocOpBuilder &b,
     }
     emitter.values[size.getName()] = v;
   }
+  SmallVector<Value> scheduleBuffers;
+  if (schedule) {
+    FailureOr<SmallVector<Value>> buffers = emitter.emitSchedule(b, schedule);
+    if (failed(buffers))
+      return failure();
+    scheduleBuffers = std::move(*buffers);
+  }
   // Consecutive kernels of the same condition form a group; conditional
-  // groups go under one scf.if on the partition count.
+  // groups go under one scf.if on the partition count (or, under a
+  // schedule, on whether it cut a request).
   ArrayRef<kvgpu::KernelLaunchAttr> kernelList = plan.getKernels();
   while (!kernelList.empty()) {
     kvgpu::LaunchCondition when = kernelList.front().getWhen();
@@ -198,8 +278,13 @@ LogicalResult codegen::emitLaunches(ImplicitLocOpBuilder &b,
       continue;
     }
     IRBuilder ir{b};
-    Value parts = emitter.lookup(plan.getPartitions());
-    Value split = ir.cmp(arith::CmpIPredicate::sgt, parts, ir.idx(1));
+    Value split =
+        schedule
+            ? ir.cmp(arith::CmpIPredicate::sgt,
+                     emitter.lookup(schedule.getCount()),
+                     emitter.lookup(schedule.getBatch()))
+            : ir.cmp(arith::CmpIPredicate::sgt,
+                     emitter.lookup(plan.getPartitions()), ir.idx(1));
     Value cond = when == kvgpu::LaunchCondition::split
                      ? split
                      : arith::XOrIOp::create(
@@ -214,5 +299,7 @@ LogicalResult codegen::emitLaunches(ImplicitLocOpBuilder &b,
     if (failed(result))
       return failure();
   }
+  for (Value buffer : scheduleBuffers)
+    memref::DeallocOp::create(b, buffer);
   return success();
 }

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Runtime.h"
+#include "kvir/Runtime/WorkSchedule.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "llvm/Support/Format.h"
@@ -362,6 +363,8 @@ Emulator::getRuntimeSymbols(llvm::orc::MangleAndInterner interner) {
                                               add(map, interner, "malloc",
                                                   &kvemu_malloc);
   add(map, interner, "aligned_alloc", &kvemu_aligned_alloc);
+  // The host side of launch plans with a work schedule.
+  add(map, interner, "kvir_schedule_work", &kvir_schedule_work);
   add(map, interner, "calloc", &kvemu_calloc);
   add(map, interner, "free", &kvemu_free);
   // The same allocators under the names lowerHostForEmulator renames to.

@@ -37,8 +37,11 @@ struct BatchRun {
   int64_t batch = 0;
   int64_t maxLen = 0;
   std::vector<int64_t> lengths;
-  /// Whether the batch is meant to take the split-KV path (P > 1).
+  /// Whether the batch is meant to take the split-KV path (the work
+  /// schedule cuts some request).
   std::optional<bool> expectSplit;
+  /// If non-zero, the first request's kv_len (a long one among random).
+  int64_t firstLen = 0;
 };
 
 struct GpuDecodeCase {
@@ -72,6 +75,8 @@ void runGpuDecodeCase(const GpuDecodeCase &c) {
     std::vector<int64_t> kvLens =
         run.lengths.empty() ? randomLengths(rng, run.batch, run.maxLen)
                             : run.lengths;
+    if (run.firstLen)
+      kvLens[0] = run.firstLen;
     int64_t batch = kvLens.size();
     SCOPED_TRACE("batch of " + std::to_string(batch));
     PagedCache cache = makeCache(c.spec, kvLens, rng);
@@ -101,14 +106,13 @@ void runGpuDecodeCase(const GpuDecodeCase &c) {
             .count();
     EXPECT_TRUE(noReports(result));
 
-    // The split-KV choice (the launch plan's rule) and the kernels that
-    // carried it out.
-    std::optional<int64_t> plannedParts =
-        result.planSize("kv.decode", "num_partitions", {{"batch", batch}});
-    ASSERT_TRUE(plannedParts.has_value()) << "no kv.decode launch plan";
-    int64_t parts = *plannedParts;
+    // The split-KV choice (the plan's work schedule, for these lengths) and
+    // the kernels that carried it out.
+    std::optional<int64_t> items = result.scheduledItems("kv.decode", kvLens);
+    ASSERT_TRUE(items.has_value()) << "no kv.decode work schedule";
+    bool split = *items > batch;
     std::vector<std::string> names = result.kernelNames();
-    if (parts == 1) {
+    if (!split) {
       ASSERT_EQ(names.size(), 1u) << result.describeLaunches();
       EXPECT_EQ(names[0].rfind("decode_", 0), 0u) << names[0];
       EXPECT_FALSE(isSplitKernel(names[0])) << names[0];
@@ -119,30 +123,32 @@ void runGpuDecodeCase(const GpuDecodeCase &c) {
       ASSERT_EQ(names.size(), 2u) << result.describeLaunches();
       EXPECT_EQ(names[0].rfind("decode_", 0), 0u) << names[0];
       EXPECT_TRUE(isSplitKernel(names[0])) << names[0];
-      EXPECT_EQ(result.launches[0].grid.x, uint32_t(batch));
+      EXPECT_EQ(result.launches[0].grid.x, uint32_t(*items));
       EXPECT_EQ(result.launches[0].grid.y, uint32_t(c.spec.kvHeads));
-      EXPECT_EQ(result.launches[0].grid.z, uint32_t(parts));
-      EXPECT_EQ(names[1].rfind("merge_partitions", 0), 0u) << names[1];
+      EXPECT_EQ(result.launches[0].grid.z, 1u);
+      EXPECT_EQ(names[1].rfind("merge_rows", 0), 0u) << names[1];
       EXPECT_EQ(result.launches[1].grid.x, uint32_t(batch));
       EXPECT_EQ(result.launches[1].grid.y, uint32_t(c.qHeads));
     }
     if (run.expectSplit)
-      EXPECT_EQ(parts > 1, *run.expectSplit) << "P = " << parts;
+      EXPECT_EQ(split, *run.expectSplit) << *items << " work items";
     // The block of a decode kernel covers the GQA group on threadIdx.y.
     EXPECT_EQ(result.launches[0].block.y, uint32_t(c.qHeads / c.spec.kvHeads));
     EXPECT_TRUE(check(compareGpuState(out, expected, c.outType)));
     if (std::getenv("KVIR_UNIT_VERBOSE"))
-      std::printf("    batch %lld, P = %lld: %.2f s\n", (long long)batch,
-                  (long long)parts, seconds);
+      std::printf("    batch %lld, %lld work items: %.2f s\n",
+                  (long long)batch, (long long)*items, seconds);
   }
 }
 
-/// A small batch (P > 1) and a batch just large enough for P == 1 on `chip`.
+/// A small batch with one request long enough to be cut (the schedule's
+/// chunks are at least 128 tokens) and a large batch of short requests,
+/// which no schedule cuts.
 std::vector<BatchRun> bothPaths(const std::string &chip, int64_t kvHeads,
                                 int64_t smallBatch, int64_t smallMaxLen,
                                 int64_t largeMaxLen) {
   int64_t large = (2 * smCountOf(chip) + kvHeads - 1) / kvHeads;
-  return {BatchRun{smallBatch, smallMaxLen, {}, true},
+  return {BatchRun{smallBatch, smallMaxLen, {}, true, 3 * 128 + 37},
           BatchRun{large, largeMaxLen, {}, false}};
 }
 
@@ -164,6 +170,9 @@ std::vector<GpuDecodeCase> decodeCases() {
                  int64_t largeMaxLen) {
     c.runs =
         bothPaths(c.chip, c.spec.kvHeads, smallBatch, smallMaxLen, largeMaxLen);
+    // A window narrower than two chunks leaves nothing to cut.
+    if (c.params.windowLeft && *c.params.windowLeft < 256)
+      c.runs[0].expectSplit = false;
     cases.push_back(std::move(c));
   };
   {
@@ -278,7 +287,8 @@ std::vector<GpuDecodeCase> decodeCases() {
     add(c, 5, 60, 18);
   }
   {
-    // Long context: 32k keys of one request over one KV head (P = 32).
+    // Long context: 32k keys of one request over one KV head, cut into
+    // one chunk per block the chip holds.
     GpuDecodeCase c = makeCase("LongHndCombinedCsrP16D128G4F16Kv32k",
                                makeSpec(16, 1, 128, DType::F16, Layout::HND,
                                         Storage::Combined, Table::CSR),
@@ -288,9 +298,8 @@ std::vector<GpuDecodeCase> decodeCases() {
     cases.push_back(c);
   }
   {
-    // Long context through the direct kernel is too slow for the emulator
-    // at P == 1 with batch 1; a 9000-key request with a block table,
-    // chosen off page boundaries, split over the partitions of sm_80.
+    // A 9000-key request with a block table, chosen off page boundaries,
+    // next to an empty and a 1-key one, behind a 5000-key window.
     GpuDecodeCase c = makeCase("LongNhdSplitBlockTableP64D128G8BF16Kv9k",
                                makeSpec(64, 1, 128, DType::BF16, Layout::NHD,
                                         Storage::Split, Table::BlockTable),
@@ -334,10 +343,11 @@ std::vector<GpuDecodeCase> decodeCases() {
     add(c, 4, 50, 12);
   }
   {
-    GpuDecodeCase c = makeCase("LlamaTokenOffsetP64D64G4F16",
-                               makeSpec(64, 2, 64, DType::F16, Layout::Llama,
+    GpuDecodeCase c = makeCase("LlamaTokenOffsetP512D64G4F16",
+                               makeSpec(512, 2, 64, DType::F16, Layout::Llama,
                                         Storage::Split, Table::TokenOffset),
                                8, DType::F16, "sm_86", 1022);
+    // Pages are rows of max_seq tokens: room for the long first request.
     add(c, 4, 64, 20);
   }
   {
@@ -358,7 +368,7 @@ std::vector<GpuDecodeCase> decodeCases() {
     add(c, 4, 60, 12);
   }
   {
-    // Large batch: 512 requests, P == 1 on every chip.
+    // Large batch: 512 short requests, none cut.
     GpuDecodeCase c = makeCase("Batch512NhdCombinedCsrP16D64G2F16",
                                makeSpec(16, 1, 64, DType::F16, Layout::NHD,
                                         Storage::Combined, Table::CSR),
@@ -421,6 +431,8 @@ std::vector<GpuDecodeCase> sweepCases() {
     int64_t largeMaxLen = std::min<int64_t>(std::max<int64_t>(8, page + 3), 40);
     c.runs =
         bothPaths(c.chip, kvHeads, rng.integer(2, 6), smallMaxLen, largeMaxLen);
+    if (c.params.windowLeft && *c.params.windowLeft < 256)
+      c.runs[0].expectSplit = false;
     std::ostringstream name;
     name << "Sweep" << i << "_" << (layout == Layout::HND ? "Hnd" : "Nhd")
          << (storage == Storage::Split ? "Split" : "Combined")

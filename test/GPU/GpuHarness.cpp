@@ -1,5 +1,6 @@
 //===- GpuHarness.cpp - kv functions as emulated GPU kernels --------------===//
 #include "GpuHarness.h"
+#include "kvir/Runtime/WorkSchedule.h"
 
 #include "kvir/Pipelines/Pipelines.h"
 #include "kvir/Target/GPU/TargetInfo.h"
@@ -302,6 +303,35 @@ int64_t kvir::test::gpu::smCountOf(const std::string &chip) {
     return t->smCount;
   ADD_FAILURE() << "unknown chip " << chip;
   return 1;
+}
+
+std::optional<int64_t>
+RunResult::scheduledItems(llvm::StringRef op,
+                          const std::vector<int64_t> &kvLens) const {
+  if (!kernel)
+    return std::nullopt;
+  for (kvir::kvgpu::LaunchPlanAttr plan : kernel->summary().plans) {
+    kvir::kvgpu::WorkScheduleAttr s = plan.getSchedule();
+    if (plan.getOp() != op || !s)
+      continue;
+    int64_t batch = kvLens.size();
+    std::optional<int64_t> uniform =
+        planSize(op, s.getUniformChunks(), {{s.getBatch().str(), batch}});
+    if (!uniform)
+      return std::nullopt;
+    int64_t maxItems =
+        kvir_schedule_max_items(batch, s.getTargetItems(), *uniform);
+    std::vector<int32_t> lengths(kvLens.begin(), kvLens.end());
+    std::vector<int32_t> items(maxItems * KVIR_WORK_FIELDS), indptr(batch + 1);
+    int64_t n = kvir_schedule_work(lengths.data(), batch, s.getWindowLeft(),
+                                   s.getTargetItems(), s.getGranule(),
+                                   s.getMinChunk(), *uniform, maxItems,
+                                   items.data(), indptr.data());
+    if (n < 0)
+      return std::nullopt;
+    return n;
+  }
+  return std::nullopt;
 }
 
 std::optional<int64_t> RunResult::planSize(

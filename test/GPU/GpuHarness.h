@@ -88,6 +88,10 @@ struct RunResult {
   /// the plan's own expressions.
   std::optional<int64_t> planSize(llvm::StringRef op, llvm::StringRef size,
                                   const std::map<std::string, int64_t> &inputs) const;
+  /// The items the work schedule of the first `op`'s plan gives requests
+  /// of `kvLens` (kvir_schedule_work with the plan's parameters).
+  std::optional<int64_t> scheduledItems(llvm::StringRef op,
+                                        const std::vector<int64_t> &kvLens) const;
 };
 
 /// Poisons `outputs` (NaN), compiles (or reuses) the GPU lowering of `src`

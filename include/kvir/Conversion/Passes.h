@@ -4,6 +4,8 @@
 
 #include "kvir/Conversion/KVToGPU/KVToGPU.h"
 #include "kvir/Conversion/KVToLoops/KVToLoops.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"

@@ -10,9 +10,12 @@
 // every (y, z) then scores its tokens: a vector dot product reduced across
 // x (WarpOps) and AttentionState's online update in base 2 (log2(e) folded
 // into the query scale, ex2.approx, no libdevice). The z-lanes' partial
-// states merge through shared memory. Split-KV: with a partition count
-// above 1 (the plan's rule), a split kernel writes base-2 f32 partial
-// states to a workspace and the merge kernel (Merge.cpp) reduces them.
+// states merge through shared memory. Split-KV: when the plan's work
+// schedule (include/kvir/Runtime/WorkSchedule.h) cuts some request, the
+// split kernel takes one work item per block (blockIdx.x): a chunk of a
+// request's visible keys, whose base-2 f32 partial state goes to the
+// item's workspace row; the ragged merge kernel (Merge.cpp) reduces each
+// request's rows.
 //
 //===----------------------------------------------------------------------===//
 #include "Patterns.h"
@@ -45,8 +48,8 @@ struct DecodeKernelSpec {
   SmallVector<Type> kvTypes; // PagedOperands::flatten() types
   MemRefType qType, outType, lseType;
   int64_t qHeads = 0;
-  /// Partial states: f32 output and base-2 LSE, per KV partition
-  /// (blockIdx.z), into [P, B, Hq, Dv] and [P, B, Hq] workspaces.
+  /// Partial states: one work item per block (blockIdx.x), its f32 output
+  /// and base-2 LSE into rows of [rows, Hq, Dv] and [rows, Hq] workspaces.
   bool partitioned = false;
   kv::LseBase base = kv::LseBase::two;
   double smScale = 1.0;
@@ -131,15 +134,39 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
     kv = shape.withValues(kf.getArguments().slice(1, spec.kvTypes.size()));
   }
   unsigned next = 1 + spec.kvTypes.size();
+  Value workItems = spec.partitioned ? kf.getArgument(next++) : Value();
   Value out = kf.getArgument(next), lseOut = kf.getArgument(next + 1);
-  Value numPartitions = spec.partitioned ? kf.getArgument(next + 2) : Value();
 
   Value x = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value y = gpu::ThreadIdOp::create(b, gpu::Dimension::y);
   Value z = gpu::ThreadIdOp::create(b, gpu::Dimension::z);
   Value req = gpu::BlockIdOp::create(b, gpu::Dimension::x);
   Value kvHead = gpu::BlockIdOp::create(b, gpu::Dimension::y);
-  Value part = gpu::BlockIdOp::create(b, gpu::Dimension::z);
+  Value chunk, numChunks, partialRow;
+  if (workItems) {
+    // The block's work item, the same for every thread (one broadcast
+    // 16-byte load per warp); blocks of a fixed grid past the schedule's
+    // items (request -1) have nothing to do.
+    auto itemLoad = vector::LoadOp::create(
+        b, VectorType::get({4}, b.getI32Type()), workItems,
+        ValueRange{req, ir.idx(0)});
+    itemLoad.setAlignment(16);
+    Value item = itemLoad;
+    auto field = [&](int64_t i) {
+      return vector::ExtractOp::create(b, item, ArrayRef<int64_t>{i})
+          .getResult();
+    };
+    Value request = field(0);
+    req = ir.toIndex(request);
+    chunk = ir.toIndex(field(1));
+    numChunks = ir.toIndex(field(2));
+    partialRow = ir.toIndex(field(3));
+    auto hasWork = scf::IfOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, request,
+                                 ir.i32(0)),
+        /*withElseRegion=*/false);
+    b.setInsertionPoint(hasWork.thenBlock()->getTerminator());
+  }
   Value zero = ir.idx(0);
   Value head = ir.add(ir.mul(kvHead, ir.idx(group)), y);
   Value dim0 = ir.mul(x, ir.idx(vec));
@@ -161,13 +188,13 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
       first = k.maxS(first, k.sub(k.sub(table.kvLen, k.idx(1)),
                                   k.idx(*spec.windowLeft)));
     Value start = first, end = table.kvLen;
-    if (numPartitions) {
-      // Partitions split the visible keys, not [0, kv_len): with a sliding
+    if (numChunks) {
+      // Chunks split the visible keys, not [0, kv_len): with a sliding
       // window, all of them still get work.
-      Value chunk = arith::CeilDivUIOp::create(
-          ib, k.sub(table.kvLen, first), numPartitions);
-      start = k.minS(k.add(first, k.mul(part, chunk)), table.kvLen);
-      end = k.minS(k.add(start, chunk), table.kvLen);
+      Value chunkTokens = arith::CeilDivUIOp::create(
+          ib, k.sub(table.kvLen, first), numChunks);
+      start = k.minS(k.add(first, k.mul(chunk, chunkTokens)), table.kvLen);
+      end = k.minS(k.add(start, chunkTokens), table.kvLen);
     }
     SmallVector<Value> metaValues{start, end, table.base};
     for (auto [i, v] : llvm::enumerate(metaValues))
@@ -301,9 +328,7 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
     AttentionState finalState(ib, AttentionState::Flavor::ptxBase2);
     FinalState fin = finalState.finalize(
         result, spec.partitioned ? kv::LseBase::two : spec.base);
-    SmallVector<Value> rowIdx{req, head};
-    if (spec.partitioned)
-      rowIdx.insert(rowIdx.begin(), part);
+    SmallVector<Value> rowIdx{spec.partitioned ? partialRow : req, head};
     Type outElt = spec.outType.getElementType();
     scf::IfOp::create(ib, activeX, [&](OpBuilder &nb2, Location l2) {
       ImplicitLocOpBuilder jb(l2, nb2);
@@ -324,6 +349,48 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
     });
     scf::YieldOp::create(ib);
   });
+}
+
+/// The work list's type: [items, 4] i32 (WorkSchedule.h's fields).
+MemRefType workItemsType(MLIRContext *ctx) {
+  return MemRefType::get({ShapedType::kDynamic, 4}, IntegerType::get(ctx, 32));
+}
+
+/// The work schedule's parameters for a decode kernel.
+struct DecodeSchedule {
+  int64_t targetItems, granule, minChunk;
+};
+DecodeSchedule decodeSchedule(const DecodeKernelSpec &s,
+                              const target::TargetInfo &target) {
+  // Items of one KV head: as many blocks as the chip holds at once, so
+  // that chunks are small next to an SM's share of the work; ptxas gives
+  // these kernels 48-72 registers, 64 is assumed.
+  int64_t threads = s.block()[0] * s.block()[1] * s.block()[2];
+  int64_t resident = std::max<int64_t>(
+      1, target.residentBlocks(threads, 64, decodeSharedLayout(s).getBytes()));
+  int64_t hkv = s.kv.getKvHeads();
+  // Chunks of 16-token steps, and not so short that a block's fixed costs
+  // (its table entries, q, the partial state it writes) dominate.
+  return {(target.smCount * resident + hkv - 1) / hkv, 16, 128};
+}
+
+/// Each request's kv_len, read on the host into a new [batch] i32 buffer:
+/// what the work schedule balances.
+Value emitHostLengths(ImplicitLocOpBuilder &b, const kv::PagedOperands &kv,
+                      Value batch) {
+  IRBuilder ir{b};
+  Value lengths = memref::AllocOp::create(
+      b, MemRefType::get({ShapedType::kDynamic}, b.getI32Type()),
+      ValueRange{batch});
+  scf::ForOp::create(b, ir.idx(0), batch, ir.idx(1), ValueRange{},
+                     [&](OpBuilder &nb, Location l, Value r, ValueRange) {
+                       ImplicitLocOpBuilder ib(l, nb);
+                       Value len = kv::emitKvLen(ib, kv, r);
+                       memref::StoreOp::create(ib, IRBuilder{ib}.toI32(len),
+                                               lengths, ValueRange{r});
+                       scf::YieldOp::create(ib);
+                     });
+  return lengths;
 }
 
 /// The symbol of the decode kernel of `op` with `spec`.
@@ -391,9 +458,9 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
       return context.getOrBuildKernel(symbol, [&](gpu::GPUModuleOp module) {
         SmallVector<Type> argTypes{s.qType};
         llvm::append_range(argTypes, s.kvTypes);
-        argTypes.append({s.outType, s.lseType});
         if (s.partitioned)
-          argTypes.push_back(b.getIndexType());
+          argTypes.push_back(workItemsType(b.getContext()));
+        argTypes.append({s.outType, s.lseType});
         KernelFunc kf = KernelFunc::create(module, symbol, argTypes, s.block(),
                                            decodeSharedLayout(s), op.getLoc());
         buildDecodeBody(kf, s);
@@ -405,11 +472,12 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     DecodeKernelSpec split = spec;
     split.partitioned = true;
     const int64_t dyn = ShapedType::kDynamic;
-    split.outType = MemRefType::get({dyn, dyn, qHeads, headDim}, b.getF32Type());
-    split.lseType = MemRefType::get({dyn, dyn, qHeads}, b.getF32Type());
+    split.outType = MemRefType::get({dyn, qHeads, headDim}, b.getF32Type());
+    split.lseType = MemRefType::get({dyn, qHeads}, b.getF32Type());
     gpu::GPUFuncOp splitKernel =
         build(split, decodeKernelSymbol(op, split, target));
     MergeKernelSpec merge;
+    merge.ragged = true;
     merge.inOutputType = split.outType;
     merge.inLseType = split.lseType;
     merge.outType = spec.outType;
@@ -420,17 +488,17 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     merge.headDimV = headDim;
     gpu::GPUFuncOp mergeKernel = getMergeKernel(context, merge);
 
-    // The launch plan: arguments, sizes, the split-KV rule, the kernels.
+    // The launch plan: arguments, sizes, the work schedule, the kernels.
     PlanBuilder plan(op.getContext(), "kv.decode", directName);
     using kvgpu::ArgRole;
     plan.addBuffer("q", ArgRole::input, qType, {}, {"batch"});
     SmallVector<StringRef> kvNames = addPagedKVArguments(plan, kv);
     plan.addBuffer("out", ArgRole::output, spec.outType, {plan.sym("batch")});
     plan.addBuffer("lse", ArgRole::output, spec.lseType, {plan.sym("batch")});
-    // FlashInfer's split-KV heuristic in spirit, without the KV lengths on
-    // the host: enough blocks to fill the chip about twice. Partitions past
-    // a request's kv_len are empty states, which the merge ignores.
     int64_t hkv = kv.type.getKvHeads();
+    DecodeSchedule schedule = decodeSchedule(spec, target);
+    // Callers without the lengths on the host cut every request into the
+    // same number of chunks: enough blocks to fill the chip about twice.
     plan.defineSize(
         "num_partitions",
         kvgpu::SizeExprAttr::min(
@@ -443,36 +511,60 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
                           {plan.cst(1),
                            kvgpu::SizeExprAttr::mul(plan.sym("batch"),
                                                     plan.cst(hkv))}))})}));
-    plan.setPartitions("num_partitions");
+    // kvir_schedule_max_items, as a size.
+    plan.defineSize(
+        "max_work",
+        kvgpu::SizeExprAttr::max(
+            {kvgpu::SizeExprAttr::mul(plan.sym("batch"),
+                                      plan.sym("num_partitions")),
+             kvgpu::SizeExprAttr::max(
+                 {plan.sym("batch"), plan.cst(schedule.targetItems)})}));
+    plan.addBuffer("kv_lengths", ArgRole::host,
+                   MemRefType::get({dyn}, b.getI32Type()), {plan.sym("batch")});
+    plan.addBuffer("work_items", ArgRole::schedule,
+                   workItemsType(b.getContext()),
+                   {plan.sym("max_work"), plan.cst(4)});
+    plan.addBuffer("merge_indptr", ArgRole::schedule,
+                   MemRefType::get({dyn}, b.getI32Type()),
+                   {kvgpu::SizeExprAttr::add(plan.sym("batch"), plan.cst(1))});
+    plan.setSchedule(kvgpu::WorkScheduleAttr::get(
+        op.getContext(), "kv_lengths", "work_items", "merge_indptr",
+        "num_work", "batch", "num_partitions", schedule.targetItems,
+        schedule.granule, schedule.minChunk, spec.windowLeft.value_or(-1)));
     plan.setConfig(spec.config);
     plan.addBuffer("partial_out", ArgRole::workspace, split.outType,
-                   {plan.sym("num_partitions"), plan.sym("batch")});
+                   {plan.sym("max_work")});
     plan.addBuffer("partial_lse", ArgRole::workspace, split.lseType,
-                   {plan.sym("num_partitions"), plan.sym("batch")});
+                   {plan.sym("max_work")});
     SmallVector<StringRef> directArgs{"q"}, splitArgs{"q"};
     llvm::append_range(directArgs, kvNames);
     llvm::append_range(splitArgs, kvNames);
     directArgs.append({"out", "lse"});
-    splitArgs.append({"partial_out", "partial_lse", "num_partitions"});
+    splitArgs.append({"work_items", "partial_out", "partial_lse"});
     plan.addKernel("direct", direct, kvgpu::LaunchCondition::unsplit,
                    {plan.sym("batch"), plan.cst(hkv), plan.cst(1)}, directArgs);
     plan.addKernel("split", splitKernel, kvgpu::LaunchCondition::split,
-                   {plan.sym("batch"), plan.cst(hkv), plan.sym("num_partitions")},
+                   {plan.sym("num_work"), plan.cst(hkv), plan.cst(1)},
                    splitArgs);
     plan.addKernel("merge", mergeKernel, kvgpu::LaunchCondition::split,
                    {plan.sym("batch"), plan.cst(qHeads), plan.cst(1)},
-                   {"partial_out", "partial_lse", "out", "lse"});
+                   {"partial_out", "partial_lse", "merge_indptr", "out", "lse"});
     kvgpu::LaunchPlanAttr planAttr = plan.build(op.getLoc());
     if (!planAttr)
       return failure();
     context.recordPlan(planAttr);
 
-    llvm::StringMap<Value> bindings{{"q", op.getQ()}, {"out", out}, {"lse", lse}};
+    llvm::StringMap<Value> bindings{{"q", op.getQ()},
+                                    {"out", out},
+                                    {"lse", lse},
+                                    {"kv_lengths", emitHostLengths(
+                                         b, kv,
+                                         memref::DimOp::create(b, op.getQ(), 0))}};
     for (auto [name, v] : llvm::zip(kvNames, kv.flatten()))
       bindings[name] = v;
     if (failed(emitLaunches(b, planAttr, bindings, context.getKernelModule())))
       return failure();
-
+    memref::DeallocOp::create(b, bindings["kv_lengths"]);
     return outputs.finish(rewriter);
   }
 

@@ -136,7 +136,7 @@ kvgpu::LaunchPlanAttr PlanBuilder::build(Location loc) const {
   return kvgpu::LaunchPlanAttr::getChecked(
       [&] { return emitError(loc) << "convert-kv-to-gpu built a bad plan: "; },
       ctx, StringRef(op), StringRef(name), ArrayRef(args), ArrayRef(sizes),
-      StringRef(partitions), config, ArrayRef(kernels));
+      StringRef(partitions), schedule, config, ArrayRef(kernels));
 }
 
 StateOutputs::StateOutputs(PatternRewriter &rewriter, Operation *op,

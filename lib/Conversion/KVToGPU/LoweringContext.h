@@ -116,6 +116,8 @@ public:
   void defineSize(llvm::StringRef sizeName, kvgpu::SizeExprAttr value);
   bool hasSize(llvm::StringRef sizeName) const;
   void setPartitions(llvm::StringRef sizeName) { partitions = sizeName.str(); }
+  /// The host-side work list that selects and feeds the kernels.
+  void setSchedule(kvgpu::WorkScheduleAttr attr) { schedule = attr; }
   /// The #kvgpu configuration the plan's kernels were built with.
   void setConfig(mlir::Attribute attr) { config = attr; }
   void addKernel(llvm::StringRef role, mlir::gpu::GPUFuncOp kernel,
@@ -128,6 +130,7 @@ public:
 private:
   mlir::MLIRContext *ctx;
   std::string op, name, partitions;
+  kvgpu::WorkScheduleAttr schedule;
   mlir::Attribute config;
   llvm::SmallVector<kvgpu::PlanArgAttr> args;
   llvm::SmallVector<kvgpu::SizeDefAttr> sizes;

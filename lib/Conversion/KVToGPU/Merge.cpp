@@ -39,19 +39,25 @@ void buildMergeBody(const KernelFunc &kf, const MergeKernelSpec &spec) {
   Value d = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value row = gpu::BlockIdOp::create(b, gpu::Dimension::x);
   Value head = gpu::BlockIdOp::create(b, gpu::Dimension::y);
-  Value out = kf.getArgument(2 * pairs), lseOut = kf.getArgument(2 * pairs + 1);
+  unsigned outArg = 2 * pairs + (spec.ragged ? 1 : 0);
+  Value out = kf.getArgument(outArg), lseOut = kf.getArgument(outArg + 1);
 
-  // An input LSE of (row, head), in the working base.
+  // An input LSE of (row, head), in the working base. A ragged input's
+  // index is its own row (the prefix).
   auto loadLse = [&](ImplicitLocOpBuilder &ib, Value lse, ValueRange prefix) {
     SmallVector<Value> index(prefix);
-    index.append({row, head});
+    if (!spec.ragged)
+      index.push_back(row);
+    index.push_back(head);
     AttentionState s(ib, AttentionState::Flavor::ptxBase2);
     return s.convertLse(memref::LoadOp::create(ib, lse, index), spec.inBase,
                         s.getWorkingBase());
   };
   auto loadOut = [&](ImplicitLocOpBuilder &ib, Value o, ValueRange prefix) {
     SmallVector<Value> index(prefix);
-    index.append({row, head, d});
+    if (!spec.ragged)
+      index.push_back(row);
+    index.append({head, d});
     Value v = memref::LoadOp::create(ib, o, index);
     if (!v.getType().isF32())
       v = arith::ExtFOp::create(ib, ib.getF32Type(), v);
@@ -80,9 +86,15 @@ void buildMergeBody(const KernelFunc &kf, const MergeKernelSpec &spec) {
     // A partition axis of run-time length: chunks of blockDim.x partitions,
     // each LSE loaded by one thread into shared memory, merged online.
     Value o = kf.getArgument(0), lse = kf.getArgument(1);
-    Value parts = memref::DimOp::create(b, lse, 0);
+    Value first = ir.idx(0), end = memref::DimOp::create(b, lse, 0);
+    if (spec.ragged) {
+      Value indptr = kf.getArgument(2);
+      first = ir.toIndex(memref::LoadOp::create(b, indptr, ValueRange{row}));
+      end = ir.toIndex(memref::LoadOp::create(
+          b, indptr, ValueRange{ir.add(row, ir.idx(1))}));
+    }
     auto chunks = scf::ForOp::create(
-        b, ir.idx(0), parts, ir.idx(dv),
+        b, first, end, ir.idx(dv),
         ValueRange{ir.f32(-INFINITY), ir.f32(0.0), ir.f32(0.0)},
         [&](OpBuilder &nb, Location l, Value c0, ValueRange carried) {
           ImplicitLocOpBuilder ib(l, nb);
@@ -90,14 +102,14 @@ void buildMergeBody(const KernelFunc &kf, const MergeKernelSpec &spec) {
           // The previous chunk's LSEs have been read by everyone.
           gpu::BarrierOp::create(ib);
           Value p = k.add(c0, d);
-          scf::IfOp::create(ib, k.lt(p, parts), [&](OpBuilder &nb2, Location l2) {
+          scf::IfOp::create(ib, k.lt(p, end), [&](OpBuilder &nb2, Location l2) {
             ImplicitLocOpBuilder jb(l2, nb2);
             memref::StoreOp::create(jb, loadLse(jb, lse, {p}), lseShared,
                                     ValueRange{d});
             scf::YieldOp::create(jb);
           });
           gpu::BarrierOp::create(ib);
-          Value n = k.minS(k.idx(dv), k.sub(parts, c0));
+          Value n = k.minS(k.idx(dv), k.sub(end, c0));
           auto inner = scf::ForOp::create(
               ib, k.idx(0), n, k.idx(1), carried,
               [&](OpBuilder &nb2, Location l2, Value j, ValueRange st) {
@@ -259,8 +271,9 @@ struct MergeLowering : OpRewritePattern<OpTy> {
 gpu::GPUFuncOp gpu_lowering::getMergeKernel(LoweringContext &context,
                                             const MergeKernelSpec &spec) {
   std::string stem =
-      (spec.numInputs ? "merge" + std::to_string(spec.numInputs)
-                      : std::string("merge_partitions")) +
+      (spec.numInputs  ? "merge" + std::to_string(spec.numInputs)
+       : spec.ragged ? std::string("merge_rows")
+                     : std::string("merge_partitions")) +
       "_h" + std::to_string(spec.heads) + "_d" + std::to_string(spec.headDimV) +
       "_" + typeName(spec.outType.getElementType()) +
       (spec.outBase == kv::LseBase::e ? "_base_e" : "_base_2");
@@ -272,6 +285,7 @@ gpu::GPUFuncOp gpu_lowering::getMergeKernel(LoweringContext &context,
                            .add(kv::stringifyLseBase(spec.inBase))
                            .add(kv::stringifyLseBase(spec.outBase))
                            .add(int64_t(spec.numInputs))
+                           .add(spec.ragged ? "ragged" : "dense")
                            .add(context.getTarget().chip)
                            .getSymbol();
   return context.getOrBuildKernel(symbol, [&](gpu::GPUModuleOp module) {
@@ -279,6 +293,9 @@ gpu::GPUFuncOp gpu_lowering::getMergeKernel(LoweringContext &context,
     SmallVector<Type> argTypes;
     for (unsigned i = 0; i < pairs; ++i)
       argTypes.append({spec.inOutputType, spec.inLseType});
+    if (spec.ragged)
+      argTypes.push_back(MemRefType::get({ShapedType::kDynamic},
+                                         IntegerType::get(module.getContext(), 32)));
     argTypes.append({spec.outType, spec.lseType});
     SharedMemoryLayout layout;
     layout.add("lses",

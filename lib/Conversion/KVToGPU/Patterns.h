@@ -33,10 +33,14 @@ void populateAppendPatterns(mlir::RewritePatternSet &patterns,
                             LoweringContext &context);
 
 /// The merge kernel (kv.merge of `numInputs` states, or a partition axis
-/// reduced when numInputs == 0) for the given buffer types; shared by the
-/// decode family's split-KV path.
+/// reduced when numInputs == 0, or rows given by offsets when `ragged`) for
+/// the given buffer types; shared by the split-KV paths.
 struct MergeKernelSpec {
   unsigned numInputs = 0;
+  /// Partial states in rows ([rows, heads, dv] and [rows, heads]), those
+  /// of output row r being [indptr[r], indptr[r + 1]) of an extra i32
+  /// argument: a work schedule's, instead of a partition axis.
+  bool ragged = false;
   mlir::MemRefType inOutputType, inLseType, outType, lseType;
   kv::LseBase inBase = kv::LseBase::two, outBase = kv::LseBase::two;
   int64_t heads = 0, headDimV = 0;

@@ -147,7 +147,7 @@ static llvm::json::Value planJson(LaunchPlanAttr plan) {
         {"kernel", k.getKernel().getLeafReference().getValue()},
         {"when", stringifyLaunchCondition(k.getWhen())}});
   llvm::json::Object workspace;
-  if (plan.getPartitions().empty()) {
+  if (plan.getPartitions().empty() && !plan.getSchedule()) {
     workspace["always"] = exprJson(workspaceBytes(plan, plan.getKernels()));
   } else {
     for (LaunchCondition when :
@@ -163,6 +163,20 @@ static llvm::json::Value planJson(LaunchPlanAttr plan) {
                             {"workspace_bytes", std::move(workspace)}};
   if (!plan.getPartitions().empty())
     result["partitions"] = plan.getPartitions();
+  if (WorkScheduleAttr s = plan.getSchedule())
+    result["schedule"] = llvm::json::Object{
+        {"function", "kvir_schedule_work"},
+        {"lengths", s.getLengths()},
+        {"items", s.getItems()},
+        {"merge_indptr", s.getMergeIndptr()},
+        {"count", s.getCount()},
+        {"batch", s.getBatch()},
+        {"uniform_chunks", s.getUniformChunks()},
+        {"target_items", s.getTargetItems()},
+        {"granule", s.getGranule()},
+        {"min_chunk", s.getMinChunk()},
+        {"window_left", s.getWindowLeft()},
+        {"split_when", (s.getCount() + " > " + s.getBatch()).str()}};
   if (Attribute config = plan.getConfig())
     result["config"] = configJson(config);
   return result;
@@ -280,6 +294,49 @@ struct SizeFunctions {
 };
 } // namespace
 
+/// `<pid>_schedule(kv_lengths, batch, work_items, max_items, merge_indptr)`:
+/// the plan's work schedule with its parameters, or a comment when its
+/// plan-free chunk count reads more than the batch size.
+static std::string scheduleFunction(LaunchPlanAttr plan, StringRef pid) {
+  WorkScheduleAttr s = plan.getSchedule();
+  SizeDefAttr uniform = plan.lookupSize(s.getUniformChunks());
+  bool batchOnly = uniform && uniform.getArg().empty();
+  if (batchOnly)
+    uniform.getValue().walkSymbols([&](StringRef sym) {
+      SizeDefAttr def = plan.lookupSize(sym);
+      batchOnly &= sym == s.getBatch() && def && !def.getArg().empty();
+    });
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "/* The split-KV work list of this plan (kvir_schedule_work of\n"
+        "   libKVIRRuntime): fills " << s.getItems() << " ([max_items][4] int32,\n"
+        "   device buffer) and " << s.getMergeIndptr()
+     << " ([batch + 1] int32) from the\n   requests' kv_len on the host;"
+        " returns " << s.getCount() << ", the split kernels' grid.x;\n"
+        "   they launch when it exceeds batch. Pass kv_lengths NULL without\n"
+        "   lengths (every request cut alike). */\n";
+  if (!batchOnly) {
+    os << "/* (no " << pid << "_schedule: its chunk count reads more than "
+       << s.getBatch() << ") */\n";
+    return text;
+  }
+  os << "#ifdef __cplusplus\nextern \"C\"\n#endif\n"
+        "int64_t kvir_schedule_work(const int32_t *kv_lengths, int64_t batch,\n"
+        "                           int64_t window_left, int64_t target_items,\n"
+        "                           int64_t granule, int64_t min_chunk,\n"
+        "                           int64_t uniform_chunks, int64_t max_items,\n"
+        "                           int32_t *items, int32_t *merge_indptr);\n"
+     << "static inline int64_t " << pid
+     << "_schedule(const int32_t *kv_lengths, int64_t " << s.getBatch()
+     << ",\n    int32_t *work_items, int64_t max_items, int32_t *merge_indptr) {\n"
+     << "  return kvir_schedule_work(kv_lengths, " << s.getBatch() << ", "
+     << s.getWindowLeft() << ", " << s.getTargetItems() << ", "
+     << s.getGranule() << ", " << s.getMinChunk() << ", " << pid << "_"
+     << s.getUniformChunks() << "(" << s.getBatch()
+     << "), max_items,\n                            work_items, merge_indptr);\n}\n";
+  return text;
+}
+
 std::string manifest::cHeader(StringRef binary, StringRef ptx, StringRef chip,
                               ArrayRef<LaunchPlanAttr> plans) {
   std::string id = cIdentifier(binary);
@@ -344,8 +401,18 @@ std::string manifest::cHeader(StringRef binary, StringRef ptx, StringRef chip,
                             return "  return " + r[0] + ";\n";
                           });
     }
-    // Workspace bytes: by the partition count when the plan has one.
-    if (plan.getPartitions().empty()) {
+    // Workspace bytes: by the partition count when the plan has one; under
+    // a work schedule, what the split kernels need (the schedule decides
+    // after the caller allocates, and a fixed-grid caller always splits).
+    if (plan.getSchedule()) {
+      h << sizes.function(
+          "size_t", pid + "_workspace_bytes",
+          {workspaceBytes(plan, kernelsWhen(plan, LaunchCondition::split))},
+          [](ArrayRef<std::string> r) {
+            return "  return (size_t)(" + r[0] + ");\n";
+          });
+      h << scheduleFunction(plan, pid);
+    } else if (plan.getPartitions().empty()) {
       h << sizes.function("size_t", pid + "_workspace_bytes",
                           {workspaceBytes(plan, plan.getKernels())},
                           [](ArrayRef<std::string> r) {

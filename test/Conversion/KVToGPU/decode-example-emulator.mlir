@@ -11,7 +11,8 @@
 // CHECK: max relative error of out vs float64 numpy: {{.*}} (tolerance 2e-3)
 // CHECK: max absolute error of lse vs float64 numpy: {{.*}} (tolerance 1e-3)
 
-// Batch 4 over 8 KV heads on sm_90a (the runner's default chip): P =
-// ceil(264 / 32) = 9 partitions, so the split kernel and the merge kernel.
-// STATS: "kernel": "decode_affine_combined_csr_p16_h32x8_d128_f16_f32_split_{{[0-9a-f]+}}", "grid": [4, 8, 9], "block": [16, 4, 2]
-// STATS: "kernel": "merge_partitions_h32_d128_f16_base_2_{{[0-9a-f]+}}", "grid": [4, 32, 1], "block": [128, 1, 1]
+// Batch 4 over 8 KV heads on sm_90a (the runner's default chip): the work
+// schedule cuts the 300-key request into 3 chunks of at least 128 keys
+// (1 + 1 + 1 + 3 = 6 work items), so the split kernel and the merge kernel.
+// STATS: "kernel": "decode_affine_combined_csr_p16_h32x8_d128_f16_f32_split_{{[0-9a-f]+}}", "grid": [6, 8, 1], "block": [16, 4, 2]
+// STATS: "kernel": "merge_rows_h32_d128_f16_base_2_{{[0-9a-f]+}}", "grid": [4, 32, 1], "block": [128, 1, 1]

@@ -4,7 +4,8 @@
 // an f32 base-e state, soft cap, window and sm_scale: K and V rows are
 // [page, head, slot, dim] of their own pools, the page id comes from
 // block_table[request][logical page] once per page, kv_len from seq_lens
-// once per block. sm_80 has 108 SMs: P = ceil(216 / (batch * 2)).
+// once per block. The host reads seq_lens for the work schedule, whose
+// window (100) is the op's: a request sees at most 101 keys.
 
 !cache = !kv.paged<page_size = 64, kv_heads = 2, head_dim = 64, head_dim_v = 64,
                    dtype = bf16, layout = hnd, storage = split, table = block_table>
@@ -12,9 +13,10 @@
 
 // CHECK-LABEL: func.func @decode_hnd
 // CHECK: arith.ceildivsi %c216
+// CHECK: call @kvir_schedule_work(%{{.*}}, %{{.*}}, %c100_i64,
 // CHECK: gpu.launch_func @kv_kernels::@[[DIRECT:decode_hnd_split_block_table_p64_h16x2_d64_bf16_f32_[0-9a-f]+]] blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%c8, %c8{{.*}}, %c2{{.*}})
 // CHECK: gpu.launch_func @kv_kernels::@[[SPLIT:decode_hnd_split_block_table_p64_h16x2_d64_bf16_f32_split_[0-9a-f]+]]
-// CHECK: gpu.launch_func @kv_kernels::@[[MERGE:merge_partitions_h16_d64_f32_base_e_[0-9a-f]+]]
+// CHECK: gpu.launch_func @kv_kernels::@[[MERGE:merge_rows_h16_d64_f32_base_e_[0-9a-f]+]]
 
 // CHECK: gpu.func @[[DIRECT]](%[[Q:[^:]*]]: memref<?x16x64xbf16>, %[[K:[^:]*]]: memref<?x2x64x64xbf16>, %[[V:[^:]*]]: memref<?x2x64x64xbf16>, %[[BT:[^:]*]]: memref<?x?xi32>, %[[LENS:[^:]*]]: memref<?xi32>, %[[OUT:[^:]*]]: memref<?x16x64xf32>, %[[LSE:[^:]*]]: memref<?x16xf32>)
 // CHECK-SAME: nvvm.reqntid = array<i32: 8, 8, 2>

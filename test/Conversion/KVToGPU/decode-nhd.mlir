@@ -3,44 +3,63 @@
 // A FlashInfer-shaped batch decode (Hq 32 over Hkv 8, head_dim 128, NHD
 // pages of 16, f16) becomes a gpu.module with the direct decode kernel, the
 // split-KV decode kernel and the merge kernel, a launch plan, and host code
-// derived from the plan that computes the partition count
-// P = min(32, max(1, ceildiv(2 * 132, max(1, batch * 8)))) at run time:
-// P == 1 launches the direct kernel into the output buffers, else the split
-// kernel writes f32 partial states into a workspace and the merge kernel
-// reduces them. Empty grids launch nothing.
+// derived from the plan: it reads each request's kv_len from the table and
+// runs the plan's work schedule (kvir_schedule_work), which cuts long
+// requests into chunks. When it cuts none, the direct kernel writes the
+// output buffers; else the split kernel takes one work item per block and
+// writes f32 partial states into workspace rows, and the merge kernel
+// reduces each request's rows. Empty grids launch nothing.
 
 !cache = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128,
                    dtype = f16, layout = nhd, storage = combined, table = csr>
 !state = !kv.state<?x32x128xf16, base = 2>
 
 // CHECK: module attributes {gpu.container_module, kvgpu.launch_plans = [#kvgpu.plan<"kv.decode", "decode_nhd_combined_csr_p16_h32x8_d128_f16_f16_{{[0-9a-f]+}}"
-// CHECK-SAME: sizes = [<"batch" from "q"[0]>, <"num_pages" from "pool"[0]>, <"num_page_ids" from "kv_indices"[0]>, <"num_partitions" = <min(32, max(1, ceildiv(264, max(1, batch * 8))))>>], partitions = "num_partitions"
+// CHECK-SAME: sizes = [<"batch" from "q"[0]>, <"num_pages" from "pool"[0]>, <"num_page_ids" from "kv_indices"[0]>, <"num_partitions" = <min(32, max(1, ceildiv(264, max(1, batch * 8))))>>, <"max_work" = <max(batch * num_partitions, max(batch, 132))>>]
+// CHECK-SAME: schedule = <lengths = "kv_lengths", items = "work_items", merge_indptr = "merge_indptr", count = "num_work", batch = "batch", uniform_chunks = "num_partitions", target_items = 132, granule = 16, min_chunk = 128, window_left = -1>
+// CHECK: func.func private @kvir_schedule_work(!llvm.ptr, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr) -> i64
 
 // CHECK-LABEL: func.func @batch_decode
 // CHECK-SAME: (%[[Q:[^:]*]]: memref<?x32x128xf16>, %[[POOL:[^:]*]]: memref<?x2x16x8x128xf16>, %[[IP:[^:]*]]: memref<?xi32>, %[[IX:[^:]*]]: memref<?xi32>, %[[LAST:[^:]*]]: memref<?xi32>, %[[OUT:[^:]*]]: memref<?x32x128xf16>, %[[LSE:[^:]*]]: memref<?x32xf32>)
 // CHECK-NOT: kv.decode
 // CHECK-NOT: kv.store_state
+// The requests' lengths, read on the host from the CSR table.
+// CHECK: %[[LENS:.*]] = memref.alloc(%{{.*}}) : memref<?xi32>
+// CHECK: scf.for %[[R:.*]] = %{{.*}} to
+// CHECK: memref.load %[[IP]][%[[R]]]
+// CHECK: memref.load %[[LAST]][%[[R]]]
+// CHECK: memref.store %{{.*}}, %[[LENS]][%[[R]]]
 // CHECK: %[[B:.*]] = memref.dim %[[Q]], %c0
-// The split rule of the plan.
+// The plan-free chunk count and the work list's bound.
 // CHECK: %[[BLOCKS:.*]] = arith.muli %[[B]], %c8
 // CHECK: %[[NZ:.*]] = arith.maxsi %c1{{(_[0-9]+)?}}, %[[BLOCKS]]
 // CHECK: %[[WANT:.*]] = arith.ceildivsi %c264, %[[NZ]]
 // CHECK: %[[AT1:.*]] = arith.maxsi %c1{{(_[0-9]+)?}}, %[[WANT]]
 // CHECK: %[[P:.*]] = arith.minsi %c32, %[[AT1]]
-// CHECK: %[[SPLIT:.*]] = arith.cmpi sgt, %[[P]], %c1
+// CHECK: %[[BP:.*]] = arith.muli %[[B]], %[[P]]
+// CHECK: %[[B132:.*]] = arith.maxsi %[[B]], %c132
+// CHECK: %[[MAXW:.*]] = arith.maxsi %[[BP]], %[[B132]]
+// CHECK: %[[ITEMS:.*]] = memref.alloc(%[[MAXW]]) : memref<?x4xi32>
+// CHECK: %[[INDPTR:.*]] = memref.alloc(%{{.*}}) : memref<?xi32>
+// CHECK: %[[N64:.*]] = call @kvir_schedule_work(
+// CHECK: cf.assert
+// CHECK: %[[N:.*]] = arith.index_cast %[[N64]] : i64 to index
+// CHECK: %[[SPLIT:.*]] = arith.cmpi sgt, %[[N]], %[[B]]
 // CHECK: %[[UNSPLIT:.*]] = arith.xori %[[SPLIT]], %true
 // CHECK: scf.if %[[UNSPLIT]] {
-// CHECK: %[[N:.*]] = arith.muli %[[B]]
 // CHECK: arith.cmpi sgt, %{{.*}}, %c0
 // CHECK: gpu.launch_func @kv_kernels::@[[DIRECT:decode_nhd_combined_csr_p16_h32x8_d128_f16_f16_[0-9a-f]+]] blocks in (%[[B]], %{{.*}}, %{{.*}}) threads in (%c16, %c4, %c2) args(%[[Q]] : memref<?x32x128xf16>, %[[POOL]] : memref<?x2x16x8x128xf16>, %[[IP]] : memref<?xi32>, %[[IX]] : memref<?xi32>, %[[LAST]] : memref<?xi32>, %[[OUT]] : memref<?x32x128xf16>, %[[LSE]] : memref<?x32xf32>)
-// CHECK: %[[SPLIT2:.*]] = arith.cmpi sgt, %[[P]], %c1
+// CHECK: %[[SPLIT2:.*]] = arith.cmpi sgt, %[[N]], %[[B]]
 // CHECK: scf.if %[[SPLIT2]] {
-// CHECK: %[[WO:.*]] = memref.alloc(%[[P]], %[[B]]) : memref<?x?x32x128xf32>
-// CHECK: %[[WL:.*]] = memref.alloc(%[[P]], %[[B]]) : memref<?x?x32xf32>
-// CHECK: gpu.launch_func @kv_kernels::@[[SPLITK:decode_nhd_combined_csr_p16_h32x8_d128_f16_f32_split_[0-9a-f]+]] blocks in (%[[B]], %{{.*}}, %[[P]]) threads in (%c16, %c4, %c2) args(%[[Q]] : {{.*}}, %[[WO]] : memref<?x?x32x128xf32>, %[[WL]] : memref<?x?x32xf32>, %[[P]] : index)
-// CHECK: gpu.launch_func @kv_kernels::@[[MERGE:merge_partitions_h32_d128_f16_base_2_[0-9a-f]+]] blocks in (%[[B]], %{{.*}}, %{{.*}}) threads in (%c128, %{{.*}}, %{{.*}}) args(%[[WO]] : memref<?x?x32x128xf32>, %[[WL]] : memref<?x?x32xf32>, %[[OUT]] : memref<?x32x128xf16>, %[[LSE]] : memref<?x32xf32>)
+// CHECK: %[[WO:.*]] = memref.alloc(%[[MAXW2:.*]]) : memref<?x32x128xf32>
+// CHECK: %[[WL:.*]] = memref.alloc(%[[MAXW2]]) : memref<?x32xf32>
+// CHECK: gpu.launch_func @kv_kernels::@[[SPLITK:decode_nhd_combined_csr_p16_h32x8_d128_f16_f32_split_[0-9a-f]+]] blocks in (%[[N]], %{{.*}}, %{{.*}}) threads in (%c16, %c4, %c2) args(%[[Q]] : {{.*}}, %[[ITEMS]] : memref<?x4xi32>, %[[WO]] : memref<?x32x128xf32>, %[[WL]] : memref<?x32xf32>)
+// CHECK: gpu.launch_func @kv_kernels::@[[MERGE:merge_rows_h32_d128_f16_base_2_[0-9a-f]+]] blocks in (%[[B]], %{{.*}}, %{{.*}}) threads in (%c128, %{{.*}}, %{{.*}}) args(%[[WO]] : memref<?x32x128xf32>, %[[WL]] : memref<?x32xf32>, %[[INDPTR]] : memref<?xi32>, %[[OUT]] : memref<?x32x128xf16>, %[[LSE]] : memref<?x32xf32>)
 // CHECK: memref.dealloc %[[WO]]
 // CHECK: memref.dealloc %[[WL]]
+// CHECK: memref.dealloc %[[ITEMS]]
+// CHECK: memref.dealloc %[[INDPTR]]
+// CHECK: memref.dealloc %[[LENS]]
 // CHECK: return
 
 // The direct kernel: block (16 x-threads of 8-element vectors, the group of
@@ -97,18 +116,29 @@
 // CHECK: vector.store %{{.*}}, %{{.*}}[%block_id_x, %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x32x128xf16>, vector<8xf16>
 // CHECK: gpu.return
 
-// The split kernel writes f32 partial states of partition blockIdx.z.
-// CHECK: gpu.func @[[SPLITK]]({{.*}}, %{{.*}}: memref<?x?x32x128xf32>, %{{.*}}: memref<?x?x32xf32>, %{{.*}}: index)
+// The split kernel reads its work item (one 16-byte load), does nothing for
+// padding items (request -1), and writes the f32 partial state of the
+// item's chunk to the item's workspace row.
+// CHECK: gpu.func @[[SPLITK]]({{.*}}, %{{.*}}: memref<?x4xi32>, %{{.*}}: memref<?x32x128xf32>, %{{.*}}: memref<?x32xf32>)
 // CHECK-SAME: nvvm.reqntid = array<i32: 16, 4, 2>
+// CHECK: %[[ITEM:.*]] = vector.load %{{.*}}[%block_id_x, %{{.*}}] {alignment = 16 : i64} : memref<?x4xi32>, vector<4xi32>
+// CHECK: %[[REQ:.*]] = vector.extract %[[ITEM]][0]
+// CHECK: %[[ROW32:.*]] = vector.extract %[[ITEM]][3]
+// CHECK: %[[ROW:.*]] = arith.index_cast %[[ROW32]]
+// CHECK: %[[HAS:.*]] = arith.cmpi sge, %[[REQ]], %c0_i32
+// CHECK: scf.if %[[HAS]] {
 // CHECK: arith.ceildivui
-// CHECK: vector.store %{{.*}}, %{{.*}}[%block_id_z, %block_id_x, %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x?x32x128xf32>, vector<8xf32>
-// CHECK: memref.store %{{.*}}, %{{.*}}[%block_id_z, %block_id_x, %{{.*}}] : memref<?x?x32xf32>
+// CHECK: vector.store %{{.*}}, %{{.*}}[%[[ROW]], %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x32x128xf32>, vector<8xf32>
+// CHECK: memref.store %{{.*}}, %{{.*}}[%[[ROW]], %{{.*}}] : memref<?x32xf32>
 
-// The merge kernel: one thread per output dim, the partitions' LSEs staged
-// in shared memory a block-width at a time.
-// CHECK: gpu.func @[[MERGE]](%{{.*}}: memref<?x?x32x128xf32>, %{{.*}}: memref<?x?x32xf32>, %{{.*}}: memref<?x32x128xf16>, %{{.*}}: memref<?x32xf32>)
+// The merge kernel: one thread per output dim over the request's rows
+// [indptr[r], indptr[r + 1]), their LSEs staged in shared memory a
+// block-width at a time.
+// CHECK: gpu.func @[[MERGE]](%{{.*}}: memref<?x32x128xf32>, %{{.*}}: memref<?x32xf32>, %[[MIP:.*]]: memref<?xi32>, %{{.*}}: memref<?x32x128xf16>, %{{.*}}: memref<?x32xf32>)
 // CHECK-SAME: workgroup(%[[LS:.*]] : memref<128xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK-SAME: nvvm.reqntid = array<i32: 128, 1, 1>
+// CHECK: memref.load %[[MIP]][%block_id_x]
+// CHECK: memref.load %[[MIP]]
 // CHECK: scf.for
 // CHECK: gpu.barrier
 // CHECK: memref.store %{{.*}}, %[[LS]]

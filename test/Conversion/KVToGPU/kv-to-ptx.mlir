@@ -34,11 +34,13 @@
 // PTX-DAG: st.global.v4.b32
 // PTX: ret;
 
-// Its split-KV variant and the merge kernel.
+// Its split-KV variant (one 16-byte load of its work item) and the merge
+// kernel of the work list's rows.
 // PTX-LABEL: .visible .entry decode_affine_combined_csr_p16_h32x8_d128_f16_f32_split_
 // PTX: ld.global.v4.b32
+// PTX: ld.global.v4.b32
 // PTX: ex2.approx.ftz.f32
-// PTX-LABEL: .visible .entry merge_partitions_h32_d128_f16_base_2_
+// PTX-LABEL: .visible .entry merge_rows_h32_d128_f16_base_2_
 // PTX: .reqntid 128, 1, 1
 // PTX: ex2.approx.ftz.f32
 // PTX: lg2.approx.ftz.f32

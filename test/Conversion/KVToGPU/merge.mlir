@@ -75,7 +75,7 @@ func.func @merge_three_base_e(%o0: memref<?x2x128xf32>, %l0: memref<?x2xf32>,
 // CHECK-SAME: (%[[PO:[^:]*]]: memref<?x?x8x64xbf16>, %[[PL:[^:]*]]: memref<?x?x8xf32>
 // CHECK: gpu.launch_func @kv_kernels::@[[K:merge_partitions_h8_d64_bf16_base_e_[0-9a-f]+]] blocks in (%{{.*}}, %c8, %{{.*}}) threads in (%c64, %{{.*}}, %{{.*}}) args(%[[PO]] : memref<?x?x8x64xbf16>, %[[PL]] : memref<?x?x8xf32>
 // CHECK: gpu.func @[[K]]({{.*}}) workgroup(%[[LS:.*]] : memref<64xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
-// CHECK: %[[P:.*]] = memref.dim %{{.*}}, %c0 : memref<?x?x8xf32>
+// CHECK: %[[P:.*]] = memref.dim %{{.*}}, %c0{{.*}} : memref<?x?x8xf32>
 // CHECK: scf.for %[[C0:.*]] = %{{.*}} to %[[P]] step %c64
 // CHECK: gpu.barrier
 // CHECK: %[[PI:.*]] = arith.addi %[[C0]], %thread_id_x

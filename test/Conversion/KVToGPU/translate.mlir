@@ -2,7 +2,7 @@
 // RUN: kvir-opt %S/Inputs/decode-kernels.mlir --kv-to-ptx=chip=sm_90a | kvir-translate -o %t
 // RUN: cat %t/decode_affine_combined_csr_p16_h32x8_d128_f16_f16_*.json | FileCheck %s --check-prefix=DIRECT
 // RUN: cat %t/decode_affine_combined_csr_p16_h32x8_d128_f16_f32_split_*.json | FileCheck %s --check-prefix=SPLIT
-// RUN: cat %t/merge_partitions_h32_d128_f16_base_2_*.json | FileCheck %s --check-prefix=MERGE
+// RUN: cat %t/merge_rows_h32_d128_f16_base_2_*.json | FileCheck %s --check-prefix=MERGE
 // RUN: FileCheck %s --check-prefix=HEADER --input-file=%t/kv_kernels.h
 
 // kvir-translate writes, per kernel, a JSON manifest derived from its launch
@@ -55,13 +55,29 @@
 // DIRECT: "role": "merge",
 // DIRECT-NEXT: "when": "split"
 // DIRECT: "op": "kv.decode",
-// DIRECT: "partitions": "num_partitions",
+// The work schedule: its parameters, the sizes and buffers it reads and
+// fills, and when it selects the split kernels.
+// DIRECT: "schedule": {
+// DIRECT-NEXT: "batch": "batch",
+// DIRECT-NEXT: "count": "num_work",
+// DIRECT-NEXT: "function": "kvir_schedule_work",
+// DIRECT-NEXT: "granule": 16,
+// DIRECT-NEXT: "items": "work_items",
+// DIRECT-NEXT: "lengths": "kv_lengths",
+// DIRECT-NEXT: "merge_indptr": "merge_indptr",
+// DIRECT-NEXT: "min_chunk": 128,
+// DIRECT-NEXT: "split_when": "num_work > batch",
+// DIRECT-NEXT: "target_items": 132,
+// DIRECT-NEXT: "uniform_chunks": "num_partitions",
+// DIRECT-NEXT: "window_left": -1
 // DIRECT: "sizes": [
 // DIRECT: "name": "batch"
 // DIRECT: "name": "num_partitions",
 // DIRECT-NEXT: "value": "min(32, max(1, ceildiv(264, max(1, batch * 8))))"
+// DIRECT: "name": "max_work",
+// DIRECT-NEXT: "value": "max(batch * num_partitions, max(batch, 132))"
 // DIRECT: "workspace_bytes": {
-// DIRECT-NEXT: "split": "num_partitions * batch * 32 * 128 * 4 + num_partitions * batch * 32 * 4",
+// DIRECT-NEXT: "split": "max_work * 32 * 128 * 4 + max_work * 32 * 4",
 // DIRECT-NEXT: "unsplit": 0
 // DIRECT: "ptx": "kv_kernels.ptx",
 // DIRECT: "role": "direct",
@@ -70,20 +86,20 @@
 // DIRECT: "when": "unsplit"
 
 // SPLIT: "grid": [
-// SPLIT-NEXT: "batch",
+// SPLIT-NEXT: "num_work",
 // SPLIT-NEXT: 8,
-// SPLIT-NEXT: "num_partitions"
-// SPLIT: "num_params": 58,
+// SPLIT-NEXT: 1
+// SPLIT: "num_params": 60,
+// SPLIT: "name": "work_items",
+// SPLIT: "role": "schedule",
+// SPLIT: "max_work",
+// SPLIT-NEXT: 4
 // SPLIT: "name": "partial_out",
 // SPLIT: "role": "workspace",
-// SPLIT: "num_partitions",
-// SPLIT-NEXT: "batch",
+// SPLIT: "max_work",
 // SPLIT-NEXT: 32,
 // SPLIT-NEXT: 128
 // SPLIT: "name": "partial_lse",
-// SPLIT: "dtype": "index",
-// SPLIT-NEXT: "name": "num_partitions",
-// SPLIT-NEXT: "role": "size",
 // SPLIT: "role": "split",
 
 // MERGE: "block": [
@@ -107,13 +123,20 @@
 // HEADER: static const char kvir_kv_kernels_plan0_name[] = "decode_affine_combined_csr_p16_h32x8_d128_f16_f16_{{[0-9a-f]+}}";
 // HEADER: static const kvir_kernel_t kvir_kv_kernels_plan0_kernels[3] = {
 // HEADER-NEXT: {"decode_affine_combined_csr_p16_h32x8_d128_f16_f16_{{[0-9a-f]+}}", "direct", KVIR_UNSPLIT, {16, 4, 2}, 21600, 0, 53}, /* grid (batch, 8, 1) */
-// HEADER-NEXT: {"decode_affine_combined_csr_p16_h32x8_d128_f16_f32_split_{{[0-9a-f]+}}", "split", KVIR_SPLIT, {16, 4, 2}, 21600, 0, 58}, /* grid (batch, 8, num_partitions) */
-// HEADER-NEXT: {"merge_partitions_h32_d128_f16_base_2_{{[0-9a-f]+}}", "merge", KVIR_SPLIT, {128, 1, 1}, 512, 0, 36}, /* grid (batch, 32, 1) */
+// HEADER-NEXT: {"decode_affine_combined_csr_p16_h32x8_d128_f16_f32_split_{{[0-9a-f]+}}", "split", KVIR_SPLIT, {16, 4, 2}, 21600, 0, 60}, /* grid (num_work, 8, 1) */
+// HEADER-NEXT: {"merge_rows_h32_d128_f16_base_2_{{[0-9a-f]+}}", "merge", KVIR_SPLIT, {128, 1, 1}, 512, 0, 37}, /* grid (batch, 32, 1) */
 // HEADER: static inline int64_t kvir_kv_kernels_plan0_num_partitions(int64_t batch) {
 // HEADER-NEXT: return kvir_min(32, kvir_max(1, kvir_ceildiv(264, kvir_max(1, batch * 8))));
+// HEADER: static inline int64_t kvir_kv_kernels_plan0_max_work(int64_t batch) {
 // HEADER: static inline size_t kvir_kv_kernels_plan0_workspace_bytes(int64_t batch) {
 // HEADER-NEXT: const int64_t num_partitions = kvir_min(32, kvir_max(1, kvir_ceildiv(264, kvir_max(1, batch * 8))));
-// HEADER-NEXT: return (size_t)(num_partitions > 1 ? num_partitions * batch * 32 * 128 * 4 + num_partitions * batch * 32 * 4 : 0);
+// HEADER-NEXT: const int64_t max_work = kvir_max(batch * num_partitions, kvir_max(batch, 132));
+// HEADER-NEXT: return (size_t)(max_work * 32 * 128 * 4 + max_work * 32 * 4);
+// HEADER: extern "C"
+// HEADER: int64_t kvir_schedule_work(const int32_t *kv_lengths, int64_t batch,
+// HEADER: static inline int64_t kvir_kv_kernels_plan0_schedule(const int32_t *kv_lengths, int64_t batch,
+// HEADER-NEXT: int32_t *work_items, int64_t max_items, int32_t *merge_indptr) {
+// HEADER-NEXT: return kvir_schedule_work(kv_lengths, batch, -1, 132, 16, 128, kvir_kv_kernels_plan0_num_partitions(batch), max_items,
 // HEADER: static const kvir_kernel_t kvir_kv_kernels_plan1_kernels[3] = {
 // HEADER-NEXT: {"decode_affine_split_block_table_p64_h16x2_d64_bf16_f32_{{[0-9a-f]+}}", "direct", KVIR_UNSPLIT, {8, 8, 2},
 // HEADER: kvir_ceildiv(264, kvir_max(1, batch * 2))

@@ -140,7 +140,7 @@ func.func private @partitions() attributes {p = #kvgpu.plan<"kv.merge", "p", arg
 
 // -----
 
-// expected-error @below {{plan 'p': kernel @m::@k is conditional but the plan has no partition count}}
+// expected-error @below {{plan 'p': kernel @m::@k is conditional but the plan has no partition count or schedule}}
 func.func private @conditional() attributes {p = #kvgpu.plan<"kv.merge", "p", args = [<"q", input, memref<4xf32>, shape = [<4>]>], kernels = [<"r", @m::@k, split, grid = [<1>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q"]>]>}
 
 // -----
@@ -178,3 +178,35 @@ module attributes {kvgpu.launch_plans = [
 
 // expected-error @below {{plan 'p' config must be a kvgpu configuration, got 3 : i64}}
 module attributes {kvgpu.launch_plans = [#kvgpu.plan<"kv.merge", "p", args = [<"n", size, index>], config = 3, kernels = [<"merge", @kv_kernels::@m, always, grid = [<n>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["n"]>]>]} {}
+
+// -----
+
+// Work schedules.
+
+// expected-error @below {{work schedule needs target_items >= 0, granule >= 1, min_chunk >= 0 and window_left >= -1, got 8, 0, 128, -1}}
+func.func private @schedule_granule() attributes {s = #kvgpu.work_schedule<lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", uniform_chunks = "u", target_items = 8, granule = 0, min_chunk = 128, window_left = -1>}
+
+// -----
+
+// expected-error @below {{a work schedule names every argument and size}}
+func.func private @schedule_names() attributes {s = #kvgpu.work_schedule<lengths = "len", items = "items", merge_indptr = "ip", count = "", batch = "b", uniform_chunks = "u", target_items = 8, granule = 16, min_chunk = 128, window_left = -1>}
+
+// -----
+
+// expected-error @below {{plan 'p': its schedule reads 'u', which is not a size}}
+func.func private @schedule_uniform() attributes {p = #kvgpu.plan<"kv.decode", "p", args = [<"q", input, memref<?xf32>, shape = [<b>]>, <"len", host, memref<?xi32>, shape = [<b>]>, <"items", schedule, memref<?x4xi32>, shape = [<8>, <4>]>, <"ip", schedule, memref<?xi32>, shape = [<b + 1>]>], sizes = [<"b" from "q"[0]>], schedule = <lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", uniform_chunks = "u", target_items = 8, granule = 16, min_chunk = 128, window_left = -1>, kernels = [<"s", @m::@k, split, grid = [<n>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q", "items"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p': schedule argument 'len' must be a host argument of type memref<?xi32>}}
+func.func private @schedule_lengths_role() attributes {p = #kvgpu.plan<"kv.decode", "p", args = [<"q", input, memref<?xf32>, shape = [<b>]>, <"len", input, memref<?xi32>, shape = [<b>]>, <"items", schedule, memref<?x4xi32>, shape = [<8>, <4>]>, <"ip", schedule, memref<?xi32>, shape = [<b + 1>]>], sizes = [<"b" from "q"[0]>, <"u" = <2>>], schedule = <lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", uniform_chunks = "u", target_items = 8, granule = 16, min_chunk = 128, window_left = -1>, kernels = [<"s", @m::@k, split, grid = [<n>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q", "items"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p': schedule argument 'items' must be a schedule argument of type memref<?x4xi32>}}
+func.func private @schedule_items_type() attributes {p = #kvgpu.plan<"kv.decode", "p", args = [<"q", input, memref<?xf32>, shape = [<b>]>, <"len", host, memref<?xi32>, shape = [<b>]>, <"items", schedule, memref<?x3xi32>, shape = [<8>, <3>]>, <"ip", schedule, memref<?xi32>, shape = [<b + 1>]>], sizes = [<"b" from "q"[0]>, <"u" = <2>>], schedule = <lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", uniform_chunks = "u", target_items = 8, granule = 16, min_chunk = 128, window_left = -1>, kernels = [<"s", @m::@k, split, grid = [<n>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q", "items"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p' defines 'b' twice}}
+func.func private @schedule_count_twice() attributes {p = #kvgpu.plan<"kv.decode", "p", args = [<"q", input, memref<?xf32>, shape = [<b>]>, <"len", host, memref<?xi32>, shape = [<b>]>, <"items", schedule, memref<?x4xi32>, shape = [<8>, <4>]>, <"ip", schedule, memref<?xi32>, shape = [<b + 1>]>], sizes = [<"b" from "q"[0]>, <"u" = <2>>], schedule = <lengths = "len", items = "items", merge_indptr = "ip", count = "b", batch = "b", uniform_chunks = "u", target_items = 8, granule = 16, min_chunk = 128, window_left = -1>, kernels = [<"s", @m::@k, split, grid = [<n>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q", "items"]>]>}

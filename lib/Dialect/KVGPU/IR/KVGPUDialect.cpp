@@ -541,10 +541,30 @@ KernelLaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult
+WorkScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         StringRef lengths, StringRef items,
+                         StringRef mergeIndptr, StringRef count,
+                         StringRef batch, StringRef uniformChunks,
+                         int64_t targetItems, int64_t granule,
+                         int64_t minChunk, int64_t windowLeft) {
+  for (StringRef name : {lengths, items, mergeIndptr, count, batch,
+                         uniformChunks})
+    if (name.empty())
+      return emitError() << "a work schedule names every argument and size";
+  if (targetItems < 0 || granule < 1 || minChunk < 0 || windowLeft < -1)
+    return emitError() << "work schedule needs target_items >= 0, granule "
+                          ">= 1, min_chunk >= 0 and window_left >= -1, got "
+                       << targetItems << ", " << granule << ", " << minChunk
+                       << ", " << windowLeft;
+  return success();
+}
+
+LogicalResult
 LaunchPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        StringRef op, StringRef name, ArrayRef<PlanArgAttr> args,
                        ArrayRef<SizeDefAttr> sizes, StringRef partitions,
-                       Attribute config, ArrayRef<KernelLaunchAttr> kernels) {
+                       WorkScheduleAttr schedule, Attribute config,
+                       ArrayRef<KernelLaunchAttr> kernels) {
   if (op.empty() || name.empty())
     return emitError() << "a launch plan needs an op and a name";
   if (config && !isa<DecodeConfigAttr, PrefillConfigAttr>(config))
@@ -602,12 +622,44 @@ LaunchPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!partitions.empty() && !defined.contains(partitions))
     return emitError() << "plan '" << name << "': partitions names '"
                        << partitions << "', which is not a size";
+  if (schedule) {
+    for (StringRef size : {schedule.getBatch(), schedule.getUniformChunks()})
+      if (!defined.contains(size))
+        return emitError() << "plan '" << name << "': its schedule reads '"
+                           << size << "', which is not a size";
+    auto checkBuffer = [&](StringRef arg, ArgRole role,
+                           int64_t rank) -> LogicalResult {
+      auto it = argByName.find(arg);
+      auto type = it == argByName.end()
+                      ? MemRefType()
+                      : dyn_cast<MemRefType>(it->second.getType());
+      if (!type || it->second.getRole() != role || type.getRank() != rank ||
+          !type.getElementType().isInteger(32) ||
+          (rank == 2 && type.getDimSize(1) != 4))
+        return emitError() << "plan '" << name << "': schedule argument '"
+                           << arg << "' must be a " << stringifyArgRole(role)
+                           << " argument of type "
+                           << (rank == 1 ? "memref<?xi32>" : "memref<?x4xi32>");
+      return success();
+    };
+    if (failed(checkBuffer(schedule.getLengths(), ArgRole::host, 1)) ||
+        failed(checkBuffer(schedule.getItems(), ArgRole::schedule, 2)) ||
+        failed(checkBuffer(schedule.getMergeIndptr(), ArgRole::schedule, 1)))
+      return failure();
+    if (defined.contains(schedule.getCount()) ||
+        argByName.count(schedule.getCount()))
+      return emitError() << "plan '" << name << "' defines '"
+                         << schedule.getCount() << "' twice";
+    // Only the launches read the schedule's count: it is known last.
+    defined.insert(schedule.getCount());
+  }
   for (KernelLaunchAttr kernel : kernels) {
-    if (kernel.getWhen() != LaunchCondition::always && partitions.empty())
+    if (kernel.getWhen() != LaunchCondition::always && partitions.empty() &&
+        !schedule)
       return emitError() << "plan '" << name << "': kernel "
                          << kernel.getKernel()
                          << " is conditional but the plan has no partition "
-                            "count";
+                            "count or schedule";
     for (SizeExprAttr dim : kernel.getGrid())
       if (failed(checkSymbols(dim, "the grid of a kernel")))
         return failure();

@@ -15,18 +15,41 @@ static int fails;
   } while (0)
 
 int main(void) {
-  /* Plan 0: 8 KV heads, 32 q heads, head_dim 128. */
+  /* Plan 0: 8 KV heads, 32 q heads, head_dim 128; 132 SMs holding 8
+     decode blocks each: a work list of at most max(batch * P, batch,
+     132) items per KV head. */
   EXPECT(kvir_kv_kernels_plan0_num_partitions(1) == 32); /* ceil(264/8) = 33 */
   EXPECT(kvir_kv_kernels_plan0_num_partitions(4) == 9);  /* ceil(264/32) */
   EXPECT(kvir_kv_kernels_plan0_num_partitions(33) == 1); /* 264 blocks */
   EXPECT(kvir_kv_kernels_plan0_num_partitions(32) == 2);
-  EXPECT(kvir_kv_kernels_plan0_workspace_bytes(33) == 0);
+  EXPECT(kvir_kv_kernels_plan0_max_work(4) == 132);
+  EXPECT(kvir_kv_kernels_plan0_max_work(200) == 200);
+  EXPECT(kvir_kv_kernels_plan0_max_work(1) == 132);
   EXPECT(kvir_kv_kernels_plan0_workspace_bytes(4) ==
-         (size_t)9 * 4 * 32 * (128 + 1) * 4);
-  /* Plan 1: 2 KV heads, 16 q heads, head_dim 64. */
+         (size_t)132 * 32 * (128 + 1) * 4);
+  EXPECT(kvir_kv_kernels_plan0_workspace_bytes(200) ==
+         (size_t)200 * 32 * (128 + 1) * 4);
+  /* Plan 1: 2 KV heads, 16 q heads, head_dim 64: 528 items per KV head. */
   EXPECT(kvir_kv_kernels_plan1_num_partitions(3) == 32); /* ceil(264/6) = 44 */
+  EXPECT(kvir_kv_kernels_plan1_max_work(3) == 528);
   EXPECT(kvir_kv_kernels_plan1_workspace_bytes(3) ==
-         (size_t)32 * 3 * 16 * (64 + 1) * 4);
+         (size_t)528 * 16 * (64 + 1) * 4);
+  {
+    /* One request of 1000 keys among three short ones: chunks of 128
+       (the smallest allowed) cut it into 8; the others stay whole. */
+    int32_t lengths[4] = {5, 1000, 0, 100};
+    int32_t items[132 * 4], indptr[5];
+    int64_t n = kvir_kv_kernels_plan0_schedule(lengths, 4, items, 132, indptr);
+    EXPECT(n == 11);
+    EXPECT(indptr[0] == 0 && indptr[1] == 1 && indptr[2] == 9 &&
+           indptr[3] == 10 && indptr[4] == 11);
+    EXPECT(items[0] == 1 && items[2] == 8); /* longest chunks first */
+    EXPECT(items[11 * 4] == -1);            /* padding past the items */
+    /* Without lengths: every request in num_partitions(4) = 9 pieces. */
+    EXPECT(kvir_kv_kernels_plan0_schedule(NULL, 4, items, 132, indptr) == 36);
+    /* Too small a work list is an error, not an overflow. */
+    EXPECT(kvir_kv_kernels_plan0_schedule(lengths, 4, items, 10, indptr) < 0);
+  }
   EXPECT(strstr(kvir_kv_kernels_ptx, ".target sm_90a") != NULL);
   EXPECT(kvir_kv_kernels_plan0_kernels[0].block[0] == 16);
   EXPECT(kvir_kv_kernels_plan0_kernels[2].block[0] == 128);

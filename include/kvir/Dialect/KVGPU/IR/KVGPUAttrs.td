@@ -146,7 +146,11 @@ def KVGPU_ArgRole : I32EnumAttr<"ArgRole", "what a launch-plan argument is", [
   I32EnumAttrCase<"input", 0>,      // read by the kernels, given by the caller
   I32EnumAttrCase<"output", 1>,     // written by the kernels, given by the caller
   I32EnumAttrCase<"workspace", 2>,  // scratch the caller provides (plan sizes)
-  I32EnumAttrCase<"size", 3>        // an index-typed size passed by value
+  I32EnumAttrCase<"size", 3>,       // an index-typed size passed by value
+  I32EnumAttrCase<"schedule", 4>,   // a device buffer the plan's work
+                                    // schedule fills before the launches
+  I32EnumAttrCase<"host", 5>        // host memory the work schedule reads;
+                                    // no kernel takes it
 ]> {
   let cppNamespace = "::kvir::kvgpu";
   let genSpecializedAttr = 0;
@@ -232,6 +236,43 @@ def KVGPU_KernelLaunchAttr : KVGPU_Attr<"KernelLaunch", "kernel"> {
   let genVerifyDecl = 1;
 }
 
+def KVGPU_WorkScheduleAttr : KVGPU_Attr<"WorkSchedule", "work_schedule"> {
+  let summary = "a host-side split-KV work list a launch plan runs first";
+  let description = [{
+    Before the launches, the host runs `kvir_schedule_work` (kvir's runtime
+    library, include/kvir/Runtime/WorkSchedule.h) on the `lengths` argument
+    (role `host`: each request's kv_len), filling the `items` argument
+    ([max items, 4] i32: request, chunk, chunk count, partial row) and
+    `merge_indptr` ([batch + 1] i32), both role `schedule`. The number of
+    items becomes size `count`; the plan's `split` kernels launch when it
+    exceeds size `batch` (some request was cut), its `unsplit` ones
+    otherwise. The other parameters are the schedule's: chunks are
+    multiples of `granule` tokens and at least `min_chunk`, one KV head
+    gets at most max(batch, `target_items`) items, a caller without lengths
+    cuts each request into size `uniform_chunks` pieces, and a window of
+    `window_left` (-1: none) limits the keys a request sees.
+
+    ```mlir
+    #kvgpu.work_schedule<lengths = "kv_lengths", items = "work_items",
+      merge_indptr = "merge_indptr", count = "num_work", batch = "batch",
+      uniform_chunks = "num_partitions", target_items = 132, granule = 16,
+      min_chunk = 256, window_left = -1>
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"host lengths argument">:$lengths,
+                        StringRefParameter<"work list argument">:$items,
+                        StringRefParameter<"merge row offsets argument">:$merge_indptr,
+                        StringRefParameter<"size it defines">:$count,
+                        StringRefParameter<"batch size">:$batch,
+                        StringRefParameter<"plan-free chunk count size">:$uniform_chunks,
+                        "int64_t":$target_items,
+                        "int64_t":$granule,
+                        "int64_t":$min_chunk,
+                        "int64_t":$window_left);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def KVGPU_LaunchPlanAttr : KVGPU_Attr<"LaunchPlan", "plan"> {
   let summary = "how to launch the kernels of one lowered kv op";
   let description = [{
@@ -239,7 +280,8 @@ def KVGPU_LaunchPlanAttr : KVGPU_Attr<"LaunchPlan", "plan"> {
     module. `args` are the buffers and sizes callers provide (workspace
     included); `sizes` the run-time sizes, read from argument dims or
     computed; `partitions`, if set, names the size that selects between the
-    `unsplit` and `split` kernels (split-KV); `config`, if set, is the
+    `unsplit` and `split` kernels (split-KV) unless a `schedule` (a
+    #kvgpu.work_schedule) decides; `config`, if set, is the
     #kvgpu configuration the kernels were built with. The kernels launch in
     order.
   }];
@@ -248,12 +290,14 @@ def KVGPU_LaunchPlanAttr : KVGPU_Attr<"LaunchPlan", "plan"> {
                         ArrayRefParameter<"::kvir::kvgpu::PlanArgAttr">:$args,
                         OptionalArrayRefParameter<"::kvir::kvgpu::SizeDefAttr">:$sizes,
                         StringRefParameter<"partition count size", "\"\"">:$partitions,
+                        OptionalParameter<"::kvir::kvgpu::WorkScheduleAttr">:$schedule,
                         OptionalParameter<"::mlir::Attribute">:$config,
                         ArrayRefParameter<"::kvir::kvgpu::KernelLaunchAttr">:$kernels);
   let assemblyFormat = [{
     `<` $op `,` $name `,` `args` `=` `[` $args `]` `,`
     (`sizes` `=` `[` $sizes^ `]` `,`)?
     (`partitions` `=` $partitions^ `,`)?
+    (`schedule` `=` $schedule^ `,`)?
     (`config` `=` $config^ `,`)?
     `kernels` `=` `[` $kernels `]` `>`
   }];
