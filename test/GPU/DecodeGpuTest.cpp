@@ -141,14 +141,16 @@ void runGpuDecodeCase(const GpuDecodeCase &c) {
   }
 }
 
-/// A small batch with one request long enough to be cut (the schedule's
-/// chunks are at least 128 tokens) and a large batch of short requests,
-/// which no schedule cuts.
+/// The shortest chunk the decode schedule cuts for GQA group `group`.
+int64_t minChunk(int64_t group) { return std::max<int64_t>(128, 64 * group); }
+
+/// A small batch with one request long enough to be cut and a large batch
+/// of short requests, which no schedule cuts.
 std::vector<BatchRun> bothPaths(const std::string &chip, int64_t kvHeads,
-                                int64_t smallBatch, int64_t smallMaxLen,
-                                int64_t largeMaxLen) {
+                                int64_t group, int64_t smallBatch,
+                                int64_t smallMaxLen, int64_t largeMaxLen) {
   int64_t large = (2 * smCountOf(chip) + kvHeads - 1) / kvHeads;
-  return {BatchRun{smallBatch, smallMaxLen, {}, true, 3 * 128 + 37},
+  return {BatchRun{smallBatch, smallMaxLen, {}, true, 2 * minChunk(group) + 37},
           BatchRun{large, largeMaxLen, {}, false}};
 }
 
@@ -168,10 +170,11 @@ std::vector<GpuDecodeCase> decodeCases() {
   std::vector<GpuDecodeCase> cases;
   auto add = [&](GpuDecodeCase c, int64_t smallBatch, int64_t smallMaxLen,
                  int64_t largeMaxLen) {
-    c.runs =
-        bothPaths(c.chip, c.spec.kvHeads, smallBatch, smallMaxLen, largeMaxLen);
+    int64_t group = c.qHeads / c.spec.kvHeads;
+    c.runs = bothPaths(c.chip, c.spec.kvHeads, group, smallBatch, smallMaxLen,
+                       largeMaxLen);
     // A window narrower than two chunks leaves nothing to cut.
-    if (c.params.windowLeft && *c.params.windowLeft < 256)
+    if (c.params.windowLeft && *c.params.windowLeft < 2 * minChunk(group))
       c.runs[0].expectSplit = false;
     cases.push_back(std::move(c));
   };
@@ -343,8 +346,8 @@ std::vector<GpuDecodeCase> decodeCases() {
     add(c, 4, 50, 12);
   }
   {
-    GpuDecodeCase c = makeCase("LlamaTokenOffsetP512D64G4F16",
-                               makeSpec(512, 2, 64, DType::F16, Layout::Llama,
+    GpuDecodeCase c = makeCase("LlamaTokenOffsetP1024D64G4F16",
+                               makeSpec(1024, 2, 64, DType::F16, Layout::Llama,
                                         Storage::Split, Table::TokenOffset),
                                8, DType::F16, "sm_86", 1022);
     // Pages are rows of max_seq tokens: room for the long first request.
@@ -429,9 +432,9 @@ std::vector<GpuDecodeCase> sweepCases() {
     int64_t smallMaxLen =
         std::max<int64_t>(40, 3 * page + rng.integer(0, page));
     int64_t largeMaxLen = std::min<int64_t>(std::max<int64_t>(8, page + 3), 40);
-    c.runs =
-        bothPaths(c.chip, kvHeads, rng.integer(2, 6), smallMaxLen, largeMaxLen);
-    if (c.params.windowLeft && *c.params.windowLeft < 256)
+    c.runs = bothPaths(c.chip, kvHeads, group, rng.integer(2, 6), smallMaxLen,
+                       largeMaxLen);
+    if (c.params.windowLeft && *c.params.windowLeft < 2 * minChunk(group))
       c.runs[0].expectSplit = false;
     std::ostringstream name;
     name << "Sweep" << i << "_" << (layout == Layout::HND ? "Hnd" : "Nhd")

@@ -144,17 +144,34 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   Value kvHead = gpu::BlockIdOp::create(b, gpu::Dimension::y);
   Value chunk, numChunks, partialRow;
   if (workItems) {
-    // The block's work item, the same for every thread (one broadcast
-    // 16-byte load per warp); blocks of a fixed grid past the schedule's
-    // items (request -1) have nothing to do.
-    auto itemLoad = vector::LoadOp::create(
-        b, VectorType::get({4}, b.getI32Type()), workItems,
-        ValueRange{req, ir.idx(0)});
-    itemLoad.setAlignment(16);
-    Value item = itemLoad;
+    // The block's work item, the same for every thread: lane 0 of each
+    // warp loads it (16 bytes) and shuffles it to the warp. Blocks of a
+    // fixed grid past the schedule's items (request -1) have nothing to do.
+    auto itemType = VectorType::get({4}, b.getI32Type());
+    Value linear = ir.add(
+        x, ir.mul(ir.idx(tx), ir.add(y, ir.mul(ir.idx(group), z))));
+    Value laneZero = ir.eq(arith::RemUIOp::create(b, linear, ir.idx(32)),
+                           ir.idx(0));
+    Value item =
+        scf::IfOp::create(
+            b, laneZero,
+            [&](OpBuilder &nb, Location l) {
+              auto load = vector::LoadOp::create(nb, l, itemType, workItems,
+                                                 ValueRange{req, ir.idx(0)});
+              load.setAlignment(16);
+              scf::YieldOp::create(nb, l, ValueRange{load.getResult()});
+            },
+            [&](OpBuilder &nb, Location l) {
+              Value zeros = arith::ConstantOp::create(
+                  nb, l, itemType, nb.getZeroAttr(itemType));
+              scf::YieldOp::create(nb, l, ValueRange{zeros});
+            })
+            .getResult(0);
     auto field = [&](int64_t i) {
-      return vector::ExtractOp::create(b, item, ArrayRef<int64_t>{i})
-          .getResult();
+      Value v = vector::ExtractOp::create(b, item, ArrayRef<int64_t>{i});
+      return gpu::ShuffleOp::create(b, v, ir.i32(0), ir.i32(32),
+                                    gpu::ShuffleMode::IDX)
+          .getShuffleResult();
     };
     Value request = field(0);
     req = ir.toIndex(request);
@@ -369,9 +386,12 @@ DecodeSchedule decodeSchedule(const DecodeKernelSpec &s,
   int64_t resident = std::max<int64_t>(
       1, target.residentBlocks(threads, 64, decodeSharedLayout(s).getBytes()));
   int64_t hkv = s.kv.getKvHeads();
-  // Chunks of 16-token steps, and not so short that a block's fixed costs
-  // (its table entries, q, the partial state it writes) dominate.
-  return {(target.smCount * resident + hkv - 1) / hkv, 16, 128};
+  // Chunks of 16-token steps, and long enough that a block's fixed costs
+  // stay small next to its keys: the f32 partial states it writes and the
+  // merge reads back plus q, G x (8 (D + 1) + 2 D) bytes, against 4 D bytes
+  // of K/V per key: 64 G keys (at least 128) keep them under 4%.
+  return {(target.smCount * resident + hkv - 1) / hkv, 16,
+          std::max<int64_t>(128, 64 * s.group())};
 }
 
 /// Each request's kv_len, read on the host into a new [batch] i32 buffer:

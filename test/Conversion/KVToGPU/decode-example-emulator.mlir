@@ -12,7 +12,8 @@
 // CHECK: max absolute error of lse vs float64 numpy: {{.*}} (tolerance 1e-3)
 
 // Batch 4 over 8 KV heads on sm_90a (the runner's default chip): the work
-// schedule cuts the 300-key request into 3 chunks of at least 128 keys
-// (1 + 1 + 1 + 3 = 6 work items), so the split kernel and the merge kernel.
-// STATS: "kernel": "decode_affine_combined_csr_p16_h32x8_d128_f16_f32_split_{{[0-9a-f]+}}", "grid": [6, 8, 1], "block": [16, 4, 2]
+// schedule cuts the 300-key request into 2 chunks (at least 64 x 4 = 256
+// keys each for group 4, then halved evenly: 1 + 1 + 1 + 2 = 5 work items),
+// so the split kernel and the merge kernel.
+// STATS: "kernel": "decode_affine_combined_csr_p16_h32x8_d128_f16_f32_split_{{[0-9a-f]+}}", "grid": [5, 8, 1], "block": [16, 4, 2]
 // STATS: "kernel": "merge_rows_h32_d128_f16_base_2_{{[0-9a-f]+}}", "grid": [4, 32, 1], "block": [128, 1, 1]

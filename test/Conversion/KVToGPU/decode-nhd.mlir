@@ -16,7 +16,7 @@
 
 // CHECK: module attributes {gpu.container_module, kvgpu.launch_plans = [#kvgpu.plan<"kv.decode", "decode_nhd_combined_csr_p16_h32x8_d128_f16_f16_{{[0-9a-f]+}}"
 // CHECK-SAME: sizes = [<"batch" from "q"[0]>, <"num_pages" from "pool"[0]>, <"num_page_ids" from "kv_indices"[0]>, <"num_partitions" = <min(32, max(1, ceildiv(264, max(1, batch * 8))))>>, <"max_work" = <max(batch * num_partitions, max(batch, 132))>>]
-// CHECK-SAME: schedule = <lengths = "kv_lengths", items = "work_items", merge_indptr = "merge_indptr", count = "num_work", batch = "batch", uniform_chunks = "num_partitions", target_items = 132, granule = 16, min_chunk = 128, window_left = -1>
+// CHECK-SAME: schedule = <lengths = "kv_lengths", items = "work_items", merge_indptr = "merge_indptr", count = "num_work", batch = "batch", uniform_chunks = "num_partitions", target_items = 132, granule = 16, min_chunk = 256, window_left = -1>
 // CHECK: func.func private @kvir_schedule_work(!llvm.ptr, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr) -> i64
 
 // CHECK-LABEL: func.func @batch_decode
@@ -116,14 +116,18 @@
 // CHECK: vector.store %{{.*}}, %{{.*}}[%block_id_x, %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x32x128xf16>, vector<8xf16>
 // CHECK: gpu.return
 
-// The split kernel reads its work item (one 16-byte load), does nothing for
-// padding items (request -1), and writes the f32 partial state of the
-// item's chunk to the item's workspace row.
+// The split kernel reads its work item (lane 0 of each warp, one 16-byte
+// load, shuffled to the warp), does nothing for padding items (request -1),
+// and writes the f32 partial state of the item's chunk to the item's
+// workspace row.
 // CHECK: gpu.func @[[SPLITK]]({{.*}}, %{{.*}}: memref<?x4xi32>, %{{.*}}: memref<?x32x128xf32>, %{{.*}}: memref<?x32xf32>)
 // CHECK-SAME: nvvm.reqntid = array<i32: 16, 4, 2>
-// CHECK: %[[ITEM:.*]] = vector.load %{{.*}}[%block_id_x, %{{.*}}] {alignment = 16 : i64} : memref<?x4xi32>, vector<4xi32>
-// CHECK: %[[REQ:.*]] = vector.extract %[[ITEM]][0]
-// CHECK: %[[ROW32:.*]] = vector.extract %[[ITEM]][3]
+// CHECK: %[[ITEM:.*]] = scf.if %{{.*}} -> (vector<4xi32>) {
+// CHECK: vector.load %{{.*}}[%block_id_x, %{{.*}}] {alignment = 16 : i64} : memref<?x4xi32>, vector<4xi32>
+// CHECK: %[[REQ0:.*]] = vector.extract %[[ITEM]][0]
+// CHECK: %[[REQ:.*]], %{{.*}} = gpu.shuffle idx %[[REQ0]]
+// CHECK: %[[ROW0:.*]] = vector.extract %[[ITEM]][3]
+// CHECK: %[[ROW32:.*]], %{{.*}} = gpu.shuffle idx %[[ROW0]]
 // CHECK: %[[ROW:.*]] = arith.index_cast %[[ROW32]]
 // CHECK: %[[HAS:.*]] = arith.cmpi sge, %[[REQ]], %c0_i32
 // CHECK: scf.if %[[HAS]] {

@@ -35,20 +35,20 @@ int main(void) {
   EXPECT(kvir_kv_kernels_plan1_workspace_bytes(3) ==
          (size_t)528 * 16 * (64 + 1) * 4);
   {
-    /* One request of 1000 keys among three short ones: chunks of 128
-       (the smallest allowed) cut it into 8; the others stay whole. */
+    /* One request of 1000 keys among three short ones: chunks of 256 (the
+       smallest allowed for group 4) cut it into 4; the others stay whole. */
     int32_t lengths[4] = {5, 1000, 0, 100};
     int32_t items[132 * 4], indptr[5];
     int64_t n = kvir_kv_kernels_plan0_schedule(lengths, 4, items, 132, indptr);
-    EXPECT(n == 11);
-    EXPECT(indptr[0] == 0 && indptr[1] == 1 && indptr[2] == 9 &&
-           indptr[3] == 10 && indptr[4] == 11);
-    EXPECT(items[0] == 1 && items[2] == 8); /* longest chunks first */
-    EXPECT(items[11 * 4] == -1);            /* padding past the items */
+    EXPECT(n == 7);
+    EXPECT(indptr[0] == 0 && indptr[1] == 1 && indptr[2] == 5 &&
+           indptr[3] == 6 && indptr[4] == 7);
+    EXPECT(items[0] == 1 && items[2] == 4); /* longest chunks first */
+    EXPECT(items[7 * 4] == -1);             /* padding past the items */
     /* Without lengths: every request in num_partitions(4) = 9 pieces. */
     EXPECT(kvir_kv_kernels_plan0_schedule(NULL, 4, items, 132, indptr) == 36);
     /* Too small a work list is an error, not an overflow. */
-    EXPECT(kvir_kv_kernels_plan0_schedule(lengths, 4, items, 10, indptr) < 0);
+    EXPECT(kvir_kv_kernels_plan0_schedule(lengths, 4, items, 6, indptr) < 0);
   }
   EXPECT(strstr(kvir_kv_kernels_ptx, ".target sm_90a") != NULL);
   EXPECT(kvir_kv_kernels_plan0_kernels[0].block[0] == 16);
