@@ -231,17 +231,7 @@ int main(int argc, char **argv) {
         mean = sum / std::max<size_t>(1, perBlock.size());
       }
     }
-    double rel = 0.0;
-    for (int64_t r = 0; r < batch; ++r)
-      for (int64_t h = 0; h < kQHeads; ++h) {
-        double refMax = 0.0, err = 0.0;
-        for (int64_t d = 0; d < kHeadDim; ++d) {
-          double e = expected.out(r, h, d), g = out.o.get({r, h, d});
-          refMax = std::max(refMax, std::fabs(e));
-          err = std::max(err, std::isnan(g) ? INFINITY : std::fabs(g - e));
-        }
-        rel = std::max(rel, err / std::max(refMax, 1e-4));
-      }
+    double rel = maxRelativeError(out, expected);
     allOk &= rel <= outputTolerance(DType::F16);
     double floor = ideal / kRoof;
     // A block stages one K and one V tile of 32 tokens at a time; an SM runs

@@ -196,17 +196,7 @@ int main(int argc, char **argv) {
           workspace += l.globalBytesLoaded;
         }
       }
-      double rel = 0.0;
-      for (int64_t r = 0; r < batch; ++r)
-        for (int64_t h = 0; h < qHeads; ++h) {
-          double refMax = 0.0, err = 0.0;
-          for (int64_t d = 0; d < headDim; ++d) {
-            double e = expected.out(r, h, d), g = out.o.get({r, h, d});
-            refMax = std::max(refMax, std::fabs(e));
-            err = std::max(err, std::isnan(g) ? INFINITY : std::fabs(g - e));
-          }
-          rel = std::max(rel, err / std::max(refMax, 1e-4));
-        }
+      double rel = maxRelativeError(out, expected);
 
       // ptxas numbers of the kernels this call launched.
       std::string regs, smem, spill, occ;

@@ -248,6 +248,22 @@ std::string RunResult::describeLaunches() const {
   return failure;
 }
 
+double kvir::test::gpu::maxRelativeError(const StateBuffers &got,
+                                        const ref::State &expected) {
+  double rel = 0.0;
+  for (int64_t r = 0; r < expected.rows; ++r)
+    for (int64_t h = 0; h < expected.heads; ++h) {
+      double refMax = 0.0, err = 0.0;
+      for (int64_t d = 0; d < expected.headDimV; ++d) {
+        double e = expected.out(r, h, d), g = got.o.get({r, h, d});
+        refMax = std::max(refMax, std::fabs(e));
+        err = std::max(err, std::isnan(g) ? INFINITY : std::fabs(g - e));
+      }
+      rel = std::max(rel, err / std::max(refMax, 1e-4));
+    }
+  return rel;
+}
+
 ::testing::AssertionResult
 kvir::test::gpu::compareGpuState(const StateBuffers &got,
                                  const ref::State &expected, DType outputType) {

@@ -114,6 +114,11 @@ runGpu(const KernelSource &src, const std::vector<Tensor> &outputs,
                                            const ref::State &expected,
                                            DType outputType);
 
+/// The largest relative output error over (row, head) of `got` against
+/// `expected` (max |got - ref| over max |ref|, the latter at least 1e-4; NaN
+/// counts as infinite): the figure the benches report.
+double maxRelativeError(const StateBuffers &got, const ref::State &expected);
+
 /// SMs of a chip (its TargetInfo).
 int64_t smCountOf(const std::string &chip);
 

@@ -142,15 +142,15 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   Value z = gpu::ThreadIdOp::create(b, gpu::Dimension::z);
   Value req = gpu::BlockIdOp::create(b, gpu::Dimension::x);
   Value kvHead = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  // The thread's linear index in the block.
+  Value lane = ir.add(x, ir.mul(ir.idx(tx), ir.add(y, ir.mul(ir.idx(group), z))));
   Value chunk, numChunks, partialRow;
   if (workItems) {
     // The block's work item, the same for every thread: lane 0 of each
     // warp loads it (16 bytes) and shuffles it to the warp. Blocks of a
     // fixed grid past the schedule's items (request -1) have nothing to do.
     auto itemType = VectorType::get({4}, b.getI32Type());
-    Value linear = ir.add(
-        x, ir.mul(ir.idx(tx), ir.add(y, ir.mul(ir.idx(group), z))));
-    Value laneZero = ir.eq(arith::RemUIOp::create(b, linear, ir.idx(32)),
+    Value laneZero = ir.eq(arith::RemUIOp::create(b, lane, ir.idx(32)),
                            ir.idx(0));
     Value item =
         scf::IfOp::create(
@@ -188,7 +188,6 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   Value head = ir.add(ir.mul(kvHead, ir.idx(group)), y);
   Value dim0 = ir.mul(x, ir.idx(vec));
   Value activeX = ir.lt(dim0, ir.idx(headDim));
-  Value lane = ir.add(x, ir.mul(ir.idx(tx), ir.add(y, ir.mul(ir.idx(group), z))));
   Value meta = kf.getShared(Meta), qShared = kf.getShared(Query);
   AttentionState state(b, AttentionState::Flavor::ptxBase2);
 
