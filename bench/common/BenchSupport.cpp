@@ -83,6 +83,7 @@ Toolbox::Compiled Toolbox::compile(const std::string &source,
           .count();
   std::string ptxFile = outDir + "/kv_kernels.ptx";
   result.ptx = readFile(ptxFile);
+  result.lowered = readFile(lowered);
   result.ok = true;
   if (ptxasPath.empty())
     return result;
@@ -139,62 +140,142 @@ bool kvir::bench::isSplitKernel(const std::string &name) {
   return stem.size() >= 6 && stem.compare(stem.size() - 6, 6, "_split") == 0;
 }
 
-std::optional<double> kvir::bench::ptxInstructionsPerMma(
-    const std::string &ptx, const std::string &kernel) {
+std::optional<kvir::bench::LoopStatements>
+kvir::bench::hotLoopStatements(const std::string &ptx,
+                               const std::string &kernel,
+                               const std::string &marker) {
   size_t begin = ptx.find(".entry " + kernel + "(");
   if (begin == std::string::npos)
     return std::nullopt;
   size_t end = ptx.find("\n}", begin);
-  std::vector<std::string> lines;
+  // The body's statements, split into basic blocks: a block starts at a
+  // label and after a branch.
+  struct Block {
+    std::string label;
+    std::vector<std::string> statements;
+    std::vector<std::string> targets;
+    bool fallsThrough = true;
+  };
+  std::vector<Block> blocks(1);
   std::istringstream in(ptx.substr(begin, end - begin));
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
-  size_t top = lines.size();
-  for (size_t i = 0; i < lines.size(); ++i)
-    if (lines[i].find("cp.async.wait_group") != std::string::npos &&
-        lines[i].find("\t1;") != std::string::npos) {
-      top = i;
-      break;
-    }
-  if (top == lines.size())
-    return std::nullopt;
-  // The loop's back edge: a branch after `top` to a label before it.
-  std::map<std::string, size_t> labels;
-  for (size_t i = 0; i < lines.size(); ++i)
-    if (lines[i].rfind("$L", 0) == 0)
-      labels[lines[i].substr(0, lines[i].find(':'))] = i;
-  size_t header = top, back = top;
-  for (size_t i = top + 1; i < lines.size(); ++i) {
-    size_t bra = lines[i].find("bra");
-    if (bra == std::string::npos)
+  bool inBody = false;
+  for (std::string raw; std::getline(in, raw);) {
+    llvm::StringRef l = llvm::StringRef(raw).trim();
+    if (!inBody) {
+      inBody = l.starts_with("{");
       continue;
-    size_t at = lines[i].find("$L", bra);
-    std::string target =
-        at == std::string::npos
-            ? std::string()
-            : lines[i].substr(at, lines[i].find(';', at) - at);
-    auto it = labels.find(target);
-    if (it != labels.end() && it->second <= top) {
-      header = it->second;
-      back = i;
     }
-  }
-  if (back == top)
-    return std::nullopt;
-  int64_t instructions = 0, mma = 0;
-  for (size_t i = header + 1; i <= back; ++i) {
-    llvm::StringRef l = llvm::StringRef(lines[i]).trim();
-    if (l.empty() || l.starts_with("$L") || l.starts_with("//") ||
-        l.starts_with(".") || l.starts_with("{") || l.starts_with("}"))
+    if (l.starts_with("$L") && l.ends_with(":")) {
+      blocks.push_back(Block{l.drop_back().str(), {}, {}, true});
+      continue;
+    }
+    if (l.empty() || l.starts_with("//") || l.starts_with(".") ||
+        l.starts_with("{") || l.starts_with("}"))
       continue;
     // mma.sync spreads its operands over several lines: count statements.
     if (!l.ends_with(";") && !l.contains("mma.sync"))
       continue;
-    if (l.contains("mma.sync"))
-      ++mma;
-    ++instructions;
+    // Whitespace-normalized: "op a, b;" with single spaces.
+    std::string statement;
+    for (char c : l)
+      if (c == ' ' || c == '\t') {
+        if (!statement.empty() && statement.back() != ' ')
+          statement += ' ';
+      } else {
+        statement += c;
+      }
+    blocks.back().statements.push_back(statement);
+    size_t bra = l.find("bra");
+    bool isBranch = bra != llvm::StringRef::npos &&
+                    (bra == 0 || l.starts_with("@")) &&
+                    l.contains("$L");
+    if (isBranch) {
+      size_t at = l.find("$L", bra);
+      blocks.back().targets.push_back(
+          l.substr(at, l.find(';', at) - at).trim().str());
+      blocks.back().fallsThrough = l.starts_with("@");
+      blocks.push_back(Block{});
+    } else if (l.starts_with("ret") || l.starts_with("exit")) {
+      blocks.back().fallsThrough = false;
+      blocks.push_back(Block{});
+    }
   }
-  if (!mma)
+  std::map<std::string, size_t> byLabel;
+  for (size_t b = 0; b < blocks.size(); ++b)
+    if (!blocks[b].label.empty())
+      byLabel[blocks[b].label] = b;
+  std::vector<std::vector<size_t>> preds(blocks.size());
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    for (const std::string &t : blocks[b].targets)
+      if (auto it = byLabel.find(t); it != byLabel.end())
+        preds[it->second].push_back(b);
+    if (blocks[b].fallsThrough && b + 1 < blocks.size())
+      preds[b + 1].push_back(b);
+  }
+  size_t header = blocks.size();
+  for (size_t b = 0; b < blocks.size() && header == blocks.size(); ++b)
+    for (const std::string &st : blocks[b].statements)
+      if (st.find(marker) != std::string::npos) {
+        header = b;
+        break;
+      }
+  if (header == blocks.size())
     return std::nullopt;
-  return double(instructions) / double(mma);
+  // The header's loop: walk predecessors back from it, stopping at it.
+  // (Blocks before the loop reach the header too, but not from the header's
+  // successors: keep only blocks the header reaches.)
+  std::vector<bool> reached(blocks.size(), false);
+  std::vector<size_t> work{header};
+  reached[header] = true;
+  while (!work.empty()) {
+    size_t b = work.back();
+    work.pop_back();
+    std::vector<size_t> succs;
+    for (const std::string &t : blocks[b].targets)
+      if (auto it = byLabel.find(t); it != byLabel.end())
+        succs.push_back(it->second);
+    if (blocks[b].fallsThrough && b + 1 < blocks.size())
+      succs.push_back(b + 1);
+    for (size_t s : succs)
+      if (!reached[s]) {
+        reached[s] = true;
+        work.push_back(s);
+      }
+  }
+  std::vector<bool> inLoop(blocks.size(), false);
+  inLoop[header] = true;
+  for (size_t p : preds[header])
+    if (reached[p] && !inLoop[p]) {
+      inLoop[p] = true;
+      work.push_back(p);
+    }
+  if (work.empty())
+    return std::nullopt; // no back edge: not a loop
+  while (!work.empty()) {
+    size_t b = work.back();
+    work.pop_back();
+    for (size_t p : preds[b])
+      if (reached[p] && !inLoop[p]) {
+        inLoop[p] = true;
+        work.push_back(p);
+      }
+  }
+  LoopStatements counts;
+  for (size_t b = 0; b < blocks.size(); ++b)
+    if (inLoop[b])
+      for (const std::string &st : blocks[b].statements) {
+        ++counts.statements;
+        if (st.find("mma.sync") != std::string::npos)
+          ++counts.mma;
+      }
+  return counts;
+}
+
+std::optional<double> kvir::bench::ptxInstructionsPerMma(
+    const std::string &ptx, const std::string &kernel) {
+  std::optional<LoopStatements> loop =
+      hotLoopStatements(ptx, kernel, "cp.async.wait_group 1;");
+  if (!loop || !loop->mma)
+    return std::nullopt;
+  return double(loop->statements) / double(loop->mma);
 }

@@ -36,6 +36,8 @@ public:
     std::map<std::string, PtxasInfo> kernels;
     /// The PTX text, and the wall time of kvir-opt + kvir-translate.
     std::string ptx;
+    /// kvir-opt's output: the kernels' module with its launch plans.
+    std::string lowered;
     double compileSeconds = 0;
     bool ok = false;
   };
@@ -63,10 +65,22 @@ Traffic sumTraffic(const std::vector<emu::LaunchStats> &launches);
 /// Whether a kernel symbol is the split-KV variant ("..._split_<hash>").
 bool isSplitKernel(const std::string &name);
 
-/// PTX instructions per mma.sync in the hot loop of `kernel` in `ptx`: the
-/// region from the label before its first `cp.async.wait_group 1` to the
-/// branch back to it (a static count; SASS differs, ptxas being the
-/// compiler).
+/// The PTX statements of the loop of `kernel` in `ptx` whose header block
+/// holds the first statement containing `marker` (whitespace collapsed to
+/// single spaces, e.g. "cp.async.wait_group 1;"):
+/// the natural loop of that header (every basic block that reaches one of
+/// its back edges without passing the header, wherever ptxas' input places
+/// it), all paths counted once. A static count; SASS differs, ptxas being
+/// the compiler.
+struct LoopStatements {
+  int64_t statements = 0, mma = 0;
+};
+std::optional<LoopStatements> hotLoopStatements(const std::string &ptx,
+                                                const std::string &kernel,
+                                                const std::string &marker);
+
+/// PTX statements per mma.sync in the loop of `kernel` that waits for
+/// cp.async group depth 1 (the prefill kernels' key loop).
 std::optional<double> ptxInstructionsPerMma(const std::string &ptx,
                                             const std::string &kernel);
 

@@ -22,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "BenchSupport.h"
+#include "kvir/Target/GPU/TargetInfo.h"
 #include "GpuHarness.h"
 
 #include "Harness/Harness.h"
@@ -65,6 +66,28 @@ bool startsWith(const std::string &s, const std::string &prefix) {
 }
 
 } // namespace
+
+/// The decode configuration kv-tile chose, read from the lowered module's
+/// launch plan.
+struct DecodeShape {
+  int64_t vector = 0, threadsX = 0, tile = 0, stages = 0;
+  /// K and V rows of one stage, f16.
+  int64_t stageBytes() const { return 2 * tile * threadsX * vector * 2; }
+};
+DecodeShape decodeShape(const std::string &lowered) {
+  DecodeShape s;
+  std::smatch m;
+  std::regex config("#kvgpu\\.decode<vector = ([0-9]+), threads_x = ([0-9]+), "
+                    "threads_z = [0-9]+, tile_tokens = ([0-9]+), stages = "
+                    "([0-9]+)");
+  if (std::regex_search(lowered, m, config)) {
+    s.vector = std::stoll(m[1]);
+    s.threadsX = std::stoll(m[2]);
+    s.tile = std::stoll(m[3]);
+    s.stages = std::stoll(m[4]);
+  }
+  return s;
+}
 
 int main(int argc, char **argv) {
   int64_t batch = 4, kvLen = 2048, kvHeads = 8, headDim = 128;
@@ -118,9 +141,10 @@ int main(int argc, char **argv) {
               (long long)kvLen,
               ptxas.empty() ? " (no ptxas: register columns empty)" : "");
   std::printf("| config | chip | regs (split/direct/merge) | smem B | spill B "
-              "| occupancy | items | bytes / ideal | loads / ideal loads | "
+              "| occupancy | stages x tile | in flight KB / SM (need) | loop "
+              "instr / token | items | bytes / ideal | loads / ideal loads | "
               "workspace / ideal | sector eff | max rel err |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   bool allOk = true;
   for (const Config &cfg : configs) {
     if (!only.empty() &&
@@ -165,8 +189,9 @@ int main(int argc, char **argv) {
     double ideal = idealLoads + double(outBytes + lseBytes);
 
     for (const std::string &chip : chips) {
-      std::map<std::string, PtxasInfo> ptx =
-          tools.compile(src.text(), chip).kernels;
+      Toolbox::Compiled compiled = tools.compile(src.text(), chip);
+      std::map<std::string, PtxasInfo> ptx = compiled.kernels;
+      DecodeShape shape = decodeShape(compiled.lowered);
       RunResult result;
       ::testing::AssertionResult ran =
           runGpu(src, {out.o, out.lse}, chip, {"kv.decode"}, result);
@@ -199,7 +224,7 @@ int main(int argc, char **argv) {
       double rel = maxRelativeError(out, expected);
 
       // ptxas numbers of the kernels this call launched.
-      std::string regs, smem, spill, occ;
+      std::string regs, smem, spill, occ, inFlight = "?", perToken = "?";
       if (!ptx.empty()) {
         std::string splitName, directName, mergeName;
         for (const auto &[name, info] : ptx) {
@@ -228,6 +253,32 @@ int main(int argc, char **argv) {
                       100.0 * occupancy(chip, ptx[main].registers,
                                         ptx[main].smem, threads));
         occ = buf;
+        // Little's law: what the resident blocks keep in flight (stages - 1
+        // tiles of K and V each) against the SM's share of bandwidth x
+        // latency.
+        const kvir::target::TargetInfo *info =
+            kvir::target::TargetInfo::lookup(chip);
+        if (info && shape.stages) {
+          int64_t resident = info->residentBlocks(
+              threads, ptx[main].registers, ptx[main].smem);
+          double kb = double(resident * (shape.stages - 1) *
+                             shape.stageBytes()) /
+                      1024.0;
+          std::snprintf(buf, sizeof(buf), "%.0f (%.1f)", kb,
+                        info->bytesInFlightPerSM() / 1024.0);
+          inFlight = buf;
+        }
+        // The hot loop's PTX statements per token per KV head: one block
+        // iteration scores `tile` tokens of one KV head with all its warps.
+        if (std::optional<LoopStatements> loop = hotLoopStatements(
+                compiled.ptx, main,
+                "cp.async.wait_group " + std::to_string(shape.stages - 2) +
+                    ";")) {
+          std::snprintf(buf, sizeof(buf), "%.1f",
+                        double(loop->statements) * double(threads / 32) /
+                            double(shape.tile));
+          perToken = buf;
+        }
       }
       double ratio = double(loaded + stored) / ideal;
       double loadRatio = double(loaded) / idealLoads;
@@ -235,10 +286,12 @@ int main(int argc, char **argv) {
       bool ok = ratio <= 1.05 && loadRatio <= 1.05 && efficiency >= 0.90 &&
                 rel <= outputTolerance(DType::F16) && result.reports.empty();
       allOk &= ok;
-      std::printf("| %s | %s | %s | %s | %s | %s | %lld | %.3f | %.3f | "
-                  "%.3f | %.1f%% | %.1e%s |\n",
+      std::printf("| %s | %s | %s | %s | %s | %s | %lld x %lld | %s | %s | "
+                  "%lld | %.3f | %.3f | %.3f | %.1f%% | %.1e%s |\n",
                   cfg.name().c_str(), chip.c_str(), regs.c_str(), smem.c_str(),
-                  spill.c_str(), occ.c_str(), (long long)parts, ratio,
+                  spill.c_str(), occ.c_str(), (long long)shape.stages,
+                  (long long)shape.tile, inFlight.c_str(), perToken.c_str(),
+                  (long long)parts, ratio,
                   loadRatio, double(workspace) / ideal, 100.0 * efficiency, rel,
                   ok ? "" : " **FAIL**");
       std::fflush(stdout);
@@ -248,8 +301,11 @@ int main(int argc, char **argv) {
               "of the call / (KV bytes once per KV head + q + out + lse); "
               "loads / ideal loads: loaded / (KV + q); workspace / ideal: the "
               "split-KV partial states written by the split kernel and read "
-              "by the merge kernel, included in bytes / ideal. Bounds: both "
-              "ratios <= 1.05, sector efficiency >= 90%%.\n");
+              "by the merge kernel, included in bytes / ideal; in flight: "
+              "resident blocks x (stages - 1) K/V tiles, against the SM's "
+              "share of DRAM bandwidth x 600 ns; loop instr / token: PTX "
+              "statements of the tile loop (all paths) x warps / tile tokens. "
+              "Bounds: both ratios <= 1.05, sector efficiency >= 90%%.\n");
   clearGpuKernelCache();
   return allOk ? 0 : 1;
 }

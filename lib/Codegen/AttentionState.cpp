@@ -74,10 +74,20 @@ Value AttentionState::weight(Value s, Value m) {
   return weightAt(s, reference(m));
 }
 
+Value AttentionState::fma(Value x, Value y, Value z) {
+  IRBuilder ir{b};
+  if (flavor == Flavor::ptxBase2)
+    return ir.fma(x, y, z);
+  // The loops stay in arith/math (no LLVM dialect before their lowering).
+  Value like = isa<VectorType>(x.getType()) ? x : z;
+  return math::FmaOp::create(b, ir.splatLike(x, like), ir.splatLike(y, like),
+                             ir.splatLike(z, like));
+}
+
 Value AttentionState::accumulate(Value acc, Value alpha, Value p, Value v) {
   IRBuilder ir{b};
   Value kept = alpha ? ir.mul(acc, ir.splatLike(alpha, acc)) : acc;
-  return ir.add(kept, ir.mul(v, ir.splatLike(p, v)));
+  return fma(v, p, kept);
 }
 
 PartialState AttentionState::update(PartialState state, Value s, Value v) {
@@ -86,6 +96,23 @@ PartialState AttentionState::update(PartialState state, Value s, Value v) {
   Value p = weightAt(s, r.ref);
   return {r.m, ir.add(ir.mul(state.l, r.alpha), p),
           accumulate(state.acc, r.alpha, p, v)};
+}
+
+PartialState AttentionState::updateTile(PartialState state,
+                                        ArrayRef<Value> logits,
+                                        function_ref<Value(int64_t)> value) {
+  IRBuilder ir{b};
+  Value tileMax = logits.front();
+  for (Value s : logits.drop_front())
+    tileMax = arith::MaximumFOp::create(b, tileMax, s);
+  Rescale r = rescale(state.m, tileMax);
+  Value sum, acc = ir.mul(state.acc, ir.splatLike(r.alpha, state.acc));
+  for (auto [j, s] : llvm::enumerate(logits)) {
+    Value p = weightAt(s, r.ref);
+    sum = sum ? ir.add(sum, p) : p;
+    acc = fma(value(j), p, acc);
+  }
+  return {r.m, fma(state.l, r.alpha, sum), acc};
 }
 
 PartialState AttentionState::merge(ArrayRef<PartialState> states) {

@@ -2,6 +2,7 @@
 #include "kvir/Codegen/IRBuilder.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/TypeUtilities.h"
 
@@ -28,6 +29,26 @@ Value IRBuilder::mul(Value x, Value y) {
   if (isIntegerLike(x.getType()))
     return arith::MulIOp::create(b, x, y);
   return arith::MulFOp::create(b, x, y);
+}
+
+Value IRBuilder::fma(Value x, Value y, Value z) {
+  Value like = isa<VectorType>(x.getType())   ? x
+               : isa<VectorType>(y.getType()) ? y
+                                              : z;
+  return LLVM::FMAOp::create(b, splatLike(x, like), splatLike(y, like),
+                             splatLike(z, like));
+}
+
+Value IRBuilder::dot(Value x, Value y) {
+  auto type = cast<VectorType>(x.getType());
+  assert(type.getRank() == 1 && type == y.getType() && "dot of two 1-D vectors");
+  auto at = [&](Value v, int64_t i) -> Value {
+    return vector::ExtractOp::create(b, v, ArrayRef<int64_t>{i});
+  };
+  Value sum = mul(at(x, 0), at(y, 0));
+  for (int64_t i = 1; i < type.getNumElements(); ++i)
+    sum = fma(at(x, i), at(y, i), sum);
+  return sum;
 }
 
 Value IRBuilder::splat(Value scalar, int64_t n) {
@@ -61,4 +82,13 @@ Value IRBuilder::nvvmUnary(StringRef intrinsic, Value x) {
     elements.push_back(apply(vector::ExtractOp::create(b, v, i)));
   Value r = vector::FromElementsOp::create(b, flat, elements);
   return vector::ShapeCastOp::create(b, type, r);
+}
+
+void kvir::codegen::emitIf(ImplicitLocOpBuilder &b, Value cond,
+                           function_ref<void(ImplicitLocOpBuilder &)> body) {
+  scf::IfOp::create(b, cond, [&](OpBuilder &nb, Location l) {
+    ImplicitLocOpBuilder ib(l, nb);
+    body(ib);
+    scf::YieldOp::create(ib);
+  });
 }

@@ -130,43 +130,129 @@ PagedTileLoader::address(ImplicitLocOpBuilder &b, kv::PoolRole role,
   return source(b, role, token, page, slot, dim);
 }
 
-void PagedTileLoader::copyTile(ImplicitLocOpBuilder &b,
-                               ArrayRef<TileCopy> copies, Value tile0,
-                               Value count, Value thread, int64_t numThreads,
-                               int64_t vec, const Dequantize &dequantize) const {
+SmallVector<Value> PagedTileLoader::loadPageIds(ImplicitLocOpBuilder &b,
+                                              Value valid, Value tile0,
+                                              Value count, Value thread,
+                                              int64_t numThreads) const {
+  SmallVector<Value> entries;
+  if (!stagesPageIds())
+    return entries;
   IRBuilder ir{b};
-  int64_t width = copies.front().width;
-  assert(llvm::all_of(copies, [&](const TileCopy &c) { return c.width == width; }) &&
-         "copies of one call share their width");
+  Value p = ir.idx(kv.type.getPageSize());
+  Value page0 = ir.divU(tile0, p);
+  Value lastPage = ir.divU(ir.sub(ir.add(tile0, count), ir.idx(1)), p);
+  Value pages = ir.add(ir.sub(lastPage, page0), ir.idx(1));
+  int64_t maxPages = pagesPerTile(kv.type.getPageSize(), tileTokens);
+  for (int64_t k = 0; k * numThreads < maxPages; ++k) {
+    Value i = ir.add(thread, ir.idx(k * numThreads));
+    Value needed = arith::AndIOp::create(b, valid, ir.lt(i, pages));
+    entries.push_back(
+        scf::IfOp::create(
+            b, needed,
+            [&](OpBuilder &nb, Location loc) {
+              ImplicitLocOpBuilder jb(loc, nb);
+              IRBuilder j{jb};
+              Value entry =
+                  kv::emitPageEntry(jb, kv, req, tableBase, j.add(page0, i));
+              scf::YieldOp::create(jb, ValueRange{j.toI32(entry)});
+            },
+            [&](OpBuilder &nb, Location loc) {
+              ImplicitLocOpBuilder jb(loc, nb);
+              scf::YieldOp::create(jb, ValueRange{IRBuilder{jb}.i32(0)});
+            })
+            .getResult(0));
+  }
+  return entries;
+}
+
+void PagedTileLoader::storePageIds(ImplicitLocOpBuilder &b, Value slot,
+                                   ArrayRef<Value> entries, Value thread,
+                                   int64_t numThreads) const {
+  IRBuilder ir{b};
+  int64_t maxPages = pagesPerTile(kv.type.getPageSize(), tileTokens);
+  for (auto [k, entry] : llvm::enumerate(entries)) {
+    Value i = ir.add(thread, ir.idx(k * numThreads));
+    auto store = [&](ImplicitLocOpBuilder &jb) {
+      memref::StoreOp::create(jb, entry, pageIds, pageIdIndices(slot, i));
+    };
+    if (int64_t(k + 1) * numThreads <= maxPages) {
+      store(b);
+      continue;
+    }
+    scf::IfOp::create(b, ir.lt(i, ir.idx(maxPages)),
+                      [&](OpBuilder &nb, Location loc) {
+                        ImplicitLocOpBuilder jb(loc, nb);
+                        store(jb);
+                        scf::YieldOp::create(jb);
+                      });
+  }
+}
+
+void PagedTileLoader::copyTile(ImplicitLocOpBuilder &b,
+                               ArrayRef<TileCopy> copies, Value stage,
+                               Value tile0, Value count, Value thread,
+                               int64_t numThreads, int64_t vec,
+                               const Dequantize &dequantize) const {
+  IRBuilder ir{b};
+  int64_t width = copies.front().width, rows = copies.front().tile.rows;
+  assert(llvm::all_of(copies,
+                      [&](const TileCopy &c) {
+                        return c.width == width && c.tile.rows == rows;
+                      }) &&
+         "copies of one call share their shape");
   int64_t vecsPerRow = width / vec;
   Value page0 =
       kv.type ? ir.divU(tile0, ir.idx(kv.type.getPageSize())) : Value();
-  Value total = ir.mul(count, ir.idx(vecsPerRow));
+  Value idSlot = hasPageIdSlots() ? stage : Value();
   scf::ForOp::create(
-      b, thread, total, ir.idx(numThreads), ValueRange{},
+      b, thread, ir.idx(rows * vecsPerRow), ir.idx(numThreads), ValueRange{},
       [&](OpBuilder &nb, Location loc, Value i, ValueRange) {
         ImplicitLocOpBuilder jb(loc, nb);
         IRBuilder j{jb};
         Value t = j.divU(i, j.idx(vecsPerRow));
         Value c = j.mul(j.remU(i, j.idx(vecsPerRow)), j.idx(vec));
-        Value token = j.add(tile0, t);
-        Value page, slot;
-        if (kv.type)
-          std::tie(page, slot) = locate(jb, token, page0);
-        for (const TileCopy &copy : copies) {
-          auto [from, indices] = source(jb, copy.role, token, page, slot, c);
-          Type stored = cast<MemRefType>(from.getType()).getElementType();
-          int64_t bytes = vec * stored.getIntOrFloatBitWidth() / 8;
-          auto load = vector::LoadOp::create(
-              jb, VectorType::get({vec}, stored), from, indices);
-          load.setAlignment(bytes);
-          Value v = load;
-          if (dequantize)
-            v = dequantize(jb, v, copy.role, page, slot, c);
+        SmallVector<Type> types;
+        for (const TileCopy &copy : copies)
+          types.push_back(VectorType::get(
+              {vec}, cast<MemRefType>(copy.tile.memref.getType())
+                         .getElementType()));
+        // Rows past the tile's tokens are zeros, read from nowhere.
+        auto rowsOrZeros = scf::IfOp::create(
+            jb, j.lt(t, count),
+            [&](OpBuilder &nb2, Location l2) {
+              ImplicitLocOpBuilder kb(l2, nb2);
+              Value token = IRBuilder{kb}.add(tile0, t);
+              Value page, slot;
+              if (kv.type)
+                std::tie(page, slot) = locate(kb, token, page0, idSlot);
+              SmallVector<Value> values;
+              for (const TileCopy &copy : copies) {
+                auto [from, indices] =
+                    source(kb, copy.role, token, page, slot, c);
+                Type stored = cast<MemRefType>(from.getType()).getElementType();
+                auto load = vector::LoadOp::create(
+                    kb, VectorType::get({vec}, stored), from, indices);
+                load.setAlignment(vec * stored.getIntOrFloatBitWidth() / 8);
+                Value v = load;
+                if (dequantize)
+                  v = dequantize(kb, v, copy.role, page, slot, c);
+                values.push_back(v);
+              }
+              scf::YieldOp::create(kb, values);
+            },
+            [&](OpBuilder &nb2, Location l2) {
+              SmallVector<Value> zeros;
+              for (Type type : types)
+                zeros.push_back(arith::ConstantOp::create(
+                    nb2, l2, type, nb2.getZeroAttr(type)));
+              scf::YieldOp::create(nb2, l2, zeros);
+            });
+        for (auto [copy, v] : llvm::zip(copies, rowsOrZeros.getResults())) {
           Type tileElt =
-              cast<MemRefType>(copy.shared.getType()).getElementType();
-          auto store = vector::StoreOp::create(jb, v, copy.shared,
-                                               ValueRange{t, c});
+              cast<MemRefType>(copy.tile.memref.getType()).getElementType();
+          auto store = vector::StoreOp::create(
+              jb, v, copy.tile.memref,
+              copy.tile.elementIndices(jb, stage, t, c));
           store.setAlignment(vec * tileElt.getIntOrFloatBitWidth() / 8);
         }
         scf::YieldOp::create(jb);

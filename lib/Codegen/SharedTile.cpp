@@ -42,6 +42,13 @@ SmallVector<Value> SharedTile::chunkIndices(ImplicitLocOpBuilder &b,
 SmallVector<Value> SharedTile::elementIndices(ImplicitLocOpBuilder &b,
                                               Value stage, Value row,
                                               Value col) const {
+  if (!swizzled) {
+    SmallVector<Value> indices;
+    if (stage)
+      indices.push_back(stage);
+    indices.append({row, col});
+    return indices;
+  }
   IRBuilder ir{b};
   Value ce = ir.idx(chunkElements());
   SmallVector<Value> indices =

@@ -53,6 +53,8 @@ struct GpuDecodeCase {
   std::string chip = "sm_86";
   std::vector<BatchRun> runs;
   uint64_t seed = 1;
+  /// A #kvgpu.decode to use instead of kv-tile's choice, or "".
+  std::string config;
 };
 
 std::ostream &operator<<(std::ostream &os, const GpuDecodeCase &c) {
@@ -92,7 +94,9 @@ void runGpuDecodeCase(const GpuDecodeCase &c) {
     std::string stateType =
         stateTypeText(c.qHeads, c.spec.headDimV, c.outType, c.params.base);
     src.addLine("%s = kv.decode " + qs + ", " + kv + " " +
-                attentionAttrs(c.params, /*withCausal=*/false) + " : " +
+                withConfig(attentionAttrs(c.params, /*withCausal=*/false),
+                           c.config) +
+                " : " +
                 src.typeOf(qs) + ", " + kvType + " -> " + stateType);
     emitStore(src, "%s", stateType, out);
 
@@ -369,6 +373,41 @@ std::vector<GpuDecodeCase> decodeCases() {
                                DType::F32, "sm_86", 1024);
     c.params.windowLeft = 17;
     add(c, 4, 60, 12);
+  }
+  // The stage ring at its extremes: two stages, and eight; and rows of
+  // 8-byte vectors, which the ring fills with loads and stores instead of
+  // cp.async (zeros past a tile's last token). Long requests wrap the ring
+  // many times; windows start tiles off a page boundary.
+  {
+    GpuDecodeCase c = makeCase("NhdCombinedCsrP16D128G4F16TwoStages",
+                               makeSpec(16, 2, 128, DType::F16, Layout::NHD,
+                                        Storage::Combined, Table::CSR),
+                               8, DType::F16, "sm_90a", 1025);
+    c.config = "#kvgpu.decode<vector = 8, threads_x = 16, threads_z = 2, "
+               "tile_tokens = 16, stages = 2, max_partitions = 32>";
+    c.runs = {BatchRun{0, 0, {700, 0, 1, 333}}};
+    cases.push_back(c);
+  }
+  {
+    GpuDecodeCase c = makeCase("HndSplitBlockTableP7D64G2BF16EightStages",
+                               makeSpec(7, 2, 64, DType::BF16, Layout::HND,
+                                        Storage::Split, Table::BlockTable),
+                               4, DType::BF16, "sm_80", 1026);
+    c.config = "#kvgpu.decode<vector = 8, threads_x = 8, threads_z = 4, "
+               "tile_tokens = 8, stages = 8, max_partitions = 32>";
+    c.params.windowLeft = 150;
+    c.runs = {BatchRun{0, 0, {517, 1, 0, 64, 9}}};
+    cases.push_back(c);
+  }
+  {
+    GpuDecodeCase c = makeCase("NhdCombinedCsrP16D96G4F16NarrowVectors",
+                               makeSpec(16, 2, 96, DType::F16, Layout::NHD,
+                                        Storage::Combined, Table::CSR),
+                               8, DType::F32, "sm_86", 1027);
+    c.config = "#kvgpu.decode<vector = 4, threads_x = 32, threads_z = 1, "
+               "tile_tokens = 16, stages = 3, max_partitions = 32>";
+    c.runs = {BatchRun{0, 0, {400, 0, 1, 37}}};
+    cases.push_back(c);
   }
   {
     // Large batch: 512 short requests, none cut.

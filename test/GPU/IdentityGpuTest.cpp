@@ -36,15 +36,6 @@ struct Variant {
   MaskKind mask = MaskKind::None;
 };
 
-std::string withConfig(std::string attrs, const std::string &config) {
-  if (config.empty())
-    return attrs;
-  std::string entry = "kvgpu.config = " + config;
-  if (attrs.empty())
-    return "{" + entry + "}";
-  return attrs.substr(0, attrs.size() - 1) + ", " + entry + "}";
-}
-
 /// Both ops of `pair` in one function over a batch of 4 (the split path on
 /// every chip): distinct kernels, both results right.
 void runPair(const Variant &a, const Variant &b, int64_t qHeads,
@@ -186,9 +177,9 @@ TEST(KernelIdentity, KvDtype) {
 TEST(KernelIdentity, Config) {
   Variant a = base(), b = base();
   a.config = "#kvgpu.decode<vector = 8, threads_x = 8, threads_z = 4, "
-             "tile_tokens = 32, max_partitions = 32>";
+             "tile_tokens = 32, stages = 3, max_partitions = 32>";
   b.config = "#kvgpu.decode<vector = 8, threads_x = 8, threads_z = 8, "
-             "tile_tokens = 16, max_partitions = 32>";
+             "tile_tokens = 16, stages = 3, max_partitions = 32>";
   runPair(a, b, 8, 2008);
 }
 

@@ -23,6 +23,7 @@
 #include "kvir/Dialect/KV/IR/KVTypes.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <optional>
 
@@ -83,6 +84,13 @@ public:
                          mlir::Value v);
   /// The online update of `state` with one logit `s` and its value `v`.
   PartialState update(PartialState state, mlir::Value s, mlir::Value v);
+  /// The online update of `state` with a tile of logits at once: one
+  /// rescale by the tile's max (not one per key), then the weights; the
+  /// value of logit j is `value(j)`, asked for once, in order, after the
+  /// rescale (so a caller can load it just in time). Logits of -inf add
+  /// nothing (their values must be finite).
+  PartialState updateTile(PartialState state, llvm::ArrayRef<mlir::Value> logits,
+                          llvm::function_ref<mlir::Value(int64_t)> value);
   /// The merge of partial states (two passes: the max, then the weights).
   PartialState merge(llvm::ArrayRef<PartialState> states);
   /// (o, lse) with o = acc / l and lse = m + log(l) in `outBase`;
@@ -99,6 +107,9 @@ public:
                               kv::LseBase base);
 
 private:
+  /// x * y + z, rounded once.
+  mlir::Value fma(mlir::Value x, mlir::Value y, mlir::Value z);
+
   mlir::ImplicitLocOpBuilder &b;
   Flavor flavor;
 };

@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 namespace kvir::codegen {
 
@@ -57,6 +58,13 @@ struct IRBuilder {
   mlir::Value toI32(mlir::Value v) {
     return mlir::arith::IndexCastOp::create(b, b.getI32Type(), v);
   }
+  /// x * y + z rounded once (llvm.fma: PTX fma.rn.f32), element-wise on
+  /// vectors; a scalar operand is broadcast to the others' shape.
+  mlir::Value fma(mlir::Value x, mlir::Value y, mlir::Value z);
+  /// The f32 dot product of two vectors as a chain of fmas, element 0
+  /// first: one rounding per element, nothing left for the backend to
+  /// contract or reassociate.
+  mlir::Value dot(mlir::Value x, mlir::Value y);
   /// `scalar` broadcast to a vector of `n` (`scalar` itself if n == 0).
   mlir::Value splat(mlir::Value scalar, int64_t n);
   /// `scalar` broadcast to the shape of `like` if that is a vector, or
@@ -66,6 +74,10 @@ struct IRBuilder {
   /// `x`, element by element on vectors. No libdevice call is involved.
   mlir::Value nvvmUnary(llvm::StringRef intrinsic, mlir::Value x);
 };
+
+/// Builds `body` under an scf.if on `cond` (no results, no else).
+void emitIf(mlir::ImplicitLocOpBuilder &b, mlir::Value cond,
+            llvm::function_ref<void(mlir::ImplicitLocOpBuilder &)> body);
 
 } // namespace kvir::codegen
 

@@ -36,9 +36,6 @@ struct RaggedOperands {
 /// One destination of a tile copy: the K or V rows of the tile.
 struct TileCopy {
   kv::PoolRole role;
-  /// memref<tile x width x T, workgroup> (copyTile) or the SharedTile
-  /// (copyTileAsync).
-  mlir::Value shared;
   SharedTile tile;
   /// Dims of the row to copy.
   int64_t width = 0;
@@ -84,13 +81,29 @@ public:
                          mlir::Value tile0, mlir::Value count,
                          mlir::Value thread, int64_t numThreads) const;
 
+  /// Page entries fetched into registers ahead of use: `loadPageIds`
+  /// issues the global loads of the entries of the pages tokens
+  /// [tile0, tile0 + count) touch (one per page, spread over `numThreads`
+  /// threads; nothing when `valid` is false) and returns this thread's;
+  /// `storePageIds` writes them into slot `slot` of a [slots][entries]
+  /// page-id buffer. Work placed between the two hides the loads' latency;
+  /// the caller places a barrier before the entries are used.
+  llvm::SmallVector<mlir::Value>
+  loadPageIds(mlir::ImplicitLocOpBuilder &b, mlir::Value valid,
+              mlir::Value tile0, mlir::Value count, mlir::Value thread,
+              int64_t numThreads) const;
+  void storePageIds(mlir::ImplicitLocOpBuilder &b, mlir::Value slot,
+                    llvm::ArrayRef<mlir::Value> entries, mlir::Value thread,
+                    int64_t numThreads) const;
+
   /// Synchronous: copies dims [0, width) of the rows of tokens
-  /// [tile0, tile0 + count) into row t - tile0 of each destination, `vec`
-  /// elements per load (the width the layout allows), spread over
-  /// `numThreads` threads. Needs staged page ids.
+  /// [tile0, tile0 + count) into stage `stage` of each destination tile,
+  /// `vec` elements per load (the width the layout allows), and zeros into
+  /// its rows [count, tile rows), spread over `numThreads` threads. Needs
+  /// staged page ids (from slot `stage` with a [slots][entries] buffer).
   void copyTile(mlir::ImplicitLocOpBuilder &b, llvm::ArrayRef<TileCopy> copies,
-                mlir::Value tile0, mlir::Value count, mlir::Value thread,
-                int64_t numThreads, int64_t vec,
+                mlir::Value stage, mlir::Value tile0, mlir::Value count,
+                mlir::Value thread, int64_t numThreads, int64_t vec,
                 const Dequantize &dequantize = nullptr) const;
 
   /// Asynchronous: issues 16-byte cp.async copies of the rows of tokens

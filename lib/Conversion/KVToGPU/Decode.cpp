@@ -24,6 +24,7 @@
 #include "kvir/Codegen/IRBuilder.h"
 #include "kvir/Codegen/LaunchEmitter.h"
 #include "kvir/Codegen/PagedTileLoader.h"
+#include "kvir/Codegen/SharedTile.h"
 #include "kvir/Codegen/WarpOps.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
@@ -49,8 +50,12 @@ struct DecodeKernelSpec {
   MemRefType qType, outType, lseType;
   int64_t qHeads = 0;
   /// Partial states: one work item per block (blockIdx.x), its f32 output
-  /// and base-2 LSE into rows of [rows, Hq, Dv] and [rows, Hq] workspaces.
+  /// and base-2 LSE into rows of [rows, Hq, Dv] and [rows, Hq] workspaces
+  /// (outType, lseType), except for items that are a whole request: their
+  /// final state goes to the op's outputs (finalOutType, finalLseType), and
+  /// the merge leaves those requests alone.
   bool partitioned = false;
+  MemRefType finalOutType, finalLseType;
   kv::LseBase base = kv::LseBase::two;
   double smScale = 1.0;
   std::optional<double> softCap;
@@ -65,11 +70,11 @@ struct DecodeKernelSpec {
 
 /// The shared buffers of a decode kernel, in KernelFunc::getShared order.
 enum DecodeShared : unsigned {
-  KTile,   // [tile, padded] K rows of the tile being scored
-  VTile,   // [tile, padded] V rows
+  KTiles,  // [stages, tile, padded] K rows of the tiles in flight
+  VTiles,  // [stages, tile, padded] V rows
   Query,   // [group, padded] the group's queries, as stored
   Meta,    // [3] i32: token range start, end, table base of the request
-  PageIds, // [pagesPerTile] i32 table entries of the tile's pages
+  PageIds, // [stages, pagesPerTile] i32 table entries of the tiles' pages
   ZMax,    // [tz * group] f32 partial states of the z-lanes (tz > 1)
   ZSum,    // [tz * group] f32
   ZAcc,    // [tz * group, padded] f32
@@ -81,12 +86,14 @@ SharedMemoryLayout decodeSharedLayout(const DecodeKernelSpec &s) {
   kvgpu::DecodeConfigAttr c = s.config;
   int64_t padded = c.getThreadsX() * c.getVector(), tile = c.getTileTokens();
   SharedMemoryLayout layout;
-  layout.add("k_tile", {tile, padded}, s.kv.getDtype());
-  layout.add("v_tile", {tile, padded}, s.kv.getDtype());
+  layout.add("k_tiles", {c.getStages(), tile, padded}, s.kv.getDtype());
+  layout.add("v_tiles", {c.getStages(), tile, padded}, s.kv.getDtype());
   layout.add("query", {s.group(), padded}, s.qType.getElementType());
   layout.add("meta", {3}, i32);
   layout.add("page_ids",
-             {PagedTileLoader::pagesPerTile(s.kv.getPageSize(), tile)}, i32);
+             {c.getStages(),
+              PagedTileLoader::pagesPerTile(s.kv.getPageSize(), tile)},
+             i32);
   if (c.getThreadsZ() > 1) {
     int64_t slots = c.getThreadsZ() * s.group();
     layout.add("z_max", {slots}, f32);
@@ -136,6 +143,8 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   unsigned next = 1 + spec.kvTypes.size();
   Value workItems = spec.partitioned ? kf.getArgument(next++) : Value();
   Value out = kf.getArgument(next), lseOut = kf.getArgument(next + 1);
+  Value finalOut = spec.partitioned ? kf.getArgument(next + 2) : out;
+  Value finalLse = spec.partitioned ? kf.getArgument(next + 3) : lseOut;
 
   Value x = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value y = gpu::ThreadIdOp::create(b, gpu::Dimension::y);
@@ -256,59 +265,116 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
               .getResult()),
       ir.splat(ir.f32(qScale), vec));
 
+  // The K/V tiles stream through a ring of `stages` buffers: at the top of
+  // iteration i, tiles i ... i + stages - 2 are in flight; once everyone is
+  // done with tile i - 1, its buffer takes tile i + stages - 1. The page
+  // entries of a tile are loaded into registers a whole iteration before
+  // they are stored to its page-id slot (slot = stage), so their latency
+  // hides behind the scoring of a tile.
+  int64_t stages = cfg.getStages(), padded = tx * vec;
+  SharedTile kTiles{kf.getShared(KTiles), tile, padded, /*swizzled=*/false};
+  SharedTile vTiles{kf.getShared(VTiles), tile, padded, /*swizzled=*/false};
   PagedTileLoader loader(kv, req, tableBase, kvHead, tile,
                          kf.getShared(PageIds));
-  Value kTile = kf.getShared(KTile), vTile = kf.getShared(VTile);
-  auto tileRow = [&](ImplicitLocOpBuilder &jb, Value tileMem, Value t) {
-    Value v = vector::LoadOp::create(jb, VectorType::get({vec}, elt), tileMem,
-                                     ValueRange{t, dim0});
-    Value f = arith::ExtFOp::create(jb, vecF32, v);
-    return arith::SelectOp::create(jb, activeX, f, zeroVec).getResult();
+  Value numTiles =
+      arith::CeilDivUIOp::create(b, ir.sub(end, start), ir.idx(tile));
+  auto tileRange = [&](ImplicitLocOpBuilder &ib, Value index) {
+    IRBuilder k{ib};
+    Value t0 = k.add(start, k.mul(index, k.idx(tile)));
+    return std::make_pair(t0, k.minS(k.idx(tile), k.sub(end, t0)));
+  };
+  // Whole 16-byte rows of vectors go by cp.async; narrower vectors (a
+  // layout that proves less) by loads and stores.
+  bool asyncRows = vec * elt.getIntOrFloatBitWidth() == 128;
+  auto issueTile = [&](ImplicitLocOpBuilder &ib, Value index) {
+    IRBuilder k{ib};
+    emitIf(ib, k.lt(index, numTiles), [&](ImplicitLocOpBuilder &jb) {
+      auto [t0, count] = tileRange(jb, index);
+      Value stage = IRBuilder{jb}.remU(index, IRBuilder{jb}.idx(stages));
+      SmallVector<TileCopy> copies{
+          TileCopy{kv::PoolRole::K, kTiles, headDim},
+          TileCopy{kv::PoolRole::V, vTiles, headDim}};
+      if (asyncRows)
+        loader.copyTileAsync(jb, copies, stage, t0, count, lane, numThreads);
+      else
+        loader.copyTile(jb, copies, stage, t0, count, lane, numThreads, vec);
+    });
+  };
+  auto loadIds = [&](ImplicitLocOpBuilder &ib, Value index) {
+    auto [t0, count] = tileRange(ib, index);
+    return loader.loadPageIds(ib, IRBuilder{ib}.lt(index, numTiles), t0,
+                              count, lane, numThreads);
+  };
+  auto storeIds = [&](ImplicitLocOpBuilder &ib, Value index,
+                      ArrayRef<Value> entries) {
+    IRBuilder k{ib};
+    loader.storePageIds(ib, k.remU(index, k.idx(stages)), entries, lane,
+                        numThreads);
   };
 
+  // The prologue: the entries of tiles 0 ... stages - 1 (one round trip),
+  // then tiles 0 ... stages - 2, one commit group each.
+  {
+    SmallVector<SmallVector<Value>> entries;
+    for (int64_t i = 0; i < stages; ++i)
+      entries.push_back(loadIds(b, ir.idx(i)));
+    for (int64_t i = 0; i < stages; ++i)
+      storeIds(b, ir.idx(i), entries[i]);
+    gpu::BarrierOp::create(b);
+    for (int64_t i = 0; i + 1 < stages; ++i) {
+      issueTile(b, ir.idx(i));
+      commitAsyncCopies(b);
+    }
+  }
+
+  // Each z-lane scores tokens z, z + tz, ... of a tile (a fixed count, so
+  // that every lane of a warp takes part in the shuffles), all of them
+  // before one online update: one rescale per tile.
+  int64_t tokensPerLane = tile / tz;
+  bool paddedLanes = padded != headDim;
   Value negInf = ir.f32(-INFINITY);
+  auto rowOf = [&](ImplicitLocOpBuilder &jb, const SharedTile &tiles,
+                   Value stage, Value t) {
+    auto v = vector::LoadOp::create(jb, VectorType::get({vec}, elt),
+                                    tiles.memref,
+                                    tiles.elementIndices(jb, stage, t, dim0));
+    Value f = arith::ExtFOp::create(jb, vecF32, v.getResult());
+    // Lanes past the head dim read columns nobody wrote.
+    return paddedLanes ? IRBuilder{jb}.select(activeX, f, zeroVec) : f;
+  };
   auto tileLoop = scf::ForOp::create(
-      b, start, end, ir.idx(tile), ValueRange{negInf, ir.f32(0.0), zeroVec},
-      [&](OpBuilder &nb, Location l, Value tile0, ValueRange carried) {
+      b, ir.idx(0), numTiles, ir.idx(1), ValueRange{negInf, ir.f32(0.0), zeroVec},
+      [&](OpBuilder &nb, Location l, Value i, ValueRange carried) {
         ImplicitLocOpBuilder ib(l, nb);
         IRBuilder k{ib};
-        Value count = k.minS(k.idx(tile), k.sub(end, tile0));
-        if (loader.stagesPageIds()) {
-          loader.stagePageIds(ib, tile0, count, lane, numThreads);
-          gpu::BarrierOp::create(ib);
+        waitAsyncCopies(ib, stages - 2);
+        gpu::BarrierOp::create(ib);
+        issueTile(ib, k.add(i, k.idx(stages - 1)));
+        commitAsyncCopies(ib);
+        Value ahead = k.add(i, k.idx(stages));
+        SmallVector<Value> entries = loadIds(ib, ahead);
+
+        AttentionState tileState(ib, AttentionState::Flavor::ptxBase2);
+        Value stage = k.remU(i, k.idx(stages));
+        Value count = tileRange(ib, i).second;
+        SmallVector<Value> tokens, logits;
+        for (int64_t j = 0; j < tokensPerLane; ++j) {
+          Value t = k.add(k.idx(j * tz), z);
+          Value score = k.dot(qVec, rowOf(ib, kTiles, stage, t));
+          score = tileState.finishLogit(
+              warpReduce(ib, score, tx, WarpReduction::sum), spec.softCap);
+          tokens.push_back(t);
+          logits.push_back(k.select(k.lt(t, count), score, negInf));
         }
-        loader.copyTile(ib,
-                        {TileCopy{kv::PoolRole::K, kTile, {}, headDim},
-                         TileCopy{kv::PoolRole::V, vTile, {}, headDim}},
-                        tile0, count, lane, numThreads, vec);
-        gpu::BarrierOp::create(ib);
-        // Score this lane's tokens of the tile. The trip count is the same
-        // for every z-lane (t = t0 + z, masked past the tile's end) because
-        // the shuffles need the whole warp.
-        auto tokenLoop = scf::ForOp::create(
-            ib, k.idx(0), count, k.idx(tz), carried,
-            [&](OpBuilder &nb2, Location l2, Value t0, ValueRange st) {
-              ImplicitLocOpBuilder jb(l2, nb2);
-              IRBuilder j{jb};
-              AttentionState tokenState(jb, AttentionState::Flavor::ptxBase2);
-              Value t = j.add(t0, z);
-              Value valid = j.lt(t, count);
-              Value partial = vector::ReductionOp::create(
-                  jb, vector::CombiningKind::ADD,
-                  j.mul(qVec, tileRow(jb, kTile, t)));
-              Value s = tokenState.finishLogit(
-                  warpReduce(jb, partial, tx, WarpReduction::sum),
-                  spec.softCap);
-              PartialState updated = tokenState.update(
-                  {st[0], st[1], st[2]}, s, tileRow(jb, vTile, t));
-              scf::YieldOp::create(
-                  jb, ValueRange{j.select(valid, updated.m, st[0]),
-                                 j.select(valid, updated.l, st[1]),
-                                 j.select(valid, updated.acc, st[2])});
-            });
-        gpu::BarrierOp::create(ib);
-        scf::YieldOp::create(ib, tokenLoop.getResults());
+        PartialState updated = tileState.updateTile(
+            {carried[0], carried[1], carried[2]}, logits,
+            [&](int64_t j) { return rowOf(ib, vTiles, stage, tokens[j]); });
+
+        storeIds(ib, ahead, entries);
+        scf::YieldOp::create(ib,
+                             ValueRange{updated.m, updated.l, updated.acc});
       });
+  waitAsyncCopies(b, 0);
   PartialState result{tileLoop.getResult(0), tileLoop.getResult(1),
                       tileLoop.getResult(2)};
 
@@ -337,33 +403,46 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   }
 
   // Write the state of (request, head): z-lane 0, lanes holding real dims.
-  // Partial states stay in base 2 for the merge kernel.
-  scf::IfOp::create(b, ir.eq(z, zero), [&](OpBuilder &nb, Location l) {
-    ImplicitLocOpBuilder ib(l, nb);
+  // Partial states stay f32 in base 2 for the merge kernel; an item that
+  // is a whole request is final.
+  auto write = [&](ImplicitLocOpBuilder &ib, Value outBuf, Value lseBuf,
+                   kv::LseBase base, SmallVector<Value> rowIdx) {
     IRBuilder k{ib};
     AttentionState finalState(ib, AttentionState::Flavor::ptxBase2);
-    FinalState fin = finalState.finalize(
-        result, spec.partitioned ? kv::LseBase::two : spec.base);
-    SmallVector<Value> rowIdx{spec.partitioned ? partialRow : req, head};
-    Type outElt = spec.outType.getElementType();
-    scf::IfOp::create(ib, activeX, [&](OpBuilder &nb2, Location l2) {
-      ImplicitLocOpBuilder jb(l2, nb2);
+    FinalState fin = finalState.finalize(result, base);
+    Type outElt = cast<MemRefType>(outBuf.getType()).getElementType();
+    emitIf(ib, activeX, [&](ImplicitLocOpBuilder &jb) {
       Value v = fin.o;
       if (!outElt.isF32())
         v = arith::TruncFOp::create(jb, VectorType::get({vec}, outElt), v);
       SmallVector<Value> idx(rowIdx);
       idx.push_back(dim0);
       // At most 16 bytes: buffers are only promised 16-byte alignment.
-      vector::StoreOp::create(jb, v, out, idx)
+      vector::StoreOp::create(jb, v, outBuf, idx)
           .setAlignment(
               std::min<int64_t>(16, vec * outElt.getIntOrFloatBitWidth() / 8));
-      scf::YieldOp::create(jb);
     });
-    scf::IfOp::create(ib, k.eq(x, k.idx(0)), [&](OpBuilder &nb2, Location l2) {
-      memref::StoreOp::create(nb2, l2, fin.lse, lseOut, rowIdx);
-      scf::YieldOp::create(nb2, l2);
+    emitIf(ib, k.eq(x, k.idx(0)), [&](ImplicitLocOpBuilder &jb) {
+      memref::StoreOp::create(jb, fin.lse, lseBuf, rowIdx);
     });
-    scf::YieldOp::create(ib);
+  };
+  emitIf(b, ir.eq(z, zero), [&](ImplicitLocOpBuilder &ib) {
+    if (!spec.partitioned) {
+      write(ib, out, lseOut, spec.base, {req, head});
+      return;
+    }
+    auto wholeRequest = scf::IfOp::create(
+        ib, IRBuilder{ib}.eq(numChunks, IRBuilder{ib}.idx(1)),
+        /*withElseRegion=*/true);
+    {
+      ImplicitLocOpBuilder tb =
+          ImplicitLocOpBuilder::atBlockTerminator(ib.getLoc(),
+                                                  wholeRequest.thenBlock());
+      write(tb, finalOut, finalLse, spec.base, {req, head});
+    }
+    ImplicitLocOpBuilder eb = ImplicitLocOpBuilder::atBlockTerminator(
+        ib.getLoc(), wholeRequest.elseBlock());
+    write(eb, out, lseOut, kv::LseBase::two, {partialRow, head});
   });
 }
 
@@ -433,6 +512,8 @@ std::string decodeKernelSymbol(kv::DecodeOp op, const DecodeKernelSpec &s,
       .add(target.chip);
   for (Type t : s.kvTypes)
     id.add(t);
+  if (s.partitioned)
+    id.add(s.finalOutType).add(s.finalLseType);
   return id.getSymbol();
 }
 
@@ -480,6 +561,8 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
         if (s.partitioned)
           argTypes.push_back(workItemsType(b.getContext()));
         argTypes.append({s.outType, s.lseType});
+        if (s.partitioned)
+          argTypes.append({s.finalOutType, s.finalLseType});
         KernelFunc kf = KernelFunc::create(module, symbol, argTypes, s.block(),
                                            decodeSharedLayout(s), op.getLoc());
         buildDecodeBody(kf, s);
@@ -493,10 +576,13 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     const int64_t dyn = ShapedType::kDynamic;
     split.outType = MemRefType::get({dyn, qHeads, headDim}, b.getF32Type());
     split.lseType = MemRefType::get({dyn, qHeads}, b.getF32Type());
+    split.finalOutType = spec.outType;
+    split.finalLseType = spec.lseType;
     gpu::GPUFuncOp splitKernel =
         build(split, decodeKernelSymbol(op, split, target));
     MergeKernelSpec merge;
     merge.ragged = true;
+    merge.singleRowsFinal = true;
     merge.inOutputType = split.outType;
     merge.inLseType = split.lseType;
     merge.outType = spec.outType;
@@ -559,7 +645,7 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     llvm::append_range(directArgs, kvNames);
     llvm::append_range(splitArgs, kvNames);
     directArgs.append({"out", "lse"});
-    splitArgs.append({"work_items", "partial_out", "partial_lse"});
+    splitArgs.append({"work_items", "partial_out", "partial_lse", "out", "lse"});
     plan.addKernel("direct", direct, kvgpu::LaunchCondition::unsplit,
                    {plan.sym("batch"), plan.cst(hkv), plan.cst(1)}, directArgs);
     plan.addKernel("split", splitKernel, kvgpu::LaunchCondition::split,

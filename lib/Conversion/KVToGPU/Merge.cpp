@@ -92,6 +92,15 @@ void buildMergeBody(const KernelFunc &kf, const MergeKernelSpec &spec) {
       first = ir.toIndex(memref::LoadOp::create(b, indptr, ValueRange{row}));
       end = ir.toIndex(memref::LoadOp::create(
           b, indptr, ValueRange{ir.add(row, ir.idx(1))}));
+      if (spec.singleRowsFinal) {
+        // The rest of the kernel, only for requests of several rows (the
+        // condition is the block's: its barriers stay uniform). No rows:
+        // a fixed grid's padding past the batch.
+        auto several = scf::IfOp::create(
+            b, ir.cmp(arith::CmpIPredicate::sgt, ir.sub(end, first), ir.idx(1)),
+            /*withElseRegion=*/false);
+        b.setInsertionPoint(several.thenBlock()->getTerminator());
+      }
     }
     auto chunks = scf::ForOp::create(
         b, first, end, ir.idx(dv),
@@ -286,6 +295,8 @@ gpu::GPUFuncOp gpu_lowering::getMergeKernel(LoweringContext &context,
                            .add(kv::stringifyLseBase(spec.outBase))
                            .add(int64_t(spec.numInputs))
                            .add(spec.ragged ? "ragged" : "dense")
+                           .add(spec.singleRowsFinal ? "single rows final"
+                                                     : "every row merged")
                            .add(context.getTarget().chip)
                            .getSymbol();
   return context.getOrBuildKernel(symbol, [&](gpu::GPUModuleOp module) {

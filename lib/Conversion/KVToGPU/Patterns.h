@@ -41,6 +41,9 @@ struct MergeKernelSpec {
   /// of output row r being [indptr[r], indptr[r + 1]) of an extra i32
   /// argument: a work schedule's, instead of a partition axis.
   bool ragged = false;
+  /// Ragged only: rows of requests with a single row are final states the
+  /// producer wrote to the outputs itself; the merge leaves them alone.
+  bool singleRowsFinal = false;
   mlir::MemRefType inOutputType, inLseType, outType, lseType;
   kv::LseBase inBase = kv::LseBase::two, outBase = kv::LseBase::two;
   int64_t heads = 0, headDimV = 0;

@@ -318,16 +318,6 @@ std::pair<Value, Value> kvTileRange(ImplicitLocOpBuilder &b,
   return {t0, ir.minS(ir.idx(s.config.getKvTile()), ir.sub(w.end, t0))};
 }
 
-/// Runs `body` if `cond`.
-void emitIf(ImplicitLocOpBuilder &b, Value cond,
-            llvm::function_ref<void(ImplicitLocOpBuilder &)> body) {
-  scf::IfOp::create(b, cond, [&](OpBuilder &nb, Location l) {
-    ImplicitLocOpBuilder ib(l, nb);
-    body(ib);
-    scf::YieldOp::create(ib);
-  });
-}
-
 /// Whether K/V tile [t0, t0 + kvTile) needs per-element masks: it crosses
 /// the partition's end, the diagonal of the tile's first row, the window
 /// of its last row, or a custom mask applies.
@@ -589,7 +579,7 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
         bool isK = role == kv::PoolRole::K;
         loader.copyTileAsync(
             jb,
-            {TileCopy{role, {}, isK ? kTiles : vTiles,
+            {TileCopy{role, isK ? kTiles : vTiles,
                       isK ? s.headDim : s.headDimV}},
             stage, t0, count, thread, threads);
       });

@@ -113,6 +113,7 @@ static llvm::json::Value configJson(Attribute config) {
                               {"threads_x", d.getThreadsX()},
                               {"threads_z", d.getThreadsZ()},
                               {"tile_tokens", d.getTileTokens()},
+                              {"stages", d.getStages()},
                               {"max_partitions", d.getMaxPartitions()}};
   if (auto p = dyn_cast<PrefillConfigAttr>(config))
     return llvm::json::Object{{"kind", "prefill"},

@@ -27,8 +27,9 @@
 // CHECK: arith.maxsi
 // CHECK: gpu.barrier
 // CHECK: memref.load %[[BT]][%block_id_x, %{{.*}}] : memref<?x?xi32>
-// CHECK: vector.load %[[K]][%{{.*}}, %block_id_y, %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x2x64x64xbf16>, vector<8xbf16>
-// CHECK: vector.load %[[V]][%{{.*}}, %block_id_y, %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x2x64x64xbf16>, vector<8xbf16>
+// K and V rows: 16-byte cp.async copies into the stage ring.
+// CHECK: nvgpu.device_async_copy %[[K]][%{{.*}}, %block_id_y, %{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x2x64x64xbf16> to memref<3x32x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %[[V]][%{{.*}}, %block_id_y, %{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x2x64x64xbf16> to memref<3x32x64xbf16, #gpu.address_space<workgroup>>
 // x-threads reduce over 8 lanes: xor 4, 2, 1.
 // CHECK: %[[O4:.*]] = arith.constant 4 : i32
 // CHECK: gpu.shuffle xor %{{.*}}, %[[O4]]

@@ -96,8 +96,8 @@ func.func @too_many_threads(%q: memref<?x64x256xbf16>, %pool: memref<?x2x1x16x25
 !s = !kv.state<?x1x256xf16, base = e>
 func.func @too_much_shared(%q: memref<?x1x256xf16>, %pool: memref<?x2x16x1x256xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x1x256xf16>, %l: memref<?x1xf32>) {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x1x256xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
-  // expected-error @below {{has no GPU kernel: 131636 bytes of shared memory, over the 48 KB the decode kernel may declare}}
-  %s = kv.decode %q, %kv {kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 32, threads_z = 1, tile_tokens = 128, max_partitions = 32>} : memref<?x1x256xf16>, !c -> !s
+  // expected-error @below {{has no GPU kernel: 393852 bytes of shared memory, over the 48 KB the decode kernel may declare}}
+  %s = kv.decode %q, %kv {kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 32, threads_z = 1, tile_tokens = 128, stages = 3, max_partitions = 32>} : memref<?x1x256xf16>, !c -> !s
   kv.store_state %s, %o, %l : !s, memref<?x1x256xf16>, memref<?x1xf32>
   return
 }

@@ -43,9 +43,10 @@
 // DIRECT: "config": {
 // DIRECT-NEXT: "kind": "decode",
 // DIRECT-NEXT: "max_partitions": 32,
+// DIRECT-NEXT: "stages": 3,
 // DIRECT-NEXT: "threads_x": 16,
 // DIRECT-NEXT: "threads_z": 2,
-// DIRECT-NEXT: "tile_tokens": 32,
+// DIRECT-NEXT: "tile_tokens": 16,
 // DIRECT-NEXT: "vector": 8
 // DIRECT: "kernels": [
 // DIRECT: "role": "direct",
@@ -67,7 +68,7 @@
 // DIRECT-NEXT: "merge_indptr": "merge_indptr",
 // DIRECT-NEXT: "min_chunk": 256,
 // DIRECT-NEXT: "split_when": "num_work > batch",
-// DIRECT-NEXT: "target_items": 132,
+// DIRECT-NEXT: "target_items": 116,
 // DIRECT-NEXT: "uniform_chunks": "num_partitions",
 // DIRECT-NEXT: "window_left": -1
 // DIRECT: "sizes": [
@@ -75,21 +76,21 @@
 // DIRECT: "name": "num_partitions",
 // DIRECT-NEXT: "value": "min(32, max(1, ceildiv(264, max(1, batch * 8))))"
 // DIRECT: "name": "max_work",
-// DIRECT-NEXT: "value": "max(batch * num_partitions, max(batch, 132))"
+// DIRECT-NEXT: "value": "max(batch * num_partitions, max(batch, 116))"
 // DIRECT: "workspace_bytes": {
 // DIRECT-NEXT: "split": "max_work * 32 * 128 * 4 + max_work * 32 * 4",
 // DIRECT-NEXT: "unsplit": 0
 // DIRECT: "ptx": "kv_kernels.ptx",
 // DIRECT: "role": "direct",
 // The shared buffers as ptxas lays them out (16-byte aligned each).
-// DIRECT: "static_shared_bytes": 21600,
+// DIRECT: "static_shared_bytes": 29808,
 // DIRECT: "when": "unsplit"
 
 // SPLIT: "grid": [
 // SPLIT-NEXT: "num_work",
 // SPLIT-NEXT: 8,
 // SPLIT-NEXT: 1
-// SPLIT: "num_params": 60,
+// SPLIT: "num_params": 76,
 // SPLIT: "name": "work_items",
 // SPLIT: "role": "schedule",
 // SPLIT: "max_work",
@@ -122,21 +123,21 @@
 // HEADER: ".visible .entry decode_affine_combined_csr_p16_h32x8_d128_f16_f16_
 // HEADER: static const char kvir_kv_kernels_plan0_name[] = "decode_affine_combined_csr_p16_h32x8_d128_f16_f16_{{[0-9a-f]+}}";
 // HEADER: static const kvir_kernel_t kvir_kv_kernels_plan0_kernels[3] = {
-// HEADER-NEXT: {"decode_affine_combined_csr_p16_h32x8_d128_f16_f16_{{[0-9a-f]+}}", "direct", KVIR_UNSPLIT, {16, 4, 2}, 21600, 0, 53}, /* grid (batch, 8, 1) */
-// HEADER-NEXT: {"decode_affine_combined_csr_p16_h32x8_d128_f16_f32_split_{{[0-9a-f]+}}", "split", KVIR_SPLIT, {16, 4, 2}, 21600, 0, 60}, /* grid (num_work, 8, 1) */
+// HEADER-NEXT: {"decode_affine_combined_csr_p16_h32x8_d128_f16_f16_{{[0-9a-f]+}}", "direct", KVIR_UNSPLIT, {16, 4, 2}, 29808, 0, 53}, /* grid (batch, 8, 1) */
+// HEADER-NEXT: {"decode_affine_combined_csr_p16_h32x8_d128_f16_f32_split_{{[0-9a-f]+}}", "split", KVIR_SPLIT, {16, 4, 2}, 29808, 0, 76}, /* grid (num_work, 8, 1) */
 // HEADER-NEXT: {"merge_rows_h32_d128_f16_base_2_{{[0-9a-f]+}}", "merge", KVIR_SPLIT, {128, 1, 1}, 512, 0, 37}, /* grid (batch, 32, 1) */
 // HEADER: static inline int64_t kvir_kv_kernels_plan0_num_partitions(int64_t batch) {
 // HEADER-NEXT: return kvir_min(32, kvir_max(1, kvir_ceildiv(264, kvir_max(1, batch * 8))));
 // HEADER: static inline int64_t kvir_kv_kernels_plan0_max_work(int64_t batch) {
 // HEADER: static inline size_t kvir_kv_kernels_plan0_workspace_bytes(int64_t batch) {
 // HEADER-NEXT: const int64_t num_partitions = kvir_min(32, kvir_max(1, kvir_ceildiv(264, kvir_max(1, batch * 8))));
-// HEADER-NEXT: const int64_t max_work = kvir_max(batch * num_partitions, kvir_max(batch, 132));
+// HEADER-NEXT: const int64_t max_work = kvir_max(batch * num_partitions, kvir_max(batch, 116));
 // HEADER-NEXT: return (size_t)(max_work * 32 * 128 * 4 + max_work * 32 * 4);
 // HEADER: extern "C"
 // HEADER: int64_t kvir_schedule_work(const int32_t *kv_lengths, int64_t batch,
 // HEADER: static inline int64_t kvir_kv_kernels_plan0_schedule(const int32_t *kv_lengths, int64_t batch,
 // HEADER-NEXT: int32_t *work_items, int64_t max_items, int32_t *merge_indptr) {
-// HEADER-NEXT: return kvir_schedule_work(kv_lengths, batch, -1, 132, 16, 256, kvir_kv_kernels_plan0_num_partitions(batch), max_items,
+// HEADER-NEXT: return kvir_schedule_work(kv_lengths, batch, -1, 116, 16, 256, kvir_kv_kernels_plan0_num_partitions(batch), max_items,
 // HEADER: static const kvir_kernel_t kvir_kv_kernels_plan1_kernels[3] = {
 // HEADER-NEXT: {"decode_affine_split_block_table_p64_h16x2_d64_bf16_f32_{{[0-9a-f]+}}", "direct", KVIR_UNSPLIT, {8, 8, 2},
 // HEADER: kvir_ceildiv(264, kvir_max(1, batch * 2))

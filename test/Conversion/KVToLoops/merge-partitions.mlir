@@ -33,7 +33,7 @@
 // CHECK-NEXT: %[[W:.*]] = math.exp %[[D]] : f32
 // CHECK: %[[OV:.*]] = memref.load %[[IO]][%[[PJ]], %[[R]], %[[H]], %{{.*}}] : memref<?x?x2x4xf16>
 // CHECK-NEXT: %[[OF:.*]] = arith.extf %[[OV]] : f16 to f32
-// CHECK-NEXT: arith.mulf %[[OF]], %[[W]] : f32
+// CHECK-NEXT: math.fma %[[OF]], %[[W]], %{{.*}} : f32
 // CHECK: %[[NS:.*]] = arith.addf %[[ACC]], %[[W]] : f32
 // CHECK-NEXT: scf.yield %[[NS]] : f32
 // CHECK: arith.divf %{{.*}}, %[[SUM]] : f32

@@ -37,7 +37,7 @@
 // CHECK-NEXT: %[[DA:.*]] = arith.subf %[[LA2E]], %[[REF]] : f32
 // CHECK-NEXT: %[[WA:.*]] = math.exp %[[DA]] : f32
 // CHECK: %[[OA:.*]] = memref.load %[[AO]][%[[R]], %[[H]], %{{.*}}] : memref<?x2x4xf32>
-// CHECK: arith.mulf %[[OA]], %[[WA]] : f32
+// CHECK: math.fma %[[OA]], %[[WA]], %{{.*}} : f32
 // CHECK: %[[SA:.*]] = arith.addf %{{.*}}, %[[WA]] : f32
 // CHECK: %[[LB2:.*]] = memref.load %[[BL]][%[[R]], %[[H]]] : memref<?x2xf32>
 // CHECK: arith.subf %{{.*}}, %[[REF]] : f32

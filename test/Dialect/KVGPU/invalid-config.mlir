@@ -3,7 +3,7 @@
 !c = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
 func.func @not_covering(%q: memref<?x32x128xf16>, %kv: !c) {
   // expected-error @below {{config with vector 8 x threads_x 8 does not cover head_dim 128 in whole vectors}}
-  %s = kv.decode %q, %kv {kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 8, threads_z = 2, tile_tokens = 32, max_partitions = 32>} : memref<?x32x128xf16>, !c -> !kv.state<?x32x128xf16, base = 2>
+  %s = kv.decode %q, %kv {kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 8, threads_z = 2, tile_tokens = 32, stages = 3, max_partitions = 32>} : memref<?x32x128xf16>, !c -> !kv.state<?x32x128xf16, base = 2>
   return
 }
 
@@ -12,14 +12,14 @@ func.func @not_covering(%q: memref<?x32x128xf16>, %kv: !c) {
 !c = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
 func.func @too_wide(%q: memref<?x32x128xf16>, %kv: !c) {
   // expected-error @below {{config vector of 16 elements exceeds a 16-byte load}}
-  %s = kv.decode %q, %kv {kvgpu.config = #kvgpu.decode<vector = 16, threads_x = 8, threads_z = 2, tile_tokens = 32, max_partitions = 32>} : memref<?x32x128xf16>, !c -> !kv.state<?x32x128xf16, base = 2>
+  %s = kv.decode %q, %kv {kvgpu.config = #kvgpu.decode<vector = 16, threads_x = 8, threads_z = 2, tile_tokens = 32, stages = 3, max_partitions = 32>} : memref<?x32x128xf16>, !c -> !kv.state<?x32x128xf16, base = 2>
   return
 }
 
 // -----
 
 // expected-error @below {{has a #kvgpu.decode config, which only kv.decode takes}}
-func.func private @wrong_op() attributes {kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 2, tile_tokens = 32, max_partitions = 32>}
+func.func private @wrong_op() attributes {kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 2, tile_tokens = 32, stages = 3, max_partitions = 32>}
 
 // -----
 
@@ -39,27 +39,32 @@ func.func private @negative_shared() attributes {kvgpu.dynamic_shared_bytes = -1
 // -----
 
 // expected-error @below {{decode config vector must be a power of two in [1, 16], got 3}}
-func.func private @bad_vector() attributes {t = #kvgpu.decode<vector = 3, threads_x = 16, threads_z = 2, tile_tokens = 32, max_partitions = 32>}
+func.func private @bad_vector() attributes {t = #kvgpu.decode<vector = 3, threads_x = 16, threads_z = 2, tile_tokens = 32, stages = 3, max_partitions = 32>}
 
 // -----
 
 // expected-error @below {{decode config threads_x must be a power of two in [1, 32] (its lanes reduce with xor-shuffles), got 64}}
-func.func private @bad_lanes() attributes {t = #kvgpu.decode<vector = 8, threads_x = 64, threads_z = 2, tile_tokens = 32, max_partitions = 32>}
+func.func private @bad_lanes() attributes {t = #kvgpu.decode<vector = 8, threads_x = 64, threads_z = 2, tile_tokens = 32, stages = 3, max_partitions = 32>}
 
 // -----
 
 // expected-error @below {{decode config threads_z must be positive, got 0}}
-func.func private @bad_z() attributes {t = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 0, tile_tokens = 32, max_partitions = 32>}
+func.func private @bad_z() attributes {t = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 0, tile_tokens = 32, stages = 3, max_partitions = 32>}
 
 // -----
 
 // expected-error @below {{decode config tile_tokens must be a positive multiple of threads_z (4), got 30}}
-func.func private @bad_tile() attributes {t = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 4, tile_tokens = 30, max_partitions = 32>}
+func.func private @bad_tile() attributes {t = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 4, tile_tokens = 30, stages = 3, max_partitions = 32>}
+
+// -----
+
+// expected-error @below {{decode config stages must be in [2, 8] (tile i + 1 loads while tile i is scored), got 1}}
+func.func private @bad_stages() attributes {t = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 4, tile_tokens = 32, stages = 1, max_partitions = 32>}
 
 // -----
 
 // expected-error @below {{decode config max_partitions must be positive, got 0}}
-func.func private @bad_partitions() attributes {t = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 4, tile_tokens = 32, max_partitions = 0>}
+func.func private @bad_partitions() attributes {t = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 4, tile_tokens = 32, stages = 3, max_partitions = 0>}
 
 // -----
 

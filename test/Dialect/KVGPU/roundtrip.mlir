@@ -5,8 +5,8 @@
 // plan.
 
 // CHECK-LABEL: func.func private @config
-// CHECK-SAME: c = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 2, tile_tokens = 32, max_partitions = 32>
-func.func private @config() attributes {c = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 2, tile_tokens = 32, max_partitions = 32>}
+// CHECK-SAME: c = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 2, tile_tokens = 32, stages = 3, max_partitions = 32>
+func.func private @config() attributes {c = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 2, tile_tokens = 32, stages = 3, max_partitions = 32>}
 
 // CHECK-LABEL: func.func private @prefill_config
 // CHECK-SAME: c = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>

@@ -3,13 +3,14 @@
 
 // FlashInfer's shape: 16-byte vectors of f16 (8 elements), 128 / 8 = 16 lanes
 // along the head dim, 4 query heads per KV head, so 2 tokens in flight make
-// 128 threads; 32-token tiles. The decomposition does not depend on the
-// chip (its SM count enters the launch plan's split-KV rule).
+// 128 threads; 16-token tiles (8 KB of K and V), three of them in the
+// stage ring: two in flight cover an H100 or A100 SM's share of bandwidth x
+// latency (about 15 and 11 KB) even with one block per SM.
 !c = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
 // CHECK-LABEL: func @gqa4
-// CHECK: kv.decode {{.*}}kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 2, tile_tokens = 32, max_partitions = 32>
+// CHECK: kv.decode {{.*}}kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 2, tile_tokens = 16, stages = 3, max_partitions = 32>
 // A100-LABEL: func @gqa4
-// A100: kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 2, tile_tokens = 32, max_partitions = 32>
+// A100: kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 2, tile_tokens = 16, stages = 3, max_partitions = 32>
 func.func @gqa4(%q: memref<?x32x128xf16>, %pool: memref<?x2x16x8x128xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x32x128xf16, base = 2> {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x8x128xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
   %s = kv.decode %q, %kv : memref<?x32x128xf16>, !c -> !kv.state<?x32x128xf16, base = 2>
@@ -19,10 +20,11 @@ func.func @gqa4(%q: memref<?x32x128xf16>, %pool: memref<?x2x16x8x128xf16>, %a: m
 // -----
 
 // head_dim 256: 32 lanes, group 8 makes 256 threads with one token in
-// flight; a 256-wide f16 row is 512 bytes, so 32-token tiles are 16 KB.
+// flight; a 256-wide bf16 row is 512 bytes, so three stages of K and V
+// fit the 32 KB ring with 8-token tiles.
 !c = !kv.paged<page_size = 64, kv_heads = 2, head_dim = 256, head_dim_v = 256, dtype = bf16, layout = hnd, storage = split, table = block_table>
 // CHECK-LABEL: func @wide_group8
-// CHECK: kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 32, threads_z = 1, tile_tokens = 32
+// CHECK: kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 32, threads_z = 1, tile_tokens = 8, stages = 3
 func.func @wide_group8(%q: memref<?x16x256xbf16>, %k: memref<?x2x64x256xbf16>, %v: memref<?x2x64x256xbf16>, %t: memref<?x?xi32>, %l: memref<?xi32>) -> !kv.state<?x16x256xf32, base = e> {
   %kv = kv.paged_view pools(%k, %v : memref<?x2x64x256xbf16>, memref<?x2x64x256xbf16>) tables(%t, %l : memref<?x?xi32>, memref<?xi32>) : !c
   %s = kv.decode %q, %kv : memref<?x16x256xbf16>, !c -> !kv.state<?x16x256xf32, base = e>
@@ -35,7 +37,7 @@ func.func @wide_group8(%q: memref<?x16x256xbf16>, %k: memref<?x2x64x256xbf16>, %
 // force threads_z to a multiple of 2 for 16 x 1 lanes: 16 * 1 * 8 = 128.
 !c = !kv.paged<page_size = 5, kv_heads = 4, head_dim = 80, head_dim_v = 80, dtype = f16, layout = nhd, storage = split, table = csr>
 // CHECK-LABEL: func @odd_head_dim
-// CHECK: kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 8, tile_tokens = 32
+// CHECK: kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 8, tile_tokens = 16, stages = 3
 func.func @odd_head_dim(%q: memref<?x4x80xf16>, %k: memref<?x5x4x80xf16>, %v: memref<?x5x4x80xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x4x80xf16, base = 2> {
   %kv = kv.paged_view pools(%k, %v : memref<?x5x4x80xf16>, memref<?x5x4x80xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
   %s = kv.decode %q, %kv : memref<?x4x80xf16>, !c -> !kv.state<?x4x80xf16, base = 2>
@@ -45,10 +47,11 @@ func.func @odd_head_dim(%q: memref<?x4x80xf16>, %k: memref<?x5x4x80xf16>, %v: me
 // -----
 
 // The vLLM V layout [p, h, d, slot] has no two consecutive dims adjacent:
-// one element per lane, and head_dim 32 keeps the lanes within a warp.
+// one element per lane, and head_dim 32 keeps the lanes within a warp;
+// 4 KB stages, four of them in flight for Little's law.
 !c = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 32, head_dim_v = 32, dtype = f16, layout = vllm, storage = split, table = block_table>
 // CHECK-LABEL: func @vllm_scalar
-// CHECK: kvgpu.config = #kvgpu.decode<vector = 1, threads_x = 32
+// CHECK: kvgpu.config = #kvgpu.decode<vector = 1, threads_x = 32, threads_z = 4, tile_tokens = 32, stages = 5
 func.func @vllm_scalar(%q: memref<?x1x32xf16>, %k: memref<?x1x4x16x8xf16>, %v: memref<?x1x32x16xf16>, %t: memref<?x?xi32>, %l: memref<?xi32>) -> !kv.state<?x1x32xf16, base = e> {
   %kv = kv.paged_view pools(%k, %v : memref<?x1x4x16x8xf16>, memref<?x1x32x16xf16>) tables(%t, %l : memref<?x?xi32>, memref<?xi32>) : !c
   %s = kv.decode %q, %kv : memref<?x1x32xf16>, !c -> !kv.state<?x1x32xf16, base = e>
@@ -80,10 +83,10 @@ func.func @no_config(%q: memref<?x1x512xf16>, %pool: memref<?x2x16x1x512xf16>, %
 // An existing configuration is kept.
 !c = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
 // CHECK-LABEL: func @kept
-// CHECK: kvgpu.config = #kvgpu.decode<vector = 4, threads_x = 32, threads_z = 1, tile_tokens = 16, max_partitions = 8>
+// CHECK: kvgpu.config = #kvgpu.decode<vector = 4, threads_x = 32, threads_z = 1, tile_tokens = 16, stages = 3, max_partitions = 8>
 func.func @kept(%q: memref<?x32x128xf16>, %pool: memref<?x2x16x8x128xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x32x128xf16, base = 2> {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x8x128xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
-  %s = kv.decode %q, %kv {kvgpu.config = #kvgpu.decode<vector = 4, threads_x = 32, threads_z = 1, tile_tokens = 16, max_partitions = 8>} : memref<?x32x128xf16>, !c -> !kv.state<?x32x128xf16, base = 2>
+  %s = kv.decode %q, %kv {kvgpu.config = #kvgpu.decode<vector = 4, threads_x = 32, threads_z = 1, tile_tokens = 16, stages = 3, max_partitions = 8>} : memref<?x32x128xf16>, !c -> !kv.state<?x32x128xf16, base = 2>
   return %s : !kv.state<?x32x128xf16, base = 2>
 }
 

@@ -591,6 +591,16 @@ std::string kvir::test::ropeAttrText(const ref::Rope &rope) {
   return buf;
 }
 
+std::string kvir::test::withConfig(std::string attrs,
+                                  const std::string &config) {
+  if (config.empty())
+    return attrs;
+  std::string entry = "kvgpu.config = " + config;
+  if (attrs.empty())
+    return "{" + entry + "}";
+  return attrs.substr(0, attrs.size() - 1) + ", " + entry + "}";
+}
+
 std::string kvir::test::attentionAttrs(const ref::AttentionParams &params,
                                        bool withCausal) {
   std::vector<std::string> attrs;

@@ -123,6 +123,9 @@ std::string emitPagedView(KernelSource &src, const PagedCache &cache,
 /// The attribute dictionary of an attention op (`{...}` or empty).
 std::string attentionAttrs(const ref::AttentionParams &params,
                            bool withCausal = true);
+/// `attrs` (an attribute dictionary or "") with `kvgpu.config = config`
+/// added; `config` "" leaves them as they are.
+std::string withConfig(std::string attrs, const std::string &config);
 /// The params as the kernel sees them: sm_scale and the soft cap are f32
 /// attributes, so the reference uses their f32 roundings.
 ref::AttentionParams asKernelSees(ref::AttentionParams params);

@@ -243,8 +243,8 @@ void buildPagedCopy(gpu::GPUFuncOp stub) {
           Value count = j.minS(j.idx(tile), j.sub(table.kvLen, tile0));
           loader.stagePageIds(ib, tile0, count, thread, threads);
           gpu::BarrierOp::create(ib);
-          loader.copyTile(ib, {TileCopy{kv::PoolRole::K, shared, {}, d}}, tile0,
-                          count, thread, threads,
+          loader.copyTile(ib, {TileCopy{kv::PoolRole::K, sharedTile, d}},
+                          Value(), tile0, count, thread, threads,
                           128 / elt.getIntOrFloatBitWidth());
           gpu::BarrierOp::create(ib);
           writeBack(ib, Value(), tile0, count);
@@ -268,7 +268,7 @@ void buildPagedCopy(gpu::GPUFuncOp stub) {
       // The page-id buffer is single-buffered: stage, sync, copy, sync.
       loader.stagePageIds(jb, tile0, count, thread, threads);
       gpu::BarrierOp::create(jb);
-      loader.copyTileAsync(jb, {TileCopy{kv::PoolRole::K, {}, sharedTile, d}},
+      loader.copyTileAsync(jb, {TileCopy{kv::PoolRole::K, sharedTile, d}},
                            k.remU(t, k.idx(stages)), tile0, count, thread,
                            threads);
       gpu::BarrierOp::create(jb);

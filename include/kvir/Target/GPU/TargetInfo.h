@@ -64,6 +64,14 @@ struct TargetInfo {
   /// 256, shared memory in units of 128 bytes plus the per-block reserve).
   int64_t residentBlocks(int64_t threads, int64_t registers,
                          int64_t sharedBytes) const;
+  /// The latency of a DRAM load under load that kernels plan to hide
+  /// (about 600 ns on A100 and H100 under a streaming load).
+  static constexpr double kLoadedDramLatencySeconds = 600e-9;
+  /// Little's law: the bytes an SM must keep in flight to stream its share
+  /// of the DRAM bandwidth, share x latency.
+  double bytesInFlightPerSM() const {
+    return dramBytesPerSecond / double(smCount) * kLoadedDramLatencySeconds;
+  }
   /// Resident warps over the SM's maximum for such a kernel.
   double occupancy(int64_t threads, int64_t registers,
                    int64_t sharedBytes) const;

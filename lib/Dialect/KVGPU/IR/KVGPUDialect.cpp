@@ -30,7 +30,8 @@ void KVGPUDialect::initialize() {
 LogicalResult
 DecodeConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          int64_t vector, int64_t threadsX, int64_t threadsZ,
-                         int64_t tileTokens, int64_t maxPartitions) {
+                         int64_t tileTokens, int64_t stages,
+                         int64_t maxPartitions) {
   if (vector <= 0 || !llvm::isPowerOf2_64(vector) || vector > 16)
     return emitError() << "decode config vector must be a power of two in "
                        << "[1, 16], got " << vector;
@@ -45,6 +46,9 @@ DecodeConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "decode config tile_tokens must be a positive "
                        << "multiple of threads_z (" << threadsZ << "), got "
                        << tileTokens;
+  if (stages < 2 || stages > 8)
+    return emitError() << "decode config stages must be in [2, 8] (tile i + 1 "
+                       << "loads while tile i is scored), got " << stages;
   if (maxPartitions <= 0)
     return emitError() << "decode config max_partitions must be positive, got "
                        << maxPartitions;

@@ -1,6 +1,7 @@
 //===- ConfigSelection.cpp - Per-op, per-chip GPU configurations ----------===//
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
 
+#include <cmath>
 #include <algorithm>
 #include <numeric>
 
@@ -20,7 +21,7 @@ static int64_t nextPowerOf2(int64_t v) {
 }
 
 FailureOr<DecodeConfigAttr>
-kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &,
+kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
                           std::string &whyNot) {
   auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
   if (!view) {
@@ -40,13 +41,26 @@ kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &,
   int64_t threadsZ = std::clamp<int64_t>(128 / (threadsX * group), 1, 8);
   int64_t step = 32 / std::gcd<int64_t>(threadsX * group, 32);
   threadsZ = (threadsZ + step - 1) / step * step;
-  // A tile holds up to 32 tokens and at most 16 KB per K or V tile.
+  // The stage ring takes at most 32 KB (room for several blocks per SM
+  // under the 48 KB a kernel may declare): tiles of up to 32 tokens, small
+  // enough for three stages.
   int64_t rowBytes =
       threadsX * vec * kv.getDtype().getIntOrFloatBitWidth() / 8;
-  int64_t tile = std::min<int64_t>(32, (16 * 1024) / rowBytes);
+  const int64_t ringBytes = 32 * 1024, minStages = 3;
+  int64_t tile = 32;
+  while (tile > 1 && minStages * 2 * tile * rowBytes > ringBytes)
+    tile /= 2;
   tile = (std::max(tile, threadsZ) + threadsZ - 1) / threadsZ * threadsZ;
+  // Little's law for one block per SM (small batches): the stage-1 tiles
+  // in flight carry the SM's share of bandwidth x latency.
+  int64_t stageBytes = 2 * tile * rowBytes;
+  int64_t need = int64_t(std::ceil(target.bytesInFlightPerSM()));
+  int64_t stages = std::clamp<int64_t>((need + stageBytes - 1) / stageBytes + 1,
+                                       minStages,
+                                       std::max(minStages, ringBytes / stageBytes));
+  stages = std::min<int64_t>(stages, 8);
   FailureOr<DecodeConfigAttr> config = getCheckedQuietly<DecodeConfigAttr>(
-      whyNot, op.getContext(), vec, threadsX, threadsZ, tile,
+      whyNot, op.getContext(), vec, threadsX, threadsZ, tile, stages,
       /*max_partitions=*/int64_t(32));
   if (failed(config))
     whyNot = "no decode configuration fits head_dim " +

@@ -15,25 +15,27 @@ static int fails;
   } while (0)
 
 int main(void) {
-  /* Plan 0: 8 KV heads, 32 q heads, head_dim 128; 132 SMs holding 8
-     decode blocks each: a work list of at most max(batch * P, batch,
-     132) items per KV head. */
+  /* Plan 0: 8 KV heads, 32 q heads, head_dim 128; 132 SMs holding 7
+     decode blocks each (29.8 KB of shared memory per block): a work list
+     of at most max(batch * P, batch, ceil(132 * 7 / 8) = 116) items per
+     KV head. */
   EXPECT(kvir_kv_kernels_plan0_num_partitions(1) == 32); /* ceil(264/8) = 33 */
   EXPECT(kvir_kv_kernels_plan0_num_partitions(4) == 9);  /* ceil(264/32) */
   EXPECT(kvir_kv_kernels_plan0_num_partitions(33) == 1); /* 264 blocks */
   EXPECT(kvir_kv_kernels_plan0_num_partitions(32) == 2);
-  EXPECT(kvir_kv_kernels_plan0_max_work(4) == 132);
+  EXPECT(kvir_kv_kernels_plan0_max_work(4) == 116);
   EXPECT(kvir_kv_kernels_plan0_max_work(200) == 200);
-  EXPECT(kvir_kv_kernels_plan0_max_work(1) == 132);
+  EXPECT(kvir_kv_kernels_plan0_max_work(1) == 116);
   EXPECT(kvir_kv_kernels_plan0_workspace_bytes(4) ==
-         (size_t)132 * 32 * (128 + 1) * 4);
+         (size_t)116 * 32 * (128 + 1) * 4);
   EXPECT(kvir_kv_kernels_plan0_workspace_bytes(200) ==
          (size_t)200 * 32 * (128 + 1) * 4);
-  /* Plan 1: 2 KV heads, 16 q heads, head_dim 64: 528 items per KV head. */
+  /* Plan 1: 2 KV heads, 16 q heads, head_dim 64: 7 resident blocks per
+     SM, ceil(132 * 7 / 2) = 462 items per KV head. */
   EXPECT(kvir_kv_kernels_plan1_num_partitions(3) == 32); /* ceil(264/6) = 44 */
-  EXPECT(kvir_kv_kernels_plan1_max_work(3) == 528);
+  EXPECT(kvir_kv_kernels_plan1_max_work(3) == 462);
   EXPECT(kvir_kv_kernels_plan1_workspace_bytes(3) ==
-         (size_t)528 * 16 * (64 + 1) * 4);
+         (size_t)462 * 16 * (64 + 1) * 4);
   {
     /* One request of 1000 keys among three short ones: chunks of 256 (the
        smallest allowed for group 4) cut it into 4; the others stay whole. */

@@ -23,18 +23,20 @@ def KVGPU_DecodeConfigAttr : KVGPU_Attr<"DecodeConfig", "decode"> {
     (`threads_x` along the head dim, each owning `vector` contiguous
     elements, i.e. one 16-byte load; the query heads of the GQA group;
     `threads_z` tokens in flight). K/V tiles of `tile_tokens` tokens are
-    staged in shared memory once for the whole group. Split-KV launches at
-    most `max_partitions` partitions per (request, KV head); how many is the
-    launch plan's rule for the target chip.
+    staged in shared memory once for the whole group, through a
+    `stages`-deep ring: while tile i is scored, tiles i + 1 ... i + stages - 1
+    are in flight (cp.async when rows are 16-byte vectors). Split-KV
+    launches at most `max_partitions` partitions per (request, KV head);
+    how many is the launch plan's rule for the target chip.
 
     ```mlir
     #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 2,
-                  tile_tokens = 32, max_partitions = 32>
+                  tile_tokens = 16, stages = 3, max_partitions = 32>
     ```
   }];
   let parameters = (ins "int64_t":$vector, "int64_t":$threads_x,
                         "int64_t":$threads_z, "int64_t":$tile_tokens,
-                        "int64_t":$max_partitions);
+                        "int64_t":$stages, "int64_t":$max_partitions);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
