@@ -13,9 +13,9 @@
 //     launch order to the least-loaded SM (a GPU's block dispatcher), summed
 //     over the call's launches; reported against the floor (ideal bytes /
 //     3.35 TB/s);
-//   * bytes in flight per SM by construction: the K/V tile a block stages
-//     at once times the blocks an SM runs at once, against Little's law
-//     (600 ns x 3.35 TB/s / 132 = 15.2 KB);
+//   * bytes in flight per SM by construction: the stages - 1 K/V tiles a
+//     block keeps in flight times the blocks an SM runs at once, against
+//     Little's law (600 ns x 3.35 TB/s / 132 = 15.2 KB);
 //   * the same estimate for FlashInfer's plan() on the same batch, as an
 //     anchor: its chunks (smallest page count per chunk with at most
 //     132 x 8 / Hkv items per KV head, at least 128 / page pages) as blocks
@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 #include "BenchSupport.h"
 #include "GpuHarness.h"
+#include "kvir/Target/GPU/TargetInfo.h"
 
 #include "Harness/Harness.h"
 
@@ -234,11 +235,32 @@ int main(int argc, char **argv) {
     double rel = maxRelativeError(out, expected);
     allOk &= rel <= outputTolerance(DType::F16);
     double floor = ideal / kRoof;
-    // A block stages one K and one V tile of 32 tokens at a time; an SM runs
-    // min(8, blocks / SMs) of them at once (8: registers and shared memory
-    // of these kernels on sm_90a).
-    double tileBytes = 2.0 * 32 * kHeadDim * 2;
-    double perSm = std::min<double>(8, std::ceil(double(decodeBlocks) / kSms));
+    // A block keeps stages - 1 K/V tiles in flight (its ring, from the
+    // plan's configuration); an SM runs min(resident, blocks / SMs) blocks
+    // at once, resident from TargetInfo at the 72 registers ptxas gives
+    // these kernels on sm_90a (bench/RESULTS.md decode table).
+    double perSm = 0, tileBytes = 0;
+    for (kvir::kvgpu::LaunchPlanAttr plan :
+         result.kernel->summary().plans) {
+      auto config =
+          llvm::dyn_cast_or_null<kvir::kvgpu::DecodeConfigAttr>(plan.getConfig());
+      if (!config)
+        continue;
+      tileBytes = 2.0 * config.getTileTokens() * config.getThreadsX() *
+                  config.getVector() * 2 * (config.getStages() - 1);
+      for (kvir::kvgpu::KernelLaunchAttr k : plan.getKernels()) {
+        if (k.getRole() != "split")
+          continue;
+        int64_t threads = 1;
+        for (int64_t d : k.getBlock())
+          threads *= d;
+        int64_t resident =
+            kvir::target::TargetInfo::lookup("sm_90a")->residentBlocks(
+                threads, 72, k.getStaticSharedBytes());
+        perSm = std::min<double>(
+            resident, std::ceil(double(decodeBlocks) / kSms));
+      }
+    }
     std::printf("| %s | kvir | %lld | %.3f | %.2f | %.2f | %.0f KB | %.1e%s |\n",
                 shape.name.c_str(), (long long)blocks, bytes / ideal,
                 largest / mean, seconds / floor, perSm * tileBytes / 1024, rel,

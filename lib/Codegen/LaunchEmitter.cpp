@@ -122,7 +122,6 @@ struct PlanEmitter {
   /// offsets and defines the item count. Returns the buffers to free.
   FailureOr<SmallVector<Value>> emitSchedule(ImplicitLocOpBuilder &b,
                                              kvgpu::WorkScheduleAttr s) {
-    IRBuilder ir{b};
     Value lengths = lookup(s.getLengths());
     if (!lengths)
       return emitError(b.getLoc()) << "launch plan '" << plan.getName()
@@ -158,6 +157,12 @@ struct PlanEmitter {
       return arith::ConstantOp::create(b, b.getI64IntegerAttr(v));
     };
     Value maxItems = memref::DimOp::create(b, items, 0);
+    if (!s.getMaxBatch().empty())
+      cf::AssertOp::create(
+          b,
+          arith::CmpIOp::create(b, arith::CmpIPredicate::sle,
+                                lookup(s.getBatch()), lookup(s.getMaxBatch())),
+          "the batch exceeds the fixed grid's max_batch");
     Value count =
         func::CallOp::create(
             b, callee, TypeRange{i64},
@@ -171,6 +176,25 @@ struct PlanEmitter {
         b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, count, i64Const(0)),
         "kvir_schedule_work failed (a negative kv_len or a work list too small)");
     values[s.getCount()] = arith::IndexCastOp::create(b, b.getIndexType(), count);
+    if (!s.getMaxBatch().empty()) {
+      // A fixed grid: the merge rows of requests past the batch are empty.
+      constexpr StringLiteral pad = "kvir_schedule_pad_batch";
+      if (!module.lookupSymbol<func::FuncOp>(pad)) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(module.getBody());
+        func::FuncOp::create(b, pad, FunctionType::get(ctx, {i64, i64, ptr}, {i64}))
+            .setPrivate();
+      }
+      Value padded =
+          func::CallOp::create(b, pad, TypeRange{i64},
+                               ValueRange{i64Of(lookup(s.getBatch())),
+                                          i64Of(lookup(s.getMaxBatch())),
+                                          pointer(indptr)})
+              .getResult(0);
+      cf::AssertOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, padded, i64Const(0)),
+          "kvir_schedule_pad_batch failed");
+    }
     return SmallVector<Value>{items, indptr};
   }
 

@@ -365,6 +365,7 @@ Emulator::getRuntimeSymbols(llvm::orc::MangleAndInterner interner) {
   add(map, interner, "aligned_alloc", &kvemu_aligned_alloc);
   // The host side of launch plans with a work schedule.
   add(map, interner, "kvir_schedule_work", &kvir_schedule_work);
+  add(map, interner, "kvir_schedule_pad_batch", &kvir_schedule_pad_batch);
   add(map, interner, "calloc", &kvemu_calloc);
   add(map, interner, "free", &kvemu_free);
   // The same allocators under the names lowerHostForEmulator renames to.

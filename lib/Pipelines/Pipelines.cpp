@@ -38,6 +38,7 @@ void kvir::buildKVToGPUPipeline(OpPassManager &pm,
   ConvertKVToGPUOptions gpu;
   gpu.chip = options.chip;
   gpu.allowHostLoops = options.allowHostLoops;
+  gpu.graphMaxBatch = options.graphMaxBatch;
   pm.addPass(createConvertKVToGPU(gpu));
   // Views and state plumbing (and, with allowHostLoops, the ops without a
   // kernel) become host code.
@@ -99,6 +100,11 @@ struct ChipOptions : PassPipelineOptions<ChipOptions> {
                            llvm::cl::desc("Target chip: sm_80, sm_86, sm_89, "
                                           "sm_90 or sm_90a"),
                            llvm::cl::init("sm_90a")};
+  Option<int64_t> graphMaxBatch{
+      *this, "graph-max-batch",
+      llvm::cl::desc("Fixed grids for batches of at most this many requests "
+                     "(CUDA-graph capture; 0: grids sized per call)"),
+      llvm::cl::init(0)};
 };
 } // namespace
 
@@ -122,7 +128,14 @@ static void registerChipPipeline(
           return errorHandler("unknown chip '" + options.chip +
                               "', expected " +
                               kvir::target::TargetInfo::supportedChips());
-        builder(pm, kvir::KVToGPUPipelineOptions{options.chip});
+        if (options.graphMaxBatch < 0)
+          return errorHandler("graph-max-batch must be >= 0 (0: grids sized "
+                              "per call), got " +
+                              std::to_string(options.graphMaxBatch));
+        kvir::KVToGPUPipelineOptions pipeline;
+        pipeline.chip = options.chip;
+        pipeline.graphMaxBatch = options.graphMaxBatch;
+        builder(pm, pipeline);
         return success();
       },
       [](function_ref<void(const detail::PassOptions &)> optHandler) {

@@ -30,6 +30,15 @@ extern "C" int64_t kvir_schedule_max_items(int64_t batch, int64_t target_items,
                   std::max(batch, target_items));
 }
 
+extern "C" int64_t kvir_schedule_pad_batch(int64_t batch, int64_t max_batch,
+                                           int32_t *merge_indptr) {
+  if (batch < 0 || batch > max_batch)
+    return KVIR_SCHEDULE_BAD_ARGUMENT;
+  for (int64_t r = batch + 1; r <= max_batch; ++r)
+    merge_indptr[r] = merge_indptr[batch];
+  return 0;
+}
+
 extern "C" int64_t kvir_schedule_work(const int32_t *kv_lengths, int64_t batch,
                                       int64_t window_left, int64_t target_items,
                                       int64_t granule, int64_t min_chunk,

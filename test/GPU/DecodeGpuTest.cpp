@@ -55,6 +55,8 @@ struct GpuDecodeCase {
   uint64_t seed = 1;
   /// A #kvgpu.decode to use instead of kv-tile's choice, or "".
   std::string config;
+  /// Lower with fixed grids for this many requests (CUDA graphs), or 0.
+  int64_t graphMaxBatch = 0;
 };
 
 std::ostream &operator<<(std::ostream &os, const GpuDecodeCase &c) {
@@ -104,7 +106,8 @@ void runGpuDecodeCase(const GpuDecodeCase &c) {
         ref::decode(q, ref::PagedSource(cache), asKernelSees(c.params));
     RunResult result;
     auto start = std::chrono::steady_clock::now();
-    ASSERT_TRUE(runGpu(src, {out.o, out.lse}, c.chip, {"kv.decode"}, result));
+    ASSERT_TRUE(runGpu(src, {out.o, out.lse}, c.chip, {"kv.decode"}, result,
+                       c.graphMaxBatch));
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
@@ -116,7 +119,16 @@ void runGpuDecodeCase(const GpuDecodeCase &c) {
     ASSERT_TRUE(items.has_value()) << "no kv.decode work schedule";
     bool split = *items > batch;
     std::vector<std::string> names = result.kernelNames();
-    if (!split) {
+    if (c.graphMaxBatch) {
+      // Fixed grids: the split kernel over the plan's max_work blocks
+      // (those past the schedule's items do nothing) and the merge over
+      // max_batch blocks, whatever the batch and the schedule.
+      ASSERT_EQ(names.size(), 2u) << result.describeLaunches();
+      EXPECT_TRUE(isSplitKernel(names[0])) << names[0];
+      EXPECT_GE(result.launches[0].grid.x, uint32_t(*items));
+      EXPECT_EQ(names[1].rfind("merge_rows", 0), 0u) << names[1];
+      EXPECT_EQ(result.launches[1].grid.x, uint32_t(c.graphMaxBatch));
+    } else if (!split) {
       ASSERT_EQ(names.size(), 1u) << result.describeLaunches();
       EXPECT_EQ(names[0].rfind("decode_", 0), 0u) << names[0];
       EXPECT_FALSE(isSplitKernel(names[0])) << names[0];
@@ -407,6 +419,19 @@ std::vector<GpuDecodeCase> decodeCases() {
     c.config = "#kvgpu.decode<vector = 4, threads_x = 32, threads_z = 1, "
                "tile_tokens = 16, stages = 3, max_partitions = 32>";
     c.runs = {BatchRun{0, 0, {400, 0, 1, 37}}};
+    cases.push_back(c);
+  }
+  // CUDA-graph mode: grids fixed for 16 requests, run with smaller
+  // batches (one long request cut into chunks, or none cut) and a full one.
+  {
+    GpuDecodeCase c = makeCase("GraphFixedGridNhdCombinedCsrP16D128G4F16",
+                               makeSpec(16, 2, 128, DType::F16, Layout::NHD,
+                                        Storage::Combined, Table::CSR),
+                               8, DType::F16, "sm_90a", 1028);
+    c.graphMaxBatch = 16;
+    c.runs = {BatchRun{0, 0, {700, 0, 1, 40, 3}, true},
+              BatchRun{0, 0, {20, 1, 0}, false},
+              BatchRun{16, 90, {}}};
     cases.push_back(c);
   }
   {

@@ -53,7 +53,8 @@ GpuKernel::~GpuKernel() = default;
 llvm::Expected<std::unique_ptr<GpuKernel>>
 GpuKernel::compile(const std::string &source, const std::string &funcName,
                    const std::string &chip,
-                   const std::vector<std::string> &mustLower) {
+                   const std::vector<std::string> &mustLower,
+                   int64_t graphMaxBatch) {
   mlir::MLIRContext &ctx = context();
   std::string diagnostics;
   llvm::raw_string_ostream diagStream(diagnostics);
@@ -80,7 +81,10 @@ GpuKernel::compile(const std::string &source, const std::string &funcName,
     // kv-to-nvvm's kv-level lowering, without host loops: an op that gets
     // no kernel fails the compile with the pass's diagnostic.
     mlir::PassManager pm(&ctx);
-    kvir::buildKVToGPUPipeline(pm, kvir::KVToGPUPipelineOptions{chip});
+    kvir::KVToGPUPipelineOptions options;
+    options.chip = chip;
+    options.graphMaxBatch = graphMaxBatch;
+    kvir::buildKVToGPUPipeline(pm, options);
     if (mlir::failed(pm.run(*module)))
       return fail("kvir's GPU lowering failed");
   }
@@ -164,7 +168,7 @@ llvm::Error GpuKernel::call(llvm::ArrayRef<KernelArg> args) const {
 }
 
 namespace {
-using CacheKey = std::tuple<std::string, std::string>;
+using CacheKey = std::tuple<std::string, std::string, int64_t>;
 std::map<CacheKey, std::unique_ptr<GpuKernel>> &kernelCache() {
   static std::map<CacheKey, std::unique_ptr<GpuKernel>> cache;
   return cache;
@@ -185,13 +189,15 @@ void kvir::test::gpu::clearGpuKernelCache() { kernelCache().clear(); }
 
 llvm::Expected<const GpuKernel *> kvir::test::gpu::getGpuKernel(
     const std::string &source, const std::string &funcName,
-    const std::string &chip, const std::vector<std::string> &mustLower) {
+    const std::string &chip, const std::vector<std::string> &mustLower,
+    int64_t graphMaxBatch) {
   auto &cache = kernelCache();
-  CacheKey key{source, chip};
+  CacheKey key{source, chip, graphMaxBatch};
   auto it = cache.find(key);
   if (it != cache.end())
     return it->second.get();
-  auto kernel = GpuKernel::compile(source, funcName, chip, mustLower);
+  auto kernel =
+      GpuKernel::compile(source, funcName, chip, mustLower, graphMaxBatch);
   if (!kernel)
     return kernel.takeError();
   const GpuKernel *result = kernel->get();
@@ -216,11 +222,12 @@ std::string RunResult::describeLaunches() const {
 ::testing::AssertionResult kvir::test::gpu::runGpu(
     const KernelSource &src, const std::vector<Tensor> &outputs,
     const std::string &chip, const std::vector<std::string> &mustLower,
-    RunResult &result) {
+    RunResult &result, int64_t graphMaxBatch) {
   for (Tensor t : outputs)
     t.poison();
   std::string text = src.text();
-  auto kernel = getGpuKernel(text, src.getName(), chip, mustLower);
+  auto kernel =
+      getGpuKernel(text, src.getName(), chip, mustLower, graphMaxBatch);
   if (!kernel)
     return ::testing::AssertionFailure() << llvm::toString(kernel.takeError());
   kvir::emu::Emulator &emu = kvir::emu::Emulator::get();

@@ -50,7 +50,8 @@ public:
   /// is left or no kernel is launched.
   static llvm::Expected<std::unique_ptr<GpuKernel>>
   compile(const std::string &source, const std::string &funcName,
-          const std::string &chip, const std::vector<std::string> &mustLower);
+          const std::string &chip, const std::vector<std::string> &mustLower,
+          int64_t graphMaxBatch = 0);
 
   /// Calls the function. The tensors of `args` are registered with the
   /// emulator as live allocations for the call.
@@ -68,7 +69,8 @@ private:
 /// The compiled kernel for (source, chip), compiled once per process.
 llvm::Expected<const GpuKernel *>
 getGpuKernel(const std::string &source, const std::string &funcName,
-             const std::string &chip, const std::vector<std::string> &mustLower);
+             const std::string &chip, const std::vector<std::string> &mustLower,
+             int64_t graphMaxBatch = 0);
 
 /// Destroys every cached kernel (done by a gtest environment at the end of
 /// a test run; programs without gtest's main call it before exiting).
@@ -97,11 +99,12 @@ struct RunResult {
 /// Poisons `outputs` (NaN), compiles (or reuses) the GPU lowering of `src`
 /// for `chip` and calls it; `result` receives the emulator's launches and
 /// reports of this call. Fails on compile or call errors only: the caller
-/// checks the reports (expectNoReports).
+/// checks the reports (expectNoReports). `graphMaxBatch` > 0 lowers with
+/// fixed grids for that batch (convert-kv-to-gpu's graph-max-batch).
 ::testing::AssertionResult
 runGpu(const KernelSource &src, const std::vector<Tensor> &outputs,
        const std::string &chip, const std::vector<std::string> &mustLower,
-       RunResult &result);
+       RunResult &result, int64_t graphMaxBatch = 0);
 
 /// Succeeds if the emulator reported nothing (no out-of-bounds access, race,
 /// barrier divergence or other failed check).

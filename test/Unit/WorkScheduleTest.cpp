@@ -208,4 +208,21 @@ TEST(WorkSchedule, EmptyBatch) {
   EXPECT_EQ(s.indptr[0], 0);
 }
 
+TEST(WorkSchedule, PadsMergeRowsForAFixedGrid) {
+  // Three requests scheduled into a merge_indptr sized for six: entries
+  // past the batch repeat the item count (requests with no rows), entries
+  // of the batch stay as they were.
+  std::vector<int32_t> indptr{0, 1, 5, 6, -7, -7, -7};
+  EXPECT_EQ(kvir_schedule_pad_batch(3, 6, indptr.data()), 0);
+  EXPECT_EQ(indptr, (std::vector<int32_t>{0, 1, 5, 6, 6, 6, 6}));
+  // A full batch touches nothing; a batch past the grid is an error.
+  std::vector<int32_t> full{0, 2, 3};
+  EXPECT_EQ(kvir_schedule_pad_batch(2, 2, full.data()), 0);
+  EXPECT_EQ(full, (std::vector<int32_t>{0, 2, 3}));
+  EXPECT_EQ(kvir_schedule_pad_batch(3, 2, full.data()),
+            KVIR_SCHEDULE_BAD_ARGUMENT);
+  EXPECT_EQ(kvir_schedule_pad_batch(-1, 2, full.data()),
+            KVIR_SCHEDULE_BAD_ARGUMENT);
+}
+
 } // namespace

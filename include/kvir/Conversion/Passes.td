@@ -55,7 +55,10 @@ def ConvertKVToGPU : Pass<"convert-kv-to-gpu", "::mlir::ModuleOp"> {
            "Target chip (sm_80, sm_86, sm_89, sm_90, sm_90a): its TargetInfo "
            "sizes the split-KV rule">,
     Option<"allowHostLoops", "allow-host-loops", "bool", /*default=*/"false",
-           "Leave kv ops without a kernel to kv-to-loops instead of failing">
+           "Leave kv ops without a kernel to kv-to-loops instead of failing">,
+    Option<"graphMaxBatch", "graph-max-batch", "int64_t", /*default=*/"0",
+           "Fixed grids for batches of at most this many requests, for "
+           "CUDA-graph capture (0: grids sized per call)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",

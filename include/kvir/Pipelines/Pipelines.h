@@ -26,6 +26,9 @@ struct KVToGPUPipelineOptions {
   /// Leave kv ops without a kernel to host loops (kvir-runner: device memory
   /// is host memory) instead of failing.
   bool allowHostLoops = false;
+  /// Fixed grids for at most this many requests (CUDA-graph capture); 0:
+  /// grids sized per call.
+  int64_t graphMaxBatch = 0;
 };
 
 /// The kv-level GPU lowering: kv ops become gpu.module kernels, launch plans

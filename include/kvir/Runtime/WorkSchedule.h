@@ -56,6 +56,14 @@ int64_t kvir_schedule_work(const int32_t *kv_lengths, int64_t batch,
                            int64_t uniform_chunks, int64_t max_items,
                            int32_t *items, int32_t *merge_indptr);
 
+/* For a fixed grid sized for `max_batch` requests (CUDA graphs: the
+ * launches replay with the grids they were captured with): sets
+ * merge_indptr[batch + 1 .. max_batch] to merge_indptr[batch], so that the
+ * merge blocks of requests past the batch find no rows and do nothing.
+ * merge_indptr holds max_batch + 1 entries. Returns 0, or
+ * KVIR_SCHEDULE_BAD_ARGUMENT when batch > max_batch or batch < 0. */
+int64_t kvir_schedule_pad_batch(int64_t batch, int64_t max_batch,
+                                int32_t *merge_indptr);
 /* The most items kvir_schedule_work can return for these parameters:
  * the size of `items` that never fails. */
 int64_t kvir_schedule_max_items(int64_t batch, int64_t target_items,

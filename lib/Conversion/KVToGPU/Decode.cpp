@@ -569,8 +569,13 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
         return kf;
       });
     };
+    // CUDA graphs replay launches with the grids they were captured with:
+    // a fixed grid for `fixedBatch` requests runs the split kernel and the
+    // merge always (unsplit requests are written final by the split
+    // kernel), never the direct one.
+    int64_t fixedBatch = context.getGraphMaxBatch();
     std::string directName = decodeKernelSymbol(op, spec, target);
-    gpu::GPUFuncOp direct = build(spec, directName);
+    gpu::GPUFuncOp direct = fixedBatch ? nullptr : build(spec, directName);
     DecodeKernelSpec split = spec;
     split.partitioned = true;
     const int64_t dyn = ShapedType::kDynamic;
@@ -604,26 +609,39 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     DecodeSchedule schedule = decodeSchedule(spec, target);
     // Callers without the lengths on the host cut every request into the
     // same number of chunks: enough blocks to fill the chip about twice.
-    plan.defineSize(
-        "num_partitions",
-        kvgpu::SizeExprAttr::min(
-            {plan.cst(spec.config.getMaxPartitions()),
-             kvgpu::SizeExprAttr::max(
-                 {plan.cst(1),
-                  kvgpu::SizeExprAttr::ceilDiv(
-                      plan.cst(2 * target.smCount),
-                      kvgpu::SizeExprAttr::max(
-                          {plan.cst(1),
-                           kvgpu::SizeExprAttr::mul(plan.sym("batch"),
-                                                    plan.cst(hkv))}))})}));
+    auto uniformChunks = [&](kvgpu::SizeExprAttr requests) {
+      return kvgpu::SizeExprAttr::min(
+          {plan.cst(spec.config.getMaxPartitions()),
+           kvgpu::SizeExprAttr::max(
+               {plan.cst(1),
+                kvgpu::SizeExprAttr::ceilDiv(
+                    plan.cst(2 * target.smCount),
+                    kvgpu::SizeExprAttr::max(
+                        {plan.cst(1), kvgpu::SizeExprAttr::mul(
+                                          requests, plan.cst(hkv))}))})});
+    };
     // kvir_schedule_max_items, as a size.
-    plan.defineSize(
-        "max_work",
-        kvgpu::SizeExprAttr::max(
-            {kvgpu::SizeExprAttr::mul(plan.sym("batch"),
-                                      plan.sym("num_partitions")),
-             kvgpu::SizeExprAttr::max(
-                 {plan.sym("batch"), plan.cst(schedule.targetItems)})}));
+    auto maxItems = [&](kvgpu::SizeExprAttr requests,
+                        kvgpu::SizeExprAttr chunks) {
+      return kvgpu::SizeExprAttr::max(
+          {kvgpu::SizeExprAttr::mul(requests, chunks),
+           kvgpu::SizeExprAttr::max(
+               {requests, plan.cst(schedule.targetItems)})});
+    };
+    if (fixedBatch) {
+      // Every size of the grids is a constant of the plan.
+      kvgpu::SizeExprAttr requests = plan.cst(fixedBatch);
+      kvgpu::SizeExprAttr chunks = uniformChunks(requests);
+      plan.defineSize("max_batch", requests);
+      plan.defineSize("num_partitions", chunks);
+      plan.defineSize("max_work", maxItems(requests, chunks));
+    } else {
+      plan.defineSize("num_partitions", uniformChunks(plan.sym("batch")));
+      plan.defineSize("max_work", maxItems(plan.sym("batch"),
+                                           plan.sym("num_partitions")));
+    }
+    kvgpu::SizeExprAttr gridBatch =
+        plan.sym(fixedBatch ? "max_batch" : "batch");
     plan.addBuffer("kv_lengths", ArgRole::host,
                    MemRefType::get({dyn}, b.getI32Type()), {plan.sym("batch")});
     plan.addBuffer("work_items", ArgRole::schedule,
@@ -631,11 +649,12 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
                    {plan.sym("max_work"), plan.cst(4)});
     plan.addBuffer("merge_indptr", ArgRole::schedule,
                    MemRefType::get({dyn}, b.getI32Type()),
-                   {kvgpu::SizeExprAttr::add(plan.sym("batch"), plan.cst(1))});
+                   {kvgpu::SizeExprAttr::add(gridBatch, plan.cst(1))});
     plan.setSchedule(kvgpu::WorkScheduleAttr::get(
         op.getContext(), "kv_lengths", "work_items", "merge_indptr",
         "num_work", "batch", "num_partitions", schedule.targetItems,
-        schedule.granule, schedule.minChunk, spec.windowLeft.value_or(-1)));
+        schedule.granule, schedule.minChunk, spec.windowLeft.value_or(-1),
+        fixedBatch ? "max_batch" : ""));
     plan.setConfig(spec.config);
     plan.addBuffer("partial_out", ArgRole::workspace, split.outType,
                    {plan.sym("max_work")});
@@ -646,13 +665,18 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     llvm::append_range(splitArgs, kvNames);
     directArgs.append({"out", "lse"});
     splitArgs.append({"work_items", "partial_out", "partial_lse", "out", "lse"});
-    plan.addKernel("direct", direct, kvgpu::LaunchCondition::unsplit,
-                   {plan.sym("batch"), plan.cst(hkv), plan.cst(1)}, directArgs);
-    plan.addKernel("split", splitKernel, kvgpu::LaunchCondition::split,
-                   {plan.sym("num_work"), plan.cst(hkv), plan.cst(1)},
+    if (!fixedBatch)
+      plan.addKernel("direct", direct, kvgpu::LaunchCondition::unsplit,
+                     {plan.sym("batch"), plan.cst(hkv), plan.cst(1)},
+                     directArgs);
+    auto splitWhen = fixedBatch ? kvgpu::LaunchCondition::always
+                                : kvgpu::LaunchCondition::split;
+    plan.addKernel("split", splitKernel, splitWhen,
+                   {plan.sym(fixedBatch ? "max_work" : "num_work"),
+                    plan.cst(hkv), plan.cst(1)},
                    splitArgs);
-    plan.addKernel("merge", mergeKernel, kvgpu::LaunchCondition::split,
-                   {plan.sym("batch"), plan.cst(qHeads), plan.cst(1)},
+    plan.addKernel("merge", mergeKernel, splitWhen,
+                   {gridBatch, plan.cst(qHeads), plan.cst(1)},
                    {"partial_out", "partial_lse", "merge_indptr", "out", "lse"});
     kvgpu::LaunchPlanAttr planAttr = plan.build(op.getLoc());
     if (!planAttr)

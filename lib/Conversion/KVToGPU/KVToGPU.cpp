@@ -113,7 +113,13 @@ struct ConvertKVToGPUPass
         chip, [&] { return module.emitError("convert-kv-to-gpu: "); });
     if (!target)
       return signalPassFailure();
-    LoweringContext context(module, *target);
+    if (graphMaxBatch < 0) {
+      module.emitError("convert-kv-to-gpu: graph-max-batch must be >= 0 (0: "
+                       "grids sized per call), got ")
+          << static_cast<int64_t>(graphMaxBatch);
+      return signalPassFailure();
+    }
+    LoweringContext context(module, *target, graphMaxBatch);
     RewritePatternSet patterns(&getContext());
     populateDecodePatterns(patterns, context);
     populatePrefillPatterns(patterns, context);

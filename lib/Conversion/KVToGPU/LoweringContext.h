@@ -27,10 +27,14 @@ namespace kvir::gpu_lowering {
 
 class LoweringContext {
 public:
-  LoweringContext(mlir::ModuleOp module, const target::TargetInfo &target)
-      : module(module), target(target) {}
+  LoweringContext(mlir::ModuleOp module, const target::TargetInfo &target,
+                  int64_t graphMaxBatch = 0)
+      : module(module), target(target), graphMaxBatch(graphMaxBatch) {}
 
   const target::TargetInfo &getTarget() const { return target; }
+  /// The batch fixed grids are sized for (CUDA graphs), or 0: grids sized
+  /// per call.
+  int64_t getGraphMaxBatch() const { return graphMaxBatch; }
   /// The module's `@kv_kernels` gpu.module, created on first use.
   mlir::gpu::GPUModuleOp getKernelModule();
   /// The kernel named `symbol`, built by `build` the first time it is asked
@@ -45,6 +49,7 @@ public:
 private:
   mlir::ModuleOp module;
   const target::TargetInfo &target;
+  int64_t graphMaxBatch;
   mlir::gpu::GPUModuleOp kernels;
   llvm::StringMap<mlir::gpu::GPUFuncOp> built;
 };

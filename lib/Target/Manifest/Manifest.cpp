@@ -164,7 +164,7 @@ static llvm::json::Value planJson(LaunchPlanAttr plan) {
                             {"workspace_bytes", std::move(workspace)}};
   if (!plan.getPartitions().empty())
     result["partitions"] = plan.getPartitions();
-  if (WorkScheduleAttr s = plan.getSchedule())
+  if (WorkScheduleAttr s = plan.getSchedule()) {
     result["schedule"] = llvm::json::Object{
         {"function", "kvir_schedule_work"},
         {"lengths", s.getLengths()},
@@ -178,6 +178,12 @@ static llvm::json::Value planJson(LaunchPlanAttr plan) {
         {"min_chunk", s.getMinChunk()},
         {"window_left", s.getWindowLeft()},
         {"split_when", (s.getCount() + " > " + s.getBatch()).str()}};
+    if (!s.getMaxBatch().empty()) {
+      llvm::json::Object &schedule = *result["schedule"].getAsObject();
+      schedule["max_batch"] = s.getMaxBatch();
+      schedule["pad_function"] = "kvir_schedule_pad_batch";
+    }
+  }
   if (Attribute config = plan.getConfig())
     result["config"] = configJson(config);
   return result;
@@ -316,9 +322,18 @@ static std::string scheduleFunction(LaunchPlanAttr plan, StringRef pid) {
         " returns " << s.getCount() << ", the split kernels' grid.x;\n"
         "   they launch when it exceeds batch. Pass kv_lengths NULL without\n"
         "   lengths (every request cut alike). */\n";
+  // A fixed grid's max_batch is a constant of the plan.
+  std::optional<int64_t> maxBatch;
+  if (!s.getMaxBatch().empty()) {
+    SizeDefAttr def = plan.lookupSize(s.getMaxBatch());
+    if (def && def.getArg().empty() && def.getValue().isConstant())
+      maxBatch = def.getValue().getValue();
+    else
+      batchOnly = false;
+  }
   if (!batchOnly) {
-    os << "/* (no " << pid << "_schedule: its chunk count reads more than "
-       << s.getBatch() << ") */\n";
+    os << "/* (no " << pid << "_schedule: its chunk count or max_batch reads "
+       << "more than " << s.getBatch() << ") */\n";
     return text;
   }
   os << "#ifdef __cplusplus\nextern \"C\"\n#endif\n"
@@ -327,14 +342,26 @@ static std::string scheduleFunction(LaunchPlanAttr plan, StringRef pid) {
         "                           int64_t granule, int64_t min_chunk,\n"
         "                           int64_t uniform_chunks, int64_t max_items,\n"
         "                           int32_t *items, int32_t *merge_indptr);\n"
+     << (maxBatch ? "#ifdef __cplusplus\nextern \"C\"\n#endif\n"
+                    "int64_t kvir_schedule_pad_batch(int64_t batch, int64_t "
+                    "max_batch,\n                                int32_t "
+                    "*merge_indptr);\n"
+                  : "")
      << "static inline int64_t " << pid
      << "_schedule(const int32_t *kv_lengths, int64_t " << s.getBatch()
      << ",\n    int32_t *work_items, int64_t max_items, int32_t *merge_indptr) {\n"
-     << "  return kvir_schedule_work(kv_lengths, " << s.getBatch() << ", "
-     << s.getWindowLeft() << ", " << s.getTargetItems() << ", "
+     << "  int64_t count = kvir_schedule_work(kv_lengths, " << s.getBatch()
+     << ", " << s.getWindowLeft() << ", " << s.getTargetItems() << ", "
      << s.getGranule() << ", " << s.getMinChunk() << ", " << pid << "_"
      << s.getUniformChunks() << "(" << s.getBatch()
-     << "), max_items,\n                            work_items, merge_indptr);\n}\n";
+     << "), max_items,\n                            work_items, merge_indptr);\n";
+  if (maxBatch)
+    os << "  /* A fixed grid for " << *maxBatch
+       << " requests: merge_indptr holds " << *maxBatch + 1
+       << " entries. */\n  if (count >= 0 && kvir_schedule_pad_batch("
+       << s.getBatch() << ", " << *maxBatch << ", merge_indptr) < 0)\n"
+       << "    return -1;\n";
+  os << "  return count;\n}\n";
   return text;
 }
 

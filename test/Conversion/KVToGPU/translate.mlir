@@ -137,7 +137,9 @@
 // HEADER: int64_t kvir_schedule_work(const int32_t *kv_lengths, int64_t batch,
 // HEADER: static inline int64_t kvir_kv_kernels_plan0_schedule(const int32_t *kv_lengths, int64_t batch,
 // HEADER-NEXT: int32_t *work_items, int64_t max_items, int32_t *merge_indptr) {
-// HEADER-NEXT: return kvir_schedule_work(kv_lengths, batch, -1, 116, 16, 256, kvir_kv_kernels_plan0_num_partitions(batch), max_items,
+// HEADER-NEXT: int64_t count = kvir_schedule_work(kv_lengths, batch, -1, 116, 16, 256, kvir_kv_kernels_plan0_num_partitions(batch), max_items,
+// HEADER-NEXT: work_items, merge_indptr);
+// HEADER-NEXT: return count;
 // HEADER: static const kvir_kernel_t kvir_kv_kernels_plan1_kernels[3] = {
 // HEADER-NEXT: {"decode_affine_split_block_table_p64_h16x2_d64_bf16_f32_{{[0-9a-f]+}}", "direct", KVIR_UNSPLIT, {8, 8, 2},
 // HEADER: kvir_ceildiv(264, kvir_max(1, batch * 2))

@@ -550,7 +550,8 @@ WorkScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          StringRef mergeIndptr, StringRef count,
                          StringRef batch, StringRef uniformChunks,
                          int64_t targetItems, int64_t granule,
-                         int64_t minChunk, int64_t windowLeft) {
+                         int64_t minChunk, int64_t windowLeft,
+                         StringRef maxBatch) {
   for (StringRef name : {lengths, items, mergeIndptr, count, batch,
                          uniformChunks})
     if (name.empty())
@@ -627,7 +628,11 @@ LaunchPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "plan '" << name << "': partitions names '"
                        << partitions << "', which is not a size";
   if (schedule) {
-    for (StringRef size : {schedule.getBatch(), schedule.getUniformChunks()})
+    SmallVector<StringRef> scheduleSizes{schedule.getBatch(),
+                                         schedule.getUniformChunks()};
+    if (!schedule.getMaxBatch().empty())
+      scheduleSizes.push_back(schedule.getMaxBatch());
+    for (StringRef size : scheduleSizes)
       if (!defined.contains(size))
         return emitError() << "plan '" << name << "': its schedule reads '"
                            << size << "', which is not a size";

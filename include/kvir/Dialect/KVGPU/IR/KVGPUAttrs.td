@@ -252,7 +252,10 @@ def KVGPU_WorkScheduleAttr : KVGPU_Attr<"WorkSchedule", "work_schedule"> {
     multiples of `granule` tokens and at least `min_chunk`, one KV head
     gets at most max(batch, `target_items`) items, a caller without lengths
     cuts each request into size `uniform_chunks` pieces, and a window of
-    `window_left` (-1: none) limits the keys a request sees.
+    `window_left` (-1: none) limits the keys a request sees. With
+    `max_batch` (a size; omitted: none) the grids are fixed for that many
+    requests (CUDA graphs): `merge_indptr` has max_batch + 1 entries, those
+    past the batch padded empty (`kvir_schedule_pad_batch`).
 
     ```mlir
     #kvgpu.work_schedule<lengths = "kv_lengths", items = "work_items",
@@ -270,7 +273,8 @@ def KVGPU_WorkScheduleAttr : KVGPU_Attr<"WorkSchedule", "work_schedule"> {
                         "int64_t":$target_items,
                         "int64_t":$granule,
                         "int64_t":$min_chunk,
-                        "int64_t":$window_left);
+                        "int64_t":$window_left,
+                        StringRefParameter<"fixed-grid batch size", "\"\"">:$max_batch);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
