@@ -162,8 +162,10 @@ int main(int argc, char **argv) {
               (long long)kQHeads, (long long)kKvHeads, (long long)kHeadDim,
               (long long)kPage);
   std::printf("| batch | plan | blocks | bytes / ideal | largest block / mean "
-              "| est. time / floor | in flight per SM | max rel err |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
+              "| est. time / floor | in flight per SM | loop instr / token "
+              "| max rel err |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  Toolbox tools(argv[0], /*usePtxas=*/false);
   bool allOk = true;
   for (const Shape &shape : shapes) {
     if (!only.empty() &&
@@ -240,6 +242,7 @@ int main(int argc, char **argv) {
     // at once, resident from TargetInfo at the 72 registers ptxas gives
     // these kernels on sm_90a (bench/RESULTS.md decode table).
     double perSm = 0, tileBytes = 0;
+    std::string perToken = "?";
     for (kvir::kvgpu::LaunchPlanAttr plan :
          result.kernel->summary().plans) {
       auto config =
@@ -259,11 +262,26 @@ int main(int argc, char **argv) {
                 threads, 72, k.getStaticSharedBytes());
         perSm = std::min<double>(
             resident, std::ceil(double(decodeBlocks) / kSms));
+        // The split kernel's tile loop: PTX statements (all paths) x warps
+        // / tile tokens, per token per KV head.
+        Toolbox::Compiled compiled = tools.compile(src.text(), "sm_90a");
+        if (std::optional<LoopStatements> loop = hotLoopStatements(
+                compiled.ptx, k.getKernel().getLeafReference().str(),
+                "cp.async.wait_group " +
+                    std::to_string(config.getStages() - 2) + ";")) {
+          char buf[32];
+          std::snprintf(buf, sizeof(buf), "%.1f",
+                        double(loop->statements) * double(threads / 32) /
+                            double(config.getTileTokens()));
+          perToken = buf;
+        }
       }
     }
-    std::printf("| %s | kvir | %lld | %.3f | %.2f | %.2f | %.0f KB | %.1e%s |\n",
+    std::printf("| %s | kvir | %lld | %.3f | %.2f | %.2f | %.0f KB | %s | "
+                "%.1e%s |\n",
                 shape.name.c_str(), (long long)blocks, bytes / ideal,
-                largest / mean, seconds / floor, perSm * tileBytes / 1024, rel,
+                largest / mean, seconds / floor, perSm * tileBytes / 1024,
+                perToken.c_str(), rel,
                 rel <= outputTolerance(DType::F16) ? "" : " **FAIL**");
     auto [fiDecode, fiMerge] = flashInferBlocks(shape.lengths, group);
     double fiBytes = 0, fiDecodeBytes = 0, fiLargest = 0;
@@ -276,7 +294,8 @@ int main(int argc, char **argv) {
       fiBytes += b;
     double fiSeconds = launchSeconds(fiDecode) +
                        (fiMerge.empty() ? 0.0 : launchSeconds(fiMerge));
-    std::printf("| | FlashInfer plan (model) | %zu | %.3f | %.2f | %.2f | | |\n",
+    std::printf("| | FlashInfer plan (model) | %zu | %.3f | %.2f | %.2f | | "
+                "161 (FlashInfer's) | |\n",
                 fiDecode.size() + fiMerge.size(), fiBytes / ideal,
                 fiLargest / (fiDecodeBytes / std::max<size_t>(1, fiDecode.size())),
                 fiSeconds / floor);
