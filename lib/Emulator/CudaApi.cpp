@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Runtime.h"
+#include "kvir/Runtime/TableCheck.h"
 #include "kvir/Runtime/WorkSchedule.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
@@ -366,6 +367,12 @@ Emulator::getRuntimeSymbols(llvm::orc::MangleAndInterner interner) {
   // The host side of launch plans with a work schedule.
   add(map, interner, "kvir_schedule_work", &kvir_schedule_work);
   add(map, interner, "kvir_schedule_pad_batch", &kvir_schedule_pad_batch);
+  // kv-validate-tables' checks.
+  add(map, interner, "kvir_check_csr", &kvir_check_csr);
+  add(map, interner, "kvir_check_block_table", &kvir_check_block_table);
+  add(map, interner, "kvir_check_token_table", &kvir_check_token_table);
+  add(map, interner, "kvir_check_token_offset", &kvir_check_token_offset);
+  add(map, interner, "kvir_check_query_rows", &kvir_check_query_rows);
   add(map, interner, "calloc", &kvemu_calloc);
   add(map, interner, "free", &kvemu_free);
   // The same allocators under the names lowerHostForEmulator renames to.

@@ -22,6 +22,7 @@
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/TargetSelect.h"
+#include "kvir/Dialect/KV/Transforms/Passes.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
@@ -38,6 +39,13 @@ static llvm::cl::opt<std::string>
          llvm::cl::desc("Chip kvir's kernels are built for (sm_80, sm_86, "
                         "sm_89, sm_90, sm_90a)"),
          llvm::cl::init("sm_90a"));
+
+static llvm::cl::opt<bool> validateTables(
+    "validate-tables",
+    llvm::cl::desc("Check every page table (and prefill's query rows) before "
+                   "kv ops read them, naming the request and entry that is "
+                   "wrong (kv-validate-tables)"),
+    llvm::cl::init(false));
 
 static llvm::cl::opt<size_t> emuStackBytes(
     "emu-stack-bytes",
@@ -67,6 +75,8 @@ static LogicalResult lowerForEmulator(Operation *op, JitRunnerOptions &) {
     // plumbing) runs as loops on the host, which may read device memory
     // here because device memory is host memory.
     PassManager pm(module.getContext());
+    if (validateTables)
+      pm.addPass(kvir::kv::createKVValidateTables());
     kvir::buildKVToGPUPipeline(
         pm, kvir::KVToGPUPipelineOptions{chip, /*allowHostLoops=*/true});
     if (failed(pm.run(module)))

@@ -30,4 +30,29 @@ def KVSpecializeLayout : Pass<"kv-specialize-layout"> {
   let dependentDialects = ["::kvir::kv::KVDialect"];
 }
 
+def KVValidateTables : Pass<"kv-validate-tables", "::mlir::ModuleOp"> {
+  let summary = "Check page tables at run time before kv ops read them";
+  let description = [{
+    After every `kv.paged_view`, calls the table check of kvir's runtime
+    library for the view's table form (`kvir_check_csr`,
+    `kvir_check_block_table`, `kvir_check_token_table`,
+    `kvir_check_token_offset`; include/kvir/Runtime/TableCheck.h) with its
+    tables and the pool's capacity in tokens (read from the pool's page or
+    token axis; unknown, so unchecked, for `affine` maps whose page axis is
+    not a plain dimension), and before every `kv.prefill` with query rows
+    the check of `qo_indptr` (monotone, within q's rows; with `causal`,
+    qo_len <= kv_len). A failed check prints which request and which entry
+    is wrong and exits the program with status 1 before anything reads the
+    tables. Tables with a non-identity layout are copied to dense buffers
+    first. Run it before kv-to-loops or convert-kv-to-gpu (`kvir-runner
+    --validate-tables` does); the calls resolve against libKVIRRuntime.
+  }];
+  let dependentDialects = [
+    "::kvir::kv::KVDialect", "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 #endif // KVIR_DIALECT_KV_TRANSFORMS_PASSES_TD

@@ -1,0 +1,251 @@
+//===- ValidateTables.cpp - Run-time checks of page tables ----------------===//
+//
+// Emits calls to the table checks of kvir's runtime library
+// (include/kvir/Runtime/TableCheck.h) into host code: after each
+// kv.paged_view, the check of its table form; before each kv.prefill, the
+// check of its query rows. The runtime prints what is wrong; the host code
+// stops on a failed check.
+//
+//===----------------------------------------------------------------------===//
+#include "kvir/Dialect/KV/IR/PoolLayout.h"
+#include "kvir/Dialect/KV/Transforms/Passes.h"
+#include "kvir/Dialect/KV/Utils/PagedAddressing.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace kvir::kv {
+#define GEN_PASS_DEF_KVVALIDATETABLES
+#include "kvir/Dialect/KV/Transforms/Passes.h.inc"
+} // namespace kvir::kv
+
+using namespace mlir;
+using namespace kvir;
+using namespace kvir::kv;
+
+namespace {
+
+/// Builds the calls of one check: arguments as the runtime takes them.
+class CheckEmitter {
+public:
+  CheckEmitter(ImplicitLocOpBuilder &b, ModuleOp module)
+      : b(b), module(module), i64(b.getI64Type()),
+        ptr(LLVM::LLVMPointerType::get(b.getContext())) {}
+
+  Value i64Of(Value index) {
+    return arith::IndexCastOp::create(b, i64, index);
+  }
+  Value constant(int64_t v) {
+    return arith::ConstantOp::create(b, b.getI64IntegerAttr(v));
+  }
+  Value dim(Value memref, int64_t axis) {
+    return memref::DimOp::create(b, memref, axis);
+  }
+  Value null() { return LLVM::ZeroOp::create(b, ptr); }
+
+  /// A pointer to `memref`'s elements, densely packed: a copy when its
+  /// layout is not the identity. Copies are freed by freeCopies().
+  Value pointer(Value memref) {
+    auto type = cast<MemRefType>(memref.getType());
+    if (!type.getLayout().isIdentity()) {
+      SmallVector<Value> sizes;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        if (type.isDynamicDim(d))
+          sizes.push_back(dim(memref, d));
+      Value dense = memref::AllocOp::create(
+          b, MemRefType::get(type.getShape(), type.getElementType()), sizes);
+      memref::CopyOp::create(b, memref, dense);
+      copies.push_back(dense);
+      memref = dense;
+    }
+    Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, memref);
+    return LLVM::IntToPtrOp::create(b, ptr, i64Of(address));
+  }
+
+  /// Calls runtime check `name` on `args` (its trailing message arguments
+  /// are added: none, so the runtime prints what is wrong) and exits with
+  /// status 1 when it fails: bad input, not a crash.
+  void call(StringRef name, SmallVector<Value> args) {
+    args.append({null(), constant(0)});
+    SmallVector<Type> types;
+    for (Value a : args)
+      types.push_back(a.getType());
+    declare(name, types, {i64});
+    Value result = func::CallOp::create(b, name, TypeRange{i64}, args)
+                       .getResult(0);
+    Type i32 = b.getI32Type();
+    declare("exit", {i32}, {});
+    scf::IfOp::create(
+        b,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ne, result, constant(0)),
+        [&](OpBuilder &nb, Location l) {
+          Value one = arith::ConstantOp::create(nb, l, nb.getI32IntegerAttr(1));
+          func::CallOp::create(nb, l, "exit", TypeRange{}, ValueRange{one});
+          scf::YieldOp::create(nb, l);
+        });
+  }
+
+  void declare(StringRef name, ArrayRef<Type> inputs, ArrayRef<Type> results) {
+    if (module.lookupSymbol(name))
+      return;
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    func::FuncOp::create(b, name,
+                         FunctionType::get(b.getContext(), inputs, results))
+        .setPrivate();
+  }
+
+  void freeCopies() {
+    for (Value c : copies)
+      memref::DeallocOp::create(b, c);
+    copies.clear();
+  }
+
+private:
+  ImplicitLocOpBuilder &b;
+  ModuleOp module;
+  Type i64, ptr;
+  SmallVector<Value> copies;
+};
+
+/// The pool's capacity in tokens, if its index map has a page axis (`page`)
+/// or a token axis (`page * page_size + slot`); else -1.
+Value poolTokens(CheckEmitter &e, ImplicitLocOpBuilder &b,
+                 const PagedOperands &kv) {
+  PagedType type = kv.type;
+  MLIRContext *ctx = type.getContext();
+  AffineExpr page = getAffineDimExpr(0, ctx), slot = getAffineDimExpr(2, ctx);
+  AffineExpr token = page * type.getPageSize() + slot;
+  Value tokens;
+  for (PoolRole role : {PoolRole::K, PoolRole::V}) {
+    AffineMap map = getPoolIndexMap(type, role);
+    Value pool = kv.pool(role);
+    if (!map || !pool || (role == PoolRole::V && pool == kv.pool(PoolRole::K)))
+      continue;
+    Value capacity;
+    for (auto [axis, expr] : llvm::enumerate(map.getResults())) {
+      if (expr == page)
+        capacity = arith::MulIOp::create(
+            b, e.dim(pool, axis),
+            arith::ConstantIndexOp::create(b, type.getPageSize()));
+      else if (expr == token)
+        capacity = e.dim(pool, axis);
+    }
+    if (!capacity)
+      return e.constant(-1); // a map whose pages are not one axis
+    tokens = tokens ? arith::MinUIOp::create(b, tokens, capacity).getResult()
+                    : capacity;
+  }
+  return tokens ? e.i64Of(tokens) : e.constant(-1);
+}
+
+void checkView(PagedViewOp view, ModuleOp module) {
+  ImplicitLocOpBuilder b(view.getLoc(), view->getBlock(),
+                         std::next(Block::iterator(view)));
+  CheckEmitter e(b, module);
+  PagedOperands kv = PagedOperands::fromView(view);
+  PagedType type = kv.type;
+  Value pageSize = e.constant(type.getPageSize());
+  Value tokens = poolTokens(e, b, kv);
+  ArrayRef<Value> t = kv.tables;
+  switch (type.getTable()) {
+  case TableForm::csr: {
+    Value batch = arith::SubIOp::create(b, e.dim(t[0], 0),
+                                        arith::ConstantIndexOp::create(b, 1));
+    e.call("kvir_check_csr",
+           {e.pointer(t[0]), e.pointer(t[1]), e.i64Of(e.dim(t[1], 0)),
+            e.pointer(t[2]), e.i64Of(batch), pageSize, tokens});
+    break;
+  }
+  case TableForm::block_table:
+  case TableForm::token_table:
+    e.call(type.getTable() == TableForm::block_table ? "kvir_check_block_table"
+                                                     : "kvir_check_token_table",
+           {e.pointer(t[0]), e.i64Of(e.dim(t[0], 1)), e.pointer(t[1]),
+            e.i64Of(e.dim(t[0], 0)), pageSize, tokens});
+    break;
+  case TableForm::token_offset:
+    e.call("kvir_check_token_offset",
+           {e.pointer(t[0]), e.pointer(t[1]), e.i64Of(e.dim(t[0], 0)), tokens});
+    break;
+  }
+  e.freeCopies();
+}
+
+/// Each request's kv_len of `kvValue` (a paged or ragged view) into a new
+/// [batch] i32 buffer, or null when the KV is not a view here.
+Value emitKvLengths(ImplicitLocOpBuilder &b, Value kvValue, Value batch) {
+  auto lengths = [&](function_ref<Value(ImplicitLocOpBuilder &, Value)> len) {
+    Value buffer = memref::AllocOp::create(
+        b, MemRefType::get({ShapedType::kDynamic}, b.getI32Type()),
+        ValueRange{batch});
+    scf::ForOp::create(
+        b, arith::ConstantIndexOp::create(b, 0), batch,
+        arith::ConstantIndexOp::create(b, 1), ValueRange{},
+        [&](OpBuilder &nb, Location l, Value r, ValueRange) {
+          ImplicitLocOpBuilder ib(l, nb);
+          Value v = arith::IndexCastOp::create(ib, ib.getI32Type(), len(ib, r));
+          memref::StoreOp::create(ib, v, buffer, ValueRange{r});
+          scf::YieldOp::create(ib);
+        });
+    return buffer;
+  };
+  if (auto view = kvValue.getDefiningOp<PagedViewOp>()) {
+    PagedOperands kv = PagedOperands::fromView(view);
+    return lengths([&](ImplicitLocOpBuilder &ib, Value r) {
+      return emitKvLen(ib, kv, r);
+    });
+  }
+  if (auto ragged = kvValue.getDefiningOp<RaggedViewOp>()) {
+    Value indptr = ragged.getKvIndptr();
+    return lengths([&](ImplicitLocOpBuilder &ib, Value r) {
+      Value next = arith::AddIOp::create(ib, r,
+                                         arith::ConstantIndexOp::create(ib, 1));
+      return arith::SubIOp::create(ib, loadIndexValue(ib, indptr, next),
+                                   loadIndexValue(ib, indptr, r))
+          .getResult();
+    });
+  }
+  return Value();
+}
+
+void checkQueryRows(PrefillOp op, ModuleOp module) {
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  CheckEmitter e(b, module);
+  Value indptr = op.getQoIndptr();
+  Value batch = arith::SubIOp::create(b, e.dim(indptr, 0),
+                                      arith::ConstantIndexOp::create(b, 1));
+  Value lengths =
+      op.getCausal() ? emitKvLengths(b, op.getKv(), batch) : Value();
+  e.call("kvir_check_query_rows",
+         {e.pointer(indptr), e.i64Of(e.dim(op.getQ(), 0)),
+          lengths ? e.pointer(lengths) : e.null(), e.i64Of(batch),
+          e.constant(lengths ? 1 : 0)});
+  if (lengths)
+    memref::DeallocOp::create(b, lengths);
+  e.freeCopies();
+}
+
+struct KVValidateTablesPass
+    : kvir::kv::impl::KVValidateTablesBase<KVValidateTablesPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<PagedViewOp> views;
+    SmallVector<PrefillOp> prefills;
+    module.walk([&](Operation *op) {
+      if (auto view = dyn_cast<PagedViewOp>(op))
+        views.push_back(view);
+      else if (auto prefill = dyn_cast<PrefillOp>(op))
+        prefills.push_back(prefill);
+    });
+    for (PagedViewOp view : views)
+      checkView(view, module);
+    for (PrefillOp prefill : prefills)
+      checkQueryRows(prefill, module);
+  }
+};
+
+} // namespace

@@ -1,0 +1,132 @@
+// RUN: kvir-runner %s --validate-tables -e good --entry-point-result=void --shared-libs=%mlir_runner_libs | FileCheck %s --check-prefix=GOOD
+// RUN: not kvir-runner %s --validate-tables -e page_past_pool --entry-point-result=void --shared-libs=%mlir_runner_libs 2>&1 | FileCheck %s --check-prefix=PAGE
+// RUN: not kvir-runner %s --validate-tables -e last_page_len --entry-point-result=void --shared-libs=%mlir_runner_libs 2>&1 | FileCheck %s --check-prefix=LAST
+// RUN: not kvir-runner %s --validate-tables -e decreasing_indptr --entry-point-result=void --shared-libs=%mlir_runner_libs 2>&1 | FileCheck %s --check-prefix=INDPTR
+// RUN: not kvir-runner %s --validate-tables -e block_table_negative --entry-point-result=void --shared-libs=%mlir_runner_libs 2>&1 | FileCheck %s --check-prefix=BLOCK
+// RUN: not kvir-runner %s --validate-tables -e causal_rows --entry-point-result=void --shared-libs=%mlir_runner_libs 2>&1 | FileCheck %s --check-prefix=CAUSAL
+
+// kvir-runner --validate-tables checks every page table before a kv op
+// reads it and stops, naming the request and the entry, instead of reading
+// out of bounds (without the flag these programs read garbage or fault).
+// The pool holds 2 pages of 4 tokens.
+
+// GOOD: rank = 2 offset = 0 sizes = [2, 1]
+// GOOD-NEXT: {{\[\[}}-inf]
+// GOOD-NEXT: {{\[}}2.58496]
+// PAGE: kvir: invalid page table: request 1: kv_indices[1] = 5 names a page past the pool (2 pages of 4 tokens)
+// PAGE-NOT: Stack dump
+// LAST: kvir: invalid page table: request 1: kv_last_page_len[1] = 5, expected 1 <= last_page_len <= page_size (4) for a request with pages
+// INDPTR: kvir: invalid page table: request 0: kv_indptr[1] = 2 < kv_indptr[0] = 3, expected a non-decreasing kv_indptr
+// BLOCK: kvir: invalid page table: request 1: block_table[1][0] = -3 is a negative page id
+// CAUSAL: kvir: invalid page table: request 1: 3 query rows but kv_len 2; a causal prefill needs qo_len <= kv_len
+
+!bt = !kv.paged<page_size = 4, kv_heads = 1, head_dim = 2, head_dim_v = 2, dtype = f32, layout = nhd, storage = split, table = block_table>
+!csr = !kv.paged<page_size = 4, kv_heads = 1, head_dim = 2, head_dim_v = 2, dtype = f32, layout = nhd, storage = split, table = csr>
+!s2 = !kv.state<2x1x2xf32, base = 2>
+!s4 = !kv.state<4x1x2xf32, base = 2>
+
+memref.global "private" constant @k : memref<2x4x1x2xf32> = dense<1.0>
+memref.global "private" constant @v : memref<2x4x1x2xf32> = dense<2.0>
+memref.global "private" constant @q : memref<2x1x2xf32> = dense<0.0>
+
+func.func private @printMemrefF32(memref<*xf32>)
+
+func.func @decode_csr(%indptr: memref<3xi32>, %indices: memref<2xi32>, %last: memref<2xi32>) {
+  %k = memref.get_global @k : memref<2x4x1x2xf32>
+  %v = memref.get_global @v : memref<2x4x1x2xf32>
+  %q = memref.get_global @q : memref<2x1x2xf32>
+  %o = memref.alloc() : memref<2x1x2xf32>
+  %lse = memref.alloc() : memref<2x1xf32>
+  %kv = kv.paged_view pools(%k, %v : memref<2x4x1x2xf32>, memref<2x4x1x2xf32>)
+      tables(%indptr, %indices, %last : memref<3xi32>, memref<2xi32>, memref<2xi32>) : !csr
+  %s = kv.decode %q, %kv : memref<2x1x2xf32>, !csr -> !s2
+  kv.store_state %s, %o, %lse : !s2, memref<2x1x2xf32>, memref<2x1xf32>
+  %u = memref.cast %lse : memref<2x1xf32> to memref<*xf32>
+  call @printMemrefF32(%u) : (memref<*xf32>) -> ()
+  memref.dealloc %o : memref<2x1x2xf32>
+  memref.dealloc %lse : memref<2x1xf32>
+  return
+}
+
+memref.global "private" constant @indptr_ok : memref<3xi32> = dense<[0, 0, 2]>
+memref.global "private" constant @indices_ok : memref<2xi32> = dense<[1, 0]>
+memref.global "private" constant @last_ok : memref<2xi32> = dense<[4, 2]>
+// Request 0 is empty (lse -inf), request 1 has 6 keys on pages 1 and 0;
+// q = 0 makes every logit 0, so its lse is log2(6) = 2.58496.
+func.func @good() {
+  %ip = memref.get_global @indptr_ok : memref<3xi32>
+  %ix = memref.get_global @indices_ok : memref<2xi32>
+  %last = memref.get_global @last_ok : memref<2xi32>
+  call @decode_csr(%ip, %ix, %last) : (memref<3xi32>, memref<2xi32>, memref<2xi32>) -> ()
+  return
+}
+
+memref.global "private" constant @indices_past : memref<2xi32> = dense<[1, 5]>
+func.func @page_past_pool() {
+  %ip = memref.get_global @indptr_ok : memref<3xi32>
+  %ix = memref.get_global @indices_past : memref<2xi32>
+  %last = memref.get_global @last_ok : memref<2xi32>
+  call @decode_csr(%ip, %ix, %last) : (memref<3xi32>, memref<2xi32>, memref<2xi32>) -> ()
+  return
+}
+
+memref.global "private" constant @last_big : memref<2xi32> = dense<[4, 5]>
+func.func @last_page_len() {
+  %ip = memref.get_global @indptr_ok : memref<3xi32>
+  %ix = memref.get_global @indices_ok : memref<2xi32>
+  %last = memref.get_global @last_big : memref<2xi32>
+  call @decode_csr(%ip, %ix, %last) : (memref<3xi32>, memref<2xi32>, memref<2xi32>) -> ()
+  return
+}
+
+memref.global "private" constant @indptr_down : memref<3xi32> = dense<[3, 2, 2]>
+func.func @decreasing_indptr() {
+  %ip = memref.get_global @indptr_down : memref<3xi32>
+  %ix = memref.get_global @indices_ok : memref<2xi32>
+  %last = memref.get_global @last_ok : memref<2xi32>
+  call @decode_csr(%ip, %ix, %last) : (memref<3xi32>, memref<2xi32>, memref<2xi32>) -> ()
+  return
+}
+
+memref.global "private" constant @block_table : memref<2x1xi32> = dense<[[0], [-3]]>
+memref.global "private" constant @seq_lens : memref<2xi32> = dense<[1, 2]>
+func.func @block_table_negative() {
+  %k = memref.get_global @k : memref<2x4x1x2xf32>
+  %v = memref.get_global @v : memref<2x4x1x2xf32>
+  %q = memref.get_global @q : memref<2x1x2xf32>
+  %bt = memref.get_global @block_table : memref<2x1xi32>
+  %lens = memref.get_global @seq_lens : memref<2xi32>
+  %o = memref.alloc() : memref<2x1x2xf32>
+  %lse = memref.alloc() : memref<2x1xf32>
+  %kv = kv.paged_view pools(%k, %v : memref<2x4x1x2xf32>, memref<2x4x1x2xf32>)
+      tables(%bt, %lens : memref<2x1xi32>, memref<2xi32>) : !bt
+  %s = kv.decode %q, %kv : memref<2x1x2xf32>, !bt -> !s2
+  kv.store_state %s, %o, %lse : !s2, memref<2x1x2xf32>, memref<2x1xf32>
+  memref.dealloc %o : memref<2x1x2xf32>
+  memref.dealloc %lse : memref<2x1xf32>
+  return
+}
+
+// Request 1 has 3 query rows over 2 keys: a causal prefill cannot align
+// its last row with its last key.
+memref.global "private" constant @qo : memref<3xi32> = dense<[0, 1, 4]>
+memref.global "private" constant @q4 : memref<4x1x2xf32> = dense<0.0>
+memref.global "private" constant @seq_ok : memref<2xi32> = dense<[1, 2]>
+memref.global "private" constant @bt_ok : memref<2x1xi32> = dense<[[0], [1]]>
+func.func @causal_rows() {
+  %k = memref.get_global @k : memref<2x4x1x2xf32>
+  %v = memref.get_global @v : memref<2x4x1x2xf32>
+  %q = memref.get_global @q4 : memref<4x1x2xf32>
+  %qo = memref.get_global @qo : memref<3xi32>
+  %bt = memref.get_global @bt_ok : memref<2x1xi32>
+  %lens = memref.get_global @seq_ok : memref<2xi32>
+  %o = memref.alloc() : memref<4x1x2xf32>
+  %lse = memref.alloc() : memref<4x1xf32>
+  %kv = kv.paged_view pools(%k, %v : memref<2x4x1x2xf32>, memref<2x4x1x2xf32>)
+      tables(%bt, %lens : memref<2x1xi32>, memref<2xi32>) : !bt
+  %s = kv.prefill %q, %qo, %kv {causal} : memref<4x1x2xf32>, memref<3xi32>, !bt -> !s4
+  kv.store_state %s, %o, %lse : !s4, memref<4x1x2xf32>, memref<4x1xf32>
+  memref.dealloc %o : memref<4x1x2xf32>
+  memref.dealloc %lse : memref<4x1xf32>
+  return
+}
