@@ -1,6 +1,8 @@
 //===- LoweringContext.cpp - What convert-kv-to-gpu's patterns share ------===//
 #include "LoweringContext.h"
 
+#include "kvir/Dialect/KV/IR/PoolLayout.h"
+
 #include "mlir/IR/Dominance.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/StringSet.h"
@@ -136,7 +138,7 @@ kvgpu::LaunchPlanAttr PlanBuilder::build(Location loc) const {
   return kvgpu::LaunchPlanAttr::getChecked(
       [&] { return emitError(loc) << "convert-kv-to-gpu built a bad plan: "; },
       ctx, StringRef(op), StringRef(name), ArrayRef(args), ArrayRef(sizes),
-      StringRef(partitions), schedule, config, ArrayRef(kernels));
+      StringRef(partitions), schedule, tables, config, ArrayRef(kernels));
 }
 
 StateOutputs::StateOutputs(PatternRewriter &rewriter, Operation *op,
@@ -212,5 +214,21 @@ gpu_lowering::addPagedKVArguments(PlanBuilder &plan,
     else
       add(name, table, {plan.sym("batch")}, {"", "max_pages"});
   }
+  // The pool's capacity in tokens, when its axis 0 is the page axis or the
+  // token axis (size num_pages): what a table check bounds entries by.
+  kv::PagedType type = kv.type;
+  MLIRContext *ctx = type.getContext();
+  AffineExpr page = getAffineDimExpr(0, ctx), slot = getAffineDimExpr(2, ctx);
+  AffineMap map = kv::getPoolIndexMap(type, kv::PoolRole::K);
+  kvgpu::SizeExprAttr tokens;
+  if (map && map.getNumResults() && map.getResult(0) == page)
+    tokens = kvgpu::SizeExprAttr::mul(plan.sym("num_pages"),
+                                      plan.cst(type.getPageSize()));
+  else if (map && map.getNumResults() &&
+           map.getResult(0) == page * type.getPageSize() + slot)
+    tokens = plan.sym("num_pages");
+  plan.setTables(kvgpu::PagedTablesAttr::get(
+      ctx, kv::stringifyTableForm(type.getTable()), type.getPageSize(),
+      tokens));
   return names;
 }

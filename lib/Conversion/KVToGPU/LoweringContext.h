@@ -125,6 +125,8 @@ public:
   void setSchedule(kvgpu::WorkScheduleAttr attr) { schedule = attr; }
   /// The #kvgpu configuration the plan's kernels were built with.
   void setConfig(mlir::Attribute attr) { config = attr; }
+  /// The page tables of the plan's paged KV (for run-time checks).
+  void setTables(kvgpu::PagedTablesAttr attr) { tables = attr; }
   void addKernel(llvm::StringRef role, mlir::gpu::GPUFuncOp kernel,
                  kvgpu::LaunchCondition when,
                  llvm::ArrayRef<kvgpu::SizeExprAttr> grid,
@@ -136,6 +138,7 @@ private:
   mlir::MLIRContext *ctx;
   std::string op, name, partitions;
   kvgpu::WorkScheduleAttr schedule;
+  kvgpu::PagedTablesAttr tables;
   mlir::Attribute config;
   llvm::SmallVector<kvgpu::PlanArgAttr> args;
   llvm::SmallVector<kvgpu::SizeDefAttr> sizes;

@@ -1,5 +1,6 @@
 //===- Manifest.cpp - Manifests and C headers from launch plans -----------===//
 #include "kvir/Target/Manifest/Manifest.h"
+#include "kvir/Dialect/KV/IR/PoolLayout.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -184,6 +185,15 @@ static llvm::json::Value planJson(LaunchPlanAttr plan) {
       schedule["pad_function"] = "kvir_schedule_pad_batch";
     }
   }
+  if (PagedTablesAttr tables = plan.getTables()) {
+    llvm::json::Object t{{"form", tables.getTable()},
+                         {"page_size", tables.getPageSize()},
+                         {"check_function",
+                          ("kvir_check_" + tables.getTable()).str()}};
+    if (SizeExprAttr tokens = tables.getPoolTokens())
+      t["pool_tokens"] = exprJson(tokens);
+    result["tables"] = std::move(t);
+  }
   if (Attribute config = plan.getConfig())
     result["config"] = configJson(config);
   return result;
@@ -301,6 +311,82 @@ struct SizeFunctions {
 };
 } // namespace
 
+/// `<pid>_validate(<tables>, batch, <sizes>, message, message_size)`: the
+/// runtime's check of the plan's page tables (kvir_check_<form> of
+/// libKVIRRuntime), or "" for a plan without paged tables.
+static std::string validateFunction(LaunchPlanAttr plan, StringRef pid) {
+  PagedTablesAttr tables = plan.getTables();
+  if (!tables)
+    return "";
+  kvir::kv::TableForm form = *kvir::kv::symbolizeTableForm(tables.getTable());
+  ArrayRef<StringRef> names = kvir::kv::getTableNames(form);
+  // The sizes the check needs besides the tables: the form's, and what the
+  // pool's capacity reads.
+  SmallVector<std::string> sizes{"batch"};
+  if (form == kvir::kv::TableForm::csr)
+    sizes.push_back("num_page_ids");
+  else if (form != kvir::kv::TableForm::token_offset)
+    sizes.push_back("max_pages");
+  std::string capacity = "-1";
+  if (SizeExprAttr tokens = tables.getPoolTokens()) {
+    capacity = tokens.toC(nullptr, "kvir_");
+    tokens.walkSymbols([&](StringRef s) {
+      if (!llvm::is_contained(sizes, s.str()))
+        sizes.push_back(s.str());
+    });
+  }
+  std::string check = "kvir_check_" + tables.getTable().str();
+  static const char *prototypes[] = {
+      "kvir_check_csr(const int32_t *kv_indptr, const int32_t *kv_indices,\n"
+      "    int64_t num_indices, const int32_t *kv_last_page_len, int64_t batch,\n"
+      "    int64_t page_size, int64_t num_tokens, char *message,\n"
+      "    int64_t message_size);",
+      "kvir_check_block_table(const int32_t *block_table, int64_t max_pages,\n"
+      "    const int32_t *seq_lens, int64_t batch, int64_t page_size,\n"
+      "    int64_t num_tokens, char *message, int64_t message_size);",
+      "kvir_check_token_table(const int32_t *cachestarts, int64_t max_pages,\n"
+      "    const int32_t *kv_lens, int64_t batch, int64_t page_size,\n"
+      "    int64_t num_tokens, char *message, int64_t message_size);",
+      "kvir_check_token_offset(const int32_t *cachestarts,\n"
+      "    const int32_t *kv_lens, int64_t batch, int64_t num_tokens,\n"
+      "    char *message, int64_t message_size);"};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "/* The check of this plan's " << tables.getTable()
+     << " page tables (kvir_check_" << tables.getTable()
+     << " of\n   libKVIRRuntime): 0 when every entry is inside the pool and "
+        "consistent,\n   else -1 with a message naming the request and the "
+        "entry (printed to\n   stderr when message is NULL). */\n"
+     << "#ifdef __cplusplus\nextern \"C\"\n#endif\nint64_t "
+     << prototypes[int(form)] << "\n";
+  os << "static inline int64_t " << pid << "_validate(";
+  for (StringRef n : names)
+    os << "const int32_t *" << n << ", ";
+  for (const std::string &s : sizes)
+    os << "int64_t " << s << ", ";
+  os << "char *message, int64_t message_size) {\n";
+  os << "  return " << check << "(";
+  switch (form) {
+  case kvir::kv::TableForm::csr:
+    os << "kv_indptr, kv_indices, num_page_ids, kv_last_page_len, batch, "
+       << tables.getPageSize() << ", " << capacity;
+    break;
+  case kvir::kv::TableForm::block_table:
+    os << "block_table, max_pages, seq_lens, batch, " << tables.getPageSize()
+       << ", " << capacity;
+    break;
+  case kvir::kv::TableForm::token_table:
+    os << "cachestarts, max_pages, kv_lens, batch, " << tables.getPageSize()
+       << ", " << capacity;
+    break;
+  case kvir::kv::TableForm::token_offset:
+    os << "cachestarts, kv_lens, batch, " << capacity;
+    break;
+  }
+  os << ",\n      message, message_size);\n}\n";
+  return text;
+}
+
 /// `<pid>_schedule(kv_lengths, batch, work_items, max_items, merge_indptr)`:
 /// the plan's work schedule with its parameters, or a comment when its
 /// plan-free chunk count reads more than the batch size.
@@ -394,8 +480,8 @@ std::string manifest::cHeader(StringRef binary, StringRef ptx, StringRef chip,
        "{ return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }\n"
     << "static inline int64_t kvir_ceildiv(int64_t a, int64_t b) "
        "{ return a / b + ((a % b != 0) && ((a < 0) == (b < 0))); }\n"
-    << "#endif\n\n"
-    << "static const char kvir_" << id << "_ptx[] =\n"
+    << "#endif\n\n";
+  h << "static const char kvir_" << id << "_ptx[] =\n"
     << cString(ptx) << ";\n\n";
 
   for (auto [index, plan] : llvm::enumerate(plans)) {
@@ -429,6 +515,7 @@ std::string manifest::cHeader(StringRef binary, StringRef ptx, StringRef chip,
                             return "  return " + r[0] + ";\n";
                           });
     }
+    h << validateFunction(plan, pid);
     // Workspace bytes: by the partition count when the plan has one; under
     // a work schedule, what the split kernels need (the schedule decides
     // after the caller allocates, and a fixed-grid caller always splits).

@@ -77,6 +77,12 @@
 // DIRECT-NEXT: "value": "min(32, max(1, ceildiv(264, max(1, batch * 8))))"
 // DIRECT: "name": "max_work",
 // DIRECT-NEXT: "value": "max(batch * num_partitions, max(batch, 116))"
+// The page tables, for a run-time check (kvir_check_csr of libKVIRRuntime).
+// DIRECT: "tables": {
+// DIRECT-NEXT: "check_function": "kvir_check_csr",
+// DIRECT-NEXT: "form": "csr",
+// DIRECT-NEXT: "page_size": 16,
+// DIRECT-NEXT: "pool_tokens": "num_pages * 16"
 // DIRECT: "workspace_bytes": {
 // DIRECT-NEXT: "split": "max_work * 32 * 128 * 4 + max_work * 32 * 4",
 // DIRECT-NEXT: "unsplit": 0
@@ -129,6 +135,11 @@
 // HEADER: static inline int64_t kvir_kv_kernels_plan0_num_partitions(int64_t batch) {
 // HEADER-NEXT: return kvir_min(32, kvir_max(1, kvir_ceildiv(264, kvir_max(1, batch * 8))));
 // HEADER: static inline int64_t kvir_kv_kernels_plan0_max_work(int64_t batch) {
+// The page-table check of the plan's CSR tables over a pool of num_pages
+// pages of 16 tokens.
+// HEADER: int64_t kvir_check_csr(const int32_t *kv_indptr, const int32_t *kv_indices,
+// HEADER: static inline int64_t kvir_kv_kernels_plan0_validate(const int32_t *kv_indptr, const int32_t *kv_indices, const int32_t *kv_last_page_len, int64_t batch, int64_t num_page_ids, int64_t num_pages, char *message, int64_t message_size) {
+// HEADER-NEXT: return kvir_check_csr(kv_indptr, kv_indices, num_page_ids, kv_last_page_len, batch, 16, num_pages * 16,
 // HEADER: static inline size_t kvir_kv_kernels_plan0_workspace_bytes(int64_t batch) {
 // HEADER-NEXT: const int64_t num_partitions = kvir_min(32, kvir_max(1, kvir_ceildiv(264, kvir_max(1, batch * 8))));
 // HEADER-NEXT: const int64_t max_work = kvir_max(batch * num_partitions, kvir_max(batch, 116));
@@ -142,5 +153,7 @@
 // HEADER-NEXT: return count;
 // HEADER: static const kvir_kernel_t kvir_kv_kernels_plan1_kernels[3] = {
 // HEADER-NEXT: {"decode_affine_split_block_table_p64_h16x2_d64_bf16_f32_{{[0-9a-f]+}}", "direct", KVIR_UNSPLIT, {8, 8, 2},
+// HEADER: static inline int64_t kvir_kv_kernels_plan1_validate(const int32_t *block_table, const int32_t *seq_lens, int64_t batch, int64_t max_pages, int64_t num_pages, char *message, int64_t message_size) {
+// HEADER-NEXT: return kvir_check_block_table(block_table, max_pages, seq_lens, batch, 64, num_pages * 64,
 // HEADER: kvir_ceildiv(264, kvir_max(1, batch * 2))
 // HEADER: #endif

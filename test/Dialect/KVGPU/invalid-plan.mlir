@@ -215,3 +215,25 @@ func.func private @schedule_items_type() attributes {p = #kvgpu.plan<"kv.decode"
 
 // expected-error @below {{plan 'p' defines 'b' twice}}
 func.func private @schedule_count_twice() attributes {p = #kvgpu.plan<"kv.decode", "p", args = [<"q", input, memref<?xf32>, shape = [<b>]>, <"len", host, memref<?xi32>, shape = [<b>]>, <"items", schedule, memref<?x4xi32>, shape = [<8>, <4>]>, <"ip", schedule, memref<?xi32>, shape = [<b + 1>]>], sizes = [<"b" from "q"[0]>, <"u" = <2>>], schedule = <lengths = "len", items = "items", merge_indptr = "ip", count = "b", batch = "b", uniform_chunks = "u", target_items = 8, granule = 16, min_chunk = 128, window_left = -1>, kernels = [<"s", @m::@k, split, grid = [<n>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q", "items"]>]>}
+
+// -----
+
+// Page tables.
+
+// expected-error @below {{paged tables form must be csr, block_table, token_table or token_offset, got 'pages'}}
+func.func private @tables_form() attributes {t = #kvgpu.paged_tables<table = "pages", page_size = 16>}
+
+// -----
+
+// expected-error @below {{paged tables page_size must be >= 1, got 0}}
+func.func private @tables_page() attributes {t = #kvgpu.paged_tables<table = "csr", page_size = 0>}
+
+// -----
+
+// expected-error @below {{plan 'p': its block_table tables need an input argument 'seq_lens'}}
+func.func private @tables_args() attributes {p = #kvgpu.plan<"kv.decode", "p", args = [<"q", input, memref<?xf32>, shape = [<b>]>, <"block_table", input, memref<?x?xi32>, shape = [<b>, <m>]>], sizes = [<"b" from "q"[0]>, <"m" from "block_table"[1]>], tables = <table = "block_table", page_size = 16>, kernels = [<"s", @m::@k, always, grid = [<b>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p': its pool capacity reads size 'np' before it is defined}}
+func.func private @tables_capacity() attributes {p = #kvgpu.plan<"kv.decode", "p", args = [<"q", input, memref<?xf32>, shape = [<b>]>, <"cachestarts", input, memref<?xi32>, shape = [<b>]>, <"kv_lens", input, memref<?xi32>, shape = [<b>]>], sizes = [<"b" from "q"[0]>], tables = <table = "token_offset", page_size = 16, pool_tokens = <np>>, kernels = [<"s", @m::@k, always, grid = [<b>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q"]>]>}

@@ -69,3 +69,11 @@ module attributes {kvgpu.launch_plans = [
 module attributes {kvgpu.launch_plans = [
   #kvgpu.plan<"kv.decode", "p", args = [<"q", input, memref<?xf32>, shape = [<b>]>, <"len", host, memref<?xi32>, shape = [<b>]>, <"items", schedule, memref<?x4xi32>, shape = [<8>, <4>]>, <"ip", schedule, memref<?xi32>, shape = [<b + 1>]>], sizes = [<"b" from "q"[0]>, <"u" = <2>>], schedule = <lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", uniform_chunks = "u", target_items = 8, granule = 16, min_chunk = 128, window_left = -1>, kernels = [<"s", @m::@k, split, grid = [<n>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q", "items"]>]>]} {
 }
+
+// -----
+
+// A fixed-grid schedule (CUDA graphs) and the plan's page tables.
+// CHECK: schedule = <lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", uniform_chunks = "u", target_items = 8, granule = 16, min_chunk = 128, window_left = -1, max_batch = "mb">, tables = <table = "csr", page_size = 16, pool_tokens = <np * 16>>, kernels
+module attributes {kvgpu.launch_plans = [
+  #kvgpu.plan<"kv.decode", "p", args = [<"q", input, memref<?xf32>, shape = [<b>]>, <"pool", input, memref<?x16xf32>, shape = [<np>, <16>]>, <"kv_indptr", input, memref<?xi32>, shape = [<b + 1>]>, <"kv_indices", input, memref<?xi32>, shape = [<ni>]>, <"kv_last_page_len", input, memref<?xi32>, shape = [<b>]>, <"len", host, memref<?xi32>, shape = [<b>]>, <"items", schedule, memref<?x4xi32>, shape = [<8>, <4>]>, <"ip", schedule, memref<?xi32>, shape = [<mb + 1>]>], sizes = [<"b" from "q"[0]>, <"np" from "pool"[0]>, <"ni" from "kv_indices"[0]>, <"mb" = <4>>, <"u" = <2>>], schedule = <lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", uniform_chunks = "u", target_items = 8, granule = 16, min_chunk = 128, window_left = -1, max_batch = "mb">, tables = <table = "csr", page_size = 16, pool_tokens = <np * 16>>, kernels = [<"s", @m::@k, always, grid = [<8>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q", "items"]>]>]} {
+}

@@ -1,5 +1,6 @@
 //===- KVGPUDialect.cpp - kvgpu dialect and its attributes ----------------===//
 #include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
+#include "kvir/Dialect/KV/IR/PoolLayout.h"
 #include "kvir/Dialect/KV/IR/KVOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -565,11 +566,25 @@ WorkScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult
+PagedTablesAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        StringRef table, int64_t pageSize,
+                        SizeExprAttr poolTokens) {
+  if (!kvir::kv::symbolizeTableForm(table))
+    return emitError() << "paged tables form must be csr, block_table, "
+                          "token_table or token_offset, got '"
+                       << table << "'";
+  if (pageSize < 1)
+    return emitError() << "paged tables page_size must be >= 1, got "
+                       << pageSize;
+  return success();
+}
+
+LogicalResult
 LaunchPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        StringRef op, StringRef name, ArrayRef<PlanArgAttr> args,
                        ArrayRef<SizeDefAttr> sizes, StringRef partitions,
-                       WorkScheduleAttr schedule, Attribute config,
-                       ArrayRef<KernelLaunchAttr> kernels) {
+                       WorkScheduleAttr schedule, PagedTablesAttr tables,
+                       Attribute config, ArrayRef<KernelLaunchAttr> kernels) {
   if (op.empty() || name.empty())
     return emitError() << "a launch plan needs an op and a name";
   if (config && !isa<DecodeConfigAttr, PrefillConfigAttr>(config))
@@ -624,6 +639,20 @@ LaunchPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     for (SizeExprAttr dim : arg.getShape())
       if (failed(checkSymbols(dim, "argument '" + arg.getName().str() + "'")))
         return failure();
+  if (tables) {
+    // The verifier of the attribute has checked the form's spelling.
+    auto form = *kvir::kv::symbolizeTableForm(tables.getTable());
+    for (StringRef table : kvir::kv::getTableNames(form)) {
+      auto it = argByName.find(table);
+      if (it == argByName.end() || it->second.getRole() != ArgRole::input)
+        return emitError() << "plan '" << name << "': its " << tables.getTable()
+                           << " tables need an input argument '" << table
+                           << "'";
+    }
+    if (tables.getPoolTokens() &&
+        failed(checkSymbols(tables.getPoolTokens(), "its pool capacity")))
+      return failure();
+  }
   if (!partitions.empty() && !defined.contains(partitions))
     return emitError() << "plan '" << name << "': partitions names '"
                        << partitions << "', which is not a size";

@@ -52,6 +52,24 @@ int main(void) {
     /* Too small a work list is an error, not an overflow. */
     EXPECT(kvir_kv_kernels_plan0_schedule(lengths, 4, items, 6, indptr) < 0);
   }
+  {
+    /* Plan 0's tables are CSR over pages of 16 tokens: a pool of 4 pages
+       holds page ids 0..3. */
+    int32_t indptr[3] = {0, 1, 3}, indices[3] = {2, 0, 3}, last[2] = {16, 5};
+    char message[128];
+    EXPECT(kvir_kv_kernels_plan0_validate(indptr, indices, last, 2, 3, 4,
+                                          message, sizeof message) == 0);
+    indices[2] = 4;
+    EXPECT(kvir_kv_kernels_plan0_validate(indptr, indices, last, 2, 3, 4,
+                                          message, sizeof message) == -1);
+    EXPECT(strcmp(message, "request 1: kv_indices[2] = 4 names a page past "
+                           "the pool (4 pages of 16 tokens)") == 0);
+    indices[2] = 3;
+    last[1] = 0;
+    EXPECT(kvir_kv_kernels_plan0_validate(indptr, indices, last, 2, 3, 4,
+                                          message, sizeof message) == -1);
+    EXPECT(strstr(message, "kv_last_page_len[1] = 0") != NULL);
+  }
   EXPECT(strstr(kvir_kv_kernels_ptx, ".target sm_90a") != NULL);
   EXPECT(kvir_kv_kernels_plan0_kernels[0].block[0] == 16);
   EXPECT(kvir_kv_kernels_plan0_kernels[2].block[0] == 128);

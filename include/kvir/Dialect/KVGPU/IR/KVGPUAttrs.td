@@ -279,6 +279,29 @@ def KVGPU_WorkScheduleAttr : KVGPU_Attr<"WorkSchedule", "work_schedule"> {
   let genVerifyDecl = 1;
 }
 
+def KVGPU_PagedTablesAttr : KVGPU_Attr<"PagedTables", "paged_tables"> {
+  let summary = "the page tables of a plan's paged KV, for run-time checks";
+  let description = [{
+    The table form (`csr`, `block_table`, `token_table`, `token_offset`)
+    of the plan's paged KV, whose tables are the plan arguments of that
+    form's names (`kv_indptr`, `kv_indices`, `kv_last_page_len`;
+    `block_table`, `seq_lens`; `cachestarts`, `kv_lens`), its page size,
+    and the pool's capacity in tokens as a size expression (absent when the
+    pool's layout has no single page or token axis). The C header derives
+    a table check from it (`<plan>_validate`, calling libKVIRRuntime).
+
+    ```mlir
+    #kvgpu.paged_tables<table = "csr", page_size = 16,
+                        pool_tokens = <num_pages * 16>>
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"table form">:$table,
+                        "int64_t":$page_size,
+                        OptionalParameter<"::kvir::kvgpu::SizeExprAttr">:$pool_tokens);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def KVGPU_LaunchPlanAttr : KVGPU_Attr<"LaunchPlan", "plan"> {
   let summary = "how to launch the kernels of one lowered kv op";
   let description = [{
@@ -297,6 +320,7 @@ def KVGPU_LaunchPlanAttr : KVGPU_Attr<"LaunchPlan", "plan"> {
                         OptionalArrayRefParameter<"::kvir::kvgpu::SizeDefAttr">:$sizes,
                         StringRefParameter<"partition count size", "\"\"">:$partitions,
                         OptionalParameter<"::kvir::kvgpu::WorkScheduleAttr">:$schedule,
+                        OptionalParameter<"::kvir::kvgpu::PagedTablesAttr">:$tables,
                         OptionalParameter<"::mlir::Attribute">:$config,
                         ArrayRefParameter<"::kvir::kvgpu::KernelLaunchAttr">:$kernels);
   let assemblyFormat = [{
@@ -304,6 +328,7 @@ def KVGPU_LaunchPlanAttr : KVGPU_Attr<"LaunchPlan", "plan"> {
     (`sizes` `=` `[` $sizes^ `]` `,`)?
     (`partitions` `=` $partitions^ `,`)?
     (`schedule` `=` $schedule^ `,`)?
+    (`tables` `=` $tables^ `,`)?
     (`config` `=` $config^ `,`)?
     `kernels` `=` `[` $kernels `]` `>`
   }];
