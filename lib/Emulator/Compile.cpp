@@ -35,6 +35,49 @@ static LogicalResult lowerToNvvm(ModuleOp scratch) {
   return pm.run(scratch);
 }
 
+/// The largest value a kernel may hold: 64 KiB, far past what a GPU
+/// thread's 255 registers (1 KiB) hold; the host JIT would spend gigabytes
+/// (or crash) compiling a value of several GiB.
+static constexpr uint64_t kMaxValueBytes = 64 * 1024;
+
+/// Fails, naming the value and its kernel, if a kernel of `kernels` holds
+/// a value no GPU thread could and the host JIT cannot compile.
+static LogicalResult checkCompilable(ModuleOp kernels) {
+  DataLayout layout = DataLayout::closest(kernels);
+  auto tooLarge = [&](Type type) -> std::optional<uint64_t> {
+    if (!isa<VectorType, LLVM::LLVMArrayType, LLVM::LLVMStructType>(type))
+      return std::nullopt;
+    uint64_t bytes = layout.getTypeSize(type).getFixedValue();
+    if (bytes <= kMaxValueBytes)
+      return std::nullopt;
+    return bytes;
+  };
+  WalkResult result = kernels.walk([&](Operation *op) {
+    // Allocas of registers' spill space count by element type and count.
+    SmallVector<Type> types(op->getResultTypes());
+    if (auto alloca = dyn_cast<LLVM::AllocaOp>(op))
+      types.push_back(alloca.getElemType());
+    for (Type type : types) {
+      std::optional<uint64_t> bytes = tooLarge(type);
+      if (!bytes)
+        continue;
+      StringRef kernel = "?";
+      if (auto fn = op->getParentOfType<LLVM::LLVMFuncOp>())
+        kernel = fn.getSymName();
+      else if (auto fn = op->getParentOfType<gpu::GPUFuncOp>())
+        kernel = fn.getName();
+      op->emitError() << "emulator: kernel '" << kernel
+                      << "' holds a value of type " << type << " (" << *bytes
+                      << " bytes), more than the " << kMaxValueBytes
+                      << " bytes a GPU thread's registers and stack can hold; "
+                         "the emulator does not compile it";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
 static FailureOr<CompiledModule *> compile(gpu::GPUModuleOp gpuModule) {
   MLIRContext *context = gpuModule.getContext();
   Location loc = gpuModule.getLoc();
@@ -42,6 +85,10 @@ static FailureOr<CompiledModule *> compile(gpu::GPUModuleOp gpuModule) {
   OpBuilder builder(context);
   builder.setInsertionPointToStart(scratch->getBody());
   builder.clone(*gpuModule);
+  // Before lowering too: lowering a multi-GiB vector constant is where the
+  // time and memory would go.
+  if (failed(checkCompilable(*scratch)))
+    return failure();
   if (failed(lowerToNvvm(*scratch)))
     return gpuModule.emitError("emulator: lowering the kernels to NVVM failed");
 
@@ -52,6 +99,8 @@ static FailureOr<CompiledModule *> compile(gpu::GPUModuleOp gpuModule) {
   for (Operation &op : lowered.getBody()->without_terminator())
     builder.clone(op);
 
+  if (failed(checkCompilable(*kernels)))
+    return failure();
   FailureOr<InstrumentedModule> info = instrumentKernelModule(*kernels);
   if (failed(info))
     return failure();
