@@ -113,34 +113,52 @@ extern "C" int64_t kvir_check_csr(const int32_t *kv_indptr,
   return 0;
 }
 
+namespace {
+
+/// The per-request tables ([batch][max_pages] rows, kv_len in `lengths`):
+/// lengths non-negative, a request's pages within its row, and each of its
+/// entries checked by `entry(r, j, value, tokens in the page)`.
+template <typename EntryCheck>
+int64_t checkRows(const int32_t *rows, const char *rowsName, int64_t maxPages,
+                  const int32_t *lengths, const char *lengthsName,
+                  int64_t batch, int64_t pageSize, char *message,
+                  int64_t size, EntryCheck entry) {
+  for (int64_t r = 0; r < batch; ++r) {
+    if (int64_t e = checkLength(lengths, lengthsName, r, message, size))
+      return e;
+    int64_t pages = ceilDiv(lengths[r], pageSize);
+    if (pages > maxPages)
+      return fail(message, size,
+                  "request %lld: %s[%lld] = %d needs %lld pages, but %s rows "
+                  "hold %lld",
+                  (long long)r, lengthsName, (long long)r, lengths[r],
+                  (long long)pages, rowsName, (long long)maxPages);
+    for (int64_t j = 0; j < pages; ++j)
+      if (int64_t e = entry(r, j, rows[r * maxPages + j],
+                            tokensInPage(lengths[r], j, pageSize)))
+        return e;
+  }
+  return 0;
+}
+
+} // namespace
+
 extern "C" int64_t kvir_check_block_table(const int32_t *block_table,
                                           int64_t max_pages,
                                           const int32_t *seq_lens,
                                           int64_t batch, int64_t page_size,
                                           int64_t num_tokens, char *message,
                                           int64_t message_size) {
-  for (int64_t r = 0; r < batch; ++r) {
-    if (int64_t e = checkLength(seq_lens, "seq_lens", r, message, message_size))
-      return e;
-    int64_t pages = ceilDiv(seq_lens[r], page_size);
-    if (pages > max_pages)
-      return fail(message, message_size,
-                  "request %lld: seq_lens[%lld] = %d needs %lld pages, but "
-                  "block_table rows hold %lld",
-                  (long long)r, (long long)r, seq_lens[r], (long long)pages,
-                  (long long)max_pages);
-    for (int64_t j = 0; j < pages; ++j) {
-      char entry[64];
-      std::snprintf(entry, sizeof(entry), "block_table[%lld][%lld]",
-                    (long long)r, (long long)j);
-      if (int64_t e = checkPage(block_table[r * max_pages + j],
-                                tokensInPage(seq_lens[r], j, page_size),
-                                page_size, num_tokens, r, entry, message,
-                                message_size))
-        return e;
-    }
-  }
-  return 0;
+  return checkRows(
+      block_table, "block_table", max_pages, seq_lens, "seq_lens", batch,
+      page_size, message, message_size,
+      [&](int64_t r, int64_t j, int64_t page, int64_t used) {
+        char entry[64];
+        std::snprintf(entry, sizeof(entry), "block_table[%lld][%lld]",
+                      (long long)r, (long long)j);
+        return checkPage(page, used, page_size, num_tokens, r, entry, message,
+                         message_size);
+      });
 }
 
 extern "C" int64_t kvir_check_token_table(const int32_t *cachestarts,
@@ -149,30 +167,19 @@ extern "C" int64_t kvir_check_token_table(const int32_t *cachestarts,
                                           int64_t batch, int64_t page_size,
                                           int64_t num_tokens, char *message,
                                           int64_t message_size) {
-  for (int64_t r = 0; r < batch; ++r) {
-    if (int64_t e = checkLength(kv_lens, "kv_lens", r, message, message_size))
-      return e;
-    int64_t pages = ceilDiv(kv_lens[r], page_size);
-    if (pages > max_pages)
-      return fail(message, message_size,
-                  "request %lld: kv_lens[%lld] = %d needs %lld pages, but "
-                  "cachestarts rows hold %lld",
-                  (long long)r, (long long)r, kv_lens[r], (long long)pages,
-                  (long long)max_pages);
-    for (int64_t j = 0; j < pages; ++j) {
-      int64_t at = r * max_pages + j;
-      int64_t start = cachestarts[at];
-      int64_t used = tokensInPage(kv_lens[r], j, page_size);
-      if (start < 0 || (num_tokens >= 0 && start + used > num_tokens))
+  return checkRows(
+      cachestarts, "cachestarts", max_pages, kv_lens, "kv_lens", batch,
+      page_size, message, message_size,
+      [&](int64_t r, int64_t j, int64_t start, int64_t used) -> int64_t {
+        if (start >= 0 && (num_tokens < 0 || start + used <= num_tokens))
+          return 0;
         return fail(message, message_size,
                     "request %lld: cachestarts[%lld][%lld] = %lld puts "
                     "tokens [%lld, %lld) outside the pool's %lld tokens",
                     (long long)r, (long long)r, (long long)j, (long long)start,
                     (long long)start, (long long)(start + used),
                     (long long)num_tokens);
-    }
-  }
-  return 0;
+      });
 }
 
 extern "C" int64_t kvir_check_token_offset(const int32_t *cachestarts,
