@@ -16,6 +16,16 @@ ptxas = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas" if os.path.exists(
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+# Built with ASan + UBSan (scripts/sanitize.sh): kvir's code is
+# instrumented, Debian's LLVM is not. LLVM's headers poison allocator memory
+# from kvir's side that libLLVM's code then writes, which ASan would report:
+# user poisoning is ignored. Leaks are not checked here: kvir-runner runs
+# test programs whose own buffers may outlive them (the gtests check kvir's
+# code for leaks).
+if config.kvir_sanitizers:
+    config.available_features.add("sanitizers")
+    config.environment["ASAN_OPTIONS"] = "allow_user_poisoning=0:detect_leaks=0"
+    config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1"
 # A C compiler checks kvir-translate's headers.
 cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 if cc:

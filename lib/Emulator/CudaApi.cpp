@@ -165,7 +165,10 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
                  << name << "'\n";
     std::_Exit(1);
   }
-  return new KernelHandle{m, name, it->second};
+  std::unique_ptr<KernelHandle> &handle = m->handles[name];
+  if (!handle)
+    handle.reset(new KernelHandle{m, name, it->second});
+  return handle.get();
 }
 
 void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,

@@ -23,7 +23,11 @@ namespace kvir::emu {
 namespace ctx = boost::context::detail;
 
 /// A JIT-compiled, instrumented kernel module.
+struct KernelHandle;
+
 struct CompiledModule {
+  CompiledModule();
+  ~CompiledModule();
   std::string name;
   uint64_t staticSharedBytes = 0;
   /// Static shared bytes per kernel (Instrument.h).
@@ -31,6 +35,9 @@ struct CompiledModule {
   std::vector<std::string> sites;
   std::map<std::string, void (*)(void **)> kernels;
   std::shared_ptr<void> engine; // Keeps the ExecutionEngine alive.
+  /// The handles mgpuModuleGetFunction gave out, one per kernel: host code
+  /// asks for a kernel before every launch.
+  std::map<std::string, std::unique_ptr<KernelHandle>> handles;
 };
 
 /// A kernel handle as mgpuModuleGetFunction returns it.
@@ -39,6 +46,9 @@ struct KernelHandle {
   std::string name;
   void (*entry)(void **);
 };
+
+inline CompiledModule::CompiledModule() = default;
+inline CompiledModule::~CompiledModule() = default;
 
 /// Where a thread is blocked.
 enum class Wait { None, Barrier, Warp };

@@ -1,3 +1,5 @@
+// AddressSanitizer handles the fault itself in a sanitizer build.
+// UNSUPPORTED: sanitizers
 // RUN: not --crash kvir-runner %s -e main --entry-point-result=void \
 // RUN:   --shared-libs=%mlir_runner_libs 2>&1 | FileCheck %s
 

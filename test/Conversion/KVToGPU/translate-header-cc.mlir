@@ -1,4 +1,7 @@
 // REQUIRES: cc
+// The C program links libKVIRRuntime.a, instrumented in a sanitizer build,
+// with the system C compiler's runtime: not both.
+// UNSUPPORTED: sanitizers
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: kvir-opt %S/Inputs/decode-kernels.mlir --kv-to-ptx=chip=sm_90a | kvir-translate -o %t
 // RUN: %cc -std=c99 -Wall -Werror -fsyntax-only -x c %t/kv_kernels.h

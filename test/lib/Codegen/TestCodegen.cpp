@@ -350,9 +350,10 @@ void buildQueryTiles(gpu::GPUFuncOp stub) {
   Value batch = ir.sub(memref::DimOp::create(b, indptr, 0), ir.idx(1));
   QueryTile tile = QueryTiles(group, rows).locate(b, indptr, batch, slot);
   Value valid = ir.select(tile.valid, ir.idx(1), ir.idx(0));
-  for (auto [i, v] : llvm::enumerate(
-           ArrayRef<Value>{tile.request, tile.qoStart, tile.qoLen,
-                           tile.firstRow, valid}))
+  // Named: an ArrayRef of a braced list would dangle inside the range-for.
+  SmallVector<Value> fields{tile.request, tile.qoStart, tile.qoLen,
+                            tile.firstRow, valid};
+  for (auto [i, v] : llvm::enumerate(fields))
     memref::StoreOp::create(b, ir.toI32(v), out,
                             ValueRange{slot, ir.idx(int64_t(i))});
 }
