@@ -1,5 +1,6 @@
 //===- LaunchEmitter.cpp - Host launches from a launch plan ---------------===//
 #include "kvir/Codegen/LaunchEmitter.h"
+#include "kvir/Dialect/KV/Utils/HostCalls.h"
 #include "kvir/Codegen/IRBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -132,24 +133,7 @@ struct PlanEmitter {
     values[s.getItems()] = items;
     values[s.getMergeIndptr()] = indptr;
 
-    MLIRContext *ctx = b.getContext();
-    Type ptr = LLVM::LLVMPointerType::get(ctx), i64 = b.getI64Type();
-    constexpr StringLiteral callee = "kvir_schedule_work";
-    auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
-    if (!module.lookupSymbol<func::FuncOp>(callee)) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(module.getBody());
-      auto decl = func::FuncOp::create(
-          b, callee,
-          FunctionType::get(ctx, {ptr, i64, i64, i64, i64, i64, i64, i64, ptr, ptr},
-                            {i64}));
-      decl.setPrivate();
-    }
-    auto pointer = [&](Value memref) -> Value {
-      Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, memref);
-      Value asInt = arith::IndexCastOp::create(b, i64, address);
-      return LLVM::IntToPtrOp::create(b, ptr, asInt).getResult();
-    };
+    Type i64 = b.getI64Type();
     auto i64Of = [&](Value index) -> Value {
       return arith::IndexCastOp::create(b, i64, index);
     };
@@ -163,34 +147,23 @@ struct PlanEmitter {
           arith::CmpIOp::create(b, arith::CmpIPredicate::sle,
                                 lookup(s.getBatch()), lookup(s.getMaxBatch())),
           "the batch exceeds the fixed grid's max_batch");
-    Value count =
-        func::CallOp::create(
-            b, callee, TypeRange{i64},
-            ValueRange{pointer(lengths), i64Of(lookup(s.getBatch())),
-                       i64Const(s.getWindowLeft()), i64Const(s.getTargetItems()),
-                       i64Const(s.getGranule()), i64Const(s.getMinChunk()),
-                       i64Of(lookup(s.getUniformChunks())), i64Of(maxItems),
-                       pointer(items), pointer(indptr)})
-            .getResult(0);
+    Value count = kv::emitHostCall(
+        b, "kvir_schedule_work",
+        {kv::emitDataPointer(b, lengths), i64Of(lookup(s.getBatch())),
+         i64Const(s.getWindowLeft()), i64Const(s.getTargetItems()),
+         i64Const(s.getGranule()), i64Const(s.getMinChunk()),
+         i64Of(lookup(s.getUniformChunks())), i64Of(maxItems),
+         kv::emitDataPointer(b, items), kv::emitDataPointer(b, indptr)});
     cf::AssertOp::create(
         b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, count, i64Const(0)),
         "kvir_schedule_work failed (a negative kv_len or a work list too small)");
     values[s.getCount()] = arith::IndexCastOp::create(b, b.getIndexType(), count);
     if (!s.getMaxBatch().empty()) {
       // A fixed grid: the merge rows of requests past the batch are empty.
-      constexpr StringLiteral pad = "kvir_schedule_pad_batch";
-      if (!module.lookupSymbol<func::FuncOp>(pad)) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(module.getBody());
-        func::FuncOp::create(b, pad, FunctionType::get(ctx, {i64, i64, ptr}, {i64}))
-            .setPrivate();
-      }
-      Value padded =
-          func::CallOp::create(b, pad, TypeRange{i64},
-                               ValueRange{i64Of(lookup(s.getBatch())),
-                                          i64Of(lookup(s.getMaxBatch())),
-                                          pointer(indptr)})
-              .getResult(0);
+      Value padded = kv::emitHostCall(
+          b, "kvir_schedule_pad_batch",
+          {i64Of(lookup(s.getBatch())), i64Of(lookup(s.getMaxBatch())),
+           kv::emitDataPointer(b, indptr)});
       cf::AssertOp::create(
           b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, padded, i64Const(0)),
           "kvir_schedule_pad_batch failed");

@@ -472,25 +472,6 @@ DecodeSchedule decodeSchedule(const DecodeKernelSpec &s,
           std::max<int64_t>(128, 64 * s.group())};
 }
 
-/// Each request's kv_len, read on the host into a new [batch] i32 buffer:
-/// what the work schedule balances.
-Value emitHostLengths(ImplicitLocOpBuilder &b, const kv::PagedOperands &kv,
-                      Value batch) {
-  IRBuilder ir{b};
-  Value lengths = memref::AllocOp::create(
-      b, MemRefType::get({ShapedType::kDynamic}, b.getI32Type()),
-      ValueRange{batch});
-  scf::ForOp::create(b, ir.idx(0), batch, ir.idx(1), ValueRange{},
-                     [&](OpBuilder &nb, Location l, Value r, ValueRange) {
-                       ImplicitLocOpBuilder ib(l, nb);
-                       Value len = kv::emitKvLen(ib, kv, r);
-                       memref::StoreOp::create(ib, IRBuilder{ib}.toI32(len),
-                                               lengths, ValueRange{r});
-                       scf::YieldOp::create(ib);
-                     });
-  return lengths;
-}
-
 /// The symbol of the decode kernel of `op` with `spec`.
 std::string decodeKernelSymbol(kv::DecodeOp op, const DecodeKernelSpec &s,
                                const target::TargetInfo &target) {
@@ -686,9 +667,12 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     llvm::StringMap<Value> bindings{{"q", op.getQ()},
                                     {"out", out},
                                     {"lse", lse},
-                                    {"kv_lengths", emitHostLengths(
-                                         b, kv,
-                                         memref::DimOp::create(b, op.getQ(), 0))}};
+                                    {"kv_lengths",
+                                     kv::emitLengthsBuffer(
+                                         b, memref::DimOp::create(b, op.getQ(), 0),
+                                         [&](ImplicitLocOpBuilder &ib, Value r) {
+                                           return kv::emitKvLen(ib, kv, r);
+                                         })}};
     for (auto [name, v] : llvm::zip(kvNames, kv.flatten()))
       bindings[name] = v;
     if (failed(emitLaunches(b, planAttr, bindings, context.getKernelModule())))

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "kvir/Dialect/KV/IR/PoolLayout.h"
 #include "kvir/Dialect/KV/Transforms/Passes.h"
+#include "kvir/Dialect/KV/Utils/HostCalls.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -31,8 +32,8 @@ namespace {
 /// Builds the calls of one check: arguments as the runtime takes them.
 class CheckEmitter {
 public:
-  CheckEmitter(ImplicitLocOpBuilder &b, ModuleOp module)
-      : b(b), module(module), i64(b.getI64Type()),
+  explicit CheckEmitter(ImplicitLocOpBuilder &b)
+      : b(b), i64(b.getI64Type()),
         ptr(LLVM::LLVMPointerType::get(b.getContext())) {}
 
   Value i64Of(Value index) {
@@ -61,8 +62,7 @@ public:
       copies.push_back(dense);
       memref = dense;
     }
-    Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, memref);
-    return LLVM::IntToPtrOp::create(b, ptr, i64Of(address));
+    return emitDataPointer(b, memref);
   }
 
   /// Calls runtime check `name` on `args` (its trailing message arguments
@@ -70,32 +70,17 @@ public:
   /// status 1 when it fails: bad input, not a crash.
   void call(StringRef name, SmallVector<Value> args) {
     args.append({null(), constant(0)});
-    SmallVector<Type> types;
-    for (Value a : args)
-      types.push_back(a.getType());
-    declare(name, types, {i64});
-    Value result = func::CallOp::create(b, name, TypeRange{i64}, args)
-                       .getResult(0);
-    Type i32 = b.getI32Type();
-    declare("exit", {i32}, {});
-    scf::IfOp::create(
+    Value result = emitHostCall(b, name, args);
+    // Built after the scf.if is in place: emitHostCall finds the module
+    // through the insertion block's parents.
+    auto failed = scf::IfOp::create(
         b,
         arith::CmpIOp::create(b, arith::CmpIPredicate::ne, result, constant(0)),
-        [&](OpBuilder &nb, Location l) {
-          Value one = arith::ConstantOp::create(nb, l, nb.getI32IntegerAttr(1));
-          func::CallOp::create(nb, l, "exit", TypeRange{}, ValueRange{one});
-          scf::YieldOp::create(nb, l);
-        });
-  }
-
-  void declare(StringRef name, ArrayRef<Type> inputs, ArrayRef<Type> results) {
-    if (module.lookupSymbol(name))
-      return;
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(module.getBody());
-    func::FuncOp::create(b, name,
-                         FunctionType::get(b.getContext(), inputs, results))
-        .setPrivate();
+        /*withElseRegion=*/false);
+    ImplicitLocOpBuilder ib = ImplicitLocOpBuilder::atBlockTerminator(
+        b.getLoc(), failed.thenBlock());
+    Value one = arith::ConstantOp::create(ib, ib.getI32IntegerAttr(1));
+    emitHostCall(ib, "exit", {one}, /*returnsI64=*/false);
   }
 
   void freeCopies() {
@@ -106,7 +91,6 @@ public:
 
 private:
   ImplicitLocOpBuilder &b;
-  ModuleOp module;
   Type i64, ptr;
   SmallVector<Value> copies;
 };
@@ -142,10 +126,10 @@ Value poolTokens(CheckEmitter &e, ImplicitLocOpBuilder &b,
   return tokens ? e.i64Of(tokens) : e.constant(-1);
 }
 
-void checkView(PagedViewOp view, ModuleOp module) {
+void checkView(PagedViewOp view) {
   ImplicitLocOpBuilder b(view.getLoc(), view->getBlock(),
                          std::next(Block::iterator(view)));
-  CheckEmitter e(b, module);
+  CheckEmitter e(b);
   PagedOperands kv = PagedOperands::fromView(view);
   PagedType type = kv.type;
   Value pageSize = e.constant(type.getPageSize());
@@ -178,30 +162,15 @@ void checkView(PagedViewOp view, ModuleOp module) {
 /// Each request's kv_len of `kvValue` (a paged or ragged view) into a new
 /// [batch] i32 buffer, or null when the KV is not a view here.
 Value emitKvLengths(ImplicitLocOpBuilder &b, Value kvValue, Value batch) {
-  auto lengths = [&](function_ref<Value(ImplicitLocOpBuilder &, Value)> len) {
-    Value buffer = memref::AllocOp::create(
-        b, MemRefType::get({ShapedType::kDynamic}, b.getI32Type()),
-        ValueRange{batch});
-    scf::ForOp::create(
-        b, arith::ConstantIndexOp::create(b, 0), batch,
-        arith::ConstantIndexOp::create(b, 1), ValueRange{},
-        [&](OpBuilder &nb, Location l, Value r, ValueRange) {
-          ImplicitLocOpBuilder ib(l, nb);
-          Value v = arith::IndexCastOp::create(ib, ib.getI32Type(), len(ib, r));
-          memref::StoreOp::create(ib, v, buffer, ValueRange{r});
-          scf::YieldOp::create(ib);
-        });
-    return buffer;
-  };
   if (auto view = kvValue.getDefiningOp<PagedViewOp>()) {
     PagedOperands kv = PagedOperands::fromView(view);
-    return lengths([&](ImplicitLocOpBuilder &ib, Value r) {
+    return emitLengthsBuffer(b, batch, [&](ImplicitLocOpBuilder &ib, Value r) {
       return emitKvLen(ib, kv, r);
     });
   }
   if (auto ragged = kvValue.getDefiningOp<RaggedViewOp>()) {
     Value indptr = ragged.getKvIndptr();
-    return lengths([&](ImplicitLocOpBuilder &ib, Value r) {
+    return emitLengthsBuffer(b, batch, [&](ImplicitLocOpBuilder &ib, Value r) {
       Value next = arith::AddIOp::create(ib, r,
                                          arith::ConstantIndexOp::create(ib, 1));
       return arith::SubIOp::create(ib, loadIndexValue(ib, indptr, next),
@@ -212,9 +181,9 @@ Value emitKvLengths(ImplicitLocOpBuilder &b, Value kvValue, Value batch) {
   return Value();
 }
 
-void checkQueryRows(PrefillOp op, ModuleOp module) {
+void checkQueryRows(PrefillOp op) {
   ImplicitLocOpBuilder b(op.getLoc(), op);
-  CheckEmitter e(b, module);
+  CheckEmitter e(b);
   Value indptr = op.getQoIndptr();
   Value batch = arith::SubIOp::create(b, e.dim(indptr, 0),
                                       arith::ConstantIndexOp::create(b, 1));
@@ -242,9 +211,9 @@ struct KVValidateTablesPass
         prefills.push_back(prefill);
     });
     for (PagedViewOp view : views)
-      checkView(view, module);
+      checkView(view);
     for (PrefillOp prefill : prefills)
-      checkQueryRows(prefill, module);
+      checkQueryRows(prefill);
   }
 };
 

@@ -4,6 +4,7 @@
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace kvir::kv;
@@ -170,4 +171,23 @@ SmallVector<Value> kvir::kv::emitPoolIndices(ImplicitLocOpBuilder &b,
       b, b.getLoc(), map, ValueRange{page, kvCoord, slot, head, dim});
   assert(indices && "layout maps are pure affine");
   return SmallVector<Value>(indices->begin(), indices->end());
+}
+
+Value kvir::kv::emitLengthsBuffer(
+    ImplicitLocOpBuilder &b, Value batch,
+    function_ref<Value(ImplicitLocOpBuilder &, Value)> lengthOf) {
+  Value buffer = memref::AllocOp::create(
+      b, MemRefType::get({ShapedType::kDynamic}, b.getI32Type()),
+      ValueRange{batch});
+  scf::ForOp::create(
+      b, arith::ConstantIndexOp::create(b, 0), batch,
+      arith::ConstantIndexOp::create(b, 1), ValueRange{},
+      [&](OpBuilder &nb, Location l, Value r, ValueRange) {
+        ImplicitLocOpBuilder ib(l, nb);
+        Value v =
+            arith::IndexCastOp::create(ib, ib.getI32Type(), lengthOf(ib, r));
+        memref::StoreOp::create(ib, v, buffer, ValueRange{r});
+        scf::YieldOp::create(ib);
+      });
+  return buffer;
 }

@@ -55,6 +55,14 @@ RequestTable emitRequestTable(mlir::ImplicitLocOpBuilder &b,
 mlir::Value emitKvLen(mlir::ImplicitLocOpBuilder &b, const PagedOperands &kv,
                       mlir::Value req);
 
+/// A new [batch] i32 buffer of `lengthOf(request)` (an index) for every
+/// request, filled by a host loop: the lengths a work schedule balances or
+/// a table check compares with.
+mlir::Value emitLengthsBuffer(
+    mlir::ImplicitLocOpBuilder &b, mlir::Value batch,
+    llvm::function_ref<mlir::Value(mlir::ImplicitLocOpBuilder &, mlir::Value)>
+        lengthOf);
+
 /// Where the table entry of logical page `logicalPage` of request `req`
 /// (whose table base is `base`) is: a table memref and its indices.
 std::pair<mlir::Value, llvm::SmallVector<mlir::Value>>
