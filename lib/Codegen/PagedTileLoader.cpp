@@ -27,6 +27,16 @@ int64_t PagedTileLoader::pagesPerTile(int64_t pageSize, int64_t tileTokens) {
   return std::min(tileTokens, (tileTokens - 1 + pageSize - 1) / pageSize + 1);
 }
 
+std::pair<Value, Value> PagedTileLoader::pageSpan(ImplicitLocOpBuilder &b,
+                                                  Value tile0,
+                                                  Value count) const {
+  IRBuilder ir{b};
+  Value p = ir.idx(kv.type.getPageSize());
+  Value page0 = ir.divU(tile0, p);
+  Value lastPage = ir.divU(ir.sub(ir.add(tile0, count), ir.idx(1)), p);
+  return {page0, ir.add(ir.sub(lastPage, page0), ir.idx(1))};
+}
+
 bool PagedTileLoader::stagesPageIds() const {
   return kv.type && kv.type.getTable() != kv::TableForm::token_offset;
 }
@@ -37,10 +47,8 @@ void PagedTileLoader::stagePageIds(ImplicitLocOpBuilder &b, Value tile0,
   if (!stagesPageIds())
     return;
   IRBuilder ir{b};
-  Value p = ir.idx(kv.type.getPageSize());
-  Value page0 = ir.divU(tile0, p);
-  Value lastPage = ir.divU(ir.sub(ir.add(tile0, count), ir.idx(1)), p);
-  Value pages = ir.add(ir.sub(lastPage, page0), ir.idx(1));
+  Value page0, pages;
+  std::tie(page0, pages) = pageSpan(b, tile0, count);
   scf::ForOp::create(
       b, thread, pages, ir.idx(numThreads), ValueRange{},
       [&](OpBuilder &nb, Location loc, Value i, ValueRange) {
@@ -71,10 +79,8 @@ void PagedTileLoader::stagePageIdsAsync(ImplicitLocOpBuilder &b, Value slot,
     return;
   assert(hasPageIdSlots() && "asynchronous staging needs page-id slots");
   IRBuilder ir{b};
-  Value p = ir.idx(kv.type.getPageSize());
-  Value page0 = ir.divU(tile0, p);
-  Value lastPage = ir.divU(ir.sub(ir.add(tile0, count), ir.idx(1)), p);
-  Value pages = ir.add(ir.sub(lastPage, page0), ir.idx(1));
+  Value page0, pages;
+  std::tie(page0, pages) = pageSpan(b, tile0, count);
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
   int64_t maxPages = pagesPerTile(kv.type.getPageSize(), tileTokens);
   // At most maxPages entries: whole rounds of the block, the last guarded.
@@ -138,10 +144,8 @@ SmallVector<Value> PagedTileLoader::loadPageIds(ImplicitLocOpBuilder &b,
   if (!stagesPageIds())
     return entries;
   IRBuilder ir{b};
-  Value p = ir.idx(kv.type.getPageSize());
-  Value page0 = ir.divU(tile0, p);
-  Value lastPage = ir.divU(ir.sub(ir.add(tile0, count), ir.idx(1)), p);
-  Value pages = ir.add(ir.sub(lastPage, page0), ir.idx(1));
+  Value page0, pages;
+  std::tie(page0, pages) = pageSpan(b, tile0, count);
   int64_t maxPages = pagesPerTile(kv.type.getPageSize(), tileTokens);
   for (int64_t k = 0; k * numThreads < maxPages; ++k) {
     Value i = ir.add(thread, ir.idx(k * numThreads));

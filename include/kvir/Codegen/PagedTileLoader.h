@@ -133,6 +133,11 @@ private:
   std::pair<mlir::Value, mlir::Value>
   locate(mlir::ImplicitLocOpBuilder &b, mlir::Value token, mlir::Value page0,
          mlir::Value idSlot = {}) const;
+  /// The first logical page tokens [tile0, tile0 + count) touch, and how
+  /// many pages they touch (count >= 1).
+  std::pair<mlir::Value, mlir::Value>
+  pageSpan(mlir::ImplicitLocOpBuilder &b, mlir::Value tile0,
+           mlir::Value count) const;
   /// The indices of entry `i` of page-id slot `idSlot`.
   llvm::SmallVector<mlir::Value> pageIdIndices(mlir::Value idSlot,
                                                mlir::Value i) const;
