@@ -174,8 +174,8 @@ void PagedTileLoader::storePageIds(ImplicitLocOpBuilder &b, Value slot,
                                    int64_t numThreads) const {
   IRBuilder ir{b};
   int64_t maxPages = pagesPerTile(kv.type.getPageSize(), tileTokens);
-  for (auto [k, entry] : llvm::enumerate(entries)) {
-    Value i = ir.add(thread, ir.idx(k * numThreads));
+  for (size_t k = 0; k < entries.size(); ++k) {
+    Value entry = entries[k], i = ir.add(thread, ir.idx(k * numThreads));
     auto store = [&](ImplicitLocOpBuilder &jb) {
       memref::StoreOp::create(jb, entry, pageIds, pageIdIndices(slot, i));
     };
