@@ -1,26 +1,25 @@
 #!/usr/bin/env bash
 # Builds kvir's tools and unit tests with AddressSanitizer and
 # UndefinedBehaviorSanitizer (kvir's code; Debian's LLVM/MLIR libraries are
-# not instrumented) into build-sanitize/, and runs the unit tests, the
-# emulator tests and the lit suite under them. CI runs it after
-# scripts/test.sh. Ends with "sanitizers: N passed, M failed".
+# not instrumented, kvir's code also for libFuzzer's coverage) into
+# build-sanitize/, runs the unit tests, the emulator tests and the lit suite
+# under them, then fuzzes for KVIR_FUZZ_SECONDS (150) with scripts/fuzz.sh.
+# scripts/test.sh runs it last. Ends with "sanitizers: N passed, M failed".
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${KVIR_SANITIZE_BUILD:-$ROOT/build-sanitize}"
 cd "$ROOT"
 scripts/setup.sh || exit 1
 
-if [ ! -f "$BUILD/build.ninja" ]; then
-  cmake -G Ninja -S "$ROOT" -B "$BUILD" \
-    -DCMAKE_BUILD_TYPE=Release -DKVIR_ENABLE_ASSERTIONS=ON \
-    -DKVIR_ENABLE_SANITIZERS=ON \
-    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-    -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
-    > /tmp/kvir-sanitize-cmake.log 2>&1 ||
-    { tail -n 30 /tmp/kvir-sanitize-cmake.log; exit 1; }
-fi
+cmake -G Ninja -S "$ROOT" -B "$BUILD" \
+  -DCMAKE_BUILD_TYPE=Release -DKVIR_ENABLE_ASSERTIONS=ON \
+  -DKVIR_ENABLE_SANITIZERS=ON -DKVIR_ENABLE_FUZZER=ON \
+  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+  -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+  > /tmp/kvir-sanitize-cmake.log 2>&1 ||
+  { tail -n 30 /tmp/kvir-sanitize-cmake.log; exit 1; }
 ninja -C "$BUILD" kvir-opt kvir-translate kvir-runner kvir-unit-tests \
-  kvir-emulator-tests || exit 1
+  kvir-emulator-tests kvir-fuzz || exit 1
 
 # See test/lit.cfg.py: LLVM's headers poison memory from kvir's side that
 # the uninstrumented libLLVM then writes. The gtests check for leaks; lit
@@ -55,6 +54,13 @@ lit_fail=$(grep -E "^\s*(Failed|Unexpectedly Passed|Unresolved|Timed Out)\s*:" "
 if [ "$lit_pass" -eq 0 ] && [ "$lit_fail" -eq 0 ]; then lit_fail=1; fi
 [ "$lit_fail" -ne 0 ] && grep -E "^(FAIL|UNRESOLVED):" "$log"
 report "lit (sanitized)" "$lit_pass" "$lit_fail"
+
+fuzz_ok=0
+KVIR_SANITIZE_BUILD="$BUILD" scripts/fuzz.sh "${KVIR_FUZZ_SECONDS:-150}" \
+  > "$BUILD/fuzz-run.log" 2>&1 && fuzz_ok=1
+grep -E "^(kvir-fuzz|fuzz):" "$BUILD/fuzz-run.log"
+[ $fuzz_ok -eq 0 ] && tail -n 60 "$BUILD/fuzz-run.log"
+report "fuzz (sanitized)" "$fuzz_ok" $((1 - fuzz_ok))
 
 echo "sanitizers: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

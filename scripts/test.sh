@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds kvir and runs every test suite: lit (dialect, conversions, CPU
-# integration, emulator kernels), the gtests (kv-to-loops and the GPU decode
-# kernels in the emulator against an independent double-precision reference;
-# the emulator against PTX models) and an install + find_package(KVIR)
-# consumer.
+# integration, emulator kernels), the gtests (kv-to-loops and the GPU
+# kernels in the emulator against an independent double-precision reference,
+# seeded random sweeps among them; the emulator against PTX models), an
+# install + find_package(KVIR) consumer, the demo, and scripts/sanitize.sh
+# (the suites under ASan + UBSan, then scripts/fuzz.sh).
 # Exits non-zero on any failure and ends with a one-line summary.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -80,5 +81,20 @@ else
   tail -n 30 "$BUILD/demo.log"
 fi
 report demo "$demo_ok" $((1 - demo_ok))
+
+# The same tools and tests with ASan + UBSan, then a bounded fuzzing run
+# (docs/Reliability.md). KVIR_SKIP_SANITIZE=1 skips them while iterating.
+if [ "${KVIR_SKIP_SANITIZE:-0}" != 1 ]; then
+  log="$BUILD/sanitize.log"
+  scripts/sanitize.sh 2>&1 | tee "$log" | grep -E "^(==|kvir-fuzz|fuzz)"
+  s_pass=$(sed -n 's/^sanitizers: \([0-9]*\) passed, \([0-9]*\) failed/\1/p' "$log")
+  s_fail=$(sed -n 's/^sanitizers: \([0-9]*\) passed, \([0-9]*\) failed/\2/p' "$log")
+  if [ -z "$s_pass" ]; then
+    tail -n 40 "$log"
+    s_pass=0
+    s_fail=1
+  fi
+  report sanitizers "$s_pass" "$s_fail"
+fi
 
 finish

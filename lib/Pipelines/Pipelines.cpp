@@ -88,6 +88,7 @@ void kvir::buildHostToLLVMPipeline(OpPassManager &pm,
 }
 
 void kvir::buildKVLowerToLLVMPipeline(OpPassManager &pm) {
+  pm.addPass(kv::createKVRejectGPUKernels());
   pm.addPass(createConvertKVToLoops());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -17,6 +17,7 @@
 
 #include "gtest/gtest.h"
 
+#include <limits>
 #include <map>
 
 using namespace mlir;
@@ -68,6 +69,20 @@ TEST(SizeExpr, RoundsTowardTheRightInfinity) {
   EXPECT_EQ(eval(parse("floordiv(a, 4)"), {{"a", -5}}), -2);
   EXPECT_EQ(eval(parse("ceildiv(a, 4)"), {{"a", 5}}), 2);
   EXPECT_EQ(eval(parse("floordiv(a, 0)"), {{"a", 5}}), std::nullopt);
+}
+
+/// A size that overflows int64 has no value (a caller's absurd batch must
+/// not wrap into a small grid).
+TEST(SizeExpr, OverflowHasNoValue) {
+  int64_t big = std::numeric_limits<int64_t>::max();
+  int64_t least = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(eval(parse("a * 32"), {{"a", big / 2}}), std::nullopt);
+  EXPECT_EQ(eval(parse("a + 1"), {{"a", big}}), std::nullopt);
+  EXPECT_EQ(eval(parse("floordiv(a, b)"), {{"a", least}, {"b", -1}}),
+            std::nullopt);
+  EXPECT_EQ(eval(parse("ceildiv(a, b)"), {{"a", least}, {"b", -1}}),
+            std::nullopt);
+  EXPECT_EQ(eval(parse("a * 32"), {{"a", big / 64}}), big / 64 * 32);
 }
 
 TEST(SizeExpr, PrintsWithPrecedenceAndAsC) {

@@ -4,7 +4,8 @@
 // registered pipelines, kvir-runner, the emulator's host lowering, the C++
 // test harnesses and the bench all call these builders.
 //
-//   kv-lower-to-llvm   kv-to-loops, then the host lowering: the CPU reference
+//   kv-lower-to-llvm   kv-reject-gpu-kernels, kv-to-loops, then the host
+//                      lowering: the CPU reference
 //   kv-to-nvvm{chip}   the kv-level GPU lowering (kv-expand-cascade,
 //                      kv-specialize-layout, kv-tile, convert-kv-to-gpu,
 //                      kv-to-loops for the host plumbing), the kernels to

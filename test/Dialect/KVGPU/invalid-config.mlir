@@ -48,13 +48,23 @@ func.func private @bad_lanes() attributes {t = #kvgpu.decode<vector = 8, threads
 
 // -----
 
-// expected-error @below {{decode config threads_z must be positive, got 0}}
+// expected-error @below {{decode config threads_z must be positive with threads_x x threads_z <= 1024 (one block), got 0 with threads_x 16}}
 func.func private @bad_z() attributes {t = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 0, tile_tokens = 32, stages = 3, max_partitions = 32>}
 
 // -----
 
-// expected-error @below {{decode config tile_tokens must be a positive multiple of threads_z (4), got 30}}
+// expected-error @below {{decode config threads_z must be positive with threads_x x threads_z <= 1024 (one block), got 128 with threads_x 16}}
+func.func private @big_z() attributes {t = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 128, tile_tokens = 128, stages = 3, max_partitions = 32>}
+
+// -----
+
+// expected-error @below {{decode config tile_tokens must be a positive multiple of threads_z (4) of at most 1024, got 30}}
 func.func private @bad_tile() attributes {t = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 4, tile_tokens = 30, stages = 3, max_partitions = 32>}
+
+// -----
+
+// expected-error @below {{decode config tile_tokens must be a positive multiple of threads_z (4) of at most 1024, got 4611686018427387904}}
+func.func private @huge_tile() attributes {t = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 4, tile_tokens = 4611686018427387904, stages = 3, max_partitions = 32>}
 
 // -----
 
@@ -63,8 +73,13 @@ func.func private @bad_stages() attributes {t = #kvgpu.decode<vector = 8, thread
 
 // -----
 
-// expected-error @below {{decode config max_partitions must be positive, got 0}}
+// expected-error @below {{decode config max_partitions must be in [1, 65535] (a grid dim), got 0}}
 func.func private @bad_partitions() attributes {t = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 4, tile_tokens = 32, stages = 3, max_partitions = 0>}
+
+// -----
+
+// expected-error @below {{decode config max_partitions must be in [1, 65535] (a grid dim), got 65536}}
+func.func private @many_partitions() attributes {t = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 4, tile_tokens = 32, stages = 3, max_partitions = 65536>}
 
 // -----
 
@@ -93,8 +108,13 @@ func.func private @stages() attributes {c = #kvgpu.prefill<q_tile = 64, kv_tile 
 
 // -----
 
-// expected-error @below {{prefill config max_partitions must be positive, got 0}}
+// expected-error @below {{prefill config max_partitions must be in [1, 65535] (a grid dim), got 0}}
 func.func private @partitions() attributes {c = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 2, q_in_registers = true, max_partitions = 0>}
+
+// -----
+
+// expected-error @below {{prefill config max_partitions must be in [1, 65535] (a grid dim), got 70000}}
+func.func private @many_partitions() attributes {c = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 2, q_in_registers = true, max_partitions = 70000>}
 
 // -----
 

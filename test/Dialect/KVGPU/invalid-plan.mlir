@@ -83,8 +83,15 @@ func.func private @block_zero() attributes {k = #kvgpu.kernel<"r", @m::@k, alway
 
 // -----
 
-// expected-error @below {{kernel @m::@k has a block of 2048 threads, more than 1024}}
+// expected-error @below {{kernel @m::@k has a block of 1024 x 2 x 1 threads, more than 1024}}
 func.func private @block_big() attributes {k = #kvgpu.kernel<"r", @m::@k, always, grid = [<1>, <1>, <1>], block = [1024, 2, 1], shared = 0, dynamic_shared = 0, args = []>}
+
+// -----
+
+// Found by kvir-fuzz: the product of the dims overflowed int64 before the
+// check (UBSan: signed integer overflow).
+// expected-error @below {{kernel @m::@k has a block of 32 x 9223372036854775807 x 1 threads, more than 1024}}
+func.func private @block_overflow() attributes {k = #kvgpu.kernel<"r", @m::@k, always, grid = [<1>, <1>, <1>], block = [32, 9223372036854775807, 1], shared = 0, dynamic_shared = 0, args = []>}
 
 // -----
 

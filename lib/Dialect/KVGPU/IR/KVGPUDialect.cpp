@@ -7,6 +7,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/CheckedArithmetic.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace kvir::kvgpu;
@@ -24,6 +27,9 @@ void KVGPUDialect::initialize() {
       >();
 }
 
+/// CUDA's limit on gridDim.y and gridDim.z (partitions go on one of them).
+static constexpr int64_t kMaxGridDimYZ = 65535;
+
 //===----------------------------------------------------------------------===//
 // DecodeConfigAttr
 //===----------------------------------------------------------------------===//
@@ -40,18 +46,20 @@ DecodeConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "decode config threads_x must be a power of two "
                        << "in [1, 32] (its lanes reduce with xor-shuffles), "
                        << "got " << threadsX;
-  if (threadsZ <= 0)
-    return emitError() << "decode config threads_z must be positive, got "
-                       << threadsZ;
-  if (tileTokens <= 0 || tileTokens % threadsZ)
+  if (threadsZ <= 0 || threadsZ > 1024 / threadsX)
+    return emitError() << "decode config threads_z must be positive with "
+                       << "threads_x x threads_z <= 1024 (one block), got "
+                       << threadsZ << " with threads_x " << threadsX;
+  if (tileTokens <= 0 || tileTokens % threadsZ || tileTokens > 1024)
     return emitError() << "decode config tile_tokens must be a positive "
-                       << "multiple of threads_z (" << threadsZ << "), got "
-                       << tileTokens;
+                       << "multiple of threads_z (" << threadsZ << ") of at "
+                       << "most 1024, got " << tileTokens;
   if (stages < 2 || stages > 8)
     return emitError() << "decode config stages must be in [2, 8] (tile i + 1 "
                        << "loads while tile i is scored), got " << stages;
-  if (maxPartitions <= 0)
-    return emitError() << "decode config max_partitions must be positive, got "
+  if (maxPartitions <= 0 || maxPartitions > kMaxGridDimYZ)
+    return emitError() << "decode config max_partitions must be in [1, "
+                       << kMaxGridDimYZ << "] (a grid dim), got "
                        << maxPartitions;
   return success();
 }
@@ -97,9 +105,10 @@ PrefillConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (stages != 2)
     return emitError() << "prefill config stages must be 2 (K/V tile i + 1 "
                        << "loads while tile i is computed), got " << stages;
-  if (maxPartitions <= 0)
-    return emitError() << "prefill config max_partitions must be positive, "
-                       << "got " << maxPartitions;
+  if (maxPartitions <= 0 || maxPartitions > kMaxGridDimYZ)
+    return emitError() << "prefill config max_partitions must be in [1, "
+                       << kMaxGridDimYZ << "] (a grid dim), got "
+                       << maxPartitions;
   return success();
 }
 
@@ -241,16 +250,19 @@ std::optional<int64_t> SizeExprAttr::evaluate(
     values.push_back(*v);
   }
   switch (getKind()) {
+  // A size that overflows int64 (from sizes a caller passed) has no value.
   case SizeExprKind::add:
-    return values[0] + values[1];
+    return llvm::checkedAdd(values[0], values[1]);
   case SizeExprKind::mul:
-    return values[0] * values[1];
+    return llvm::checkedMul(values[0], values[1]);
   case SizeExprKind::floordiv:
-    if (!values[1])
+    if (!values[1] || (values[1] == -1 &&
+                       values[0] == std::numeric_limits<int64_t>::min()))
       return std::nullopt;
     return llvm::divideFloorSigned(values[0], values[1]);
   case SizeExprKind::ceildiv:
-    if (!values[1])
+    if (!values[1] || (values[1] == -1 &&
+                       values[0] == std::numeric_limits<int64_t>::min()))
       return std::nullopt;
     return llvm::divideCeilSigned(values[0], values[1]);
   case SizeExprKind::min:
@@ -494,9 +506,15 @@ std::optional<int64_t> PlanArgAttr::evaluateBytes(
     std::optional<int64_t> v = dim.evaluate(lookup);
     if (!v)
       return std::nullopt;
-    elements *= *v;
+    std::optional<int64_t> product = llvm::checkedMul(elements, *v);
+    if (!product || *product < 0)
+      return std::nullopt;
+    elements = *product;
   }
-  return (elements * bits + 7) / 8;
+  std::optional<int64_t> totalBits = llvm::checkedMul(elements, bits);
+  if (!totalBits || *totalBits > std::numeric_limits<int64_t>::max() - 7)
+    return std::nullopt;
+  return (*totalBits + 7) / 8;
 }
 
 LogicalResult SizeDefAttr::verify(function_ref<InFlightDiagnostic()> emitError,
@@ -530,11 +548,12 @@ KernelLaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     if (b <= 0)
       return emitError() << "kernel " << kernel
                          << " has a non-positive block dim";
-    threads *= b;
+    // Checked per dim: the product of unchecked dims can overflow.
+    if (b > 1024 || (threads *= b) > 1024)
+      return emitError() << "kernel " << kernel << " has a block of "
+                         << block[0] << " x " << block[1] << " x " << block[2]
+                         << " threads, more than 1024";
   }
-  if (threads > 1024)
-    return emitError() << "kernel " << kernel << " has a block of " << threads
-                       << " threads, more than 1024";
   if (staticShared < 0 || dynamicShared < 0)
     return emitError() << "kernel " << kernel
                        << " has negative shared memory";

@@ -55,4 +55,17 @@ def KVValidateTables : Pass<"kv-validate-tables", "::mlir::ModuleOp"> {
   ];
 }
 
+def KVRejectGPUKernels : Pass<"kv-reject-gpu-kernels", "::mlir::ModuleOp"> {
+  let summary = "Fail on a module holding GPU kernels (the CPU path)";
+  let description = [{
+    kv-lower-to-llvm lowers a module for the CPU (mlir-runner, MLIR's
+    ExecutionEngine). A `gpu.module` or `gpu.launch_func` in it cannot run
+    there, and the host conversions would rewrite kernel bodies into IR that
+    is neither a kernel nor valid host code. This pass reports the first
+    such op, saying to run the module with kvir-runner (the emulator) or to
+    compile it with kv-to-ptx, and fails the pipeline before anything else
+    runs.
+  }];
+}
+
 #endif // KVIR_DIALECT_KV_TRANSFORMS_PASSES_TD
