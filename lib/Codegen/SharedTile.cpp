@@ -18,7 +18,11 @@ static Value physicalChunk(ImplicitLocOpBuilder &b, const SharedTile &tile,
                            Value row, Value chunk) {
   if (!tile.swizzled)
     return chunk;
-  int64_t span = std::min<int64_t>(8, tile.chunksPerRow());
+  // Chunks permute within aligned groups of `span` that divide the row: a
+  // row of 10 or 12 chunks (head dim 80 or 96) swizzles in pairs or fours,
+  // never past its end.
+  int64_t chunks = tile.chunksPerRow();
+  int64_t span = std::min<int64_t>(8, chunks & -chunks);
   if (span <= 1)
     return chunk;
   IRBuilder ir{b};

@@ -39,7 +39,7 @@ struct BatchRun {
   std::vector<int64_t> lengths;
   /// Whether the batch is meant to take the split-KV path (the work
   /// schedule cuts some request).
-  std::optional<bool> expectSplit;
+  std::optional<bool> expectSplit = std::nullopt;
   /// If non-zero, the first request's kv_len (a long one among random).
   int64_t firstLen = 0;
 };
@@ -465,12 +465,8 @@ INSTANTIATE_TEST_SUITE_P(
 /// KVIR_SWEEP_COUNT=1).
 std::vector<GpuDecodeCase> sweepCases() {
   std::vector<GpuDecodeCase> cases;
-  auto envOr = [](const char *name, int64_t fallback) {
-    const char *v = std::getenv(name);
-    return v ? std::strtoll(v, nullptr, 10) : fallback;
-  };
-  int64_t firstSeed = envOr("KVIR_SWEEP_SEED", 3000);
-  int64_t count = envOr("KVIR_SWEEP_COUNT", 48);
+  int64_t firstSeed = envInteger("KVIR_SWEEP_SEED", 3000);
+  int64_t count = envInteger("KVIR_SWEEP_COUNT", 48);
   const int64_t pages[] = {1, 5, 7, 16, 32, 64, 128};
   const int64_t dims[] = {64, 80, 96, 128, 256};
   const int64_t groups[] = {1, 2, 4, 8};

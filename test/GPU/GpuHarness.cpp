@@ -23,6 +23,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -387,3 +388,9 @@ std::optional<int64_t> RunResult::planSize(
   }
   return std::nullopt;
 }
+
+int64_t kvir::test::gpu::envInteger(const char *name, int64_t fallback) {
+  const char *value = std::getenv(name);
+  return value ? std::strtoll(value, nullptr, 10) : fallback;
+}
+

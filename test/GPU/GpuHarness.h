@@ -125,6 +125,10 @@ double maxRelativeError(const StateBuffers &got, const ref::State &expected);
 /// SMs of a chip (its TargetInfo).
 int64_t smCountOf(const std::string &chip);
 
+/// The integer in environment variable `name`, or `fallback` when unset
+/// (the sweeps' seed ranges).
+int64_t envInteger(const char *name, int64_t fallback);
+
 } // namespace kvir::test::gpu
 
 #endif // KVIR_TEST_GPU_GPUHARNESS_H

@@ -2,10 +2,12 @@
 //
 // A [rows, cols] tile of 16-bit elements in shared memory (optionally one
 // of `stages` in a leading axis) and where its 16-byte chunks live. With
-// `swizzled`, chunk c of row r is stored at chunk c ^ (r % 8): the 8 rows an
-// ldmatrix phase reads (one 16-byte chunk each, same logical chunk) then
-// fall into 8 different bank groups, and so do the 8 rows a warp's
-// cp.async chunks write, for every row width of 64 elements or more.
+// `swizzled`, chunk c of row r is stored at chunk c ^ (r % s), s the largest
+// power of two up to 8 dividing the row's chunks: the 8 rows an ldmatrix
+// phase reads (one 16-byte chunk each, same logical chunk) then fall into 8
+// different bank groups, and so do the 8 rows a warp's cp.async chunks
+// write, for every row width that is a multiple of 64 elements. Other
+// widths (80, 96: s = 2, 4) stay correct with fewer distinct groups.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVIR_CODEGEN_SHAREDTILE_H

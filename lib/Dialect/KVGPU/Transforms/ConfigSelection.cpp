@@ -87,11 +87,26 @@ static std::tuple<int64_t, int64_t, Type> prefillKVShape(kv::PrefillOp op) {
   return {ragged.getHeadDim(), ragged.getHeadDimV(), ragged.getDtype()};
 }
 
-int64_t kvgpu::prefillTileBytes(PrefillConfigAttr config, int64_t headDim,
-                                int64_t headDimV, int64_t elementBytes) {
-  return elementBytes * (config.getQTile() * headDim +
-                         config.getStages() * config.getKvTile() *
-                             (headDim + headDimV));
+int64_t kvgpu::prefillSharedBytesBound(PrefillConfigAttr config,
+                                       kv::PrefillOp op) {
+  auto [headDim, headDimV, dtype] = prefillKVShape(op);
+  int64_t elementBytes = dtype.getIntOrFloatBitWidth() / 8;
+  int64_t qTile = config.getQTile(), kvTile = config.getKvTile();
+  int64_t bytes = elementBytes * (qTile * headDim + config.getStages() *
+                                                        kvTile *
+                                                        (headDim + headDimV));
+  // 16-bit outputs are staged for 16-byte stores, in the query tile when it
+  // has the output's shape and type.
+  Type outType = op.getType().getElementType();
+  if (outType.getIntOrFloatBitWidth() == 16 &&
+      (headDimV != headDim || outType != dtype))
+    bytes += 2 * qTile * headDimV;
+  // Page ids (at most one per key of each stage), the mask's per-thread
+  // scratch, the block's bookkeeping and each buffer's alignment.
+  bytes += 4 * config.getStages() * kvTile;
+  if (op.getMask())
+    bytes += 8 * config.getNumThreads();
+  return bytes + 512;
 }
 
 FailureOr<PrefillConfigAttr>
@@ -114,8 +129,6 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
   // registers; D = 256 halves both tiles and reloads Q per K tile.
   bool wide = std::max(headDim, headDimV) > 128;
   int64_t qTile = wide ? 64 : 128, kvTile = wide ? 32 : 64;
-  int64_t elementBytes = dtype.getIntOrFloatBitWidth() / 8;
-  const int64_t kOtherBuffers = 1024;
   auto build = [&](int64_t q) {
     return getCheckedQuietly<PrefillConfigAttr>(
         whyNot, op.getContext(), q, kvTile, /*warps=*/q / 16, /*stages=*/int64_t(2),
@@ -124,9 +137,7 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
   FailureOr<PrefillConfigAttr> config = build(qTile);
   // Smaller query tiles where the chip's shared memory per block is short.
   while (succeeded(config) && qTile > 16 &&
-         prefillTileBytes(*config, headDim, headDimV, elementBytes) +
-                 kOtherBuffers >
-             target.maxSharedBytesPerBlock)
+         prefillSharedBytesBound(*config, op) > target.maxSharedBytesPerBlock)
     config = build(qTile /= 2);
   return config;
 }

@@ -38,10 +38,12 @@ mlir::FailureOr<PrefillConfigAttr>
 getOrChoosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
                          std::string &whyNot);
 
-/// Bytes of the query tile and the K and V stages a prefill kernel with
-/// `config` keeps in shared memory (its other buffers are under 1 KB).
-int64_t prefillTileBytes(PrefillConfigAttr config, int64_t headDim,
-                         int64_t headDimV, int64_t elementBytes);
+/// An upper bound of the shared memory the prefill kernel of `op` with
+/// `config` takes: the query tile, the K and V stages, the output staging
+/// tile where the output cannot reuse the query tile, page ids, the mask's
+/// scratch and bookkeeping. convert-kv-to-gpu checks the exact layout; the
+/// bound keeps kv-tile's choice within it.
+int64_t prefillSharedBytesBound(PrefillConfigAttr config, kv::PrefillOp op);
 
 /// The configuration kv-tile would attach to `op`, or failure (with the
 /// reason) when none fits or the op takes none.
