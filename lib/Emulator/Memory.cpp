@@ -344,13 +344,17 @@ void kvir::emu::checkAccess(const void *ptr, uint64_t bytes, uint32_t flags,
              " through kernel argument #" + std::to_string(arg) + ", " +
              allocations().describeOutside(*own, addr, bytes),
          site);
-  if (!own && !allocations().find(addr, bytes))
+  const auto *hit = own ? own : allocations().find(addr, bytes);
+  if (!hit)
     fail("out-of-bounds global " + accessName(flags) + " of " +
              std::to_string(bytes) + " bytes at " + hex(addr) + ": " +
              allocations().describeMiss(addr, bytes),
          site);
   (store ? b.stats->globalBytesStored : b.stats->globalBytesLoaded) += bytes;
-  track(b, t, addr, bytes, /*shared=*/false, site);
+  // Sectors are counted as if every allocation started on a 256-byte
+  // boundary, as cudaMalloc's (and torch's) do: host buffers start wherever
+  // malloc put them, which would make the counters change from run to run.
+  track(b, t, addr - hit->first % 256, bytes, /*shared=*/false, site);
 }
 
 void kvir::emu::markAsyncCopyDestination(BlockRun &b, GpuThread &t,
