@@ -38,9 +38,10 @@ for suite in kvir-unit-tests kvir-emulator-tests; do
   "$BUILD/bin/$suite" --gtest_brief=1 > "$log" 2>&1
   rc=$?
   g_pass=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
-  g_fail=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+  # --gtest_brief prints one "[  FAILED  ] Suite.Test (N ms)" line per
+  # failed test and no failure summary.
+  g_fail=$(grep -cE '^\[  FAILED  \] [A-Za-z_]' "$log")
   g_pass=${g_pass:-0}
-  g_fail=${g_fail:-0}
   # A sanitizer report ends the run before gtest's summary.
   if [ $rc -ne 0 ] && [ "$g_fail" -eq 0 ]; then g_fail=1; fi
   [ "$g_fail" -ne 0 ] && tail -n 40 "$log"

@@ -49,10 +49,13 @@ for suite in kvir-unit-tests kvir-emulator-tests kvir-gpu-tests; do
     continue
   fi
   "$BUILD/bin/$suite" --gtest_brief=1 2>&1 | tee "$log" | tail -n 30
+  rc=${PIPESTATUS[0]}
   g_pass=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
-  g_fail=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+  # --gtest_brief prints one "[  FAILED  ] Suite.Test (N ms)" line per
+  # failed test and no failure summary.
+  g_fail=$(grep -cE '^\[  FAILED  \] [A-Za-z_]' "$log")
   g_pass=${g_pass:-0}
-  g_fail=${g_fail:-0}
+  if [ "$rc" -ne 0 ] && [ "$g_fail" -eq 0 ]; then g_fail=1; fi
   if [ "$g_pass" -eq 0 ] && [ "$g_fail" -eq 0 ]; then g_fail=1; fi
   report "$suite" "$g_pass" "$g_fail"
 done

@@ -125,8 +125,11 @@ TEST_F(CountersTest, RandomGathersMatchModel) {
       }
     }
     Model m;
+    // Device addresses: the emulator counts sectors as if each allocation
+    // started on a 256-byte boundary (as cudaMalloc's do).
     auto addr = [](auto &buf, int64_t i) {
-      return reinterpret_cast<uint64_t>(buf.ptr() + i);
+      uint64_t base = reinterpret_cast<uint64_t>(buf.ptr());
+      return reinterpret_cast<uint64_t>(buf.ptr() + i) - base % 256;
     };
     for (int w = 0; w < n / 32; ++w) {
       std::vector<uint64_t> aIdx, aIn, aSidx, aOut;
