@@ -143,47 +143,21 @@ void runCascade(int64_t levels, CacheSpec spec, bool causal, Base base,
   Rng rng(seed);
   for (int rep = 0; rep < 2; ++rep) {
     CascadeShape shape = randomCascade(rng, levels, 5, causal);
-    // One pool holds every level's keys; each level has its own table.
-    std::vector<int64_t> allLens;
-    for (const auto &lens : shape.kvLens)
-      allLens.insert(allLens.end(), lens.begin(), lens.end());
-    PagedCache all = makeCache(spec, allLens, rng);
-    std::vector<PagedCache> caches;
-    int64_t first = 0;
-    for (const auto &lens : shape.kvLens) {
-      caches.push_back(subCache(all, first, lens.size()));
-      first += lens.size();
-    }
+    std::vector<PagedCache> caches =
+        makeCascadeCaches(spec, shape.kvLens, rng);
     int64_t rows = shape.qoLens[0][0];
     Tensor q = randomTensor(rng, spec.dtype, {rows, qHeads, spec.headDim}, 2.0);
     StateBuffers out = makeStateBuffers(rows, qHeads, spec.headDimV, spec.dtype);
 
     KernelSource src;
     std::string qs = src.addMemref("q", q);
-    std::vector<std::vector<int32_t>> indptrs;
-    std::string indptrNames, indptrTypes, kvNames, kvTypes;
-    for (int64_t l = 0; l < levels; ++l) {
-      std::string kvType;
-      std::string kv =
-          emitPagedView(src, caches[l], "kv" + std::to_string(l), kvType);
-      indptrs.push_back(indptrOf(shape.qoLens[l]));
-      std::string qo = src.addMemref("qo" + std::to_string(l),
-                                     makeI32(indptrs.back()));
-      std::string sep = l ? ", " : "";
-      indptrNames += sep + qo;
-      indptrTypes += sep + src.typeOf(qo);
-      kvNames += sep + kv;
-      kvTypes += sep + kvType;
-    }
     ref::AttentionParams params;
     params.causal = causal;
     params.base = base;
     std::string stateType =
         stateTypeText(qHeads, spec.headDimV, spec.dtype, base);
-    src.addLine("%s = kv.cascade " + qs + " levels(" + indptrNames + " : " +
-                indptrTypes + ") kvs(" + kvNames + " : " + kvTypes + ") " +
-                attentionAttrs(params) + " : " + src.typeOf(qs) + " -> " +
-                stateType);
+    std::vector<std::vector<int32_t>> indptrs =
+        emitCascade(src, qs, caches, shape.qoLens, params, stateType);
     emitStore(src, "%s", stateType, out);
     ASSERT_TRUE(runKernel(src, {out.o, out.lse}));
 

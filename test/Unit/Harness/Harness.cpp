@@ -601,6 +601,51 @@ std::string kvir::test::withConfig(std::string attrs,
   return attrs.substr(0, attrs.size() - 1) + ", " + entry + "}";
 }
 
+std::vector<PagedCache>
+kvir::test::makeCascadeCaches(const CacheSpec &spec,
+                              const std::vector<std::vector<int64_t>> &kvLens,
+                              Rng &rng) {
+  std::vector<int64_t> all;
+  for (const std::vector<int64_t> &lens : kvLens)
+    all.insert(all.end(), lens.begin(), lens.end());
+  PagedCache pool = makeCache(spec, all, rng);
+  std::vector<PagedCache> levels;
+  int64_t first = 0;
+  for (const std::vector<int64_t> &lens : kvLens) {
+    levels.push_back(subCache(pool, first, lens.size()));
+    first += lens.size();
+  }
+  return levels;
+}
+
+std::vector<std::vector<int32_t>>
+kvir::test::emitCascade(KernelSource &src, const std::string &qName,
+                        const std::vector<PagedCache> &levels,
+                        const std::vector<std::vector<int64_t>> &qoLens,
+                        const ref::AttentionParams &params,
+                        const std::string &stateType) {
+  std::vector<std::vector<int32_t>> indptrs;
+  std::string indptrNames, indptrTypes, kvNames, kvTypes;
+  for (size_t l = 0; l < levels.size(); ++l) {
+    std::string kvType;
+    std::string kv =
+        emitPagedView(src, levels[l], "kv" + std::to_string(l), kvType);
+    indptrs.push_back(indptrOf(qoLens[l]));
+    std::string qo =
+        src.addMemref("qo" + std::to_string(l), makeI32(indptrs.back()));
+    std::string sep = l ? ", " : "";
+    indptrNames += sep + qo;
+    indptrTypes += sep + src.typeOf(qo);
+    kvNames += sep + kv;
+    kvTypes += sep + kvType;
+  }
+  src.addLine("%s = kv.cascade " + qName + " levels(" + indptrNames + " : " +
+              indptrTypes + ") kvs(" + kvNames + " : " + kvTypes + ") " +
+              attentionAttrs(params) + " : " + src.typeOf(qName) + " -> " +
+              stateType);
+  return indptrs;
+}
+
 std::string kvir::test::attentionAttrs(const ref::AttentionParams &params,
                                        bool withCausal) {
   std::vector<std::string> attrs;

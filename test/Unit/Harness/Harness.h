@@ -120,6 +120,19 @@ std::string stateTypeText(int64_t heads, int64_t headDimV, DType dtype,
 /// view's SSA name. The paged type's alias is `typeAlias`.
 std::string emitPagedView(KernelSource &src, const PagedCache &cache,
                           const std::string &name, std::string &typeAlias);
+/// A cascade's levels over one pool: level l's requests hold `kvLens[l]`
+/// tokens, each level with its own table.
+std::vector<PagedCache>
+makeCascadeCaches(const CacheSpec &spec,
+                  const std::vector<std::vector<int64_t>> &kvLens, Rng &rng);
+/// Adds the levels' views and qo_indptrs (level l groups the rows into
+/// requests of `qoLens[l]` rows) and `%s = kv.cascade` of q (argument
+/// `qName`) with `params`'s attributes; returns the qo_indptrs.
+std::vector<std::vector<int32_t>>
+emitCascade(KernelSource &src, const std::string &qName,
+            const std::vector<PagedCache> &levels,
+            const std::vector<std::vector<int64_t>> &qoLens,
+            const ref::AttentionParams &params, const std::string &stateType);
 /// The attribute dictionary of an attention op (`{...}` or empty).
 std::string attentionAttrs(const ref::AttentionParams &params,
                            bool withCausal = true);

@@ -456,18 +456,80 @@ State kvir::ref::mlaDecode(const Tensor &qNope, const Tensor &qPe,
   return state;
 }
 
+namespace {
+/// The keys of a cascade's last-level request r: its level-0 request's keys,
+/// then its level-1 request's, ... (each row of r belongs to one request of
+/// every level).
+class ConcatenatedLevels : public KVSource {
+public:
+  ConcatenatedLevels(const std::vector<std::vector<int32_t>> &qoIndptrs,
+                     const std::vector<const KVSource *> &levels)
+      : levels(levels) {
+    const std::vector<int32_t> &last = qoIndptrs.back();
+    pieces.resize(last.size() - 1);
+    for (size_t r = 0; r + 1 < last.size(); ++r) {
+      int32_t begin = last[r], end = last[r + 1];
+      for (size_t l = 0; l < levels.size(); ++l) {
+        // The level-l request holding rows [begin, end); a request without
+        // rows takes request 0 (its keys are never read).
+        const std::vector<int32_t> &indptr = qoIndptrs[l];
+        int64_t b = 0;
+        if (end > begin) {
+          while (b + 1 < int64_t(indptr.size()) && indptr[b + 1] <= begin)
+            ++b;
+          if (b + 1 >= int64_t(indptr.size()) || end > indptr[b + 1])
+            fatal("a cascade's last-level request is not within one request "
+                  "of every level");
+        }
+        pieces[r].push_back({l, b, levels[l]->kvLen(b)});
+      }
+    }
+  }
+  int64_t numRequests() const override { return pieces.size(); }
+  int64_t kvLen(int64_t r) const override {
+    int64_t n = 0;
+    for (const Piece &p : pieces[r])
+      n += p.len;
+    return n;
+  }
+  int64_t kvHeads() const override { return levels[0]->kvHeads(); }
+  int64_t headDim() const override { return levels[0]->headDim(); }
+  int64_t headDimV() const override { return levels[0]->headDimV(); }
+  double key(int64_t r, int64_t t, int64_t h, int64_t d) const override {
+    auto [p, local] = locate(r, t);
+    return levels[p->level]->key(p->request, local, h, d);
+  }
+  double value(int64_t r, int64_t t, int64_t h, int64_t d) const override {
+    auto [p, local] = locate(r, t);
+    return levels[p->level]->value(p->request, local, h, d);
+  }
+
+private:
+  struct Piece {
+    size_t level;
+    int64_t request, len;
+  };
+  std::pair<const Piece *, int64_t> locate(int64_t r, int64_t t) const {
+    for (const Piece &p : pieces[r]) {
+      if (t < p.len)
+        return {&p, t};
+      t -= p.len;
+    }
+    fatal("cascade key index past the concatenation");
+  }
+  const std::vector<const KVSource *> &levels;
+  std::vector<std::vector<Piece>> pieces;
+};
+} // namespace
+
 State kvir::ref::cascade(const Tensor &q,
                          const std::vector<std::vector<int32_t>> &qoIndptrs,
                          const std::vector<const KVSource *> &levels,
                          const AttentionParams &params) {
-  std::vector<State> states;
-  for (size_t l = 0; l < levels.size(); ++l) {
-    AttentionParams levelParams = params;
-    // Earlier levels are entirely in the past of every row.
-    levelParams.causal = params.causal && l + 1 == levels.size();
-    states.push_back(attention(q, qoIndptrs[l], *levels[l], levelParams));
-  }
-  return merge(states);
+  if (params.windowLeft)
+    fatal("the cascade reference takes no window (level-local positions)");
+  ConcatenatedLevels keys(qoIndptrs, levels);
+  return attention(q, qoIndptrs.back(), keys, params);
 }
 
 //===----------------------------------------------------------------------===//

@@ -218,8 +218,12 @@ inline State decode(const Tensor &q, const KVSource &kv,
 State mlaDecode(const Tensor &qNope, const Tensor &qPe, const PagedCache &kv,
                 std::optional<double> smScale, Base base);
 
-/// Cascade: each row's state is the merge over levels of its state against
-/// its level-l request; causal (if set) applies only to the last level.
+/// Cascade, computed as what it means: plain attention of each last-level
+/// request over the concatenation of its levels' keys (level 0 first), so
+/// causal is bottom-right aligned on the concatenation and only ever hides
+/// keys of the last level. Not computed level by level and merged (kvir's
+/// lowering does that), so the two are independent. Windows are not taken
+/// (kvir's levels see level-local positions; aborts if params has one).
 State cascade(const Tensor &q, const std::vector<std::vector<int32_t>> &qoIndptrs,
               const std::vector<const KVSource *> &levels,
               const AttentionParams &params);

@@ -1,0 +1,179 @@
+//===- CascadeGpuTest.cpp - kv.cascade as GPU kernels in the emulator -----===//
+//
+// A cascade lowers (kv-expand-cascade, convert-kv-to-gpu) to one tensor-core
+// prefill per level and a merge kernel: a shared level's requests hold the
+// query rows of every request that shares it, so its keys are read once per
+// query tile. Each case builds random 2- and 3-level cascades over one pool
+// (a level-0 prefix shared by every row, a middle level of two groups whose
+// second has no keys, a last level with a request of no rows and requests
+// of 1..4 rows), runs them in the emulator with NaN-poisoned outputs, and
+// compares with the float64 reference computed as plain attention of each
+// last-level request over the concatenation of its levels' keys (causal
+// bottom-right on that concatenation). Any emulator report fails the test.
+//
+//===----------------------------------------------------------------------===//
+#include "GpuHarness.h"
+
+#include "TestUtil.h"
+
+using namespace kvir::test;
+using namespace kvir::test::gpu;
+
+namespace {
+
+struct CascadeCase {
+  std::string name;
+  int64_t levels = 2;
+  CacheSpec spec;
+  int64_t qHeads = 8;
+  ref::AttentionParams params;
+  /// Keys of the shared level-0 prefix.
+  int64_t prefixLen = 300;
+  std::string chip = "sm_80";
+  uint64_t seed = 1;
+};
+
+std::ostream &operator<<(std::ostream &os, const CascadeCase &c) {
+  return os << c.name;
+}
+
+/// Rows and keys per request of each level.
+struct CascadeShape {
+  std::vector<std::vector<int64_t>> qoLens, kvLens;
+};
+
+CascadeShape randomShape(Rng &rng, const CascadeCase &c, int64_t requests) {
+  CascadeShape shape;
+  std::vector<int64_t> lastQo(requests), lastKv(requests);
+  for (int64_t r = 0; r < requests; ++r) {
+    lastQo[r] = rng.integer(1, 4);
+    lastKv[r] = rng.integer(c.params.causal ? lastQo[r] : 0, 40);
+  }
+  lastQo[1] = 0;
+  lastKv[1] = 0;
+  int64_t rows = 0;
+  for (int64_t q : lastQo)
+    rows += q;
+  shape.qoLens.push_back({rows});
+  shape.kvLens.push_back({c.prefixLen});
+  if (c.levels == 3) {
+    int64_t split = requests / 2, a = 0, b = 0;
+    for (int64_t r = 0; r < requests; ++r)
+      (r < split ? a : b) += lastQo[r];
+    shape.qoLens.push_back({a, b});
+    shape.kvLens.push_back({rng.integer(17, 90), 0});
+  }
+  shape.qoLens.push_back(lastQo);
+  shape.kvLens.push_back(lastKv);
+  return shape;
+}
+
+void runCascadeCase(const CascadeCase &c) {
+  Rng rng(c.seed);
+  const CacheSpec &spec = c.spec;
+  SCOPED_TRACE(describe(spec) + " levels " + std::to_string(c.levels) +
+               " chip " + c.chip);
+  CascadeShape shape = randomShape(rng, c, 6);
+  std::vector<PagedCache> caches = makeCascadeCaches(spec, shape.kvLens, rng);
+  int64_t rows = shape.qoLens[0][0];
+  Tensor q = randomTensor(rng, spec.dtype, {rows, c.qHeads, spec.headDim}, 2.0);
+  StateBuffers out =
+      makeStateBuffers(rows, c.qHeads, spec.headDimV, spec.dtype);
+  KernelSource src;
+  std::string qs = src.addMemref("q", q);
+  std::string stateType =
+      stateTypeText(c.qHeads, spec.headDimV, spec.dtype, c.params.base);
+  std::vector<std::vector<int32_t>> indptrs =
+      emitCascade(src, qs, caches, shape.qoLens, c.params, stateType);
+  emitStore(src, "%s", stateType, out);
+
+  RunResult result;
+  ASSERT_TRUE(runGpu(src, {out.o, out.lse}, c.chip,
+                     {"kv.cascade", "kv.prefill", "kv.merge"}, result));
+  EXPECT_TRUE(noReports(result));
+  // One prefill per level (direct, or split + merge_partitions), then the
+  // merge of the levels' states.
+  std::vector<std::string> names = result.kernelNames();
+  int64_t prefills = 0;
+  for (const std::string &name : names)
+    prefills += name.rfind("prefill_", 0) == 0;
+  EXPECT_GE(prefills, c.levels) << result.describeLaunches();
+  ASSERT_FALSE(names.empty());
+  EXPECT_EQ(names.back().rfind("merge" + std::to_string(c.levels) + "_", 0),
+            0u)
+      << result.describeLaunches();
+
+  std::vector<ref::PagedSource> sources;
+  for (const PagedCache &cache : caches)
+    sources.emplace_back(cache);
+  std::vector<const ref::KVSource *> levelSources;
+  for (const ref::PagedSource &s : sources)
+    levelSources.push_back(&s);
+  ref::State expected =
+      ref::cascade(q, indptrs, levelSources, asKernelSees(c.params));
+  // Each level's state is written in the output type before the merge.
+  EXPECT_TRUE(check(compareGpuState(out, expected, spec.dtype)));
+}
+
+std::vector<CascadeCase> cascadeCases() {
+  std::vector<CascadeCase> cases;
+  auto add = [&](std::string name, int64_t levels, CacheSpec spec,
+                 int64_t qHeads, std::string chip, uint64_t seed) {
+    CascadeCase c;
+    c.name = std::move(name);
+    c.levels = levels;
+    c.spec = spec;
+    c.qHeads = qHeads;
+    c.chip = std::move(chip);
+    c.seed = seed;
+    cases.push_back(c);
+    return &cases.back();
+  };
+  add("TwoLevelsCausalNhdCsrP16D128G4F16", 2, makeSpec(16, 2, 128, DType::F16),
+      8, "sm_80", 7001)
+      ->params.causal = true;
+  add("TwoLevelsHndBlockTableP8D64G2BF16", 2,
+      makeSpec(8, 2, 64, DType::BF16, Layout::HND, Storage::Combined,
+               Table::BlockTable),
+      4, "sm_90a", 7002)
+      ->params.base = Base::Two;
+  {
+    CascadeCase *c = add("ThreeLevelsCausalSoftCapNhdSplitCsrP16D64G4F16", 3,
+                         makeSpec(16, 1, 64, DType::F16, Layout::NHD,
+                                  Storage::Split, Table::CSR),
+                         4, "sm_86", 7003);
+    c->params.causal = true;
+    c->params.softCap = 8.0;
+    c->params.smScale = 0.15;
+  }
+  {
+    CascadeCase *c = add("ThreeLevelsCausalTokenTableP4D128G8BF16", 3,
+                         makeSpec(4, 1, 128, DType::BF16, Layout::NHD,
+                                  Storage::Combined, Table::TokenTable),
+                         8, "sm_90a", 7004);
+    c->params.causal = true;
+    c->params.base = Base::Two;
+  }
+  {
+    // An empty shared prefix.
+    CascadeCase *c = add("EmptyPrefixCausalNhdCsrP16D64G1F16", 2,
+                         makeSpec(16, 2, 64, DType::F16), 2, "sm_80", 7005);
+    c->params.causal = true;
+    c->prefixLen = 0;
+  }
+  return cases;
+}
+
+class GpuCascade : public ::testing::TestWithParam<CascadeCase> {};
+
+TEST_P(GpuCascade, MatchesAttentionOverConcatenatedLevels) {
+  runCascadeCase(GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Matrix, GpuCascade, ::testing::ValuesIn(cascadeCases()),
+    [](const ::testing::TestParamInfo<CascadeCase> &info) {
+      return info.param.name;
+    });
+
+} // namespace
