@@ -17,9 +17,11 @@
 // (every KV byte once: P + R x U tokens), and checks both outputs against
 // the float64 reference (attention over each request's prefix + own keys).
 // Head dim 128, f16, NHD pages of 16, Hq 4 over Hkv 1 by default (bytes
-// scale with KV heads, the ratios do not). Not run by the tests.
+// scale with KV heads, the ratios do not; the GQA group sets how many query
+// tiles read the prefix). Not run by the tests.
 //
 //   kvir-cascade-bench [--requests R] [--prefix P] [--unique U] [--kv-heads H]
+//                      [--group G]
 //
 //===----------------------------------------------------------------------===//
 #include "GpuHarness.h"
@@ -38,7 +40,7 @@ namespace ref = kvir::ref;
 
 namespace {
 
-constexpr int64_t kHeadDim = 128, kPage = 16, kGroup = 4;
+constexpr int64_t kHeadDim = 128, kPage = 16;
 
 /// One CSR cache over `levels`' pool whose request r lists level 0's pages
 /// (a whole number of pages) and then level 1's request r.
@@ -91,7 +93,7 @@ double loadedBytes(const RunResult &result) {
 } // namespace
 
 int main(int argc, char **argv) {
-  int64_t requests = 64, prefix = 16384, unique = 256, kvHeads = 1;
+  int64_t requests = 64, prefix = 16384, unique = 256, kvHeads = 1, group = 4;
   for (int i = 1; i + 1 < argc; i += 2) {
     int64_t v = std::strtoll(argv[i + 1], nullptr, 10);
     if (!std::strcmp(argv[i], "--requests"))
@@ -102,17 +104,19 @@ int main(int argc, char **argv) {
       unique = v;
     else if (!std::strcmp(argv[i], "--kv-heads"))
       kvHeads = v;
+    else if (!std::strcmp(argv[i], "--group"))
+      group = v;
     else
       argc = -1;
   }
   if (argc < 0 || prefix % kPage || requests < 1) {
     std::fprintf(stderr,
                  "usage: %s [--requests R] [--prefix P (a multiple of %lld)] "
-                 "[--unique U] [--kv-heads H]\n",
+                 "[--unique U] [--kv-heads H] [--group G]\n",
                  argv[0], (long long)kPage);
     return 2;
   }
-  int64_t qHeads = kGroup * kvHeads;
+  int64_t qHeads = group * kvHeads;
   CacheSpec spec;
   spec.pageSize = kPage;
   spec.kvHeads = kvHeads;
