@@ -37,43 +37,14 @@ std::ostream &operator<<(std::ostream &os, const CascadeCase &c) {
   return os << c.name;
 }
 
-/// Rows and keys per request of each level.
-struct CascadeShape {
-  std::vector<std::vector<int64_t>> qoLens, kvLens;
-};
-
-CascadeShape randomShape(Rng &rng, const CascadeCase &c, int64_t requests) {
-  CascadeShape shape;
-  std::vector<int64_t> lastQo(requests), lastKv(requests);
-  for (int64_t r = 0; r < requests; ++r) {
-    lastQo[r] = rng.integer(1, 4);
-    lastKv[r] = rng.integer(c.params.causal ? lastQo[r] : 0, 40);
-  }
-  lastQo[1] = 0;
-  lastKv[1] = 0;
-  int64_t rows = 0;
-  for (int64_t q : lastQo)
-    rows += q;
-  shape.qoLens.push_back({rows});
-  shape.kvLens.push_back({c.prefixLen});
-  if (c.levels == 3) {
-    int64_t split = requests / 2, a = 0, b = 0;
-    for (int64_t r = 0; r < requests; ++r)
-      (r < split ? a : b) += lastQo[r];
-    shape.qoLens.push_back({a, b});
-    shape.kvLens.push_back({rng.integer(17, 90), 0});
-  }
-  shape.qoLens.push_back(lastQo);
-  shape.kvLens.push_back(lastKv);
-  return shape;
-}
-
 void runCascadeCase(const CascadeCase &c) {
   Rng rng(c.seed);
   const CacheSpec &spec = c.spec;
   SCOPED_TRACE(describe(spec) + " levels " + std::to_string(c.levels) +
                " chip " + c.chip);
-  CascadeShape shape = randomShape(rng, c, 6);
+  CascadeShape shape =
+      randomCascadeShape(rng, c.levels, 6, c.params.causal, c.prefixLen,
+                         rng.integer(17, 90), /*maxLastLen=*/40);
   std::vector<PagedCache> caches = makeCascadeCaches(spec, shape.kvLens, rng);
   int64_t rows = shape.qoLens[0][0];
   Tensor q = randomTensor(rng, spec.dtype, {rows, c.qHeads, spec.headDim}, 2.0);

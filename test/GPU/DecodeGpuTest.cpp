@@ -491,13 +491,7 @@ std::vector<GpuDecodeCase> sweepCases() {
     c.outType = outs[rng.integer(0, 2)];
     c.chip = chips[rng.integer(0, 3)];
     c.seed = sweepSeed + 1000;
-    c.params.base = rng.coin() ? Base::Two : Base::E;
-    if (rng.coin(0.3))
-      c.params.smScale = rng.uniform(0.02, 0.3);
-    if (rng.coin(0.3))
-      c.params.softCap = rng.uniform(1.0, 50.0);
-    if (rng.coin(0.3))
-      c.params.windowLeft = rng.integer(0, 3 * page + 10);
+    randomizeAttention(rng, c.params, 3 * page + 10);
     // Lengths over a few pages (at least ~40 tokens) for the small batch;
     // short requests for the batch that fills the chip (P == 1).
     int64_t smallMaxLen =

@@ -443,13 +443,7 @@ std::vector<GpuPrefillCase> prefillSweepCases() {
                                 chips[rng.integer(0, 3)], sweepSeed + 1000);
     c.ragged = ragged;
     c.params.causal = rng.coin();
-    c.params.base = rng.coin() ? Base::Two : Base::E;
-    if (rng.coin(0.3))
-      c.params.smScale = rng.uniform(0.02, 0.3);
-    if (rng.coin(0.3))
-      c.params.softCap = rng.uniform(1.0, 50.0);
-    if (rng.coin(0.3))
-      c.params.windowLeft = rng.integer(0, 100);
+    randomizeAttention(rng, c.params, 100);
     const MaskKind masks[] = {MaskKind::None, MaskKind::None, MaskKind::Bool,
                               MaskKind::Packed};
     c.mask = masks[rng.integer(0, 3)];

@@ -99,50 +99,14 @@ TEST(Mla, DecodeSmScaleTokenTableF32) {
   runMla(m);
 }
 
-/// A cascade: level l groups consecutive rows into requests with
-/// `qoLens[l]` and reads keys of lengths `kvLens[l]`.
-struct CascadeShape {
-  std::vector<std::vector<int64_t>> qoLens, kvLens;
-};
-
-/// Builds a random cascade: level 0 one request over every row (the shared
-/// prefix), middle levels `groups` requests, the last level `requests`.
-CascadeShape randomCascade(Rng &rng, int64_t levels, int64_t requests,
-                           bool causal) {
-  CascadeShape c;
-  std::vector<int64_t> lastQo(requests), lastKv(requests);
-  for (int64_t r = 0; r < requests; ++r) {
-    lastQo[r] = rng.integer(1, 4);
-    lastKv[r] = rng.integer(causal ? lastQo[r] : 0, 20);
-  }
-  // One request with no rows and no keys.
-  lastQo[1] = 0;
-  lastKv[1] = 0;
-  int64_t rows = 0;
-  for (int64_t q : lastQo)
-    rows += q;
-  c.qoLens.push_back({rows});
-  c.kvLens.push_back({rng.integer(8, 40)});
-  if (levels == 3) {
-    // Two groups: the first requests/2 requests and the rest; the second
-    // group's shared keys are empty.
-    int64_t split = requests / 2, a = 0, b = 0;
-    for (int64_t r = 0; r < requests; ++r)
-      (r < split ? a : b) += lastQo[r];
-    c.qoLens.push_back({a, b});
-    c.kvLens.push_back({rng.integer(5, 30), 0});
-  }
-  c.qoLens.push_back(lastQo);
-  c.kvLens.push_back(lastKv);
-  return c;
-}
-
 void runCascade(int64_t levels, CacheSpec spec, bool causal, Base base,
                 int64_t qHeads, uint64_t seed) {
   SCOPED_TRACE(describe(spec));
   Rng rng(seed);
   for (int rep = 0; rep < 2; ++rep) {
-    CascadeShape shape = randomCascade(rng, levels, 5, causal);
+    int64_t prefixLen = rng.integer(8, 40), middleLen = rng.integer(5, 30);
+    CascadeShape shape = randomCascadeShape(rng, levels, 5, causal, prefixLen,
+                                            middleLen, /*maxLastLen=*/20);
     std::vector<PagedCache> caches =
         makeCascadeCaches(spec, shape.kvLens, rng);
     int64_t rows = shape.qoLens[0][0];

@@ -601,6 +601,36 @@ std::string kvir::test::withConfig(std::string attrs,
   return attrs.substr(0, attrs.size() - 1) + ", " + entry + "}";
 }
 
+CascadeShape kvir::test::randomCascadeShape(Rng &rng, int64_t levels,
+                                            int64_t requests, bool causal,
+                                            int64_t prefixLen,
+                                            int64_t middleLen,
+                                            int64_t maxLastLen) {
+  CascadeShape shape;
+  std::vector<int64_t> lastQo(requests), lastKv(requests);
+  for (int64_t r = 0; r < requests; ++r) {
+    lastQo[r] = rng.integer(1, 4);
+    lastKv[r] = rng.integer(causal ? lastQo[r] : 0, maxLastLen);
+  }
+  lastQo[1] = 0;
+  lastKv[1] = 0;
+  int64_t rows = 0;
+  for (int64_t q : lastQo)
+    rows += q;
+  shape.qoLens.push_back({rows});
+  shape.kvLens.push_back({prefixLen});
+  if (levels == 3) {
+    int64_t split = requests / 2, a = 0, b = 0;
+    for (int64_t r = 0; r < requests; ++r)
+      (r < split ? a : b) += lastQo[r];
+    shape.qoLens.push_back({a, b});
+    shape.kvLens.push_back({middleLen, 0});
+  }
+  shape.qoLens.push_back(lastQo);
+  shape.kvLens.push_back(lastKv);
+  return shape;
+}
+
 std::vector<PagedCache>
 kvir::test::makeCascadeCaches(const CacheSpec &spec,
                               const std::vector<std::vector<int64_t>> &kvLens,
@@ -644,6 +674,17 @@ kvir::test::emitCascade(KernelSource &src, const std::string &qName,
               attentionAttrs(params) + " : " + src.typeOf(qName) + " -> " +
               stateType);
   return indptrs;
+}
+
+void kvir::test::randomizeAttention(Rng &rng, ref::AttentionParams &params,
+                                    int64_t maxWindow) {
+  params.base = rng.coin() ? Base::Two : Base::E;
+  if (rng.coin(0.3))
+    params.smScale = rng.uniform(0.02, 0.3);
+  if (rng.coin(0.3))
+    params.softCap = rng.uniform(1.0, 50.0);
+  if (rng.coin(0.3))
+    params.windowLeft = rng.integer(0, maxWindow);
 }
 
 std::string kvir::test::attentionAttrs(const ref::AttentionParams &params,

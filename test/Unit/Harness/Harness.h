@@ -120,6 +120,18 @@ std::string stateTypeText(int64_t heads, int64_t headDimV, DType dtype,
 /// view's SSA name. The paged type's alias is `typeAlias`.
 std::string emitPagedView(KernelSource &src, const PagedCache &cache,
                           const std::string &name, std::string &typeAlias);
+/// Rows and keys per request of each level of a cascade.
+struct CascadeShape {
+  std::vector<std::vector<int64_t>> qoLens, kvLens;
+};
+/// A random cascade: level 0 one request over every row with `prefixLen`
+/// keys; with 3 levels, a middle level of two groups (the first half of the
+/// last level's requests over `middleLen` keys, the rest over none); the
+/// last level `requests` requests of 1-4 rows (request 1: no rows, no keys)
+/// over up to `maxLastLen` keys (at least their rows when causal).
+CascadeShape randomCascadeShape(Rng &rng, int64_t levels, int64_t requests,
+                                bool causal, int64_t prefixLen,
+                                int64_t middleLen, int64_t maxLastLen);
 /// A cascade's levels over one pool: level l's requests hold `kvLens[l]`
 /// tokens, each level with its own table.
 std::vector<PagedCache>
@@ -139,6 +151,10 @@ std::string attentionAttrs(const ref::AttentionParams &params,
 /// `attrs` (an attribute dictionary or "") with `kvgpu.config = config`
 /// added; `config` "" leaves them as they are.
 std::string withConfig(std::string attrs, const std::string &config);
+/// Random LSE base, and sm_scale, soft cap and a window of at most
+/// `maxWindow` keys, each with probability 0.3 (the sweeps' attributes).
+void randomizeAttention(Rng &rng, ref::AttentionParams &params,
+                        int64_t maxWindow);
 /// The params as the kernel sees them: sm_scale and the soft cap are f32
 /// attributes, so the reference uses their f32 roundings.
 ref::AttentionParams asKernelSees(ref::AttentionParams params);
