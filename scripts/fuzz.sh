@@ -5,12 +5,12 @@
 #
 #   scripts/fuzz.sh [SECONDS]     default 150 (KVIR_FUZZ_SECONDS)
 #
-# 1. Seeds: every lit input of test/, split at `// -----` like
+# 1. Seeds: every lit input of test/ and the examples, split at `// -----` like
 #    -split-input-file does (so the lit tests made of earlier findings are
 #    replayed first).
-# 2. Fuzzes for SECONDS, one input at most KVIR_FUZZ_TIMEOUT seconds (60; the largest seed, a
-#    matrix of prefill kernels, takes up to 20 s in this build):
-#    any crash, sanitizer report, hang, pass leaving invalid IR or pipeline
+# 2. Fuzzes for SECONDS, one input at most KVIR_FUZZ_TIMEOUT seconds (60;
+#    the largest seed, a matrix of prefill kernels, takes up to 20 s in this
+#    build): any crash, sanitizer report, hang, pass leaving invalid IR or pipeline
 #    failing silently stops the run, saves the input under
 #    build-sanitize/fuzz-artifacts/ and fails the script.
 # The corpus grows in build-sanitize/fuzz-corpus/ from run to run: run it for
@@ -38,7 +38,7 @@ corpus="$BUILD/fuzz-corpus"
 artifacts="$BUILD/fuzz-artifacts"
 rm -rf "$seeds"
 mkdir -p "$seeds" "$corpus" "$artifacts"
-find test -name '*.mlir' | sort | while read -r file; do
+find test examples -name '*.mlir' | sort | while read -r file; do
   base=$(echo "$file" | tr '/' '_')
   awk -v out="$seeds/$base" '
     BEGIN { n = 0; f = out "." n }
