@@ -21,6 +21,9 @@ struct MlaParams {
   Base base = Base::E;
   int64_t heads = 8;
   int64_t maxLen = 100;
+  /// Several query rows per request (1, 2 or 4) through rows(qo_indptr).
+  bool multiRow = false;
+  bool causal = false;
   uint64_t seed = 1;
 };
 
@@ -34,13 +37,23 @@ void runMla(const MlaParams &m) {
   const int64_t batch = 4;
   for (int rep = 0; rep < 2; ++rep) {
     std::vector<int64_t> kvLens = randomLengths(rng, batch, m.maxLen);
+    std::vector<int64_t> qoLens(batch, 1);
+    if (m.multiRow)
+      for (int64_t b = 0; b < batch; ++b) {
+        const int64_t choices[] = {1, 2, 4};
+        qoLens[b] = choices[rng.integer(0, 2)];
+        if (m.causal)
+          kvLens[b] = std::max(kvLens[b], qoLens[b]);
+      }
+    std::vector<int32_t> qoIndptr = indptrOf(qoLens);
+    int64_t rows = qoIndptr.back();
     CacheOptions options;
     options.mlaSharedPool = m.sharedPool;
     options.kScale = 0.125f;
     PagedCache cache = makeCache(spec, kvLens, rng, options);
-    Tensor qNope = randomTensor(rng, m.dtype, {batch, m.heads, 512}, 0.5);
-    Tensor qPe = randomTensor(rng, m.dtype, {batch, m.heads, 64}, 2.0);
-    StateBuffers out = makeStateBuffers(batch, m.heads, 512, m.dtype);
+    Tensor qNope = randomTensor(rng, m.dtype, {rows, m.heads, 512}, 0.5);
+    Tensor qPe = randomTensor(rng, m.dtype, {rows, m.heads, 64}, 2.0);
+    StateBuffers out = makeStateBuffers(rows, m.heads, 512, m.dtype);
 
     KernelSource src;
     std::string kvType;
@@ -48,15 +61,24 @@ void runMla(const MlaParams &m) {
     std::string qn = src.addMemref("q_nope", qNope);
     std::string qp = src.addMemref("q_pe", qPe);
     std::string stateType = stateTypeText(m.heads, 512, m.dtype, m.base);
+    std::string rowsClause;
+    if (m.multiRow) {
+      std::string qo = src.addMemref("qo_indptr", makeI32(qoIndptr));
+      rowsClause = " rows(" + qo + " : " + src.typeOf(qo) + ")";
+    }
     ref::AttentionParams attrs;
     attrs.smScale = m.smScale;
-    src.addLine("%s = kv.mla_decode " + qn + ", " + qp + ", " + kv + " " +
-                attentionAttrs(attrs) + " : " + src.typeOf(qn) + ", " +
-                src.typeOf(qp) + ", " + kvType + " -> " + stateType);
+    attrs.causal = m.causal;
+    src.addLine("%s = kv.mla_decode " + qn + ", " + qp + ", " + kv +
+                rowsClause + " " + attentionAttrs(attrs) + " : " +
+                src.typeOf(qn) + ", " + src.typeOf(qp) + ", " + kvType +
+                " -> " + stateType);
     emitStore(src, "%s", stateType, out);
     ASSERT_TRUE(runKernel(src, {out.o, out.lse}));
-    ref::State expected = ref::mlaDecode(
-        qNope, qPe, cache, asKernelSees(attrs).smScale, m.base);
+    ref::State expected =
+        ref::mlaDecode(qNope, qPe, cache, asKernelSees(attrs).smScale, m.base,
+                       m.multiRow ? qoIndptr : std::vector<int32_t>{},
+                       m.causal);
     EXPECT_TRUE(check(compareState(out, expected, m.dtype)));
   }
 }
@@ -97,6 +119,110 @@ TEST(Mla, DecodeSmScaleTokenTableF32) {
   m.heads = 4;
   m.seed = 504;
   runMla(m);
+}
+
+/// Speculative decoding / chunked prefill over an MLA cache: 1, 2 or 4
+/// query rows per request, causal (bottom-right) and not.
+TEST(Mla, MultiRowCausalPage64BF16) {
+  MlaParams m;
+  m.dtype = DType::BF16;
+  m.multiRow = true;
+  m.causal = true;
+  m.heads = 16;
+  m.seed = 505;
+  runMla(m);
+}
+
+TEST(Mla, MultiRowSharedPoolBlockTableF16Base2) {
+  MlaParams m;
+  m.table = Table::BlockTable;
+  m.sharedPool = true;
+  m.multiRow = true;
+  m.base = Base::Two;
+  m.seed = 506;
+  runMla(m);
+}
+
+TEST(Mla, MultiRowCausalFp8E4M3F16) {
+  MlaParams m;
+  m.quant = Quant::FP8E4M3;
+  m.multiRow = true;
+  m.causal = true;
+  m.maxLen = 70;
+  m.seed = 507;
+  runMla(m);
+}
+
+/// A serving step on an MLA cache: append each request's new tokens (ckv
+/// and kpe, FlashInfer's append_paged_mla_kv_cache), then attend with one
+/// query row per new token, causal. The pools must hold exactly the
+/// appended encodings (everything else unchanged), and the state must match
+/// MLA attention over the updated cache.
+void runMlaAppend(DType dtype, Table table, bool sharedPool, uint64_t seed) {
+  CacheSpec spec =
+      makeSpec(64, 1, 512, dtype, Layout::NHD, Storage::MLA, table);
+  spec.peDim = 64;
+  SCOPED_TRACE(describe(spec));
+  Rng rng(seed);
+  const int64_t batch = 4, heads = 16;
+  std::vector<int64_t> kvLens = randomLengths(rng, batch, 150);
+  kvLens[0] = 1;
+  std::vector<int64_t> filled(batch), fresh(batch);
+  ref::AppendInput input;
+  for (int64_t b = 0; b < batch; ++b) {
+    fresh[b] = kvLens[b] ? rng.integer(1, std::min<int64_t>(4, kvLens[b])) : 0;
+    filled[b] = kvLens[b] - fresh[b];
+    for (int64_t t = filled[b]; t < kvLens[b]; ++t) {
+      input.batchIndices.push_back(b);
+      input.positions.push_back(t);
+    }
+  }
+  CacheOptions options;
+  options.filledLens = filled;
+  options.mlaSharedPool = sharedPool;
+  PagedCache cache = makeCache(spec, kvLens, rng, options);
+  PagedCache before = cloneCache(cache);
+  int64_t nnz = input.positions.size();
+  input.k = randomTensor(rng, dtype, {nnz, 1, 512});
+  input.v = randomTensor(rng, dtype, {nnz, 1, 64});
+  std::vector<int32_t> qoIndptr = indptrOf(fresh);
+  Tensor qNope = randomTensor(rng, dtype, {nnz, heads, 512}, 0.5);
+  Tensor qPe = randomTensor(rng, dtype, {nnz, heads, 64}, 2.0);
+  StateBuffers out = makeStateBuffers(nnz, heads, 512, dtype);
+
+  KernelSource src;
+  std::string kvType;
+  std::string kv = emitPagedView(src, cache, "kv", kvType);
+  std::string ks = src.addMemref("ckv", input.k);
+  std::string vs = src.addMemref("kpe", input.v);
+  std::string bi = src.addMemref("batch_indices", makeI32(input.batchIndices));
+  std::string ps = src.addMemref("positions", makeI32(input.positions));
+  std::string qn = src.addMemref("q_nope", qNope);
+  std::string qp = src.addMemref("q_pe", qPe);
+  std::string qo = src.addMemref("qo_indptr", makeI32(qoIndptr));
+  src.addLine("kv.append " + ks + ", " + vs + ", " + bi + ", " + ps +
+              " into " + kv + " : " + src.typeOf(ks) + ", " + src.typeOf(vs) +
+              ", " + src.typeOf(bi) + ", " + src.typeOf(ps) + ", " + kvType);
+  std::string stateType = stateTypeText(heads, 512, dtype, Base::E);
+  src.addLine("%s = kv.mla_decode " + qn + ", " + qp + ", " + kv + " rows(" +
+              qo + " : " + src.typeOf(qo) + ") {causal} : " + src.typeOf(qn) +
+              ", " + src.typeOf(qp) + ", " + kvType + " -> " + stateType);
+  emitStore(src, "%s", stateType, out);
+  ASSERT_TRUE(runKernel(src, {out.o, out.lse}));
+
+  for (const std::string &r : ref::checkAppend(before, cache, input))
+    ADD_FAILURE() << r;
+  ref::State expected = ref::mlaDecode(qNope, qPe, cache, std::nullopt,
+                                       Base::E, qoIndptr, /*causal=*/true);
+  EXPECT_TRUE(check(compareState(out, expected, dtype)));
+}
+
+TEST(MlaAppend, ThenCausalRowsCsrF16) {
+  runMlaAppend(DType::F16, Table::CSR, /*sharedPool=*/false, 511);
+}
+
+TEST(MlaAppend, ThenCausalRowsSharedPoolBlockTableBF16) {
+  runMlaAppend(DType::BF16, Table::BlockTable, /*sharedPool=*/true, 512);
 }
 
 void runCascade(int64_t levels, CacheSpec spec, bool causal, Base base,

@@ -94,7 +94,9 @@ LogicalResult loops::lowerAppend(ImplicitLocOpBuilder &b, AppendOp op) {
   if (failed(kv))
     return failure();
   PagedType type = op.getKv().getType();
-  int64_t headDim = type.getHeadDim(), headDimV = type.getHeadDimV();
+  // MLA: k is the latent ckv (the K role), v the rotary kpe (the V role).
+  int64_t headDim = type.getHeadDim();
+  int64_t headDimV = type.isMla() ? type.getPeDim() : type.getHeadDimV();
   Value zero = indexConst(b, 0);
   Value buf = memref::AllocOp::create(
       b, MemRefType::get({std::max(headDim, headDimV)}, b.getF32Type()),

@@ -46,10 +46,6 @@ struct AttentionSpec {
 };
 } // namespace
 
-static Value minIndex(ImplicitLocOpBuilder &b, Value x, Value y) {
-  return arith::MinSIOp::create(b, x, y);
-}
-
 static Value maxIndex(ImplicitLocOpBuilder &b, Value x, Value y) {
   return arith::MaxSIOp::create(b, x, y);
 }
@@ -90,8 +86,9 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
     forLoop(b, zero, qoLen, [&](ImplicitLocOpBuilder &b, Value i) {
       Value row = arith::AddIOp::create(b, qoStart, i);
       Value pos = emitQueryPosition(b, kvLen, qoLen, i);
-      auto [lo, hi] =
+      std::pair<Value, Value> range =
           emitVisibleKeyRange(b, pos, kvLen, spec.causal, spec.windowLeft);
+      Value lo = range.first, hi = range.second;
       forLoop(b, zero, indexConst(b, spec.qHeads), [&](ImplicitLocOpBuilder &b,
                                                        Value head) {
         Value kvHead =
@@ -309,6 +306,8 @@ FailureOr<StateBuffers> loops::lowerMlaDecode(ImplicitLocOpBuilder &b,
   spec.headDimV = type.getHeadDim();
   spec.qHeads = getQueryHeads(op.getQNope());
   spec.groupSize = spec.qHeads;
+  spec.qoIndptr = op.getQoIndptr();
+  spec.causal = op.getCausal();
   spec.smScale =
       op.getSmScale()
           ? op.getSmScale()->convertToDouble()

@@ -2,10 +2,20 @@
 
 // AppendOp::verify (KVOps.cpp).
 
+// An MLA append takes kpe (pe_dim wide) as v.
 !mla = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = mla, table = csr, pe_dim = 64>
-func.func @mla(%k: memref<?x1x512xf16>, %b: memref<?xi32>, %kv: !mla) {
-  // expected-error @below {{'kv.append' op appending to MLA caches is not supported}}
+func.func @mla_v_width(%k: memref<?x1x512xf16>, %b: memref<?xi32>, %kv: !mla) {
+  // expected-error @below {{'kv.append' op v has shape ?x1x512, expected ?x1x64 [nnz, 1, pe_dim] (kpe)}}
   kv.append %k, %k, %b, %b into %kv : memref<?x1x512xf16>, memref<?x1x512xf16>, memref<?xi32>, memref<?xi32>, !mla
+  return
+}
+
+// -----
+
+!mla = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = mla, table = csr, pe_dim = 64>
+func.func @mla_rope(%k: memref<?x1x512xf16>, %v: memref<?x1x64xf16>, %b: memref<?xi32>, %kv: !mla) {
+  // expected-error @below {{'kv.append' op rope on an MLA append is not supported (kpe arrives rotated, as FlashInfer's append_paged_mla_kv_cache takes it)}}
+  kv.append %k, %v, %b, %b into %kv {rope = #kv.rope<interleave, theta = 1.000000e+04, scale = 1.000000e+00>} : memref<?x1x512xf16>, memref<?x1x64xf16>, memref<?xi32>, memref<?xi32>, !mla
   return
 }
 

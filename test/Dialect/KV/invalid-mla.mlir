@@ -127,3 +127,30 @@ func.func @sm_scale(%qn: memref<?x16x512xf16>, %qp: memref<?x16x64xf16>, %kv: !m
   %s = kv.mla_decode %qn, %qp, %kv {sm_scale = -0.04 : f32} : memref<?x16x512xf16>, memref<?x16x64xf16>, !mla -> !kv.state<?x16x512xf16, base = e>
   return
 }
+
+// -----
+
+!mla = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = mla, table = csr, pe_dim = 64>
+func.func @causal_one_row(%qn: memref<?x16x512xf16>, %qp: memref<?x16x64xf16>, %kv: !mla) {
+  // expected-error @below {{'kv.mla_decode' op causal needs rows(qo_indptr): with one query row per request every key is visible}}
+  %s = kv.mla_decode %qn, %qp, %kv {causal} : memref<?x16x512xf16>, memref<?x16x64xf16>, !mla -> !kv.state<?x16x512xf16, base = e>
+  return
+}
+
+// -----
+
+!mla = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = mla, table = csr, pe_dim = 64>
+func.func @qo_indptr_type(%qn: memref<?x16x512xf16>, %qp: memref<?x16x64xf16>, %kv: !mla, %qo: memref<?xi64>) {
+  // expected-error @below {{'kv.mla_decode' op qo_indptr}}
+  %s = kv.mla_decode %qn, %qp, %kv rows(%qo : memref<?xi64>) {causal} : memref<?x16x512xf16>, memref<?x16x64xf16>, !mla -> !kv.state<?x16x512xf16, base = e>
+  return
+}
+
+// -----
+
+!mla = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = mla, table = csr, pe_dim = 64>
+func.func @qo_indptr_rank(%qn: memref<?x16x512xf16>, %qp: memref<?x16x64xf16>, %kv: !mla, %qo: memref<?x2xi32>) {
+  // expected-error @below {{'kv.mla_decode' op qo_indptr}}
+  %s = kv.mla_decode %qn, %qp, %kv rows(%qo : memref<?x2xi32>) : memref<?x16x512xf16>, memref<?x16x64xf16>, !mla -> !kv.state<?x16x512xf16, base = e>
+  return
+}

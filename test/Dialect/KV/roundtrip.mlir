@@ -61,6 +61,15 @@ func.func @mla_decode(%qn: memref<?x16x512xbf16>, %qp: memref<?x16x64xbf16>, %kv
   return %s : !kv.state<?x16x512xf32, base = e>
 }
 
+// CHECK-LABEL: func.func @mla_decode_rows
+// CHECK: kv.mla_decode %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}} : memref<?xi32>) {causal} : memref<?x16x512xbf16>, memref<?x16x64xbf16>, <{{.*}}storage = mla{{.*}}> -> <?x16x512xbf16, base = e>
+func.func @mla_decode_rows(%qn: memref<?x16x512xbf16>, %qp: memref<?x16x64xbf16>, %kv: !mla, %qo: memref<?xi32>)
+    -> !kv.state<?x16x512xbf16, base = e> {
+  %s = kv.mla_decode %qn, %qp, %kv rows(%qo : memref<?xi32>) {causal}
+      : memref<?x16x512xbf16>, memref<?x16x64xbf16>, !mla -> !kv.state<?x16x512xbf16, base = e>
+  return %s : !kv.state<?x16x512xbf16, base = e>
+}
+
 // CHECK-LABEL: func.func @cascade
 // CHECK-SAME: (%[[Q:.*]]: memref<?x32x128xf16>, %[[I0:.*]]: memref<?xi32>, %[[I1:.*]]: memref<?xi32>, %[[K0:.*]]: !kv.paged<{{.*}}>, %[[K1:.*]]: !kv.paged<{{.*}}>)
 // CHECK: kv.cascade %[[Q]] levels(%[[I0]], %[[I1]] : memref<?xi32>, memref<?xi32>) kvs(%[[K0]], %[[K1]] : !kv.paged<{{.*}}table = csr>, !kv.paged<{{.*}}table = csr>) {causal} : memref<?x32x128xf16> -> <?x32x128xf16, base = 2>

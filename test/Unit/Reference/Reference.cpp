@@ -421,15 +421,20 @@ State kvir::ref::attention(const Tensor &q, const std::vector<int32_t> &qoIndptr
 
 State kvir::ref::mlaDecode(const Tensor &qNope, const Tensor &qPe,
                            const PagedCache &kv, std::optional<double> smScale,
-                           Base base) {
+                           Base base, const std::vector<int32_t> &qoIndptr,
+                           bool causal) {
   const CacheSpec &s = kv.spec;
   int64_t rows = qNope.dim(0), heads = qNope.dim(1);
   int64_t dc = s.headDim, dp = s.peDim;
   double scale = smScale.value_or(1.0 / std::sqrt(double(dc + dp)));
   State state(rows, heads, dc, base);
-  if (rows != kv.numRequests())
-    fatal("MLA: one query row per request");
-  for (int64_t b = 0; b < rows; ++b) {
+  std::vector<int32_t> indptr = qoIndptr;
+  if (indptr.empty())
+    for (int64_t b = 0; b <= rows; ++b)
+      indptr.push_back(b);
+  if (int64_t(indptr.size()) != kv.numRequests() + 1 || indptr.back() != rows)
+    fatal("MLA: qo_indptr does not match the requests and rows");
+  for (int64_t b = 0; b < kv.numRequests(); ++b) {
     int64_t kvLen = kv.kvLen(b);
     std::vector<std::vector<double>> ckv(kvLen, std::vector<double>(dc));
     std::vector<std::vector<double>> kpe(kvLen, std::vector<double>(dp));
@@ -439,18 +444,27 @@ State kvir::ref::mlaDecode(const Tensor &qNope, const Tensor &qPe,
       for (int64_t x = 0; x < dp; ++x)
         kpe[j][x] = kv.load(Role::V, b, j, 0, x);
     }
-    for (int64_t h = 0; h < heads; ++h) {
-      std::vector<double> logits;
-      for (int64_t j = 0; j < kvLen; ++j) {
-        double dot = 0.0;
-        for (int64_t x = 0; x < dc; ++x)
-          dot += qNope.get({b, h, x}) * ckv[j][x];
-        for (int64_t x = 0; x < dp; ++x)
-          dot += qPe.get({b, h, x}) * kpe[j][x];
-        logits.push_back(scale * dot);
+    int64_t qoLen = indptr[b + 1] - indptr[b];
+    for (int64_t i = 0; i < qoLen; ++i) {
+      int64_t row = indptr[b] + i;
+      int64_t visible = causal ? std::clamp<int64_t>(kvLen - qoLen + i + 1, 0,
+                                                     kvLen)
+                               : kvLen;
+      std::vector<std::vector<double>> values(ckv.begin(),
+                                              ckv.begin() + visible);
+      for (int64_t h = 0; h < heads; ++h) {
+        std::vector<double> logits;
+        for (int64_t j = 0; j < visible; ++j) {
+          double dot = 0.0;
+          for (int64_t x = 0; x < dc; ++x)
+            dot += qNope.get({row, h, x}) * ckv[j][x];
+          for (int64_t x = 0; x < dp; ++x)
+            dot += qPe.get({row, h, x}) * kpe[j][x];
+          logits.push_back(scale * dot);
+        }
+        stateFromLogits(logits, values, base, &state.out(row, h, 0),
+                        state.lseAt(row, h));
       }
-      stateFromLogits(logits, ckv, base, &state.out(b, h, 0),
-                      state.lseAt(b, h));
     }
   }
   return state;
@@ -663,7 +677,9 @@ public:
   void addRow(int64_t i, int64_t head, bool isKey, const PagedCache *after,
               PagedCache *writeTo);
 
-  std::map<std::pair<const Tensor *, int64_t>, Expectation> expectations;
+  /// Keyed by allocation (views of one pool, such as MLA's ckv and kpe
+  /// slices of a 576-wide pool, share it) and element offset.
+  std::map<std::pair<const void *, int64_t>, Expectation> expectations;
 
 private:
   const PagedCache &cache;
@@ -695,7 +711,8 @@ void AppendModel::addRow(int64_t i, int64_t head, bool isKey,
     int64_t off = t.linearize(poolIndex(s, r, page, slot, head, dim));
     double lo = *std::min_element(values.begin(), values.end());
     double hi = *std::max_element(values.begin(), values.end());
-    expectations[{&t, off}] = {&t, off, values[0], lo, hi, describe(pool, dim)};
+    expectations[{t.data(), off}] = {&t, off, values[0], lo, hi,
+                                     describe(pool, dim)};
   };
   auto rounded = [](DType type, double x) { return decode(type, encode(type, x)); };
   const char *poolName = isKey ? "K" : "V";
@@ -827,7 +844,7 @@ std::vector<std::string> kvir::ref::checkAppend(const PagedCache &before,
   auto checkUnchanged = [&](const Tensor &was, const Tensor &now,
                             const char *name) {
     for (int64_t off = 0; off < was.allocationElements(); ++off) {
-      if (model.expectations.count({&now, off}))
+      if (model.expectations.count({now.data(), off}))
         continue;
       if (was.rawBits(off) != now.rawBits(off)) {
         std::ostringstream os;

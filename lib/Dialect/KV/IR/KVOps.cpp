@@ -359,6 +359,13 @@ LogicalResult MlaDecodeOp::verify() {
   if (auto scale = getSmScale(); scale && !(scale->convertToDouble() > 0.0))
     return emitOpError() << "sm_scale must be positive, got "
                          << scale->convertToDouble();
+  if (Value qo = getQoIndptr()) {
+    if (failed(verifyI32Index(op, qo, "qo_indptr")))
+      return failure();
+  } else if (getCausal()) {
+    return emitOpError() << "causal needs rows(qo_indptr): with one query "
+                         << "row per request every key is visible";
+  }
   return success();
 }
 
@@ -396,20 +403,27 @@ LogicalResult CascadeOp::verify() {
 LogicalResult AppendOp::verify() {
   PagedType kv = getKv().getType();
   Operation *op = getOperation();
-  if (kv.isMla())
-    return emitOpError() << "appending to MLA caches is not supported";
+  if (kv.isMla() && getRopeAttr())
+    return emitOpError() << "rope on an MLA append is not supported (kpe "
+                         << "arrives rotated, as FlashInfer's "
+                         << "append_paged_mla_kv_cache takes it)";
   if (failed(verifyBuffer(op, getK(), "k", 3, kv.getDtype())) ||
       failed(verifyBuffer(op, getV(), "v", 3, kv.getDtype())) ||
       failed(verifyI32Index(op, getBatchIndices(), "batch_indices")) ||
       failed(verifyI32Index(op, getPositions(), "positions")))
     return failure();
   const int64_t dyn = ShapedType::kDynamic;
+  // MLA: k is the latent ckv, v the rotary kpe.
   if (failed(verifyShape(op, cast<MemRefType>(getK().getType()),
                          {dyn, kv.getKvHeads(), kv.getHeadDim()}, "k",
-                         "[nnz, kv_heads, head_dim]")) ||
+                         kv.isMla() ? "[nnz, 1, head_dim] (ckv)"
+                                    : "[nnz, kv_heads, head_dim]")) ||
       failed(verifyShape(op, cast<MemRefType>(getV().getType()),
-                         {dyn, kv.getKvHeads(), kv.getHeadDimV()}, "v",
-                         "[nnz, kv_heads, head_dim_v]")))
+                         {dyn, kv.getKvHeads(),
+                          kv.isMla() ? kv.getPeDim() : kv.getHeadDimV()},
+                         "v",
+                         kv.isMla() ? "[nnz, 1, pe_dim] (kpe)"
+                                    : "[nnz, kv_heads, head_dim_v]")))
     return failure();
   // k, v, batch_indices and positions all have one entry per new row.
   std::pair<Value, StringRef> rows[] = {{getK(), "k"},

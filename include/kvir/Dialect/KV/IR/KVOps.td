@@ -147,16 +147,29 @@ def KV_MlaDecodeOp : KV_Op<"mla_decode"> {
   let summary = "multi-head latent attention decode over an MLA cache";
   let description = [{
     `s_j = sm_scale * (<q_nope, ckv_j> + <q_pe, kpe_j>)`, `o = sum p_j ckv_j`,
-    all heads sharing the one latent KV. One query row per request.
+    all heads sharing the one latent KV. One query row per request, or, with
+    `rows(qo_indptr)`, request `b` owns rows `qo_indptr[b] .. qo_indptr[b+1]`
+    (speculative decoding, chunked prefill): row `i` sits at position
+    `kv_len[b] - qo_len[b] + i` and `causal` hides the keys after it.
+
+    ```mlir
+    %s = kv.mla_decode %q_nope, %q_pe, %kv rows(%qo : memref<?xi32>) {causal}
+        : memref<?x128x512xbf16>, memref<?x128x64xbf16>, !kv.paged<...>
+        -> !kv.state<?x128x512xbf16, base = e>
+    ```
   }];
   let arguments = (ins Arg<AnyMemRef, "latent queries", [MemRead]>:$q_nope,
                        Arg<AnyMemRef, "rotary queries", [MemRead]>:$q_pe,
                        KV_ReadKV<KV_PagedType>:$kv,
+                       Arg<Optional<AnyMemRef>, "query row offsets",
+                           [MemRead]>:$qo_indptr,
+                       UnitAttr:$causal,
                        OptionalAttr<F32Attr>:$sm_scale);
   let results = (outs KV_StateType:$result);
   let assemblyFormat = [{
-    $q_nope `,` $q_pe `,` $kv attr-dict `:` type($q_nope) `,` type($q_pe) `,`
-    type($kv) `->` type($result)
+    $q_nope `,` $q_pe `,` $kv (`rows` `(` $qo_indptr^ `:` type($qo_indptr) `)`)?
+    attr-dict `:` type($q_nope) `,` type($q_pe) `,` type($kv) `->`
+    type($result)
   }];
   let hasVerifier = 1;
 }
@@ -196,7 +209,10 @@ def KV_AppendOp : KV_Op<"append"> {
     Row `i` of `k[nnz, Hkv, D]`, `v[nnz, Hkv, Dv]` goes to request
     `batch_indices[i]` at token `positions[i]`, through the page table (pages
     already allocated). `rope` rotates k at its position first. Quantized
-    caches quantize on write (int8 groups write their scales too).
+    caches quantize on write (int8 groups write their scales too). For an
+    MLA cache (FlashInfer's `append_paged_mla_kv_cache`), k is the latent
+    `ckv[nnz, 1, head_dim]` and v the rotary `kpe[nnz, 1, pe_dim]`, already
+    rotated.
   }];
   let arguments = (ins AnyMemRef:$k, AnyMemRef:$v, AnyMemRef:$batch_indices,
                        AnyMemRef:$positions, KV_PagedType:$kv,
