@@ -70,24 +70,22 @@ struct Way {
   double relErr = 0;
 };
 
-void printWay(const Way &way, double ideal) {
-  double total = 0;
-  for (const auto &l : way.result.launches) {
-    std::printf("| %s | `%s` | %lld | %.1f MB |\n", way.name.c_str(),
-                l.kernel.c_str(),
-                (long long)(l.grid.x * l.grid.y * l.grid.z),
-                l.globalBytesLoaded / 1e6);
-    total += l.globalBytesLoaded;
-  }
-  std::printf("| %s | total (%.2fx ideal, max rel err %.1e) | | %.1f MB |\n",
-              way.name.c_str(), total / ideal, way.relErr, total / 1e6);
-}
-
 double loadedBytes(const RunResult &result) {
   double total = 0;
   for (const auto &l : result.launches)
     total += l.globalBytesLoaded;
   return total;
+}
+
+void printWay(const Way &way, double ideal) {
+  for (const auto &l : way.result.launches)
+    std::printf("| %s | `%s` | %lld | %.1f MB |\n", way.name.c_str(),
+                l.kernel.c_str(),
+                (long long)(l.grid.x * l.grid.y * l.grid.z),
+                l.globalBytesLoaded / 1e6);
+  double total = loadedBytes(way.result);
+  std::printf("| %s | total (%.2fx ideal, max rel err %.1e) | | %.1f MB |\n",
+              way.name.c_str(), total / ideal, way.relErr, total / 1e6);
 }
 
 } // namespace

@@ -67,16 +67,7 @@ void runGpuAppendCase(const GpuAppendCase &c) {
   KernelSource src;
   std::string kvType;
   std::string kv = emitPagedView(src, cache, "kv", kvType);
-  std::string ks = src.addMemref("k", input.k);
-  std::string vs = src.addMemref("v", input.v);
-  std::string bi = src.addMemref("batch_indices", makeI32(input.batchIndices));
-  std::string ps = src.addMemref("positions", makeI32(input.positions));
-  std::string ropeAttr =
-      c.rope ? " {rope = " + ropeAttrText(*c.rope) + "}" : std::string();
-  src.addLine("kv.append " + ks + ", " + vs + ", " + bi + ", " + ps +
-              " into " + kv + ropeAttr + " : " + src.typeOf(ks) + ", " +
-              src.typeOf(vs) + ", " + src.typeOf(bi) + ", " + src.typeOf(ps) +
-              ", " + kvType);
+  emitAppend(src, input, kv, kvType);
   // The new rows attend, causally, to their requests' keys.
   std::vector<int32_t> qoIndptr = indptrOf(fresh);
   Tensor q =

@@ -132,17 +132,8 @@ void runAppendDecode(const AppendParams &a) {
     KernelSource src;
     std::string kvType;
     std::string kv = emitPagedView(src, cache, "kv", kvType);
-    std::string ks = src.addMemref("k", input.k);
-    std::string vs = src.addMemref("v", input.v);
-    std::string bi = src.addMemref("batch_indices", makeI32(input.batchIndices));
-    std::string ps = src.addMemref("positions", makeI32(input.positions));
+    emitAppend(src, input, kv, kvType);
     std::string qs = src.addMemref("q", q);
-    std::string ropeAttr =
-        a.rope ? " {rope = " + ropeAttrText(*a.rope) + "}" : std::string();
-    src.addLine("kv.append " + ks + ", " + vs + ", " + bi + ", " + ps +
-                " into " + kv + ropeAttr + " : " + src.typeOf(ks) + ", " +
-                src.typeOf(vs) + ", " + src.typeOf(bi) + ", " +
-                src.typeOf(ps) + ", " + kvType);
     std::string stateType =
         stateTypeText(a.qHeads, s.headDimV, s.dtype, a.base);
     src.addLine("%s = kv.decode " + qs + ", " + kv + " : " + src.typeOf(qs) +

@@ -193,16 +193,11 @@ void runMlaAppend(DType dtype, Table table, bool sharedPool, uint64_t seed) {
   KernelSource src;
   std::string kvType;
   std::string kv = emitPagedView(src, cache, "kv", kvType);
-  std::string ks = src.addMemref("ckv", input.k);
-  std::string vs = src.addMemref("kpe", input.v);
-  std::string bi = src.addMemref("batch_indices", makeI32(input.batchIndices));
-  std::string ps = src.addMemref("positions", makeI32(input.positions));
+  // k is the latent ckv, v the rotary kpe.
+  emitAppend(src, input, kv, kvType);
   std::string qn = src.addMemref("q_nope", qNope);
   std::string qp = src.addMemref("q_pe", qPe);
   std::string qo = src.addMemref("qo_indptr", makeI32(qoIndptr));
-  src.addLine("kv.append " + ks + ", " + vs + ", " + bi + ", " + ps +
-              " into " + kv + " : " + src.typeOf(ks) + ", " + src.typeOf(vs) +
-              ", " + src.typeOf(bi) + ", " + src.typeOf(ps) + ", " + kvType);
   std::string stateType = stateTypeText(heads, 512, dtype, Base::E);
   src.addLine("%s = kv.mla_decode " + qn + ", " + qp + ", " + kv + " rows(" +
               qo + " : " + src.typeOf(qo) + ") {causal} : " + src.typeOf(qn) +

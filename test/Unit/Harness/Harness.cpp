@@ -676,6 +676,21 @@ kvir::test::emitCascade(KernelSource &src, const std::string &qName,
   return indptrs;
 }
 
+void kvir::test::emitAppend(KernelSource &src, const ref::AppendInput &input,
+                            const std::string &kv, const std::string &kvType) {
+  std::string ks = src.addMemref("k", input.k);
+  std::string vs = src.addMemref("v", input.v);
+  std::string bi = src.addMemref("batch_indices", makeI32(input.batchIndices));
+  std::string ps = src.addMemref("positions", makeI32(input.positions));
+  std::string ropeAttr = input.rope
+                             ? " {rope = " + ropeAttrText(*input.rope) + "}"
+                             : std::string();
+  src.addLine("kv.append " + ks + ", " + vs + ", " + bi + ", " + ps +
+              " into " + kv + ropeAttr + " : " + src.typeOf(ks) + ", " +
+              src.typeOf(vs) + ", " + src.typeOf(bi) + ", " + src.typeOf(ps) +
+              ", " + kvType);
+}
+
 void kvir::test::randomizeAttention(Rng &rng, ref::AttentionParams &params,
                                     int64_t maxWindow) {
   params.base = rng.coin() ? Base::Two : Base::E;

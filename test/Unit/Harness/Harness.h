@@ -145,6 +145,11 @@ emitCascade(KernelSource &src, const std::string &qName,
             const std::vector<PagedCache> &levels,
             const std::vector<std::vector<int64_t>> &qoLens,
             const ref::AttentionParams &params, const std::string &stateType);
+/// Adds `input`'s k, v, batch_indices and positions as arguments and
+/// `kv.append` of them into the view `kv` of type `kvType` (with
+/// `input.rope`, if any).
+void emitAppend(KernelSource &src, const ref::AppendInput &input,
+                const std::string &kv, const std::string &kvType);
 /// The attribute dictionary of an attention op (`{...}` or empty).
 std::string attentionAttrs(const ref::AttentionParams &params,
                            bool withCausal = true);

@@ -450,8 +450,6 @@ State kvir::ref::mlaDecode(const Tensor &qNope, const Tensor &qPe,
       int64_t visible = causal ? std::clamp<int64_t>(kvLen - qoLen + i + 1, 0,
                                                      kvLen)
                                : kvLen;
-      std::vector<std::vector<double>> values(ckv.begin(),
-                                              ckv.begin() + visible);
       for (int64_t h = 0; h < heads; ++h) {
         std::vector<double> logits;
         for (int64_t j = 0; j < visible; ++j) {
@@ -462,7 +460,8 @@ State kvir::ref::mlaDecode(const Tensor &qNope, const Tensor &qPe,
             dot += qPe.get({row, h, x}) * kpe[j][x];
           logits.push_back(scale * dot);
         }
-        stateFromLogits(logits, values, base, &state.out(row, h, 0),
+        // The visible keys are a prefix: the weights cover ckv[0, visible).
+        stateFromLogits(logits, ckv, base, &state.out(row, h, 0),
                         state.lseAt(row, h));
       }
     }

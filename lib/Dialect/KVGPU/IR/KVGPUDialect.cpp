@@ -256,15 +256,13 @@ std::optional<int64_t> SizeExprAttr::evaluate(
   case SizeExprKind::mul:
     return llvm::checkedMul(values[0], values[1]);
   case SizeExprKind::floordiv:
-    if (!values[1] || (values[1] == -1 &&
-                       values[0] == std::numeric_limits<int64_t>::min()))
-      return std::nullopt;
-    return llvm::divideFloorSigned(values[0], values[1]);
   case SizeExprKind::ceildiv:
     if (!values[1] || (values[1] == -1 &&
                        values[0] == std::numeric_limits<int64_t>::min()))
       return std::nullopt;
-    return llvm::divideCeilSigned(values[0], values[1]);
+    return getKind() == SizeExprKind::floordiv
+               ? llvm::divideFloorSigned(values[0], values[1])
+               : llvm::divideCeilSigned(values[0], values[1]);
   case SizeExprKind::min:
     return *llvm::min_element(values);
   case SizeExprKind::max:
