@@ -24,14 +24,7 @@ TIMEOUT="${KVIR_FUZZ_TIMEOUT:-60}"
 cd "$ROOT"
 
 scripts/setup.sh > /dev/null || exit 1
-cmake -G Ninja -S "$ROOT" -B "$BUILD" \
-  -DCMAKE_BUILD_TYPE=Release -DKVIR_ENABLE_ASSERTIONS=ON \
-  -DKVIR_ENABLE_SANITIZERS=ON -DKVIR_ENABLE_FUZZER=ON \
-  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-  -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
-  > "/tmp/kvir-fuzz-cmake.log" 2>&1 ||
-  { tail -n 30 /tmp/kvir-fuzz-cmake.log; exit 1; }
-ninja -C "$BUILD" kvir-fuzz || exit 1
+KVIR_SANITIZE_BUILD="$BUILD" scripts/build-sanitize.sh kvir-fuzz || exit 1
 
 seeds="$BUILD/fuzz-seeds"
 corpus="$BUILD/fuzz-corpus"

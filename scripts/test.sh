@@ -12,13 +12,7 @@ BUILD="${KVIR_BUILD_DIR:-$ROOT/build}"
 LLVM_BIN=/usr/lib/llvm-22/bin
 cd "$ROOT"
 
-passed=0
-failed=0
-report() { # name, passed, failed
-  echo "== $1: $2 passed, $3 failed"
-  passed=$((passed + $2))
-  failed=$((failed + $3))
-}
+source "$ROOT/scripts/lib/counts.sh"
 finish() {
   echo "summary: $passed passed, $failed failed"
   [ "$failed" -eq 0 ]
@@ -35,9 +29,7 @@ fi
 # lit
 log="$BUILD/lit.log"
 "$LLVM_BIN/lit" -sv "$BUILD/test" 2>&1 | tee "$log" | grep -E "^(FAIL|XPASS|UNRESOLVED|TIMEOUT):|\*\*\*\*" || true
-lit_pass=$(grep -E "^\s*(Passed|Expectedly Failed|Unsupported)\s*:" "$log" | awk -F: '{s += $2} END {print s + 0}')
-lit_fail=$(grep -E "^\s*(Failed|Unexpectedly Passed|Unresolved|Timed Out)\s*:" "$log" | awk -F: '{s += $2} END {print s + 0}')
-if [ "$lit_pass" -eq 0 ] && [ "$lit_fail" -eq 0 ]; then lit_fail=1; fi
+read -r lit_pass lit_fail < <(lit_counts "$log")
 report lit "$lit_pass" "$lit_fail"
 
 # gtest suites
@@ -50,13 +42,7 @@ for suite in kvir-unit-tests kvir-emulator-tests kvir-gpu-tests; do
   fi
   "$BUILD/bin/$suite" --gtest_brief=1 2>&1 | tee "$log" | tail -n 30
   rc=${PIPESTATUS[0]}
-  g_pass=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
-  # --gtest_brief prints one "[  FAILED  ] Suite.Test (N ms)" line per
-  # failed test and no failure summary.
-  g_fail=$(grep -cE '^\[  FAILED  \] [A-Za-z_]' "$log")
-  g_pass=${g_pass:-0}
-  if [ "$rc" -ne 0 ] && [ "$g_fail" -eq 0 ]; then g_fail=1; fi
-  if [ "$g_pass" -eq 0 ] && [ "$g_fail" -eq 0 ]; then g_fail=1; fi
+  read -r g_pass g_fail < <(gtest_counts "$log" "$rc")
   report "$suite" "$g_pass" "$g_fail"
 done
 

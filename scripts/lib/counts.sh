@@ -1,0 +1,36 @@
+# Sourced by scripts/test.sh and scripts/sanitize.sh: one way to count a
+# suite's results and to add them up.
+passed=0
+failed=0
+
+# report NAME PASSED FAILED: prints a suite's line and adds it up.
+report() {
+  echo "== $1: $2 passed, $3 failed"
+  passed=$((passed + $2))
+  failed=$((failed + $3))
+}
+
+# gtest_counts LOG RC: "PASSED FAILED" of a --gtest_brief run that exited
+# with RC. --gtest_brief prints one "[  FAILED  ] Suite.Test (N ms)" line per
+# failed test and no failure summary; a crash or a sanitizer report ends the
+# run before any summary (a failure even with no FAILED line); a run that
+# passed nothing and failed nothing counts as a failure.
+gtest_counts() {
+  local log=$1 rc=$2 pass fail
+  pass=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+  pass=${pass:-0}
+  fail=$(grep -cE '^\[  FAILED  \] [A-Za-z_]' "$log")
+  if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
+  if [ "$pass" -eq 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
+  echo "$pass $fail"
+}
+
+# lit_counts LOG: "PASSED FAILED" of a `lit -sv` log (unsupported tests count
+# as passed; a run with no result counts as a failure).
+lit_counts() {
+  local log=$1 pass fail
+  pass=$(grep -E "^\s*(Passed|Expectedly Failed|Unsupported)\s*:" "$log" | awk -F: '{s += $2} END {print s + 0}')
+  fail=$(grep -E "^\s*(Failed|Unexpectedly Passed|Unresolved|Timed Out)\s*:" "$log" | awk -F: '{s += $2} END {print s + 0}')
+  if [ "$pass" -eq 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
+  echo "$pass $fail"
+}
