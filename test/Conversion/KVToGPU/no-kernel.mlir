@@ -351,3 +351,26 @@ func.func @append_strided_input(%k: memref<?x2x64xf16, strided<[256, 128, 2]>>, 
   kv.append %k, %v, %bi, %pos into %kv : memref<?x2x64xf16, strided<[256, 128, 2]>>, memref<?x2x64xf16>, memref<?xi32>, memref<?xi32>, !c
   return
 }
+
+// -----
+
+// MLA has no kernel yet: with several query rows per request too.
+!m = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = bf16, layout = nhd, storage = mla, table = csr, pe_dim = 64>
+!s = !kv.state<?x16x512xbf16, base = e>
+func.func @mla_rows(%qn: memref<?x16x512xbf16>, %qp: memref<?x16x64xbf16>, %ckv: memref<?x64x512xbf16>, %kpe: memref<?x64x64xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %qo: memref<?xi32>, %o: memref<?x16x512xbf16>, %l: memref<?x16xf32>) {
+  %kv = kv.paged_view pools(%ckv, %kpe : memref<?x64x512xbf16>, memref<?x64x64xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !m
+  // expected-error @below {{'kv.mla_decode' op has no GPU kernel: kv.mla_decode has no GPU kernel yet}}
+  %s = kv.mla_decode %qn, %qp, %kv rows(%qo : memref<?xi32>) {causal} : memref<?x16x512xbf16>, memref<?x16x64xbf16>, !m -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x16x512xbf16>, memref<?x16xf32>
+  return
+}
+
+// -----
+
+!m = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = bf16, layout = nhd, storage = mla, table = csr, pe_dim = 64>
+func.func @mla_append(%k: memref<?x1x512xbf16>, %v: memref<?x1x64xbf16>, %bi: memref<?xi32>, %pos: memref<?xi32>, %ckv: memref<?x64x512xbf16>, %kpe: memref<?x64x64xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) {
+  %kv = kv.paged_view pools(%ckv, %kpe : memref<?x64x512xbf16>, memref<?x64x64xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !m
+  // expected-error @below {{'kv.append' op has no GPU kernel: MLA caches have no append kernel}}
+  kv.append %k, %v, %bi, %pos into %kv : memref<?x1x512xbf16>, memref<?x1x64xbf16>, memref<?xi32>, memref<?xi32>, !m
+  return
+}
