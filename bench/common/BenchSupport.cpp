@@ -10,7 +10,10 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
+#include <queue>
 #include <regex>
 #include <sstream>
 
@@ -278,4 +281,29 @@ std::optional<double> kvir::bench::ptxInstructionsPerMma(
   if (!loop || !loop->mma)
     return std::nullopt;
   return double(loop->statements) / double(loop->mma);
+}
+
+double kvir::bench::busiestSmWork(const std::vector<double> &blockWork,
+                                  int64_t sms) {
+  std::priority_queue<double, std::vector<double>, std::greater<double>> load;
+  for (int64_t i = 0; i < sms; ++i)
+    load.push(0.0);
+  double busiest = 0.0;
+  for (double w : blockWork) {
+    double next = load.top() + w;
+    load.pop();
+    load.push(next);
+    busiest = std::max(busiest, next);
+  }
+  return busiest;
+}
+
+double kvir::bench::memoryBoundSeconds(const std::vector<double> &blockBytes,
+                                       double roofBytesPerSecond,
+                                       int64_t sms) {
+  double total = 0.0;
+  for (double b : blockBytes)
+    total += b;
+  return std::max(total / roofBytesPerSecond,
+                  busiestSmWork(blockBytes, sms) / (roofBytesPerSecond / sms));
 }

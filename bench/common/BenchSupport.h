@@ -62,6 +62,15 @@ struct Traffic {
 };
 Traffic sumTraffic(const std::vector<emu::LaunchStats> &launches);
 
+/// The busiest SM's share of `blockWork` (any unit) when blocks, in launch
+/// order, go to the least-loaded of `sms` SMs (a GPU's block dispatcher).
+double busiestSmWork(const std::vector<double> &blockWork, int64_t sms);
+
+/// A memory-bound launch's estimated seconds: max(total bytes / roof, the
+/// busiest SM's bytes / (roof / sms)).
+double memoryBoundSeconds(const std::vector<double> &blockBytes,
+                          double roofBytesPerSecond, int64_t sms);
+
 /// Whether a kernel symbol is the split-KV variant ("..._split_<hash>").
 bool isSplitKernel(const std::string &name);
 

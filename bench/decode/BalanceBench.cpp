@@ -58,28 +58,9 @@ struct Shape {
   std::vector<int64_t> lengths;
 };
 
-/// Busiest SM's bytes when blocks (in launch order) go to the least-loaded
-/// SM.
-double busiestSm(const std::vector<double> &blockBytes) {
-  std::priority_queue<double, std::vector<double>, std::greater<double>> sms;
-  for (int64_t i = 0; i < kSms; ++i)
-    sms.push(0.0);
-  double busiest = 0.0;
-  for (double b : blockBytes) {
-    double load = sms.top() + b;
-    sms.pop();
-    sms.push(load);
-    busiest = std::max(busiest, load);
-  }
-  return busiest;
-}
-
 /// Estimated seconds of one launch of `blockBytes` on an H100.
 double launchSeconds(const std::vector<double> &blockBytes) {
-  double total = 0.0;
-  for (double b : blockBytes)
-    total += b;
-  return std::max(total / kRoof, busiestSm(blockBytes) / (kRoof / kSms));
+  return memoryBoundSeconds(blockBytes, kRoof, kSms);
 }
 
 /// FlashInfer's decode plan() on `lengths`, modeled: blocks' bytes of the

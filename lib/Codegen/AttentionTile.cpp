@@ -30,8 +30,10 @@ WarpAttentionTile::State::unflatten(ValueRange values, const Shape &shape) {
 }
 
 WarpAttentionTile::WarpAttentionTile(ImplicitLocOpBuilder &b, MmaTile &mma,
-                                     Shape shape, Value rowOffset)
+                                     Shape shape, Value rowOffset,
+                                     Value valueOffset)
     : b(b), mma(mma), shape(shape), rowOffset(rowOffset),
+      valueOffset(valueOffset),
       math(b, AttentionState::Flavor::ptxBase2) {}
 
 WarpAttentionTile::State WarpAttentionTile::initialState() {
@@ -58,10 +60,14 @@ SmallVector<Value> WarpAttentionTile::loadQuery(const SharedTile &q) {
 
 SmallVector<Value> WarpAttentionTile::scores(ArrayRef<Value> queryFragments,
                                              const SharedTile &q,
-                                             const SharedTile &k, Value stage) {
+                                             const SharedTile &k, Value stage,
+                                             ArrayRef<Value> partial) {
   IRBuilder ir{b};
-  int64_t kSteps = shape.headDim / 16, n8 = shape.kvTile / 8;
-  SmallVector<Value> s(shape.mTiles * n8, mma.zeroAcc());
+  int64_t kSteps = q.cols / 16, n8 = shape.kvTile / 8;
+  SmallVector<Value> s = partial.empty()
+                             ? SmallVector<Value>(shape.mTiles * n8,
+                                                  mma.zeroAcc())
+                             : SmallVector<Value>(partial);
   for (int64_t ks = 0; ks < kSteps; ++ks) {
     // The A fragments of this k step, shared by every key pair below.
     SmallVector<Value> a;
@@ -196,7 +202,8 @@ WarpAttentionTile::State WarpAttentionTile::accumulate(const State &state,
   State next = state;
   for (int64_t j = 0; j < k16; ++j)
     for (int64_t d = 0; d < dv8; d += 2) {
-      auto [b0, b1] = mma.loadBCols(v, stage, ir.idx(16 * j), 8 * d);
+      auto [b0, b1] =
+          mma.loadBCols(v, stage, ir.idx(16 * j), 8 * d, valueOffset);
       for (int64_t t = 0; t < shape.mTiles; ++t) {
         Value a = p[t * k16 + j];
         Value &o0 = next.o[t * dv8 + d], &o1 = next.o[t * dv8 + d + 1];

@@ -41,18 +41,23 @@ static std::pair<Value, Value> x4Lane(ImplicitLocOpBuilder &b, Value lane,
           rowsByLowBit ? high : low};
 }
 
-/// ldmatrix.x4 of the 16 x 16 block at (row0, col0) (row0 a multiple of 8,
-/// col0 of 16): lanes 8j .. 8j + 7 give the 8 row addresses of matrix j;
-/// register j of lane l holds row l / 4, elements 2 (l % 4) and + 1 of
-/// matrix j (transposed: column l / 4, rows 2 (l % 4) and + 1).
+/// ldmatrix.x4 of the 16 x 16 block at (row0, colBase + col0) (row0 a
+/// multiple of 8, col0 of 16, colBase of 64): lanes 8j .. 8j + 7 give the 8
+/// row addresses of matrix j; register j of lane l holds row l / 4,
+/// elements 2 (l % 4) and + 1 of matrix j (transposed: column l / 4, rows
+/// 2 (l % 4) and + 1).
 Value MmaTile::ldmatrixX4(const SharedTile &tile, Value stage, Value row0,
-                          int64_t col0, bool rowsByLowBit, bool transpose) {
+                          int64_t col0, bool rowsByLowBit, bool transpose,
+                          Value colBase) {
   IRBuilder ir{b};
   auto [laneRow, laneChunk] = x4Lane(b, lane, rowsByLowBit);
   int64_t chunk0 = col0 / tile.chunkElements();
   if (!tile.hasLinearSwizzle()) {
-    SmallVector<Value> indices = tile.chunkIndices(
-        b, stage, ir.add(row0, laneRow), ir.add(ir.idx(chunk0), laneChunk));
+    Value chunk = ir.add(ir.idx(chunk0), laneChunk);
+    if (colBase)
+      chunk = ir.add(chunk, ir.divU(colBase, ir.idx(tile.chunkElements())));
+    SmallVector<Value> indices =
+        tile.chunkIndices(b, stage, ir.add(row0, laneRow), chunk);
     return nvgpu::LdMatrixOp::create(b, getAType(), tile.memref, indices,
                                      transpose, /*numTiles=*/4);
   }
@@ -65,6 +70,9 @@ Value MmaTile::ldmatrixX4(const SharedTile &tile, Value stage, Value row0,
       ir.idx(tile.chunkElements() * (chunk0 % 8)));
   offset = ir.add(offset, ir.add(ir.mul(row0, ir.idx(tile.cols)),
                                  ir.idx(8 * tile.chunkElements() * (chunk0 / 8))));
+  // A whole group of 8 chunks leaves the swizzle's xor alone.
+  if (colBase)
+    offset = ir.add(offset, colBase);
   return nvgpu::LdMatrixOp::create(b, getAType(), tile.flatView(b),
                                    ValueRange{offset}, transpose,
                                    /*numTiles=*/4);
@@ -96,11 +104,12 @@ std::pair<Value, Value> MmaTile::loadBRows(const SharedTile &tile,
 }
 
 std::pair<Value, Value> MmaTile::loadBCols(const SharedTile &tile,
-                                           Value stage, Value k0, int64_t n0) {
+                                           Value stage, Value k0, int64_t n0,
+                                           Value nBase) {
   // Transposed matrices: k 0-7 / 8-15 (j % 2) by n 0-7 / 8-15 (j / 2); a
   // lane receives k = 2 (l % 4) and + 1 at n = l / 4, the B layout.
   return splitX4(ldmatrixX4(tile, stage, k0, n0, /*rowsByLowBit=*/true,
-                            /*transpose=*/true));
+                            /*transpose=*/true, nBase));
 }
 
 Value MmaTile::mma(Value a, Value bFrag, Value acc) {

@@ -66,3 +66,25 @@ QueryTile QueryTiles::locate(ImplicitLocOpBuilder &b, Value qoIndptr,
                          ir.idx(tileRows));
   return tile;
 }
+
+kvgpu::SizeExprAttr
+QueryTiles::numSlotsOneRowEach(kvgpu::SizeExprAttr batch) const {
+  return kvgpu::SizeExprAttr::mul(
+      batch, kvgpu::SizeExprAttr::constant(batch.getContext(),
+                                           llvm::divideCeil(group, tileRows)));
+}
+
+QueryTile QueryTiles::locateOneRowEach(ImplicitLocOpBuilder &b, Value batch,
+                                       Value slot) const {
+  IRBuilder ir{b};
+  Value perRequest = ir.idx(llvm::divideCeil(group, tileRows));
+  Value request = ir.divU(slot, perRequest);
+  QueryTile tile;
+  tile.valid = ir.lt(request, batch);
+  // Clamped, so that a slot past the batch reads the tables in bounds.
+  tile.request = ir.minS(request, ir.sub(ir.maxS(batch, ir.idx(1)), ir.idx(1)));
+  tile.qoStart = tile.request;
+  tile.qoLen = ir.idx(1);
+  tile.firstRow = ir.mul(ir.remU(slot, perRequest), ir.idx(tileRows));
+  return tile;
+}

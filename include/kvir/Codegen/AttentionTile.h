@@ -35,6 +35,7 @@ public:
     /// 16-row mma tiles of this warp.
     int64_t mTiles = 1;
     /// Keys per K/V tile (a multiple of 16), head dims (multiples of 16).
+    /// headDimV is the width of the warp's slice of the value tile.
     int64_t kvTile = 64, headDim = 128, headDimV = 128;
   };
 
@@ -47,22 +48,27 @@ public:
     static State unflatten(mlir::ValueRange values, const Shape &shape);
   };
 
-  /// `rowOffset` is the warp's first row in the query tile. Ops are built
-  /// at `b`'s insertion point as it moves (regions built through `b`, e.g.
+  /// `rowOffset` is the warp's first row in the query tile; the warp
+  /// accumulates value columns [valueOffset, valueOffset + headDimV) (null:
+  /// 0; else a multiple of 64, see MmaTile::loadBCols). Ops are built at
+  /// `b`'s insertion point as it moves (regions built through `b`, e.g.
   /// scf.for bodies, receive them).
   WarpAttentionTile(mlir::ImplicitLocOpBuilder &b, MmaTile &mma, Shape shape,
-                    mlir::Value rowOffset);
+                    mlir::Value rowOffset, mlir::Value valueOffset = {});
 
   /// m = -inf, l = 0, O = 0.
   State initialState();
 
   /// The A fragments [mTiles][headDim / 16] of the warp's query rows.
   llvm::SmallVector<mlir::Value> loadQuery(const SharedTile &q);
-  /// Raw scores <q, k> [mTiles][kvTile / 8] against K tile `stage`, from
-  /// `queryFragments` (loadQuery) or, if empty, from `q` directly.
+  /// Raw scores <q, k> [mTiles][kvTile / 8] over the `q.cols` dims of `q`
+  /// and K tile `stage`, from `queryFragments` (loadQuery) or, if empty,
+  /// from `q` directly, added to `partial` (scores of other dims, e.g. MLA's
+  /// rotary part) when given.
   llvm::SmallVector<mlir::Value>
   scores(llvm::ArrayRef<mlir::Value> queryFragments, const SharedTile &q,
-         const SharedTile &k, mlir::Value stage);
+         const SharedTile &k, mlir::Value stage,
+         llvm::ArrayRef<mlir::Value> partial = {});
 
   /// Where fragment element (m-tile t, row half h, n8 tile n, column j)
   /// lies: the row in the query tile and the key in the K tile.
@@ -99,7 +105,7 @@ public:
   std::pair<State, llvm::SmallVector<mlir::Value>>
   softmax(const State &state, llvm::ArrayRef<mlir::Value> logits);
 
-  /// O += P V with V tile `stage`.
+  /// O += P V with the warp's columns of V tile `stage`.
   State accumulate(const State &state, llvm::ArrayRef<mlir::Value> p,
                    const SharedTile &v, mlir::Value stage);
 
@@ -113,12 +119,13 @@ public:
   const Shape &getShape() const { return shape; }
   MmaTile &getMma() { return mma; }
   mlir::Value getRowOffset() const { return rowOffset; }
+  mlir::Value getValueOffset() const { return valueOffset; }
 
 private:
   mlir::ImplicitLocOpBuilder &b;
   MmaTile &mma;
   Shape shape;
-  mlir::Value rowOffset;
+  mlir::Value rowOffset, valueOffset;
   AttentionState math;
   /// The per-row values of fragment row pair (2 t, 2 t + 1) spread over an
   /// accumulator's shape: [[x0, x0], [x1, x1]].

@@ -45,10 +45,13 @@ public:
                                                 mlir::Value stage,
                                                 mlir::Value n0, int64_t k0);
   /// B fragments for k [k0, k0 + 16), n [n0, n0 + 8) and [n0 + 8, n0 + 16)
-  /// of a tile stored [k][n].
+  /// of a tile stored [k][n], n counted from `nBase` (null: 0; else a
+  /// multiple of 64 columns, a whole group of swizzled chunks: a warp's
+  /// slice of a wide value tile).
   std::pair<mlir::Value, mlir::Value> loadBCols(const SharedTile &tile,
                                                 mlir::Value stage,
-                                                mlir::Value k0, int64_t n0);
+                                                mlir::Value k0, int64_t n0,
+                                                mlir::Value nBase = {});
   /// acc + a * b.
   mlir::Value mma(mlir::Value a, mlir::Value b, mlir::Value acc);
   mlir::Value zeroAcc();
@@ -65,7 +68,7 @@ public:
 private:
   mlir::Value ldmatrixX4(const SharedTile &tile, mlir::Value stage,
                          mlir::Value row0, int64_t col0, bool rowsByLowBit,
-                         bool transpose);
+                         bool transpose, mlir::Value colBase = {});
   std::pair<mlir::Value, mlir::Value> splitX4(mlir::Value v);
 
   mlir::ImplicitLocOpBuilder &b;

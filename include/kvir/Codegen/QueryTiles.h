@@ -49,6 +49,12 @@ public:
   QueryTile locate(mlir::ImplicitLocOpBuilder &b, mlir::Value qoIndptr,
                    mlir::Value batch, mlir::Value slot) const;
 
+  /// Batches of one query row per request (no qo_indptr): request b's
+  /// ceil(G / T) tiles take slots b ceil(G / T) + i.
+  kvgpu::SizeExprAttr numSlotsOneRowEach(kvgpu::SizeExprAttr batch) const;
+  QueryTile locateOneRowEach(mlir::ImplicitLocOpBuilder &b, mlir::Value batch,
+                             mlir::Value slot) const;
+
 private:
   int64_t group, tileRows;
 };

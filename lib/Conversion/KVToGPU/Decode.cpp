@@ -446,11 +446,6 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   });
 }
 
-/// The work list's type: [items, 4] i32 (WorkSchedule.h's fields).
-MemRefType workItemsType(MLIRContext *ctx) {
-  return MemRefType::get({ShapedType::kDynamic, 4}, IntegerType::get(ctx, 32));
-}
-
 /// The work schedule's parameters for a decode kernel.
 struct DecodeSchedule {
   int64_t targetItems, granule, minChunk;
@@ -588,54 +583,15 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     plan.addBuffer("lse", ArgRole::output, spec.lseType, {plan.sym("batch")});
     int64_t hkv = kv.type.getKvHeads();
     DecodeSchedule schedule = decodeSchedule(spec, target);
-    // Callers without the lengths on the host cut every request into the
-    // same number of chunks: enough blocks to fill the chip about twice.
-    auto uniformChunks = [&](kvgpu::SizeExprAttr requests) {
-      return kvgpu::SizeExprAttr::min(
-          {plan.cst(spec.config.getMaxPartitions()),
-           kvgpu::SizeExprAttr::max(
-               {plan.cst(1),
-                kvgpu::SizeExprAttr::ceilDiv(
-                    plan.cst(2 * target.smCount),
-                    kvgpu::SizeExprAttr::max(
-                        {plan.cst(1), kvgpu::SizeExprAttr::mul(
-                                          requests, plan.cst(hkv))}))})});
-    };
-    // kvir_schedule_max_items, as a size.
-    auto maxItems = [&](kvgpu::SizeExprAttr requests,
-                        kvgpu::SizeExprAttr chunks) {
-      return kvgpu::SizeExprAttr::max(
-          {kvgpu::SizeExprAttr::mul(requests, chunks),
-           kvgpu::SizeExprAttr::max(
-               {requests, plan.cst(schedule.targetItems)})});
-    };
-    if (fixedBatch) {
-      // Every size of the grids is a constant of the plan.
-      kvgpu::SizeExprAttr requests = plan.cst(fixedBatch);
-      kvgpu::SizeExprAttr chunks = uniformChunks(requests);
-      plan.defineSize("max_batch", requests);
-      plan.defineSize("num_partitions", chunks);
-      plan.defineSize("max_work", maxItems(requests, chunks));
-    } else {
-      plan.defineSize("num_partitions", uniformChunks(plan.sym("batch")));
-      plan.defineSize("max_work", maxItems(plan.sym("batch"),
-                                           plan.sym("num_partitions")));
-    }
-    kvgpu::SizeExprAttr gridBatch =
-        plan.sym(fixedBatch ? "max_batch" : "batch");
-    plan.addBuffer("kv_lengths", ArgRole::host,
-                   MemRefType::get({dyn}, b.getI32Type()), {plan.sym("batch")});
-    plan.addBuffer("work_items", ArgRole::schedule,
-                   workItemsType(b.getContext()),
-                   {plan.sym("max_work"), plan.cst(4)});
-    plan.addBuffer("merge_indptr", ArgRole::schedule,
-                   MemRefType::get({dyn}, b.getI32Type()),
-                   {kvgpu::SizeExprAttr::add(gridBatch, plan.cst(1))});
-    plan.setSchedule(kvgpu::WorkScheduleAttr::get(
-        op.getContext(), "kv_lengths", "work_items", "merge_indptr",
-        "num_work", "batch", "num_partitions", schedule.targetItems,
-        schedule.granule, schedule.minChunk, spec.windowLeft.value_or(-1),
-        fixedBatch ? "max_batch" : ""));
+    WorkSchedulePlan work;
+    work.targetItems = schedule.targetItems;
+    work.granule = schedule.granule;
+    work.minChunk = schedule.minChunk;
+    work.windowLeft = spec.windowLeft.value_or(-1);
+    work.maxPartitions = spec.config.getMaxPartitions();
+    work.blocksPerItem = hkv;
+    work.fixedBatch = fixedBatch;
+    kvgpu::SizeExprAttr gridBatch = addWorkSchedule(plan, work, target);
     plan.setConfig(spec.config);
     plan.addBuffer("partial_out", ArgRole::workspace, split.outType,
                    {plan.sym("max_work")});

@@ -40,6 +40,7 @@ kvir::whyNoGpuKernel(Operation *op, const target::TargetInfo &target) {
       .Case([&](kv::PrefillOp prefill) {
         return whyNoPrefillKernel(prefill, target);
       })
+      .Case([&](kv::MlaDecodeOp mla) { return whyNoMlaKernel(mla, target); })
       .Case([](kv::AppendOp append) { return whyNoAppendKernel(append); })
       .Case<kv::MergeOp, kv::MergePartitionsOp>(
           [](Operation *merge) { return whyNoMergeKernel(merge); })
@@ -123,6 +124,7 @@ struct ConvertKVToGPUPass
     RewritePatternSet patterns(&getContext());
     populateDecodePatterns(patterns, context);
     populatePrefillPatterns(patterns, context);
+    populateMlaDecodePatterns(patterns, context);
     populateAppendPatterns(patterns, context);
     populateMergePatterns(patterns, context);
     applyInProgramOrder(module, FrozenRewritePatternSet(std::move(patterns)));

@@ -191,10 +191,11 @@ gpu_lowering::addPagedKVArguments(PlanBuilder &plan,
                    shape, dimNames);
     names.push_back(name);
   };
-  SmallVector<StringRef> poolNames =
-      kv.type.getStorage() == kv::Storage::combined
-          ? SmallVector<StringRef>{"pool"}
-          : SmallVector<StringRef>{"k_pool", "v_pool"};
+  SmallVector<StringRef> poolNames{"k_pool", "v_pool"};
+  if (kv.type.getStorage() == kv::Storage::combined)
+    poolNames = {"pool"};
+  else if (kv.type.isMla())
+    poolNames = {"ckv_pool", "kpe_pool"};
   for (auto [name, pool] : llvm::zip(poolNames, kv.pools))
     add(name, pool, {}, {"num_pages"});
   bool batchFromTables = !plan.hasSize("batch");
@@ -231,4 +232,61 @@ gpu_lowering::addPagedKVArguments(PlanBuilder &plan,
       ctx, kv::stringifyTableForm(type.getTable()), type.getPageSize(),
       tokens));
   return names;
+}
+
+MemRefType gpu_lowering::workItemsType(MLIRContext *ctx) {
+  return MemRefType::get({ShapedType::kDynamic, 4}, IntegerType::get(ctx, 32));
+}
+
+kvgpu::SizeExprAttr
+gpu_lowering::addWorkSchedule(PlanBuilder &plan, const WorkSchedulePlan &ws,
+                              const target::TargetInfo &target) {
+  using kvgpu::ArgRole;
+  using kvgpu::SizeExprAttr;
+  auto uniformChunks = [&](SizeExprAttr requests) {
+    return SizeExprAttr::min(
+        {plan.cst(ws.maxPartitions),
+         SizeExprAttr::max(
+             {plan.cst(1),
+              SizeExprAttr::ceilDiv(
+                  plan.cst(2 * target.smCount),
+                  SizeExprAttr::max(
+                      {plan.cst(1), SizeExprAttr::mul(
+                                        requests,
+                                        plan.cst(ws.blocksPerItem))}))})});
+  };
+  // kvir_schedule_max_items, as a size.
+  auto maxItems = [&](SizeExprAttr requests, SizeExprAttr chunks) {
+    return SizeExprAttr::max(
+        {SizeExprAttr::mul(requests, chunks),
+         SizeExprAttr::max({requests, plan.cst(ws.targetItems)})});
+  };
+  if (ws.fixedBatch) {
+    // Every size of the grids is a constant of the plan.
+    SizeExprAttr requests = plan.cst(ws.fixedBatch);
+    SizeExprAttr chunks = uniformChunks(requests);
+    plan.defineSize("max_batch", requests);
+    plan.defineSize("num_partitions", chunks);
+    plan.defineSize("max_work", maxItems(requests, chunks));
+  } else {
+    plan.defineSize("num_partitions", uniformChunks(plan.sym("batch")));
+    plan.defineSize("max_work",
+                    maxItems(plan.sym("batch"), plan.sym("num_partitions")));
+  }
+  SizeExprAttr gridBatch = plan.sym(ws.fixedBatch ? "max_batch" : "batch");
+  MLIRContext *ctx = gridBatch.getContext();
+  Type i32 = IntegerType::get(ctx, 32);
+  plan.addBuffer("kv_lengths", ArgRole::host,
+                 MemRefType::get({ShapedType::kDynamic}, i32),
+                 {plan.sym("batch")});
+  plan.addBuffer("work_items", ArgRole::schedule, workItemsType(ctx),
+                 {plan.sym("max_work"), plan.cst(4)});
+  plan.addBuffer("merge_indptr", ArgRole::schedule,
+                 MemRefType::get({ShapedType::kDynamic}, i32),
+                 {SizeExprAttr::add(gridBatch, plan.cst(1))});
+  plan.setSchedule(kvgpu::WorkScheduleAttr::get(
+      ctx, "kv_lengths", "work_items", "merge_indptr", "num_work", "batch",
+      "num_partitions", ws.targetItems, ws.granule, ws.minChunk,
+      ws.windowLeft, ws.fixedBatch ? "max_batch" : ""));
+  return gridBatch;
 }

@@ -152,6 +152,33 @@ private:
 llvm::SmallVector<llvm::StringRef> addPagedKVArguments(PlanBuilder &plan,
                                                        const kv::PagedOperands &kv);
 
+/// A split-KV plan's work schedule (include/kvir/Runtime/WorkSchedule.h).
+struct WorkSchedulePlan {
+  /// kvir_schedule_work's parameters: the items the chip runs at once, the
+  /// chunk granule in keys, the shortest chunk, the sliding window (-1:
+  /// none).
+  int64_t targetItems = 1, granule = 16, minChunk = 128, windowLeft = -1;
+  /// Callers without the lengths on the host cut every request into
+  /// `num_partitions` = min(maxPartitions, ceil(2 SMs / (batch x
+  /// blocksPerItem))) chunks: enough blocks to fill the chip about twice.
+  int64_t maxPartitions = 1, blocksPerItem = 1;
+  /// CUDA graphs: grids fixed for this many requests (0: sized per call).
+  int64_t fixedBatch = 0;
+};
+
+/// Adds a work schedule to `plan` (which has the size `batch`): the sizes
+/// `num_partitions`, `max_work` (kvir_schedule_max_items) and, with fixed
+/// grids, `max_batch`; the host buffer `kv_lengths`, the schedule's
+/// `work_items` [max_work, 4] and `merge_indptr` [grid batch + 1]; and the
+/// #kvgpu.work_schedule defining `num_work`. Returns the grid's batch
+/// (`batch`, or `max_batch` with fixed grids).
+kvgpu::SizeExprAttr addWorkSchedule(PlanBuilder &plan,
+                                    const WorkSchedulePlan &schedule,
+                                    const target::TargetInfo &target);
+
+/// The work list's type: [items, 4] i32 (WorkSchedule.h's fields).
+mlir::MemRefType workItemsType(mlir::MLIRContext *ctx);
+
 } // namespace kvir::gpu_lowering
 
 #endif // KVIR_LIB_CONVERSION_KVTOGPU_LOWERINGCONTEXT_H

@@ -2,10 +2,11 @@
 //
 // One file per op family, each a pattern that reads the op's configuration
 // and composes lib/Codegen into kernels, a launch plan and its launches:
-// Decode.cpp (kv.decode), Prefill.cpp (kv.prefill), Append.cpp (kv.append),
-// Merge.cpp (kv.merge,
-// kv.merge_partitions of states in buffers). `whyNoKernel` is the reason an op of the family gets
-// no kernel, reported under kv-to-nvvm / kv-to-ptx.
+// Decode.cpp (kv.decode), Prefill.cpp (kv.prefill), MlaDecode.cpp
+// (kv.mla_decode, on the prefill kernel), Append.cpp (kv.append), Merge.cpp
+// (kv.merge, kv.merge_partitions of states in buffers). `whyNoKernel` is the
+// reason an op of the family gets no kernel, reported under kv-to-nvvm /
+// kv-to-ptx.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVIR_LIB_CONVERSION_KVTOGPU_PATTERNS_H
@@ -27,6 +28,11 @@ std::optional<std::string> whyNoPrefillKernel(kv::PrefillOp op,
                                               const target::TargetInfo &target);
 void populatePrefillPatterns(mlir::RewritePatternSet &patterns,
                              LoweringContext &context);
+
+std::optional<std::string> whyNoMlaKernel(kv::MlaDecodeOp op,
+                                          const target::TargetInfo &target);
+void populateMlaDecodePatterns(mlir::RewritePatternSet &patterns,
+                               LoweringContext &context);
 
 std::optional<std::string> whyNoAppendKernel(kv::AppendOp op);
 void populateAppendPatterns(mlir::RewritePatternSet &patterns,

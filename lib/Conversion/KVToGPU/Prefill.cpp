@@ -26,45 +26,6 @@ using namespace kvir::gpu_lowering;
 
 namespace {
 
-/// Why a buffer cannot be read or written in 16-byte chunks along its
-/// innermost dim: that dim must be unit-stride and every other stride a
-/// multiple of 16 bytes.
-std::optional<std::string> whyNot16ByteRows(StringRef what, MemRefType type) {
-  auto [strides, offset] = type.getStridesAndOffset();
-  int64_t elementBytes = type.getElementTypeBitWidth() / 8;
-  if (strides.back() != 1)
-    return (what + " " + typeName(type) + " has a non-unit innermost stride")
-        .str();
-  auto notAligned = [&] {
-    return (what + " " + typeName(type) +
-            " has rows that are not 16-byte aligned (cp.async and the "
-            "output stores move 16-byte chunks)")
-        .str();
-  };
-  ArrayRef<int64_t> shape = type.getShape();
-  for (int64_t i = 0; i + 1 < type.getRank(); ++i) {
-    if (!ShapedType::isDynamic(strides[i])) {
-      if ((strides[i] * elementBytes) % 16)
-        return notAligned();
-      continue;
-    }
-    // A row-major memref's stride is the product of the inner sizes: its
-    // static factors decide.
-    if (!type.getLayout().isIdentity())
-      return notAligned();
-    int64_t known = elementBytes;
-    for (int64_t size : shape.drop_front(i + 1))
-      if (!ShapedType::isDynamic(size))
-        known *= size;
-    if (known % 16)
-      return notAligned();
-  }
-  if (ShapedType::isDynamic(offset) || (offset * elementBytes) % 16)
-    return (what + " " + typeName(type) + " has an offset that is not 16-byte "
-                                          "aligned")
-        .str();
-  return std::nullopt;
-}
 
 /// Fills the KV part of a spec from the op's view.
 void describeKV(kv::PrefillOp op, PrefillKernelSpec &spec) {
@@ -171,8 +132,7 @@ struct PrefillLowering : OpRewritePattern<kv::PrefillOp> {
     const target::TargetInfo &target = context.getTarget();
     if (std::optional<std::string> why = whyNoPrefillKernel(op, target))
       return rewriter.notifyMatchFailure(op, *why);
-    kv::StateType stateType = op.getType();
-    StateOutputs outputs(rewriter, op, stateType, op.getQ());
+    StateOutputs outputs(rewriter, op, op.getType(), op.getQ());
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     Value out = outputs.getOutput(), lse = outputs.getLse();
     // whyNoPrefillKernel described these buffers already.
@@ -181,124 +141,51 @@ struct PrefillLowering : OpRewritePattern<kv::PrefillOp> {
         *describePrefill(op, target, cast<MemRefType>(out.getType()),
                          cast<MemRefType>(lse.getType()), whyNot);
 
-    auto build = [&](const PrefillKernelSpec &s, StringRef symbol) {
-      return context.getOrBuildKernel(symbol, [&](gpu::GPUModuleOp module) {
-        KernelFunc kf = KernelFunc::create(
-            module, symbol, prefillArgumentTypes(s),
-            {s.config.getNumThreads(), 1, 1}, prefillSharedLayout(s),
-            op.getLoc());
-        buildPrefillBody(kf, s);
-        return kf;
-      });
+    auto addInputs = [&](PlanBuilder &plan,
+                         llvm::StringMap<Value> &bindings) {
+      using kvgpu::ArgRole;
+      plan.addBuffer("q", ArgRole::input, spec.qType, {}, {"nnz"});
+      plan.addBuffer("qo_indptr", ArgRole::input, spec.qoIndptrType, {},
+                     {"qo_indptr_len"});
+      plan.defineSize("batch", kvgpu::SizeExprAttr::add(
+                                   plan.sym("qo_indptr_len"), plan.cst(-1)));
+      bindings["q"] = op.getQ();
+      bindings["qo_indptr"] = op.getQoIndptr();
+      SmallVector<StringRef> names{"q", "qo_indptr"};
+      if (auto view = op.getKv().getDefiningOp<kv::PagedViewOp>()) {
+        kv::PagedOperands kv = kv::PagedOperands::fromView(view);
+        SmallVector<StringRef> kvNames = addPagedKVArguments(plan, kv);
+        for (auto [name, v] : llvm::zip(kvNames, kv.flatten()))
+          bindings[name] = v;
+        llvm::append_range(names, kvNames);
+      } else {
+        auto ragged = op.getKv().getDefiningOp<kv::RaggedViewOp>();
+        plan.addBuffer("k", ArgRole::input, cast<MemRefType>(spec.kvTypes[0]),
+                       {}, {"nnz_kv"});
+        plan.addBuffer("v", ArgRole::input, cast<MemRefType>(spec.kvTypes[1]),
+                       {plan.sym("nnz_kv")});
+        plan.addBuffer("kv_indptr", ArgRole::input,
+                       cast<MemRefType>(spec.kvTypes[2]),
+                       {plan.sym("qo_indptr_len")});
+        names.append({"k", "v", "kv_indptr"});
+        bindings["k"] = ragged.getK();
+        bindings["v"] = ragged.getV();
+        bindings["kv_indptr"] = ragged.getKvIndptr();
+      }
+      if (spec.maskType) {
+        plan.addBuffer("mask", ArgRole::input, spec.maskType, {},
+                       {"mask_size"});
+        names.push_back("mask");
+        bindings["mask"] = op.getMask();
+      }
+      return names;
     };
-    std::string directName = prefillKernelSymbol(op, spec, target);
-    gpu::GPUFuncOp direct = build(spec, directName);
-    PrefillKernelSpec split = spec;
-    split.partitioned = true;
-    const int64_t dyn = ShapedType::kDynamic;
-    split.outType = MemRefType::get({dyn, dyn, spec.qHeads, spec.headDimV},
-                                    b.getF32Type());
-    split.lseType = MemRefType::get({dyn, dyn, spec.qHeads}, b.getF32Type());
-    gpu::GPUFuncOp splitKernel =
-        build(split, prefillKernelSymbol(op, split, target));
-    MergeKernelSpec merge;
-    merge.inOutputType = split.outType;
-    merge.inLseType = split.lseType;
-    merge.outType = spec.outType;
-    merge.lseType = spec.lseType;
-    merge.inBase = kv::LseBase::two;
-    merge.outBase = spec.base;
-    merge.heads = spec.qHeads;
-    merge.headDimV = spec.headDimV;
-    gpu::GPUFuncOp mergeKernel = getMergeKernel(context, merge);
-
-    // The launch plan.
-    PlanBuilder plan(op.getContext(), "kv.prefill", directName);
-    using kvgpu::ArgRole;
-    using kvgpu::SizeExprAttr;
-    plan.addBuffer("q", ArgRole::input, spec.qType, {}, {"nnz"});
-    plan.addBuffer("qo_indptr", ArgRole::input, spec.qoIndptrType, {},
-                   {"qo_indptr_len"});
-    plan.defineSize("batch",
-                    SizeExprAttr::add(plan.sym("qo_indptr_len"), plan.cst(-1)));
-    SmallVector<StringRef> kvNames;
-    llvm::StringMap<Value> bindings{{"q", op.getQ()},
-                                    {"qo_indptr", op.getQoIndptr()},
-                                    {"out", out},
-                                    {"lse", lse}};
-    if (auto view = op.getKv().getDefiningOp<kv::PagedViewOp>()) {
-      kv::PagedOperands kv = kv::PagedOperands::fromView(view);
-      kvNames = addPagedKVArguments(plan, kv);
-      for (auto [name, v] : llvm::zip(kvNames, kv.flatten()))
-        bindings[name] = v;
-    } else {
-      auto ragged = op.getKv().getDefiningOp<kv::RaggedViewOp>();
-      plan.addBuffer("k", ArgRole::input, cast<MemRefType>(spec.kvTypes[0]), {},
-                     {"nnz_kv"});
-      plan.addBuffer("v", ArgRole::input, cast<MemRefType>(spec.kvTypes[1]),
-                     {plan.sym("nnz_kv")});
-      plan.addBuffer("kv_indptr", ArgRole::input,
-                     cast<MemRefType>(spec.kvTypes[2]),
-                     {plan.sym("qo_indptr_len")});
-      kvNames = {"k", "v", "kv_indptr"};
-      bindings["k"] = ragged.getK();
-      bindings["v"] = ragged.getV();
-      bindings["kv_indptr"] = ragged.getKvIndptr();
-    }
-    SmallVector<StringRef> directArgs{"q", "qo_indptr"};
-    llvm::append_range(directArgs, kvNames);
-    if (spec.maskType) {
-      plan.addBuffer("mask", ArgRole::input, spec.maskType, {}, {"mask_size"});
-      directArgs.push_back("mask");
-      bindings["mask"] = op.getMask();
-    }
-    plan.addBuffer("out", ArgRole::output, spec.outType, {plan.sym("nnz")});
-    plan.addBuffer("lse", ArgRole::output, spec.lseType, {plan.sym("nnz")});
-    // Block slots of the query tiles; partitions while the tiles of all KV
-    // heads do not give every SM a block (one block of 8 warps and ~100 KB
-    // fills an SM: more partitions would only add partial states).
-    QueryTiles tiles(spec.group(), spec.config.getQTile());
-    plan.defineSize("num_tile_slots",
-                    tiles.numSlots(plan.sym("nnz"), plan.sym("batch")));
-    int64_t hkv = spec.kvHeads;
-    plan.defineSize(
-        "num_partitions",
-        SizeExprAttr::min(
-            {plan.cst(spec.config.getMaxPartitions()),
-             SizeExprAttr::max(
-                 {plan.cst(1),
-                  SizeExprAttr::floorDiv(
-                      plan.cst(target.smCount),
-                      SizeExprAttr::max(
-                          {plan.cst(1),
-                           SizeExprAttr::mul(plan.sym("num_tile_slots"),
-                                             plan.cst(hkv))}))})}));
-    plan.setPartitions("num_partitions");
-    plan.setConfig(spec.config);
-    plan.addBuffer("partial_out", ArgRole::workspace, split.outType,
-                   {plan.sym("num_partitions"), plan.sym("nnz")});
-    plan.addBuffer("partial_lse", ArgRole::workspace, split.lseType,
-                   {plan.sym("num_partitions"), plan.sym("nnz")});
-    SmallVector<StringRef> splitArgs(directArgs);
-    directArgs.append({"out", "lse"});
-    splitArgs.append({"partial_out", "partial_lse", "num_partitions"});
-    plan.addKernel("direct", direct, kvgpu::LaunchCondition::unsplit,
-                   {plan.sym("num_tile_slots"), plan.cst(hkv), plan.cst(1)},
-                   directArgs);
-    plan.addKernel("split", splitKernel, kvgpu::LaunchCondition::split,
-                   {plan.sym("num_tile_slots"), plan.cst(hkv),
-                    plan.sym("num_partitions")},
-                   splitArgs);
-    plan.addKernel("merge", mergeKernel, kvgpu::LaunchCondition::split,
-                   {plan.sym("nnz"), plan.cst(spec.qHeads), plan.cst(1)},
-                   {"partial_out", "partial_lse", "out", "lse"});
-    kvgpu::LaunchPlanAttr planAttr = plan.build(op.getLoc());
-    if (!planAttr)
+    if (failed(emitTensorCoreLaunches(
+            b, context, op, spec, out, lse, addInputs,
+            [&](const PrefillKernelSpec &s) {
+              return prefillKernelSymbol(op, s, target);
+            })))
       return failure();
-    context.recordPlan(planAttr);
-    if (failed(emitLaunches(b, planAttr, bindings, context.getKernelModule())))
-      return failure();
-
     return outputs.finish(rewriter);
   }
 
@@ -306,6 +193,137 @@ struct PrefillLowering : OpRewritePattern<kv::PrefillOp> {
 };
 
 } // namespace
+
+std::optional<std::string> gpu_lowering::whyNot16ByteRows(StringRef what,
+                                                         MemRefType type) {
+  auto [strides, offset] = type.getStridesAndOffset();
+  int64_t elementBytes = type.getElementTypeBitWidth() / 8;
+  if (strides.back() != 1)
+    return (what + " " + typeName(type) + " has a non-unit innermost stride")
+        .str();
+  auto notAligned = [&] {
+    return (what + " " + typeName(type) +
+            " has rows that are not 16-byte aligned (cp.async and the "
+            "output stores move 16-byte chunks)")
+        .str();
+  };
+  ArrayRef<int64_t> shape = type.getShape();
+  for (int64_t i = 0; i + 1 < type.getRank(); ++i) {
+    if (!ShapedType::isDynamic(strides[i])) {
+      if ((strides[i] * elementBytes) % 16)
+        return notAligned();
+      continue;
+    }
+    // A row-major memref's stride is the product of the inner sizes: its
+    // static factors decide.
+    if (!type.getLayout().isIdentity())
+      return notAligned();
+    int64_t known = elementBytes;
+    for (int64_t size : shape.drop_front(i + 1))
+      if (!ShapedType::isDynamic(size))
+        known *= size;
+    if (known % 16)
+      return notAligned();
+  }
+  if (ShapedType::isDynamic(offset) || (offset * elementBytes) % 16)
+    return (what + " " + typeName(type) + " has an offset that is not 16-byte "
+                                          "aligned")
+        .str();
+  return std::nullopt;
+}
+
+LogicalResult gpu_lowering::emitTensorCoreLaunches(
+    ImplicitLocOpBuilder &b, LoweringContext &context, Operation *op,
+    const PrefillKernelSpec &spec, Value out, Value lse,
+    llvm::function_ref<SmallVector<StringRef>(PlanBuilder &,
+                                              llvm::StringMap<Value> &)>
+        addInputs,
+    llvm::function_ref<std::string(const PrefillKernelSpec &)> symbol) {
+  const target::TargetInfo &target = context.getTarget();
+  auto build = [&](const PrefillKernelSpec &s, StringRef name) {
+    return context.getOrBuildKernel(name, [&](gpu::GPUModuleOp module) {
+      KernelFunc kf = KernelFunc::create(
+          module, name, prefillArgumentTypes(s),
+          {s.config.getNumThreads(), 1, 1}, prefillSharedLayout(s),
+          op->getLoc());
+      buildPrefillBody(kf, s);
+      return kf;
+    });
+  };
+  std::string directName = symbol(spec);
+  gpu::GPUFuncOp direct = build(spec, directName);
+  PrefillKernelSpec split = spec;
+  split.partitioned = true;
+  const int64_t dyn = ShapedType::kDynamic;
+  split.outType = MemRefType::get({dyn, dyn, spec.qHeads, spec.headDimV},
+                                  b.getF32Type());
+  split.lseType = MemRefType::get({dyn, dyn, spec.qHeads}, b.getF32Type());
+  gpu::GPUFuncOp splitKernel = build(split, symbol(split));
+  MergeKernelSpec merge;
+  merge.inOutputType = split.outType;
+  merge.inLseType = split.lseType;
+  merge.outType = spec.outType;
+  merge.lseType = spec.lseType;
+  merge.inBase = kv::LseBase::two;
+  merge.outBase = spec.base;
+  merge.heads = spec.qHeads;
+  merge.headDimV = spec.headDimV;
+  gpu::GPUFuncOp mergeKernel = getMergeKernel(context, merge);
+
+  // The launch plan.
+  PlanBuilder plan(op->getContext(), op->getName().getStringRef(), directName);
+  using kvgpu::ArgRole;
+  using kvgpu::SizeExprAttr;
+  llvm::StringMap<Value> bindings{{"out", out}, {"lse", lse}};
+  SmallVector<StringRef> directArgs = addInputs(plan, bindings);
+  plan.addBuffer("out", ArgRole::output, spec.outType, {plan.sym("nnz")});
+  plan.addBuffer("lse", ArgRole::output, spec.lseType, {plan.sym("nnz")});
+  // Block slots of the query tiles; partitions while the tiles of all KV
+  // heads do not give every SM a block (one block of 8 warps and ~100 KB
+  // fills an SM: more partitions would only add partial states).
+  QueryTiles tiles(spec.group(), spec.config.getQTile());
+  plan.defineSize("num_tile_slots",
+                  spec.oneRowPerRequest()
+                      ? tiles.numSlotsOneRowEach(plan.sym("batch"))
+                      : tiles.numSlots(plan.sym("nnz"), plan.sym("batch")));
+  int64_t hkv = spec.kvHeads;
+  plan.defineSize(
+      "num_partitions",
+      SizeExprAttr::min(
+          {plan.cst(spec.config.getMaxPartitions()),
+           SizeExprAttr::max(
+               {plan.cst(1),
+                SizeExprAttr::floorDiv(
+                    plan.cst(target.smCount),
+                    SizeExprAttr::max(
+                        {plan.cst(1),
+                         SizeExprAttr::mul(plan.sym("num_tile_slots"),
+                                           plan.cst(hkv))}))})}));
+  plan.setPartitions("num_partitions");
+  plan.setConfig(spec.config);
+  plan.addBuffer("partial_out", ArgRole::workspace, split.outType,
+                 {plan.sym("num_partitions"), plan.sym("nnz")});
+  plan.addBuffer("partial_lse", ArgRole::workspace, split.lseType,
+                 {plan.sym("num_partitions"), plan.sym("nnz")});
+  SmallVector<StringRef> splitArgs(directArgs);
+  directArgs.append({"out", "lse"});
+  splitArgs.append({"partial_out", "partial_lse", "num_partitions"});
+  plan.addKernel("direct", direct, kvgpu::LaunchCondition::unsplit,
+                 {plan.sym("num_tile_slots"), plan.cst(hkv), plan.cst(1)},
+                 directArgs);
+  plan.addKernel("split", splitKernel, kvgpu::LaunchCondition::split,
+                 {plan.sym("num_tile_slots"), plan.cst(hkv),
+                  plan.sym("num_partitions")},
+                 splitArgs);
+  plan.addKernel("merge", mergeKernel, kvgpu::LaunchCondition::split,
+                 {plan.sym("nnz"), plan.cst(spec.qHeads), plan.cst(1)},
+                 {"partial_out", "partial_lse", "out", "lse"});
+  kvgpu::LaunchPlanAttr planAttr = plan.build(op->getLoc());
+  if (!planAttr)
+    return failure();
+  context.recordPlan(planAttr);
+  return emitLaunches(b, planAttr, bindings, context.getKernelModule());
+}
 
 std::optional<std::string>
 gpu_lowering::whyNoPrefillKernel(kv::PrefillOp op,

@@ -43,7 +43,11 @@ using namespace kvir::codegen;
 using namespace kvir::gpu_lowering;
 
 bool PrefillKernelSpec::stagesOutput() const {
-  return !partitioned && outType.getElementTypeBitWidth() == 16;
+  return !partitioned && !scheduled && stagesFinalOutput(outType.getElementType());
+}
+
+bool PrefillKernelSpec::stagesFinalOutput(Type outElement) const {
+  return outElement.getIntOrFloatBitWidth() == 16;
 }
 
 bool PrefillKernelSpec::outputReusesQueryTile() const {
@@ -67,13 +71,16 @@ enum MetaSlot : int64_t {
   MetaStart,    // the partition's keys [start, end)
   MetaEnd,
   MetaRequest,
+  MetaNumChunks,  // scheduled: the item's chunks of its request
+  MetaPartialRow, // and its workspace row
   kMetaSlots
 };
 
 /// Indices of the kernel's shared buffers in its layout.
 struct Buffers {
-  unsigned q = 0, k = 0, v = 0, meta = 0;
-  std::optional<unsigned> pageIds, maskScratch, outStage;
+  unsigned q = 0, k = 0, meta = 0;
+  /// v without MLA; q_pe and kpe with it.
+  std::optional<unsigned> v, qPe, kpe, pageIds, maskScratch, outStage;
 };
 
 Buffers buildLayout(const PrefillKernelSpec &s, SharedMemoryLayout &layout) {
@@ -83,13 +90,24 @@ Buffers buildLayout(const PrefillKernelSpec &s, SharedMemoryLayout &layout) {
   Buffers buf;
   buf.q = layout.add("q_tile", {c.getQTile(), s.headDim},
                      s.qType.getElementType());
-  buf.k = layout.add("k_tiles", {c.getStages(), c.getKvTile(), s.headDim},
+  if (s.isMla())
+    buf.qPe = layout.add("q_pe_tile", {c.getQTile(), s.peDim},
+                         s.qType.getElementType());
+  buf.k = layout.add(s.isMla() ? "ckv_tiles" : "k_tiles",
+                     {c.getStages(), c.getKvTile(), s.headDim},
                      s.kvElementType);
-  buf.v = layout.add("v_tiles", {c.getStages(), c.getKvTile(), s.headDimV},
-                     s.kvElementType);
-  if (s.stagesOutput() && !s.outputReusesQueryTile())
+  if (s.isMla())
+    buf.kpe = layout.add("kpe_tiles", {c.getStages(), c.getKvTile(), s.peDim},
+                         s.kvElementType);
+  else
+    buf.v = layout.add("v_tiles", {c.getStages(), c.getKvTile(), s.headDimV},
+                       s.kvElementType);
+  MemRefType finalOut = s.scheduled ? s.finalOutType : s.outType;
+  if (s.stagesFinalOutput(finalOut.getElementType()) &&
+      (s.headDimV != s.headDim ||
+       finalOut.getElementType() != s.qType.getElementType()))
     buf.outStage = layout.add("o_stage", {c.getQTile(), s.headDimV},
-                              s.outType.getElementType());
+                              finalOut.getElementType());
   if (s.paged && s.paged.getTable() != kv::TableForm::token_offset)
     buf.pageIds = layout.add(
         "page_ids",
@@ -104,16 +122,21 @@ Buffers buildLayout(const PrefillKernelSpec &s, SharedMemoryLayout &layout) {
 
 /// The kernel's arguments, named.
 struct Arguments {
-  Value q, qoIndptr, mask, out, lse, numPartitions;
+  Value q, qPe, qoIndptr, mask, workItems, out, lse, numPartitions, finalOut,
+      finalLse;
   kv::PagedOperands paged;
   RaggedOperands ragged;
 };
 
 Arguments bindArguments(const KernelFunc &kf, const PrefillKernelSpec &s) {
   Arguments a;
-  a.q = kf.getArgument(0);
-  a.qoIndptr = kf.getArgument(1);
-  ValueRange kvArgs = kf.getArguments().slice(2, s.kvTypes.size());
+  unsigned next = 0;
+  a.q = kf.getArgument(next++);
+  if (s.isMla())
+    a.qPe = kf.getArgument(next++);
+  if (!s.oneRowPerRequest())
+    a.qoIndptr = kf.getArgument(next++);
+  ValueRange kvArgs = kf.getArguments().slice(next, s.kvTypes.size());
   if (s.paged) {
     kv::PagedOperands shape;
     shape.type = s.paged;
@@ -124,13 +147,19 @@ Arguments bindArguments(const KernelFunc &kf, const PrefillKernelSpec &s) {
   } else {
     a.ragged = {kvArgs[0], kvArgs[1], kvArgs[2]};
   }
-  unsigned next = 2 + s.kvTypes.size();
+  next += s.kvTypes.size();
   if (s.maskType)
     a.mask = kf.getArgument(next++);
+  if (s.scheduled)
+    a.workItems = kf.getArgument(next++);
   a.out = kf.getArgument(next++);
   a.lse = kf.getArgument(next++);
   if (s.partitioned)
     a.numPartitions = kf.getArgument(next++);
+  if (s.scheduled) {
+    a.finalOut = kf.getArgument(next++);
+    a.finalLse = kf.getArgument(next++);
+  }
   return a;
 }
 
@@ -154,6 +183,8 @@ std::pair<Value, Value> emitKvTable(ImplicitLocOpBuilder &b,
 /// them back after a barrier.
 struct Work {
   Value valid, qoStart, qoLen, firstRow, kvLen, base, start, end, request;
+  /// Scheduled: the item's chunk count and workspace row.
+  Value numChunks, partialRow;
   /// Packed rows of the request, and the positions of the tile's first
   /// and last valid rows.
   Value packedRows, firstPos, lastPos;
@@ -180,9 +211,39 @@ Work emitBlockWork(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
     IRBuilder j{ib};
     Value slot = gpu::BlockIdOp::create(ib, gpu::Dimension::x);
     Value part = gpu::BlockIdOp::create(ib, gpu::Dimension::z);
-    Value batch = j.sub(memref::DimOp::create(ib, a.qoIndptr, 0), j.idx(1));
-    QueryTile tile = QueryTiles(group, tileRows).locate(ib, a.qoIndptr, batch,
-                                                        slot);
+    QueryTiles tiles(group, tileRows);
+    QueryTile tile;
+    // Scheduled: the work item's chunk `piece` of `pieces`.
+    Value piece, pieces, partialRow = j.idx(0);
+    if (s.scheduled) {
+      auto field = [&](int64_t f) {
+        return memref::LoadOp::create(ib, a.workItems,
+                                      ValueRange{slot, j.idx(f)})
+            .getResult();
+      };
+      Value request = field(0);
+      // Items past the schedule's count (fixed grids) have request -1.
+      tile.valid = arith::CmpIOp::create(ib, arith::CmpIPredicate::sge,
+                                         request, j.i32(0));
+      tile.request = j.toIndex(j.select(tile.valid, request, j.i32(0)));
+      tile.qoStart = tile.request;
+      tile.qoLen = j.idx(1);
+      tile.firstRow = j.mul(part, j.idx(tileRows));
+      piece = j.toIndex(field(1));
+      pieces = j.toIndex(field(2));
+      partialRow = j.toIndex(field(3));
+    } else if (s.oneRowPerRequest()) {
+      tile = tiles.locateOneRowEach(ib, memref::DimOp::create(ib, a.q, 0),
+                                    slot);
+    } else {
+      tile = tiles.locate(
+          ib, a.qoIndptr,
+          j.sub(memref::DimOp::create(ib, a.qoIndptr, 0), j.idx(1)), slot);
+    }
+    if (a.numPartitions) {
+      piece = part;
+      pieces = a.numPartitions;
+    }
     auto [kvLen, base] = emitKvTable(ib, s, a, tile.request);
     auto [packedRows, firstPos, lastPos] =
         positions(ib, kvLen, tile.qoLen, tile.firstRow);
@@ -196,18 +257,21 @@ Work emitBlockWork(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                    .second;
     hi = j.maxS(lo, hi);
     Value start = lo, end = hi;
-    if (a.numPartitions) {
-      // Partitions of whole K/V tiles, at least kMinPartitionKeys keys each:
-      // a tile with few keys leaves the later partitions empty (they write
-      // only an LSE of -inf, which the merge reads instead of the output).
-      int64_t minTiles = llvm::divideCeil(kMinPartitionKeys, s.config.getKvTile());
+    if (piece) {
+      // Pieces of whole K/V tiles; partitions take at least
+      // kMinPartitionKeys keys each (a tile with few keys leaves the later
+      // partitions empty: they write only an LSE of -inf, which the merge
+      // reads instead of the output); a schedule's chunks are long enough.
+      int64_t minTiles =
+          s.scheduled ? 1
+                      : llvm::divideCeil(kMinPartitionKeys, s.config.getKvTile());
       Value kvTile = j.idx(s.config.getKvTile());
-      Value tiles = arith::CeilDivUIOp::create(ib, j.sub(hi, lo), kvTile);
+      Value numTiles = arith::CeilDivUIOp::create(ib, j.sub(hi, lo), kvTile);
       Value chunk = j.mul(
-          j.maxS(arith::CeilDivUIOp::create(ib, tiles, a.numPartitions),
+          j.maxS(arith::CeilDivUIOp::create(ib, numTiles, pieces),
                  j.idx(minTiles)),
           kvTile);
-      start = j.minS(j.add(lo, j.mul(part, chunk)), hi);
+      start = j.minS(j.add(lo, j.mul(piece, chunk)), hi);
       end = j.minS(j.add(start, chunk), hi);
     }
     Value valid = arith::ExtUIOp::create(ib, ib.getI64Type(), tile.valid);
@@ -216,7 +280,8 @@ Work emitBlockWork(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
         {MetaQoLen, tile.qoLen},     {MetaFirstRow, tile.firstRow},
         {MetaKvLen, kvLen},          {MetaBase, base},
         {MetaStart, start},          {MetaEnd, end},
-        {MetaRequest, tile.request}};
+        {MetaRequest, tile.request}, {MetaNumChunks, pieces ? pieces : j.idx(1)},
+        {MetaPartialRow, partialRow}};
     for (auto [slotIndex, v] : values) {
       Value x = v.getType().isIndex()
                     ? arith::IndexCastOp::create(ib, ib.getI64Type(), v)
@@ -239,6 +304,8 @@ Work emitBlockWork(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
   w.start = at(MetaStart);
   w.end = at(MetaEnd);
   w.request = at(MetaRequest);
+  w.numChunks = at(MetaNumChunks);
+  w.partialRow = at(MetaPartialRow);
   std::tie(w.packedRows, w.firstPos, w.lastPos) =
       positions(b, w.kvLen, w.qoLen, w.firstRow);
   return w;
@@ -384,39 +451,52 @@ SmallVector<Value> emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
   return tile.mask(b, logits, rows, custom);
 }
 
+/// Where a block writes its rows' states.
+struct Destination {
+  Value out, lse;
+  /// The indices of a packed row's (row, head) in `out` and `lse`.
+  std::function<SmallVector<Value>(ImplicitLocOpBuilder &, const PackedRow &)>
+      rows;
+  /// i1: whether the output is written (null: always). An empty
+  /// partition's is not: the merge skips it by its LSE.
+  Value writeOutput;
+  /// 16-bit outputs go through this tile for 16-byte stores (null: stored
+  /// from the fragments).
+  const SharedTile *stage = nullptr;
+};
+
 /// Step 4: the normalized output and LSE of the warp's valid rows.
 void emitEpilogue(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
-                  const Arguments &a, const Work &w, MmaTile &mma,
-                  WarpAttentionTile &tile, const WarpAttentionTile::Final &fin,
-                  Value warpRow0, Value kvHead, Value part,
-                  const SharedTile *stage, Value lane) {
+                  const Work &w, MmaTile &mma, WarpAttentionTile &tile,
+                  const WarpAttentionTile::Final &fin, Value warpRow0,
+                  Value kvHead, const Destination &dest, Value lane) {
   IRBuilder ir{b};
-  int64_t mTiles = tile.getShape().mTiles, dv8 = s.headDimV / 8;
-  Type outElt = s.outType.getElementType();
-  auto rowIndices = [&](const PackedRow &p) {
-    SmallVector<Value> idx{ir.add(w.qoStart, p.queryRow), p.head};
-    if (part)
-      idx.insert(idx.begin(), part);
-    return idx;
-  };
+  int64_t mTiles = tile.getShape().mTiles, dv8 = s.valueSlice() / 8;
+  Type outElt = cast<MemRefType>(dest.out.getType()).getElementType();
+  const SharedTile *stage = dest.stage;
+  // The warp's value columns start at `valueOffset`; the warps of the first
+  // slice write the LSE.
+  Value valueOffset = tile.getValueOffset() ? tile.getValueOffset() : ir.idx(0);
+  Value writesLse = ir.eq(valueOffset, ir.idx(0));
+  auto rowIndices = [&](const PackedRow &p) { return dest.rows(b, p); };
   for (int64_t t = 0; t < mTiles; ++t)
     for (int64_t h = 0; h < 2; ++h) {
       Value rowInTile = tile.elementCoords(t, h, 0, 0).first;
       PackedRow p = unpackRow(b, s, w, kvHead, rowInTile);
       // The LSE: one lane of the quad.
-      Value first = ir.eq(mma.getThreadInGroup(), ir.idx(0));
+      Value first = arith::AndIOp::create(
+          b, ir.eq(mma.getThreadInGroup(), ir.idx(0)), writesLse);
       emitIf(b, arith::AndIOp::create(b, p.valid, first),
              [&](ImplicitLocOpBuilder &ib) {
-               memref::StoreOp::create(ib, fin.lse[2 * t + h], a.lse,
+               memref::StoreOp::create(ib, fin.lse[2 * t + h], dest.lse,
                                        rowIndices(p));
              });
       if (stage)
         continue;
-      // f32: a quad's 8-byte stores cover a whole 32-byte sector. An empty
-      // partition's output is not written: the merge skips it by its LSE.
+      // f32: a quad's 8-byte stores cover a whole 32-byte sector.
       Value store = p.valid;
-      if (part)
-        store = arith::AndIOp::create(b, store, ir.lt(w.start, w.end));
+      if (dest.writeOutput)
+        store = arith::AndIOp::create(b, store, dest.writeOutput);
       emitIf(b, store, [&](ImplicitLocOpBuilder &ib) {
         for (int64_t d = 0; d < dv8; ++d) {
           Value v = vector::ExtractOp::create(ib, fin.o[t * dv8 + d],
@@ -424,8 +504,9 @@ void emitEpilogue(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
           if (!outElt.isF32())
             v = arith::TruncFOp::create(ib, VectorType::get({2}, outElt), v);
           SmallVector<Value> idx = rowIndices(p);
-          idx.push_back(tile.elementCoords(t, h, d, 0).second);
-          vector::StoreOp::create(ib, v, a.out, idx)
+          idx.push_back(IRBuilder{ib}.add(tile.elementCoords(t, h, d, 0).second,
+                                          valueOffset));
+          vector::StoreOp::create(ib, v, dest.out, idx)
               .setAlignment(2 * outElt.getIntOrFloatBitWidth() / 8);
         }
       });
@@ -444,17 +525,19 @@ void emitEpilogue(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
             b, halfPair,
             vector::ExtractOp::create(b, fin.o[t * dv8 + d],
                                       ArrayRef<int64_t>{h}));
-        vector::StoreOp::create(b, v, stage->memref,
-                                stage->elementIndices(b, Value(), row, col))
+        vector::StoreOp::create(
+            b, v, stage->memref,
+            stage->elementIndices(b, Value(), row, ir.add(col, valueOffset)))
             .setAlignment(4);
       }
   NVVM::SyncWarpOp::create(b, ir.i32(-1));
-  int64_t chunks = s.headDimV / 8, total = 16 * mTiles * chunks;
+  int64_t chunks = s.valueSlice() / 8, total = 16 * mTiles * chunks;
   auto chunkType = VectorType::get({8}, outElt);
   for (int64_t k = 0; k * 32 < total; ++k) {
     Value i = ir.add(lane, ir.idx(32 * k));
     Value rowInTile = ir.add(warpRow0, ir.divU(i, ir.idx(chunks)));
-    Value c = ir.remU(i, ir.idx(chunks));
+    Value c = ir.add(ir.remU(i, ir.idx(chunks)),
+                     ir.divU(valueOffset, ir.idx(8)));
     PackedRow p = unpackRow(b, s, w, kvHead, rowInTile);
     Value v = vector::LoadOp::create(b, chunkType, stage->memref,
                                      stage->chunkIndices(b, Value(), rowInTile, c));
@@ -462,15 +545,15 @@ void emitEpilogue(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
       IRBuilder j{ib};
       SmallVector<Value> idx = rowIndices(p);
       idx.push_back(j.mul(c, j.idx(8)));
-      vector::StoreOp::create(ib, v, a.out, idx).setAlignment(16);
+      vector::StoreOp::create(ib, v, dest.out, idx).setAlignment(16);
     });
   }
 }
 
 /// The LSEs of an empty partition's rows: -inf, one row per thread.
 void emitEmptyPartition(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
-                        const Arguments &a, const Work &w, Value kvHead,
-                        Value part, Value thread) {
+                        const Work &w, Value kvHead, const Destination &dest,
+                        Value thread) {
   IRBuilder ir{b};
   scf::ForOp::create(
       b, thread, ir.idx(s.config.getQTile()), ir.idx(s.config.getNumThreads()),
@@ -478,10 +561,8 @@ void emitEmptyPartition(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
         ImplicitLocOpBuilder ib(l, nb);
         PackedRow p = unpackRow(ib, s, w, kvHead, r);
         emitIf(ib, p.valid, [&](ImplicitLocOpBuilder &jb) {
-          IRBuilder k{jb};
-          memref::StoreOp::create(
-              jb, k.f32(-INFINITY), a.lse,
-              ValueRange{part, k.add(w.qoStart, p.queryRow), p.head});
+          memref::StoreOp::create(jb, IRBuilder{jb}.f32(-INFINITY), dest.lse,
+                                  dest.rows(jb, p));
         });
         scf::YieldOp::create(ib);
       });
@@ -498,13 +579,22 @@ gpu_lowering::prefillSharedLayout(const PrefillKernelSpec &spec) {
 
 SmallVector<Type>
 gpu_lowering::prefillArgumentTypes(const PrefillKernelSpec &s) {
-  SmallVector<Type> types{s.qType, s.qoIndptrType};
+  SmallVector<Type> types{s.qType};
+  if (s.isMla())
+    types.push_back(s.qPeType);
+  if (!s.oneRowPerRequest())
+    types.push_back(s.qoIndptrType);
   llvm::append_range(types, s.kvTypes);
   if (s.maskType)
     types.push_back(s.maskType);
+  if (s.scheduled)
+    types.push_back(MemRefType::get({ShapedType::kDynamic, 4},
+                                    IntegerType::get(s.qType.getContext(), 32)));
   types.append({s.outType, s.lseType});
   if (s.partitioned)
     types.push_back(IndexType::get(s.qType.getContext()));
+  if (s.scheduled)
+    types.append({s.finalOutType, s.finalLseType});
   return types;
 }
 
@@ -525,14 +615,38 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
                    : Value();
   Work w = emitBlockWork(b, s, a, kf.getShared(buf.meta), thread);
 
+  // A row's state goes to (query row, head) of the outputs, behind the
+  // partition for partial states of a partition; a scheduled item's
+  // partial state to its workspace row.
+  auto requestRows = [&](ImplicitLocOpBuilder &ib, const PackedRow &p) {
+    SmallVector<Value> idx{IRBuilder{ib}.add(w.qoStart, p.queryRow), p.head};
+    if (part)
+      idx.insert(idx.begin(), part);
+    return idx;
+  };
+  auto itemRows = [&](ImplicitLocOpBuilder &, const PackedRow &p) {
+    return SmallVector<Value>{w.partialRow, p.head};
+  };
   Value work = w.valid;
-  if (part) {
+  if (part || s.scheduled) {
     // An empty partition only tells the merge so: an LSE of -inf per row.
+    // (A scheduled item that is a whole request writes its final state.)
     IRBuilder ir{b};
     Value empty = ir.cmp(arith::CmpIPredicate::sge, w.start, w.end);
+    if (s.scheduled)
+      empty = arith::AndIOp::create(b, empty,
+                                    ir.cmp(arith::CmpIPredicate::sgt,
+                                           w.numChunks, ir.idx(1)));
+    Destination partial;
+    partial.out = a.out;
+    partial.lse = a.lse;
+    if (part)
+      partial.rows = requestRows;
+    else
+      partial.rows = itemRows;
     emitIf(b, arith::AndIOp::create(b, w.valid, empty),
            [&](ImplicitLocOpBuilder &ib) {
-             emitEmptyPartition(ib, s, a, w, kvHead, part, thread);
+             emitEmptyPartition(ib, s, w, kvHead, partial, thread);
            });
     work = arith::AndIOp::create(b, w.valid,
                                  arith::XOrIOp::create(
@@ -548,7 +662,15 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
                                   thread, w.request);
     SharedTile qTile{kf.getShared(buf.q), cfg.getQTile(), s.headDim};
     SharedTile kTiles{kf.getShared(buf.k), kvTile, s.headDim};
-    SharedTile vTiles{kf.getShared(buf.v), kvTile, s.headDimV};
+    std::optional<SharedTile> qPeTile, kpeTiles;
+    if (s.isMla()) {
+      qPeTile = SharedTile{kf.getShared(*buf.qPe), cfg.getQTile(), s.peDim};
+      kpeTiles = SharedTile{kf.getShared(*buf.kpe), kvTile, s.peDim};
+    }
+    // MLA's values are its latent keys: the ckv tile.
+    SharedTile vTiles = s.isMla()
+                            ? kTiles
+                            : SharedTile{kf.getShared(*buf.v), kvTile, s.headDimV};
     PagedTileLoader loader =
         s.paged ? PagedTileLoader(a.paged, w.request, w.base, kvHead, kvTile,
                                   buf.pageIds ? kf.getShared(*buf.pageIds)
@@ -576,48 +698,67 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
       ifTile(ib, index, [&](ImplicitLocOpBuilder &jb, Value t0, Value count) {
         IRBuilder j{jb};
         Value stage = j.remU(index, j.idx(2));
-        bool isK = role == kv::PoolRole::K;
-        loader.copyTileAsync(
-            jb,
-            {TileCopy{role, isK ? kTiles : vTiles,
-                      isK ? s.headDim : s.headDimV}},
-            stage, t0, count, thread, threads);
+        // MLA's K tile is ckv (the K pool) and kpe (the V pool).
+        SmallVector<TileCopy> copies;
+        if (role == kv::PoolRole::K)
+          copies.push_back({kv::PoolRole::K, kTiles, s.headDim});
+        if (role == kv::PoolRole::K && s.isMla())
+          copies.push_back({kv::PoolRole::V, *kpeTiles, s.peDim});
+        if (role == kv::PoolRole::V)
+          copies.push_back({kv::PoolRole::V, vTiles, s.headDimV});
+        loader.copyTileAsync(jb, copies, stage, t0, count, thread, threads);
       });
     };
 
     // Step 2: the query tile and the page entries of tiles 0 and 1, then
-    // K_0 and V_0 (one commit group each).
-    copyRowsAsync(
-        b, qTile, Value(), s.headDim, thread, threads,
-        [&](ImplicitLocOpBuilder &jb, Value r, Value dim) {
-          PackedRow p = unpackRow(jb, s, w, kvHead, r);
-          Value row = IRBuilder{jb}.add(w.qoStart, p.queryRow);
-          return std::make_pair(a.q, SmallVector<Value>{row, p.head, dim});
-        },
-        [&](ImplicitLocOpBuilder &jb, Value r) {
-          return unpackRow(jb, s, w, kvHead, r).valid;
-        });
+    // K_0 and V_0 (one commit group each; MLA: one K/V tile).
+    auto copyQuery = [&](const SharedTile &tile, Value source, int64_t width) {
+      copyRowsAsync(
+          b, tile, Value(), width, thread, threads,
+          [&](ImplicitLocOpBuilder &jb, Value r, Value dim) {
+            PackedRow p = unpackRow(jb, s, w, kvHead, r);
+            Value row = IRBuilder{jb}.add(w.qoStart, p.queryRow);
+            return std::make_pair(source, SmallVector<Value>{row, p.head, dim});
+          },
+          [&](ImplicitLocOpBuilder &jb, Value r) {
+            return unpackRow(jb, s, w, kvHead, r).valid;
+          });
+    };
+    copyQuery(qTile, a.q, s.headDim);
+    if (s.isMla())
+      copyQuery(*qPeTile, a.qPe, s.peDim);
     stageIds(b, ir.idx(0), ir.idx(0));
     stageIds(b, ir.idx(1), ir.idx(1));
     commitAsyncCopies(b);
     waitAsyncCopies(b, 0);
     gpu::BarrierOp::create(b);
 
+    // Warp w owns rows of row warp w % rowWarps and the value columns of
+    // slice w / rowWarps.
     Value lane = ir.remU(thread, ir.idx(32));
-    Value warpRow0 = ir.mul(ir.divU(thread, ir.idx(32)), ir.idx(16 * mTiles));
+    Value warp = ir.divU(thread, ir.idx(32));
+    int64_t rowWarps = cfg.getRowWarps();
+    Value warpRow0 = ir.mul(ir.remU(warp, ir.idx(rowWarps)), ir.idx(16 * mTiles));
+    Value valueOffset;
+    if (cfg.getValueWarps() > 1)
+      valueOffset =
+          ir.mul(ir.divU(warp, ir.idx(rowWarps)), ir.idx(s.valueSlice()));
     MmaTile mma(b, s.kvElementType, lane);
     WarpAttentionTile tile(b, mma,
-                           {mTiles, kvTile, s.headDim, s.headDimV}, warpRow0);
+                           {mTiles, kvTile, s.headDim, s.valueSlice()},
+                           warpRow0, valueOffset);
     SmallVector<Value> qFrags;
     if (cfg.getQInRegisters())
       qFrags = tile.loadQuery(qTile);
     issue(b, ir.idx(0), kv::PoolRole::K);
     commitAsyncCopies(b);
-    issue(b, ir.idx(0), kv::PoolRole::V);
-    commitAsyncCopies(b);
+    if (!s.isMla()) {
+      issue(b, ir.idx(0), kv::PoolRole::V);
+      commitAsyncCopies(b);
+    }
 
     // Step 3: the K/V tiles. Groups in flight at the top of iteration i:
-    // K_i, V_i.
+    // K_i, V_i (MLA: K/V tile i, whose ckv part is V).
     auto loop = scf::ForOp::create(
         b, ir.idx(0), numTiles, ir.idx(1), tile.initialState().flatten(),
         [&](OpBuilder &nb, Location l, Value i, ValueRange carried) {
@@ -627,7 +768,7 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
               WarpAttentionTile::State::unflatten(carried, tile.getShape());
           Value stage = j.remU(i, j.idx(2));
           Value next = j.add(i, j.idx(1));
-          waitAsyncCopies(lb, 1);
+          waitAsyncCopies(lb, s.isMla() ? 0 : 1);
           gpu::BarrierOp::create(lb);
           // Everyone is done with tile i - 1: its K/V stage and page-entry
           // slot take tile i + 1 and the entries of tile i + 2.
@@ -636,8 +777,11 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
           commitAsyncCopies(lb);
 
           Value t0 = kvTileRange(lb, s, w, i).first;
-          SmallVector<Value> logits = tile.logits(
-              tile.scores(qFrags, qTile, kTiles, stage), s.smScale, s.softCap);
+          SmallVector<Value> scores = tile.scores(qFrags, qTile, kTiles, stage);
+          if (s.isMla())
+            scores = tile.scores({}, *qPeTile, *kpeTiles, stage, scores);
+          SmallVector<Value> logits =
+              tile.logits(scores, s.smScale, s.softCap);
           SmallVector<Type> types(logits.size(), mma.getAccType());
           auto masked = scf::IfOp::create(
               lb, needsMask(lb, s, w, t0),
@@ -652,27 +796,54 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
           auto [stepped, p] = tile.softmax(
               state, SmallVector<Value>(masked.getResults()));
 
-          waitAsyncCopies(lb, 1);
-          gpu::BarrierOp::create(lb);
-          issue(lb, next, kv::PoolRole::V);
-          commitAsyncCopies(lb);
+          if (!s.isMla()) {
+            waitAsyncCopies(lb, 1);
+            gpu::BarrierOp::create(lb);
+            issue(lb, next, kv::PoolRole::V);
+            commitAsyncCopies(lb);
+          }
           state = tile.accumulate(stepped, p, vTiles, stage);
           scf::YieldOp::create(lb, state.flatten());
         });
     waitAsyncCopies(b, 0);
+    // Warps of other value slices may still read the query tile that
+    // stages the output.
+    if (cfg.getValueWarps() > 1)
+      gpu::BarrierOp::create(b);
 
     // Step 4.
     WarpAttentionTile::State state =
         WarpAttentionTile::State::unflatten(loop.getResults(), tile.getShape());
-    WarpAttentionTile::Final fin =
-        tile.finalize(state, s.partitioned ? kv::LseBase::two : s.base);
     std::optional<SharedTile> outStage;
-    if (s.stagesOutput())
+    if (s.stagesFinalOutput(
+            (s.scheduled ? s.finalOutType : s.outType).getElementType()))
       outStage = buf.outStage
                      ? SharedTile{kf.getShared(*buf.outStage), cfg.getQTile(),
                                   s.headDimV}
                      : qTile;
-    emitEpilogue(b, s, a, w, mma, tile, fin, warpRow0, kvHead, part,
-                 outStage ? &*outStage : nullptr, lane);
+    auto epilogue = [&](ImplicitLocOpBuilder &eb, kv::LseBase base,
+                        const Destination &dest) {
+      WarpAttentionTile::Final fin = tile.finalize(state, base);
+      emitEpilogue(eb, s, w, mma, tile, fin, warpRow0, kvHead, dest, lane);
+    };
+    Destination final{s.scheduled ? a.finalOut : a.out,
+                      s.scheduled ? a.finalLse : a.lse, requestRows, Value(),
+                      outStage ? &*outStage : nullptr};
+    if (part) {
+      epilogue(b, kv::LseBase::two,
+               {a.out, a.lse, requestRows, ir.lt(w.start, w.end)});
+    } else if (!s.scheduled) {
+      epilogue(b, s.base, final);
+    } else {
+      // A whole request is final; a chunk of one a partial state. (`b`
+      // moves into each branch: the tile and fragments build through it.)
+      auto whole = scf::IfOp::create(b, ir.eq(w.numChunks, ir.idx(1)),
+                                     /*withElseRegion=*/true);
+      b.setInsertionPoint(whole.thenBlock()->getTerminator());
+      epilogue(b, s.base, final);
+      b.setInsertionPoint(whole.elseBlock()->getTerminator());
+      epilogue(b, kv::LseBase::two, {a.out, a.lse, itemRows, Value()});
+      b.setInsertionPointAfter(whole);
+    }
   });
 }

@@ -8,6 +8,8 @@
 #ifndef KVIR_LIB_CONVERSION_KVTOGPU_PREFILLKERNEL_H
 #define KVIR_LIB_CONVERSION_KVTOGPU_PREFILLKERNEL_H
 
+#include "LoweringContext.h"
+
 #include "kvir/Codegen/KernelFunc.h"
 #include "kvir/Dialect/KV/IR/KVOps.h"
 #include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
@@ -23,7 +25,15 @@ struct PrefillKernelSpec {
   llvm::SmallVector<mlir::Type> kvTypes;
   int64_t kvHeads = 0, headDim = 0, headDimV = 0;
   mlir::Type kvElementType;
+  /// q, and its row offsets (null: one query row per request, MLA
+  /// decode without rows()).
   mlir::MemRefType qType, qoIndptrType, outType, lseType;
+  /// MLA (kv.mla_decode): q is q_nope (headDim wide, the ckv width) and
+  /// `qPeType` q_pe (peDim wide); the paged KV's K pool is ckv, its V pool
+  /// kpe. A K/V tile is one ckv tile and one kpe tile; the scores add both
+  /// parts and the ckv tile is also the value tile (headDimV == headDim).
+  int64_t peDim = 0;
+  mlir::MemRefType qPeType;
   /// The custom mask (i1 or bit-packed i8), or null.
   mlir::MemRefType maskType;
   int64_t qHeads = 0;
@@ -35,27 +45,65 @@ struct PrefillKernelSpec {
   /// Partial states: f32 output and base-2 LSE per KV partition
   /// (blockIdx.z), into [P, nnz, Hq, Dv] and [P, nnz, Hq] workspaces.
   bool partitioned = false;
+  /// Split-KV by a work schedule (one query row per request): block x
+  /// takes work item x of an extra [items, 4] i32 argument (request, chunk,
+  /// num_chunks, partial_row; WorkSchedule.h), block z the request's query
+  /// tile z. The item's chunk of the request's keys gives an f32 base-2
+  /// partial state in rows partial_row of out / lse ([items, Hq, Dv],
+  /// [items, Hq]); an item that is a whole request writes its final state
+  /// to two more arguments of `finalOutType` / `finalLseType` instead.
+  bool scheduled = false;
+  mlir::MemRefType finalOutType, finalLseType;
   kvgpu::PrefillConfigAttr config;
 
   int64_t group() const { return qHeads / kvHeads; }
   bool isRagged() const { return !paged; }
+  bool isMla() const { return peDim > 0; }
+  bool oneRowPerRequest() const { return !qoIndptrType; }
+  /// The value columns each warp accumulates.
+  int64_t valueSlice() const { return headDimV / config.getValueWarps(); }
   /// Whether the output is staged through shared memory for 16-byte
   /// stores (16-bit outputs), and whether the query tile can hold it.
   bool stagesOutput() const;
+  /// The same for a final output of element type `outElement`.
+  bool stagesFinalOutput(mlir::Type outElement) const;
   bool outputReusesQueryTile() const;
 };
 
 /// The kernel's shared buffers, in KernelFunc::getShared order.
 codegen::SharedMemoryLayout prefillSharedLayout(const PrefillKernelSpec &spec);
 
-/// The kernel's arguments: q, qo_indptr, the KV operands, [mask], out, lse,
-/// [num_partitions].
+/// The kernel's arguments: q, [q_pe], [qo_indptr], the KV operands, [mask],
+/// [work_items], out, lse, [num_partitions], [final out, final lse].
 llvm::SmallVector<mlir::Type> prefillArgumentTypes(const PrefillKernelSpec &spec);
 
 /// Builds the body of a kernel created with the two above. Launched on
-/// (QueryTiles slots, KV heads, partitions) blocks of 32 * warps threads.
+/// (QueryTiles slots, KV heads, partitions) blocks of 32 * warps threads;
+/// scheduled: (work items, KV heads, query tiles per request).
 void buildPrefillBody(const codegen::KernelFunc &kf,
                       const PrefillKernelSpec &spec);
+
+/// Why a buffer cannot be read or written in 16-byte chunks along its
+/// innermost dim (that dim must be unit-stride and every other stride a
+/// multiple of 16 bytes), or nullopt.
+std::optional<std::string> whyNot16ByteRows(llvm::StringRef what,
+                                            mlir::MemRefType type);
+
+/// The kernels, launch plan and launches of a tensor-core attention op
+/// (kv.prefill, kv.mla_decode) whose direct kernel is `spec`: the direct
+/// kernel when one partition suffices, else the split kernel (f32 partial
+/// states of `num_partitions` shares of each tile's keys) and the merge
+/// kernel. `addInputs` adds the op's input buffers to the plan (defining
+/// the sizes `batch` and `nnz`, the query rows), binds them and returns
+/// their names in kernel argument order; `symbol` names a kernel.
+mlir::LogicalResult emitTensorCoreLaunches(
+    mlir::ImplicitLocOpBuilder &b, LoweringContext &context,
+    mlir::Operation *op, const PrefillKernelSpec &spec, mlir::Value out,
+    mlir::Value lse,
+    llvm::function_ref<llvm::SmallVector<llvm::StringRef>(
+        PlanBuilder &, llvm::StringMap<mlir::Value> &)>
+        addInputs,
+    llvm::function_ref<std::string(const PrefillKernelSpec &)> symbol);
 
 } // namespace kvir::gpu_lowering
 

@@ -123,7 +123,8 @@ static llvm::json::Value configJson(Attribute config) {
                               {"warps", p.getWarps()},
                               {"stages", p.getStages()},
                               {"q_in_registers", p.getQInRegisters()},
-                              {"max_partitions", p.getMaxPartitions()}};
+                              {"max_partitions", p.getMaxPartitions()},
+                              {"value_warps", p.getValueWarps()}};
   std::string text;
   llvm::raw_string_ostream os(text);
   config.print(os);

@@ -205,7 +205,7 @@ func.func @prefill_strided_pool(%q: memref<?x8x64xf16>, %qo: memref<?xi32>, %poo
 !s = !kv.state<?x8x256xf16, base = 2>
 func.func @prefill_config_too_big(%q: memref<?x8x256xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x256xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x256xf16>, %l: memref<?x8xf32>) {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x2x256xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
-  // expected-error @below {{'kv.prefill' op has no GPU kernel: 393368 bytes of shared memory, over the 232448 a block of sm_90a may use}}
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: 393384 bytes of shared memory, over the 232448 a block of sm_90a may use}}
   %s = kv.prefill %q, %qo, %kv {causal, kvgpu.config = #kvgpu.prefill<q_tile = 256, kv_tile = 128, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16>} : memref<?x8x256xf16>, memref<?xi32>, !c -> !s
   kv.store_state %s, %o, %l : !s, memref<?x8x256xf16>, memref<?x8xf32>
   return
@@ -354,13 +354,41 @@ func.func @append_strided_input(%k: memref<?x2x64xf16, strided<[256, 128, 2]>>, 
 
 // -----
 
-// MLA has no kernel yet: with several query rows per request too.
+// MLA kernels read 16-bit ckv / kpe rows with 16-byte copies: fp8 caches
+// have none yet, f32 ones none, and pool slices whose strides are dynamic
+// are not known to be contiguous.
+!m = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = mla, table = csr, pe_dim = 64, quant = fp8_e4m3>
+!s = !kv.state<?x16x512xf16, base = e>
+func.func @mla_fp8(%qn: memref<?x16x512xf16>, %qp: memref<?x16x64xf16>, %ckv: memref<?x64x512xf8E4M3FN>, %kpe: memref<?x64x64xf8E4M3FN>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %ks: f32, %vs: f32, %o: memref<?x16x512xf16>, %l: memref<?x16xf32>) {
+  %kv = kv.paged_view pools(%ckv, %kpe : memref<?x64x512xf8E4M3FN>, memref<?x64x64xf8E4M3FN>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) fp8_scales(%ks, %vs) : !m
+  // expected-error @below {{'kv.mla_decode' op has no GPU kernel: quantized MLA caches (fp8_e4m3) have no kernel yet}}
+  %s = kv.mla_decode %qn, %qp, %kv : memref<?x16x512xf16>, memref<?x16x64xf16>, !m -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x16x512xf16>, memref<?x16xf32>
+  return
+}
+
+// -----
+
+!m = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f32, layout = nhd, storage = mla, table = csr, pe_dim = 64>
+!s = !kv.state<?x16x512xf32, base = e>
+func.func @mla_f32(%qn: memref<?x16x512xf32>, %qp: memref<?x16x64xf32>, %ckv: memref<?x64x512xf32>, %kpe: memref<?x64x64xf32>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %qo: memref<?xi32>, %o: memref<?x16x512xf32>, %l: memref<?x16xf32>) {
+  %kv = kv.paged_view pools(%ckv, %kpe : memref<?x64x512xf32>, memref<?x64x64xf32>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !m
+  // expected-error @below {{'kv.mla_decode' op has no GPU kernel: MLA caches of type f32 have no kernel (f16 and bf16 do: mma.sync)}}
+  %s = kv.mla_decode %qn, %qp, %kv rows(%qo : memref<?xi32>) {causal} : memref<?x16x512xf32>, memref<?x16x64xf32>, !m -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x16x512xf32>, memref<?x16xf32>
+  return
+}
+
+// -----
+
 !m = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = bf16, layout = nhd, storage = mla, table = csr, pe_dim = 64>
 !s = !kv.state<?x16x512xbf16, base = e>
-func.func @mla_rows(%qn: memref<?x16x512xbf16>, %qp: memref<?x16x64xbf16>, %ckv: memref<?x64x512xbf16>, %kpe: memref<?x64x64xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %qo: memref<?xi32>, %o: memref<?x16x512xbf16>, %l: memref<?x16xf32>) {
-  %kv = kv.paged_view pools(%ckv, %kpe : memref<?x64x512xbf16>, memref<?x64x64xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !m
-  // expected-error @below {{'kv.mla_decode' op has no GPU kernel: kv.mla_decode has no GPU kernel yet}}
-  %s = kv.mla_decode %qn, %qp, %kv rows(%qo : memref<?xi32>) {causal} : memref<?x16x512xbf16>, memref<?x16x64xbf16>, !m -> !s
+!ckv = memref<?x64x512xbf16, strided<[?, ?, ?], offset: ?>>
+!kpe = memref<?x64x64xbf16, strided<[?, ?, ?], offset: ?>>
+func.func @mla_dynamic_slices(%qn: memref<?x16x512xbf16>, %qp: memref<?x16x64xbf16>, %ckv: !ckv, %kpe: !kpe, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x16x512xbf16>, %l: memref<?x16xf32>) {
+  %kv = kv.paged_view pools(%ckv, %kpe : !ckv, !kpe) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !m
+  // expected-error @below {{'kv.mla_decode' op has no GPU kernel: pool memref<?x64x512xbf16, strided<[?, ?, ?], offset: ?>> has a non-unit innermost stride}}
+  %s = kv.mla_decode %qn, %qp, %kv : memref<?x16x512xbf16>, memref<?x16x64xbf16>, !m -> !s
   kv.store_state %s, %o, %l : !s, memref<?x16x512xbf16>, memref<?x16xf32>
   return
 }

@@ -118,5 +118,33 @@ func.func private @many_partitions() attributes {c = #kvgpu.prefill<q_tile = 64,
 
 // -----
 
-// expected-error @below {{has a #kvgpu.prefill config, which only kv.prefill takes}}
+// expected-error @below {{has a #kvgpu.prefill config, which only kv.prefill and kv.mla_decode take}}
 func.func private @prefill_config_on_wrong_op() attributes {kvgpu.config = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 2, q_in_registers = true, max_partitions = 16>}
+
+// -----
+
+// expected-error @below {{prefill config value_warps must be in [1, 8] and divide warps (4), got 3}}
+func.func private @value_warps_divide() attributes {c = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 2, q_in_registers = true, max_partitions = 16, value_warps = 3>}
+
+// -----
+
+// expected-error @below {{prefill config value_warps must be in [1, 8] and divide warps (16), got 16}}
+func.func private @value_warps_range() attributes {c = #kvgpu.prefill<q_tile = 16, kv_tile = 64, warps = 16, stages = 2, q_in_registers = false, max_partitions = 16, value_warps = 16>}
+
+// -----
+
+// 4 warps of which 2 split the value columns leave 2 row warps: 64 rows
+// would be two 16-row tiles each, 128 rows four.
+// expected-error @below {{prefill config warps must each own one or two 16-row mma tiles of the 128-row query tile, got 2 warps along the rows}}
+func.func private @value_warps_rows() attributes {c = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 4, stages = 2, q_in_registers = true, max_partitions = 16, value_warps = 2>}
+
+// -----
+
+// A value slice must be whole groups of 64 columns: 128 / 4 is 32.
+!p = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = split, table = csr>
+!s = !kv.state<?x8x128xf16, base = 2>
+func.func @value_slice(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %kv: !p) {
+  // expected-error @below {{#kvgpu.prefill value_warps = 4 must split head_dim_v 128 into multiples of 64 columns}}
+  %s = kv.prefill %q, %qo, %kv {kvgpu.config = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16, value_warps = 4>} : memref<?x8x128xf16>, memref<?xi32>, !p -> !s
+  return
+}

@@ -1,5 +1,6 @@
 // RUN: kvir-opt %s --kv-tile=chip=sm_90a -split-input-file | FileCheck %s
 // RUN: kvir-opt %s --kv-tile=chip=sm_80 -split-input-file | FileCheck %s --check-prefix=A100
+// RUN: kvir-opt %s --kv-tile=chip=sm_86 -split-input-file | FileCheck %s --check-prefix=SM86
 
 // FlashInfer's shape: 16-byte vectors of f16 (8 elements), 128 / 8 = 16 lanes
 // along the head dim, 4 query heads per KV head, so 2 tokens in flight make
@@ -131,4 +132,36 @@ func.func @prefill_d72(%q: memref<?x4x72xf16>, %qo: memref<?xi32>, %k: memref<?x
   %kv = kv.ragged_view %k, %v, %ki : memref<?x2x72xf16>, memref<?x2x72xf16>, memref<?xi32> -> !r
   %s = kv.prefill %q, %qo, %kv : memref<?x4x72xf16>, memref<?xi32>, !r -> !kv.state<?x4x72xf16, base = e>
   return %s : !kv.state<?x4x72xf16, base = e>
+}
+
+// -----
+
+// MLA: a query tile of the 128 heads' first 64 packed rows (FlashMLA's 64),
+// 8 warps of which two per 16 rows split the 512 value columns, 32-key
+// ckv + kpe tiles (147 KB with the query tile: within an H100's or A100's
+// shared memory per block); sm_86's 99 KB take 16-key tiles and 32 rows.
+!m = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = bf16, layout = nhd, storage = mla, table = csr, pe_dim = 64>
+// CHECK-LABEL: func @mla_h128
+// CHECK: kv.mla_decode {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 8, stages = 2, q_in_registers = false, max_partitions = 64, value_warps = 2>
+// A100-LABEL: func @mla_h128
+// A100: kvgpu.config = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 8, stages = 2, q_in_registers = false, max_partitions = 64, value_warps = 2>
+// SM86-LABEL: func @mla_h128
+// SM86: kvgpu.config = #kvgpu.prefill<q_tile = 32, kv_tile = 16, warps = 8, stages = 2, q_in_registers = false, max_partitions = 64, value_warps = 4>
+func.func @mla_h128(%qn: memref<?x128x512xbf16>, %qp: memref<?x128x64xbf16>, %ckv: memref<?x64x512xbf16>, %kpe: memref<?x64x64xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x128x512xbf16, base = e> {
+  %kv = kv.paged_view pools(%ckv, %kpe : memref<?x64x512xbf16>, memref<?x64x64xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !m
+  %s = kv.mla_decode %qn, %qp, %kv : memref<?x128x512xbf16>, memref<?x128x64xbf16>, !m -> !kv.state<?x128x512xbf16, base = e>
+  return %s : !kv.state<?x128x512xbf16, base = e>
+}
+
+// -----
+
+// 16 heads: one 16-row tile per request, four warps of 128 value columns.
+!m = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = mla, table = csr, pe_dim = 64>
+// CHECK-LABEL: func @mla_h16
+// CHECK: kv.mla_decode {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 16, kv_tile = 32, warps = 4, stages = 2, q_in_registers = false, max_partitions = 64, value_warps = 4>
+// A100-LABEL: func @mla_h16
+func.func @mla_h16(%qn: memref<?x16x512xf16>, %qp: memref<?x16x64xf16>, %ckv: memref<?x64x512xf16>, %kpe: memref<?x64x64xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x16x512xf16, base = e> {
+  %kv = kv.paged_view pools(%ckv, %kpe : memref<?x64x512xf16>, memref<?x64x64xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !m
+  %s = kv.mla_decode %qn, %qp, %kv : memref<?x16x512xf16>, memref<?x16x64xf16>, !m -> !kv.state<?x16x512xf16, base = e>
+  return %s : !kv.state<?x16x512xf16, base = e>
 }

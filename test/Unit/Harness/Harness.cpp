@@ -363,14 +363,14 @@ Tensor kvir::test::randomMask(Rng &rng, const std::vector<int64_t> &qoLens,
 
 std::string KernelSource::addMemref(const std::string &hint, const Tensor &t,
                                     std::vector<bool> dynamic,
-                                    bool stridedLayout) {
+                                    bool stridedLayout, bool staticStrides) {
   if (dynamic.empty()) {
     dynamic.assign(t.rank(), false);
     if (t.rank())
       dynamic[0] = true;
   }
   std::string ssa = "%" + hint;
-  std::string type = t.memrefType(dynamic, stridedLayout);
+  std::string type = t.memrefType(dynamic, stridedLayout, staticStrides);
   params.push_back(ssa + ": " + type);
   types.push_back({ssa, type});
   arguments.push_back(KernelArg::memref(t));
@@ -531,7 +531,8 @@ static std::vector<bool> dynamicPoolDims(const CacheSpec &spec, Role role,
 
 std::string kvir::test::emitPagedView(KernelSource &src, const PagedCache &cache,
                                       const std::string &name,
-                                      std::string &typeAlias) {
+                                      std::string &typeAlias,
+                                      bool staticSliceStrides) {
   const CacheSpec &spec = cache.spec;
   typeAlias = src.addAlias(name + "_t", pagedTypeText(spec));
   auto join = [](const std::vector<std::string> &xs) {
@@ -548,7 +549,8 @@ std::string kvir::test::emitPagedView(KernelSource &src, const PagedCache &cache
     Role role = i ? Role::V : Role::K;
     std::string ssa = src.addMemref(
         name + "_pool" + std::to_string(i), cache.pools[i],
-        dynamicPoolDims(spec, role, cache.pools[i].rank()), strided);
+        dynamicPoolDims(spec, role, cache.pools[i].rank()), strided,
+        strided && staticSliceStrides);
     pools.push_back(ssa);
     poolTypes.push_back(src.typeOf(ssa));
   }

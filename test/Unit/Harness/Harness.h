@@ -92,7 +92,7 @@ public:
   /// dim 0 only). Returns its SSA name.
   std::string addMemref(const std::string &hint, const Tensor &t,
                         std::vector<bool> dynamic = {},
-                        bool stridedLayout = false);
+                        bool stridedLayout = false, bool staticStrides = false);
   std::string addF32(const std::string &hint, float value);
   /// The MLIR type of an argument added earlier.
   const std::string &typeOf(const std::string &ssa) const;
@@ -117,9 +117,12 @@ std::string pagedTypeText(const CacheSpec &spec);
 std::string stateTypeText(int64_t heads, int64_t headDimV, DType dtype,
                           Base base, bool partitioned = false);
 /// Adds the cache's buffers as arguments and a kv.paged_view; returns the
-/// view's SSA name. The paged type's alias is `typeAlias`.
+/// view's SSA name. The paged type's alias is `typeAlias`. MLA slices of
+/// one pool have a strided layout: dynamic strides, or the pool's own when
+/// `staticSliceStrides` (as a kernel for FlashMLA's 576-wide pool has).
 std::string emitPagedView(KernelSource &src, const PagedCache &cache,
-                          const std::string &name, std::string &typeAlias);
+                          const std::string &name, std::string &typeAlias,
+                          bool staticSliceStrides = false);
 /// Rows and keys per request of each level of a cascade.
 struct CascadeShape {
   std::vector<std::vector<int64_t>> qoLens, kvLens;

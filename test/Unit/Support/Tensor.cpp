@@ -139,7 +139,7 @@ std::vector<int64_t> Tensor::descriptor() const {
 }
 
 std::string Tensor::memrefType(const std::vector<bool> &dynamic,
-                               bool stridedLayout) const {
+                               bool stridedLayout, bool staticStrides) const {
   std::ostringstream os;
   os << "memref<";
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -151,9 +151,19 @@ std::string Tensor::memrefType(const std::vector<bool> &dynamic,
   os << mlirName(type);
   if (stridedLayout) {
     os << ", strided<[";
-    for (size_t i = 0; i < sizes.size(); ++i)
-      os << (i ? ", " : "") << "?";
-    os << "], offset: ?>";
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      os << (i ? ", " : "");
+      if (staticStrides)
+        os << elementStrides[i];
+      else
+        os << "?";
+    }
+    os << "], offset: ";
+    if (staticStrides)
+      os << elementOffset;
+    else
+      os << "?";
+    os << ">";
   }
   os << ">";
   return os.str();

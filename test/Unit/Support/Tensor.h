@@ -86,9 +86,11 @@ public:
   /// strides}; the pointer words point into this tensor's allocation.
   std::vector<int64_t> descriptor() const;
   /// The MLIR memref type, `dynamic[i]` marking `?` dims (all static when
-  /// empty) and a strided layout when `stridedLayout`.
+  /// empty) and a strided layout when `stridedLayout`: dynamic strides and
+  /// offset, or this view's own when `staticStrides`.
   std::string memrefType(const std::vector<bool> &dynamic = {},
-                         bool stridedLayout = false) const;
+                         bool stridedLayout = false,
+                         bool staticStrides = false) const;
 
 private:
   DType type = DType::F32;

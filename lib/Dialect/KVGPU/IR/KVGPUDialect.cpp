@@ -88,7 +88,8 @@ static LogicalResult verifyDecodeConfig(kvir::kv::DecodeOp op,
 LogicalResult
 PrefillConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                           int64_t qTile, int64_t kvTile, int64_t warps,
-                          int64_t stages, bool, int64_t maxPartitions) {
+                          int64_t stages, bool, int64_t maxPartitions,
+                          int64_t valueWarps) {
   if (qTile <= 0 || qTile % 16 || qTile > 256)
     return emitError() << "prefill config q_tile must be a multiple of 16 in "
                        << "[16, 256] (whole m16 mma tiles), got " << qTile;
@@ -98,10 +99,15 @@ PrefillConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (warps <= 0 || warps > 16)
     return emitError() << "prefill config warps must be in [1, 16], got "
                        << warps;
-  if (qTile % (16 * warps) || qTile / (16 * warps) > 2)
+  if (valueWarps <= 0 || valueWarps > 8 || warps % valueWarps)
+    return emitError() << "prefill config value_warps must be in [1, 8] and "
+                       << "divide warps (" << warps << "), got " << valueWarps;
+  int64_t rowWarps = warps / valueWarps;
+  if (qTile % (16 * rowWarps) || qTile / (16 * rowWarps) > 2)
     return emitError() << "prefill config warps must each own one or two "
                        << "16-row mma tiles of the " << qTile
-                       << "-row query tile, got " << warps << " warps";
+                       << "-row query tile, got " << rowWarps
+                       << " warps along the rows";
   if (stages != 2)
     return emitError() << "prefill config stages must be 2 (K/V tile i + 1 "
                        << "loads while tile i is computed), got " << stages;
@@ -122,10 +128,24 @@ LogicalResult KVGPUDialect::verifyOperationAttribute(Operation *op,
                                  << "kv.decode takes";
       return verifyDecodeConfig(decode, config);
     }
-    if (isa<PrefillConfigAttr>(attr.getValue())) {
-      if (!isa<kvir::kv::PrefillOp>(op))
+    if (auto config = dyn_cast<PrefillConfigAttr>(attr.getValue())) {
+      // The value columns a warp accumulates start on a whole group of 8
+      // swizzled 16-byte chunks, so that its ldmatrix addresses keep their
+      // one-xor form.
+      int64_t headDimV;
+      if (auto prefill = dyn_cast<kvir::kv::PrefillOp>(op))
+        headDimV = prefill.getType().getHeadDimV();
+      else if (auto mla = dyn_cast<kvir::kv::MlaDecodeOp>(op))
+        headDimV = mla.getType().getHeadDimV();
+      else
         return op->emitOpError() << "has a #kvgpu.prefill config, which only "
-                                 << "kv.prefill takes";
+                                 << "kv.prefill and kv.mla_decode take";
+      if (config.getValueWarps() > 1 &&
+          headDimV % (64 * config.getValueWarps()))
+        return op->emitOpError()
+               << "#kvgpu.prefill value_warps = " << config.getValueWarps()
+               << " must split head_dim_v " << headDimV
+               << " into multiples of 64 columns";
       return success();
     }
     return op->emitOpError() << "'" << getConfigAttrName()

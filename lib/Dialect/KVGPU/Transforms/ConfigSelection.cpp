@@ -78,41 +78,70 @@ kvgpu::getOrChooseDecodeConfig(kv::DecodeOp op,
   return chooseDecodeConfig(op, target, whyNot);
 }
 
+namespace {
+/// What a tensor-core kernel's shared memory depends on.
+struct TileShape {
+  int64_t headDim, headDimV, peDim;
+  Type dtype, outType;
+  bool hasMask;
+};
+} // namespace
+
 /// Head dims and element type of the KV a prefill reads.
-static std::tuple<int64_t, int64_t, Type> prefillKVShape(kv::PrefillOp op) {
+static TileShape tileShape(kv::PrefillOp op) {
   Type kvType = op.getKv().getType();
+  Type outType = op.getType().getElementType();
   if (auto paged = dyn_cast<kv::PagedType>(kvType))
-    return {paged.getHeadDim(), paged.getHeadDimV(), paged.getDtype()};
+    return {paged.getHeadDim(), paged.getHeadDimV(), 0, paged.getDtype(),
+            outType, bool(op.getMask())};
   auto ragged = cast<kv::RaggedType>(kvType);
-  return {ragged.getHeadDim(), ragged.getHeadDimV(), ragged.getDtype()};
+  return {ragged.getHeadDim(), ragged.getHeadDimV(), 0, ragged.getDtype(),
+          outType, bool(op.getMask())};
+}
+
+/// MLA: ckv is K's first headDim dims and V; kpe the other peDim.
+static TileShape tileShape(kv::MlaDecodeOp op) {
+  kv::PagedType kv = op.getKv().getType();
+  return {kv.getHeadDim(), 0, kv.getPeDim(), kv.getDtype(),
+          op.getType().getElementType(), false};
+}
+
+static int64_t sharedBytesBound(PrefillConfigAttr config, const TileShape &t) {
+  int64_t elementBytes = t.dtype.getIntOrFloatBitWidth() / 8;
+  int64_t qTile = config.getQTile(), kvTile = config.getKvTile();
+  int64_t qWidth = t.headDim + t.peDim;
+  int64_t bytes =
+      elementBytes * (qTile * qWidth + config.getStages() * kvTile *
+                                           (qWidth + t.headDimV));
+  // 16-bit outputs are staged for 16-byte stores, in the query tile when it
+  // has the output's shape and type.
+  int64_t outWidth = t.peDim ? t.headDim : t.headDimV;
+  if (t.outType.getIntOrFloatBitWidth() == 16 &&
+      (outWidth != t.headDim || t.outType != t.dtype))
+    bytes += 2 * qTile * outWidth;
+  // Page ids (at most one per key of each stage), the mask's per-thread
+  // scratch, the block's bookkeeping and each buffer's alignment.
+  bytes += 4 * config.getStages() * kvTile;
+  if (t.hasMask)
+    bytes += 8 * config.getNumThreads();
+  return bytes + 512;
 }
 
 int64_t kvgpu::prefillSharedBytesBound(PrefillConfigAttr config,
                                        kv::PrefillOp op) {
-  auto [headDim, headDimV, dtype] = prefillKVShape(op);
-  int64_t elementBytes = dtype.getIntOrFloatBitWidth() / 8;
-  int64_t qTile = config.getQTile(), kvTile = config.getKvTile();
-  int64_t bytes = elementBytes * (qTile * headDim + config.getStages() *
-                                                        kvTile *
-                                                        (headDim + headDimV));
-  // 16-bit outputs are staged for 16-byte stores, in the query tile when it
-  // has the output's shape and type.
-  Type outType = op.getType().getElementType();
-  if (outType.getIntOrFloatBitWidth() == 16 &&
-      (headDimV != headDim || outType != dtype))
-    bytes += 2 * qTile * headDimV;
-  // Page ids (at most one per key of each stage), the mask's per-thread
-  // scratch, the block's bookkeeping and each buffer's alignment.
-  bytes += 4 * config.getStages() * kvTile;
-  if (op.getMask())
-    bytes += 8 * config.getNumThreads();
-  return bytes + 512;
+  return sharedBytesBound(config, tileShape(op));
+}
+
+int64_t kvgpu::mlaSharedBytesBound(PrefillConfigAttr config,
+                                   kv::MlaDecodeOp op) {
+  return sharedBytesBound(config, tileShape(op));
 }
 
 FailureOr<PrefillConfigAttr>
 kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
                            std::string &whyNot) {
-  auto [headDim, headDimV, dtype] = prefillKVShape(op);
+  TileShape shape = tileShape(op);
+  int64_t headDim = shape.headDim, headDimV = shape.headDimV;
   if (headDim % 16 || headDimV % 16) {
     whyNot = "no prefill configuration: head dims " + std::to_string(headDim) +
              " and " + std::to_string(headDimV) +
@@ -132,7 +161,8 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
   auto build = [&](int64_t q) {
     return getCheckedQuietly<PrefillConfigAttr>(
         whyNot, op.getContext(), q, kvTile, /*warps=*/q / 16, /*stages=*/int64_t(2),
-        /*q_in_registers=*/!wide, /*max_partitions=*/int64_t(16));
+        /*q_in_registers=*/!wide, /*max_partitions=*/int64_t(16),
+        /*value_warps=*/int64_t(1));
   };
   FailureOr<PrefillConfigAttr> config = build(qTile);
   // Smaller query tiles where the chip's shared memory per block is short.
@@ -151,6 +181,59 @@ kvgpu::getOrChoosePrefillConfig(kv::PrefillOp op,
   return choosePrefillConfig(op, target, whyNot);
 }
 
+FailureOr<PrefillConfigAttr>
+kvgpu::chooseMlaConfig(kv::MlaDecodeOp op, const target::TargetInfo &target,
+                       std::string &whyNot) {
+  kv::PagedType kv = op.getKv().getType();
+  int64_t headDim = kv.getHeadDim(), peDim = kv.getPeDim();
+  if (headDim % 256 || peDim % 16) {
+    whyNot = "no MLA configuration: the ckv width " + std::to_string(headDim) +
+             " must be a multiple of 256 and the kpe width " +
+             std::to_string(peDim) +
+             " of 16 (four warps split ckv's value columns, each a multiple "
+             "of 64)";
+    return failure();
+  }
+  // All heads share the latent KV, so a query tile packs heads (and, with
+  // rows(), query rows): up to 64 rows, FlashMLA's block (the O of 64 rows
+  // x 512 f32 columns fills half a register file). The warps of each 16
+  // rows split the value columns (a 16-row tile's 512 would take 256
+  // registers per lane) and each computes the rows' scores: two warps of
+  // 256 columns for 64-row tiles (8 warps, no spills), four of 128 for
+  // smaller tiles.
+  int64_t heads = cast<MemRefType>(op.getQNope().getType()).getDimSize(1);
+  int64_t rows = op.getQoIndptr() ? 64 : llvm::alignTo(heads, 16);
+  int64_t qTile = std::min<int64_t>(64, rows), kvTile = 32;
+  auto build = [&] {
+    int64_t valueWarps = qTile == 64 ? 2 : 4;
+    return getCheckedQuietly<PrefillConfigAttr>(
+        whyNot, op.getContext(), qTile, kvTile, valueWarps * (qTile / 16),
+        /*stages=*/int64_t(2), /*q_in_registers=*/false,
+        /*max_partitions=*/int64_t(64), valueWarps);
+  };
+  FailureOr<PrefillConfigAttr> config = build();
+  // Shorter K/V tiles, then fewer rows, where shared memory is short.
+  while (succeeded(config) &&
+         mlaSharedBytesBound(*config, op) > target.maxSharedBytesPerBlock &&
+         (kvTile > 16 || qTile > 16)) {
+    if (kvTile > 16)
+      kvTile /= 2;
+    else
+      qTile /= 2;
+    config = build();
+  }
+  return config;
+}
+
+FailureOr<PrefillConfigAttr>
+kvgpu::getOrChooseMlaConfig(kv::MlaDecodeOp op,
+                            const target::TargetInfo &target,
+                            std::string &whyNot) {
+  if (auto config = dyn_cast_or_null<PrefillConfigAttr>(getConfig(op)))
+    return config;
+  return chooseMlaConfig(op, target, whyNot);
+}
+
 FailureOr<Attribute> kvgpu::chooseConfig(Operation *op,
                                          const target::TargetInfo &target,
                                          std::string &whyNot) {
@@ -158,6 +241,8 @@ FailureOr<Attribute> kvgpu::chooseConfig(Operation *op,
     return FailureOr<Attribute>(chooseDecodeConfig(decode, target, whyNot));
   if (auto prefill = dyn_cast<kv::PrefillOp>(op))
     return FailureOr<Attribute>(choosePrefillConfig(prefill, target, whyNot));
+  if (auto mla = dyn_cast<kv::MlaDecodeOp>(op))
+    return FailureOr<Attribute>(chooseMlaConfig(mla, target, whyNot));
   whyNot = op->getName().getStringRef().str() + " takes no configuration";
   return failure();
 }

@@ -20,7 +20,7 @@ struct KVTilePass : kvgpu::impl::KVTileBase<KVTilePass> {
     if (!target)
       return signalPassFailure();
     getOperation()->walk([&](Operation *op) {
-      if (!isa<kv::DecodeOp, kv::PrefillOp>(op) || getConfig(op))
+      if (!isa<kv::DecodeOp, kv::PrefillOp, kv::MlaDecodeOp>(op) || getConfig(op))
         return;
       std::string whyNot;
       FailureOr<Attribute> config = chooseConfig(op, *target, whyNot);

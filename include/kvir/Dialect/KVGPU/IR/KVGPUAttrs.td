@@ -56,6 +56,11 @@ def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
     from shared memory per K tile (fewer registers, for large head dims).
     Split-KV launches at most `max_partitions` partitions of each tile's
     keys; how many is the launch plan's rule for the target chip.
+    `value_warps` (default 1) splits the warps further along the value
+    dim: warps `w` and `w + warps / value_warps` own the same rows, each
+    computes their scores and accumulates its own `head_dim_v /
+    value_warps` columns of O (for wide values, MLA's 512, whose
+    accumulators would not fit one warp's registers).
 
     ```mlir
     #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2,
@@ -64,12 +69,17 @@ def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
   }];
   let parameters = (ins "int64_t":$q_tile, "int64_t":$kv_tile,
                         "int64_t":$warps, "int64_t":$stages,
-                        "bool":$q_in_registers, "int64_t":$max_partitions);
+                        "bool":$q_in_registers, "int64_t":$max_partitions,
+                        DefaultValuedParameter<"int64_t", "1">:$value_warps);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
+    /// Warps along the rows (each set of them splits the value dim).
+    int64_t getRowWarps() const { return getWarps() / getValueWarps(); }
     /// 16-row mma tiles each warp owns.
-    int64_t getWarpRowTiles() const { return getQTile() / (16 * getWarps()); }
+    int64_t getWarpRowTiles() const {
+      return getQTile() / (16 * getRowWarps());
+    }
     int64_t getNumThreads() const { return 32 * getWarps(); }
   }];
 }

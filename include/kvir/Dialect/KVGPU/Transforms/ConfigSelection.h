@@ -45,6 +45,22 @@ getOrChoosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
 /// bound keeps kv-tile's choice within it.
 int64_t prefillSharedBytesBound(PrefillConfigAttr config, kv::PrefillOp op);
 
+/// The configuration of the tensor-core MLA kernel of `op` on `target`
+/// (a #kvgpu.prefill whose value_warps split ckv's value columns), or
+/// failure with the reason in `whyNot`.
+mlir::FailureOr<PrefillConfigAttr>
+chooseMlaConfig(kv::MlaDecodeOp op, const target::TargetInfo &target,
+                std::string &whyNot);
+
+/// `op`'s `kvgpu.config` if it is a #kvgpu.prefill, else chooseMlaConfig.
+mlir::FailureOr<PrefillConfigAttr>
+getOrChooseMlaConfig(kv::MlaDecodeOp op, const target::TargetInfo &target,
+                     std::string &whyNot);
+
+/// prefillSharedBytesBound for the MLA kernel: the query tile and K/V tiles
+/// are ckv + kpe wide; the ckv tile is the value tile.
+int64_t mlaSharedBytesBound(PrefillConfigAttr config, kv::MlaDecodeOp op);
+
 /// The configuration kv-tile would attach to `op`, or failure (with the
 /// reason) when none fits or the op takes none.
 mlir::FailureOr<mlir::Attribute>

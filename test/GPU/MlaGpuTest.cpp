@@ -1,0 +1,235 @@
+//===- MlaGpuTest.cpp - kv.mla_decode as tensor-core kernels --------------===//
+//
+// MLA (ckv 512 + kpe 64) through convert-kv-to-gpu's MLA kernel in the
+// emulator against the float64 reference (test/Unit's ref::mlaDecode):
+// 16 and 128 heads, kv_len 0, 1, 63, 64, 65 and 4096 in one batch, one
+// query row per request or 1, 2 and 4 causal rows through rows(qo_indptr),
+// split-KV and a single partition (a config with max_partitions = 1),
+// separate ckv / kpe pools and slices of one 576-wide pool, f16 and bf16,
+// page size 64 (FlashMLA's) and others, sm_80 and sm_90a. Outputs are
+// NaN-poisoned before each run; any emulator report fails a case.
+//
+//===----------------------------------------------------------------------===//
+#include "GpuHarness.h"
+
+#include "TestUtil.h"
+
+using namespace kvir::test;
+using namespace kvir::test::gpu;
+
+namespace {
+
+constexpr int64_t kCkv = 512, kKpe = 64;
+
+struct MlaCase {
+  std::string name;
+  int64_t heads = 16;
+  DType dtype = DType::F16;
+  Table table = Table::CSR;
+  int64_t pageSize = 64;
+  bool sharedPool = false;
+  std::vector<int64_t> kvLens;
+  /// Query rows per request (1, 2, 4) through rows(qo_indptr), causal;
+  /// empty: one row per request without rows().
+  std::vector<int64_t> qoLens;
+  /// A #kvgpu.prefill config for the op (empty: kv-tile's).
+  std::string config;
+  std::optional<double> smScale;
+  Base base = Base::E;
+  std::string chip = "sm_90a";
+  /// Whether the launch must be split-KV (split + merge kernels).
+  bool expectSplit = true;
+  /// CUDA-graph grids fixed for this many requests (0: sized per call).
+  int64_t graphMaxBatch = 0;
+  uint64_t seed = 1;
+};
+
+std::ostream &operator<<(std::ostream &os, const MlaCase &c) {
+  return os << c.name;
+}
+
+void runMlaCase(const MlaCase &c) {
+  CacheSpec spec = makeSpec(c.pageSize, 1, kCkv, c.dtype, Layout::NHD,
+                            Storage::MLA, c.table);
+  spec.peDim = kKpe;
+  SCOPED_TRACE(describe(spec) + " heads " + std::to_string(c.heads) +
+               " chip " + c.chip);
+  Rng rng(c.seed);
+  bool multiRow = !c.qoLens.empty();
+  std::vector<int64_t> qoLens =
+      multiRow ? c.qoLens : std::vector<int64_t>(c.kvLens.size(), 1);
+  std::vector<int32_t> qoIndptr = indptrOf(qoLens);
+  int64_t rows = qoIndptr.back();
+  CacheOptions options;
+  options.mlaSharedPool = c.sharedPool;
+  PagedCache cache = makeCache(spec, c.kvLens, rng, options);
+  Tensor qNope = randomTensor(rng, c.dtype, {rows, c.heads, kCkv}, 0.5);
+  Tensor qPe = randomTensor(rng, c.dtype, {rows, c.heads, kKpe}, 2.0);
+  StateBuffers out = makeStateBuffers(rows, c.heads, kCkv, c.dtype);
+
+  KernelSource src;
+  std::string kvType;
+  std::string kv = emitPagedView(src, cache, "kv", kvType,
+                                /*staticSliceStrides=*/true);
+  std::string qn = src.addMemref("q_nope", qNope);
+  std::string qp = src.addMemref("q_pe", qPe);
+  std::string stateType = stateTypeText(c.heads, kCkv, c.dtype, c.base);
+  std::string rowsClause;
+  if (multiRow) {
+    std::string qo = src.addMemref("qo_indptr", makeI32(qoIndptr));
+    rowsClause = " rows(" + qo + " : " + src.typeOf(qo) + ")";
+  }
+  std::vector<std::string> attrs;
+  if (multiRow)
+    attrs.push_back("causal");
+  if (c.smScale)
+    attrs.push_back("sm_scale = " + std::to_string(*c.smScale) + " : f32");
+  if (!c.config.empty())
+    attrs.push_back("kvgpu.config = " + c.config);
+  std::string attrText;
+  for (const std::string &a : attrs)
+    attrText += (attrText.empty() ? "{" : ", ") + a;
+  if (!attrText.empty())
+    attrText += "}";
+  src.addLine("%s = kv.mla_decode " + qn + ", " + qp + ", " + kv + rowsClause +
+              " " + attrText + " : " + src.typeOf(qn) + ", " + src.typeOf(qp) +
+              ", " + kvType + " -> " + stateType);
+  emitStore(src, "%s", stateType, out);
+
+  RunResult result;
+  ASSERT_TRUE(runGpu(src, {out.o, out.lse}, c.chip, {"kv.mla_decode"}, result,
+                     c.graphMaxBatch));
+  EXPECT_TRUE(noReports(result));
+  std::vector<std::string> names = result.kernelNames();
+  ASSERT_FALSE(names.empty());
+  EXPECT_EQ(names.front().rfind("mla_", 0), 0u) << result.describeLaunches();
+  bool split = names.front().find("_split_") != std::string::npos;
+  EXPECT_EQ(split, c.expectSplit) << result.describeLaunches();
+  if (split && !multiRow) {
+    // One row per request: the work schedule for these lengths chose the
+    // split, and the split kernel ran one block per item (per query tile).
+    std::optional<int64_t> items =
+        result.scheduledItems("kv.mla_decode", c.kvLens);
+    ASSERT_TRUE(items.has_value()) << "no kv.mla_decode work schedule";
+    if (!c.graphMaxBatch)
+      EXPECT_GT(*items, int64_t(c.kvLens.size()));
+    EXPECT_GE(int64_t(result.launches.front().grid.x), *items);
+    EXPECT_EQ(names.back().rfind("merge_rows", 0), 0u)
+        << result.describeLaunches();
+  }
+
+  ref::AttentionParams params;
+  params.smScale = c.smScale;
+  ref::State expected = ref::mlaDecode(
+      qNope, qPe, cache, asKernelSees(params).smScale, c.base,
+      multiRow ? qoIndptr : std::vector<int32_t>{}, multiRow);
+  EXPECT_TRUE(check(compareGpuState(out, expected, c.dtype)));
+}
+
+/// The lengths: empty, one key, a page +- 1, and a long request.
+const std::vector<int64_t> kEdgeLens = {0, 1, 63, 64, 65, 4096};
+
+std::vector<MlaCase> mlaCases() {
+  std::vector<MlaCase> cases;
+  auto add = [&](std::string name, int64_t heads, DType dtype, Table table,
+                 uint64_t seed) {
+    MlaCase c;
+    c.name = std::move(name);
+    c.heads = heads;
+    c.dtype = dtype;
+    c.table = table;
+    c.seed = seed;
+    cases.push_back(c);
+    return &cases.back();
+  };
+  add("H16EdgeLensSplitCsrP64F16", 16, DType::F16, Table::CSR, 9001)->kvLens =
+      kEdgeLens;
+  {
+    MlaCase *c = add("H16EdgeLensSharedPoolBlockTableP64BF16Sm80", 16,
+                     DType::BF16, Table::BlockTable, 9002);
+    c->kvLens = kEdgeLens;
+    c->sharedPool = true;
+    c->chip = "sm_80";
+  }
+  {
+    // One partition: the direct kernel writes the final state.
+    MlaCase *c = add("H16UnsplitCsrP64BF16Base2", 16, DType::BF16, Table::CSR,
+                     9003);
+    c->kvLens = {0, 1, 63, 64, 65, 700};
+    c->config = "#kvgpu.prefill<q_tile = 16, kv_tile = 32, warps = 4, "
+                "stages = 2, q_in_registers = false, max_partitions = 1, "
+                "value_warps = 4>";
+    c->expectSplit = false;
+    c->base = Base::Two;
+  }
+  {
+    MlaCase *c = add("H128SharedPoolCsrP64F16", 128, DType::F16, Table::CSR,
+                     9004);
+    c->kvLens = {0, 1, 63, 64, 65, 300};
+    c->sharedPool = true;
+  }
+  {
+    MlaCase *c = add("H128UnsplitTokenTableP1BF16", 128, DType::BF16,
+                     Table::TokenTable, 9005);
+    c->kvLens = {1, 65, 200};
+    c->pageSize = 1;
+    c->config = "#kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 16, "
+                "stages = 2, q_in_registers = false, max_partitions = 1, "
+                "value_warps = 4>";
+    c->expectSplit = false;
+    c->smScale = 0.05;
+  }
+  {
+    // A skewed batch: the work schedule cuts the long request into chunks
+    // and leaves the short ones whole (written final by the split kernel).
+    MlaCase *c = add("H16SkewedScheduleBlockTableP64F16", 16, DType::F16,
+                     Table::BlockTable, 9009);
+    c->kvLens = {5000, 3, 70, 1, 130, 0, 64, 9};
+  }
+  {
+    // CUDA-graph grids for up to 8 requests, 5 present.
+    MlaCase *c = add("H64FixedGridCsrP64BF16", 64, DType::BF16, Table::CSR,
+                     9010);
+    c->kvLens = {700, 0, 65, 1, 2000};
+    c->graphMaxBatch = 8;
+  }
+  {
+    // Speculative decoding: 1, 2 and 4 causal rows per request.
+    MlaCase *c = add("H16CausalRowsSplitCsrP64F16", 16, DType::F16,
+                     Table::CSR, 9006);
+    c->kvLens = {1, 2, 63, 64, 65, 4096};
+    c->qoLens = {1, 2, 1, 4, 2, 4};
+  }
+  {
+    MlaCase *c = add("H128CausalRowsSharedPoolBlockTableP16BF16", 128,
+                     DType::BF16, Table::BlockTable, 9007);
+    c->kvLens = {2, 64, 130};
+    c->qoLens = {2, 4, 1};
+    c->pageSize = 16;
+    c->sharedPool = true;
+    c->chip = "sm_80";
+  }
+  {
+    MlaCase *c = add("H16CausalRowsUnsplitCsrP32F16", 16, DType::F16,
+                     Table::CSR, 9008);
+    c->kvLens = {4, 63, 65, 300};
+    c->qoLens = {4, 1, 2, 4};
+    c->pageSize = 32;
+    c->config = "#kvgpu.prefill<q_tile = 64, kv_tile = 16, warps = 8, "
+                "stages = 2, q_in_registers = false, max_partitions = 1, "
+                "value_warps = 2>";
+    c->expectSplit = false;
+  }
+  return cases;
+}
+
+class GpuMla : public ::testing::TestWithParam<MlaCase> {};
+
+TEST_P(GpuMla, MatchesReference) { runMlaCase(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(Matrix, GpuMla, ::testing::ValuesIn(mlaCases()),
+                         [](const ::testing::TestParamInfo<MlaCase> &info) {
+                           return info.param.name;
+                         });
+
+} // namespace
