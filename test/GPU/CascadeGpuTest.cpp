@@ -69,6 +69,16 @@ void runCascadeCase(const CascadeCase &c) {
   for (const std::string &name : names)
     prefills += name.rfind("prefill_", 0) == 0;
   EXPECT_GE(prefills, c.levels) << result.describeLaunches();
+  // The shared levels' prefills take 256-row query tiles (kv.shared_level),
+  // the last level the default 128 (levels with the same kernel share a
+  // plan).
+  int64_t tall = 0, other = 0;
+  for (kvir::kvgpu::LaunchPlanAttr plan : result.kernel->summary().plans)
+    if (auto config = llvm::dyn_cast_or_null<kvir::kvgpu::PrefillConfigAttr>(
+            plan.getConfig()))
+      ++(config.getQTile() == 256 ? tall : other);
+  EXPECT_GE(tall, 1);
+  EXPECT_EQ(other, 1);
   ASSERT_FALSE(names.empty());
   EXPECT_EQ(names.back().rfind("merge" + std::to_string(c.levels) + "_", 0),
             0u)

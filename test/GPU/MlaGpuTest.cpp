@@ -223,6 +223,82 @@ std::vector<MlaCase> mlaCases() {
   return cases;
 }
 
+/// A serving step on an MLA cache as kernels: the append kernel writes each
+/// request's new tokens (ckv as K, kpe as V: FlashInfer's
+/// append_paged_mla_kv_cache), then the MLA kernel attends with one causal
+/// query row per new token. The pools must hold exactly the appended rows
+/// (everything else unchanged) and the state must match MLA attention over
+/// the updated cache.
+void runMlaAppendStep(DType dtype, Table table, bool sharedPool,
+                      const std::string &chip, uint64_t seed) {
+  CacheSpec spec =
+      makeSpec(64, 1, kCkv, dtype, Layout::NHD, Storage::MLA, table);
+  spec.peDim = kKpe;
+  SCOPED_TRACE(describe(spec) + " chip " + chip);
+  Rng rng(seed);
+  const int64_t heads = 16;
+  std::vector<int64_t> kvLens = {1, 64, 65, 200, 7};
+  int64_t batch = kvLens.size();
+  std::vector<int64_t> filled(batch), fresh(batch);
+  ref::AppendInput input;
+  for (int64_t b = 0; b < batch; ++b) {
+    fresh[b] = rng.integer(1, std::min<int64_t>(4, kvLens[b]));
+    filled[b] = kvLens[b] - fresh[b];
+    for (int64_t t = filled[b]; t < kvLens[b]; ++t) {
+      input.batchIndices.push_back(b);
+      input.positions.push_back(t);
+    }
+  }
+  CacheOptions options;
+  options.filledLens = filled;
+  options.mlaSharedPool = sharedPool;
+  PagedCache cache = makeCache(spec, kvLens, rng, options);
+  PagedCache before = cloneCache(cache);
+  int64_t nnz = input.positions.size();
+  input.k = randomTensor(rng, dtype, {nnz, 1, kCkv});
+  input.v = randomTensor(rng, dtype, {nnz, 1, kKpe});
+  std::vector<int32_t> qoIndptr = indptrOf(fresh);
+  Tensor qNope = randomTensor(rng, dtype, {nnz, heads, kCkv}, 0.5);
+  Tensor qPe = randomTensor(rng, dtype, {nnz, heads, kKpe}, 2.0);
+  StateBuffers out = makeStateBuffers(nnz, heads, kCkv, dtype);
+
+  KernelSource src;
+  std::string kvType;
+  std::string kv = emitPagedView(src, cache, "kv", kvType,
+                                 /*staticSliceStrides=*/true);
+  emitAppend(src, input, kv, kvType);
+  std::string qn = src.addMemref("q_nope", qNope);
+  std::string qp = src.addMemref("q_pe", qPe);
+  std::string qo = src.addMemref("qo_indptr", makeI32(qoIndptr));
+  std::string stateType = stateTypeText(heads, kCkv, dtype, Base::E);
+  src.addLine("%s = kv.mla_decode " + qn + ", " + qp + ", " + kv + " rows(" +
+              qo + " : " + src.typeOf(qo) + ") {causal} : " + src.typeOf(qn) +
+              ", " + src.typeOf(qp) + ", " + kvType + " -> " + stateType);
+  emitStore(src, "%s", stateType, out);
+  RunResult result;
+  ASSERT_TRUE(runGpu(src, {out.o, out.lse}, chip,
+                     {"kv.append", "kv.mla_decode"}, result));
+  EXPECT_TRUE(noReports(result));
+  std::vector<std::string> names = result.kernelNames();
+  ASSERT_FALSE(names.empty());
+  EXPECT_EQ(names.front().rfind("append_", 0), 0u) << result.describeLaunches();
+
+  for (const std::string &r : ref::checkAppend(before, cache, input))
+    ADD_FAILURE() << r;
+  ref::State expected = ref::mlaDecode(qNope, qPe, cache, std::nullopt,
+                                       Base::E, qoIndptr, /*causal=*/true);
+  EXPECT_TRUE(check(compareGpuState(out, expected, dtype)));
+}
+
+TEST(GpuMlaAppend, ThenCausalRowsCsrF16) {
+  runMlaAppendStep(DType::F16, Table::CSR, /*sharedPool=*/false, "sm_90a", 9101);
+}
+
+TEST(GpuMlaAppend, ThenCausalRowsSharedPoolBlockTableBF16) {
+  runMlaAppendStep(DType::BF16, Table::BlockTable, /*sharedPool=*/true, "sm_80",
+                   9102);
+}
+
 class GpuMla : public ::testing::TestWithParam<MlaCase> {};
 
 TEST_P(GpuMla, MatchesReference) { runMlaCase(GetParam()); }

@@ -7,8 +7,8 @@
 // V pool, whose head dim is strided). RoPE rotates K in f32 at the row's
 // position before the store (Rope, PTX flavor: no libdevice): interleaved
 // pairs lie within a chunk; rotate-half pairs (i, i + D/2) are a chunk of
-// each half, handled by one thread. Quantized caches have no append kernel
-// yet.
+// each half, handled by one thread. MLA caches take ckv as K and kpe as V
+// (append_paged_mla_kv_cache). Quantized caches have no append kernel yet.
 //
 //===----------------------------------------------------------------------===//
 #include "Patterns.h"
@@ -76,7 +76,11 @@ struct AppendKernelSpec {
     int64_t span = rotatesHalves() ? kv.getHeadDim() / 2 : kv.getHeadDim();
     return span / kChunk;
   }
-  int64_t vUnits() const { return kv.getHeadDimV() / vChunk; }
+  int64_t vUnits() const { return vWidth() / vChunk; }
+  /// The V pool's row: head_dim_v, or MLA's kpe (pe_dim; K is ckv).
+  int64_t vWidth() const {
+    return kv.isMla() ? kv.getPeDim() : kv.getHeadDimV();
+  }
   bool rotatesHalves() const {
     return rope && rope.getStyle() == kv::RopeStyle::rotate_half;
   }
@@ -107,14 +111,14 @@ AppendKernelSpec describeAppend(kv::AppendOp op) {
   s.vStore = poolWidth(kv::PoolRole::V);
   while (kSpan % s.kStore)
     s.kStore /= 2;
-  while (s.kv.getHeadDimV() % s.vStore)
+  while (s.vWidth() % s.vStore)
     s.vStore /= 2;
   // Interleaved pairs must not straddle two threads' chunks.
   s.kChunk = std::max<int64_t>(s.kStore,
                                s.rope && !s.rotatesHalves() ? 2 : 1);
   s.vChunk = s.vStore;
   s.kLoad = std::min(s.kChunk, rowVectorWidth(s.kType, max, kSpan));
-  s.vLoad = std::min(s.vChunk, rowVectorWidth(s.vType, max, s.kv.getHeadDimV()));
+  s.vLoad = std::min(s.vChunk, rowVectorWidth(s.vType, max, s.vWidth()));
   return s;
 }
 
@@ -362,8 +366,6 @@ std::optional<std::string> gpu_lowering::whyNoAppendKernel(kv::AppendOp op) {
     return std::string("quantized KV (") +
            kv::stringifyQuant(kv.getQuant()).str() +
            ") has no append kernel";
-  if (kv.getStorage() == kv::Storage::mla)
-    return std::string("MLA caches have no append kernel");
   Type dtype = kv.getDtype();
   if (!dtype.isF16() && !dtype.isBF16() && !dtype.isF32())
     return "KV of type " + typeName(dtype) + " has no append kernel";

@@ -87,3 +87,30 @@ func.func @rows_causal(%ckv: memref<?x64x512xf16>, %kpe: memref<?x64x64xf16>, %a
   kv.store_state %s, %o, %l : !s, memref<?x16x512xf16>, memref<?x16xf32>
   return
 }
+
+// -----
+
+// Appending to an MLA cache (FlashInfer's append_paged_mla_kv_cache): the
+// append kernel with ckv as K and kpe as V, a thread per 16-byte chunk of
+// a row: 64 of ckv and 8 of kpe, through FlashMLA's 576-wide pool slices.
+
+!m = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = bf16, layout = nhd, storage = mla, table = csr, pe_dim = 64>
+!ckv = memref<?x64x512xbf16, strided<[36864, 576, 1]>>
+!kpe = memref<?x64x64xbf16, strided<[36864, 576, 1], offset: 512>>
+
+// CHECK: kvgpu.plan<"kv.append", "[[APPEND:append_nhd_mla_csr_p64_h1_d512_bf16_[0-9a-f]+]]"
+// CHECK-SAME: grid = [<ceildiv(nnz * 72, 128)>, <1>, <1>]
+// CHECK-SAME: args = ["k", "v", "batch_indices", "positions", "ckv_pool", "kpe_pool", "kv_indptr", "kv_indices", "kv_last_page_len"]
+
+// CHECK-LABEL: func.func @mla_append
+// CHECK-NOT: kv.append
+// CHECK: gpu.launch_func @kv_kernels::@[[APPEND]]
+
+// CHECK: gpu.func @[[APPEND]]
+// CHECK: vector.store {{.*}} {alignment = 16 : i64} : memref<?x64x512xbf16, strided<[36864, 576, 1]>>, vector<8xbf16>
+// CHECK: vector.store {{.*}} {alignment = 16 : i64} : memref<?x64x64xbf16, strided<[36864, 576, 1], offset: 512>>, vector<8xbf16>
+func.func @mla_append(%k: memref<?x1x512xbf16>, %v: memref<?x1x64xbf16>, %bi: memref<?xi32>, %pos: memref<?xi32>, %ckv: !ckv, %kpe: !kpe, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) {
+  %kv = kv.paged_view pools(%ckv, %kpe : !ckv, !kpe) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !m
+  kv.append %k, %v, %bi, %pos into %kv : memref<?x1x512xbf16>, memref<?x1x64xbf16>, memref<?xi32>, memref<?xi32>, !m
+  return
+}

@@ -392,13 +392,3 @@ func.func @mla_dynamic_slices(%qn: memref<?x16x512xbf16>, %qp: memref<?x16x64xbf
   kv.store_state %s, %o, %l : !s, memref<?x16x512xbf16>, memref<?x16xf32>
   return
 }
-
-// -----
-
-!m = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = bf16, layout = nhd, storage = mla, table = csr, pe_dim = 64>
-func.func @mla_append(%k: memref<?x1x512xbf16>, %v: memref<?x1x64xbf16>, %bi: memref<?xi32>, %pos: memref<?xi32>, %ckv: memref<?x64x512xbf16>, %kpe: memref<?x64x64xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) {
-  %kv = kv.paged_view pools(%ckv, %kpe : memref<?x64x512xbf16>, memref<?x64x64xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !m
-  // expected-error @below {{'kv.append' op has no GPU kernel: MLA caches have no append kernel}}
-  kv.append %k, %v, %bi, %pos into %kv : memref<?x1x512xbf16>, memref<?x1x64xbf16>, memref<?xi32>, memref<?xi32>, !m
-  return
-}

@@ -3,7 +3,9 @@
 
 // kv-expand-cascade: one kv.prefill per level over that level's qo_indptr
 // and KV, causal only on the last level, every attention attribute carried
-// to every level, and one variadic kv.merge of the level states.
+// to every level, the levels before the last marked `kv.shared_level` (a
+// hint for tall query tiles), and one variadic kv.merge of the level
+// states.
 
 !kv0 = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
 !kv1 = !kv.paged<page_size = 1, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = hnd, storage = split, table = block_table>
@@ -12,8 +14,8 @@
 // CHECK-LABEL: func.func @three_levels
 // CHECK-SAME: (%[[Q:[^:]*]]: memref<?x8x64xf16>, %[[I0:[^:]*]]: memref<?xi32>, %[[I1:[^:]*]]: memref<?xi32>, %[[I2:[^:]*]]: memref<?xi32>, %[[K0:[^:]*]]: !kv.paged<{{.*}}>, %[[K1:[^:]*]]: !kv.paged<{{.*}}>, %[[K2:[^:]*]]: !kv.paged<{{.*}}>)
 // CHECK-NOT: kv.cascade
-// CHECK: %[[P0:.*]] = kv.prefill %[[Q]], %[[I0]], %[[K0]] {logits_soft_cap = 3.000000e+01 : f32, rope = #kv.rope<rotate_half, theta = 1.000000e+04, scale = 1.000000e+00>, sm_scale = 1.250000e-01 : f32, window_left = 64 : i64} : memref<?x8x64xf16>, memref<?xi32>, !kv.paged<{{.*}}table = csr> -> <?x8x64xf16, base = 2>
-// CHECK: %[[P1:.*]] = kv.prefill %[[Q]], %[[I1]], %[[K1]] {logits_soft_cap = 3.000000e+01 : f32, rope = #kv.rope<rotate_half, theta = 1.000000e+04, scale = 1.000000e+00>, sm_scale = 1.250000e-01 : f32, window_left = 64 : i64} : memref<?x8x64xf16>, memref<?xi32>, !kv.paged<{{.*}}table = block_table> -> <?x8x64xf16, base = 2>
+// CHECK: %[[P0:.*]] = kv.prefill %[[Q]], %[[I0]], %[[K0]] {kv.shared_level, logits_soft_cap = 3.000000e+01 : f32, rope = #kv.rope<rotate_half, theta = 1.000000e+04, scale = 1.000000e+00>, sm_scale = 1.250000e-01 : f32, window_left = 64 : i64} : memref<?x8x64xf16>, memref<?xi32>, !kv.paged<{{.*}}table = csr> -> <?x8x64xf16, base = 2>
+// CHECK: %[[P1:.*]] = kv.prefill %[[Q]], %[[I1]], %[[K1]] {kv.shared_level, logits_soft_cap = 3.000000e+01 : f32, rope = #kv.rope<rotate_half, theta = 1.000000e+04, scale = 1.000000e+00>, sm_scale = 1.250000e-01 : f32, window_left = 64 : i64} : memref<?x8x64xf16>, memref<?xi32>, !kv.paged<{{.*}}table = block_table> -> <?x8x64xf16, base = 2>
 // CHECK: %[[P2:.*]] = kv.prefill %[[Q]], %[[I2]], %[[K2]] {causal, logits_soft_cap = 3.000000e+01 : f32, rope = #kv.rope<rotate_half, theta = 1.000000e+04, scale = 1.000000e+00>, sm_scale = 1.250000e-01 : f32, window_left = 64 : i64} : memref<?x8x64xf16>, memref<?xi32>, !kv.paged<{{.*}}table = csr> -> <?x8x64xf16, base = 2>
 // CHECK: %[[M:.*]] = kv.merge %[[P0]], %[[P1]], %[[P2]] : !kv.state<?x8x64xf16, base = 2>, !kv.state<?x8x64xf16, base = 2>, !kv.state<?x8x64xf16, base = 2> -> <?x8x64xf16, base = 2>
 // CHECK: return %[[M]]
@@ -31,9 +33,10 @@ func.func @three_levels(%q: memref<?x8x64xf16>, %qi0: memref<?xi32>, %qi1: memre
 !kvt = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
 !s = !kv.state<?x8x64xf16, base = e>
 
-// Without `causal` no level is causal (no attributes at all here).
+// Without `causal` no level is causal (no attributes but the shared-level
+// mark here).
 // CHECK-LABEL: func.func @not_causal
-// CHECK: kv.prefill %{{[^ ]*}}, %{{[^ ]*}}, %{{[^ ]*}} : memref<?x8x64xf16>
+// CHECK: kv.prefill %{{[^ ]*}}, %{{[^ ]*}}, %{{[^ ]*}} {kv.shared_level} : memref<?x8x64xf16>
 // CHECK: kv.prefill %{{[^ ]*}}, %{{[^ ]*}}, %{{[^ ]*}} : memref<?x8x64xf16>
 // CHECK: kv.merge
 func.func @not_causal(%q: memref<?x8x64xf16>, %qi0: memref<?xi32>, %qi1: memref<?xi32>, %kv0: !kvt, %kv1: !kvt) -> !s {

@@ -98,3 +98,29 @@ func.func @cascade_soft_cap(%q: memref<?x4x64xf16>, %qi: memref<?xi32>, %kv: !kv
   %s = kv.cascade %q levels(%qi : memref<?xi32>) kvs(%kv : !kvt) {logits_soft_cap = 0.0 : f32} : memref<?x4x64xf16> -> !kv.state<?x4x64xf16, base = 2>
   return
 }
+
+// -----
+
+// kv.shared_level marks a cascade's shared level: a non-causal kv.prefill.
+// expected-error @below {{'kv.shared_level' must be a unit attribute on a kv.prefill that is not causal (a cascade's shared level)}}
+func.func private @shared_level_elsewhere() attributes {kv.shared_level}
+
+// -----
+
+!p = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf16, base = 2>
+func.func @shared_level_causal(%q: memref<?x8x64xf16>, %qo: memref<?xi32>, %kv: !p) -> !s {
+  // expected-error @below {{'kv.shared_level' must be a unit attribute on a kv.prefill that is not causal (a cascade's shared level)}}
+  %s = kv.prefill %q, %qo, %kv {causal, kv.shared_level} : memref<?x8x64xf16>, memref<?xi32>, !p -> !s
+  return %s : !s
+}
+
+// -----
+
+!p = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf16, base = 2>
+func.func @shared_level_value(%q: memref<?x8x64xf16>, %qo: memref<?xi32>, %kv: !p) -> !s {
+  // expected-error @below {{'kv.shared_level' must be a unit attribute on a kv.prefill that is not causal (a cascade's shared level)}}
+  %s = kv.prefill %q, %qo, %kv {kv.shared_level = 1 : i64} : memref<?x8x64xf16>, memref<?xi32>, !p -> !s
+  return %s : !s
+}

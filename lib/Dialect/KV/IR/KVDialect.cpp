@@ -22,6 +22,17 @@ using namespace kvir::kv;
 
 LogicalResult KVDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
+  // A cascade's shared level (kv-expand-cascade): many query rows of many
+  // requests over keys all of them see, a hint for tall query tiles.
+  if (attr.getName() == getSharedLevelAttrName()) {
+    auto prefill = dyn_cast<PrefillOp>(op);
+    if (!prefill || !isa<UnitAttr>(attr.getValue()) || prefill.getCausal())
+      return op->emitOpError()
+             << "'" << getSharedLevelAttrName()
+             << "' must be a unit attribute on a kv.prefill that is not "
+                "causal (a cascade's shared level)";
+    return success();
+  }
   if (attr.getName() != "kv.vector_width")
     return op->emitOpError() << "has unknown kv attribute '"
                              << attr.getName().getValue() << "'";

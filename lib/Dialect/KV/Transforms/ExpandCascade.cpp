@@ -28,6 +28,10 @@ struct ExpandCascade : OpRewritePattern<CascadeOp> {
           op.getQoIndptrs()[level], op.getKvs()[level], /*mask=*/Value(),
           causal, op.getSmScaleAttr(), op.getLogitsSoftCapAttr(),
           op.getWindowLeftAttr(), op.getRopeAttr());
+      // Levels before the last are shared by all their rows' requests.
+      if (level + 1 < numLevels)
+        prefill->setAttr(KVDialect::getSharedLevelAttrName(),
+                         rewriter.getUnitAttr());
       levelStates.push_back(prefill);
     }
     rewriter.replaceOpWithNewOp<MergeOp>(op, op.getType(), levelStates);

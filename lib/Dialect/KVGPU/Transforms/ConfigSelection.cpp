@@ -157,11 +157,17 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
   // 16-row mma tile per warp so that S, O and Q's fragments stay in
   // registers; D = 256 halves both tiles and reloads Q per K tile.
   bool wide = std::max(headDim, headDimV) > 128;
-  int64_t qTile = wide ? 64 : 128, kvTile = wide ? 32 : 64;
+  // A cascade's shared level holds the rows of every request sharing its
+  // keys: one 256-row tile (16 warps, queries reloaded per K tile, 32-key
+  // tiles: 128 registers at 512 threads, no spills) reads them once for
+  // 256 packed rows instead of twice.
+  bool tall = !wide && op->hasAttr(kv::KVDialect::getSharedLevelAttrName());
+  int64_t qTile = tall ? 256 : wide ? 64 : 128;
+  int64_t kvTile = tall || wide ? 32 : 64;
   auto build = [&](int64_t q) {
     return getCheckedQuietly<PrefillConfigAttr>(
         whyNot, op.getContext(), q, kvTile, /*warps=*/q / 16, /*stages=*/int64_t(2),
-        /*q_in_registers=*/!wide, /*max_partitions=*/int64_t(16),
+        /*q_in_registers=*/!wide && !tall, /*max_partitions=*/int64_t(16),
         /*value_warps=*/int64_t(1));
   };
   FailureOr<PrefillConfigAttr> config = build(qTile);

@@ -27,8 +27,16 @@ def KV_Dialect : Dialect {
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
   let hasCanonicalizer = 0;
-  // `kv.vector_width` (kv-specialize-layout's proof, or a user's) on a view.
+  // `kv.vector_width` (kv-specialize-layout's proof, or a user's) on a view;
+  // `kv.shared_level` (kv-expand-cascade's) on a prefill.
   let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Marks a cascade's shared-level kv.prefill: its query rows are those
+    /// of every request sharing the level's keys.
+    static ::llvm::StringRef getSharedLevelAttrName() {
+      return "kv.shared_level";
+    }
+  }];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
