@@ -2,7 +2,7 @@
 //
 // MLA (ckv 512 + kpe 64) through convert-kv-to-gpu's MLA kernel in the
 // emulator against the float64 reference (test/Unit's ref::mlaDecode):
-// 16 and 128 heads, kv_len 0, 1, 63, 64, 65 and 4096 in one batch, one
+// 16, 32, 64 and 128 heads, kv_len 0, 1, 63, 64, 65 and 4096 in one batch, one
 // query row per request or 1, 2 and 4 causal rows through rows(qo_indptr),
 // split-KV and a single partition (a config with max_partitions = 1),
 // separate ckv / kpe pools and slices of one 576-wide pool, f16 and bf16,
@@ -161,6 +161,13 @@ std::vector<MlaCase> mlaCases() {
                 "value_warps = 4>";
     c->expectSplit = false;
     c->base = Base::Two;
+  }
+  {
+    // 32 heads: a 32-row tile, 8 warps of 128 value columns.
+    MlaCase *c = add("H32TokenTableP64BF16Sm80", 32, DType::BF16,
+                     Table::TokenTable, 9011);
+    c->kvLens = {65, 1, 300, 0};
+    c->chip = "sm_80";
   }
   {
     MlaCase *c = add("H128SharedPoolCsrP64F16", 128, DType::F16, Table::CSR,

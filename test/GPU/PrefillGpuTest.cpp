@@ -277,6 +277,25 @@ std::vector<GpuPrefillCase> prefillCases() {
     c.params.base = Base::Two;
     add(c, {{{20, 3, 1}, {45, 1, 30}}});
   }
+  // head_dim != head_dim_v (DeepSeek's prefill without absorption: q / k
+  // 192, v 128): a 192-wide K tile for the scores, a 128-wide V tile.
+  {
+    CacheSpec spec = makeSpec(16, 2, 192, DType::BF16);
+    spec.headDimV = 128;
+    GpuPrefillCase c = makeCase("CausalRaggedD192Dv128G2BF16", spec, 4,
+                                DType::BF16, "sm_90a", 2031);
+    c.ragged = true;
+    c.params.causal = true;
+    add(c, {{{65, 7, 1}, {200, 17, 1}}});
+  }
+  {
+    CacheSpec spec = makeSpec(16, 2, 192, DType::F16, Layout::NHD,
+                              Storage::Split, Table::BlockTable);
+    spec.headDimV = 128;
+    GpuPrefillCase c = makeCase("NhdSplitBlockTableD192Dv128G1F16", spec, 2,
+                                DType::F16, "sm_80", 2032);
+    add(c, {{{33, 1, 7}, {90, 300, 20}}});
+  }
   // 8192 query rows of one request: every tile of it, causal with a
   // window (so each tile sees a few key tiles), and without causal over a
   // short KV.

@@ -11,7 +11,10 @@ def KVExpandCascade : Pass<"kv-expand-cascade"> {
     state against its level-`l` request (docs/Semantics.md). This pass
     writes that identity out: one `kv.prefill` per level (causal only on the
     last) and one variadic `kv.merge`, which canonicalization can then treat
-    like any other merge.
+    like any other merge. The levels before the last carry the unit
+    attribute `kv.shared_level`: their query rows are those of every
+    request sharing the level's keys, a hint kv-tile takes for tall query
+    tiles.
   }];
   let dependentDialects = ["::kvir::kv::KVDialect"];
 }

@@ -1,0 +1,268 @@
+//===- PrefillWork.cpp - Where a prefill block's work is ------------------===//
+//
+// Step 1 of the prefill kernel: thread 0 finds the block's query tile
+// (QueryTiles, one row per request, or a work schedule's item), reads the
+// request's table and derives the keys the tile's rows can see (causal,
+// window) and the partition's or chunk's share of them; the block reads
+// them back through shared memory. Also the kernel's arguments, packed
+// rows and the custom mask's offset.
+//
+//===----------------------------------------------------------------------===//
+#include "PrefillKernelParts.h"
+
+#include "kvir/Codegen/IRBuilder.h"
+#include "kvir/Codegen/QueryTiles.h"
+#include "kvir/Dialect/KV/Utils/PagedAddressing.h"
+#include "kvir/Dialect/KV/Utils/Visibility.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace kvir;
+using namespace kvir::codegen;
+using namespace kvir::gpu_lowering;
+using namespace kvir::gpu_lowering::prefill;
+
+Arguments prefill::bindArguments(const KernelFunc &kf,
+                                 const PrefillKernelSpec &s) {
+  Arguments a;
+  unsigned next = 0;
+  a.q = kf.getArgument(next++);
+  if (s.isMla())
+    a.qPe = kf.getArgument(next++);
+  if (!s.oneRowPerRequest())
+    a.qoIndptr = kf.getArgument(next++);
+  ValueRange kvArgs = kf.getArguments().slice(next, s.kvTypes.size());
+  if (s.paged) {
+    kv::PagedOperands shape;
+    shape.type = s.paged;
+    shape.pools.resize(s.paged.getNumPools());
+    shape.tables.resize(s.paged.getNumTables());
+    shape.scales.resize(s.paged.getNumScalePools());
+    a.paged = shape.withValues(kvArgs);
+  } else {
+    a.ragged = {kvArgs[0], kvArgs[1], kvArgs[2]};
+  }
+  next += s.kvTypes.size();
+  if (s.maskType)
+    a.mask = kf.getArgument(next++);
+  if (s.scheduled)
+    a.workItems = kf.getArgument(next++);
+  a.out = kf.getArgument(next++);
+  a.lse = kf.getArgument(next++);
+  if (s.partitioned)
+    a.numPartitions = kf.getArgument(next++);
+  if (s.scheduled) {
+    a.finalOut = kf.getArgument(next++);
+    a.finalLse = kf.getArgument(next++);
+  }
+  return a;
+}
+
+/// The request's key count and table base (first K/V row when ragged).
+static std::pair<Value, Value> emitKvTable(ImplicitLocOpBuilder &b,
+                                           const PrefillKernelSpec &s,
+                                           const Arguments &a, Value req) {
+  IRBuilder ir{b};
+  if (s.paged) {
+    kv::RequestTable table = kv::emitRequestTable(b, a.paged, req);
+    return {table.kvLen, table.base};
+  }
+  auto at = [&](Value i) {
+    return ir.toIndex(
+        memref::LoadOp::create(b, a.ragged.indptr, ValueRange{i}));
+  };
+  Value first = at(req);
+  return {ir.sub(at(ir.add(req, ir.idx(1))), first), first};
+}
+
+Work prefill::emitBlockWork(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
+                            const Arguments &a, Value meta, Value thread) {
+  IRBuilder ir{b};
+  int64_t group = s.group(), tileRows = s.config.getQTile();
+  auto positions = [&](ImplicitLocOpBuilder &ib, Value kvLen, Value qoLen,
+                       Value firstRow) {
+    IRBuilder j{ib};
+    Value packedRows = j.mul(qoLen, j.idx(group));
+    Value lastRow =
+        j.sub(j.minS(j.add(firstRow, j.idx(tileRows)), packedRows), j.idx(1));
+    Value firstPos =
+        kv::emitQueryPosition(ib, kvLen, qoLen, j.divU(firstRow, j.idx(group)));
+    Value lastPos =
+        kv::emitQueryPosition(ib, kvLen, qoLen, j.divU(lastRow, j.idx(group)));
+    return std::make_tuple(packedRows, firstPos, lastPos);
+  };
+  scf::IfOp::create(
+      b, ir.eq(thread, ir.idx(0)), [&](OpBuilder &nb, Location l) {
+        ImplicitLocOpBuilder ib(l, nb);
+        IRBuilder j{ib};
+        Value slot = gpu::BlockIdOp::create(ib, gpu::Dimension::x);
+        Value part = gpu::BlockIdOp::create(ib, gpu::Dimension::z);
+        QueryTiles tiles(group, tileRows);
+        QueryTile tile;
+        // Scheduled: the work item's chunk `piece` of `pieces`.
+        Value piece, pieces, partialRow = j.idx(0);
+        if (s.scheduled) {
+          auto field = [&](int64_t f) {
+            return memref::LoadOp::create(ib, a.workItems,
+                                          ValueRange{slot, j.idx(f)})
+                .getResult();
+          };
+          Value request = field(0);
+          // Items past the schedule's count (fixed grids) have request -1.
+          tile.valid = arith::CmpIOp::create(ib, arith::CmpIPredicate::sge,
+                                             request, j.i32(0));
+          tile.request = j.toIndex(j.select(tile.valid, request, j.i32(0)));
+          tile.qoStart = tile.request;
+          tile.qoLen = j.idx(1);
+          tile.firstRow = j.mul(part, j.idx(tileRows));
+          piece = j.toIndex(field(1));
+          pieces = j.toIndex(field(2));
+          partialRow = j.toIndex(field(3));
+        } else if (s.oneRowPerRequest()) {
+          tile = tiles.locateOneRowEach(ib, memref::DimOp::create(ib, a.q, 0),
+                                        slot);
+        } else {
+          tile = tiles.locate(
+              ib, a.qoIndptr,
+              j.sub(memref::DimOp::create(ib, a.qoIndptr, 0), j.idx(1)), slot);
+        }
+        if (a.numPartitions) {
+          piece = part;
+          pieces = a.numPartitions;
+        }
+        auto [kvLen, base] = emitKvTable(ib, s, a, tile.request);
+        auto [packedRows, firstPos, lastPos] =
+            positions(ib, kvLen, tile.qoLen, tile.firstRow);
+        // The keys any row of the tile sees: from the first row's window start
+        // to the last row's causal end.
+        Value lo =
+            kv::emitVisibleKeyRange(ib, firstPos, kvLen, s.causal, s.windowLeft)
+                .first;
+        Value hi =
+            kv::emitVisibleKeyRange(ib, lastPos, kvLen, s.causal, s.windowLeft)
+                .second;
+        hi = j.maxS(lo, hi);
+        Value start = lo, end = hi;
+        if (piece) {
+          // Pieces of whole K/V tiles; partitions take at least
+          // kMinPartitionKeys keys each (a tile with few keys leaves the later
+          // partitions empty: they write only an LSE of -inf, which the merge
+          // reads instead of the output); a schedule's chunks are long enough.
+          int64_t minTiles =
+              s.scheduled
+                  ? 1
+                  : llvm::divideCeil(kMinPartitionKeys, s.config.getKvTile());
+          Value kvTile = j.idx(s.config.getKvTile());
+          Value numTiles =
+              arith::CeilDivUIOp::create(ib, j.sub(hi, lo), kvTile);
+          Value chunk =
+              j.mul(j.maxS(arith::CeilDivUIOp::create(ib, numTiles, pieces),
+                           j.idx(minTiles)),
+                    kvTile);
+          start = j.minS(j.add(lo, j.mul(piece, chunk)), hi);
+          end = j.minS(j.add(start, chunk), hi);
+        }
+        Value valid = arith::ExtUIOp::create(ib, ib.getI64Type(), tile.valid);
+        SmallVector<std::pair<MetaSlot, Value>> values{
+            {MetaValid, valid},
+            {MetaQoStart, tile.qoStart},
+            {MetaQoLen, tile.qoLen},
+            {MetaFirstRow, tile.firstRow},
+            {MetaKvLen, kvLen},
+            {MetaBase, base},
+            {MetaStart, start},
+            {MetaEnd, end},
+            {MetaRequest, tile.request},
+            {MetaNumChunks, pieces ? pieces : j.idx(1)},
+            {MetaPartialRow, partialRow}};
+        for (auto [slotIndex, v] : values) {
+          Value x = v.getType().isIndex()
+                        ? arith::IndexCastOp::create(ib, ib.getI64Type(), v)
+                        : v;
+          memref::StoreOp::create(ib, x, meta, ValueRange{j.idx(slotIndex)});
+        }
+        scf::YieldOp::create(ib);
+      });
+  gpu::BarrierOp::create(b);
+  auto at = [&](MetaSlot i) {
+    return ir.toIndex(memref::LoadOp::create(b, meta, ValueRange{ir.idx(i)}));
+  };
+  Work w;
+  w.valid = ir.eq(at(MetaValid), ir.idx(1));
+  w.qoStart = at(MetaQoStart);
+  w.qoLen = at(MetaQoLen);
+  w.firstRow = at(MetaFirstRow);
+  w.kvLen = at(MetaKvLen);
+  w.base = at(MetaBase);
+  w.start = at(MetaStart);
+  w.end = at(MetaEnd);
+  w.request = at(MetaRequest);
+  w.numChunks = at(MetaNumChunks);
+  w.partialRow = at(MetaPartialRow);
+  std::tie(w.packedRows, w.firstPos, w.lastPos) =
+      positions(b, w.kvLen, w.qoLen, w.firstRow);
+  return w;
+}
+
+/// Where request `req`'s block of the custom mask starts: the block sums
+/// the block sizes of the requests before it (each thread a strided share,
+/// then a tree in shared memory).
+Value prefill::emitMaskOffset(ImplicitLocOpBuilder &b,
+                              const PrefillKernelSpec &s, const Arguments &a,
+                              Value scratch, Value thread, Value req) {
+  IRBuilder ir{b};
+  int64_t threads = s.config.getNumThreads();
+  auto loop = scf::ForOp::create(
+      b, thread, req, ir.idx(threads), ValueRange{ir.idx(0)},
+      [&](OpBuilder &nb, Location l, Value r, ValueRange sum) {
+        ImplicitLocOpBuilder ib(l, nb);
+        IRBuilder j{ib};
+        Value qoLen = j.sub(
+            j.toIndex(memref::LoadOp::create(ib, a.qoIndptr,
+                                             ValueRange{j.add(r, j.idx(1))})),
+            j.toIndex(memref::LoadOp::create(ib, a.qoIndptr, ValueRange{r})));
+        Value kvLen = emitKvTable(ib, s, a, r).first;
+        Value size = kv::emitMaskBlockSize(ib, a.mask, qoLen, kvLen);
+        scf::YieldOp::create(ib, ValueRange{j.add(sum[0], size)});
+      });
+  auto toI64 = [&](ImplicitLocOpBuilder &ib, Value v) {
+    return arith::IndexCastOp::create(ib, ib.getI64Type(), v);
+  };
+  memref::StoreOp::create(b, toI64(b, loop.getResult(0)), scratch,
+                          ValueRange{thread});
+  gpu::BarrierOp::create(b);
+  int64_t span = llvm::PowerOf2Ceil(threads) / 2;
+  for (; span >= 1; span /= 2) {
+    Value other = ir.add(thread, ir.idx(span));
+    Value active = arith::AndIOp::create(b, ir.lt(thread, ir.idx(span)),
+                                         ir.lt(other, ir.idx(threads)));
+    scf::IfOp::create(b, active, [&](OpBuilder &nb, Location l) {
+      ImplicitLocOpBuilder ib(l, nb);
+      Value x = memref::LoadOp::create(ib, scratch, ValueRange{thread});
+      Value y = memref::LoadOp::create(ib, scratch, ValueRange{other});
+      memref::StoreOp::create(ib, arith::AddIOp::create(ib, x, y), scratch,
+                              ValueRange{thread});
+      scf::YieldOp::create(ib);
+    });
+    gpu::BarrierOp::create(b);
+  }
+  return ir.toIndex(memref::LoadOp::create(b, scratch, ValueRange{ir.idx(0)}));
+}
+
+PackedRow prefill::unpackRow(ImplicitLocOpBuilder &b,
+                             const PrefillKernelSpec &s, const Work &w,
+                             Value kvHead, Value rowInTile) {
+  IRBuilder ir{b};
+  Value r = ir.add(w.firstRow, rowInTile);
+  PackedRow p;
+  p.valid = ir.lt(r, w.packedRows);
+  // Clamped, so that addresses of rows past the request stay inside it.
+  Value clamped = ir.minS(r, ir.sub(w.packedRows, ir.idx(1)));
+  Value g = ir.idx(s.group());
+  p.queryRow = ir.divU(clamped, g);
+  p.head = ir.add(ir.mul(kvHead, g), ir.remU(clamped, g));
+  return p;
+}
