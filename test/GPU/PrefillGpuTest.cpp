@@ -296,6 +296,23 @@ std::vector<GpuPrefillCase> prefillCases() {
                                 DType::F16, "sm_80", 2032);
     add(c, {{{33, 1, 7}, {90, 300, 20}}});
   }
+  // Head dim 512 (and 384 / 512 unequal): 32-row tiles of 16 keys whose
+  // warps split the value columns in slices of 128.
+  {
+    GpuPrefillCase c = makeCase("CausalNhdCsrP16D512G2F16",
+                                makeSpec(16, 1, 512, DType::F16), 2,
+                                DType::F16, "sm_90a", 2033);
+    c.params.causal = true;
+    add(c, {{{17, 40, 1}, {50, 70, 1}}});
+  }
+  {
+    CacheSpec spec = makeSpec(16, 2, 384, DType::BF16);
+    spec.headDimV = 512;
+    GpuPrefillCase c = makeCase("RaggedD384Dv512G1BF16Sm86", spec, 2,
+                                DType::BF16, "sm_86", 2034);
+    c.ragged = true;
+    add(c, {{{9, 33}, {40, 1}}});
+  }
   // 8192 query rows of one request: every tile of it, causal with a
   // window (so each tile sees a few key tiles), and without causal over a
   // short KV.

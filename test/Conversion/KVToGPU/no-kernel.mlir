@@ -176,13 +176,14 @@ func.func @prefill_d72(%q: memref<?x8x72xf16>, %qo: memref<?xi32>, %pool: memref
 
 // -----
 
-!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = combined, table = csr>
-!s = !kv.state<?x8x512xf16, base = 2>
-func.func @prefill_d512(%q: memref<?x8x512xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x512xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x512xf16>, %l: memref<?x8xf32>) {
-  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x512xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
-  // expected-error @below {{'kv.prefill' op has no GPU kernel: no prefill configuration for head dims over 256 (the output accumulators of a 16-row tile would not fit in registers)}}
-  %s = kv.prefill %q, %qo, %kv {causal} : memref<?x8x512xf16>, memref<?xi32>, !c -> !s
-  kv.store_state %s, %o, %l : !s, memref<?x8x512xf16>, memref<?x8xf32>
+// Value dims over 256 are split over warps in slices of 128: 320 is not.
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 320, head_dim_v = 320, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x320xf16, base = 2>
+func.func @prefill_d320(%q: memref<?x8x320xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x320xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x320xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x320xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: no prefill configuration for head dims 320 / 320: over 256, the value dim must be a multiple of 128 (warps split it in slices of 128) and both at most 1024}}
+  %s = kv.prefill %q, %qo, %kv {causal} : memref<?x8x320xf16>, memref<?xi32>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x320xf16>, memref<?x8xf32>
   return
 }
 

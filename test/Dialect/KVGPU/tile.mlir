@@ -182,3 +182,18 @@ func.func @shared_level(%q: memref<?x4x128xf16>, %qo: memref<?xi32>, %pool: memr
   %s = kv.prefill %q, %qo, %kv {kv.shared_level} : memref<?x4x128xf16>, memref<?xi32>, !c -> !kv.state<?x4x128xf16, base = 2>
   return %s : !kv.state<?x4x128xf16, base = 2>
 }
+
+// -----
+
+// Head dim 512: 32-row tiles of 16 keys, 8 warps of which 4 per 16 rows
+// split the value columns in slices of 128 (96 KB of tiles: every chip).
+!c = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = combined, table = csr>
+// CHECK-LABEL: func @prefill_d512
+// CHECK: kv.prefill {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 32, kv_tile = 16, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, value_warps = 4>
+// SM86-LABEL: func @prefill_d512
+// SM86: kvgpu.config = #kvgpu.prefill<q_tile = 32, kv_tile = 16, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, value_warps = 4>
+func.func @prefill_d512(%q: memref<?x2x512xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x1x512xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x2x512xf16, base = 2> {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x1x512xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  %s = kv.prefill %q, %qo, %kv {causal} : memref<?x2x512xf16>, memref<?xi32>, !c -> !kv.state<?x2x512xf16, base = 2>
+  return %s : !kv.state<?x2x512xf16, base = 2>
+}

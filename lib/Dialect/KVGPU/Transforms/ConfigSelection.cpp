@@ -148,10 +148,31 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
              " must be multiples of 16 (the k and n of mma m16n8k16)";
     return failure();
   }
-  if (std::max(headDim, headDimV) > 256) {
-    whyNot = "no prefill configuration for head dims over 256 (the output "
-             "accumulators of a 16-row tile would not fit in registers)";
+  // Value dims over 256: warps split the value columns in slices of 128 (a
+  // 16-row tile's accumulators of 512 columns would take 256 registers per
+  // lane), as MLA's kernel does.
+  int64_t valueWarps = headDimV > 256 ? headDimV / 128 : 1;
+  if (std::max(headDim, headDimV) > 1024 ||
+      (valueWarps > 1 && headDimV % 128)) {
+    whyNot = "no prefill configuration for head dims " +
+             std::to_string(headDim) + " / " + std::to_string(headDimV) +
+             ": over 256, the value dim must be a multiple of 128 (warps "
+             "split it in slices of 128) and both at most 1024";
     return failure();
+  }
+  if (valueWarps > 1) {
+    // 32-row tiles of 16-key tiles: 2 x valueWarps warps, Q reloaded.
+    int64_t qTile = 32, kvTile = 16;
+    FailureOr<PrefillConfigAttr> config;
+    for (; qTile >= 16; qTile /= 2) {
+      config = getCheckedQuietly<PrefillConfigAttr>(
+          whyNot, op.getContext(), qTile, kvTile, valueWarps * (qTile / 16),
+          int64_t(2), /*q_in_registers=*/false, int64_t(16), valueWarps);
+      if (failed(config) ||
+          prefillSharedBytesBound(*config, op) <= target.maxSharedBytesPerBlock)
+        break;
+    }
+    return config;
   }
   // FlashInfer's shapes: 128 query rows against 64 keys up to D = 128, one
   // 16-row mma tile per warp so that S, O and Q's fragments stay in

@@ -2,7 +2,7 @@
 // f16 / bf16, paged NHD / HND, split / combined, CSR / block table / token
 // offset, ragged; causal, window, soft cap, bool and bit-packed masks, f32
 // output; a hand-given two-tiles-per-warp config; a cascade's shared level
-// with its 256-row tile): every kernel kv-to-ptx generates for them goes to
+// with its 256-row tile; head dim 512 with value warps): every kernel kv-to-ptx generates for them goes to
 // ptxas.
 func.func @nhd_csr_p16_d128_g4_f16_causal(%q: memref<?x32x128xf16>, %qo: memref<?xi32>, %p0: memref<?x2x16x8x128xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x32x128xf16>, %l: memref<?x32xf32>) {
   %kv = kv.paged_view pools(%p0 : memref<?x2x16x8x128xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
@@ -56,5 +56,11 @@ func.func @shared_level_nhd_csr_p16_d128_g4_bf16(%q: memref<?x4x128xbf16>, %qo: 
   %kv = kv.paged_view pools(%p0 : memref<?x2x16x1x128xbf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 1, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = nhd, storage = combined, table = csr>
   %s = kv.prefill %q, %qo, %kv {kv.shared_level} : memref<?x4x128xbf16>, memref<?xi32>, !kv.paged<page_size = 16, kv_heads = 1, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = nhd, storage = combined, table = csr> -> !kv.state<?x4x128xbf16, base = 2>
   kv.store_state %s, %o, %l : !kv.state<?x4x128xbf16, base = 2>, memref<?x4x128xbf16>, memref<?x4xf32>
+  return
+}
+func.func @nhd_csr_p16_d512_g2_f16_causal(%q: memref<?x2x512xf16>, %qo: memref<?xi32>, %p0: memref<?x2x16x1x512xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x2x512xf16>, %l: memref<?x2xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x16x1x512xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = combined, table = csr>
+  %s = kv.prefill %q, %qo, %kv {causal} : memref<?x2x512xf16>, memref<?xi32>, !kv.paged<page_size = 16, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = combined, table = csr> -> !kv.state<?x2x512xf16, base = 2>
+  kv.store_state %s, %o, %l : !kv.state<?x2x512xf16, base = 2>, memref<?x2x512xf16>, memref<?x2xf32>
   return
 }
