@@ -500,6 +500,11 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
   LogicalResult matchAndRewrite(kv::DecodeOp op,
                                 PatternRewriter &rewriter) const override {
     const target::TargetInfo &target = context.getTarget();
+    std::string whyNotTensorCores;
+    FailureOr<kvgpu::PrefillConfigAttr> tensorCores =
+        getTensorCoreDecodeConfig(op, target, whyNotTensorCores);
+    if (succeeded(tensorCores))
+      return lowerDecodeOnTensorCores(op, *tensorCores, rewriter, context);
     if (std::optional<std::string> why = whyNoDecodeKernel(op, target))
       return rewriter.notifyMatchFailure(op, *why);
     auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
@@ -648,6 +653,13 @@ gpu_lowering::whyNoDecodeKernel(kv::DecodeOp op,
   auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
   if (!view)
     return std::string("its KV is not a kv.paged_view of the same function");
+  std::string whyNotTensorCores;
+  FailureOr<kvgpu::PrefillConfigAttr> tensorCores =
+      getTensorCoreDecodeConfig(op, target, whyNotTensorCores);
+  if (succeeded(tensorCores))
+    return whyNoTensorCoreDecode(op, target, *tensorCores);
+  if (!whyNotTensorCores.empty())
+    return "on tensor cores: " + whyNotTensorCores;
   kv::PagedType kv = view.getType();
   if (kv.isQuantized())
     return std::string("quantized KV (") +

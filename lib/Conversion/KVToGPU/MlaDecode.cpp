@@ -120,128 +120,6 @@ std::string mlaKernelSymbol(kv::MlaDecodeOp op, const PrefillKernelSpec &s,
   return id.getSymbol();
 }
 
-/// The launches of an MLA decode with one query row per request: the
-/// direct kernel (grid: requests x their query tiles) when the work
-/// schedule cuts no request, else the scheduled split kernel and the
-/// ragged merge.
-LogicalResult emitScheduledLaunches(ImplicitLocOpBuilder &b,
-                                    LoweringContext &context,
-                                    kv::MlaDecodeOp op,
-                                    const PrefillKernelSpec &spec, Value out,
-                                    Value lse) {
-  const target::TargetInfo &target = context.getTarget();
-  auto build = [&](const PrefillKernelSpec &s) {
-    std::string name = mlaKernelSymbol(op, s, target);
-    return context.getOrBuildKernel(name, [&](gpu::GPUModuleOp module) {
-      KernelFunc kf = KernelFunc::create(
-          module, name, prefillArgumentTypes(s),
-          {s.config.getNumThreads(), 1, 1}, prefillSharedLayout(s),
-          op.getLoc());
-      buildPrefillBody(kf, s);
-      return kf;
-    });
-  };
-  // CUDA graphs: fixed grids run the split kernel (which writes whole
-  // requests final) and the merge always, never the direct kernel.
-  int64_t fixedBatch = context.getGraphMaxBatch();
-  std::string directName = mlaKernelSymbol(op, spec, target);
-  gpu::GPUFuncOp direct = fixedBatch ? nullptr : build(spec);
-  PrefillKernelSpec split = spec;
-  split.scheduled = true;
-  const int64_t dyn = ShapedType::kDynamic;
-  split.outType =
-      MemRefType::get({dyn, spec.qHeads, spec.headDimV}, b.getF32Type());
-  split.lseType = MemRefType::get({dyn, spec.qHeads}, b.getF32Type());
-  split.finalOutType = spec.outType;
-  split.finalLseType = spec.lseType;
-  gpu::GPUFuncOp splitKernel = build(split);
-  MergeKernelSpec merge;
-  merge.ragged = true;
-  merge.singleRowsFinal = true;
-  merge.inOutputType = split.outType;
-  merge.inLseType = split.lseType;
-  merge.outType = spec.outType;
-  merge.lseType = spec.lseType;
-  merge.inBase = kv::LseBase::two;
-  merge.outBase = spec.base;
-  merge.heads = spec.qHeads;
-  merge.headDimV = spec.headDimV;
-  gpu::GPUFuncOp mergeKernel = getMergeKernel(context, merge);
-
-  PlanBuilder plan(op.getContext(), "kv.mla_decode", directName);
-  using kvgpu::ArgRole;
-  plan.addBuffer("q_nope", ArgRole::input, spec.qType, {}, {"batch"});
-  plan.addBuffer("q_pe", ArgRole::input, spec.qPeType, {plan.sym("batch")});
-  auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
-  kv::PagedOperands kv = kv::PagedOperands::fromView(view);
-  SmallVector<StringRef> kvNames = addPagedKVArguments(plan, kv);
-  plan.addBuffer("out", ArgRole::output, spec.outType, {plan.sym("batch")});
-  plan.addBuffer("lse", ArgRole::output, spec.lseType, {plan.sym("batch")});
-  // Items of a chunk of keys each: as many as the chip runs blocks at once
-  // (a request's query tiles are blocks of one item), chunks of whole K/V
-  // tiles, at least 256 keys (as the prefill's partitions).
-  int64_t tilesPerRequest =
-      llvm::divideCeil(spec.qHeads, spec.config.getQTile());
-  int64_t resident = std::max<int64_t>(
-      1, target.residentBlocks(spec.config.getNumThreads(), 255,
-                               prefillSharedLayout(split).getBytes()));
-  WorkSchedulePlan work;
-  work.targetItems =
-      std::max<int64_t>(1, target.smCount * resident / tilesPerRequest);
-  work.granule = spec.config.getKvTile();
-  work.minChunk = std::max<int64_t>(256, spec.config.getKvTile());
-  work.maxPartitions = spec.config.getMaxPartitions();
-  work.blocksPerItem = tilesPerRequest;
-  work.fixedBatch = fixedBatch;
-  kvgpu::SizeExprAttr gridBatch = addWorkSchedule(plan, work, target);
-  QueryTiles tiles(spec.group(), spec.config.getQTile());
-  plan.defineSize("num_tile_slots", tiles.numSlotsOneRowEach(plan.sym("batch")));
-  plan.setConfig(spec.config);
-  plan.addBuffer("partial_out", ArgRole::workspace, split.outType,
-                 {plan.sym("max_work")});
-  plan.addBuffer("partial_lse", ArgRole::workspace, split.lseType,
-                 {plan.sym("max_work")});
-  SmallVector<StringRef> inputs{"q_nope", "q_pe"};
-  llvm::append_range(inputs, kvNames);
-  SmallVector<StringRef> directArgs(inputs), splitArgs(inputs);
-  directArgs.append({"out", "lse"});
-  splitArgs.append({"work_items", "partial_out", "partial_lse", "out", "lse"});
-  if (!fixedBatch)
-    plan.addKernel("direct", direct, kvgpu::LaunchCondition::unsplit,
-                   {plan.sym("num_tile_slots"), plan.cst(1), plan.cst(1)},
-                   directArgs);
-  auto splitWhen = fixedBatch ? kvgpu::LaunchCondition::always
-                              : kvgpu::LaunchCondition::split;
-  plan.addKernel("split", splitKernel, splitWhen,
-                 {plan.sym(fixedBatch ? "max_work" : "num_work"), plan.cst(1),
-                  plan.cst(tilesPerRequest)},
-                 splitArgs);
-  plan.addKernel("merge", mergeKernel, splitWhen,
-                 {gridBatch, plan.cst(spec.qHeads), plan.cst(1)},
-                 {"partial_out", "partial_lse", "merge_indptr", "out", "lse"});
-  kvgpu::LaunchPlanAttr planAttr = plan.build(op.getLoc());
-  if (!planAttr)
-    return failure();
-  context.recordPlan(planAttr);
-
-  llvm::StringMap<Value> bindings{
-      {"q_nope", op.getQNope()},
-      {"q_pe", op.getQPe()},
-      {"out", out},
-      {"lse", lse},
-      {"kv_lengths", kv::emitLengthsBuffer(
-                         b, memref::DimOp::create(b, op.getQNope(), 0),
-                         [&](ImplicitLocOpBuilder &ib, Value r) {
-                           return kv::emitKvLen(ib, kv, r);
-                         })}};
-  for (auto [name, v] : llvm::zip(kvNames, kv.flatten()))
-    bindings[name] = v;
-  if (failed(emitLaunches(b, planAttr, bindings, context.getKernelModule())))
-    return failure();
-  memref::DeallocOp::create(b, bindings["kv_lengths"]);
-  return success();
-}
-
 struct MlaDecodeLowering : OpRewritePattern<kv::MlaDecodeOp> {
   MlaDecodeLowering(MLIRContext *ctx, LoweringContext &context)
       : OpRewritePattern(ctx), context(context) {}
@@ -262,7 +140,14 @@ struct MlaDecodeLowering : OpRewritePattern<kv::MlaDecodeOp> {
 
     // (A config of one partition never splits: no schedule.)
     if (spec.oneRowPerRequest() && spec.config.getMaxPartitions() > 1) {
-      if (failed(emitScheduledLaunches(b, context, op, spec, out, lse)))
+      auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
+      if (failed(emitOneRowTensorCoreLaunches(
+              b, context, op, spec,
+              {{"q_nope", op.getQNope()}, {"q_pe", op.getQPe()}},
+              kv::PagedOperands::fromView(view), out, lse,
+              [&](const PrefillKernelSpec &s) {
+                return mlaKernelSymbol(op, s, target);
+              })))
         return failure();
       return outputs.finish(rewriter);
     }

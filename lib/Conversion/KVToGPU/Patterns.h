@@ -2,7 +2,8 @@
 //
 // One file per op family, each a pattern that reads the op's configuration
 // and composes lib/Codegen into kernels, a launch plan and its launches:
-// Decode.cpp (kv.decode), Prefill.cpp (kv.prefill), MlaDecode.cpp
+// Decode.cpp (kv.decode; DecodeTensorCore.cpp for the decodes the tensor-core
+// kernel runs), Prefill.cpp (kv.prefill), MlaDecode.cpp
 // (kv.mla_decode, on the prefill kernel), Append.cpp (kv.append), Merge.cpp
 // (kv.merge, kv.merge_partitions of states in buffers). `whyNoKernel` is the
 // reason an op of the family gets no kernel, reported under kv-to-nvvm /
@@ -23,6 +24,20 @@ std::optional<std::string> whyNoDecodeKernel(kv::DecodeOp op,
                                              const target::TargetInfo &target);
 void populateDecodePatterns(mlir::RewritePatternSet &patterns,
                             LoweringContext &context);
+
+/// kv.decode on the tensor-core kernel (DecodeTensorCore.cpp): its
+/// #kvgpu.prefill config (given, or chosen when the decode kernel cannot
+/// run the op), why it gets no kernel, and its lowering.
+mlir::FailureOr<kvgpu::PrefillConfigAttr>
+getTensorCoreDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
+                          std::string &whyNot);
+std::optional<std::string>
+whyNoTensorCoreDecode(kv::DecodeOp op, const target::TargetInfo &target,
+                      kvgpu::PrefillConfigAttr config);
+mlir::LogicalResult lowerDecodeOnTensorCores(kv::DecodeOp op,
+                                             kvgpu::PrefillConfigAttr config,
+                                             mlir::PatternRewriter &rewriter,
+                                             LoweringContext &context);
 
 std::optional<std::string> whyNoPrefillKernel(kv::PrefillOp op,
                                               const target::TargetInfo &target);

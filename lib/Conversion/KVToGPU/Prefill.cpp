@@ -13,6 +13,7 @@
 
 #include "kvir/Codegen/LaunchEmitter.h"
 #include "kvir/Codegen/QueryTiles.h"
+#include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -323,6 +324,132 @@ LogicalResult gpu_lowering::emitTensorCoreLaunches(
     return failure();
   context.recordPlan(planAttr);
   return emitLaunches(b, planAttr, bindings, context.getKernelModule());
+}
+
+LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(
+    ImplicitLocOpBuilder &b, LoweringContext &context, Operation *op,
+    const PrefillKernelSpec &spec,
+    ArrayRef<std::pair<StringRef, Value>> queries, kv::PagedOperands kv,
+    Value out, Value lse,
+    llvm::function_ref<std::string(const PrefillKernelSpec &)> symbol) {
+  const target::TargetInfo &target = context.getTarget();
+  auto build = [&](const PrefillKernelSpec &s) {
+    std::string name = symbol(s);
+    return context.getOrBuildKernel(name, [&](gpu::GPUModuleOp module) {
+      KernelFunc kf = KernelFunc::create(
+          module, name, prefillArgumentTypes(s),
+          {s.config.getNumThreads(), 1, 1}, prefillSharedLayout(s),
+          op->getLoc());
+      buildPrefillBody(kf, s);
+      return kf;
+    });
+  };
+  // CUDA graphs: fixed grids run the split kernel (which writes whole
+  // requests final) and the merge always, never the direct kernel.
+  int64_t fixedBatch = context.getGraphMaxBatch();
+  std::string directName = symbol(spec);
+  gpu::GPUFuncOp direct = fixedBatch ? nullptr : build(spec);
+  PrefillKernelSpec split = spec;
+  split.scheduled = true;
+  const int64_t dyn = ShapedType::kDynamic;
+  split.outType =
+      MemRefType::get({dyn, spec.qHeads, spec.headDimV}, b.getF32Type());
+  split.lseType = MemRefType::get({dyn, spec.qHeads}, b.getF32Type());
+  split.finalOutType = spec.outType;
+  split.finalLseType = spec.lseType;
+  gpu::GPUFuncOp splitKernel = build(split);
+  MergeKernelSpec merge;
+  merge.ragged = true;
+  merge.singleRowsFinal = true;
+  merge.inOutputType = split.outType;
+  merge.inLseType = split.lseType;
+  merge.outType = spec.outType;
+  merge.lseType = spec.lseType;
+  merge.inBase = kv::LseBase::two;
+  merge.outBase = spec.base;
+  merge.heads = spec.qHeads;
+  merge.headDimV = spec.headDimV;
+  gpu::GPUFuncOp mergeKernel = getMergeKernel(context, merge);
+
+  PlanBuilder plan(op->getContext(), op->getName().getStringRef(),
+                   directName);
+  using kvgpu::ArgRole;
+  // The queries' rows are the batch.
+  llvm::StringMap<Value> bindings{{"out", out}, {"lse", lse}};
+  SmallVector<StringRef> inputs;
+  for (auto [name, value] : queries) {
+    if (inputs.empty())
+      plan.addBuffer(name, ArgRole::input, cast<MemRefType>(value.getType()),
+                     {}, {"batch"});
+    else
+      plan.addBuffer(name, ArgRole::input, cast<MemRefType>(value.getType()),
+                     {plan.sym("batch")});
+    inputs.push_back(name);
+    bindings[name] = value;
+  }
+  SmallVector<StringRef> kvNames = addPagedKVArguments(plan, kv);
+  plan.addBuffer("out", ArgRole::output, spec.outType, {plan.sym("batch")});
+  plan.addBuffer("lse", ArgRole::output, spec.lseType, {plan.sym("batch")});
+  // Items of a chunk of keys each: as many as the chip runs blocks at once
+  // (a request's query tiles are blocks of one item), chunks of whole K/V
+  // tiles, at least 256 keys (as the prefill's partitions).
+  int64_t tilesPerRequest =
+      llvm::divideCeil(spec.qHeads, spec.config.getQTile());
+  int64_t resident = std::max<int64_t>(
+      1, target.residentBlocks(spec.config.getNumThreads(), 255,
+                               prefillSharedLayout(split).getBytes()));
+  // Each item is a block per query tile of its request and KV head.
+  int64_t blocksPerItem = tilesPerRequest * spec.kvHeads;
+  WorkSchedulePlan work;
+  work.targetItems =
+      std::max<int64_t>(1, target.smCount * resident / blocksPerItem);
+  work.granule = spec.config.getKvTile();
+  work.minChunk = std::max<int64_t>(256, spec.config.getKvTile());
+  work.maxPartitions = spec.config.getMaxPartitions();
+  work.blocksPerItem = blocksPerItem;
+  work.fixedBatch = fixedBatch;
+  kvgpu::SizeExprAttr gridBatch = addWorkSchedule(plan, work, target);
+  QueryTiles tiles(spec.group(), spec.config.getQTile());
+  plan.defineSize("num_tile_slots", tiles.numSlotsOneRowEach(plan.sym("batch")));
+  plan.setConfig(spec.config);
+  plan.addBuffer("partial_out", ArgRole::workspace, split.outType,
+                 {plan.sym("max_work")});
+  plan.addBuffer("partial_lse", ArgRole::workspace, split.lseType,
+                 {plan.sym("max_work")});
+  llvm::append_range(inputs, kvNames);
+  SmallVector<StringRef> directArgs(inputs), splitArgs(inputs);
+  directArgs.append({"out", "lse"});
+  splitArgs.append({"work_items", "partial_out", "partial_lse", "out", "lse"});
+  if (!fixedBatch)
+    plan.addKernel("direct", direct, kvgpu::LaunchCondition::unsplit,
+                   {plan.sym("num_tile_slots"), plan.cst(spec.kvHeads),
+                    plan.cst(1)},
+                   directArgs);
+  auto splitWhen = fixedBatch ? kvgpu::LaunchCondition::always
+                              : kvgpu::LaunchCondition::split;
+  plan.addKernel("split", splitKernel, splitWhen,
+                 {plan.sym(fixedBatch ? "max_work" : "num_work"),
+                  plan.cst(spec.kvHeads), plan.cst(tilesPerRequest)},
+                 splitArgs);
+  plan.addKernel("merge", mergeKernel, splitWhen,
+                 {gridBatch, plan.cst(spec.qHeads), plan.cst(1)},
+                 {"partial_out", "partial_lse", "merge_indptr", "out", "lse"});
+  kvgpu::LaunchPlanAttr planAttr = plan.build(op->getLoc());
+  if (!planAttr)
+    return failure();
+  context.recordPlan(planAttr);
+
+  bindings["kv_lengths"] = kv::emitLengthsBuffer(
+      b, memref::DimOp::create(b, queries.front().second, 0),
+      [&](ImplicitLocOpBuilder &ib, Value r) {
+        return kv::emitKvLen(ib, kv, r);
+      });
+  for (auto [name, v] : llvm::zip(kvNames, kv.flatten()))
+    bindings[name] = v;
+  if (failed(emitLaunches(b, planAttr, bindings, context.getKernelModule())))
+    return failure();
+  memref::DeallocOp::create(b, bindings["kv_lengths"]);
+  return success();
 }
 
 std::optional<std::string>

@@ -105,6 +105,23 @@ mlir::LogicalResult emitTensorCoreLaunches(
         addInputs,
     llvm::function_ref<std::string(const PrefillKernelSpec &)> symbol);
 
+/// The launches of a tensor-core attention op with one query row per
+/// request (kv.mla_decode without rows(), kv.decode on tensor cores):
+/// split-KV follows the lengths, as kv.decode's does: the plan's work
+/// schedule (kvir_schedule_work over the requests' kv lengths) cuts long
+/// requests into chunks of whole K/V tiles (at least 256 keys); the direct
+/// kernel runs when no request is cut, else the scheduled split kernel (one
+/// block per item and query tile of its request; whole requests written
+/// final) and the ragged merge. `queries` are the query buffers, in kernel
+/// argument order (the first one's rows are the batch); with fixed grids
+/// (graph-max-batch) the split kernel and the merge always run.
+mlir::LogicalResult emitOneRowTensorCoreLaunches(
+    mlir::ImplicitLocOpBuilder &b, LoweringContext &context,
+    mlir::Operation *op, const PrefillKernelSpec &spec,
+    llvm::ArrayRef<std::pair<llvm::StringRef, mlir::Value>> queries,
+    kv::PagedOperands kv, mlir::Value out, mlir::Value lse,
+    llvm::function_ref<std::string(const PrefillKernelSpec &)> symbol);
+
 } // namespace kvir::gpu_lowering
 
 #endif // KVIR_LIB_CONVERSION_KVTOGPU_PREFILLKERNEL_H

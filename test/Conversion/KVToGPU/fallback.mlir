@@ -2,12 +2,13 @@
 
 // With allow-host-loops (kvir-runner's choice, where device memory is host
 // memory), decodes convert-kv-to-gpu has no kernel for stay as they are, for
-// kv-to-loops (no-kernel.mlir has the errors the default reports): f32 or quantized KV, head_dim != head_dim_v, on-the-fly RoPE,
-// rows wider than a warp of 16-byte vectors (head_dim 512), pools whose head
-// dim is not contiguous enough (vLLM's V pool: one element per vector, 64
-// threads per row), blocks over 48 KB of static shared memory, and KV that
-// is not a kv.paged_view of the function. A module with nothing to lower
-// gets no gpu.module.
+// kv-to-loops (no-kernel.mlir has the errors the default reports): f32 or
+// quantized KV, on-the-fly RoPE, pools whose head dim is not contiguous
+// enough (vLLM's V pool: one element per vector, 64 threads per row),
+// blocks over 48 KB of static shared memory, and KV that is not a
+// kv.paged_view of the function. (head_dim != head_dim_v and head dim 512
+// run on the tensor-core kernel: decode-tensor-core.mlir.) A module with
+// nothing to lower gets no gpu.module.
 
 !f32cache = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64,
                       dtype = f32, layout = nhd, storage = combined, table = csr>
@@ -50,25 +51,6 @@ func.func @fp8_kv(%q: memref<?x8x64xf16>, %pool: memref<?x2x16x2x64xf8E4M3FN>,
 
 // -----
 
-!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 64,
-               dtype = f16, layout = nhd, storage = split, table = csr>
-!s = !kv.state<?x8x64xf16, base = e>
-// CHECK-LABEL: func.func @value_dim_differs
-// CHECK: kv.decode
-// CHECK-NOT: gpu.launch_func
-func.func @value_dim_differs(%q: memref<?x8x128xf16>, %k: memref<?x16x2x128xf16>,
-                             %v: memref<?x16x2x64xf16>,
-                             %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>,
-                             %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
-  %kv = kv.paged_view pools(%k, %v : memref<?x16x2x128xf16>, memref<?x16x2x64xf16>)
-      tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
-  %s = kv.decode %q, %kv : memref<?x8x128xf16>, !c -> !s
-  kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
-  return
-}
-
-// -----
-
 !c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64,
                dtype = f16, layout = nhd, storage = combined, table = csr>
 !s = !kv.state<?x8x64xf16, base = e>
@@ -83,25 +65,6 @@ func.func @rope(%q: memref<?x8x64xf16>, %pool: memref<?x2x16x2x64xf16>,
   %s = kv.decode %q, %kv {rope = #kv.rope<rotate_half, theta = 1.0e4, scale = 1.0>}
       : memref<?x8x64xf16>, !c -> !s
   kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
-  return
-}
-
-// -----
-
-// head_dim 512 in 8-element vectors needs 64 x-threads: more than a warp.
-!c = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 512, head_dim_v = 512,
-               dtype = f16, layout = nhd, storage = combined, table = csr>
-!s = !kv.state<?x4x512xf16, base = e>
-// CHECK-LABEL: func.func @head_dim_512
-// CHECK: kv.decode
-// CHECK-NOT: gpu.launch_func
-func.func @head_dim_512(%q: memref<?x4x512xf16>, %pool: memref<?x2x16x1x512xf16>,
-                        %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>,
-                        %o: memref<?x4x512xf16>, %l: memref<?x4xf32>) {
-  %kv = kv.paged_view pools(%pool : memref<?x2x16x1x512xf16>)
-      tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
-  %s = kv.decode %q, %kv : memref<?x4x512xf16>, !c -> !s
-  kv.store_state %s, %o, %l : !s, memref<?x4x512xf16>, memref<?x4xf32>
   return
 }
 
@@ -127,7 +90,8 @@ func.func @vllm(%q: memref<?x4x64xf16>, %k: memref<?x2x8x16x8xf16>,
 
 // -----
 
-// Group 64 at head_dim 256: 32 x 64 threads, over 1024 per block.
+// Group 64 at head_dim 256 with a decode config: 32 x 64 threads, over
+// 1024 per block. (Chosen by kv-tile, it would run on tensor cores.)
 !c = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 256, head_dim_v = 256,
                dtype = bf16, layout = hnd, storage = combined, table = csr>
 !s = !kv.state<?x64x256xbf16, base = e>
@@ -139,7 +103,7 @@ func.func @too_many_threads(%q: memref<?x64x256xbf16>, %pool: memref<?x2x1x16x25
                             %o: memref<?x64x256xbf16>, %l: memref<?x64xf32>) {
   %kv = kv.paged_view pools(%pool : memref<?x2x1x16x256xbf16>)
       tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
-  %s = kv.decode %q, %kv : memref<?x64x256xbf16>, !c -> !s
+  %s = kv.decode %q, %kv {kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 32, threads_z = 1, tile_tokens = 16, stages = 3, max_partitions = 32>} : memref<?x64x256xbf16>, !c -> !s
   kv.store_state %s, %o, %l : !s, memref<?x64x256xbf16>, memref<?x64xf32>
   return
 }

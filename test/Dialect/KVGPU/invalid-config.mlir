@@ -118,7 +118,7 @@ func.func private @many_partitions() attributes {c = #kvgpu.prefill<q_tile = 64,
 
 // -----
 
-// expected-error @below {{has a #kvgpu.prefill config, which only kv.prefill and kv.mla_decode take}}
+// expected-error @below {{has a #kvgpu.prefill config, which only kv.prefill, kv.mla_decode and kv.decode (on tensor cores) take}}
 func.func private @prefill_config_on_wrong_op() attributes {kvgpu.config = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 2, q_in_registers = true, max_partitions = 16>}
 
 // -----

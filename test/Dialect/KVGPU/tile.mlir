@@ -61,12 +61,15 @@ func.func @vllm_scalar(%q: memref<?x1x32xf16>, %k: memref<?x1x4x16x8xf16>, %v: m
 
 // -----
 
-// No configuration fits head_dim 512 in 16-byte vectors (64 lanes, more than
-// a warp), nor the vLLM V layout at head_dim 128 (128 scalar lanes): the op
-// keeps none, and convert-kv-to-gpu reports why (test/Conversion/KVToGPU).
+// No decode configuration fits head_dim 512 in 16-byte vectors (64 lanes,
+// more than a warp): the op runs on the tensor-core kernel, a 16-row tile
+// of its heads whose 4 warps split the value columns. The vLLM V layout at
+// head_dim 128 (128 scalar lanes) fits neither: the op keeps no config, and
+// convert-kv-to-gpu reports why (test/Conversion/KVToGPU).
 !w = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = combined, table = csr>
 !v = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 128, head_dim_v = 128, dtype = f16, layout = vllm, storage = split, table = block_table>
 // CHECK-LABEL: func @no_config
+// CHECK: kv.decode {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 16, kv_tile = 16, warps = 4, stages = 2, q_in_registers = false, max_partitions = 32, value_warps = 4>
 // CHECK-NOT: kvgpu.config
 // CHECK: return
 func.func @no_config(%q: memref<?x1x512xf16>, %pool: memref<?x2x16x1x512xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>,

@@ -137,9 +137,12 @@ LogicalResult KVGPUDialect::verifyOperationAttribute(Operation *op,
         headDimV = prefill.getType().getHeadDimV();
       else if (auto mla = dyn_cast<kvir::kv::MlaDecodeOp>(op))
         headDimV = mla.getType().getHeadDimV();
+      else if (auto decode = dyn_cast<kvir::kv::DecodeOp>(op))
+        headDimV = decode.getType().getHeadDimV();
       else
-        return op->emitOpError() << "has a #kvgpu.prefill config, which only "
-                                 << "kv.prefill and kv.mla_decode take";
+        return op->emitOpError()
+               << "has a #kvgpu.prefill config, which only kv.prefill, "
+               << "kv.mla_decode and kv.decode (on tensor cores) take";
       if (config.getValueWarps() > 1 &&
           headDimV % (64 * config.getValueWarps()))
         return op->emitOpError()

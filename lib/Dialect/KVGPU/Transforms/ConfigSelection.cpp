@@ -208,6 +208,71 @@ kvgpu::getOrChoosePrefillConfig(kv::PrefillOp op,
   return choosePrefillConfig(op, target, whyNot);
 }
 
+bool kvgpu::decodeNeedsTensorCores(kv::DecodeOp op,
+                                   const target::TargetInfo &target) {
+  auto paged = cast<kv::PagedType>(op.getKv().getType());
+  if (paged.getHeadDim() != paged.getHeadDimV())
+    return true;
+  std::string whyNot;
+  FailureOr<DecodeConfigAttr> config = chooseDecodeConfig(op, target, whyNot);
+  if (failed(config))
+    return true;
+  // A GQA group so large that the decode block would pass 1024 threads.
+  int64_t qHeads = cast<MemRefType>(op.getQ().getType()).getDimSize(1);
+  int64_t group = qHeads / paged.getKvHeads();
+  return config->getThreadsX() * group * config->getThreadsZ() >
+         target::TargetInfo::kMaxThreadsPerBlock;
+}
+
+FailureOr<PrefillConfigAttr>
+kvgpu::chooseTensorCoreDecodeConfig(kv::DecodeOp op,
+                                    const target::TargetInfo &target,
+                                    std::string &whyNot) {
+  auto paged = cast<kv::PagedType>(op.getKv().getType());
+  auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
+  if (!view || view.getVectorWidth() *
+                       paged.getStorageElementType().getIntOrFloatBitWidth() <
+                   128) {
+    whyNot = "the head dim of the pool layout is not contiguous in 16-byte "
+             "chunks (the tensor-core kernel copies K/V rows with 16-byte "
+             "cp.async)";
+    return failure();
+  }
+  int64_t headDim = paged.getHeadDim(), headDimV = paged.getHeadDimV();
+  if (headDim % 16 || headDimV % 16 || std::max(headDim, headDimV) > 1024 ||
+      (headDimV > 256 && headDimV % 128)) {
+    whyNot = "no tensor-core decode configuration for head dims " +
+             std::to_string(headDim) + " / " + std::to_string(headDimV) +
+             " (multiples of 16, at most 1024; value dims over 256 "
+             "multiples of 128)";
+    return failure();
+  }
+  // A query tile holds the GQA group's heads of one request (up to 64);
+  // the warps of each 16 rows split the value columns in slices of at most
+  // 128 (64 accumulator registers per lane); Q is reloaded per K tile.
+  int64_t qHeads = cast<MemRefType>(op.getQ().getType()).getDimSize(1);
+  int64_t group = qHeads / paged.getKvHeads();
+  int64_t qTile = std::min<int64_t>(64, llvm::alignTo(group, 16));
+  int64_t valueWarps = llvm::divideCeil(headDimV, 128);
+  if (headDimV % (64 * valueWarps))
+    valueWarps = 1;
+  int64_t kvTile = std::max(headDim, headDimV) > 256 ? 16 : 32;
+  FailureOr<PrefillConfigAttr> config;
+  for (; qTile >= 16; qTile /= 2) {
+    config = getCheckedQuietly<PrefillConfigAttr>(
+        whyNot, op.getContext(), qTile, kvTile, valueWarps * (qTile / 16),
+        int64_t(2), /*q_in_registers=*/false, /*max_partitions=*/int64_t(32),
+        valueWarps);
+    if (failed(config))
+      return config;
+    TileShape shape{headDim, headDimV, 0, paged.getDtype(),
+                    op.getType().getElementType(), false};
+    if (sharedBytesBound(*config, shape) <= target.maxSharedBytesPerBlock)
+      break;
+  }
+  return config;
+}
+
 FailureOr<PrefillConfigAttr>
 kvgpu::chooseMlaConfig(kv::MlaDecodeOp op, const target::TargetInfo &target,
                        std::string &whyNot) {
@@ -264,8 +329,12 @@ kvgpu::getOrChooseMlaConfig(kv::MlaDecodeOp op,
 FailureOr<Attribute> kvgpu::chooseConfig(Operation *op,
                                          const target::TargetInfo &target,
                                          std::string &whyNot) {
-  if (auto decode = dyn_cast<kv::DecodeOp>(op))
+  if (auto decode = dyn_cast<kv::DecodeOp>(op)) {
+    if (decodeNeedsTensorCores(decode, target))
+      return FailureOr<Attribute>(
+          chooseTensorCoreDecodeConfig(decode, target, whyNot));
     return FailureOr<Attribute>(chooseDecodeConfig(decode, target, whyNot));
+  }
   if (auto prefill = dyn_cast<kv::PrefillOp>(op))
     return FailureOr<Attribute>(choosePrefillConfig(prefill, target, whyNot));
   if (auto mla = dyn_cast<kv::MlaDecodeOp>(op))

@@ -27,6 +27,18 @@ mlir::FailureOr<DecodeConfigAttr>
 getOrChooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
                         std::string &whyNot);
 
+/// Whether `op` runs on the tensor-core kernel (one query row per request,
+/// the group's heads packed into rows) instead of the decode kernel: when
+/// head_dim != head_dim_v, or no decode configuration fits (a head-dim row
+/// wider than a warp of vectors, head dim 512), or its block would pass
+/// 1024 threads (GQA groups of 64 at head dim 256).
+bool decodeNeedsTensorCores(kv::DecodeOp op, const target::TargetInfo &target);
+
+/// The tensor-core configuration (#kvgpu.prefill) of a kv.decode.
+mlir::FailureOr<PrefillConfigAttr>
+chooseTensorCoreDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
+                             std::string &whyNot);
+
 /// The prefill configuration for `op` on `target`, or failure with the
 /// reason in `whyNot`.
 mlir::FailureOr<PrefillConfigAttr>

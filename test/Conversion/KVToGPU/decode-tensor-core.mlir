@@ -1,0 +1,25 @@
+// RUN: kvir-opt %S/Inputs/decode-tensor-core.mlir --convert-kv-to-gpu=chip=sm_90a | FileCheck %s
+
+// Decodes the decode kernel cannot run get the tensor-core kernel with one
+// query row per request: a query tile of the GQA group's heads of one
+// request (grid: requests x KV heads), value columns split over warps past
+// 128, and the work schedule's split over the lengths.
+
+// CHECK: #kvgpu.plan<"kv.decode", "[[DV:decode_tc_nhd_split_csr_p16_h8x2_d192x128_bf16_bf16_[0-9a-f]+]]"
+// CHECK-SAME: schedule = <lengths = "kv_lengths"
+// CHECK-SAME: config = #kvgpu.prefill<q_tile = 16, kv_tile = 32, warps = 1, stages = 2, q_in_registers = false, max_partitions = 32>
+// CHECK-SAME: kernels = [<"direct", @kv_kernels::@[[DV]], unsplit, grid = [<num_tile_slots>, <2>, <1>], block = [32, 1, 1]
+// CHECK-SAME: <"split", @kv_kernels::@decode_tc_nhd_split_csr_p16_h8x2_d192x128_bf16_f32_split_{{[0-9a-f]+}}, split, grid = [<num_work>, <2>, <1>]
+// CHECK-SAME: <"merge", @kv_kernels::@merge_rows_h8_d128_bf16_base_e_
+// CHECK: #kvgpu.plan<"kv.decode", "[[W:decode_tc_nhd_combined_csr_p16_h4x1_d512x512_f16_f16_[0-9a-f]+]]"
+// CHECK-SAME: config = #kvgpu.prefill<q_tile = 16, kv_tile = 16, warps = 4, stages = 2, q_in_registers = false, max_partitions = 32, value_warps = 4>
+// CHECK: #kvgpu.plan<"kv.decode", "[[G:decode_tc_hnd_combined_block_table_p16_h64x1_d256x256_bf16_f32_[0-9a-f]+]]"
+// CHECK-SAME: config = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 8, stages = 2, q_in_registers = false, max_partitions = 32, value_warps = 2>
+
+// CHECK-LABEL: func.func @value_dim_differs
+// CHECK-NOT: kv.decode
+// CHECK: gpu.launch_func @kv_kernels::@[[DV]]
+// CHECK-LABEL: func.func @head_dim_512
+// CHECK: gpu.launch_func @kv_kernels::@[[W]]
+// CHECK-LABEL: func.func @group_64
+// CHECK: gpu.launch_func @kv_kernels::@[[G]]

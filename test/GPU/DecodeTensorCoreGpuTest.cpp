@@ -1,0 +1,147 @@
+//===- DecodeTensorCoreGpuTest.cpp - kv.decode on the tensor-core kernel --===//
+//
+// Decodes the CUDA-core decode kernel cannot run (head_dim != head_dim_v,
+// head dim 512, GQA groups of 64 at head dim 256) run on the prefill
+// kernel with one query row per request (DecodeTensorCore.cpp). Each case
+// runs a small batch with a long request (which the work schedule cuts:
+// split kernel + ragged merge) and a larger batch of short ones (direct
+// kernel) in the emulator with NaN-poisoned outputs, against the float64
+// reference; any emulator report fails it.
+//
+//===----------------------------------------------------------------------===//
+#include "GpuHarness.h"
+
+#include "TestUtil.h"
+
+using namespace kvir::test;
+using namespace kvir::test::gpu;
+
+namespace {
+
+struct TensorCoreDecodeCase {
+  std::string name;
+  CacheSpec spec;
+  int64_t qHeads = 8;
+  ref::AttentionParams params;
+  std::string chip = "sm_90a";
+  int64_t graphMaxBatch = 0;
+  uint64_t seed = 1;
+};
+
+std::ostream &operator<<(std::ostream &os, const TensorCoreDecodeCase &c) {
+  return os << c.name;
+}
+
+void runCase(const TensorCoreDecodeCase &c) {
+  Rng rng(c.seed);
+  SCOPED_TRACE(describe(c.spec) + " q_heads " + std::to_string(c.qHeads) +
+               " chip " + c.chip);
+  // A long request the schedule cuts among short ones; then more requests
+  // than the chip has SMs, none cut.
+  std::vector<std::vector<int64_t>> batches{
+      {1500, 0, 1, 37, 64, 65},
+      randomLengths(rng, c.graphMaxBatch ? c.graphMaxBatch : 140, 70)};
+  for (const std::vector<int64_t> &kvLens : batches) {
+    int64_t batch = kvLens.size();
+    SCOPED_TRACE("batch of " + std::to_string(batch));
+    PagedCache cache = makeCache(c.spec, kvLens, rng);
+    Tensor q =
+        randomTensor(rng, c.spec.dtype, {batch, c.qHeads, c.spec.headDim}, 2.0);
+    StateBuffers out =
+        makeStateBuffers(batch, c.qHeads, c.spec.headDimV, c.spec.dtype);
+    KernelSource src;
+    std::string kvType;
+    std::string kv = emitPagedView(src, cache, "kv", kvType);
+    std::string qs = src.addMemref("q", q);
+    std::string stateType = stateTypeText(c.qHeads, c.spec.headDimV,
+                                          c.spec.dtype, c.params.base);
+    src.addLine("%s = kv.decode " + qs + ", " + kv + " " +
+                attentionAttrs(c.params, /*withCausal=*/false) + " : " +
+                src.typeOf(qs) + ", " + kvType + " -> " + stateType);
+    emitStore(src, "%s", stateType, out);
+    RunResult result;
+    ASSERT_TRUE(runGpu(src, {out.o, out.lse}, c.chip, {"kv.decode"}, result,
+                       c.graphMaxBatch));
+    EXPECT_TRUE(noReports(result));
+    std::vector<std::string> names = result.kernelNames();
+    ASSERT_FALSE(names.empty());
+    EXPECT_EQ(names.front().rfind("decode_tc_", 0), 0u)
+        << result.describeLaunches();
+    std::optional<int64_t> items = result.scheduledItems("kv.decode", kvLens);
+    ASSERT_TRUE(items.has_value()) << "no kv.decode work schedule";
+    // The long request is cut; the many short ones are not (fixed grids
+    // always launch the split kernel and the merge).
+    // (Kernel names end in "_split_<hash>"; "split" storage appears
+    // earlier.)
+    std::string stem = names.front().substr(0, names.front().rfind('_'));
+    bool split = llvm::StringRef(stem).ends_with("_split");
+    EXPECT_EQ(split, c.graphMaxBatch || *items > batch)
+        << result.describeLaunches();
+    if (batch < 10 && !c.graphMaxBatch)
+      EXPECT_GT(*items, batch);
+    EXPECT_EQ(int64_t(result.launches.front().grid.y), c.spec.kvHeads);
+    ref::State expected = ref::decode(q, ref::PagedSource(cache),
+                                      asKernelSees(c.params));
+    EXPECT_TRUE(check(compareGpuState(out, expected, c.spec.dtype)));
+  }
+}
+
+std::vector<TensorCoreDecodeCase> cases() {
+  std::vector<TensorCoreDecodeCase> all;
+  auto add = [&](std::string name, CacheSpec spec, int64_t qHeads,
+                 std::string chip, uint64_t seed) {
+    TensorCoreDecodeCase c;
+    c.name = std::move(name);
+    c.spec = spec;
+    c.qHeads = qHeads;
+    c.chip = std::move(chip);
+    c.seed = seed;
+    all.push_back(c);
+    return &all.back();
+  };
+  {
+    CacheSpec spec = makeSpec(16, 2, 128, DType::F16, Layout::NHD,
+                              Storage::Split, Table::CSR);
+    spec.headDimV = 64;
+    add("D128Dv64NhdSplitCsrG4F16", spec, 8, "sm_90a", 9301);
+  }
+  {
+    CacheSpec spec = makeSpec(16, 1, 192, DType::BF16, Layout::HND,
+                              Storage::Split, Table::BlockTable);
+    spec.headDimV = 128;
+    TensorCoreDecodeCase *c =
+        add("D192Dv128HndBlockTableG8WindowBF16Sm80", spec, 8, "sm_80", 9302);
+    c->params.windowLeft = 300;
+    c->params.base = Base::Two;
+  }
+  {
+    TensorCoreDecodeCase *c =
+        add("D512NhdCombinedCsrG4SoftCapF16",
+            makeSpec(16, 1, 512, DType::F16), 4, "sm_90a", 9303);
+    c->params.softCap = 20.0;
+  }
+  add("Group64D256HndCombinedCsrBF16",
+      makeSpec(16, 1, 256, DType::BF16, Layout::HND), 64, "sm_90a", 9304);
+  {
+    CacheSpec spec = makeSpec(8, 2, 128, DType::F16, Layout::NHD,
+                              Storage::Split, Table::TokenTable);
+    spec.headDimV = 256;
+    TensorCoreDecodeCase *c =
+        add("D128Dv256TokenTableFixedGridF16", spec, 4, "sm_90a", 9305);
+    c->graphMaxBatch = 8;
+  }
+  return all;
+}
+
+class GpuTensorCoreDecode
+    : public ::testing::TestWithParam<TensorCoreDecodeCase> {};
+
+TEST_P(GpuTensorCoreDecode, MatchesReference) { runCase(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(
+    Matrix, GpuTensorCoreDecode, ::testing::ValuesIn(cases()),
+    [](const ::testing::TestParamInfo<TensorCoreDecodeCase> &info) {
+      return info.param.name;
+    });
+
+} // namespace
