@@ -61,11 +61,8 @@ describeTensorCoreDecode(kv::DecodeOp op, const target::TargetInfo &target,
     spec.softCap = cap->convertToDouble();
   spec.base = state.getBase();
   spec.config = config;
-  int64_t shared = prefillSharedLayout(spec).getBytes();
-  if (shared > target.maxSharedBytesPerBlock) {
-    whyNot = std::to_string(shared) + " bytes of shared memory, over the " +
-             std::to_string(target.maxSharedBytesPerBlock) + " a block of " +
-             target.chip.str() + " may use";
+  if (std::optional<std::string> why = whyNotPrefillSpec(spec, target)) {
+    whyNot = *why;
     return failure();
   }
   return spec;

@@ -179,6 +179,24 @@ SmallVector<Value> emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
 
 } // namespace
 
+std::optional<std::string>
+gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
+                                const target::TargetInfo &target) {
+  if (s.headDim % 16 || s.headDimV % 16 || s.peDim % 16 ||
+      s.valueSlice() % 16)
+    return "head dims " + std::to_string(s.headDim) + " / " +
+           std::to_string(s.headDimV) +
+           (s.peDim ? " + " + std::to_string(s.peDim) : std::string()) +
+           " split over " + std::to_string(s.config.getValueWarps()) +
+           " value warps are not whole mma tiles of 16";
+  int64_t shared = prefillSharedLayout(s).getBytes();
+  if (shared > target.maxSharedBytesPerBlock)
+    return std::to_string(shared) + " bytes of shared memory, over the " +
+           std::to_string(target.maxSharedBytesPerBlock) + " a block of " +
+           target.chip.str() + " may use";
+  return std::nullopt;
+}
+
 codegen::SharedMemoryLayout
 gpu_lowering::prefillSharedLayout(const PrefillKernelSpec &spec) {
   SharedMemoryLayout layout;

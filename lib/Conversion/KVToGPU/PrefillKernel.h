@@ -70,6 +70,12 @@ struct PrefillKernelSpec {
   bool outputReusesQueryTile() const;
 };
 
+/// Why the kernel cannot be built for `spec` (its dims are not whole mma
+/// tiles, or its shared memory is over what a block of `target` may use),
+/// or nullopt. Configs given by hand reach this unchecked.
+std::optional<std::string> whyNotPrefillSpec(const PrefillKernelSpec &spec,
+                                             const target::TargetInfo &target);
+
 /// The kernel's shared buffers, in KernelFunc::getShared order.
 codegen::SharedMemoryLayout prefillSharedLayout(const PrefillKernelSpec &spec);
 

@@ -370,3 +370,30 @@ func.func @mla_dynamic_slices(%qn: memref<?x16x512xbf16>, %qp: memref<?x16x64xbf
   kv.store_state %s, %o, %l : !s, memref<?x16x512xbf16>, memref<?x16xf32>
   return
 }
+
+// -----
+
+// A configuration given by hand for head dims that are not whole mma tiles.
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 72, head_dim_v = 72, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x72xf16, base = 2>
+func.func @prefill_config_d72(%q: memref<?x8x72xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x72xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x72xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x72xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: head dims 72 / 72 split over 1 value warps are not whole mma tiles of 16}}
+  %s = kv.prefill %q, %qo, %kv {kvgpu.config = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 4, stages = 2, q_in_registers = false, max_partitions = 16>} : memref<?x8x72xf16>, memref<?xi32>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x72xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+// A decode given a tensor-core configuration for head dims that are not
+// whole mma tiles.
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 72, head_dim_v = 72, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x72xf16, base = 2>
+func.func @decode_tensor_core_d72(%q: memref<?x8x72xf16>, %pool: memref<?x2x16x2x72xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x72xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x72xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.decode' op has no GPU kernel: on tensor cores (head dim 72): head dims 72 / 72 split over 1 value warps are not whole mma tiles of 16}}
+  %s = kv.decode %q, %kv {kvgpu.config = #kvgpu.prefill<q_tile = 16, kv_tile = 32, warps = 1, stages = 2, q_in_registers = false, max_partitions = 16>} : memref<?x8x72xf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x72xf16>, memref<?x8xf32>
+  return
+}
