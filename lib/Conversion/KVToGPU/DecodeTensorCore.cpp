@@ -29,30 +29,16 @@ FailureOr<PrefillKernelSpec>
 describeTensorCoreDecode(kv::DecodeOp op, const target::TargetInfo &target,
                          kvgpu::PrefillConfigAttr config, MemRefType outType,
                          MemRefType lseType, std::string &whyNot) {
-  auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
   PrefillKernelSpec spec;
-  spec.paged = view.getType();
-  for (Value v : kv::PagedOperands::fromView(view).flatten())
-    spec.kvTypes.push_back(v.getType());
-  spec.kvHeads = spec.paged.getKvHeads();
-  spec.headDim = spec.paged.getHeadDim();
-  spec.headDimV = spec.paged.getHeadDimV();
-  spec.kvElementType = spec.paged.getDtype();
+  describePagedKV(op.getKv().getDefiningOp<kv::PagedViewOp>(), spec);
   spec.qType = cast<MemRefType>(op.getQ().getType());
   kv::StateType state = op.getType();
-  spec.outType = outType ? outType
-                         : MemRefType::get(state.getOutputShape(),
-                                           state.getElementType());
-  spec.lseType =
-      lseType ? lseType
-              : MemRefType::get(state.getLseShape(),
-                                Float32Type::get(op.getContext()));
-  for (auto [what, type] : {std::pair<StringRef, MemRefType>{"q", spec.qType},
-                            {"output", spec.outType}})
-    if (std::optional<std::string> why = whyNot16ByteRows(what, type)) {
-      whyNot = *why;
-      return failure();
-    }
+  if (std::optional<std::string> why = whyNot16ByteRows("q", spec.qType)) {
+    whyNot = *why;
+    return failure();
+  }
+  if (failed(describeStateBuffers(state, outType, lseType, spec, whyNot)))
+    return failure();
   spec.qHeads = spec.qType.getDimSize(1);
   spec.windowLeft = op.getWindowLeft();
   spec.smScale = op.getSmScale() ? op.getSmScale()->convertToDouble()
@@ -78,20 +64,8 @@ std::string kernelSymbol(kv::DecodeOp op, const PrefillKernelSpec &s,
       std::to_string(kv.getPageSize()) + "_h" + std::to_string(s.qHeads) +
       "x" + std::to_string(s.kvHeads) + "_d" + std::to_string(s.headDim) +
       "x" + std::to_string(s.headDimV) + "_" + typeName(s.kvElementType) +
-      "_" + typeName(s.outType.getElementType()) +
-      (s.scheduled ? "_split" : "");
-  KernelIdentity id(stem);
-  id.add(op.getOperation())
-      .add(s.outType)
-      .add(s.lseType)
-      .add(s.config)
-      .add(s.scheduled ? "scheduled partial states" : "final state")
-      .add(target.chip);
-  for (Type t : s.kvTypes)
-    id.add(t);
-  if (s.scheduled)
-    id.add(s.finalOutType).add(s.finalLseType);
-  return id.getSymbol();
+      "_" + typeName(s.outType.getElementType());
+  return tensorCoreKernelSymbol(stem, op, s, target);
 }
 
 } // namespace

@@ -45,33 +45,15 @@ FailureOr<PrefillKernelSpec> describeMla(kv::MlaDecodeOp op,
                                          MemRefType outType,
                                          MemRefType lseType,
                                          std::string &whyNot) {
-  auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
   PrefillKernelSpec spec;
-  spec.paged = view.getType();
-  for (Value v : kv::PagedOperands::fromView(view).flatten())
-    spec.kvTypes.push_back(v.getType());
-  spec.kvHeads = 1;
-  spec.headDim = spec.paged.getHeadDim();
-  spec.headDimV = spec.headDim;
-  spec.peDim = spec.paged.getPeDim();
-  spec.kvElementType = spec.paged.getDtype();
+  describePagedKV(op.getKv().getDefiningOp<kv::PagedViewOp>(), spec);
   spec.qType = cast<MemRefType>(op.getQNope().getType());
   spec.qPeType = cast<MemRefType>(op.getQPe().getType());
   if (Value qo = op.getQoIndptr())
     spec.qoIndptrType = cast<MemRefType>(qo.getType());
   kv::StateType state = op.getType();
-  spec.outType = outType ? outType
-                         : MemRefType::get(state.getOutputShape(),
-                                           state.getElementType());
-  spec.lseType =
-      lseType ? lseType
-              : MemRefType::get(state.getLseShape(),
-                                Float32Type::get(op.getContext()));
-  if (std::optional<std::string> why =
-          whyNot16ByteRows("output", spec.outType)) {
-    whyNot = *why;
+  if (failed(describeStateBuffers(state, outType, lseType, spec, whyNot)))
     return failure();
-  }
   spec.qHeads = spec.qType.getDimSize(1);
   spec.causal = op.getCausal();
   // Scores take both parts: the default scale is 1 / sqrt(D + pe).
@@ -99,22 +81,8 @@ std::string mlaKernelSymbol(kv::MlaDecodeOp op, const PrefillKernelSpec &s,
       "_d" + std::to_string(s.headDim) + "_pe" + std::to_string(s.peDim) +
       "_" + typeName(s.kvElementType) + "_" +
       typeName(s.outType.getElementType()) +
-      (s.oneRowPerRequest() ? "" : "_rows") + (s.causal ? "_causal" : "") +
-      (s.partitioned || s.scheduled ? "_split" : "");
-  KernelIdentity id(stem);
-  id.add(op.getOperation())
-      .add(s.outType)
-      .add(s.lseType)
-      .add(s.config)
-      .add(s.partitioned   ? "partial states"
-           : s.scheduled ? "scheduled partial states"
-                         : "final state")
-      .add(target.chip);
-  for (Type t : s.kvTypes)
-    id.add(t);
-  if (s.scheduled)
-    id.add(s.finalOutType).add(s.finalLseType);
-  return id.getSymbol();
+      (s.oneRowPerRequest() ? "" : "_rows") + (s.causal ? "_causal" : "");
+  return tensorCoreKernelSymbol(stem, op, s, target);
 }
 
 struct MlaDecodeLowering : OpRewritePattern<kv::MlaDecodeOp> {

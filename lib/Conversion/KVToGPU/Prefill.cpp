@@ -31,13 +31,7 @@ namespace {
 /// Fills the KV part of a spec from the op's view.
 void describeKV(kv::PrefillOp op, PrefillKernelSpec &spec) {
   if (auto view = op.getKv().getDefiningOp<kv::PagedViewOp>()) {
-    spec.paged = view.getType();
-    for (Value v : kv::PagedOperands::fromView(view).flatten())
-      spec.kvTypes.push_back(v.getType());
-    spec.kvHeads = spec.paged.getKvHeads();
-    spec.headDim = spec.paged.getHeadDim();
-    spec.headDimV = spec.paged.getHeadDimV();
-    spec.kvElementType = spec.paged.getDtype();
+    describePagedKV(view, spec);
     return;
   }
   auto view = op.getKv().getDefiningOp<kv::RaggedViewOp>();
@@ -64,17 +58,8 @@ FailureOr<PrefillKernelSpec> describePrefill(kv::PrefillOp op,
   if (Value mask = op.getMask())
     spec.maskType = cast<MemRefType>(mask.getType());
   kv::StateType state = op.getType();
-  spec.outType = outType ? outType
-                         : MemRefType::get(state.getOutputShape(),
-                                           state.getElementType());
-  spec.lseType =
-      lseType ? lseType
-              : MemRefType::get(state.getLseShape(),
-                                Float32Type::get(op.getContext()));
-  if (std::optional<std::string> why = whyNot16ByteRows("output", spec.outType)) {
-    whyNot = *why;
+  if (failed(describeStateBuffers(state, outType, lseType, spec, whyNot)))
     return failure();
-  }
   spec.qHeads = spec.qType.getDimSize(1);
   spec.causal = op.getCausal();
   spec.windowLeft = op.getWindowLeft();
@@ -108,17 +93,8 @@ std::string prefillKernelSymbol(kv::PrefillOp op, const PrefillKernelSpec &s,
       "prefill_" + kvPart + "_h" + std::to_string(s.qHeads) + "x" +
       std::to_string(s.kvHeads) + "_d" + std::to_string(s.headDim) + "_" +
       typeName(s.kvElementType) + "_" + typeName(s.outType.getElementType()) +
-      (s.causal ? "_causal" : "") + (s.partitioned ? "_split" : "");
-  KernelIdentity id(stem);
-  id.add(op.getOperation())
-      .add(s.outType)
-      .add(s.lseType)
-      .add(s.config)
-      .add(s.partitioned ? "partial states" : "final state")
-      .add(target.chip);
-  for (Type t : s.kvTypes)
-    id.add(t);
-  return id.getSymbol();
+      (s.causal ? "_causal" : "");
+  return tensorCoreKernelSymbol(stem, op, s, target);
 }
 
 struct PrefillLowering : OpRewritePattern<kv::PrefillOp> {
@@ -191,6 +167,60 @@ struct PrefillLowering : OpRewritePattern<kv::PrefillOp> {
 };
 
 } // namespace
+
+void gpu_lowering::describePagedKV(kv::PagedViewOp view,
+                                   PrefillKernelSpec &spec) {
+  spec.paged = view.getType();
+  for (Value v : kv::PagedOperands::fromView(view).flatten())
+    spec.kvTypes.push_back(v.getType());
+  spec.kvHeads = spec.paged.getKvHeads();
+  spec.headDim = spec.paged.getHeadDim();
+  spec.headDimV = spec.paged.getHeadDimV();
+  spec.kvElementType = spec.paged.getDtype();
+  if (spec.paged.isMla()) {
+    spec.headDimV = spec.headDim;
+    spec.peDim = spec.paged.getPeDim();
+  }
+}
+
+LogicalResult gpu_lowering::describeStateBuffers(kv::StateType state,
+                                                 MemRefType outType,
+                                                 MemRefType lseType,
+                                                 PrefillKernelSpec &spec,
+                                                 std::string &whyNot) {
+  spec.outType = outType ? outType
+                         : MemRefType::get(state.getOutputShape(),
+                                           state.getElementType());
+  spec.lseType = lseType ? lseType
+                         : MemRefType::get(state.getLseShape(),
+                                           Float32Type::get(state.getContext()));
+  if (std::optional<std::string> why =
+          whyNot16ByteRows("output", spec.outType)) {
+    whyNot = *why;
+    return failure();
+  }
+  return success();
+}
+
+std::string gpu_lowering::tensorCoreKernelSymbol(StringRef stem, Operation *op,
+                                                 const PrefillKernelSpec &s,
+                                                 const target::TargetInfo &target) {
+  bool partial = s.partitioned || s.scheduled;
+  KernelIdentity id((stem + (partial ? "_split" : "")).str());
+  id.add(op)
+      .add(s.outType)
+      .add(s.lseType)
+      .add(s.config)
+      .add(s.partitioned   ? "partial states"
+           : s.scheduled ? "scheduled partial states"
+                         : "final state")
+      .add(target.chip);
+  for (Type t : s.kvTypes)
+    id.add(t);
+  if (s.scheduled)
+    id.add(s.finalOutType).add(s.finalLseType);
+  return id.getSymbol();
+}
 
 std::optional<std::string> gpu_lowering::whyNot16ByteRows(StringRef what,
                                                          MemRefType type) {

@@ -70,6 +70,26 @@ struct PrefillKernelSpec {
   bool outputReusesQueryTile() const;
 };
 
+/// Fills `spec`'s paged KV from `view`: its operand types, heads, head
+/// dims and element type (MLA: one KV head, ckv as V, kpe's width).
+void describePagedKV(kv::PagedViewOp view, PrefillKernelSpec &spec);
+
+/// Sets the buffers the direct kernel writes: `outType` / `lseType`, or the
+/// state's own buffer types when null; fails (with the reason) when the
+/// output's rows are not 16-byte aligned.
+mlir::LogicalResult describeStateBuffers(kv::StateType state,
+                                         mlir::MemRefType outType,
+                                         mlir::MemRefType lseType,
+                                         PrefillKernelSpec &spec,
+                                         std::string &whyNot);
+
+/// A kernel's symbol: `stem` (with "_split" for partial states) and the
+/// hash of everything that changes its code (the op, the spec's buffers,
+/// config and role, the chip).
+std::string tensorCoreKernelSymbol(llvm::StringRef stem, mlir::Operation *op,
+                                   const PrefillKernelSpec &spec,
+                                   const target::TargetInfo &target);
+
 /// Why the kernel cannot be built for `spec` (its dims are not whole mma
 /// tiles, or its shared memory is over what a block of `target` may use),
 /// or nullopt. Configs given by hand reach this unchecked.
