@@ -260,6 +260,42 @@ std::optional<std::string> gpu_lowering::whyNot16ByteRows(StringRef what,
   return std::nullopt;
 }
 
+/// The tensor-core kernel of `spec` named `name`, built once per module.
+static gpu::GPUFuncOp buildTensorCoreKernel(LoweringContext &context,
+                                            Operation *op,
+                                            const PrefillKernelSpec &spec,
+                                            StringRef name) {
+  return context.getOrBuildKernel(name, [&](gpu::GPUModuleOp module) {
+    KernelFunc kf = KernelFunc::create(
+        module, name, prefillArgumentTypes(spec),
+        {spec.config.getNumThreads(), 1, 1}, prefillSharedLayout(spec),
+        op->getLoc());
+    buildPrefillBody(kf, spec);
+    return kf;
+  });
+}
+
+/// The merge kernel reducing `split`'s base-2 partial states into the
+/// outputs of `spec` (by a work schedule's rows when `ragged`, whose
+/// single-row requests the split kernel wrote final).
+static gpu::GPUFuncOp getPartialsMerge(LoweringContext &context,
+                                       const PrefillKernelSpec &spec,
+                                       const PrefillKernelSpec &split,
+                                       bool ragged) {
+  MergeKernelSpec merge;
+  merge.ragged = ragged;
+  merge.singleRowsFinal = ragged;
+  merge.inOutputType = split.outType;
+  merge.inLseType = split.lseType;
+  merge.outType = spec.outType;
+  merge.lseType = spec.lseType;
+  merge.inBase = kv::LseBase::two;
+  merge.outBase = spec.base;
+  merge.heads = spec.qHeads;
+  merge.headDimV = spec.headDimV;
+  return getMergeKernel(context, merge);
+}
+
 LogicalResult gpu_lowering::emitTensorCoreLaunches(
     ImplicitLocOpBuilder &b, LoweringContext &context, Operation *op,
     const PrefillKernelSpec &spec, Value out, Value lse,
@@ -269,14 +305,7 @@ LogicalResult gpu_lowering::emitTensorCoreLaunches(
     llvm::function_ref<std::string(const PrefillKernelSpec &)> symbol) {
   const target::TargetInfo &target = context.getTarget();
   auto build = [&](const PrefillKernelSpec &s, StringRef name) {
-    return context.getOrBuildKernel(name, [&](gpu::GPUModuleOp module) {
-      KernelFunc kf = KernelFunc::create(
-          module, name, prefillArgumentTypes(s),
-          {s.config.getNumThreads(), 1, 1}, prefillSharedLayout(s),
-          op->getLoc());
-      buildPrefillBody(kf, s);
-      return kf;
-    });
+    return buildTensorCoreKernel(context, op, s, name);
   };
   std::string directName = symbol(spec);
   gpu::GPUFuncOp direct = build(spec, directName);
@@ -287,16 +316,8 @@ LogicalResult gpu_lowering::emitTensorCoreLaunches(
                                   b.getF32Type());
   split.lseType = MemRefType::get({dyn, dyn, spec.qHeads}, b.getF32Type());
   gpu::GPUFuncOp splitKernel = build(split, symbol(split));
-  MergeKernelSpec merge;
-  merge.inOutputType = split.outType;
-  merge.inLseType = split.lseType;
-  merge.outType = spec.outType;
-  merge.lseType = spec.lseType;
-  merge.inBase = kv::LseBase::two;
-  merge.outBase = spec.base;
-  merge.heads = spec.qHeads;
-  merge.headDimV = spec.headDimV;
-  gpu::GPUFuncOp mergeKernel = getMergeKernel(context, merge);
+  gpu::GPUFuncOp mergeKernel =
+      getPartialsMerge(context, spec, split, /*ragged=*/false);
 
   // The launch plan.
   PlanBuilder plan(op->getContext(), op->getName().getStringRef(), directName);
@@ -361,15 +382,7 @@ LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(
     llvm::function_ref<std::string(const PrefillKernelSpec &)> symbol) {
   const target::TargetInfo &target = context.getTarget();
   auto build = [&](const PrefillKernelSpec &s) {
-    std::string name = symbol(s);
-    return context.getOrBuildKernel(name, [&](gpu::GPUModuleOp module) {
-      KernelFunc kf = KernelFunc::create(
-          module, name, prefillArgumentTypes(s),
-          {s.config.getNumThreads(), 1, 1}, prefillSharedLayout(s),
-          op->getLoc());
-      buildPrefillBody(kf, s);
-      return kf;
-    });
+    return buildTensorCoreKernel(context, op, s, symbol(s));
   };
   // CUDA graphs: fixed grids run the split kernel (which writes whole
   // requests final) and the merge always, never the direct kernel.
@@ -385,18 +398,8 @@ LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(
   split.finalOutType = spec.outType;
   split.finalLseType = spec.lseType;
   gpu::GPUFuncOp splitKernel = build(split);
-  MergeKernelSpec merge;
-  merge.ragged = true;
-  merge.singleRowsFinal = true;
-  merge.inOutputType = split.outType;
-  merge.inLseType = split.lseType;
-  merge.outType = spec.outType;
-  merge.lseType = spec.lseType;
-  merge.inBase = kv::LseBase::two;
-  merge.outBase = spec.base;
-  merge.heads = spec.qHeads;
-  merge.headDimV = spec.headDimV;
-  gpu::GPUFuncOp mergeKernel = getMergeKernel(context, merge);
+  gpu::GPUFuncOp mergeKernel =
+      getPartialsMerge(context, spec, split, /*ragged=*/true);
 
   PlanBuilder plan(op->getContext(), op->getName().getStringRef(),
                    directName);
