@@ -21,7 +21,11 @@
 // tiles read the prefix). Not run by the tests.
 //
 //   kvir-cascade-bench [--requests R] [--prefix P] [--unique U] [--kv-heads H]
-//                      [--group G]
+//                      [--group G] [--window W]
+//
+// With a window (window_left = W), positions are those of the concatenated
+// levels: the cascade computes each shared row's position first
+// (kv.cascade_positions) and its shared level masks per row.
 //
 //===----------------------------------------------------------------------===//
 #include "GpuHarness.h"
@@ -91,7 +95,8 @@ void printWay(const Way &way, double ideal) {
 } // namespace
 
 int main(int argc, char **argv) {
-  int64_t requests = 64, prefix = 16384, unique = 256, kvHeads = 1, group = 4;
+  int64_t requests = 64, prefix = 16384, unique = 256, kvHeads = 1, group = 4,
+          window = -1;
   for (int i = 1; i + 1 < argc; i += 2) {
     int64_t v = std::strtoll(argv[i + 1], nullptr, 10);
     if (!std::strcmp(argv[i], "--requests"))
@@ -104,13 +109,15 @@ int main(int argc, char **argv) {
       kvHeads = v;
     else if (!std::strcmp(argv[i], "--group"))
       group = v;
+    else if (!std::strcmp(argv[i], "--window"))
+      window = v;
     else
       argc = -1;
   }
   if (argc < 0 || prefix % kPage || requests < 1) {
     std::fprintf(stderr,
                  "usage: %s [--requests R] [--prefix P (a multiple of %lld)] "
-                 "[--unique U] [--kv-heads H] [--group G]\n",
+                 "[--unique U] [--kv-heads H] [--group G] [--window W]\n",
                  argv[0], (long long)kPage);
     return 2;
   }
@@ -132,6 +139,8 @@ int main(int argc, char **argv) {
       stateTypeText(qHeads, kHeadDim, DType::F16, Base::Two);
   ref::AttentionParams params;
   params.base = Base::Two;
+  if (window >= 0)
+    params.windowLeft = window;
   ref::State expected = ref::decode(q, ref::PagedSource(flat), params);
 
   Way cascade{"cascade", {}, 0}, decode{"flat decode", {}, 0};
@@ -143,7 +152,9 @@ int main(int argc, char **argv) {
     emitStore(src, "%s", stateType, out);
     ::testing::AssertionResult ran =
         runGpu(src, {out.o, out.lse}, "sm_90a",
-               {"kv.cascade", "kv.prefill", "kv.merge"}, cascade.result);
+               {"kv.cascade", "kv.cascade_positions", "kv.prefill",
+                "kv.merge"},
+               cascade.result);
     if (!ran) {
       std::fprintf(stderr, "%s\n", ran.message());
       return 1;
@@ -155,8 +166,9 @@ int main(int argc, char **argv) {
     std::string kvType;
     std::string kv = emitPagedView(src, flat, "kv", kvType);
     std::string qs = src.addMemref("q", q);
-    src.addLine("%s = kv.decode " + qs + ", " + kv + " : " + src.typeOf(qs) +
-                ", " + kvType + " -> " + stateType);
+    src.addLine("%s = kv.decode " + qs + ", " + kv + " " +
+                attentionAttrs(params) + " : " + src.typeOf(qs) + ", " +
+                kvType + " -> " + stateType);
     StateBuffers out = makeStateBuffers(requests, qHeads, kHeadDim, DType::F16);
     emitStore(src, "%s", stateType, out);
     ::testing::AssertionResult ran = runGpu(src, {out.o, out.lse}, "sm_90a",
@@ -172,11 +184,11 @@ int main(int argc, char **argv) {
   double ideal = (prefix + double(requests) * unique) * tokenBytes;
   std::printf("Cascade vs flat decode on sm_90a: %lld requests sharing a "
               "%lld-token prefix, %lld own tokens each; Hq %lld over Hkv "
-              "%lld, head_dim %lld, f16, NHD pages of %lld. Ideal KV bytes "
-              "(each once): %.1f MB.\n\n",
+              "%lld, head_dim %lld, f16, NHD pages of %lld, window_left "
+              "%lld. Ideal KV bytes (each once): %.1f MB.\n\n",
               (long long)requests, (long long)prefix, (long long)unique,
               (long long)qHeads, (long long)kvHeads, (long long)kHeadDim,
-              (long long)kPage, ideal / 1e6);
+              (long long)kPage, (long long)window, ideal / 1e6);
   std::printf("| way | launch | blocks | global bytes loaded |\n");
   std::printf("|---|---|---|---|\n");
   printWay(cascade, ideal);

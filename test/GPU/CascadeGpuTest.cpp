@@ -9,7 +9,8 @@
 // of 1..4 rows), runs them in the emulator with NaN-poisoned outputs, and
 // compares with the float64 reference computed as plain attention of each
 // last-level request over the concatenation of its levels' keys (causal
-// bottom-right on that concatenation). Any emulator report fails the test.
+// and windows bottom-right on that concatenation). Any emulator report
+// fails the test.
 //
 //===----------------------------------------------------------------------===//
 #include "GpuHarness.h"
@@ -60,15 +61,22 @@ void runCascadeCase(const CascadeCase &c) {
 
   RunResult result;
   ASSERT_TRUE(runGpu(src, {out.o, out.lse}, c.chip,
-                     {"kv.cascade", "kv.prefill", "kv.merge"}, result));
+                     {"kv.cascade", "kv.cascade_positions", "kv.prefill",
+                      "kv.merge"},
+                     result));
   EXPECT_TRUE(noReports(result));
   // One prefill per level (direct, or split + merge_partitions), then the
-  // merge of the levels' states.
+  // merge of the levels' states; with a window, the positions of each
+  // shared level's rows first.
   std::vector<std::string> names = result.kernelNames();
-  int64_t prefills = 0;
-  for (const std::string &name : names)
+  int64_t prefills = 0, positions = 0;
+  for (const std::string &name : names) {
     prefills += name.rfind("prefill_", 0) == 0;
+    positions += name.rfind("cascade_positions_", 0) == 0;
+  }
   EXPECT_GE(prefills, c.levels) << result.describeLaunches();
+  EXPECT_EQ(positions, c.params.windowLeft ? c.levels - 1 : 0)
+      << result.describeLaunches();
   // The shared levels' prefills take 256-row query tiles (kv.shared_level),
   // the last level the default 128 (levels with the same kernel share a
   // plan).
@@ -134,6 +142,33 @@ std::vector<CascadeCase> cascadeCases() {
                          8, "sm_90a", 7004);
     c->params.causal = true;
     c->params.base = Base::Two;
+  }
+  {
+    // Windows count positions in the concatenation of a row's levels: the
+    // shared levels' prefills take each row's position
+    // (kv.cascade_positions, a kernel of its own). A window of 100 reaches
+    // into the middle level or the prefix for some rows only.
+    CascadeCase *c = add("TwoLevelsCausalWindowNhdCsrP16D128G4F16", 2,
+                         makeSpec(16, 2, 128, DType::F16), 8, "sm_80", 7006);
+    c->params.causal = true;
+    c->params.windowLeft = 100;
+  }
+  {
+    CascadeCase *c = add("ThreeLevelsWindowSoftCapHndBlockTableP8D64G2BF16", 3,
+                         makeSpec(8, 2, 64, DType::BF16, Layout::HND,
+                                  Storage::Combined, Table::BlockTable),
+                         4, "sm_90a", 7007);
+    c->params.windowLeft = 70;
+    c->params.softCap = 20.0;
+    c->prefixLen = 150;
+  }
+  {
+    CascadeCase *c = add("ThreeLevelsCausalWindowZeroTokenTableP4D64G1F16", 3,
+                         makeSpec(4, 2, 64, DType::F16, Layout::NHD,
+                                  Storage::Combined, Table::TokenTable),
+                         2, "sm_86", 7008);
+    c->params.causal = true;
+    c->params.windowLeft = 0;
   }
   {
     // An empty shared prefix.

@@ -40,6 +40,8 @@ struct GpuPrefillCase {
   DType outType = DType::F16;
   ref::AttentionParams params;
   MaskKind mask = MaskKind::None;
+  /// Random positions per query row (kv.prefill positions(...)).
+  bool positions = false;
   std::string chip = "sm_80";
   std::string config;
   std::vector<PrefillBatch> batches;
@@ -104,6 +106,12 @@ void runGpuPrefillCase(const GpuPrefillCase &c) {
       std::string ms = src.addMemref("mask", mask);
       maskClause = " mask(" + ms + " : " + src.typeOf(ms) + ")";
     }
+    std::vector<int32_t> positions;
+    if (c.positions) {
+      positions = randomRowPositions(rng, batch.qo, batch.kv);
+      std::string ps = src.addMemref("positions", makeI32(positions));
+      maskClause += " positions(" + ps + " : " + src.typeOf(ps) + ")";
+    }
     std::string stateType =
         stateTypeText(c.qHeads, s.headDimV, c.outType, c.params.base);
     std::string attrs = attentionAttrs(c.params);
@@ -121,6 +129,7 @@ void runGpuPrefillCase(const GpuPrefillCase &c) {
     ref::AttentionParams params = asKernelSees(c.params);
     if (c.mask != MaskKind::None)
       params.mask = &mask;
+    params.positions = positions;
     ref::State expected =
         c.ragged
             ? ref::attention(q, qoIndptr, ref::RaggedSource(rk, rv, kvIndptr),
@@ -246,6 +255,26 @@ std::vector<GpuPrefillCase> prefillCases() {
     c.ragged = true;
     c.params.windowLeft = 0;
     add(c, {{{7, 20, 1}, {17, 20, 0}}});
+  }
+  // Rows at given positions (kv.prefill positions(...)), in no order within
+  // a tile: causal and the window masked per row on every K/V tile.
+  {
+    GpuPrefillCase c = makeCase("PositionsCausalWindowNhdCsrP16D128G4F16",
+                                makeSpec(16, 2, 128, DType::F16), 8,
+                                DType::F16, "sm_80", 2012);
+    c.params.causal = true;
+    c.params.windowLeft = 40;
+    c.positions = true;
+    add(c, {{{37, 5, 1, 60}, {300, 9, 0, 130}}});
+  }
+  {
+    GpuPrefillCase c = makeCase("PositionsRaggedD64G2BF16Sm90a",
+                                makeSpec(16, 1, 64, DType::BF16), 2,
+                                DType::BF16, "sm_90a", 2013);
+    c.ragged = true;
+    c.positions = true;
+    c.params.causal = true;
+    add(c, {{{20, 3, 70}, {25, 200, 90}}});
   }
   // Soft cap, sm_scale, f32 output (stored from the fragments).
   {

@@ -27,6 +27,21 @@
 // CHECK-NEXT: {{\[}}2]
 // CHECK-NEXT: {{\[}}1.58496]
 
+// The same with window_left = 1: positions are in the concatenation of a
+// row's levels (prefix keys at 0, 1; then the row's level-1 keys).
+//   row 0 (p = 2): P1, S0 -> (7.5, 0), lse_2 = 1.
+//   row 1 (p = 3): S0, S1 -> (5, 5), lse_2 = 1.
+//   row 2 (p = 2): P1, T0 -> (4.5, 0), lse_2 = 1.
+// (Level-local positions would give row 0 the whole prefix instead.)
+// CHECK: rank = 3 offset = 0 sizes = [3, 1, 2]
+// CHECK-NEXT: {{\[\[\[}}7.5, 0]
+// CHECK-NEXT: {{\[\[}}5, 5]
+// CHECK-NEXT: {{\[\[}}4.5, 0]
+// CHECK: rank = 2 offset = 0 sizes = [3, 1]
+// CHECK-NEXT: {{\[\[}}1]
+// CHECK-NEXT: {{\[}}1]
+// CHECK-NEXT: {{\[}}1]
+
 !kv0 = !kv.paged<page_size = 2, kv_heads = 1, head_dim = 2, head_dim_v = 2, dtype = f32, layout = nhd, storage = split, table = block_table>
 !kv1 = !kv.paged<page_size = 1, kv_heads = 1, head_dim = 2, head_dim_v = 2, dtype = f32, layout = hnd, storage = combined, table = csr>
 !s = !kv.state<3x1x2xf32, base = 2>
@@ -74,6 +89,18 @@ func.func @main() {
   call @printMemrefF32(%u2) : (memref<*xf32>) -> ()
   memref.dealloc %o : memref<3x1x2xf32>
   memref.dealloc %lse : memref<3x1xf32>
+
+  %w = kv.cascade %q levels(%qo0, %qo1 : memref<2xi32>, memref<3xi32>) kvs(%kv0, %kv1 : !kv0, !kv1) {causal, window_left = 1 : i64}
+      : memref<3x1x2xf32> -> !s
+  %wo = memref.alloc() : memref<3x1x2xf32>
+  %wlse = memref.alloc() : memref<3x1xf32>
+  kv.store_state %w, %wo, %wlse : !s, memref<3x1x2xf32>, memref<3x1xf32>
+  %w1 = memref.cast %wo : memref<3x1x2xf32> to memref<*xf32>
+  call @printMemrefF32(%w1) : (memref<*xf32>) -> ()
+  %w2 = memref.cast %wlse : memref<3x1xf32> to memref<*xf32>
+  call @printMemrefF32(%w2) : (memref<*xf32>) -> ()
+  memref.dealloc %wo : memref<3x1x2xf32>
+  memref.dealloc %wlse : memref<3x1xf32>
   return
 }
 

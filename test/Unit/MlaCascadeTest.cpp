@@ -221,7 +221,9 @@ TEST(MlaAppend, ThenCausalRowsSharedPoolBlockTableBF16) {
 }
 
 void runCascade(int64_t levels, CacheSpec spec, bool causal, Base base,
-                int64_t qHeads, uint64_t seed) {
+                int64_t qHeads, uint64_t seed,
+                std::optional<int64_t> windowLeft = std::nullopt,
+                std::optional<ref::Rope> rope = std::nullopt) {
   SCOPED_TRACE(describe(spec));
   Rng rng(seed);
   for (int rep = 0; rep < 2; ++rep) {
@@ -239,6 +241,8 @@ void runCascade(int64_t levels, CacheSpec spec, bool causal, Base base,
     ref::AttentionParams params;
     params.causal = causal;
     params.base = base;
+    params.windowLeft = windowLeft;
+    params.rope = rope;
     std::string stateType =
         stateTypeText(qHeads, spec.headDimV, spec.dtype, base);
     std::vector<std::vector<int32_t>> indptrs =
@@ -279,6 +283,35 @@ TEST(Cascade, ThreeLevelsCausalF32TokenTableSplit) {
              makeSpec(4, 2, 64, DType::F32, Layout::NHD, Storage::Split,
                       Table::TokenTable, 32),
              /*causal=*/true, Base::Two, 4, 604);
+}
+
+// Windows and RoPE see positions in the concatenation of a row's levels: a
+// window shorter than the last level hides the shared levels from some rows
+// only; one reaching into the middle level hides part of it.
+TEST(Cascade, TwoLevelsCausalWindowF16) {
+  runCascade(2, makeSpec(16, 2, 64, DType::F16), /*causal=*/true, Base::Two, 4,
+             605, /*windowLeft=*/12);
+}
+
+TEST(Cascade, ThreeLevelsWindowBlockTableBF16) {
+  runCascade(3,
+             makeSpec(8, 2, 64, DType::BF16, Layout::NHD, Storage::Combined,
+                      Table::BlockTable),
+             /*causal=*/false, Base::E, 4, 606, /*windowLeft=*/30);
+}
+
+TEST(Cascade, ThreeLevelsCausalRopeF32) {
+  ref::Rope rope;
+  rope.style = ref::RopeStyle::RotateHalf;
+  runCascade(3, makeSpec(16, 1, 64, DType::F32), /*causal=*/true, Base::Two, 2,
+             607, std::nullopt, rope);
+}
+
+TEST(Cascade, TwoLevelsRopeInterleaveWindowF16) {
+  ref::Rope rope;
+  rope.style = ref::RopeStyle::Interleave;
+  runCascade(2, makeSpec(16, 2, 64, DType::F16), /*causal=*/true, Base::E, 4,
+             608, /*windowLeft=*/20, rope);
 }
 
 } // namespace

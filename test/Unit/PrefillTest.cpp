@@ -4,7 +4,8 @@
 // bottom-right alignment, custom masks (one byte per bool and bit-packed with
 // random padding bits), sliding window, soft cap, RoPE, GQA, both bases.
 // Without causal, a request may have more query rows than keys, and the
-// empty request still has rows: those rows are the empty state.
+// empty request still has rows: those rows are the empty state. Rows may
+// also sit at given positions.
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
@@ -54,6 +55,31 @@ TEST(Prefill, CausalHeadDim256PageSize64) {
   c.maxQo = 5;
   c.batch = 3;
   c.seed = 304;
+  runPrefillCase(c);
+}
+
+// Rows at given positions (positions(...)): causal, the window and RoPE
+// read them instead of bottom-right alignment; a row at -1 sees no key
+// under causal.
+TEST(Prefill, PositionsCausalWindowF16) {
+  PrefillCase c;
+  c.spec = makeSpec(16, 2, 64, DType::F16);
+  c.qHeads = 4;
+  c.params.causal = true;
+  c.params.windowLeft = 9;
+  c.positions = true;
+  c.seed = 320;
+  runPrefillCase(c);
+}
+
+TEST(Prefill, PositionsRopeRaggedBF16) {
+  PrefillCase c;
+  c.spec = makeSpec(8, 1, 64, DType::BF16);
+  c.ragged = true;
+  c.qHeads = 2;
+  c.params.rope = kvir::ref::Rope{kvir::ref::RopeStyle::RotateHalf, 1e4, 1.0};
+  c.positions = true;
+  c.seed = 321;
   runPrefillCase(c);
 }
 

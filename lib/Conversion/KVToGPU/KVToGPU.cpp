@@ -42,6 +42,9 @@ kvir::whyNoGpuKernel(Operation *op, const target::TargetInfo &target) {
       })
       .Case([&](kv::MlaDecodeOp mla) { return whyNoMlaKernel(mla, target); })
       .Case([](kv::AppendOp append) { return whyNoAppendKernel(append); })
+      .Case([](kv::CascadePositionsOp positions) {
+        return whyNoCascadePositionsKernel(positions);
+      })
       .Case<kv::MergeOp, kv::MergePartitionsOp>(
           [](Operation *merge) { return whyNoMergeKernel(merge); })
       .Case([](kv::CascadeOp) {
@@ -126,6 +129,7 @@ struct ConvertKVToGPUPass
     populatePrefillPatterns(patterns, context);
     populateMlaDecodePatterns(patterns, context);
     populateAppendPatterns(patterns, context);
+    populateCascadePositionsPatterns(patterns, context);
     populateMergePatterns(patterns, context);
     applyInProgramOrder(module, FrozenRewritePatternSet(std::move(patterns)));
     if (allowHostLoops)

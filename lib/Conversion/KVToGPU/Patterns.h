@@ -4,7 +4,8 @@
 // and composes lib/Codegen into kernels, a launch plan and its launches:
 // Decode.cpp (kv.decode; DecodeTensorCore.cpp for the decodes the tensor-core
 // kernel runs), Prefill.cpp (kv.prefill), MlaDecode.cpp
-// (kv.mla_decode, on the prefill kernel), Append.cpp (kv.append), Merge.cpp
+// (kv.mla_decode, on the prefill kernel), CascadePositions.cpp
+// (kv.cascade_positions), Append.cpp (kv.append), Merge.cpp
 // (kv.merge, kv.merge_partitions of states in buffers). `whyNoKernel` is the
 // reason an op of the family gets no kernel, reported under kv-to-nvvm /
 // kv-to-ptx.
@@ -48,6 +49,12 @@ std::optional<std::string> whyNoMlaKernel(kv::MlaDecodeOp op,
                                           const target::TargetInfo &target);
 void populateMlaDecodePatterns(mlir::RewritePatternSet &patterns,
                                LoweringContext &context);
+
+/// kv.cascade_positions (CascadePositions.cpp): one thread per query row.
+std::optional<std::string>
+whyNoCascadePositionsKernel(kv::CascadePositionsOp op);
+void populateCascadePositionsPatterns(mlir::RewritePatternSet &patterns,
+                                      LoweringContext &context);
 
 std::optional<std::string> whyNoAppendKernel(kv::AppendOp op);
 void populateAppendPatterns(mlir::RewritePatternSet &patterns,

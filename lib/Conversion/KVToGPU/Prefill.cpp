@@ -57,6 +57,8 @@ FailureOr<PrefillKernelSpec> describePrefill(kv::PrefillOp op,
   spec.qoIndptrType = cast<MemRefType>(op.getQoIndptr().getType());
   if (Value mask = op.getMask())
     spec.maskType = cast<MemRefType>(mask.getType());
+  if (Value positions = op.getPositions())
+    spec.positionsType = cast<MemRefType>(positions.getType());
   kv::StateType state = op.getType();
   if (failed(describeStateBuffers(state, outType, lseType, spec, whyNot)))
     return failure();
@@ -93,7 +95,7 @@ std::string prefillKernelSymbol(kv::PrefillOp op, const PrefillKernelSpec &s,
       "prefill_" + kvPart + "_h" + std::to_string(s.qHeads) + "x" +
       std::to_string(s.kvHeads) + "_d" + std::to_string(s.headDim) + "_" +
       typeName(s.kvElementType) + "_" + typeName(s.outType.getElementType()) +
-      (s.causal ? "_causal" : "");
+      (s.causal ? "_causal" : "") + (s.positionsType ? "_positions" : "");
   return tensorCoreKernelSymbol(stem, op, s, target);
 }
 
@@ -151,6 +153,12 @@ struct PrefillLowering : OpRewritePattern<kv::PrefillOp> {
                        {"mask_size"});
         names.push_back("mask");
         bindings["mask"] = op.getMask();
+      }
+      if (spec.positionsType) {
+        plan.addBuffer("positions", ArgRole::input, spec.positionsType,
+                       {plan.sym("nnz")});
+        names.push_back("positions");
+        bindings["positions"] = op.getPositions();
       }
       return names;
     };

@@ -121,6 +121,9 @@ Value needsMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
     return arith::ConstantIntOp::create(b, 1, 1);
   Value tileEnd = ir.add(t0, ir.idx(s.config.getKvTile()));
   Value need = ir.cmp(arith::CmpIPredicate::sgt, tileEnd, w.end);
+  // Rows at given positions: any tile may cross a row's diagonal or window.
+  if (s.positionsType && (s.causal || s.windowLeft))
+    return arith::ConstantIntOp::create(b, 1, 1);
   if (s.causal)
     need = arith::OrIOp::create(
         b, need, ir.cmp(arith::CmpIPredicate::sgt, tileEnd,
@@ -131,13 +134,51 @@ Value needsMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
   return need;
 }
 
+/// The thread's fragment row (t, h) of the warp: its packed row in the
+/// request, and its query row clamped into the request (rows past it read
+/// in bounds; their results are never stored).
+std::pair<Value, Value> fragmentRow(ImplicitLocOpBuilder &b,
+                                    const PrefillKernelSpec &s, const Work &w,
+                                    WarpAttentionTile &tile, int64_t t,
+                                    int64_t h) {
+  IRBuilder ir{b};
+  Value r = ir.add(w.firstRow,
+                   ir.add(tile.getRowOffset(),
+                          ir.add(tile.getMma().getGroup(),
+                                 ir.idx(16 * t + 8 * h))));
+  Value queryRow = ir.divU(r, ir.idx(s.group()));
+  return {r, ir.minS(queryRow, ir.sub(w.qoLen, ir.idx(1)))};
+}
+
+/// The given positions of the thread's fragment rows, loaded once before
+/// the K/V loop (empty without positions).
+SmallVector<Value> loadRowPositions(ImplicitLocOpBuilder &b,
+                                    const PrefillKernelSpec &s, const Work &w,
+                                    const Arguments &a,
+                                    WarpAttentionTile &tile) {
+  IRBuilder ir{b};
+  SmallVector<Value> positions;
+  if (!a.positions)
+    return positions;
+  for (int64_t t = 0; t < tile.getShape().mTiles; ++t)
+    for (int64_t h = 0; h < 2; ++h) {
+      Value row = fragmentRow(b, s, w, tile, t, h).second;
+      positions.push_back(ir.toIndex(memref::LoadOp::create(
+          b, a.positions, ValueRange{ir.add(w.qoStart, row)})));
+    }
+  return positions;
+}
+
 /// The -inf mask of K/V tile [t0, ...) for the warp's fragment rows: keys
 /// in [start, end) of the partition, causal (key <= position), the window
 /// (key >= position - w) as per-row bounds; the custom mask bit by bit.
+/// Positions are `rowPositions` (loadRowPositions) when given, else
+/// bottom-right.
 SmallVector<Value> emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                             const Work &w, const Arguments &a,
                             WarpAttentionTile &tile, ArrayRef<Value> logits,
-                            Value maskOffset, Value t0) {
+                            ArrayRef<Value> rowPositions, Value maskOffset,
+                            Value t0) {
   IRBuilder ir{b};
   int64_t mTiles = tile.getShape().mTiles;
   Value keyBase = ir.add(t0, ir.mul(tile.getMma().getThreadInGroup(), ir.idx(2)));
@@ -146,21 +187,18 @@ SmallVector<Value> emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
   SmallVector<Value> maskRows, rowValid;
   for (int64_t t = 0; t < mTiles; ++t)
     for (int64_t h = 0; h < 2; ++h) {
-      Value r = ir.add(w.firstRow,
-                       ir.add(tile.getRowOffset(),
-                              ir.add(tile.getMma().getGroup(),
-                                     ir.idx(16 * t + 8 * h))));
-      Value queryRow = ir.divU(r, ir.idx(s.group()));
-      Value pos = kv::emitQueryPosition(b, w.kvLen, w.qoLen, queryRow);
+      auto [r, clampedRow] = fragmentRow(b, s, w, tile, t, h);
+      Value pos = rowPositions.empty()
+                      ? kv::emitQueryPosition(b, w.kvLen, w.qoLen,
+                                              ir.divU(r, ir.idx(s.group())))
+                      : rowPositions[2 * t + h];
       Value lo = t0, hi = w.end;
       if (s.causal)
         hi = ir.minS(hi, ir.add(pos, ir.idx(1)));
       if (s.windowLeft)
         lo = ir.maxS(lo, ir.sub(pos, ir.idx(*s.windowLeft)));
       rows.push_back({relative(lo), relative(hi)});
-      // Clamped into the request's block, so that rows past the request
-      // read the mask in bounds (their results are never stored).
-      maskRows.push_back(ir.minS(queryRow, ir.sub(w.qoLen, ir.idx(1))));
+      maskRows.push_back(clampedRow);
       rowValid.push_back(ir.lt(r, w.packedRows));
     }
   WarpAttentionTile::CustomVisibility custom;
@@ -214,6 +252,8 @@ gpu_lowering::prefillArgumentTypes(const PrefillKernelSpec &s) {
   llvm::append_range(types, s.kvTypes);
   if (s.maskType)
     types.push_back(s.maskType);
+  if (s.positionsType)
+    types.push_back(s.positionsType);
   if (s.scheduled)
     types.push_back(MemRefType::get({ShapedType::kDynamic, 4},
                                     IntegerType::get(s.qType.getContext(), 32)));
@@ -377,6 +417,7 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
     SmallVector<Value> qFrags;
     if (cfg.getQInRegisters())
       qFrags = tile.loadQuery(qTile);
+    SmallVector<Value> rowPositions = loadRowPositions(b, s, w, a, tile);
     issue(b, ir.idx(0), kv::PoolRole::K);
     commitAsyncCopies(b);
     if (!s.isMla()) {
@@ -414,8 +455,9 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
               lb, needsMask(lb, s, w, t0),
               [&](OpBuilder &mb, Location ml) {
                 ImplicitLocOpBuilder ib(ml, mb);
-                scf::YieldOp::create(ib, emitMask(ib, s, w, a, tile, logits,
-                                                  maskOffset, t0));
+                scf::YieldOp::create(ib,
+                                     emitMask(ib, s, w, a, tile, logits,
+                                              rowPositions, maskOffset, t0));
               },
               [&](OpBuilder &mb, Location ml) {
                 scf::YieldOp::create(mb, ml, logits);

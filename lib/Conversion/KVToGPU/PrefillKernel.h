@@ -36,6 +36,10 @@ struct PrefillKernelSpec {
   mlir::MemRefType qPeType;
   /// The custom mask (i1 or bit-packed i8), or null.
   mlir::MemRefType maskType;
+  /// Each query row's position (i32), or null: bottom-right alignment. The
+  /// rows of a tile are then in no order, so every K/V tile of the
+  /// request is read and causal / window are masked per row.
+  mlir::MemRefType positionsType;
   int64_t qHeads = 0;
   bool causal = false;
   std::optional<int64_t> windowLeft;

@@ -48,6 +48,8 @@ Arguments prefill::bindArguments(const KernelFunc &kf,
   next += s.kvTypes.size();
   if (s.maskType)
     a.mask = kf.getArgument(next++);
+  if (s.positionsType)
+    a.positions = kf.getArgument(next++);
   if (s.scheduled)
     a.workItems = kf.getArgument(next++);
   a.out = kf.getArgument(next++);
@@ -137,13 +139,16 @@ Work prefill::emitBlockWork(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
         auto [packedRows, firstPos, lastPos] =
             positions(ib, kvLen, tile.qoLen, tile.firstRow);
         // The keys any row of the tile sees: from the first row's window start
-        // to the last row's causal end.
+        // to the last row's causal end; all of them when the rows' positions
+        // are given (in no order).
+        bool ordered = !s.positionsType;
+        bool causal = ordered && s.causal;
+        std::optional<int64_t> window =
+            ordered ? s.windowLeft : std::optional<int64_t>();
         Value lo =
-            kv::emitVisibleKeyRange(ib, firstPos, kvLen, s.causal, s.windowLeft)
-                .first;
+            kv::emitVisibleKeyRange(ib, firstPos, kvLen, causal, window).first;
         Value hi =
-            kv::emitVisibleKeyRange(ib, lastPos, kvLen, s.causal, s.windowLeft)
-                .second;
+            kv::emitVisibleKeyRange(ib, lastPos, kvLen, causal, window).second;
         hi = j.maxS(lo, hi);
         Value start = lo, end = hi;
         if (piece) {

@@ -37,6 +37,7 @@ struct AttentionSpec {
   int64_t groupSize = 1;
   Value qoIndptr; // Null: one query row per request.
   Value mask;     // i1 (bool bytes) or i8 (bit-packed), or null.
+  Value positions; // i32 per query row, or null: bottom-right alignment.
   bool causal = false;
   double smScale = 1.0;
   std::optional<double> softCap;
@@ -85,7 +86,8 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
     Value qoLen = arith::SubIOp::create(b, qoEnd, qoStart);
     forLoop(b, zero, qoLen, [&](ImplicitLocOpBuilder &b, Value i) {
       Value row = arith::AddIOp::create(b, qoStart, i);
-      Value pos = emitQueryPosition(b, kvLen, qoLen, i);
+      Value pos = spec.positions ? loadIndex(b, spec.positions, row)
+                                 : emitQueryPosition(b, kvLen, qoLen, i);
       std::pair<Value, Value> range =
           emitVisibleKeyRange(b, pos, kvLen, spec.causal, spec.windowLeft);
       Value lo = range.first, hi = range.second;
@@ -287,6 +289,7 @@ FailureOr<StateBuffers> loops::lowerPrefill(ImplicitLocOpBuilder &b,
   spec.groupSize = spec.qHeads / kvHeads;
   spec.qoIndptr = op.getQoIndptr();
   spec.mask = op.getMask();
+  spec.positions = op.getPositions();
   spec.causal = op.getCausal();
   setCommonAttrs(spec, op, headDim);
   return emitAttention(b, spec);
@@ -315,4 +318,26 @@ FailureOr<StateBuffers> loops::lowerMlaDecode(ImplicitLocOpBuilder &b,
                                                 type.getPeDim()));
   spec.resultType = op.getType();
   return emitAttention(b, spec);
+}
+
+LogicalResult loops::lowerCascadePositions(ImplicitLocOpBuilder &b,
+                                           CascadePositionsOp op) {
+  SmallVector<PagedOperands> levels;
+  for (Value kv : op.getKvs()) {
+    auto view = kv.getDefiningOp<PagedViewOp>();
+    if (!view)
+      return op.emitOpError()
+             << "kv-to-loops needs its KV operands to be defined by "
+             << "kv.paged_view in the same function";
+    levels.push_back(PagedOperands::fromView(view));
+  }
+  SmallVector<Value> indptrs(op.getQoIndptrs());
+  Value rows = memref::DimOp::create(b, op.getPositions(), 0);
+  forLoop(b, indexConst(b, 0), rows, [&](ImplicitLocOpBuilder &b, Value row) {
+    Value position = emitCascadeRowPosition(b, row, indptrs, levels);
+    memref::StoreOp::create(
+        b, arith::IndexCastOp::create(b, b.getI32Type(), position),
+        op.getPositions(), ValueRange{row});
+  });
+  return success();
 }

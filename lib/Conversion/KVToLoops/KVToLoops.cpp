@@ -92,6 +92,9 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
       .Case([&](PrefillOp p) -> LogicalResult { return record(p, lowerPrefill(b, p)); })
       .Case([&](MlaDecodeOp m) -> LogicalResult { return record(m, lowerMlaDecode(b, m)); })
       .Case([&](AppendOp a) -> LogicalResult { return lowerAppend(b, a); })
+      .Case([&](CascadePositionsOp c) -> LogicalResult {
+        return lowerCascadePositions(b, c);
+      })
       .Case([&](MergeOp m) -> LogicalResult {
         SmallVector<StateBuffers> inputs;
         if (failed(lookupAll(m.getStates(), inputs)))

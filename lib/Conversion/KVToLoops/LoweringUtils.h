@@ -88,6 +88,9 @@ mlir::FailureOr<StateBuffers> lowerPrefill(ImplicitLocOpBuilder &b,
 mlir::FailureOr<StateBuffers> lowerMlaDecode(ImplicitLocOpBuilder &b,
                                              MlaDecodeOp op);
 mlir::LogicalResult lowerAppend(ImplicitLocOpBuilder &b, AppendOp op);
+/// Fills kv.cascade_positions' buffer, one query row at a time.
+mlir::LogicalResult lowerCascadePositions(ImplicitLocOpBuilder &b,
+                                          CascadePositionsOp op);
 
 /// Merges `inputs` (same type) row by row; with `partitioned` the single
 /// input's partition axis is reduced instead.

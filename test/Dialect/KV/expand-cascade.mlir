@@ -14,10 +14,20 @@
 // CHECK-LABEL: func.func @three_levels
 // CHECK-SAME: (%[[Q:[^:]*]]: memref<?x8x64xf16>, %[[I0:[^:]*]]: memref<?xi32>, %[[I1:[^:]*]]: memref<?xi32>, %[[I2:[^:]*]]: memref<?xi32>, %[[K0:[^:]*]]: !kv.paged<{{.*}}>, %[[K1:[^:]*]]: !kv.paged<{{.*}}>, %[[K2:[^:]*]]: !kv.paged<{{.*}}>)
 // CHECK-NOT: kv.cascade
-// CHECK: %[[P0:.*]] = kv.prefill %[[Q]], %[[I0]], %[[K0]] {kv.shared_level, logits_soft_cap = 3.000000e+01 : f32, rope = #kv.rope<rotate_half, theta = 1.000000e+04, scale = 1.000000e+00>, sm_scale = 1.250000e-01 : f32, window_left = 64 : i64} : memref<?x8x64xf16>, memref<?xi32>, !kv.paged<{{.*}}table = csr> -> <?x8x64xf16, base = 2>
-// CHECK: %[[P1:.*]] = kv.prefill %[[Q]], %[[I1]], %[[K1]] {kv.shared_level, logits_soft_cap = 3.000000e+01 : f32, rope = #kv.rope<rotate_half, theta = 1.000000e+04, scale = 1.000000e+00>, sm_scale = 1.250000e-01 : f32, window_left = 64 : i64} : memref<?x8x64xf16>, memref<?xi32>, !kv.paged<{{.*}}table = block_table> -> <?x8x64xf16, base = 2>
+// The window and RoPE read positions in the concatenation of a row's
+// levels: each shared level's rows get theirs from the levels from it on.
+// CHECK: %[[ROWS:.*]] = memref.dim %[[Q]], %{{.*}} : memref<?x8x64xf16>
+// CHECK: %[[POS0:.*]] = memref.alloc(%[[ROWS]]) : memref<?xi32>
+// CHECK: kv.cascade_positions levels(%[[I0]], %[[I1]], %[[I2]] : {{.*}}) kvs(%[[K0]], %[[K1]], %[[K2]] : {{.*}}) into %[[POS0]] : memref<?xi32>
+// CHECK: %[[POS1:.*]] = memref.alloc(%[[ROWS]]) : memref<?xi32>
+// CHECK: kv.cascade_positions levels(%[[I1]], %[[I2]] : {{.*}}) kvs(%[[K1]], %[[K2]] : {{.*}}) into %[[POS1]] : memref<?xi32>
+// CHECK: %[[P0:.*]] = kv.prefill %[[Q]], %[[I0]], %[[K0]] positions(%[[POS0]] : memref<?xi32>) {kv.shared_level, logits_soft_cap = 3.000000e+01 : f32, rope = #kv.rope<rotate_half, theta = 1.000000e+04, scale = 1.000000e+00>, sm_scale = 1.250000e-01 : f32, window_left = 64 : i64} : memref<?x8x64xf16>, memref<?xi32>, !kv.paged<{{.*}}table = csr> -> <?x8x64xf16, base = 2>
+// CHECK: %[[P1:.*]] = kv.prefill %[[Q]], %[[I1]], %[[K1]] positions(%[[POS1]] : memref<?xi32>) {kv.shared_level, logits_soft_cap = 3.000000e+01 : f32, rope = #kv.rope<rotate_half, theta = 1.000000e+04, scale = 1.000000e+00>, sm_scale = 1.250000e-01 : f32, window_left = 64 : i64} : memref<?x8x64xf16>, memref<?xi32>, !kv.paged<{{.*}}table = block_table> -> <?x8x64xf16, base = 2>
+// The last level's rows sit bottom-right on its keys: no positions.
 // CHECK: %[[P2:.*]] = kv.prefill %[[Q]], %[[I2]], %[[K2]] {causal, logits_soft_cap = 3.000000e+01 : f32, rope = #kv.rope<rotate_half, theta = 1.000000e+04, scale = 1.000000e+00>, sm_scale = 1.250000e-01 : f32, window_left = 64 : i64} : memref<?x8x64xf16>, memref<?xi32>, !kv.paged<{{.*}}table = csr> -> <?x8x64xf16, base = 2>
 // CHECK: %[[M:.*]] = kv.merge %[[P0]], %[[P1]], %[[P2]] : !kv.state<?x8x64xf16, base = 2>, !kv.state<?x8x64xf16, base = 2>, !kv.state<?x8x64xf16, base = 2> -> <?x8x64xf16, base = 2>
+// CHECK: memref.dealloc %[[POS0]]
+// CHECK: memref.dealloc %[[POS1]]
 // CHECK: return %[[M]]
 func.func @three_levels(%q: memref<?x8x64xf16>, %qi0: memref<?xi32>, %qi1: memref<?xi32>, %qi2: memref<?xi32>,
                         %kv0: !kv0, %kv1: !kv1, %kv2: !kv0) -> !s {
@@ -34,8 +44,9 @@ func.func @three_levels(%q: memref<?x8x64xf16>, %qi0: memref<?xi32>, %qi1: memre
 !s = !kv.state<?x8x64xf16, base = e>
 
 // Without `causal` no level is causal (no attributes but the shared-level
-// mark here).
+// mark here); without a window or RoPE no positions are needed.
 // CHECK-LABEL: func.func @not_causal
+// CHECK-NOT: cascade_positions
 // CHECK: kv.prefill %{{[^ ]*}}, %{{[^ ]*}}, %{{[^ ]*}} {kv.shared_level} : memref<?x8x64xf16>
 // CHECK: kv.prefill %{{[^ ]*}}, %{{[^ ]*}}, %{{[^ ]*}} : memref<?x8x64xf16>
 // CHECK: kv.merge
@@ -80,4 +91,23 @@ func.func @merge_flattens(%q: memref<?x8x64xf16>, %qi: memref<?xi32>, %kv: !kvt,
   %s = kv.cascade %q levels(%qi, %qi : memref<?xi32>, memref<?xi32>) kvs(%kv, %kv : !kvt, !kvt) : memref<?x8x64xf16> -> !s
   %m = kv.merge %s, %other : !s, !s -> !s
   return %m : !s
+}
+
+// -----
+
+!kvt = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<16x8x64xf16, base = e>
+
+// A window alone needs the positions too; static rows give a static buffer.
+// CHECK-LABEL: func.func @window_static_rows
+// CHECK: %[[POS:.*]] = memref.alloc() : memref<16xi32>
+// CHECK: kv.cascade_positions {{.*}} into %[[POS]] : memref<16xi32>
+// CHECK: kv.prefill {{.*}} positions(%[[POS]] : memref<16xi32>) {kv.shared_level, window_left = 8 : i64}
+// CHECK: kv.prefill {{.*}} {window_left = 8 : i64}
+// CHECK: kv.merge
+// CHECK: memref.dealloc %[[POS]]
+func.func @window_static_rows(%q: memref<16x8x64xf16>, %qi0: memref<?xi32>, %qi1: memref<?xi32>, %kv0: !kvt, %kv1: !kvt) -> !s {
+  %s = kv.cascade %q levels(%qi0, %qi1 : memref<?xi32>, memref<?xi32>) kvs(%kv0, %kv1 : !kvt, !kvt)
+      {window_left = 8 : i64} : memref<16x8x64xf16> -> !s
+  return %s : !s
 }

@@ -221,3 +221,30 @@ func.func @prefill_partitions(%q: memref<?x8x64xbf16>, %qo: memref<?xi32>, %kv: 
   %s = kv.prefill %q, %qo, %kv : memref<?x8x64xbf16>, memref<?xi32>, !rag -> !kv.state<?x8x64xf32, base = e, partitions = ?>
   return
 }
+
+// -----
+
+!rag = !kv.ragged<kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = bf16>
+func.func @positions_type(%q: memref<?x8x64xbf16>, %qo: memref<?xi32>, %kv: !rag, %p: memref<?xi64>) {
+  // expected-error @below {{'kv.prefill' op positions must have element type 'i32', got 'memref<?xi64>'}}
+  %s = kv.prefill %q, %qo, %kv positions(%p : memref<?xi64>) : memref<?x8x64xbf16>, memref<?xi32>, !rag -> !kv.state<?x8x64xf32, base = e>
+  return
+}
+
+// -----
+
+!rag = !kv.ragged<kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = bf16>
+func.func @positions_rank(%q: memref<?x8x64xbf16>, %qo: memref<?xi32>, %kv: !rag, %p: memref<?x2xi32>) {
+  // expected-error @below {{'kv.prefill' op positions must have rank 1}}
+  %s = kv.prefill %q, %qo, %kv positions(%p : memref<?x2xi32>) : memref<?x8x64xbf16>, memref<?xi32>, !rag -> !kv.state<?x8x64xf32, base = e>
+  return
+}
+
+// -----
+
+!rag = !kv.ragged<kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = bf16>
+func.func @positions_rows(%q: memref<6x8x64xbf16>, %qo: memref<?xi32>, %kv: !rag, %p: memref<5xi32>) {
+  // expected-error @below {{'kv.prefill' op positions has 5 entries, expected one per query row (6)}}
+  %s = kv.prefill %q, %qo, %kv positions(%p : memref<5xi32>) : memref<6x8x64xbf16>, memref<?xi32>, !rag -> !kv.state<6x8x64xf32, base = e>
+  return
+}

@@ -124,3 +124,49 @@ func.func @shared_level_value(%q: memref<?x8x64xf16>, %qo: memref<?xi32>, %kv: !
   %s = kv.prefill %q, %qo, %kv {kv.shared_level = 1 : i64} : memref<?x8x64xf16>, memref<?xi32>, !p -> !s
   return %s : !s
 }
+
+// -----
+
+// CascadePositionsOp::verify (KVOps.cpp).
+
+func.func @positions_no_levels(%p: memref<?xi32>) {
+  // expected-error @below {{'kv.cascade_positions' op needs at least one level}}
+  "kv.cascade_positions"(%p) <{operandSegmentSizes = array<i32: 0, 0, 1>}> : (memref<?xi32>) -> ()
+  return
+}
+
+// -----
+
+!kvt = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+func.func @positions_level_count(%qi: memref<?xi32>, %kv: !kvt, %p: memref<?xi32>) {
+  // expected-error @below {{'kv.cascade_positions' op has 2 qo_indptr levels but 1 KV levels}}
+  kv.cascade_positions levels(%qi, %qi : memref<?xi32>, memref<?xi32>) kvs(%kv : !kvt) into %p : memref<?xi32>
+  return
+}
+
+// -----
+
+!kvt = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+func.func @positions_indptr_type(%qi: memref<?xi32>, %bad: memref<?xi64>, %kv: !kvt, %p: memref<?xi32>) {
+  // expected-error @below {{'kv.cascade_positions' op qo_indptr of level 1 must have element type 'i32', got 'memref<?xi64>'}}
+  kv.cascade_positions levels(%qi, %bad : memref<?xi32>, memref<?xi64>) kvs(%kv, %kv : !kvt, !kvt) into %p : memref<?xi32>
+  return
+}
+
+// -----
+
+!mla = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = mla, table = csr, pe_dim = 16>
+func.func @positions_mla(%qi: memref<?xi32>, %kv: !mla, %p: memref<?xi32>) {
+  // expected-error @below {{'kv.cascade_positions' op levels must be K/V caches, but level 0 is an MLA cache}}
+  kv.cascade_positions levels(%qi : memref<?xi32>) kvs(%kv : !mla) into %p : memref<?xi32>
+  return
+}
+
+// -----
+
+!kvt = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+func.func @positions_buffer_type(%qi: memref<?xi32>, %kv: !kvt, %p: memref<?xf32>) {
+  // expected-error @below {{'kv.cascade_positions' op positions must have element type 'i32', got 'memref<?xf32>'}}
+  kv.cascade_positions levels(%qi : memref<?xi32>) kvs(%kv : !kvt) into %p : memref<?xf32>
+  return
+}

@@ -91,6 +91,12 @@ void kvir::test::runPrefillCase(const PrefillCase &c) {
       std::string ms = src.addMemref("mask", mask);
       maskClause = " mask(" + ms + " : " + src.typeOf(ms) + ")";
     }
+    std::vector<int32_t> positions;
+    if (c.positions) {
+      positions = randomRowPositions(rng, qoLens, kvLens);
+      std::string ps = src.addMemref("positions", makeI32(positions));
+      maskClause += " positions(" + ps + " : " + src.typeOf(ps) + ")";
+    }
     std::string stateType =
         stateTypeText(c.qHeads, s.headDimV, s.dtype, c.params.base);
     src.addLine("%s = kv.prefill " + qs + ", " + qo + ", " + kv + maskClause +
@@ -102,6 +108,7 @@ void kvir::test::runPrefillCase(const PrefillCase &c) {
     ref::AttentionParams params = asKernelSees(c.params);
     if (c.mask != MaskKind::None)
       params.mask = &mask;
+    params.positions = positions;
     ref::State expected =
         c.ragged
             ? ref::attention(q, qoIndptr, ref::RaggedSource(rk, rv, kvIndptr),

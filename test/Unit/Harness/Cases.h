@@ -41,6 +41,8 @@ struct PrefillCase {
   int64_t qHeads = 8;
   ref::AttentionParams params;
   MaskKind mask = MaskKind::None;
+  /// Random positions per query row (kv.prefill positions(...)).
+  bool positions = false;
   CacheOptions cacheOptions;
   int64_t batch = 4;
   int64_t maxLen = 40;

@@ -324,6 +324,16 @@ std::pair<PagedCache, PagedCache> kvir::test::splitPages(const PagedCache &cache
   return {a, b};
 }
 
+std::vector<int32_t>
+kvir::test::randomRowPositions(Rng &rng, const std::vector<int64_t> &qoLens,
+                               const std::vector<int64_t> &kvLens) {
+  std::vector<int32_t> positions;
+  for (size_t b = 0; b < qoLens.size(); ++b)
+    for (int64_t i = 0; i < qoLens[b]; ++i)
+      positions.push_back(int32_t(rng.integer(-1, kvLens[b] + 2)));
+  return positions;
+}
+
 Tensor kvir::test::randomMask(Rng &rng, const std::vector<int64_t> &qoLens,
                               const std::vector<int64_t> &kvLens, bool packed,
                               double density) {

@@ -75,6 +75,13 @@ PagedCache subCache(const PagedCache &cache, int64_t first, int64_t count);
 /// or none), the second the rest, over the same pools.
 std::pair<PagedCache, PagedCache> splitPages(const PagedCache &cache, Rng &rng);
 
+/// A position per query row of requests with `qoLens` rows over `kvLens`
+/// keys (kv.prefill positions(...)): uniform in [-1, kv_len + 2], so some
+/// rows see no key under causal and some sit past their keys.
+std::vector<int32_t> randomRowPositions(Rng &rng,
+                                        const std::vector<int64_t> &qoLens,
+                                        const std::vector<int64_t> &kvLens);
+
 /// A custom mask over requests' qoLen x kvLen blocks: i1 bytes, or bit-packed
 /// i8 (each block from a byte boundary, unused trailing bits random).
 Tensor randomMask(Rng &rng, const std::vector<int64_t> &qoLens,

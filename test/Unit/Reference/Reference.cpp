@@ -383,8 +383,9 @@ State kvir::ref::attention(const Tensor &q, const std::vector<int32_t> &qoIndptr
       }
       for (int64_t i = 0; i < qoLen; ++i) {
         int64_t row = qoStart + i;
-        // Bottom-right alignment.
-        int64_t pos = kvLen - qoLen + i;
+        // Bottom-right alignment, unless positions are given.
+        int64_t pos = params.positions.empty() ? kvLen - qoLen + i
+                                               : params.positions.at(row);
         for (int64_t h = kvHead * group; h < (kvHead + 1) * group; ++h) {
           std::vector<double> qv(d);
           for (int64_t x = 0; x < d; ++x)
@@ -539,8 +540,6 @@ State kvir::ref::cascade(const Tensor &q,
                          const std::vector<std::vector<int32_t>> &qoIndptrs,
                          const std::vector<const KVSource *> &levels,
                          const AttentionParams &params) {
-  if (params.windowLeft)
-    fatal("the cascade reference takes no window (level-local positions)");
   ConcatenatedLevels keys(qoIndptrs, levels);
   return attention(q, qoIndptrs.back(), keys, params);
 }

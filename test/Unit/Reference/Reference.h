@@ -176,6 +176,9 @@ struct AttentionParams {
   /// Custom mask: i1 (one byte per bool) or i8 (bit-packed, little bit
   /// order, each request's block starting at a byte boundary).
   const Tensor *mask = nullptr;
+  /// Each query row's position (kv.prefill positions(...)); empty:
+  /// bottom-right alignment.
+  std::vector<int32_t> positions;
   Base base = Base::E;
 };
 
@@ -225,9 +228,9 @@ State mlaDecode(const Tensor &qNope, const Tensor &qPe, const PagedCache &kv,
 /// Cascade, computed as what it means: plain attention of each last-level
 /// request over the concatenation of its levels' keys (level 0 first), so
 /// causal is bottom-right aligned on the concatenation and only ever hides
-/// keys of the last level. Not computed level by level and merged (kvir's
-/// lowering does that), so the two are independent. Windows are not taken
-/// (kvir's levels see level-local positions; aborts if params has one).
+/// keys of the last level, and the window and RoPE see positions in the
+/// concatenation. Not computed level by level and merged (kvir's lowering
+/// does that), so the two are independent.
 State cascade(const Tensor &q, const std::vector<std::vector<int32_t>> &qoIndptrs,
               const std::vector<const KVSource *> &levels,
               const AttentionParams &params);

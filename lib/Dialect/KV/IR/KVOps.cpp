@@ -316,6 +316,17 @@ LogicalResult PrefillOp::verify() {
       return emitOpError() << "mask must be i1 (one byte per bool) or i8 "
                            << "(bit-packed), got " << mask.getType();
   }
+  if (Value positions = getPositions()) {
+    if (failed(verifyI32Index(op, positions, "positions")))
+      return failure();
+    auto q = cast<MemRefType>(getQ().getType());
+    auto type = cast<MemRefType>(positions.getType());
+    if (q.getRank() >= 1 &&
+        !compatibleDims(type.getDimSize(0), q.getDimSize(0)))
+      return emitOpError() << "positions has " << type.getDimSize(0)
+                           << " entries, expected one per query row ("
+                           << q.getDimSize(0) << ")";
+  }
   return verifyAttention(op, getQ(), getKVShape(getKv().getType()), getType(),
                          getSmScale(), getLogitsSoftCap(), getWindowLeft(),
                          getRopeAttr());
@@ -398,6 +409,25 @@ LogicalResult CascadeOp::verify() {
   return verifyAttention(op, getQ(), getKVShape(first), getType(),
                          getSmScale(), getLogitsSoftCap(), getWindowLeft(),
                          getRopeAttr());
+}
+
+LogicalResult CascadePositionsOp::verify() {
+  Operation *op = getOperation();
+  if (getKvs().empty())
+    return emitOpError() << "needs at least one level";
+  if (getQoIndptrs().size() != getKvs().size())
+    return emitOpError() << "has " << getQoIndptrs().size()
+                         << " qo_indptr levels but " << getKvs().size()
+                         << " KV levels";
+  for (auto [i, indptr] : llvm::enumerate(getQoIndptrs()))
+    if (failed(verifyI32Index(op, indptr,
+                              "qo_indptr of level " + Twine(i).str())))
+      return failure();
+  for (auto [i, kv] : llvm::enumerate(getKvs()))
+    if (cast<PagedType>(kv.getType()).isMla())
+      return emitOpError() << "levels must be K/V caches, but level " << i
+                           << " is an MLA cache";
+  return verifyI32Index(op, getPositions(), "positions");
 }
 
 LogicalResult AppendOp::verify() {

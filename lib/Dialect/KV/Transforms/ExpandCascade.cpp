@@ -1,6 +1,8 @@
 //===- ExpandCascade.cpp - kv.cascade -> per-level prefill + merge --------===//
 #include "kvir/Dialect/KV/Transforms/Passes.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -17,16 +19,35 @@ struct ExpandCascade : OpRewritePattern<CascadeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(CascadeOp op,
                                 PatternRewriter &rewriter) const override {
-    SmallVector<Value> levelStates;
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     unsigned numLevels = op.getKvs().size();
+    // A row sits after its keys of every level: a shared level's rows see
+    // its keys from the positions their later levels give them, which the
+    // window and RoPE read (causal hides none of a shared level's keys).
+    bool positional = op.getWindowLeft() || op.getRopeAttr();
+    SmallVector<Value> positions(numLevels);
+    if (positional && numLevels > 1) {
+      auto q = cast<MemRefType>(op.getQ().getType());
+      auto type = MemRefType::get({q.getDimSize(0)}, b.getI32Type());
+      SmallVector<Value> rows;
+      if (q.isDynamicDim(0))
+        rows.push_back(memref::DimOp::create(b, op.getQ(), 0));
+      for (unsigned level = 0; level + 1 < numLevels; ++level) {
+        positions[level] = memref::AllocOp::create(b, type, rows);
+        CascadePositionsOp::create(b, op.getQoIndptrs().drop_front(level),
+                                   op.getKvs().drop_front(level),
+                                   positions[level]);
+      }
+    }
+    SmallVector<Value> levelStates;
     for (unsigned level = 0; level < numLevels; ++level) {
       // Earlier levels are shared prefixes entirely in the past of every
       // query row, so only the last level is causal.
       bool causal = op.getCausal() && level + 1 == numLevels;
       auto prefill = PrefillOp::create(
-          rewriter, op.getLoc(), op.getType(), op.getQ(),
-          op.getQoIndptrs()[level], op.getKvs()[level], /*mask=*/Value(),
-          causal, op.getSmScaleAttr(), op.getLogitsSoftCapAttr(),
+          b, op.getType(), op.getQ(), op.getQoIndptrs()[level],
+          op.getKvs()[level], /*mask=*/Value(), positions[level], causal,
+          op.getSmScaleAttr(), op.getLogitsSoftCapAttr(),
           op.getWindowLeftAttr(), op.getRopeAttr());
       // Levels before the last are shared by all their rows' requests.
       if (level + 1 < numLevels)
@@ -34,7 +55,11 @@ struct ExpandCascade : OpRewritePattern<CascadeOp> {
                          rewriter.getUnitAttr());
       levelStates.push_back(prefill);
     }
-    rewriter.replaceOpWithNewOp<MergeOp>(op, op.getType(), levelStates);
+    auto merged = MergeOp::create(b, op.getType(), levelStates);
+    for (Value buffer : positions)
+      if (buffer)
+        memref::DeallocOp::create(b, buffer);
+    rewriter.replaceOp(op, merged);
     return success();
   }
 };

@@ -187,8 +187,10 @@ void checkQueryRows(PrefillOp op) {
   Value indptr = op.getQoIndptr();
   Value batch = arith::SubIOp::create(b, e.dim(indptr, 0),
                                       arith::ConstantIndexOp::create(b, 1));
-  Value lengths =
-      op.getCausal() ? emitKvLengths(b, op.getKv(), batch) : Value();
+  // Bottom-right causal rows need kv_len >= qo_len; rows at given positions
+  // may sit anywhere (they index no memory).
+  bool needsKeys = op.getCausal() && !op.getPositions();
+  Value lengths = needsKeys ? emitKvLengths(b, op.getKv(), batch) : Value();
   e.call("kvir_check_query_rows",
          {e.pointer(indptr), e.i64Of(e.dim(op.getQ(), 0)),
           lengths ? e.pointer(lengths) : e.null(), e.i64Of(batch),

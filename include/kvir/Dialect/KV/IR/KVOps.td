@@ -110,16 +110,20 @@ def KV_DecodeOp : KV_Op<"decode"> {
   let hasVerifier = 1;
 }
 
-def KV_PrefillOp : KV_Op<"prefill"> {
+def KV_PrefillOp : KV_Op<"prefill", [AttrSizedOperandSegments]> {
   let summary = "batch prefill / append attention over paged or ragged KV";
   let description = [{
     `q[nnz, Hq, D]` with request `b` owning rows `qo_indptr[b] ..
     qo_indptr[b+1]`. Row `i` of request `b` sits at position
-    `kv_len[b] - qo_len[b] + i`. Key `j` is visible iff every enabled rule
-    holds: `causal` (`j <= p_i`), `window_left` w (`j >= p_i - w`), and the
-    custom `mask`: per-request row-major `qo_len x kv_len` blocks, one byte
-    per bool for an `i1` memref, or bit-packed (little bit order, each
-    request's block starting at a byte boundary) for an `i8` memref.
+    `p_i = kv_len[b] - qo_len[b] + i`, or at `positions[row]` when
+    `positions` (i32, one per query row) is given: the rows of a cascade's
+    shared level sit after that level's keys at the positions of their own
+    later levels. Key `j` is visible iff every enabled rule holds: `causal`
+    (`j <= p_i`), `window_left` w (`j >= p_i - w`), and the custom `mask`:
+    per-request row-major `qo_len x kv_len` blocks, one byte per bool for an
+    `i1` memref, or bit-packed (little bit order, each request's block
+    starting at a byte boundary) for an `i8` memref. `rope` rotates the
+    query row at `p_i` and key `j` at `j`.
 
     ```mlir
     %s = kv.prefill %q, %qo_indptr, %kv mask(%m : memref<?xi8>) {causal}
@@ -133,11 +137,14 @@ def KV_PrefillOp : KV_Op<"prefill"> {
                             KV_ReadKV<KV_AnyKV>:$kv,
                             Arg<Optional<AnyMemRef>, "custom mask",
                                 [MemRead]>:$mask,
+                            Arg<Optional<AnyMemRef>, "query row positions",
+                                [MemRead]>:$positions,
                             UnitAttr:$causal),
                        KV_AttentionAttrs);
   let results = (outs KV_StateType:$result);
   let assemblyFormat = [{
     $q `,` $qo_indptr `,` $kv (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`positions` `(` $positions^ `:` type($positions) `)`)?
     attr-dict `:` type($q) `,` type($qo_indptr) `,` type($kv) `->` type($result)
   }];
   let hasVerifier = 1;
@@ -180,7 +187,9 @@ def KV_CascadeOp : KV_Op<"cascade", [AttrSizedOperandSegments]> {
     Levels `0 .. L-1` share the query rows; level `l` groups them into
     requests with `qo_indptrs[l]` and reads `kvs[l]`. Each row's state is the
     merge over levels of its state against its level-`l` request's keys.
-    `causal` applies to the last level only.
+    `causal` applies to the last level only. Positions (causal, window,
+    RoPE) are positions in the concatenation of a row's levels, level 0
+    first, so level `l`'s keys come after the row's keys of levels `< l`.
 
     ```mlir
     %s = kv.cascade %q levels(%qi0, %qi1 : memref<?xi32>, memref<?xi32>)
@@ -199,6 +208,39 @@ def KV_CascadeOp : KV_Op<"cascade", [AttrSizedOperandSegments]> {
     $q `levels` `(` $qo_indptrs `:` type($qo_indptrs) `)`
     `kvs` `(` $kvs `:` type($kvs) `)`
     attr-dict `:` type($q) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def KV_CascadePositionsOp : KV_Op<"cascade_positions",
+                                  [AttrSizedOperandSegments]> {
+  let summary = "positions of a cascade's query rows from a level on";
+  let description = [{
+    Levels `l .. L-1` of a cascade (the tail of its `qo_indptrs` and `kvs`):
+    writes `positions[r]`, the position of query row `r` in the
+    concatenation of its requests' keys of these levels, level `l`'s first.
+    With `b` the row's request of the last level, that is the sum over the
+    given levels of `kv_len` of the row's request there, minus
+    `qo_indptr_last[b+1] - r` (bottom-right alignment on the last level). A
+    row outside a level's requests adds no keys of it. kv-expand-cascade
+    computes this for the non-last levels of a windowed or rotary cascade,
+    whose rows sit past their shared keys.
+
+    ```mlir
+    kv.cascade_positions levels(%qi0, %qi1 : memref<?xi32>, memref<?xi32>)
+        kvs(%kv0, %kv1 : !kv.paged<...>, !kv.paged<...>)
+        into %pos : memref<?xi32>
+    ```
+  }];
+  let arguments = (ins Arg<Variadic<AnyMemRef>, "query row offsets per level",
+                           [MemRead]>:$qo_indptrs,
+                       KV_ReadKV<Variadic<KV_PagedType>>:$kvs,
+                       Arg<AnyMemRef, "positions per query row",
+                           [MemWrite]>:$positions);
+  let assemblyFormat = [{
+    `levels` `(` $qo_indptrs `:` type($qo_indptrs) `)`
+    `kvs` `(` $kvs `:` type($kvs) `)`
+    `into` $positions attr-dict `:` type($positions)
   }];
   let hasVerifier = 1;
 }

@@ -3,6 +3,7 @@
 #define KVIR_DIALECT_KV_TRANSFORMS_PASSES_H
 
 #include "kvir/Dialect/KV/IR/KVOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Pass/Pass.h"
 
 namespace kvir::kv {

@@ -14,9 +14,12 @@ def KVExpandCascade : Pass<"kv-expand-cascade"> {
     like any other merge. The levels before the last carry the unit
     attribute `kv.shared_level`: their query rows are those of every
     request sharing the level's keys, a hint kv-tile takes for tall query
-    tiles.
+    tiles. With a window or RoPE, each shared level's prefill also takes
+    its rows' positions in the concatenation of the levels from it on
+    (`kv.cascade_positions` into a new buffer, freed after the merge).
   }];
-  let dependentDialects = ["::kvir::kv::KVDialect"];
+  let dependentDialects = ["::kvir::kv::KVDialect",
+                           "::mlir::memref::MemRefDialect"];
 }
 
 def KVSpecializeLayout : Pass<"kv-specialize-layout"> {

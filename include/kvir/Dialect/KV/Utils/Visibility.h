@@ -12,14 +12,28 @@
 #define KVIR_DIALECT_KV_UTILS_VISIBILITY_H
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/ArrayRef.h"
 
 #include <optional>
 
 namespace kvir::kv {
 
+struct PagedOperands;
+
 /// p_i = kv_len - qo_len + i.
 mlir::Value emitQueryPosition(mlir::ImplicitLocOpBuilder &b, mlir::Value kvLen,
                               mlir::Value qoLen, mlir::Value row);
+
+/// The position of query row `row` (an index) in the concatenation of its
+/// requests' keys over the cascade levels `levels` (the first one first),
+/// each grouping the rows with its `qoIndptrs` entry (i32): the keys of its
+/// requests summed, minus the rows of its last-level request from `row`
+/// on. A row outside a level's requests adds no keys of it (and sits at
+/// -1 after the keys when outside the last level's).
+mlir::Value emitCascadeRowPosition(mlir::ImplicitLocOpBuilder &b,
+                                   mlir::Value row,
+                                   llvm::ArrayRef<mlir::Value> qoIndptrs,
+                                   llvm::ArrayRef<PagedOperands> levels);
 
 /// The keys [lo, hi) a row at `position` may see under `causal`
 /// (j <= position) and `windowLeft` (j >= position - w), within
