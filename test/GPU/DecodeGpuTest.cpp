@@ -57,6 +57,8 @@ struct GpuDecodeCase {
   std::string config;
   /// Lower with fixed grids for this many requests (CUDA graphs), or 0.
   int64_t graphMaxBatch = 0;
+  /// fp8 scales and value ranges.
+  CacheOptions cacheOptions;
 };
 
 std::ostream &operator<<(std::ostream &os, const GpuDecodeCase &c) {
@@ -83,7 +85,7 @@ void runGpuDecodeCase(const GpuDecodeCase &c) {
       kvLens[0] = run.firstLen;
     int64_t batch = kvLens.size();
     SCOPED_TRACE("batch of " + std::to_string(batch));
-    PagedCache cache = makeCache(c.spec, kvLens, rng);
+    PagedCache cache = makeCache(c.spec, kvLens, rng, c.cacheOptions);
     Tensor q =
         randomTensor(rng, c.spec.dtype, {batch, c.qHeads, c.spec.headDim}, 2.0);
     StateBuffers out =
@@ -443,6 +445,61 @@ std::vector<GpuDecodeCase> decodeCases() {
                                2, DType::F16, "sm_90a", 1017);
     c.runs = {BatchRun{512, 24, {}}};
     cases.push_back(c);
+  }
+  // fp8 KV (per-tensor k_scale / v_scale): codes copied 16 bytes at a
+  // time into the stage ring and dequantized in registers; k_scale folds
+  // into the query, v_scale into the output. Slots past kv_len hold NaN
+  // codes.
+  {
+    GpuDecodeCase c = makeCase(
+        "Fp8E4M3NhdCombinedCsrP16D128G4F16",
+        quantized(makeSpec(16, 2, 128, DType::F16), Quant::FP8E4M3), 8,
+        DType::F16, "sm_80", 1040);
+    add(c, 5, 70, 20);
+  }
+  {
+    // Scales of 1/512: most codes saturate at +-448.
+    GpuDecodeCase c = makeCase(
+        "Fp8E4M3SaturatedHndSplitBlockTableP16D128G8BF16",
+        quantized(makeSpec(16, 1, 128, DType::BF16, Layout::HND,
+                           Storage::Split, Table::BlockTable),
+                  Quant::FP8E4M3),
+        8, DType::BF16, "sm_90a", 1041);
+    c.cacheOptions.kScale = c.cacheOptions.vScale = 1.0f / 512;
+    c.params.base = Base::Two;
+    add(c, 4, 60, 15);
+  }
+  {
+    // Scales of 64 and 32: most codes are e4m3 subnormals.
+    GpuDecodeCase c = makeCase(
+        "Fp8E4M3SubnormalNhdSplitCsrP8D64G2F16ToF32",
+        quantized(makeSpec(8, 2, 64, DType::F16, Layout::NHD, Storage::Split,
+                           Table::CSR),
+                  Quant::FP8E4M3),
+        4, DType::F32, "sm_86", 1042);
+    c.cacheOptions.kScale = 64.0f;
+    c.cacheOptions.vScale = 32.0f;
+    add(c, 5, 50, 12);
+  }
+  {
+    GpuDecodeCase c = makeCase(
+        "Fp8E5M2HndCombinedCsrP16D128G4F16WindowCap",
+        quantized(makeSpec(16, 2, 128, DType::F16, Layout::HND),
+                  Quant::FP8E5M2),
+        8, DType::F16, "sm_80", 1043);
+    c.params.windowLeft = 200;
+    c.params.softCap = 30.0;
+    add(c, 4, 90, 20);
+  }
+  {
+    GpuDecodeCase c = makeCase(
+        "Fp8E5M2NhdSplitTokenTableP32D256G1BF16Base2",
+        quantized(makeSpec(32, 2, 256, DType::BF16, Layout::NHD,
+                           Storage::Split, Table::TokenTable),
+                  Quant::FP8E5M2),
+        2, DType::BF16, "sm_90a", 1044);
+    c.params.base = Base::Two;
+    add(c, 4, 70, 16);
   }
   return cases;
 }

@@ -153,12 +153,6 @@ void runAppendDecode(const AppendParams &a) {
   }
 }
 
-CacheSpec quantized(CacheSpec spec, Quant quant, int64_t group = 0) {
-  spec.quant = quant;
-  spec.quantGroup = group;
-  return spec;
-}
-
 TEST(AppendDecode, NhdCombinedCsrF16) {
   AppendParams a;
   a.spec = makeSpec(16, 2, 128, DType::F16);

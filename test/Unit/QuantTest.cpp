@@ -11,12 +11,6 @@ using namespace kvir::test;
 
 namespace {
 
-CacheSpec quantized(CacheSpec spec, Quant quant, int64_t group = 0) {
-  spec.quant = quant;
-  spec.quantGroup = group;
-  return spec;
-}
-
 TEST(Int8Group, DecodeNhdCombinedGroup8F16) {
   DecodeCase c;
   c.spec = quantized(makeSpec(16, 2, 128, DType::F16), Quant::Int8Group, 8);

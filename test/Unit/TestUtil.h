@@ -23,6 +23,13 @@ inline CacheSpec makeSpec(int64_t pageSize, int64_t kvHeads, int64_t headDim,
   return s;
 }
 
+/// `spec` with quantized storage (`group`: int8 groups' size).
+inline CacheSpec quantized(CacheSpec spec, Quant quant, int64_t group = 0) {
+  spec.quant = quant;
+  spec.quantGroup = group;
+  return spec;
+}
+
 } // namespace kvir::test
 
 namespace ref = kvir::ref;

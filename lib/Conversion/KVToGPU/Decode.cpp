@@ -27,6 +27,7 @@
 #include "kvir/Codegen/SharedTile.h"
 #include "kvir/Codegen/WarpOps.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
+#include "kvir/Dialect/KV/Utils/Quantization.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -86,8 +87,10 @@ SharedMemoryLayout decodeSharedLayout(const DecodeKernelSpec &s) {
   kvgpu::DecodeConfigAttr c = s.config;
   int64_t padded = c.getThreadsX() * c.getVector(), tile = c.getTileTokens();
   SharedMemoryLayout layout;
-  layout.add("k_tiles", {c.getStages(), tile, padded}, s.kv.getDtype());
-  layout.add("v_tiles", {c.getStages(), tile, padded}, s.kv.getDtype());
+  // As stored: fp8 codes are dequantized from the tiles in registers.
+  Type stored = s.kv.getStorageElementType();
+  layout.add("k_tiles", {c.getStages(), tile, padded}, stored);
+  layout.add("v_tiles", {c.getStages(), tile, padded}, stored);
   layout.add("query", {s.group(), padded}, s.qType.getElementType());
   layout.add("meta", {3}, i32);
   layout.add("page_ids",
@@ -128,7 +131,9 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   int64_t headDim = kvType.getHeadDim(), group = spec.group();
   int64_t vec = cfg.getVector(), tx = cfg.getThreadsX(), tz = cfg.getThreadsZ();
   int64_t tile = cfg.getTileTokens(), numThreads = kf.getNumThreads();
-  Type elt = kvType.getDtype(), f32 = b.getF32Type();
+  // K/V as stored (fp8 codes for fp8 caches), and f32.
+  Type elt = kvType.getStorageElementType(), f32 = b.getF32Type();
+  bool fp8 = kvType.isFp8();
 
   Value q = kf.getArgument(0);
   kv::PagedOperands kv;
@@ -256,14 +261,18 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   Value start = metaAt(0), end = metaAt(1), tableBase = metaAt(2);
   auto vecF32 = VectorType::get({vec}, f32);
   Value zeroVec = ir.splat(ir.f32(0.0), vec);
-  // The query, scaled so that scores come out in the working base's units.
+  // The query, scaled so that scores come out in the working base's units
+  // (and by fp8's k_scale: scores are dot products with the codes).
   double qScale = spec.smScale * state.logitPrescale(spec.softCap.has_value());
+  Value qScaleVec = ir.splat(ir.f32(qScale), vec);
+  if (fp8)
+    qScaleVec = ir.mul(qScaleVec, ir.splat(kv.kScale, vec));
   Value qVec = ir.mul(
       arith::ExtFOp::create(
           b, vecF32,
           vector::LoadOp::create(b, qVecType, qShared, ValueRange{y, dim0})
               .getResult()),
-      ir.splat(ir.f32(qScale), vec));
+      qScaleVec);
 
   // The K/V tiles stream through a ring of `stages` buffers: at the top of
   // iteration i, tiles i ... i + stages - 2 are in flight; once everyone is
@@ -338,7 +347,8 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
     auto v = vector::LoadOp::create(jb, VectorType::get({vec}, elt),
                                     tiles.memref,
                                     tiles.elementIndices(jb, stage, t, dim0));
-    Value f = arith::ExtFOp::create(jb, vecF32, v.getResult());
+    Value f = fp8 ? kv::fp8ToF32(jb, v.getResult())
+                  : arith::ExtFOp::create(jb, vecF32, v.getResult()).getResult();
     // Lanes past the head dim read columns nobody wrote.
     return paddedLanes ? IRBuilder{jb}.select(activeX, f, zeroVec) : f;
   };
@@ -375,8 +385,11 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
                              ValueRange{updated.m, updated.l, updated.acc});
       });
   waitAsyncCopies(b, 0);
-  PartialState result{tileLoop.getResult(0), tileLoop.getResult(1),
-                      tileLoop.getResult(2)};
+  // fp8: V was accumulated as codes; v_scale applies once.
+  Value acc = tileLoop.getResult(2);
+  if (fp8)
+    acc = ir.mul(acc, ir.splat(kv.vScale, vec));
+  PartialState result{tileLoop.getResult(0), tileLoop.getResult(1), acc};
 
   // Merge the z-lanes' partial states through shared memory.
   if (tz > 1) {
@@ -478,6 +491,8 @@ std::string decodeKernelSymbol(kv::DecodeOp op, const DecodeKernelSpec &s,
       std::to_string(kv.getPageSize()) + "_h" + std::to_string(s.qHeads) +
       "x" + std::to_string(kv.getKvHeads()) + "_d" +
       std::to_string(kv.getHeadDim()) + "_" + typeName(kv.getDtype()) + "_" +
+      (kv.isQuantized() ? kv::stringifyQuant(kv.getQuant()).str() + "_"
+                        : std::string()) +
       typeName(s.outType.getElementType()) + (s.partitioned ? "_split" : "");
   KernelIdentity id(stem);
   id.add(op.getOperation())
@@ -661,7 +676,7 @@ gpu_lowering::whyNoDecodeKernel(kv::DecodeOp op,
   if (!whyNotTensorCores.empty())
     return "on tensor cores: " + whyNotTensorCores;
   kv::PagedType kv = view.getType();
-  if (kv.isQuantized())
+  if (kv.getQuant() == kv::Quant::int8_group)
     return std::string("quantized KV (") +
            kv::stringifyQuant(kv.getQuant()).str() + ") has no decode kernel";
   if (!kv.getDtype().isF16() && !kv.getDtype().isBF16())

@@ -107,6 +107,11 @@ void PlanBuilder::addBuffer(StringRef argName, kvgpu::ArgRole role,
   args.push_back(kvgpu::PlanArgAttr::get(ctx, argName, role, type, dims));
 }
 
+void PlanBuilder::addScalar(StringRef argName, Type type) {
+  args.push_back(
+      kvgpu::PlanArgAttr::get(ctx, argName, kvgpu::ArgRole::scalar, type, {}));
+}
+
 void PlanBuilder::defineSize(StringRef sizeName, kvgpu::SizeExprAttr value) {
   sizes.push_back(kvgpu::SizeDefAttr::get(ctx, sizeName, "", -1, value));
 }
@@ -214,6 +219,20 @@ gpu_lowering::addPagedKVArguments(PlanBuilder &plan,
       add(name, table, {}, {"num_page_ids"});
     else
       add(name, table, {plan.sym("batch")}, {"", "max_pages"});
+  }
+  // int8 groups' scale pools, laid out as their pools.
+  SmallVector<StringRef> scaleNames{"k_scale_pool", "v_scale_pool"};
+  if (kv.type.getStorage() == kv::Storage::combined)
+    scaleNames = {"scale_pool"};
+  for (auto [name, scales] : llvm::zip(scaleNames, kv.scales))
+    add(name, scales, {}, {"num_pages"});
+  // fp8's per-tensor scales, by value.
+  for (auto [name, scale] : {std::pair<StringRef, Value>{"k_scale", kv.kScale},
+                             {"v_scale", kv.vScale}}) {
+    if (!scale)
+      continue;
+    plan.addScalar(name, scale.getType());
+    names.push_back(name);
   }
   // The pool's capacity in tokens, when its axis 0 is the page axis or the
   // token axis (size num_pages): what a table check bounds entries by.

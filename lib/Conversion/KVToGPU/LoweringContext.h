@@ -117,6 +117,8 @@ public:
                  mlir::MemRefType type,
                  llvm::ArrayRef<kvgpu::SizeExprAttr> shape = {},
                  llvm::ArrayRef<llvm::StringRef> dimNames = {});
+  /// Adds a float argument `argName` the caller passes by value.
+  void addScalar(llvm::StringRef argName, mlir::Type type);
   /// Defines size `sizeName` as `value` (after the sizes it reads).
   void defineSize(llvm::StringRef sizeName, kvgpu::SizeExprAttr value);
   bool hasSize(llvm::StringRef sizeName) const;

@@ -16,11 +16,11 @@ func.func @f32_kv(%q: memref<?x8x64xf32>, %pool: memref<?x2x16x2x64xf32>, %a: me
 
 // -----
 
-!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr, quant = fp8_e4m3>
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr, quant = int8_group, quant_group = 8>
 !s = !kv.state<?x8x64xf16, base = e>
-func.func @fp8_kv(%q: memref<?x8x64xf16>, %pool: memref<?x2x16x2x64xf8E4M3FN>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %ks: f32, %vs: f32, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
-  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf8E4M3FN>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) fp8_scales(%ks, %vs) : !c
-  // expected-error @below {{has no GPU kernel: quantized KV (fp8_e4m3) has no decode kernel}}
+func.func @int8_kv(%q: memref<?x8x64xf16>, %pool: memref<?x2x16x2x64xi8>, %scales: memref<?x2x16x2x8xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xi8>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) scales(%scales : memref<?x2x16x2x8xf16>) : !c
+  // expected-error @below {{has no GPU kernel: quantized KV (int8_group) has no decode kernel}}
   %s = kv.decode %q, %kv : memref<?x8x64xf16>, !c -> !s
   kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
   return

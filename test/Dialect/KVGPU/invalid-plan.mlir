@@ -29,6 +29,11 @@ func.func private @size_arg() attributes {a = #kvgpu.arg<"n", size, i32>}
 
 // -----
 
+// expected-error @below {{scalar argument 'k_scale' must be a float with no shape, got 'i32'}}
+func.func private @scalar_arg() attributes {a = #kvgpu.arg<"k_scale", scalar, i32>}
+
+// -----
+
 // expected-error @below {{buffer argument 'q' must be a memref, got 'f32'}}
 func.func private @buffer_arg() attributes {a = #kvgpu.arg<"q", input, f32>}
 

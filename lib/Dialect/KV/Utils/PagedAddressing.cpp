@@ -40,7 +40,8 @@ PagedOperands PagedOperands::withValues(ValueRange values) const {
   take(pools.size(), kv.pools);
   take(tables.size(), kv.tables);
   take(scales.size(), kv.scales);
-  if (kScale) {
+  // fp8 views always carry their two scales (the view's verifier).
+  if (type.isFp8()) {
     kv.kScale = values[next++];
     kv.vScale = values[next++];
   }

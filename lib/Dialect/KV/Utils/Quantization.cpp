@@ -3,6 +3,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include <cmath>
 
@@ -58,52 +60,56 @@ static Fp8Format getFormat(Type type) {
   return {2, 5, 15, true, 57344.0, 0x7b};
 }
 
+/// A constant of `type` (scalar or vector: splat) holding `value`.
+static Value constantLike(ImplicitLocOpBuilder &b, Type type, double value) {
+  Type elt = getElementTypeOrSelf(type);
+  TypedAttr attr;
+  if (isa<FloatType>(elt))
+    attr = b.getFloatAttr(elt, value);
+  else
+    attr = b.getIntegerAttr(elt, static_cast<int64_t>(value));
+  if (auto vec = dyn_cast<VectorType>(type))
+    attr = SplatElementsAttr::get(vec, attr);
+  return arith::ConstantOp::create(b, type, attr);
+}
+
 Value kv::fp8ToF32(ImplicitLocOpBuilder &b, Value value) {
-  Fp8Format fmt = getFormat(value.getType());
-  Value byte = arith::BitcastOp::create(b, b.getI8Type(), value);
-  Value bits = arith::ExtUIOp::create(b, b.getI32Type(), byte);
-  Value mantMask = i32Const(b, (1 << fmt.mantissaBits) - 1);
-  Value expMask = i32Const(b, (1 << fmt.exponentBits) - 1);
-  Value mant = arith::AndIOp::create(b, bits, mantMask);
-  Value exp = arith::AndIOp::create(
-      b, arith::ShRUIOp::create(b, bits, i32Const(b, fmt.mantissaBits)),
-      expMask);
-  Value sign = arith::ShRUIOp::create(b, bits, i32Const(b, 7));
-  Value zero = i32Const(b, 0);
-  Value isSubnormal =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, exp, zero);
-  // value = significand * 2^(e - bias - mantissaBits), with the implicit one
-  // for normals and e = 1 for subnormals.
-  Value implicitOne = arith::SelectOp::create(
-      b, isSubnormal, zero, i32Const(b, 1 << fmt.mantissaBits));
-  Value significand = arith::OrIOp::create(b, mant, implicitOne);
-  Value effExp = arith::SelectOp::create(b, isSubnormal, i32Const(b, 1), exp);
-  Value scaleExp = arith::SubIOp::create(
-      b, effExp, i32Const(b, fmt.bias + fmt.mantissaBits));
-  Value magnitude = arith::MulFOp::create(
-      b, arith::UIToFPOp::create(b, b.getF32Type(), significand),
-      pow2(b, scaleExp));
-  Value nan = floatConst(b, std::nan(""));
-  if (fmt.ieee) {
-    Value special =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, exp, expMask);
-    Value isInf =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, mant, zero);
-    Value specialValue = arith::SelectOp::create(
-        b, isInf, floatConst(b, INFINITY), nan);
-    magnitude = arith::SelectOp::create(b, special, specialValue, magnitude);
+  Type type = value.getType();
+  auto vec = dyn_cast<VectorType>(type);
+  auto like = [&](Type scalar) -> Type {
+    return vec ? VectorType::get(vec.getShape(), scalar) : scalar;
+  };
+  bool e5m2 = isa<Float8E5M2Type>(getElementTypeOrSelf(type));
+  Value byte = arith::BitcastOp::create(b, like(b.getI8Type()), value);
+  Value bits = arith::ExtUIOp::create(b, like(b.getI16Type()), byte);
+  auto c16 = [&](int64_t v) { return constantLike(b, like(b.getI16Type()), v); };
+  // fp8 bits placed in an f16: e5m2 is exactly the upper byte of an f16
+  // (subnormals, inf and NaN included); e4m3fn's exponent and mantissa
+  // fill the f16's low exponent and high mantissa bits, which reads the
+  // value 2^-8 too small (bias 15 for 7), subnormals included, so the f32
+  // is scaled by 2^8 (exact).
+  Value halfBits;
+  if (e5m2) {
+    halfBits = arith::ShLIOp::create(b, bits, c16(8));
   } else {
-    Value isNan = arith::CmpIOp::create(
-        b, arith::CmpIPredicate::eq, arith::AndIOp::create(b, bits,
-                                                          i32Const(b, 0x7f)),
-        i32Const(b, 0x7f));
-    magnitude = arith::SelectOp::create(b, isNan, nan, magnitude);
+    Value sign = arith::ShLIOp::create(
+        b, arith::AndIOp::create(b, bits, c16(0x80)), c16(8));
+    Value magnitude = arith::ShLIOp::create(
+        b, arith::AndIOp::create(b, bits, c16(0x7f)), c16(7));
+    halfBits = arith::OrIOp::create(b, sign, magnitude);
   }
-  Value negative = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, sign,
-                                         zero);
-  return arith::SelectOp::create(b, negative,
-                                 arith::NegFOp::create(b, magnitude),
-                                 magnitude);
+  Value half = arith::BitcastOp::create(b, like(b.getF16Type()), halfBits);
+  Value result = arith::ExtFOp::create(b, like(b.getF32Type()), half);
+  if (e5m2)
+    return result;
+  result = arith::MulFOp::create(b, result,
+                                 constantLike(b, like(b.getF32Type()), 256.0));
+  // e4m3fn has no infinities; S.1111.111 is NaN.
+  Value isNan = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::eq, arith::AndIOp::create(b, bits, c16(0x7f)),
+      c16(0x7f));
+  return arith::SelectOp::create(
+      b, isNan, constantLike(b, like(b.getF32Type()), std::nan("")), result);
 }
 
 Value kv::f32ToFp8(ImplicitLocOpBuilder &b, Value value, Type type) {

@@ -499,6 +499,12 @@ LogicalResult PlanArgAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          << "' must be an index with no shape";
     return success();
   }
+  if (role == ArgRole::scalar) {
+    if (!isa<FloatType>(type) || !shape.empty())
+      return emitError() << "scalar argument '" << name
+                         << "' must be a float with no shape, got " << type;
+    return success();
+  }
   auto memref = dyn_cast<MemRefType>(type);
   if (!memref)
     return emitError() << "buffer argument '" << name

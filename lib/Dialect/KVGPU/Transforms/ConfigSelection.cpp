@@ -45,11 +45,15 @@ kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
   // under the 48 KB a kernel may declare): tiles of up to 32 tokens, small
   // enough for three stages.
   int64_t rowBytes =
-      threadsX * vec * kv.getDtype().getIntOrFloatBitWidth() / 8;
+      threadsX * vec * kv.getStorageElementType().getIntOrFloatBitWidth() / 8;
   const int64_t ringBytes = 32 * 1024, minStages = 3;
   int64_t tile = 32;
   while (tile > 1 && minStages * 2 * tile * rowBytes > ringBytes)
     tile /= 2;
+  // One-byte KV (fp8) takes 16-element vectors: at most 4 tokens per z-lane
+  // keep the dequantized rows in registers near the 16-bit kernels' count.
+  if (vec > 8)
+    tile = std::min(tile, threadsZ * 64 / vec);
   tile = (std::max(tile, threadsZ) + threadsZ - 1) / threadsZ * threadsZ;
   // Little's law for one block per SM (small batches): the stage-1 tiles
   // in flight carry the SM's share of bandwidth x latency.

@@ -1,6 +1,7 @@
 // Decodes spanning the tiling space (page sizes 1..128, head_dim 64..256,
 // groups 1..8, f16/bf16, NHD/HND, combined/split, CSR/block table, soft
-// cap, window): every kernel kv-to-ptx generates for them goes to ptxas.
+// cap, window, fp8 e4m3 / e5m2): every kernel kv-to-ptx generates for
+// them goes to ptxas.
 func.func @p1_d64_g1_f16(%q: memref<?x8x64xf16>, %p0: memref<?x2x1x8x64xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
   %kv = kv.paged_view pools(%p0 : memref<?x2x1x8x64xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 1, kv_heads = 8, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
   %s = kv.decode %q, %kv : memref<?x8x64xf16>, !kv.paged<page_size = 1, kv_heads = 8, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr> -> !kv.state<?x8x64xf16, base = 2>
@@ -41,5 +42,17 @@ func.func @p7_d64_g8_f16(%q: memref<?x8x64xf16>, %p0: memref<?x2x7x1x64xf16>, %t
   %kv = kv.paged_view pools(%p0 : memref<?x2x7x1x64xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 7, kv_heads = 1, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
   %s = kv.decode %q, %kv : memref<?x8x64xf16>, !kv.paged<page_size = 7, kv_heads = 1, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr> -> !kv.state<?x8x64xf32, base = 2>
   kv.store_state %s, %o, %l : !kv.state<?x8x64xf32, base = 2>, memref<?x8x64xf32>, memref<?x8xf32>
+  return
+}
+func.func @p16_d128_g4_fp8_e4m3(%q: memref<?x8x128xf16>, %p0: memref<?x2x16x2x128xf8E4M3FN>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %ks: f32, %vs: f32, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x16x2x128xf8E4M3FN>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) fp8_scales(%ks, %vs) : !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr, quant = fp8_e4m3>
+  %s = kv.decode %q, %kv : memref<?x8x128xf16>, !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr, quant = fp8_e4m3> -> !kv.state<?x8x128xf16, base = 2>
+  kv.store_state %s, %o, %l : !kv.state<?x8x128xf16, base = 2>, memref<?x8x128xf16>, memref<?x8xf32>
+  return
+}
+func.func @p32_d64_g8_fp8_e5m2(%q: memref<?x16x64xbf16>, %p0: memref<?x2x32x64xf8E5M2>, %p1: memref<?x2x32x64xf8E5M2>, %t0: memref<?x?xi32>, %t1: memref<?xi32>, %ks: f32, %vs: f32, %o: memref<?x16x64xbf16>, %l: memref<?x16xf32>) {
+  %kv = kv.paged_view pools(%p0, %p1 : memref<?x2x32x64xf8E5M2>, memref<?x2x32x64xf8E5M2>) tables(%t0, %t1 : memref<?x?xi32>, memref<?xi32>) fp8_scales(%ks, %vs) : !kv.paged<page_size = 32, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = bf16, layout = hnd, storage = split, table = block_table, quant = fp8_e5m2>
+  %s = kv.decode %q, %kv {logits_soft_cap = 30.0 : f32} : memref<?x16x64xbf16>, !kv.paged<page_size = 32, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = bf16, layout = hnd, storage = split, table = block_table, quant = fp8_e5m2> -> !kv.state<?x16x64xbf16, base = e>
+  kv.store_state %s, %o, %l : !kv.state<?x16x64xbf16, base = e>, memref<?x16x64xbf16>, memref<?x16xf32>
   return
 }

@@ -20,7 +20,8 @@ mlir::Value toF32(mlir::ImplicitLocOpBuilder &b, mlir::Value value);
 /// Rounds an f32 to `type` (round to nearest even).
 mlir::Value fromF32(mlir::ImplicitLocOpBuilder &b, mlir::Value value,
                     mlir::Type type);
-/// Decodes an fp8 value (as stored: f8E4M3FN or f8E5M2) to f32 exactly.
+/// Decodes an fp8 value or vector (as stored: f8E4M3FN or f8E5M2) to f32
+/// exactly.
 mlir::Value fp8ToF32(mlir::ImplicitLocOpBuilder &b, mlir::Value value);
 /// Encodes an f32 as fp8 of `type`, rounding to nearest even and saturating
 /// to the largest finite value (vLLM's scaled_convert).

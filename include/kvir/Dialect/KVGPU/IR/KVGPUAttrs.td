@@ -161,8 +161,10 @@ def KVGPU_ArgRole : I32EnumAttr<"ArgRole", "what a launch-plan argument is", [
   I32EnumAttrCase<"size", 3>,       // an index-typed size passed by value
   I32EnumAttrCase<"schedule", 4>,   // a device buffer the plan's work
                                     // schedule fills before the launches
-  I32EnumAttrCase<"host", 5>        // host memory the work schedule reads;
+  I32EnumAttrCase<"host", 5>,       // host memory the work schedule reads;
                                     // no kernel takes it
+  I32EnumAttrCase<"scalar", 6>      // a float given by the caller, passed
+                                    // by value (fp8 KV's k_scale, v_scale)
 ]> {
   let cppNamespace = "::kvir::kvgpu";
   let genSpecializedAttr = 0;

@@ -1,0 +1,42 @@
+// RUN: kvir-opt %s -kv-tile=chip=sm_80 --convert-kv-to-gpu=chip=sm_80 | FileCheck %s
+
+// An fp8 (e4m3) decode becomes the decode kernel with the codes as stored:
+// the plan passes the per-tensor k_scale and v_scale by value (role
+// scalar); kv-tile picks 16-element vectors (16 bytes of codes per lane,
+// one cp.async per row chunk) and at most 4 tokens per z-lane; the stage
+// ring holds fp8; each lane dequantizes its 16 codes in registers (through
+// an f16 holding the code's bits, times 2^8), k_scale scales the query
+// once and v_scale the accumulated output once.
+
+!f8 = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr, quant = fp8_e4m3>
+!s = !kv.state<?x8x128xf16, base = 2>
+
+// CHECK: #kvgpu.plan<"kv.decode", "[[DIRECT:decode_nhd_combined_csr_p16_h8x2_d128_f16_fp8_e4m3_f16_[0-9a-f]+]]"
+// CHECK-SAME: <"pool", input, memref<?x2x16x2x128xf8E4M3FN>
+// CHECK-SAME: <"k_scale", scalar, f32>, <"v_scale", scalar, f32>
+// CHECK-SAME: config = #kvgpu.decode<vector = 16, threads_x = 8, threads_z = 4, tile_tokens = 16, stages = 4, max_partitions = 32>
+// CHECK-SAME: args = ["q", "pool", "kv_indptr", "kv_indices", "kv_last_page_len", "k_scale", "v_scale", "out", "lse"]
+
+// CHECK-LABEL: func.func @fp8
+// CHECK: gpu.launch_func @kv_kernels::@[[DIRECT]] {{.*}} args(%{{.*}} : memref<?x8x128xf16>, %{{.*}} : memref<?x2x16x2x128xf8E4M3FN>, {{.*}}, %[[KS:.*]] : f32, %[[VS:.*]] : f32,
+
+// CHECK: gpu.func @[[DIRECT]](
+// CHECK-SAME: %[[KSCALE:arg[0-9]+]]: f32, %[[VSCALE:arg[0-9]+]]: f32
+// CHECK-SAME: workgroup(%[[KT:.*]] : memref<4x16x128xf8E4M3FN, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<4x16x128xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: vector.broadcast %[[KSCALE]] : f32 to vector<16xf32>
+// CHECK: nvgpu.device_async_copy {{.*}}, 16, {{.*}} : memref<?x2x16x2x128xf8E4M3FN> to memref<4x16x128xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: scf.for
+// CHECK: %[[CODES:.*]] = vector.load %[[KT]][{{.*}}] : memref<4x16x128xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
+// CHECK-NEXT: %[[BYTES:.*]] = arith.bitcast %[[CODES]] : vector<16xf8E4M3FN> to vector<16xi8>
+// CHECK-NEXT: arith.extui %[[BYTES]] : vector<16xi8> to vector<16xi16>
+// CHECK: arith.bitcast %{{.*}} : vector<16xi16> to vector<16xf16>
+// CHECK-NEXT: arith.extf %{{.*}} : vector<16xf16> to vector<16xf32>
+// CHECK-NEXT: arith.constant dense<2.560000e+02> : vector<16xf32>
+// CHECK: } {{.*}}
+// CHECK: vector.broadcast %[[VSCALE]] : f32 to vector<16xf32>
+func.func @fp8(%q: memref<?x8x128xf16>, %pool: memref<?x2x16x2x128xf8E4M3FN>, %ip: memref<?xi32>, %ix: memref<?xi32>, %last: memref<?xi32>, %ks: f32, %vs: f32, %o: memref<?x8x128xf16>, %lse: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x128xf8E4M3FN>) tables(%ip, %ix, %last : memref<?xi32>, memref<?xi32>, memref<?xi32>) fp8_scales(%ks, %vs) : !f8
+  %s = kv.decode %q, %kv : memref<?x8x128xf16>, !f8 -> !s
+  kv.store_state %s, %o, %lse : !s, memref<?x8x128xf16>, memref<?x8xf32>
+  return
+}
