@@ -18,7 +18,9 @@
 // Prints a markdown table (bench/RESULTS.md keeps the last one). Not run by
 // the tests. Usage:
 //   kvir-decode-bench [--batch N] [--kv-len N] [--chips sm_80,sm_90a]
-//                     [--configs nhd-p16-g4,...] [--no-ptxas]
+//                     [--configs nhd-p16-g4,...] [--kv f16|fp8_e4m3|fp8_e5m2]
+//                     [--no-ptxas]
+// With an fp8 cache the ideal counts one byte per K/V element.
 //
 //===----------------------------------------------------------------------===//
 #include "BenchSupport.h"
@@ -71,8 +73,10 @@ bool startsWith(const std::string &s, const std::string &prefix) {
 /// launch plan.
 struct DecodeShape {
   int64_t vector = 0, threadsX = 0, tile = 0, stages = 0;
-  /// K and V rows of one stage, f16.
-  int64_t stageBytes() const { return 2 * tile * threadsX * vector * 2; }
+  /// K and V rows of one stage, of `elementBytes`-byte elements.
+  int64_t stageBytes(int64_t elementBytes) const {
+    return 2 * tile * threadsX * vector * elementBytes;
+  }
 };
 DecodeShape decodeShape(const std::string &lowered) {
   DecodeShape s;
@@ -94,6 +98,8 @@ int main(int argc, char **argv) {
   std::vector<std::string> chips{"sm_80", "sm_90a"};
   std::vector<std::string> only;
   bool usePtxas = true;
+  Quant quant = Quant::None;
+  std::string kvName = "f16";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -116,12 +122,23 @@ int main(int argc, char **argv) {
       std::string list = next();
       for (llvm::StringRef c : llvm::split(list, ','))
         only.push_back(c.str());
+    } else if (a == "--kv") {
+      kvName = next();
+      if (kvName == "fp8_e4m3")
+        quant = Quant::FP8E4M3;
+      else if (kvName == "fp8_e5m2")
+        quant = Quant::FP8E5M2;
+      else if (kvName != "f16") {
+        std::fprintf(stderr, "--kv takes f16, fp8_e4m3 or fp8_e5m2\n");
+        return 2;
+      }
     } else if (a == "--no-ptxas")
       usePtxas = false;
     else {
       std::fprintf(stderr,
                    "usage: %s [--batch N] [--kv-len N] [--chips "
-                   "a,b] [--configs nhd-p16-g4,...] [--no-ptxas]\n",
+                   "a,b] [--configs nhd-p16-g4,...] [--kv f16|fp8_e4m3|"
+                   "fp8_e5m2] [--no-ptxas]\n",
                    argv[0]);
       return 2;
     }
@@ -135,9 +152,11 @@ int main(int argc, char **argv) {
       for (int64_t group : {1, 4, 8})
         configs.push_back({layout, page, group});
 
-  std::printf("Decode, head_dim %lld, f16 KV/q/out, %lld KV heads, batch %lld "
-              "x kv_len %lld, CSR pages scattered over the pool.%s\n\n",
-              (long long)headDim, (long long)kvHeads, (long long)batch,
+  int64_t kvElementBytes = quant == Quant::None ? 2 : 1;
+  std::printf("Decode, head_dim %lld, %s KV, f16 q/out, %lld KV heads, batch "
+              "%lld x kv_len %lld, CSR pages scattered over the pool.%s\n\n",
+              (long long)headDim, kvName.c_str(), (long long)kvHeads,
+              (long long)batch,
               (long long)kvLen,
               ptxas.empty() ? " (no ptxas: register columns empty)" : "");
   std::printf("| config | chip | regs (split/direct/merge) | smem B | spill B "
@@ -159,6 +178,7 @@ int main(int argc, char **argv) {
     spec.layout = cfg.layout;
     spec.storage = Storage::Combined;
     spec.table = Table::CSR;
+    spec.quant = quant;
     Rng rng(42 + cfg.pageSize + cfg.group);
     std::vector<int64_t> lens(batch, kvLen);
     PagedCache cache = makeCache(spec, lens, rng);
@@ -181,7 +201,7 @@ int main(int argc, char **argv) {
     // lse once.
     int64_t kvBytes = 0;
     for (int64_t l : lens)
-      kvBytes += l * kvHeads * (2 * headDim) * 2;
+      kvBytes += l * kvHeads * (2 * headDim) * kvElementBytes;
     int64_t qBytes = batch * qHeads * headDim * 2;
     int64_t outBytes = batch * qHeads * headDim * 2,
             lseBytes = batch * qHeads * 4;
@@ -262,7 +282,7 @@ int main(int argc, char **argv) {
           int64_t resident = info->residentBlocks(
               threads, ptx[main].registers, ptx[main].smem);
           double kb = double(resident * (shape.stages - 1) *
-                             shape.stageBytes()) /
+                             shape.stageBytes(kvElementBytes)) /
                       1024.0;
           std::snprintf(buf, sizeof(buf), "%.0f (%.1f)", kb,
                         info->bytesInFlightPerSM() / 1024.0);

@@ -262,9 +262,11 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   auto vecF32 = VectorType::get({vec}, f32);
   Value zeroVec = ir.splat(ir.f32(0.0), vec);
   // The query, scaled so that scores come out in the working base's units
-  // (and by fp8's k_scale: scores are dot products with the codes).
+  // (and by fp8's k_scale: scores are dot products with the codes, read
+  // 1 / fp8HalfScale of their value).
   double qScale = spec.smScale * state.logitPrescale(spec.softCap.has_value());
-  Value qScaleVec = ir.splat(ir.f32(qScale), vec);
+  double codeScale = fp8 ? kv::fp8HalfScale(elt) : 1.0;
+  Value qScaleVec = ir.splat(ir.f32(qScale * codeScale), vec);
   if (fp8)
     qScaleVec = ir.mul(qScaleVec, ir.splat(kv.kScale, vec));
   Value qVec = ir.mul(
@@ -347,8 +349,8 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
     auto v = vector::LoadOp::create(jb, VectorType::get({vec}, elt),
                                     tiles.memref,
                                     tiles.elementIndices(jb, stage, t, dim0));
-    Value f = fp8 ? kv::fp8ToF32(jb, v.getResult())
-                  : arith::ExtFOp::create(jb, vecF32, v.getResult()).getResult();
+    Value f = arith::ExtFOp::create(
+        jb, vecF32, fp8 ? kv::fp8ToScaledF16(jb, v.getResult()) : v.getResult());
     // Lanes past the head dim read columns nobody wrote.
     return paddedLanes ? IRBuilder{jb}.select(activeX, f, zeroVec) : f;
   };
@@ -385,10 +387,10 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
                              ValueRange{updated.m, updated.l, updated.acc});
       });
   waitAsyncCopies(b, 0);
-  // fp8: V was accumulated as codes; v_scale applies once.
+  // fp8: V was accumulated as scaled codes; v_scale applies once.
   Value acc = tileLoop.getResult(2);
   if (fp8)
-    acc = ir.mul(acc, ir.splat(kv.vScale, vec));
+    acc = ir.mul(acc, ir.splat(ir.mul(kv.vScale, ir.f32(codeScale)), vec));
   PartialState result{tileLoop.getResult(0), tileLoop.getResult(1), acc};
 
   // Merge the z-lanes' partial states through shared memory.

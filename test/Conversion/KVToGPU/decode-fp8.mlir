@@ -4,9 +4,10 @@
 // the plan passes the per-tensor k_scale and v_scale by value (role
 // scalar); kv-tile picks 16-element vectors (16 bytes of codes per lane,
 // one cp.async per row chunk) and at most 4 tokens per z-lane; the stage
-// ring holds fp8; each lane dequantizes its 16 codes in registers (through
-// an f16 holding the code's bits, times 2^8), k_scale scales the query
-// once and v_scale the accumulated output once.
+// ring holds fp8; each lane dequantizes its 16 codes in registers with
+// integer ops on four 32-bit words (two f16 per half word, 2^-8 of the
+// value for e4m3), extended to f32; k_scale (times 2^8) scales the query
+// once and v_scale (times 2^8) the accumulated output once.
 
 !f8 = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr, quant = fp8_e4m3>
 !s = !kv.state<?x8x128xf16, base = 2>
@@ -28,12 +29,15 @@
 // CHECK: scf.for
 // CHECK: %[[CODES:.*]] = vector.load %[[KT]][{{.*}}] : memref<4x16x128xf8E4M3FN, #gpu.address_space<workgroup>>, vector<16xf8E4M3FN>
 // CHECK-NEXT: %[[BYTES:.*]] = arith.bitcast %[[CODES]] : vector<16xf8E4M3FN> to vector<16xi8>
-// CHECK-NEXT: arith.extui %[[BYTES]] : vector<16xi8> to vector<16xi16>
-// CHECK: arith.bitcast %{{.*}} : vector<16xi16> to vector<16xf16>
-// CHECK-NEXT: arith.extf %{{.*}} : vector<16xf16> to vector<16xf32>
-// CHECK-NEXT: arith.constant dense<2.560000e+02> : vector<16xf32>
+// CHECK-NEXT: %[[WORDS:.*]] = vector.bitcast %[[BYTES]] : vector<16xi8> to vector<4xi32>
+// CHECK: arith.addi %{{.*}} : vector<4xi32>
+// CHECK: %[[LOW:.*]] = vector.bitcast %{{.*}} : vector<4xi32> to vector<8xf16>
+// CHECK-NEXT: %[[HIGH:.*]] = vector.bitcast %{{.*}} : vector<4xi32> to vector<8xf16>
+// CHECK-NEXT: %[[HALVES:.*]] = vector.shuffle %[[LOW]], %[[HIGH]] [0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15] : vector<8xf16>, vector<8xf16>
+// CHECK-NEXT: arith.extf %[[HALVES]] : vector<16xf16> to vector<16xf32>
 // CHECK: } {{.*}}
-// CHECK: vector.broadcast %[[VSCALE]] : f32 to vector<16xf32>
+// CHECK: %[[VS256:.*]] = arith.mulf %[[VSCALE]], %{{.*}} : f32
+// CHECK-NEXT: vector.broadcast %[[VS256]] : f32 to vector<16xf32>
 func.func @fp8(%q: memref<?x8x128xf16>, %pool: memref<?x2x16x2x128xf8E4M3FN>, %ip: memref<?xi32>, %ix: memref<?xi32>, %last: memref<?xi32>, %ks: f32, %vs: f32, %o: memref<?x8x128xf16>, %lse: memref<?x8xf32>) {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x2x128xf8E4M3FN>) tables(%ip, %ix, %last : memref<?xi32>, memref<?xi32>, memref<?xi32>) fp8_scales(%ks, %vs) : !f8
   %s = kv.decode %q, %kv : memref<?x8x128xf16>, !f8 -> !s

@@ -37,6 +37,7 @@
 #include "kvir/Codegen/Rope.h"
 #include "kvir/Codegen/WarpOps.h"
 #include "kvir/Dialect/KV/IR/KVOps.h"
+#include "kvir/Dialect/KV/Utils/Quantization.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -393,6 +394,37 @@ void buildRope(gpu::GPUFuncOp stub) {
   });
 }
 
+/// fp8_decode: (codes: memref<256xi8>, vectors: memref<256xf32>,
+/// scalars: memref<256xf32>), 64 threads: thread t decodes codes 4t .. 4t+3
+/// (test.format e4m3 or e5m2) as one 4-element vector and one at a time.
+void buildFp8Decode(gpu::GPUFuncOp stub) {
+  auto format = stub->getAttrOfType<StringAttr>("test.format");
+  MLIRContext *ctx = stub.getContext();
+  Type fp8 = format && format.getValue() == "e5m2"
+                 ? Type(Float8E5M2Type::get(ctx))
+                 : Type(Float8E4M3FNType::get(ctx));
+  KernelFunc kf = replaceKernel(stub, {64, 1, 1}, SharedMemoryLayout());
+  ImplicitLocOpBuilder b = kf.getBuilder();
+  IRBuilder ir{b};
+  Value codes = kf.getArgument(0), vectors = kf.getArgument(1),
+        scalars = kf.getArgument(2);
+  Value first = ir.mul(gpu::ThreadIdOp::create(b, gpu::Dimension::x),
+                       ir.idx(4));
+  Value raw = vector::LoadOp::create(
+      b, VectorType::get({4}, b.getI8Type()), codes, ValueRange{first});
+  Value packed =
+      arith::BitcastOp::create(b, VectorType::get({4}, fp8), raw);
+  vector::StoreOp::create(b, kv::fp8ToF32(b, packed), vectors,
+                          ValueRange{first});
+  for (int64_t k = 0; k < 4; ++k) {
+    Value at = ir.add(first, ir.idx(k));
+    Value code = arith::BitcastOp::create(
+        b, fp8, memref::LoadOp::create(b, codes, ValueRange{at}));
+    memref::StoreOp::create(b, kv::fp8ToF32(b, code), scalars,
+                            ValueRange{at});
+  }
+}
+
 struct TestCodegenPass
     : PassWrapper<TestCodegenPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestCodegenPass)
@@ -440,6 +472,8 @@ struct TestCodegenPass
         buildQueryTiles(kernel);
       else if (component == "rope")
         buildRope(kernel);
+      else if (component == "fp8_decode")
+        buildFp8Decode(kernel);
       else {
         op->emitError("unknown test.component '") << component << "'";
         return signalPassFailure();

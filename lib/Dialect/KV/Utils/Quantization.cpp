@@ -3,6 +3,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/TypeUtilities.h"
 
@@ -73,43 +74,84 @@ static Value constantLike(ImplicitLocOpBuilder &b, Type type, double value) {
   return arith::ConstantOp::create(b, type, attr);
 }
 
+double kv::fp8HalfScale(Type fp8Type) {
+  return isa<Float8E5M2Type>(getElementTypeOrSelf(fp8Type)) ? 1.0 : 256.0;
+}
+
+Value kv::fp8ToScaledF16(ImplicitLocOpBuilder &b, Value value) {
+  Type type = value.getType();
+  auto vec = dyn_cast<VectorType>(type);
+  assert((!vec || (vec.getRank() == 1 && vec.getNumElements() % 4 == 0)) &&
+         "fp8 vectors are decoded four codes per 32-bit word");
+  bool e5m2 = isa<Float8E5M2Type>(getElementTypeOrSelf(type));
+  Type i32 = b.getI32Type();
+  // The codes as 32-bit words, four each (a scalar: one word of one code).
+  Value words;
+  int64_t numWords = 1;
+  if (vec) {
+    numWords = vec.getNumElements() / 4;
+    Value bytes = arith::BitcastOp::create(
+        b, VectorType::get({vec.getNumElements()}, b.getI8Type()), value);
+    words = vector::BitCastOp::create(b, VectorType::get({numWords}, i32),
+                                      bytes);
+  } else {
+    words = arith::ExtUIOp::create(
+        b, i32, arith::BitcastOp::create(b, b.getI8Type(), value));
+  }
+  Type wordType = words.getType();
+  auto c = [&](int64_t v) { return constantLike(b, wordType, v); };
+  auto andI = [&](Value x, int64_t m) {
+    return arith::AndIOp::create(b, x, c(m)).getResult();
+  };
+  // Two codes in the low bytes of the 16-bit halves of a word, as f16 bits:
+  // e5m2 is an f16's upper byte (subnormals, inf and NaN included);
+  // e4m3fn's exponent and mantissa go to the f16's low exponent and high
+  // mantissa bits, which reads the value 2^-8 too small (subnormals too),
+  // and its NaN (magnitude 0x7f) gets an all-ones exponent.
+  auto halves = [&](Value pairs) -> Value {
+    if (e5m2)
+      return arith::ShLIOp::create(b, pairs, c(8));
+    Value magnitude = andI(pairs, 0x007f007f);
+    Value bits = arith::OrIOp::create(
+        b, arith::ShLIOp::create(b, andI(pairs, 0x00800080), c(8)),
+        arith::ShLIOp::create(b, magnitude, c(7)));
+    Value nan = andI(arith::AddIOp::create(b, magnitude, c(0x00010001)),
+                     0x00800080);
+    return arith::OrIOp::create(b, bits, arith::ShLIOp::create(b, nan, c(7)));
+  };
+  Type f16 = b.getF16Type();
+  if (!vec)
+    return arith::BitcastOp::create(
+        b, f16, arith::TruncIOp::create(b, b.getI16Type(), halves(words)));
+  // Codes (0, 1) and (2, 3) of each word.
+  Value low = halves(arith::OrIOp::create(
+      b, andI(words, 0xff), arith::ShLIOp::create(b, andI(words, 0xff00), c(8))));
+  Value high = halves(arith::OrIOp::create(
+      b, andI(arith::ShRUIOp::create(b, words, c(16)), 0xff),
+      andI(arith::ShRUIOp::create(b, words, c(8)), 0xff0000)));
+  auto asHalves = [&](Value w) {
+    return vector::BitCastOp::create(b, VectorType::get({2 * numWords}, f16),
+                                     w)
+        .getResult();
+  };
+  SmallVector<int64_t> order;
+  for (int64_t w = 0; w < numWords; ++w)
+    order.append({2 * w, 2 * w + 1, 2 * numWords + 2 * w,
+                  2 * numWords + 2 * w + 1});
+  return vector::ShuffleOp::create(b, asHalves(low), asHalves(high), order);
+}
+
 Value kv::fp8ToF32(ImplicitLocOpBuilder &b, Value value) {
   Type type = value.getType();
   auto vec = dyn_cast<VectorType>(type);
-  auto like = [&](Type scalar) -> Type {
-    return vec ? VectorType::get(vec.getShape(), scalar) : scalar;
-  };
-  bool e5m2 = isa<Float8E5M2Type>(getElementTypeOrSelf(type));
-  Value byte = arith::BitcastOp::create(b, like(b.getI8Type()), value);
-  Value bits = arith::ExtUIOp::create(b, like(b.getI16Type()), byte);
-  auto c16 = [&](int64_t v) { return constantLike(b, like(b.getI16Type()), v); };
-  // fp8 bits placed in an f16: e5m2 is exactly the upper byte of an f16
-  // (subnormals, inf and NaN included); e4m3fn's exponent and mantissa
-  // fill the f16's low exponent and high mantissa bits, which reads the
-  // value 2^-8 too small (bias 15 for 7), subnormals included, so the f32
-  // is scaled by 2^8 (exact).
-  Value halfBits;
-  if (e5m2) {
-    halfBits = arith::ShLIOp::create(b, bits, c16(8));
-  } else {
-    Value sign = arith::ShLIOp::create(
-        b, arith::AndIOp::create(b, bits, c16(0x80)), c16(8));
-    Value magnitude = arith::ShLIOp::create(
-        b, arith::AndIOp::create(b, bits, c16(0x7f)), c16(7));
-    halfBits = arith::OrIOp::create(b, sign, magnitude);
-  }
-  Value half = arith::BitcastOp::create(b, like(b.getF16Type()), halfBits);
-  Value result = arith::ExtFOp::create(b, like(b.getF32Type()), half);
-  if (e5m2)
+  Type f32 = vec ? Type(VectorType::get(vec.getShape(), b.getF32Type()))
+                 : Type(b.getF32Type());
+  Value result =
+      arith::ExtFOp::create(b, f32, fp8ToScaledF16(b, value)).getResult();
+  double scale = fp8HalfScale(type);
+  if (scale == 1.0)
     return result;
-  result = arith::MulFOp::create(b, result,
-                                 constantLike(b, like(b.getF32Type()), 256.0));
-  // e4m3fn has no infinities; S.1111.111 is NaN.
-  Value isNan = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::eq, arith::AndIOp::create(b, bits, c16(0x7f)),
-      c16(0x7f));
-  return arith::SelectOp::create(
-      b, isNan, constantLike(b, like(b.getF32Type()), std::nan("")), result);
+  return arith::MulFOp::create(b, result, constantLike(b, f32, scale));
 }
 
 Value kv::f32ToFp8(ImplicitLocOpBuilder &b, Value value, Type type) {

@@ -21,8 +21,15 @@ mlir::Value toF32(mlir::ImplicitLocOpBuilder &b, mlir::Value value);
 mlir::Value fromF32(mlir::ImplicitLocOpBuilder &b, mlir::Value value,
                     mlir::Type type);
 /// Decodes an fp8 value or vector (as stored: f8E4M3FN or f8E5M2) to f32
-/// exactly.
+/// exactly: fp8ToScaledF16, extended, times fp8HalfScale.
 mlir::Value fp8ToF32(mlir::ImplicitLocOpBuilder &b, mlir::Value value);
+/// fp8 codes (a scalar, or a 1-D vector of a multiple of 4) as f16 values
+/// exactly 1 / fp8HalfScale of theirs (NaN codes NaN), built with integer
+/// ops four codes per 32-bit word, two f16 per half: kernels fold the
+/// factor into a scale they apply anyway.
+mlir::Value fp8ToScaledF16(mlir::ImplicitLocOpBuilder &b, mlir::Value value);
+/// 256 for e4m3fn (whose bias 7 reads as f16's 15), 1 for e5m2.
+double fp8HalfScale(mlir::Type fp8Type);
 /// Encodes an f32 as fp8 of `type`, rounding to nearest even and saturating
 /// to the largest finite value (vLLM's scaled_convert).
 mlir::Value f32ToFp8(mlir::ImplicitLocOpBuilder &b, mlir::Value value,
