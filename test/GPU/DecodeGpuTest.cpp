@@ -159,20 +159,25 @@ void runGpuDecodeCase(const GpuDecodeCase &c) {
   }
 }
 
-/// The shortest chunk the decode schedule cuts for GQA group `group`.
-int64_t minChunk(int64_t group) { return std::max<int64_t>(128, 64 * group); }
+/// The shortest chunk the decode schedule cuts for GQA group `group` (twice
+/// as long for 1-byte fp8 KV).
+int64_t minChunk(int64_t group, bool fp8 = false) {
+  return std::max<int64_t>(128, 64 * group * (fp8 ? 2 : 1));
+}
 
 /// A small batch with one request long enough to be cut and a large batch
 /// of short requests, which no schedule cuts.
 std::vector<BatchRun> bothPaths(const std::string &chip, int64_t kvHeads,
                                 int64_t group, int64_t smallBatch,
                                 int64_t smallMaxLen, int64_t largeMaxLen,
-                                std::optional<int64_t> windowLeft) {
+                                std::optional<int64_t> windowLeft,
+                                bool fp8 = false) {
   int64_t large = (2 * smCountOf(chip) + kvHeads - 1) / kvHeads;
   // A window of at most one chunk's keys leaves nothing to cut; any wider
   // one lets the long first request be cut (chunks split the visible keys).
-  bool cut = !windowLeft || *windowLeft + 1 > minChunk(group);
-  return {BatchRun{smallBatch, smallMaxLen, {}, cut, 2 * minChunk(group) + 37},
+  int64_t chunk = minChunk(group, fp8);
+  bool cut = !windowLeft || *windowLeft + 1 > chunk;
+  return {BatchRun{smallBatch, smallMaxLen, {}, cut, 2 * chunk + 37},
           BatchRun{large, largeMaxLen, {}, false}};
 }
 
@@ -194,7 +199,9 @@ std::vector<GpuDecodeCase> decodeCases() {
                  int64_t largeMaxLen) {
     int64_t group = c.qHeads / c.spec.kvHeads;
     c.runs = bothPaths(c.chip, c.spec.kvHeads, group, smallBatch, smallMaxLen,
-                       largeMaxLen, c.params.windowLeft);
+                       largeMaxLen, c.params.windowLeft,
+                       c.spec.quant == Quant::FP8E4M3 ||
+                           c.spec.quant == Quant::FP8E5M2);
     cases.push_back(std::move(c));
   };
   {

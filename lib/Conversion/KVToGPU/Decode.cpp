@@ -476,10 +476,13 @@ DecodeSchedule decodeSchedule(const DecodeKernelSpec &s,
   int64_t hkv = s.kv.getKvHeads();
   // Chunks of 16-token steps, and long enough that a block's fixed costs
   // stay small next to its keys: the f32 partial states it writes and the
-  // merge reads back plus q, G x (8 (D + 1) + 2 D) bytes, against 4 D bytes
-  // of K/V per key: 64 G keys (at least 128) keep them under 4%.
+  // merge reads back plus q, G x (8 (D + 1) + 2 D) bytes, against 2 D
+  // elements of K/V per key: 64 G keys of 2-byte KV (at least 128) keep
+  // them under 4%, twice as many of 1-byte (fp8) KV.
+  int64_t elementBytes =
+      s.kv.getStorageElementType().getIntOrFloatBitWidth() / 8;
   return {(target.smCount * resident + hkv - 1) / hkv, 16,
-          std::max<int64_t>(128, 64 * s.group())};
+          std::max<int64_t>(128, 64 * s.group() * 2 / elementBytes)};
 }
 
 /// The symbol of the decode kernel of `op` with `spec`.
