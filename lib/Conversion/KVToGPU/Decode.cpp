@@ -67,6 +67,10 @@ struct DecodeKernelSpec {
   std::array<int64_t, 3> block() const {
     return {config.getThreadsX(), group(), config.getThreadsZ()};
   }
+  /// fp8 with a GQA group: the block decodes each tile's codes once into
+  /// f16 tiles that all the group's heads read (in registers, each head
+  /// would decode every row again).
+  bool decodesTilesInShared() const { return kv.isFp8() && group() > 1; }
 };
 
 /// The shared buffers of a decode kernel, in KernelFunc::getShared order.
@@ -79,7 +83,14 @@ enum DecodeShared : unsigned {
   ZMax,    // [tz * group] f32 partial states of the z-lanes (tz > 1)
   ZSum,    // [tz * group] f32
   ZAcc,    // [tz * group, padded] f32
+  // decodesTilesInShared() only, after the above (ZMax ... when tz > 1):
+  // [tile, padded] f16 K and V rows of the current tile, decoded.
 };
+
+/// The index of the decoded K tile (the V tile follows).
+unsigned decodedTilesIndex(const DecodeKernelSpec &s) {
+  return s.config.getThreadsZ() > 1 ? ZAcc + 1 : PageIds + 1;
+}
 
 SharedMemoryLayout decodeSharedLayout(const DecodeKernelSpec &s) {
   MLIRContext *ctx = s.kv.getContext();
@@ -102,6 +113,11 @@ SharedMemoryLayout decodeSharedLayout(const DecodeKernelSpec &s) {
     layout.add("z_max", {slots}, f32);
     layout.add("z_sum", {slots}, f32);
     layout.add("z_acc", {slots, padded}, f32);
+  }
+  if (s.decodesTilesInShared()) {
+    Type f16 = Float16Type::get(ctx);
+    layout.add("k_decoded", {tile, padded}, f16);
+    layout.add("v_decoded", {tile, padded}, f16);
   }
   return layout;
 }
@@ -344,13 +360,54 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   int64_t tokensPerLane = tile / tz;
   bool paddedLanes = padded != headDim;
   Value negInf = ir.f32(-INFINITY);
+  // fp8 tiles decoded once per tile for the whole group: [tile, padded]
+  // f16 rows (no stages), or none.
+  std::optional<SharedTile> kDecoded, vDecoded;
+  if (spec.decodesTilesInShared()) {
+    unsigned first = decodedTilesIndex(spec);
+    kDecoded = SharedTile{kf.getShared(first), tile, padded, false};
+    vDecoded = SharedTile{kf.getShared(first + 1), tile, padded, false};
+  }
+  // Decodes stage `stage`'s codes into the decoded tiles, 16 codes per
+  // step, the steps spread over the block.
+  auto decodeTile = [&](ImplicitLocOpBuilder &ib, Value stage) {
+    int64_t chunks = tile * padded / 16;
+    auto codeType = VectorType::get({16}, elt);
+    for (auto [codes, decoded] : {std::pair{&kTiles, &*kDecoded},
+                                  std::pair{&vTiles, &*vDecoded}}) {
+      scf::ForOp::create(
+          ib, lane, ir.idx(chunks), ir.idx(numThreads), ValueRange{},
+          [&](OpBuilder &nb, Location l, Value chunk, ValueRange) {
+            ImplicitLocOpBuilder jb(l, nb);
+            IRBuilder k{jb};
+            Value row = k.divU(chunk, k.idx(padded / 16));
+            Value col = k.mul(k.remU(chunk, k.idx(padded / 16)), k.idx(16));
+            Value v = vector::LoadOp::create(
+                jb, codeType, codes->memref,
+                codes->elementIndices(jb, stage, row, col));
+            vector::StoreOp::create(jb, kv::fp8ToScaledF16(jb, v),
+                                    decoded->memref,
+                                    decoded->elementIndices(jb, Value(), row,
+                                                            col));
+            scf::YieldOp::create(jb);
+          });
+    }
+  };
   auto rowOf = [&](ImplicitLocOpBuilder &jb, const SharedTile &tiles,
                    Value stage, Value t) {
-    auto v = vector::LoadOp::create(jb, VectorType::get({vec}, elt),
-                                    tiles.memref,
-                                    tiles.elementIndices(jb, stage, t, dim0));
-    Value f = arith::ExtFOp::create(
-        jb, vecF32, fp8 ? kv::fp8ToScaledF16(jb, v.getResult()) : v.getResult());
+    const SharedTile *from = &tiles;
+    Type rowType = elt;
+    if (kDecoded) {
+      from = &tiles == &kTiles ? &*kDecoded : &*vDecoded;
+      rowType = jb.getF16Type();
+    }
+    auto v = vector::LoadOp::create(
+        jb, VectorType::get({vec}, rowType), from->memref,
+        from->elementIndices(jb, kDecoded ? Value() : stage, t, dim0));
+    Value raw = v.getResult();
+    if (fp8 && !kDecoded)
+      raw = kv::fp8ToScaledF16(jb, raw);
+    Value f = arith::ExtFOp::create(jb, vecF32, raw);
     // Lanes past the head dim read columns nobody wrote.
     return paddedLanes ? IRBuilder{jb}.select(activeX, f, zeroVec) : f;
   };
@@ -368,6 +425,12 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
 
         AttentionState tileState(ib, AttentionState::Flavor::ptxBase2);
         Value stage = k.remU(i, k.idx(stages));
+        // Everyone is done with the previous decoded tile (the barrier
+        // above): decode this one for all.
+        if (kDecoded) {
+          decodeTile(ib, stage);
+          gpu::BarrierOp::create(ib);
+        }
         Value count = tileRange(ib, i).second;
         SmallVector<Value> tokens, logits;
         for (int64_t j = 0; j < tokensPerLane; ++j) {
