@@ -29,6 +29,8 @@ struct GpuAppendCase {
   int64_t batch = 5, maxLen = 40, maxNew = 9;
   std::string chip = "sm_80";
   uint64_t seed = 1;
+  /// fp8 scales (the filled lengths are the test's).
+  CacheOptions cacheOptions;
 };
 
 std::ostream &operator<<(std::ostream &os, const GpuAppendCase &c) {
@@ -49,7 +51,7 @@ void runGpuAppendCase(const GpuAppendCase &c) {
       rows.push_back({int32_t(b), int32_t(t)});
   }
   rng.shuffle(rows);
-  CacheOptions options;
+  CacheOptions options = c.cacheOptions;
   options.filledLens = filled;
   PagedCache cache = makeCache(s, kvLens, rng, options);
   PagedCache before = cloneCache(cache);
@@ -183,6 +185,41 @@ std::vector<GpuAppendCase> appendCases() {
     c.batch = 2;
     c.maxLen = 3000;
     c.maxNew = 12;
+    c.attend = false;
+    cases.push_back(c);
+  }
+  // fp8 caches quantize on write: codes of x / scale, rounded to nearest
+  // even and saturated (vLLM's scaled_convert), from f32 after RoPE;
+  // checked bit for bit against the reference's encoding.
+  {
+    GpuAppendCase c = makeCase(
+        "Fp8E4M3NhdCombinedCsrP16D128F16",
+        quantized(makeSpec(16, 2, 128, DType::F16), Quant::FP8E4M3), 3009);
+    c.attend = false;
+    cases.push_back(c);
+  }
+  {
+    // Scales of 1/512: most codes saturate at +-448.
+    GpuAppendCase c = makeCase(
+        "Fp8E4M3SaturatedHndSplitBlockTableP8D64BF16RopeRotateHalf",
+        quantized(makeSpec(8, 2, 64, DType::BF16, Layout::HND, Storage::Split,
+                           Table::BlockTable),
+                  Quant::FP8E4M3),
+        3010);
+    c.rope = ref::Rope{ref::RopeStyle::RotateHalf, 1e4, 1.0};
+    c.cacheOptions.kScale = c.cacheOptions.vScale = 1.0f / 512;
+    c.attend = false;
+    cases.push_back(c);
+  }
+  {
+    // vLLM's fp8 layout: K [p, h, d / 16, slot, 16] takes 16-code chunks.
+    GpuAppendCase c = makeCase(
+        "Fp8E5M2VllmBlockTableP16D128F16RopeInterleave",
+        quantized(makeSpec(16, 2, 128, DType::F16, Layout::VLLM,
+                           Storage::Split, Table::BlockTable),
+                  Quant::FP8E5M2),
+        3011);
+    c.rope = ref::Rope{ref::RopeStyle::Interleave, 1e4, 1.0};
     c.attend = false;
     cases.push_back(c);
   }

@@ -63,7 +63,8 @@ def ConvertKVToGPU : Pass<"convert-kv-to-gpu", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",
     "::mlir::func::FuncDialect", "::mlir::gpu::GPUDialect",
-    "::mlir::LLVM::LLVMDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
     "::mlir::nvgpu::NVGPUDialect", "::mlir::NVVM::NVVMDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect", "::kvir::kvgpu::KVGPUDialect"

@@ -97,14 +97,16 @@ AppendKernelSpec describeAppend(kv::AppendOp op) {
   s.indexType = cast<MemRefType>(op.getBatchIndices().getType());
   s.positionType = cast<MemRefType>(op.getPositions().getType());
   s.rope = op.getRopeAttr();
-  int64_t bits = s.kv.getDtype().getIntOrFloatBitWidth();
-  int64_t max = 128 / bits;
+  // At most 16 bytes per load (activation type) and per store (as
+  // stored: 16 fp8 codes).
+  int64_t max = 128 / s.kv.getDtype().getIntOrFloatBitWidth();
+  int64_t storeMax = 128 / s.kv.getStorageElementType().getIntOrFloatBitWidth();
   // Each pool's proven width bounds its stores; loads may be as wide as
   // the chunk where the input rows allow.
   kv::PagedOperands operands = kv::PagedOperands::fromView(view);
   auto poolWidth = [&](kv::PoolRole role) {
     return kv::getDimVectorWidth(
-        s.kv, role, cast<MemRefType>(operands.pool(role).getType()), max);
+        s.kv, role, cast<MemRefType>(operands.pool(role).getType()), storeMax);
   };
   int64_t kSpan = s.rotatesHalves() ? s.kv.getHeadDim() / 2 : s.kv.getHeadDim();
   s.kStore = poolWidth(kv::PoolRole::K);
@@ -144,27 +146,44 @@ Value loadChunk(ImplicitLocOpBuilder &b, Value from, SmallVector<Value> indices,
   return chunk;
 }
 
-void storeChunk(ImplicitLocOpBuilder &b, Value chunk, Value to,
-                const kv::PagedType &kv, kv::PoolRole role, Value page,
+/// Stores `chunk` (activation type) as `role`'s dims [dim0, ...) of token
+/// (page, slot), head `head`, in vectors of `width`: fp8 caches take
+/// codes of chunk / scale (saturating, round to nearest even).
+void storeChunk(ImplicitLocOpBuilder &b, Value chunk,
+                const kv::PagedOperands &kv, kv::PoolRole role, Value page,
                 Value slot, Value head, Value dim0, int64_t width) {
   IRBuilder ir{b};
+  Value to = kv.pool(role);
+  if (kv.type.isFp8()) {
+    Value scale = role == kv::PoolRole::K ? kv.kScale : kv.vScale;
+    Type code = kv.type.getStorageElementType();
+    auto values = cast<VectorType>(chunk.getType());
+    SmallVector<Value> codes;
+    for (int64_t j = 0; j < values.getNumElements(); ++j) {
+      Value x = kv::toF32(b, vector::ExtractOp::create(b, chunk, j).getResult());
+      codes.push_back(
+          kv::f32ToFp8(b, arith::DivFOp::create(b, x, scale), code));
+    }
+    chunk = vector::FromElementsOp::create(
+        b, VectorType::get(values.getShape(), code), codes);
+  }
   auto type = cast<VectorType>(chunk.getType());
   for (int64_t i = 0; i < type.getNumElements(); i += width) {
     Value part = vector::ExtractStridedSliceOp::create(
         b, chunk, ArrayRef<int64_t>{i}, ArrayRef<int64_t>{width},
         ArrayRef<int64_t>{1});
     SmallVector<Value> indices = kv::emitPoolIndices(
-        b, kv, role, page, slot, head, ir.add(dim0, ir.idx(i)));
+        b, kv.type, role, page, slot, head, ir.add(dim0, ir.idx(i)));
     vector::StoreOp::create(b, part, to, indices)
         .setAlignment(width * type.getElementTypeBitWidth() / 8);
   }
 }
 
 /// Rotates the pairs (a[j], b[j]) of pair indices firstPair + j at
-/// `position`; returns the rotated chunks in their element type.
+/// `position`; returns the rotated chunks as `resultType` elements.
 std::pair<Value, Value> rotateChunks(ImplicitLocOpBuilder &b, Rope &rope,
                                      Value a, Value bv, Value firstPair,
-                                     Value position) {
+                                     Value position, Type resultType) {
   IRBuilder ir{b};
   auto type = cast<VectorType>(a.getType());
   SmallVector<Value> ra, rb;
@@ -173,11 +192,12 @@ std::pair<Value, Value> rotateChunks(ImplicitLocOpBuilder &b, Rope &rope,
     Value y = kv::toF32(b, vector::ExtractOp::create(b, bv, j).getResult());
     auto [c, s] = rope.cosSin(ir.add(firstPair, ir.idx(j)), position);
     auto [u, v] = rope.rotate(x, y, c, s);
-    ra.push_back(kv::fromF32(b, u, type.getElementType()));
-    rb.push_back(kv::fromF32(b, v, type.getElementType()));
+    ra.push_back(kv::fromF32(b, u, resultType));
+    rb.push_back(kv::fromF32(b, v, resultType));
   }
-  return {vector::FromElementsOp::create(b, type, ra),
-          vector::FromElementsOp::create(b, type, rb)};
+  auto result = VectorType::get(type.getShape(), resultType);
+  return {vector::FromElementsOp::create(b, result, ra),
+          vector::FromElementsOp::create(b, result, rb)};
 }
 
 void buildAppendBody(const KernelFunc &kf, const AppendKernelSpec &s) {
@@ -221,19 +241,22 @@ void buildAppendBody(const KernelFunc &kf, const AppendKernelSpec &s) {
           Value dim0 = x.mul(c, x.idx(s.kChunk));
           Value chunk =
               loadChunk(jb, k, {row, head, dim0}, s.kChunk, s.kLoad);
-          Value kPool = kv.pool(kv::PoolRole::K);
+          // Rotated values stay f32 for fp8, which quantizes them once.
+          Type rotatedType = s.kv.isFp8() ? Type(jb.getF32Type())
+                                          : Type(s.kv.getDtype());
           if (!s.rope) {
-            storeChunk(jb, chunk, kPool, s.kv, kv::PoolRole::K, page, slot,
+            storeChunk(jb, chunk, kv, kv::PoolRole::K, page, slot,
                        head, dim0, s.kStore);
           } else if (s.rotatesHalves()) {
             Rope rope(jb, s.rope, s.kv.getHeadDim(), Rope::Flavor::ptx);
             Value dim1 = x.add(dim0, x.idx(s.kv.getHeadDim() / 2));
             Value upper =
                 loadChunk(jb, k, {row, head, dim1}, s.kChunk, s.kLoad);
-            auto [lo, hi] = rotateChunks(jb, rope, chunk, upper, dim0, position);
-            storeChunk(jb, lo, kPool, s.kv, kv::PoolRole::K, page, slot, head,
+            auto [lo, hi] = rotateChunks(jb, rope, chunk, upper, dim0,
+                                         position, rotatedType);
+            storeChunk(jb, lo, kv, kv::PoolRole::K, page, slot, head,
                        dim0, s.kStore);
-            storeChunk(jb, hi, kPool, s.kv, kv::PoolRole::K, page, slot, head,
+            storeChunk(jb, hi, kv, kv::PoolRole::K, page, slot, head,
                        dim1, s.kStore);
           } else {
             // Interleaved: elements (2p, 2p + 1) of the chunk are a pair.
@@ -244,14 +267,15 @@ void buildAppendBody(const KernelFunc &kf, const AppendKernelSpec &s) {
                 picks.push_back(e);
               return vector::ShuffleOp::create(jb, chunk, chunk, picks);
             };
-            auto [even, odd] = rotateChunks(jb, rope, half(0), half(1),
-                                            x.divU(dim0, x.idx(2)), position);
+            auto [even, odd] =
+                rotateChunks(jb, rope, half(0), half(1),
+                             x.divU(dim0, x.idx(2)), position, rotatedType);
             SmallVector<int64_t> interleave;
             for (int64_t p = 0; p < s.kChunk / 2; ++p)
               interleave.append({p, s.kChunk / 2 + p});
             Value rotated =
                 vector::ShuffleOp::create(jb, even, odd, interleave);
-            storeChunk(jb, rotated, kPool, s.kv, kv::PoolRole::K, page, slot,
+            storeChunk(jb, rotated, kv, kv::PoolRole::K, page, slot,
                        head, dim0, s.kStore);
           }
           scf::YieldOp::create(jb);
@@ -263,8 +287,8 @@ void buildAppendBody(const KernelFunc &kf, const AppendKernelSpec &s) {
               x.mul(x.sub(c, x.idx(s.kUnits())), x.idx(s.vChunk));
           Value chunk =
               loadChunk(jb, v, {row, head, dim0}, s.vChunk, s.vLoad);
-          storeChunk(jb, chunk, kv.pool(kv::PoolRole::V), s.kv,
-                     kv::PoolRole::V, page, slot, head, dim0, s.vStore);
+          storeChunk(jb, chunk, kv, kv::PoolRole::V, page, slot, head, dim0,
+                     s.vStore);
           scf::YieldOp::create(jb);
         });
     scf::YieldOp::create(ib);
@@ -280,6 +304,8 @@ std::string appendKernelSymbol(kv::AppendOp op, const AppendKernelSpec &s,
       std::to_string(s.kv.getPageSize()) + "_h" +
       std::to_string(s.kv.getKvHeads()) + "_d" +
       std::to_string(s.kv.getHeadDim()) + "_" + typeName(s.kv.getDtype()) +
+      (s.kv.isFp8() ? "_" + kv::stringifyQuant(s.kv.getQuant()).str()
+                    : std::string()) +
       (s.rope ? "_rope" : "");
   KernelIdentity id(stem);
   id.add(op.getOperation()).add(target.chip);
@@ -362,7 +388,7 @@ std::optional<std::string> gpu_lowering::whyNoAppendKernel(kv::AppendOp op) {
   if (!view)
     return std::string("its KV is not a kv.paged_view of the same function");
   kv::PagedType kv = view.getType();
-  if (kv.isQuantized())
+  if (kv.getQuant() == kv::Quant::int8_group)
     return std::string("quantized KV (") +
            kv::stringifyQuant(kv.getQuant()).str() +
            ") has no append kernel";

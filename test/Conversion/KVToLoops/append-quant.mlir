@@ -27,7 +27,10 @@
 // CHECK: scf.for %[[D:[^ ]*]] = %[[FIRST]] to %[[LAST]]
 // CHECK-NEXT: %[[X:.*]] = memref.load %{{.*}}[%[[D]]] : memref<4xf32>
 // CHECK-NEXT: %[[XS:.*]] = arith.divf %[[X]], %[[S]] : f32
-// CHECK-NEXT: %[[R:.*]] = math.roundeven %[[XS]] : f32
+// Round half to even by adding and subtracting 1.5 * 2^23.
+// CHECK-NEXT: %[[MAGIC:.*]] = arith.constant 0x4B400000 : f32
+// CHECK-NEXT: %[[UP:.*]] = arith.addf %[[XS]], %[[MAGIC]] : f32
+// CHECK-NEXT: %[[R:.*]] = arith.subf %[[UP]], %[[MAGIC]] : f32
 // CHECK-NEXT: %[[LO:.*]] = arith.constant -1.270000e+02 : f32
 // CHECK-NEXT: %[[RL:.*]] = arith.maximumf %[[R]], %[[LO]] : f32
 // CHECK-NEXT: %[[HI:.*]] = arith.constant 1.270000e+02 : f32
@@ -37,7 +40,7 @@
 // CHECK-NEXT: memref.store %[[Q]], %[[KP]][%{{.*}}, %{{.*}}, %{{.*}}, %[[D]]] : memref<?x4x1x4xi8>
 // V goes to the V pool with the V scales.
 // CHECK: memref.store %{{.*}}, %[[VS]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<?x4x1x2xf16>
-// CHECK: math.roundeven
+// CHECK: arith.constant 0x4B400000 : f32
 // CHECK: memref.store %{{.*}}, %[[VP]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<?x4x1x4xi8>
 func.func @append_int8(%k: memref<?x1x4xf16>, %v: memref<?x1x4xf16>, %b: memref<?xi32>, %p: memref<?xi32>, %kp: memref<?x4x1x4xi8>, %vp: memref<?x4x1x4xi8>, %ks: memref<?x4x1x2xf16>, %vs: memref<?x4x1x2xf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>) {
   %kv = kv.paged_view pools(%kp, %vp : memref<?x4x1x4xi8>, memref<?x4x1x4xi8>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) scales(%ks, %vs : memref<?x4x1x2xf16>, memref<?x4x1x2xf16>) : !i8
@@ -56,7 +59,9 @@ func.func @append_int8(%k: memref<?x1x4xf16>, %v: memref<?x1x4xf16>, %b: memref<
 // The unbiased exponent, clamped to the e4m3 subnormal exponent 1 - 7.
 // CHECK: %[[EMIN:.*]] = arith.constant -6 : i32
 // CHECK-NEXT: arith.maxsi %{{.*}}, %[[EMIN]] : i32
-// CHECK: math.roundeven
+// CHECK: %[[MAGIC:.*]] = arith.constant 0x4B400000 : f32
+// CHECK-NEXT: %[[UP:.*]] = arith.addf %{{.*}}, %[[MAGIC]] : f32
+// CHECK-NEXT: arith.subf %[[UP]], %[[MAGIC]] : f32
 // Saturate at 448 (0x7e = 126), NaN -> 0x7f.
 // CHECK: arith.constant 4.480000e+02 : f32
 // CHECK: arith.constant 126 : i32

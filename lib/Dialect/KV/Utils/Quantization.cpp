@@ -37,6 +37,16 @@ Value kv::fromF32(ImplicitLocOpBuilder &b, Value value, Type type) {
   return arith::TruncFOp::create(b, type, value);
 }
 
+/// Rounds f32 `v` to an integer, half to even, for |v| <= 2^22 (larger
+/// magnitudes come back as large values of their sign): adding and
+/// subtracting 1.5 * 2^23 leaves no fraction bits, and the addition rounds
+/// to nearest even. Plain adds, where math.roundeven would need libdevice
+/// in kernels.
+static Value roundHalfEven(ImplicitLocOpBuilder &b, Value v) {
+  Value magic = floatConst(b, 12582912.0);
+  return arith::SubFOp::create(b, arith::AddFOp::create(b, v, magic), magic);
+}
+
 /// 2^k as f32 for an i32 k in the normal range, built from its bits.
 static Value pow2(ImplicitLocOpBuilder &b, Value k) {
   Value biased = arith::AddIOp::create(b, k, i32Const(b, 127));
@@ -160,8 +170,10 @@ Value kv::f32ToFp8(ImplicitLocOpBuilder &b, Value value, Type type) {
   Value bits = arith::BitcastOp::create(b, i32, value);
   Value signBit = arith::AndIOp::create(
       b, arith::ShRUIOp::create(b, bits, i32Const(b, 24)), i32Const(b, 0x80));
-  Value absValue = math::AbsFOp::create(b, value);
-  Value absBits = arith::BitcastOp::create(b, i32, absValue);
+  // |x| by clearing the sign bit (math.absf would need libdevice in
+  // kernels).
+  Value absBits = arith::AndIOp::create(b, bits, i32Const(b, 0x7fffffff));
+  Value absValue = arith::BitcastOp::create(b, b.getF32Type(), absBits);
   // Unbiased f32 exponent, clamped below to the fp8 subnormal exponent so
   // that one quantum serves normals and subnormals alike.
   Value exp = arith::SubIOp::create(
@@ -172,8 +184,9 @@ Value kv::f32ToFp8(ImplicitLocOpBuilder &b, Value value, Type type) {
                                                            fmt.mantissaBits)));
   // |x| / quantum is exact (a power of two); rounding it to an integer is the
   // fp8 rounding, and the carry into the exponent falls out of the addition.
-  Value steps = math::RoundEvenOp::create(
-      b, arith::DivFOp::create(b, absValue, quantum));
+  // (Values that saturate may give any steps: they are replaced below.)
+  Value steps =
+      roundHalfEven(b, arith::DivFOp::create(b, absValue, quantum));
   Value stepsInt = arith::FPToSIOp::create(b, i32, steps);
   Value base = arith::ShLIOp::create(
       b, arith::SubIOp::create(b, exp, minExp), i32Const(b, fmt.mantissaBits));
@@ -200,7 +213,7 @@ Value kv::int8GroupScale(ImplicitLocOpBuilder &b, Value absMax) {
 }
 
 Value kv::int8Quantize(ImplicitLocOpBuilder &b, Value x, Value scale) {
-  Value q = math::RoundEvenOp::create(b, arith::DivFOp::create(b, x, scale));
+  Value q = roundHalfEven(b, arith::DivFOp::create(b, x, scale));
   q = arith::MinimumFOp::create(
       b, arith::MaximumFOp::create(b, q, floatConst(b, -127.0)),
       floatConst(b, 127.0));
