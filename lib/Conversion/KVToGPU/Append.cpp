@@ -360,10 +360,6 @@ struct AppendLowering : OpRewritePattern<kv::AppendOp> {
                         plan.cst(kAppendThreads)),
                     plan.cst(1), plan.cst(1)},
                    args);
-    kvgpu::LaunchPlanAttr planAttr = plan.build(op.getLoc());
-    if (!planAttr)
-      return failure();
-    context.recordPlan(planAttr);
     llvm::StringMap<Value> bindings{{"k", op.getK()},
                                     {"v", op.getV()},
                                     {"batch_indices", op.getBatchIndices()},
@@ -372,7 +368,7 @@ struct AppendLowering : OpRewritePattern<kv::AppendOp> {
       bindings[n] = value;
     rewriter.setInsertionPoint(op);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    if (failed(emitLaunches(b, planAttr, bindings, context.getKernelModule())))
+    if (failed(context.launch(b, plan, bindings, op.getLoc())))
       return failure();
     rewriter.eraseOp(op);
     return success();

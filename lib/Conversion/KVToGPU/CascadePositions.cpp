@@ -101,16 +101,12 @@ struct CascadePositionsLowering : OpRewritePattern<kv::CascadePositionsOp> {
         {SizeExprAttr::ceilDiv(plan.sym("nnz"), plan.cst(kPositionThreads)),
          plan.cst(1), plan.cst(1)},
         args);
-    kvgpu::LaunchPlanAttr planAttr = plan.build(op.getLoc());
-    if (!planAttr)
-      return failure();
-    context.recordPlan(planAttr);
     llvm::StringMap<Value> bindings;
     for (auto [argName, value] : llvm::zip(names, values))
       bindings[argName] = value;
     rewriter.setInsertionPoint(op);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    if (failed(emitLaunches(b, planAttr, bindings, context.getKernelModule())))
+    if (failed(context.launch(b, plan, bindings, op.getLoc())))
       return failure();
     rewriter.eraseOp(op);
     return success();

@@ -373,8 +373,9 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   auto decodeTile = [&](ImplicitLocOpBuilder &ib, Value stage) {
     int64_t chunks = tile * padded / 16;
     auto codeType = VectorType::get({16}, elt);
-    for (auto [codes, decoded] : {std::pair{&kTiles, &*kDecoded},
-                                  std::pair{&vTiles, &*vDecoded}}) {
+    for (auto pair : {std::pair{&kTiles, &*kDecoded},
+                      std::pair{&vTiles, &*vDecoded}}) {
+      const SharedTile *codes = pair.first, *decoded = pair.second;
       scf::ForOp::create(
           ib, lane, ir.idx(chunks), ir.idx(numThreads), ValueRange{},
           [&](OpBuilder &nb, Location l, Value chunk, ValueRange) {

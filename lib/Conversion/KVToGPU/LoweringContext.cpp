@@ -1,6 +1,7 @@
 //===- LoweringContext.cpp - What convert-kv-to-gpu's patterns share ------===//
 #include "LoweringContext.h"
 
+#include "kvir/Codegen/LaunchEmitter.h"
 #include "kvir/Dialect/KV/IR/PoolLayout.h"
 
 #include "mlir/IR/Dominance.h"
@@ -51,6 +52,17 @@ void LoweringContext::recordPlan(kvgpu::LaunchPlanAttr plan) {
       return;
   plans.push_back(plan);
   module->setAttr(attrName, ArrayAttr::get(module.getContext(), plans));
+}
+
+LogicalResult LoweringContext::launch(ImplicitLocOpBuilder &b,
+                                      const PlanBuilder &plan,
+                                      const llvm::StringMap<Value> &bindings,
+                                      Location loc) {
+  kvgpu::LaunchPlanAttr attr = plan.build(loc);
+  if (!attr)
+    return failure();
+  recordPlan(attr);
+  return codegen::emitLaunches(b, attr, bindings, getKernelModule());
 }
 
 StateDestination gpu_lowering::findStateDestination(Operation *op) {

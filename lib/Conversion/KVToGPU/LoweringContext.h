@@ -25,6 +25,8 @@
 
 namespace kvir::gpu_lowering {
 
+class PlanBuilder;
+
 class LoweringContext {
 public:
   LoweringContext(mlir::ModuleOp module, const target::TargetInfo &target,
@@ -45,6 +47,12 @@ public:
                        build);
   /// Appends `plan` to the module's kvgpu.launch_plans (once per name).
   void recordPlan(kvgpu::LaunchPlanAttr plan);
+  /// Builds `plan`, records it and emits its launches at `b` with the
+  /// arguments `bindings`; fails (reported at `loc`) on a bad plan.
+  mlir::LogicalResult launch(mlir::ImplicitLocOpBuilder &b,
+                             const PlanBuilder &plan,
+                             const llvm::StringMap<mlir::Value> &bindings,
+                             mlir::Location loc);
 
 private:
   mlir::ModuleOp module;

@@ -380,24 +380,34 @@ LogicalResult MlaDecodeOp::verify() {
   return success();
 }
 
-LogicalResult CascadeOp::verify() {
-  Operation *op = getOperation();
-  if (getKvs().empty())
-    return emitOpError() << "needs at least one level";
-  if (getQoIndptrs().size() != getKvs().size())
-    return emitOpError() << "has " << getQoIndptrs().size()
-                         << " qo_indptr levels but " << getKvs().size()
-                         << " KV levels";
-  for (auto [i, indptr] : llvm::enumerate(getQoIndptrs()))
+/// The levels of a cascade (kv.cascade, kv.cascade_positions): at least
+/// one, a qo_indptr (i32) per KV level, no MLA cache.
+static LogicalResult verifyCascadeLevels(Operation *op, ValueRange indptrs,
+                                         ValueRange kvs) {
+  if (kvs.empty())
+    return op->emitOpError() << "needs at least one level";
+  if (indptrs.size() != kvs.size())
+    return op->emitOpError() << "has " << indptrs.size()
+                             << " qo_indptr levels but " << kvs.size()
+                             << " KV levels";
+  for (auto [i, indptr] : llvm::enumerate(indptrs))
     if (failed(verifyI32Index(op, indptr,
                               "qo_indptr of level " + Twine(i).str())))
       return failure();
+  for (auto [i, kv] : llvm::enumerate(kvs))
+    if (cast<PagedType>(kv.getType()).isMla())
+      return op->emitOpError() << "levels must be K/V caches, but level " << i
+                               << " is an MLA cache";
+  return success();
+}
+
+LogicalResult CascadeOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyCascadeLevels(op, getQoIndptrs(), getKvs())))
+    return failure();
   auto first = cast<PagedType>(getKvs()[0].getType());
   for (auto [i, kv] : llvm::enumerate(getKvs())) {
     auto type = cast<PagedType>(kv.getType());
-    if (type.isMla())
-      return emitOpError() << "levels must be K/V caches, but level " << i
-                           << " is an MLA cache";
     if (type.getKvHeads() != first.getKvHeads() ||
         type.getHeadDim() != first.getHeadDim() ||
         type.getHeadDimV() != first.getHeadDimV() ||
@@ -413,20 +423,8 @@ LogicalResult CascadeOp::verify() {
 
 LogicalResult CascadePositionsOp::verify() {
   Operation *op = getOperation();
-  if (getKvs().empty())
-    return emitOpError() << "needs at least one level";
-  if (getQoIndptrs().size() != getKvs().size())
-    return emitOpError() << "has " << getQoIndptrs().size()
-                         << " qo_indptr levels but " << getKvs().size()
-                         << " KV levels";
-  for (auto [i, indptr] : llvm::enumerate(getQoIndptrs()))
-    if (failed(verifyI32Index(op, indptr,
-                              "qo_indptr of level " + Twine(i).str())))
-      return failure();
-  for (auto [i, kv] : llvm::enumerate(getKvs()))
-    if (cast<PagedType>(kv.getType()).isMla())
-      return emitOpError() << "levels must be K/V caches, but level " << i
-                           << " is an MLA cache";
+  if (failed(verifyCascadeLevels(op, getQoIndptrs(), getKvs())))
+    return failure();
   return verifyI32Index(op, getPositions(), "positions");
 }
 
