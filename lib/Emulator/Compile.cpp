@@ -101,6 +101,13 @@ static FailureOr<CompiledModule *> compile(gpu::GPUModuleOp gpuModule) {
 
   if (failed(checkCompilable(*kernels)))
     return failure();
+  if (Emulator::get().options().rejectLibdevice)
+    for (auto fn : kernels->getOps<LLVM::LLVMFuncOp>())
+      if (fn.isExternal() && fn.getSymName().starts_with("__nv_"))
+        return gpuModule.emitError("emulator: the kernels call libdevice's ")
+               << fn.getSymName()
+               << ", which PTX compiled without a CUDA path leaves "
+                  "unresolved";
   FailureOr<InstrumentedModule> info = instrumentKernelModule(*kernels);
   if (failed(info))
     return failure();

@@ -111,6 +111,7 @@ GpuKernel::compile(const std::string &source, const std::string &funcName,
                 " launches; after it:\n" + text);
   }
   kvir::emu::Emulator::get().options().exitOnError = false;
+  kvir::emu::Emulator::get().options().rejectLibdevice = true;
   if (mlir::failed(kvir::emu::lowerHostForEmulator(*module)))
     return fail("lowering the host code for the emulator failed");
 

@@ -73,6 +73,11 @@ struct EmulatorOptions {
   bool exitOnError = true;
   /// Stack bytes per GPU thread fiber.
   size_t stackBytes = 64 * 1024;
+  /// Refuse kernels that call libdevice (`__nv_*`): kvir's PTX is built
+  /// without a CUDA path, where such calls stay unresolved, even though
+  /// the emulator could run them (kvir-runner allows them for user
+  /// kernels; kvir's GPU tests do not).
+  bool rejectLibdevice = false;
 };
 
 class Emulator {
