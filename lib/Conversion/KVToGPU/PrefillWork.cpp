@@ -19,6 +19,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace kvir;
 using namespace kvir::codegen;
@@ -80,6 +82,38 @@ static std::pair<Value, Value> emitKvTable(ImplicitLocOpBuilder &b,
   return {ir.sub(at(ir.add(req, ir.idx(1))), first), first};
 }
 
+/// The smallest and largest given position of query rows
+/// [first, min(last, lastInRequest)] of the request whose first row is
+/// `qoStart`: eight independent loads per step, so that one thread's
+/// serial scan waits for a load's latency once per eight rows.
+static std::pair<Value, Value> positionBounds(ImplicitLocOpBuilder &b,
+                                              const Arguments &a, Value qoStart,
+                                              Value first, Value lastInRequest,
+                                              Value last) {
+  IRBuilder ir{b};
+  constexpr int64_t kUnroll = 8;
+  Value end = ir.minS(last, lastInRequest);
+  auto scan = scf::ForOp::create(
+      b, first, ir.add(end, ir.idx(1)), ir.idx(kUnroll),
+      ValueRange{ir.idx(std::numeric_limits<int32_t>::max()),
+                 ir.idx(std::numeric_limits<int32_t>::min())},
+      [&](OpBuilder &nb, Location l, Value row, ValueRange bounds) {
+        ImplicitLocOpBuilder ib(l, nb);
+        IRBuilder j{ib};
+        Value lo = bounds[0], hi = bounds[1];
+        for (int64_t u = 0; u < kUnroll; ++u) {
+          // Rows past the end repeat the last one.
+          Value r = j.minS(j.add(row, j.idx(u)), end);
+          Value p = j.toIndex(memref::LoadOp::create(
+              ib, a.positions, ValueRange{j.add(qoStart, r)}));
+          lo = j.minS(lo, p);
+          hi = j.maxS(hi, p);
+        }
+        scf::YieldOp::create(ib, ValueRange{lo, hi});
+      });
+  return {scan.getResult(0), scan.getResult(1)};
+}
+
 Work prefill::emitBlockWork(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                             const Arguments &a, Value meta, Value thread) {
   IRBuilder ir{b};
@@ -139,16 +173,20 @@ Work prefill::emitBlockWork(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
         auto [packedRows, firstPos, lastPos] =
             positions(ib, kvLen, tile.qoLen, tile.firstRow);
         // The keys any row of the tile sees: from the first row's window start
-        // to the last row's causal end; all of them when the rows' positions
-        // are given (in no order).
-        bool ordered = !s.positionsType;
-        bool causal = ordered && s.causal;
-        std::optional<int64_t> window =
-            ordered ? s.windowLeft : std::optional<int64_t>();
-        Value lo =
-            kv::emitVisibleKeyRange(ib, firstPos, kvLen, causal, window).first;
-        Value hi =
-            kv::emitVisibleKeyRange(ib, lastPos, kvLen, causal, window).second;
+        // to the last row's causal end; with given positions (in no order),
+        // from the smallest one's window start to the largest one's causal
+        // end.
+        if (s.positionsType && (s.causal || s.windowLeft))
+          std::tie(firstPos, lastPos) = positionBounds(
+              ib, a, tile.qoStart, j.divU(tile.firstRow, j.idx(group)),
+              j.divU(j.sub(packedRows, j.idx(1)), j.idx(group)),
+              j.divU(j.add(tile.firstRow, j.idx(tileRows - 1)), j.idx(group)));
+        Value lo = kv::emitVisibleKeyRange(ib, firstPos, kvLen, s.causal,
+                                           s.windowLeft)
+                       .first;
+        Value hi = kv::emitVisibleKeyRange(ib, lastPos, kvLen, s.causal,
+                                           s.windowLeft)
+                       .second;
         hi = j.maxS(lo, hi);
         Value start = lo, end = hi;
         if (piece) {
