@@ -523,7 +523,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 /// A seeded random sweep: every (layout, storage, table, dtype) combination
 /// three times, with random page size, head dim, group, KV heads, output type,
-/// LSE base, attributes and chip. CI runs the fixed seeds 3000...3047;
+/// LSE base, attributes and chip; a quarter of the cases store fp8. CI runs the fixed seeds 3000...3047;
 /// KVIR_SWEEP_SEED=<first> KVIR_SWEEP_COUNT=<n> runs others (a case's name
 /// ends in its seed, so a failure reproduces with KVIR_SWEEP_SEED=<seed>
 /// KVIR_SWEEP_COUNT=1).
@@ -551,6 +551,18 @@ std::vector<GpuDecodeCase> sweepCases() {
     int64_t kvHeads = kvHeadCounts[rng.integer(0, 2)];
     GpuDecodeCase c;
     c.spec = makeSpec(page, kvHeads, dim, dtype, layout, storage, table);
+    // A quarter of the cases store fp8 (drawn from a generator of their
+    // own, so that the other draws stay what they were), with scales that
+    // give ordinary, saturated or subnormal codes.
+    Rng quantRng(sweepSeed * 7919 + 17);
+    bool fp8 = quantRng.coin(0.25);
+    if (fp8) {
+      c.spec = quantized(c.spec,
+                         quantRng.coin() ? Quant::FP8E4M3 : Quant::FP8E5M2);
+      const float scales[] = {1.0f / 16, 1.0f / 512, 32.0f};
+      c.cacheOptions.kScale = scales[quantRng.integer(0, 2)];
+      c.cacheOptions.vScale = scales[quantRng.integer(0, 2)];
+    }
     c.qHeads = group * kvHeads;
     c.outType = outs[rng.integer(0, 2)];
     c.chip = chips[rng.integer(0, 3)];
@@ -562,12 +574,16 @@ std::vector<GpuDecodeCase> sweepCases() {
         std::max<int64_t>(40, 3 * page + rng.integer(0, page));
     int64_t largeMaxLen = std::min<int64_t>(std::max<int64_t>(8, page + 3), 40);
     c.runs = bothPaths(c.chip, kvHeads, group, rng.integer(2, 6), smallMaxLen,
-                       largeMaxLen, c.params.windowLeft);
+                       largeMaxLen, c.params.windowLeft, fp8);
     std::ostringstream name;
     name << "Sweep" << i << "_" << (layout == Layout::HND ? "Hnd" : "Nhd")
          << (storage == Storage::Split ? "Split" : "Combined")
          << (table == Table::CSR ? "Csr" : "BlockTable")
-         << (dtype == DType::BF16 ? "BF16" : "F16") << "P" << page << "D" << dim
+         << (dtype == DType::BF16 ? "BF16" : "F16")
+         << (!fp8                                  ? ""
+             : c.spec.quant == Quant::FP8E4M3 ? "Fp8E4M3"
+                                                   : "Fp8E5M2")
+         << "P" << page << "D" << dim
          << "G" << group << "H" << kvHeads << "To" << mlirName(c.outType)
          << "_Seed" << sweepSeed;
     c.name = name.str();

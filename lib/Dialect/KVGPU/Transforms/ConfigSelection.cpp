@@ -47,8 +47,13 @@ kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
   int64_t rowBytes =
       threadsX * vec * kv.getStorageElementType().getIntOrFloatBitWidth() / 8;
   const int64_t ringBytes = 32 * 1024, minStages = 3;
+  // fp8 with a GQA group also decodes each tile into f16 K and V rows in
+  // shared memory, within the same budget.
+  int64_t decodedRowBytes =
+      kv.isFp8() && group > 1 ? 2 * threadsX * vec * 2 : 0;
   int64_t tile = 32;
-  while (tile > 1 && minStages * 2 * tile * rowBytes > ringBytes)
+  while (tile > 1 &&
+         minStages * 2 * tile * rowBytes + tile * decodedRowBytes > ringBytes)
     tile /= 2;
   // One-byte KV (fp8) takes 16-element vectors: at most 4 tokens per z-lane
   // keep the dequantized rows in registers near the 16-bit kernels' count.
@@ -59,9 +64,9 @@ kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
   // in flight carry the SM's share of bandwidth x latency.
   int64_t stageBytes = 2 * tile * rowBytes;
   int64_t need = int64_t(std::ceil(target.bytesInFlightPerSM()));
-  int64_t stages = std::clamp<int64_t>((need + stageBytes - 1) / stageBytes + 1,
-                                       minStages,
-                                       std::max(minStages, ringBytes / stageBytes));
+  int64_t stages = std::clamp<int64_t>(
+      (need + stageBytes - 1) / stageBytes + 1, minStages,
+      std::max(minStages, (ringBytes - tile * decodedRowBytes) / stageBytes));
   stages = std::min<int64_t>(stages, 8);
   FailureOr<DecodeConfigAttr> config = getCheckedQuietly<DecodeConfigAttr>(
       whyNot, op.getContext(), vec, threadsX, threadsZ, tile, stages,
