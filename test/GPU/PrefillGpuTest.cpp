@@ -446,7 +446,8 @@ void addRandomRequest(Rng &rng, bool causal, PrefillBatch &batch) {
 
 /// Differential testing: seeded random configurations (KV form, layout,
 /// table form, page size, head dim, GQA group, KV and output types, causal,
-/// window, soft cap, sm_scale, LSE base, custom masks, chip) over random
+/// window, soft cap, sm_scale, LSE base, custom masks, row positions, chip)
+/// over random
 /// batches with lengths 0 and 1. CI runs the seeds 5000...5023;
 /// KVIR_PREFILL_SWEEP_SEED=<first> KVIR_PREFILL_SWEEP_COUNT=<n> runs
 /// others, and a failing case's name ends in the seed that reproduces it
@@ -512,6 +513,9 @@ std::vector<GpuPrefillCase> prefillSweepCases() {
     const MaskKind masks[] = {MaskKind::None, MaskKind::None, MaskKind::Bool,
                               MaskKind::Packed};
     c.mask = masks[rng.integer(0, 3)];
+    // A fifth of the cases give each row a position (a generator of their
+    // own, so that the other draws stay what they were).
+    c.positions = Rng(sweepSeed * 7919 + 29).coin(0.2);
     PrefillBatch batch;
     int64_t requests = rng.integer(1, 5);
     for (int64_t r = 0; r < requests; ++r)
@@ -525,7 +529,7 @@ std::vector<GpuPrefillCase> prefillSweepCases() {
          << (c.mask == MaskKind::Bool     ? "BoolMask"
              : c.mask == MaskKind::Packed ? "PackedMask"
                                           : "")
-         << "_Seed" << sweepSeed;
+         << (c.positions ? "Positions" : "") << "_Seed" << sweepSeed;
     c.name = name.str();
     cases.push_back(c);
   }

@@ -84,8 +84,9 @@ static std::pair<Value, Value> emitKvTable(ImplicitLocOpBuilder &b,
 
 /// The smallest and largest given position of query rows
 /// [first, min(last, lastInRequest)] of the request whose first row is
-/// `qoStart`: eight independent loads per step, so that one thread's
-/// serial scan waits for a load's latency once per eight rows.
+/// `qoStart` (none when lastInRequest is -1, a request without rows):
+/// eight independent loads per step, so that one thread's serial scan
+/// waits for a load's latency once per eight rows.
 static std::pair<Value, Value> positionBounds(ImplicitLocOpBuilder &b,
                                               const Arguments &a, Value qoStart,
                                               Value first, Value lastInRequest,
@@ -179,7 +180,7 @@ Work prefill::emitBlockWork(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
         if (s.positionsType && (s.causal || s.windowLeft))
           std::tie(firstPos, lastPos) = positionBounds(
               ib, a, tile.qoStart, j.divU(tile.firstRow, j.idx(group)),
-              j.divU(j.sub(packedRows, j.idx(1)), j.idx(group)),
+              j.sub(tile.qoLen, j.idx(1)),
               j.divU(j.add(tile.firstRow, j.idx(tileRows - 1)), j.idx(group)));
         Value lo = kv::emitVisibleKeyRange(ib, firstPos, kvLen, s.causal,
                                            s.windowLeft)
