@@ -1,9 +1,9 @@
 //===- QueryTiles.cpp - Ragged query rows in fixed-size tiles -------------===//
 #include "kvir/Codegen/QueryTiles.h"
 #include "kvir/Codegen/IRBuilder.h"
+#include "kvir/Dialect/KV/Utils/Search.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace kvir;
@@ -32,27 +32,9 @@ QueryTile QueryTiles::locate(ImplicitLocOpBuilder &b, Value qoIndptr,
                         j.idx(tileRows)),
                  req);
   };
-  // The last request whose start() is at most `slot`: lo holds one
-  // (start(0) = 0), hi does not.
-  auto search = scf::WhileOp::create(
-      b, TypeRange{b.getIndexType(), b.getIndexType()},
-      ValueRange{ir.idx(0), batch},
-      [&](OpBuilder &nb, Location loc, ValueRange args) {
-        ImplicitLocOpBuilder ib(loc, nb);
-        IRBuilder j{ib};
-        Value more = j.lt(j.add(args[0], j.idx(1)), args[1]);
-        scf::ConditionOp::create(ib, more, args);
-      },
-      [&](OpBuilder &nb, Location loc, ValueRange args) {
-        ImplicitLocOpBuilder ib(loc, nb);
-        IRBuilder j{ib};
-        Value mid = j.divU(j.add(args[0], args[1]), j.idx(2));
-        Value below = j.cmp(arith::CmpIPredicate::sle, start(ib, mid), slot);
-        scf::YieldOp::create(ib, ValueRange{j.select(below, mid, args[0]),
-                                            j.select(below, args[1], mid)});
-      });
+  // The last request whose start() is at most `slot` (start(0) = 0).
   QueryTile tile;
-  tile.request = search.getResult(0);
+  tile.request = kv::emitLastAtOrBelow(b, batch, start, slot);
   tile.qoStart = indptrAt(b, tile.request);
   tile.qoLen =
       ir.sub(indptrAt(b, ir.add(tile.request, ir.idx(1))), tile.qoStart);

@@ -2,6 +2,7 @@
 #include "kvir/Dialect/KV/Utils/Visibility.h"
 
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
+#include "kvir/Dialect/KV/Utils/Search.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -19,37 +20,6 @@ Value kvir::kv::emitQueryPosition(ImplicitLocOpBuilder &b, Value kvLen,
   return arith::AddIOp::create(b, arith::SubIOp::create(b, kvLen, qoLen), row);
 }
 
-/// How many entries of the non-decreasing `indptr` are <= `row`, by
-/// binary search: request count - 1 is the request holding `row` when the
-/// count is in [1, requests].
-static Value countEntriesAtOrBelow(ImplicitLocOpBuilder &b, Value indptr,
-                                   Value row) {
-  Value entries = memref::DimOp::create(b, indptr, 0);
-  auto search = scf::WhileOp::create(
-      b, TypeRange{b.getIndexType(), b.getIndexType()},
-      ValueRange{cst(b, 0), entries},
-      [&](OpBuilder &nb, Location l, ValueRange range) {
-        ImplicitLocOpBuilder ib(l, nb);
-        Value open = arith::CmpIOp::create(ib, arith::CmpIPredicate::slt,
-                                           range[0], range[1]);
-        scf::ConditionOp::create(ib, open, range);
-      },
-      [&](OpBuilder &nb, Location l, ValueRange range) {
-        ImplicitLocOpBuilder ib(l, nb);
-        Value lo = range[0], hi = range[1];
-        Value mid = arith::DivUIOp::create(
-            ib, arith::AddIOp::create(ib, lo, hi), cst(ib, 2));
-        Value atOrBelow =
-            arith::CmpIOp::create(ib, arith::CmpIPredicate::sle,
-                                  loadIndexValue(ib, indptr, mid), row);
-        Value nextLo = arith::SelectOp::create(
-            ib, atOrBelow, arith::AddIOp::create(ib, mid, cst(ib, 1)), lo);
-        Value nextHi = arith::SelectOp::create(ib, atOrBelow, hi, mid);
-        scf::YieldOp::create(ib, ValueRange{nextLo, nextHi});
-      });
-  return search.getResult(0);
-}
-
 Value kvir::kv::emitCascadeRowPosition(ImplicitLocOpBuilder &b, Value row,
                                        ArrayRef<Value> qoIndptrs,
                                        ArrayRef<PagedOperands> levels) {
@@ -58,17 +28,24 @@ Value kvir::kv::emitCascadeRowPosition(ImplicitLocOpBuilder &b, Value row,
   for (size_t l = 0; l < levels.size(); ++l) {
     Value indptr = qoIndptrs[l];
     const PagedOperands &level = levels[l];
-    Value count = countEntriesAtOrBelow(b, indptr, row);
-    Value requests = arith::SubIOp::create(
-        b, memref::DimOp::create(b, indptr, 0), cst(b, 1));
+    // The request holding `row`: the last offset at or below it, when
+    // that is a request's start (not indptr[B]) and the row is past it
+    // (indptr[0] > row only in a malformed table).
+    Value entries = memref::DimOp::create(b, indptr, 0);
+    Value last = emitLastAtOrBelow(
+        b, entries,
+        [&](ImplicitLocOpBuilder &ib, Value i) {
+          return loadIndexValue(ib, indptr, i);
+        },
+        row);
+    Value requests = arith::SubIOp::create(b, entries, cst(b, 1));
     Value inside = arith::AndIOp::create(
-        b,
-        arith::CmpIOp::create(b, arith::CmpIPredicate::sge, count, cst(b, 1)),
-        arith::CmpIOp::create(b, arith::CmpIPredicate::sle, count, requests));
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::slt, last, requests),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::sle,
+                              loadIndexValue(b, indptr, last), row));
     // Outside: read request 0's table (in bounds when there is one) and
     // drop it.
-    Value request = arith::SelectOp::create(
-        b, inside, arith::SubIOp::create(b, count, cst(b, 1)), cst(b, 0));
+    Value request = arith::SelectOp::create(b, inside, last, cst(b, 0));
     Value keys = scf::IfOp::create(
                      b, inside,
                      [&](OpBuilder &nb, Location loc) {
@@ -83,9 +60,12 @@ Value kvir::kv::emitCascadeRowPosition(ImplicitLocOpBuilder &b, Value row,
     position = arith::AddIOp::create(b, position, keys);
     if (l + 1 == levels.size()) {
       // Bottom-right: the request's last row sits at the last key.
-      Value end =
-          arith::SelectOp::create(b, inside, loadIndexValue(b, indptr, count),
-                                  arith::AddIOp::create(b, row, cst(b, 1)));
+      // (Clamped: a row past the last request reads indptr[B], unused.)
+      Value next = arith::MinSIOp::create(
+          b, arith::AddIOp::create(b, last, cst(b, 1)), requests);
+      Value end = arith::SelectOp::create(
+          b, inside, loadIndexValue(b, indptr, next),
+          arith::AddIOp::create(b, row, cst(b, 1)));
       position = arith::SubIOp::create(b, position,
                                        arith::SubIOp::create(b, end, row));
     }
