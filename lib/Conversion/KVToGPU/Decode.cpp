@@ -67,10 +67,11 @@ struct DecodeKernelSpec {
   std::array<int64_t, 3> block() const {
     return {config.getThreadsX(), group(), config.getThreadsZ()};
   }
-  /// fp8 with a GQA group: the block decodes each tile's codes once into
-  /// f16 tiles that all the group's heads read (in registers, each head
-  /// would decode every row again).
-  bool decodesTilesInShared() const { return kv.isFp8() && group() > 1; }
+  /// Whether the block decodes each tile's codes once into f16 tiles that
+  /// all the group's heads read (the rule kv-tile sizes shared memory by).
+  bool decodesTilesInShared() const {
+    return kvgpu::decodeDecodesTilesInShared(kv, group());
+  }
 };
 
 /// The shared buffers of a decode kernel, in KernelFunc::getShared order.
@@ -704,11 +705,6 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     plan.addKernel("merge", mergeKernel, splitWhen,
                    {gridBatch, plan.cst(qHeads), plan.cst(1)},
                    {"partial_out", "partial_lse", "merge_indptr", "out", "lse"});
-    kvgpu::LaunchPlanAttr planAttr = plan.build(op.getLoc());
-    if (!planAttr)
-      return failure();
-    context.recordPlan(planAttr);
-
     llvm::StringMap<Value> bindings{{"q", op.getQ()},
                                     {"out", out},
                                     {"lse", lse},
@@ -720,7 +716,7 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
                                          })}};
     for (auto [name, v] : llvm::zip(kvNames, kv.flatten()))
       bindings[name] = v;
-    if (failed(emitLaunches(b, planAttr, bindings, context.getKernelModule())))
+    if (failed(context.launch(b, plan, bindings, op.getLoc())))
       return failure();
     memref::DeallocOp::create(b, bindings["kv_lengths"]);
     return outputs.finish(rewriter);

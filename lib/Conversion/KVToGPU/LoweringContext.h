@@ -45,16 +45,17 @@ public:
   getOrBuildKernel(llvm::StringRef symbol,
                    llvm::function_ref<codegen::KernelFunc(mlir::gpu::GPUModuleOp)>
                        build);
-  /// Appends `plan` to the module's kvgpu.launch_plans (once per name).
-  void recordPlan(kvgpu::LaunchPlanAttr plan);
-  /// Builds `plan`, records it and emits its launches at `b` with the
-  /// arguments `bindings`; fails (reported at `loc`) on a bad plan.
+  /// Builds `plan`, records it in the module's kvgpu.launch_plans (once
+  /// per name) and emits its launches at `b` with the arguments
+  /// `bindings`; fails (reported at `loc`) on a bad plan.
   mlir::LogicalResult launch(mlir::ImplicitLocOpBuilder &b,
                              const PlanBuilder &plan,
                              const llvm::StringMap<mlir::Value> &bindings,
                              mlir::Location loc);
 
 private:
+  void recordPlan(kvgpu::LaunchPlanAttr plan);
+
   mlir::ModuleOp module;
   const target::TargetInfo &target;
   int64_t graphMaxBatch;

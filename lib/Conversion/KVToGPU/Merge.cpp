@@ -249,11 +249,6 @@ struct MergeLowering : OpRewritePattern<OpTy> {
     args.append({"out", "lse"});
     plan.addKernel("merge", kernel, kvgpu::LaunchCondition::always,
                    {plan.sym("rows"), plan.cst(spec.heads), plan.cst(1)}, args);
-    kvgpu::LaunchPlanAttr planAttr = plan.build(op.getLoc());
-    if (!planAttr)
-      return failure();
-    context.recordPlan(planAttr);
-
     rewriter.setInsertionPoint(m->store);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     llvm::StringMap<Value> bindings{{"out", m->store.getOutput()},
@@ -262,7 +257,7 @@ struct MergeLowering : OpRewritePattern<OpTy> {
       bindings[names[2 * i]] = in.getOutput();
       bindings[names[2 * i + 1]] = in.getLse();
     }
-    if (failed(emitLaunches(b, planAttr, bindings, context.getKernelModule())))
+    if (failed(context.launch(b, plan, bindings, op.getLoc())))
       return failure();
     rewriter.eraseOp(m->store);
     rewriter.eraseOp(op);

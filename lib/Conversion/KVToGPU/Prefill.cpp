@@ -375,11 +375,7 @@ LogicalResult gpu_lowering::emitTensorCoreLaunches(
   plan.addKernel("merge", mergeKernel, kvgpu::LaunchCondition::split,
                  {plan.sym("nnz"), plan.cst(spec.qHeads), plan.cst(1)},
                  {"partial_out", "partial_lse", "out", "lse"});
-  kvgpu::LaunchPlanAttr planAttr = plan.build(op->getLoc());
-  if (!planAttr)
-    return failure();
-  context.recordPlan(planAttr);
-  return emitLaunches(b, planAttr, bindings, context.getKernelModule());
+  return context.launch(b, plan, bindings, op->getLoc());
 }
 
 LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(
@@ -472,11 +468,6 @@ LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(
   plan.addKernel("merge", mergeKernel, splitWhen,
                  {gridBatch, plan.cst(spec.qHeads), plan.cst(1)},
                  {"partial_out", "partial_lse", "merge_indptr", "out", "lse"});
-  kvgpu::LaunchPlanAttr planAttr = plan.build(op->getLoc());
-  if (!planAttr)
-    return failure();
-  context.recordPlan(planAttr);
-
   bindings["kv_lengths"] = kv::emitLengthsBuffer(
       b, memref::DimOp::create(b, queries.front().second, 0),
       [&](ImplicitLocOpBuilder &ib, Value r) {
@@ -484,7 +475,7 @@ LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(
       });
   for (auto [name, v] : llvm::zip(kvNames, kv.flatten()))
     bindings[name] = v;
-  if (failed(emitLaunches(b, planAttr, bindings, context.getKernelModule())))
+  if (failed(context.launch(b, plan, bindings, op->getLoc())))
     return failure();
   memref::DeallocOp::create(b, bindings["kv_lengths"]);
   return success();

@@ -20,6 +20,10 @@ static int64_t nextPowerOf2(int64_t v) {
   return p;
 }
 
+bool kvgpu::decodeDecodesTilesInShared(kv::PagedType kv, int64_t group) {
+  return kv.isFp8() && group > 1;
+}
+
 FailureOr<DecodeConfigAttr>
 kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
                           std::string &whyNot) {
@@ -47,10 +51,9 @@ kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
   int64_t rowBytes =
       threadsX * vec * kv.getStorageElementType().getIntOrFloatBitWidth() / 8;
   const int64_t ringBytes = 32 * 1024, minStages = 3;
-  // fp8 with a GQA group also decodes each tile into f16 K and V rows in
-  // shared memory, within the same budget.
+  // Tiles decoded into f16 K and V rows take the same budget.
   int64_t decodedRowBytes =
-      kv.isFp8() && group > 1 ? 2 * threadsX * vec * 2 : 0;
+      decodeDecodesTilesInShared(kv, group) ? 2 * threadsX * vec * 2 : 0;
   int64_t tile = 32;
   while (tile > 1 &&
          minStages * 2 * tile * rowBytes + tile * decodedRowBytes > ringBytes)

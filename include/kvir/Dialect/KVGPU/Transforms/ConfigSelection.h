@@ -34,6 +34,12 @@ getOrChooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
 /// 1024 threads (GQA groups of 64 at head dim 256).
 bool decodeNeedsTensorCores(kv::DecodeOp op, const target::TargetInfo &target);
 
+/// Whether the decode kernel decodes each K/V tile once into f16 tiles in
+/// shared memory (fp8 KV with a GQA group: in registers, each of the
+/// group's heads would decode every row again), which its shared budget
+/// must hold.
+bool decodeDecodesTilesInShared(kv::PagedType kv, int64_t group);
+
 /// The tensor-core configuration (#kvgpu.prefill) of a kv.decode.
 mlir::FailureOr<PrefillConfigAttr>
 chooseTensorCoreDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
