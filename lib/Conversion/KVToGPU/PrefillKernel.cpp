@@ -117,13 +117,11 @@ std::pair<Value, Value> kvTileRange(ImplicitLocOpBuilder &b,
 Value needsMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                 const Work &w, Value t0) {
   IRBuilder ir{b};
-  if (s.maskType)
+  // Rows at given positions: any tile may cross a row's diagonal or window.
+  if (s.maskType || (s.positionsType && (s.causal || s.windowLeft)))
     return arith::ConstantIntOp::create(b, 1, 1);
   Value tileEnd = ir.add(t0, ir.idx(s.config.getKvTile()));
   Value need = ir.cmp(arith::CmpIPredicate::sgt, tileEnd, w.end);
-  // Rows at given positions: any tile may cross a row's diagonal or window.
-  if (s.positionsType && (s.causal || s.windowLeft))
-    return arith::ConstantIntOp::create(b, 1, 1);
   if (s.causal)
     need = arith::OrIOp::create(
         b, need, ir.cmp(arith::CmpIPredicate::sgt, tileEnd,

@@ -2,7 +2,6 @@
 #include "kvir/Dialect/KV/Utils/Quantization.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -58,17 +57,16 @@ namespace {
 /// The parameters of an fp8 format (OCP FP8: e4m3fn has no infinities and
 /// one NaN mantissa; e5m2 is IEEE-like).
 struct Fp8Format {
-  int mantissaBits, exponentBits, bias;
-  bool ieee; // e5m2: all-ones exponent is inf/NaN
+  int mantissaBits, bias;
   double maxFinite;
   int maxFiniteBits;
 };
 } // namespace
 
 static Fp8Format getFormat(Type type) {
-  if (isa<Float8E4M3FNType>(type))
-    return {3, 4, 7, false, 448.0, 0x7e};
-  return {2, 5, 15, true, 57344.0, 0x7b};
+  if (isa<Float8E4M3FNType>(getElementTypeOrSelf(type)))
+    return {3, 7, 448.0, 0x7e};
+  return {2, 15, 57344.0, 0x7b};
 }
 
 /// A constant of `type` (scalar or vector: splat) holding `value`.
@@ -85,7 +83,8 @@ static Value constantLike(ImplicitLocOpBuilder &b, Type type, double value) {
 }
 
 double kv::fp8HalfScale(Type fp8Type) {
-  return isa<Float8E5M2Type>(getElementTypeOrSelf(fp8Type)) ? 1.0 : 256.0;
+  // An f16's exponent bias is 15.
+  return std::ldexp(1.0, 15 - getFormat(fp8Type).bias);
 }
 
 Value kv::fp8ToScaledF16(ImplicitLocOpBuilder &b, Value value) {
