@@ -397,3 +397,26 @@ func.func @decode_tensor_core_d72(%q: memref<?x8x72xf16>, %pool: memref<?x2x16x2
   kv.store_state %s, %o, %l : !s, memref<?x8x72xf16>, memref<?x8xf32>
   return
 }
+
+// -----
+
+// Cascade positions read the levels' tables through their views.
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+func.func @cascade_positions_kv_argument(%qi: memref<?xi32>, %kv: !c, %p: memref<?xi32>) {
+  // expected-error @below {{'kv.cascade_positions' op has no GPU kernel: a level's KV is not a kv.paged_view of the same function}}
+  kv.cascade_positions levels(%qi : memref<?xi32>) kvs(%kv : !c) into %p : memref<?xi32>
+  return
+}
+
+// -----
+
+// A rotary cascade: its shared level's prefill would need on-the-fly RoPE.
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf16, base = 2>
+func.func @rotary_shared_level(%q: memref<?x8x64xf16>, %qi: memref<?xi32>, %pool: memref<?x2x16x2x64xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %p: memref<?xi32>, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: on-the-fly RoPE has no prefill kernel}}
+  %s = kv.prefill %q, %qi, %kv positions(%p : memref<?xi32>) {rope = #kv.rope<rotate_half>} : memref<?x8x64xf16>, memref<?xi32>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
+  return
+}
