@@ -18,9 +18,11 @@
 // Prints a markdown table (bench/RESULTS.md keeps the last one). Not run by
 // the tests. Usage:
 //   kvir-decode-bench [--batch N] [--kv-len N] [--chips sm_80,sm_90a]
-//                     [--configs nhd-p16-g4,...] [--kv f16|fp8_e4m3|fp8_e5m2]
+//                     [--configs nhd-p16-g4,...]
+//                     [--kv f16|fp8_e4m3|fp8_e5m2|int8_g8|int8_g16]
 //                     [--no-ptxas]
-// With an fp8 cache the ideal counts one byte per K/V element.
+// With an fp8 cache the ideal counts one byte per K/V element; with int8
+// groups one byte per element plus an f16 scale per group.
 //
 //===----------------------------------------------------------------------===//
 #include "BenchSupport.h"
@@ -99,6 +101,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> only;
   bool usePtxas = true;
   Quant quant = Quant::None;
+  int64_t quantGroup = 0;
   std::string kvName = "f16";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -128,8 +131,12 @@ int main(int argc, char **argv) {
         quant = Quant::FP8E4M3;
       else if (kvName == "fp8_e5m2")
         quant = Quant::FP8E5M2;
-      else if (kvName != "f16") {
-        std::fprintf(stderr, "--kv takes f16, fp8_e4m3 or fp8_e5m2\n");
+      else if (kvName == "int8_g8" || kvName == "int8_g16") {
+        quant = Quant::Int8Group;
+        quantGroup = kvName == "int8_g8" ? 8 : 16;
+      } else if (kvName != "f16") {
+        std::fprintf(stderr, "--kv takes f16, fp8_e4m3, fp8_e5m2, int8_g8 or "
+                             "int8_g16\n");
         return 2;
       }
     } else if (a == "--no-ptxas")
@@ -138,7 +145,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "usage: %s [--batch N] [--kv-len N] [--chips "
                    "a,b] [--configs nhd-p16-g4,...] [--kv f16|fp8_e4m3|"
-                   "fp8_e5m2] [--no-ptxas]\n",
+                   "fp8_e5m2|int8_g8|int8_g16] [--no-ptxas]\n",
                    argv[0]);
       return 2;
     }
@@ -179,6 +186,7 @@ int main(int argc, char **argv) {
     spec.storage = Storage::Combined;
     spec.table = Table::CSR;
     spec.quant = quant;
+    spec.quantGroup = quantGroup;
     Rng rng(42 + cfg.pageSize + cfg.group);
     std::vector<int64_t> lens(batch, kvLen);
     PagedCache cache = makeCache(spec, lens, rng);
@@ -200,8 +208,10 @@ int main(int argc, char **argv) {
     // The ideal traffic: K and V once per (token, KV head), q once, out and
     // lse once.
     int64_t kvBytes = 0;
+    // int8 groups: an f16 scale per quant_group codes too.
+    int64_t scaleBytes = quantGroup ? 2 * headDim / quantGroup * 2 : 0;
     for (int64_t l : lens)
-      kvBytes += l * kvHeads * (2 * headDim) * kvElementBytes;
+      kvBytes += l * kvHeads * ((2 * headDim) * kvElementBytes + scaleBytes);
     int64_t qBytes = batch * qHeads * headDim * 2;
     int64_t outBytes = batch * qHeads * headDim * 2,
             lseBytes = batch * qHeads * 4;

@@ -290,7 +290,7 @@ void codegen::copyRowsAsync(
     nvgpu::DeviceAsyncCopyOp::create(
         jb, tokenType, tile.memref, tile.chunkIndices(jb, stage, r, c), from,
         indices, jb.getIndexAttr(ce), srcElements,
-        /*bypassL1=*/jb.getUnitAttr());
+        /*bypassL1=*/tile.chunkBytes == 16 ? jb.getUnitAttr() : UnitAttr());
   };
   // Unrolled: every thread issues its chunks k * numThreads + thread; only
   // a last, partial round is guarded.

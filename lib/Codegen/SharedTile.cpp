@@ -10,7 +10,7 @@ using namespace kvir::codegen;
 
 int64_t SharedTile::chunkElements() const {
   auto type = cast<MemRefType>(memref.getType());
-  return 128 / type.getElementTypeBitWidth();
+  return chunkBytes * 8 / type.getElementTypeBitWidth();
 }
 
 /// The physical chunk of logical chunk `chunk` in `row`.

@@ -223,6 +223,40 @@ std::vector<GpuAppendCase> appendCases() {
     c.attend = false;
     cases.push_back(c);
   }
+  // int8 groups quantize on write: per (token, head, group) scale
+  // max(max|x| / 127, 1e-5) rounded to the activation type and stored in
+  // the scale pool, codes of x / stored scale rounded half to even; scales
+  // and codes checked bit for bit against the reference's.
+  {
+    GpuAppendCase c = makeCase(
+        "Int8G8NhdCombinedCsrP16D128F16",
+        quantized(makeSpec(16, 2, 128, DType::F16), Quant::Int8Group, 8),
+        3012);
+    c.attend = false;
+    cases.push_back(c);
+  }
+  {
+    GpuAppendCase c = makeCase(
+        "Int8G16HndSplitBlockTableP8D64BF16RopeRotateHalf",
+        quantized(makeSpec(8, 2, 64, DType::BF16, Layout::HND, Storage::Split,
+                           Table::BlockTable),
+                  Quant::Int8Group, 16),
+        3013);
+    c.rope = ref::Rope{ref::RopeStyle::RotateHalf, 1e4, 1.0};
+    c.attend = false;
+    cases.push_back(c);
+  }
+  {
+    GpuAppendCase c = makeCase(
+        "Int8G8NhdSplitTokenTableP4D96F16RopeInterleave",
+        quantized(makeSpec(4, 3, 96, DType::F16, Layout::NHD, Storage::Split,
+                           Table::TokenTable),
+                  Quant::Int8Group, 8),
+        3014);
+    c.rope = ref::Rope{ref::RopeStyle::Interleave, 1e4, 1.0};
+    c.attend = false;
+    cases.push_back(c);
+  }
   return cases;
 }
 

@@ -160,9 +160,9 @@ void runGpuDecodeCase(const GpuDecodeCase &c) {
 }
 
 /// The shortest chunk the decode schedule cuts for GQA group `group` (twice
-/// as long for 1-byte fp8 KV).
-int64_t minChunk(int64_t group, bool fp8 = false) {
-  return std::max<int64_t>(128, 64 * group * (fp8 ? 2 : 1));
+/// as long for 1-byte fp8 / int8 KV).
+int64_t minChunk(int64_t group, bool oneByte = false) {
+  return std::max<int64_t>(128, 64 * group * (oneByte ? 2 : 1));
 }
 
 /// A small batch with one request long enough to be cut and a large batch
@@ -171,11 +171,11 @@ std::vector<BatchRun> bothPaths(const std::string &chip, int64_t kvHeads,
                                 int64_t group, int64_t smallBatch,
                                 int64_t smallMaxLen, int64_t largeMaxLen,
                                 std::optional<int64_t> windowLeft,
-                                bool fp8 = false) {
+                                bool oneByte = false) {
   int64_t large = (2 * smCountOf(chip) + kvHeads - 1) / kvHeads;
   // A window of at most one chunk's keys leaves nothing to cut; any wider
   // one lets the long first request be cut (chunks split the visible keys).
-  int64_t chunk = minChunk(group, fp8);
+  int64_t chunk = minChunk(group, oneByte);
   bool cut = !windowLeft || *windowLeft + 1 > chunk;
   return {BatchRun{smallBatch, smallMaxLen, {}, cut, 2 * chunk + 37},
           BatchRun{large, largeMaxLen, {}, false}};
@@ -200,8 +200,7 @@ std::vector<GpuDecodeCase> decodeCases() {
     int64_t group = c.qHeads / c.spec.kvHeads;
     c.runs = bothPaths(c.chip, c.spec.kvHeads, group, smallBatch, smallMaxLen,
                        largeMaxLen, c.params.windowLeft,
-                       c.spec.quant == Quant::FP8E4M3 ||
-                           c.spec.quant == Quant::FP8E5M2);
+                       c.spec.quant != Quant::None);
     cases.push_back(std::move(c));
   };
   {
@@ -507,6 +506,50 @@ std::vector<GpuDecodeCase> decodeCases() {
         2, DType::BF16, "sm_90a", 1044);
     c.params.base = Base::Two;
     add(c, 4, 70, 16);
+  }
+  // OpenPPL's int8 groups: codes and their scales (a pool of the same
+  // layout, one scale per quant_group dims) reach the stage ring by
+  // cp.async; lanes dequantize in registers (a GQA group: the block decodes
+  // each tile's codes once into f16 tiles). Unowned scales are NaN.
+  {
+    GpuDecodeCase c = makeCase(
+        "Int8G8NhdCombinedCsrP16D128G4F16",
+        quantized(makeSpec(16, 2, 128, DType::F16), Quant::Int8Group, 8), 8,
+        DType::F16, "sm_80", 1050);
+    add(c, 5, 70, 20);
+  }
+  {
+    GpuDecodeCase c = makeCase(
+        "Int8G16HndSplitBlockTableP8D64G1BF16ToF32Base2",
+        quantized(makeSpec(8, 4, 64, DType::BF16, Layout::HND, Storage::Split,
+                           Table::BlockTable),
+                  Quant::Int8Group, 16),
+        4, DType::F32, "sm_90a", 1051);
+    c.params.base = Base::Two;
+    add(c, 5, 60, 14);
+  }
+  {
+    // 32 scales of a 256-dim row: 64-byte scale rows, 16-byte copies.
+    GpuDecodeCase c = makeCase(
+        "Int8G8NhdSplitTokenTableP32D256G2BF16WindowCap",
+        quantized(makeSpec(32, 2, 256, DType::BF16, Layout::NHD,
+                           Storage::Split, Table::TokenTable),
+                  Quant::Int8Group, 8),
+        4, DType::BF16, "sm_86", 1052);
+    c.params.windowLeft = 300;
+    c.params.softCap = 20.0;
+    add(c, 4, 80, 16);
+  }
+  {
+    // 6 scales of a 96-dim row at group 16: 12-byte rows, 4-byte copies;
+    // group 8 over a page of one token.
+    GpuDecodeCase c = makeCase(
+        "Int8G16HndCombinedCsrP1D96G8F16",
+        quantized(makeSpec(1, 1, 96, DType::F16, Layout::HND,
+                           Storage::Combined, Table::CSR),
+                  Quant::Int8Group, 16),
+        8, DType::F16, "sm_89", 1053);
+    add(c, 4, 50, 10);
   }
   return cases;
 }

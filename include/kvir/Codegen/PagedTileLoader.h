@@ -106,11 +106,12 @@ public:
                 mlir::Value thread, int64_t numThreads, int64_t vec,
                 const Dequantize &dequantize = nullptr) const;
 
-  /// Asynchronous: issues 16-byte cp.async copies of the rows of tokens
-  /// [tile0, tile0 + count) into stage `stage` of each destination tile,
+  /// Asynchronous: issues cp.async copies, one of the tile's chunks each, of
+  /// the rows of tokens [tile0, tile0 + count) into stage `stage` of each
+  /// destination tile,
   /// zero-filling its rows [count, tile rows). The caller commits them as a
   /// group (commitAsyncCopies). Needs staged page ids (paged) and a head dim
-  /// contiguous in 16-byte chunks; `count` >= 1. With a [slots][entries]
+  /// contiguous in the tiles' chunks; `count` >= 1. With a [slots][entries]
   /// page-id buffer, the tile's entries are read from slot `stage`.
   void copyTileAsync(mlir::ImplicitLocOpBuilder &b, llvm::ArrayRef<TileCopy> copies,
                 mlir::Value stage, mlir::Value tile0, mlir::Value count,
@@ -154,7 +155,8 @@ private:
 using RowSource = std::function<std::pair<mlir::Value, llvm::SmallVector<mlir::Value>>(
     mlir::ImplicitLocOpBuilder &, mlir::Value row, mlir::Value dim)>;
 
-/// Issues 16-byte cp.async copies of dims [0, width) of rows [0, tile.rows)
+/// Issues cp.async copies of `tile`'s chunks (16 bytes bypass L1; 4 and 8
+/// go through it, as PTX allows) of dims [0, width) of rows [0, tile.rows)
 /// into stage `stage` of `tile` (null: no stage axis), spread over
 /// `numThreads` threads: row r comes from `source(r, dim)` when `valid(r)`
 /// (i1), else it is zero-filled and nothing is read (`source` must still

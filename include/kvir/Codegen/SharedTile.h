@@ -1,7 +1,7 @@
 //===- SharedTile.h - Row-major tiles in shared memory ----------*- C++ -*-===//
 //
-// A [rows, cols] tile of 16-bit elements in shared memory (optionally one
-// of `stages` in a leading axis) and where its 16-byte chunks live. With
+// A [rows, cols] tile in shared memory (optionally one of `stages` in a
+// leading axis) and where its chunks (16 bytes unless said) live. With
 // `swizzled`, chunk c of row r is stored at chunk c ^ (r % s), s the largest
 // power of two up to 8 dividing the row's chunks: the 8 rows an ldmatrix
 // phase reads (one 16-byte chunk each, same logical chunk) then fall into 8
@@ -23,8 +23,11 @@ struct SharedTile {
   mlir::Value memref;
   int64_t rows = 0, cols = 0;
   bool swizzled = true;
+  /// The bytes of a chunk: what one cp.async copies (4, 8 or 16; narrower
+  /// rows than 16 bytes, such as an int8 cache's scales, take 4 or 8).
+  int64_t chunkBytes = 16;
 
-  /// Elements per 16-byte chunk.
+  /// Elements per chunk.
   int64_t chunkElements() const;
   int64_t chunksPerRow() const { return cols / chunkElements(); }
   /// The indices of the element at (row, the start of logical chunk

@@ -8,7 +8,10 @@
 // position before the store (Rope, PTX flavor: no libdevice): interleaved
 // pairs lie within a chunk; rotate-half pairs (i, i + D/2) are a chunk of
 // each half, handled by one thread. MLA caches take ckv as K and kpe as V
-// (append_paged_mla_kv_cache). Quantized caches have no append kernel yet.
+// (append_paged_mla_kv_cache). Quantized caches quantize each element in
+// f32 after RoPE: fp8 under the per-tensor scales, int8 by groups of
+// quant_group dims whose scales the thread computes and stores (a chunk
+// holds whole groups).
 //
 //===----------------------------------------------------------------------===//
 #include "Patterns.h"
@@ -115,10 +118,14 @@ AppendKernelSpec describeAppend(kv::AppendOp op) {
     s.kStore /= 2;
   while (s.vWidth() % s.vStore)
     s.vStore /= 2;
-  // Interleaved pairs must not straddle two threads' chunks.
-  s.kChunk = std::max<int64_t>(s.kStore,
-                               s.rope && !s.rotatesHalves() ? 2 : 1);
-  s.vChunk = s.vStore;
+  // Interleaved pairs must not straddle two threads' chunks, nor int8
+  // groups (whose scale is their largest magnitude).
+  int64_t group = s.kv.getQuant() == kv::Quant::int8_group
+                      ? s.kv.getQuantGroup()
+                      : 1;
+  s.kChunk = std::max<int64_t>({s.kStore, group,
+                                s.rope && !s.rotatesHalves() ? 2 : 1});
+  s.vChunk = std::max(s.vStore, group);
   s.kLoad = std::min(s.kChunk, rowVectorWidth(s.kType, max, kSpan));
   s.vLoad = std::min(s.vChunk, rowVectorWidth(s.vType, max, s.vWidth()));
   return s;
@@ -146,9 +153,46 @@ Value loadChunk(ImplicitLocOpBuilder &b, Value from, SmallVector<Value> indices,
   return chunk;
 }
 
-/// Stores `chunk` (activation type) as `role`'s dims [dim0, ...) of token
-/// (page, slot), head `head`, in vectors of `width`: fp8 caches take
-/// codes of chunk / scale (saturating, round to nearest even).
+/// int8 codes of `chunk` (whole groups of `role`'s dims [dim0, ...)); each
+/// group's scale, max(max|x| / 127, 1e-5) rounded to the activation type,
+/// is stored to the scale pool and is the one that quantizes.
+Value quantizeInt8Groups(ImplicitLocOpBuilder &b, Value chunk,
+                         const kv::PagedOperands &kv, kv::PoolRole role,
+                         Value page, Value slot, Value head, Value dim0) {
+  IRBuilder ir{b};
+  int64_t group = kv.type.getQuantGroup();
+  kv::PoolRole scaleRole =
+      role == kv::PoolRole::K ? kv::PoolRole::KScale : kv::PoolRole::VScale;
+  int64_t count = cast<VectorType>(chunk.getType()).getNumElements();
+  assert(count % group == 0 && "append chunks hold whole int8 groups");
+  SmallVector<Value> codes;
+  for (int64_t first = 0; first < count; first += group) {
+    SmallVector<Value> xs;
+    Value absMax = ir.f32(0.0);
+    for (int64_t j = first; j < first + group; ++j) {
+      xs.push_back(
+          kv::toF32(b, vector::ExtractOp::create(b, chunk, j).getResult()));
+      absMax = arith::MaximumFOp::create(b, absMax, kv::absF32(b, xs.back()));
+    }
+    Value stored =
+        kv::fromF32(b, kv::int8GroupScale(b, absMax), kv.type.getDtype());
+    Value groupIndex =
+        ir.divU(ir.add(dim0, ir.idx(first)), ir.idx(group));
+    memref::StoreOp::create(b, stored, kv.pool(scaleRole),
+                            kv::emitPoolIndices(b, kv.type, scaleRole, page,
+                                                slot, head, groupIndex));
+    Value scale = kv::toF32(b, stored);
+    for (Value x : xs)
+      codes.push_back(kv::int8Quantize(b, x, scale));
+  }
+  return vector::FromElementsOp::create(
+      b, VectorType::get({count}, b.getI8Type()), codes);
+}
+
+/// Stores `chunk` (activation type, or f32) as `role`'s dims [dim0, ...) of
+/// token (page, slot), head `head`, in vectors of `width`: fp8 caches take
+/// codes of chunk / scale (saturating, round to nearest even), int8 groups
+/// codes under their groups' scales (stored too).
 void storeChunk(ImplicitLocOpBuilder &b, Value chunk,
                 const kv::PagedOperands &kv, kv::PoolRole role, Value page,
                 Value slot, Value head, Value dim0, int64_t width) {
@@ -166,6 +210,8 @@ void storeChunk(ImplicitLocOpBuilder &b, Value chunk,
     }
     chunk = vector::FromElementsOp::create(
         b, VectorType::get(values.getShape(), code), codes);
+  } else if (kv.type.getQuant() == kv::Quant::int8_group) {
+    chunk = quantizeInt8Groups(b, chunk, kv, role, page, slot, head, dim0);
   }
   auto type = cast<VectorType>(chunk.getType());
   for (int64_t i = 0; i < type.getNumElements(); i += width) {
@@ -241,9 +287,10 @@ void buildAppendBody(const KernelFunc &kf, const AppendKernelSpec &s) {
           Value dim0 = x.mul(c, x.idx(s.kChunk));
           Value chunk =
               loadChunk(jb, k, {row, head, dim0}, s.kChunk, s.kLoad);
-          // Rotated values stay f32 for fp8, which quantizes them once.
-          Type rotatedType = s.kv.isFp8() ? Type(jb.getF32Type())
-                                          : Type(s.kv.getDtype());
+          // Rotated values stay f32 for quantized caches, which quantize
+          // them once.
+          Type rotatedType = s.kv.isQuantized() ? Type(jb.getF32Type())
+                                                : Type(s.kv.getDtype());
           if (!s.rope) {
             storeChunk(jb, chunk, kv, kv::PoolRole::K, page, slot,
                        head, dim0, s.kStore);
@@ -304,8 +351,8 @@ std::string appendKernelSymbol(kv::AppendOp op, const AppendKernelSpec &s,
       std::to_string(s.kv.getPageSize()) + "_h" +
       std::to_string(s.kv.getKvHeads()) + "_d" +
       std::to_string(s.kv.getHeadDim()) + "_" + typeName(s.kv.getDtype()) +
-      (s.kv.isFp8() ? "_" + kv::stringifyQuant(s.kv.getQuant()).str()
-                    : std::string()) +
+      (s.kv.isQuantized() ? "_" + kv::stringifyQuant(s.kv.getQuant()).str()
+                          : std::string()) +
       (s.rope ? "_rope" : "");
   KernelIdentity id(stem);
   id.add(op.getOperation()).add(target.chip);
@@ -384,10 +431,14 @@ std::optional<std::string> gpu_lowering::whyNoAppendKernel(kv::AppendOp op) {
   if (!view)
     return std::string("its KV is not a kv.paged_view of the same function");
   kv::PagedType kv = view.getType();
-  if (kv.getQuant() == kv::Quant::int8_group)
-    return std::string("quantized KV (") +
-           kv::stringifyQuant(kv.getQuant()).str() +
-           ") has no append kernel";
+  if (kv.getQuant() == kv::Quant::int8_group && op.getRopeAttr() &&
+      op.getRopeAttr().getStyle() == kv::RopeStyle::rotate_half &&
+      (kv.getHeadDim() / 2) % kv.getQuantGroup())
+    return "int8 groups of " + std::to_string(kv.getQuantGroup()) +
+           " dims are wider than the half of head_dim " +
+           std::to_string(kv.getHeadDim()) +
+           " that rotate-half RoPE pairs with the other: the append kernel "
+           "quantizes each half's groups on their own";
   Type dtype = kv.getDtype();
   if (!dtype.isF16() && !dtype.isBF16() && !dtype.isF32())
     return "KV of type " + typeName(dtype) + " has no append kernel";

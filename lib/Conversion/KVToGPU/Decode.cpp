@@ -67,12 +67,43 @@ struct DecodeKernelSpec {
   std::array<int64_t, 3> block() const {
     return {config.getThreadsX(), group(), config.getThreadsZ()};
   }
+  /// int8 groups: scales per cp.async chunk of a scale row (scaleChunk()).
+  int64_t scaleChunk = 0;
+
   /// Whether the block decodes each tile's codes once into f16 tiles that
   /// all the group's heads read (the rule kv-tile sizes shared memory by).
   bool decodesTilesInShared() const {
     return kvgpu::decodeDecodesTilesInShared(kv, group());
   }
+  bool int8Groups() const { return kv.getQuant() == kv::Quant::int8_group; }
+  /// Columns of a scale tile (0 without int8 groups).
+  int64_t scaleColumns() const {
+    return kvgpu::decodeScaleColumns(
+        kv, config.getThreadsX() * config.getVector());
+  }
 };
+
+/// int8 groups: how many scales one cp.async copies into the scale tiles,
+/// the widest run of up to 16 bytes that divides a row's head_dim /
+/// quant_group scales and that both scale pools prove contiguous and
+/// aligned; nullopt when that is under 4 bytes (cp.async's least).
+std::optional<int64_t> scaleChunkElements(kv::PagedViewOp view) {
+  kv::PagedType kv = view.getType();
+  int64_t bits = kv.getDtype().getIntOrFloatBitWidth();
+  int64_t width = 128 / bits;
+  for (kv::PoolRole role : {kv::PoolRole::KScale, kv::PoolRole::VScale}) {
+    Value pool = view.getScales()[kv::getPoolOperandIndex(kv, role)];
+    width = std::min(width, kv::getDimVectorWidth(
+                                kv, role, cast<MemRefType>(pool.getType()),
+                                width));
+  }
+  int64_t scales = kv.getHeadDim() / kv.getQuantGroup();
+  while (scales % width)
+    width /= 2;
+  if (width * bits < 32)
+    return std::nullopt;
+  return width;
+}
 
 /// The shared buffers of a decode kernel, in KernelFunc::getShared order.
 enum DecodeShared : unsigned {
@@ -86,11 +117,18 @@ enum DecodeShared : unsigned {
   ZAcc,    // [tz * group, padded] f32
   // decodesTilesInShared() only, after the above (ZMax ... when tz > 1):
   // [tile, padded] f16 K and V rows of the current tile, decoded.
+  // int8Groups() only, after those: [stages, tile, scaleColumns()] K and V
+  // scales of the tiles in flight, in the activation type.
 };
 
 /// The index of the decoded K tile (the V tile follows).
 unsigned decodedTilesIndex(const DecodeKernelSpec &s) {
   return s.config.getThreadsZ() > 1 ? ZAcc + 1 : PageIds + 1;
+}
+
+/// The index of the K scale tiles (the V scale tiles follow).
+unsigned scaleTilesIndex(const DecodeKernelSpec &s) {
+  return decodedTilesIndex(s) + (s.decodesTilesInShared() ? 2 : 0);
 }
 
 SharedMemoryLayout decodeSharedLayout(const DecodeKernelSpec &s) {
@@ -99,7 +137,7 @@ SharedMemoryLayout decodeSharedLayout(const DecodeKernelSpec &s) {
   kvgpu::DecodeConfigAttr c = s.config;
   int64_t padded = c.getThreadsX() * c.getVector(), tile = c.getTileTokens();
   SharedMemoryLayout layout;
-  // As stored: fp8 codes are dequantized from the tiles in registers.
+  // As stored: fp8 / int8 codes are dequantized from the tiles in registers.
   Type stored = s.kv.getStorageElementType();
   layout.add("k_tiles", {c.getStages(), tile, padded}, stored);
   layout.add("v_tiles", {c.getStages(), tile, padded}, stored);
@@ -119,6 +157,11 @@ SharedMemoryLayout decodeSharedLayout(const DecodeKernelSpec &s) {
     Type f16 = Float16Type::get(ctx);
     layout.add("k_decoded", {tile, padded}, f16);
     layout.add("v_decoded", {tile, padded}, f16);
+  }
+  if (s.int8Groups()) {
+    Type scale = s.kv.getDtype();
+    layout.add("k_scales", {c.getStages(), tile, s.scaleColumns()}, scale);
+    layout.add("v_scales", {c.getStages(), tile, s.scaleColumns()}, scale);
   }
   return layout;
 }
@@ -148,9 +191,9 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   int64_t headDim = kvType.getHeadDim(), group = spec.group();
   int64_t vec = cfg.getVector(), tx = cfg.getThreadsX(), tz = cfg.getThreadsZ();
   int64_t tile = cfg.getTileTokens(), numThreads = kf.getNumThreads();
-  // K/V as stored (fp8 codes for fp8 caches), and f32.
+  // K/V as stored (fp8 / int8 codes for quantized caches), and f32.
   Type elt = kvType.getStorageElementType(), f32 = b.getF32Type();
-  bool fp8 = kvType.isFp8();
+  bool fp8 = kvType.isFp8(), int8 = spec.int8Groups();
 
   Value q = kf.getArgument(0);
   kv::PagedOperands kv;
@@ -302,6 +345,17 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   int64_t stages = cfg.getStages(), padded = tx * vec;
   SharedTile kTiles{kf.getShared(KTiles), tile, padded, /*swizzled=*/false};
   SharedTile vTiles{kf.getShared(VTiles), tile, padded, /*swizzled=*/false};
+  // int8 groups: the tiles' scales, staged with their codes.
+  std::optional<SharedTile> kScales, vScales;
+  int64_t quantGroup = int8 ? kvType.getQuantGroup() : 0;
+  if (int8) {
+    int64_t bytes = spec.scaleChunk * kvType.getDtype().getIntOrFloatBitWidth() / 8;
+    unsigned first = scaleTilesIndex(spec);
+    kScales = SharedTile{kf.getShared(first), tile, spec.scaleColumns(), false,
+                         bytes};
+    vScales = SharedTile{kf.getShared(first + 1), tile, spec.scaleColumns(),
+                         false, bytes};
+  }
   PagedTileLoader loader(kv, req, tableBase, kvHead, tile,
                          kf.getShared(PageIds));
   Value numTiles =
@@ -322,6 +376,9 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
       SmallVector<TileCopy> copies{
           TileCopy{kv::PoolRole::K, kTiles, headDim},
           TileCopy{kv::PoolRole::V, vTiles, headDim}};
+      if (int8)
+        copies.append({TileCopy{kv::PoolRole::KScale, *kScales, headDim / quantGroup},
+                       TileCopy{kv::PoolRole::VScale, *vScales, headDim / quantGroup}});
       if (asyncRows)
         loader.copyTileAsync(jb, copies, stage, t0, count, lane, numThreads);
       else
@@ -361,8 +418,13 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   int64_t tokensPerLane = tile / tz;
   bool paddedLanes = padded != headDim;
   Value negInf = ir.f32(-INFINITY);
-  // fp8 tiles decoded once per tile for the whole group: [tile, padded]
-  // f16 rows (no stages), or none.
+  // Codes as f16: fp8 values 1 / fp8HalfScale of theirs, int8 codes as
+  // they are (their scales apply after).
+  auto codesToF16 = [&](ImplicitLocOpBuilder &jb, Value codes) {
+    return fp8 ? kv::fp8ToScaledF16(jb, codes) : kv::int8ToF16(jb, codes);
+  };
+  // Quantized tiles decoded once per tile for the whole group: [tile,
+  // padded] f16 rows (no stages), or none.
   std::optional<SharedTile> kDecoded, vDecoded;
   if (spec.decodesTilesInShared()) {
     unsigned first = decodedTilesIndex(spec);
@@ -387,7 +449,7 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
             Value v = vector::LoadOp::create(
                 jb, codeType, codes->memref,
                 codes->elementIndices(jb, stage, row, col));
-            vector::StoreOp::create(jb, kv::fp8ToScaledF16(jb, v),
+            vector::StoreOp::create(jb, codesToF16(jb, v),
                                     decoded->memref,
                                     decoded->elementIndices(jb, Value(), row,
                                                             col));
@@ -407,9 +469,25 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
         jb, VectorType::get({vec}, rowType), from->memref,
         from->elementIndices(jb, kDecoded ? Value() : stage, t, dim0));
     Value raw = v.getResult();
-    if (fp8 && !kDecoded)
-      raw = kv::fp8ToScaledF16(jb, raw);
+    if ((fp8 || int8) && !kDecoded)
+      raw = codesToF16(jb, raw);
     Value f = arith::ExtFOp::create(jb, vecF32, raw);
+    if (int8) {
+      // The row's scales for dims [dim0, dim0 + vec): one per quant_group,
+      // spread over the dims they scale.
+      const SharedTile &scales = &tiles == &kTiles ? *kScales : *vScales;
+      int64_t count = std::max<int64_t>(1, vec / quantGroup);
+      IRBuilder k{jb};
+      Value s = vector::LoadOp::create(
+          jb, VectorType::get({count}, kvType.getDtype()), scales.memref,
+          scales.elementIndices(jb, stage, t,
+                                k.divU(dim0, k.idx(quantGroup))));
+      s = arith::ExtFOp::create(jb, VectorType::get({count}, f32), s);
+      SmallVector<int64_t> spread;
+      for (int64_t i = 0; i < vec; ++i)
+        spread.push_back(std::min(i / quantGroup, count - 1));
+      f = k.mul(f, vector::ShuffleOp::create(jb, s, s, spread));
+    }
     // Lanes past the head dim read columns nobody wrote.
     return paddedLanes ? IRBuilder{jb}.select(activeX, f, zeroVec) : f;
   };
@@ -617,6 +695,8 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     if (auto cap = op.getLogitsSoftCap())
       spec.softCap = cap->convertToDouble();
     spec.windowLeft = op.getWindowLeft();
+    if (kv.type.getQuant() == kv::Quant::int8_group)
+      spec.scaleChunk = *scaleChunkElements(view);
     std::string whyNot;
     spec.config = *kvgpu::getOrChooseDecodeConfig(op, target, whyNot);
 
@@ -741,9 +821,6 @@ gpu_lowering::whyNoDecodeKernel(kv::DecodeOp op,
   if (!whyNotTensorCores.empty())
     return "on tensor cores: " + whyNotTensorCores;
   kv::PagedType kv = view.getType();
-  if (kv.getQuant() == kv::Quant::int8_group)
-    return std::string("quantized KV (") +
-           kv::stringifyQuant(kv.getQuant()).str() + ") has no decode kernel";
   if (!kv.getDtype().isF16() && !kv.getDtype().isBF16())
     return "KV of type " + typeName(kv.getDtype()) +
            " has no decode kernel (f16 and bf16 do)";
@@ -763,6 +840,19 @@ gpu_lowering::whyNoDecodeKernel(kv::DecodeOp op,
       kvgpu::getOrChooseDecodeConfig(op, target, whyNot);
   if (failed(config))
     return whyNot;
+  if (kv.getQuant() == kv::Quant::int8_group) {
+    // Codes and scales arrive by cp.async only.
+    if (config->getVector() != 16)
+      return "int8 codes in " + std::to_string(config->getVector()) +
+             "-element vectors: the int8 decode kernel copies 16-byte "
+             "chunks of codes (the pool layout must prove the head dim "
+             "contiguous in 16 bytes)";
+    if (!scaleChunkElements(view))
+      return "int8 scale rows of " +
+             std::to_string(kv.getHeadDim() / kv.getQuantGroup()) +
+             " scales not contiguous in chunks of at least 4 bytes (the "
+             "decode kernel copies scales with cp.async)";
+  }
   DecodeKernelSpec spec;
   spec.kv = kv;
   spec.qType = cast<MemRefType>(op.getQ().getType());

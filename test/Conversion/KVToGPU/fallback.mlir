@@ -2,8 +2,8 @@
 
 // With allow-host-loops (kvir-runner's choice, where device memory is host
 // memory), decodes convert-kv-to-gpu has no kernel for stay as they are, for
-// kv-to-loops (no-kernel.mlir has the errors the default reports): f32 or
-// int8-group KV, on-the-fly RoPE, pools whose head dim is not contiguous
+// kv-to-loops (no-kernel.mlir has the errors the default reports): f32 KV,
+// int8 groups whose scale rows are under cp.async's 4 bytes, on-the-fly RoPE, pools whose head dim is not contiguous
 // enough (vLLM's V pool: one element per vector, 64 threads per row),
 // blocks over 48 KB of static shared memory, and KV that is not a
 // kv.paged_view of the function. (head_dim != head_dim_v and head dim 512
@@ -32,18 +32,18 @@ func.func @f32_kv(%q: memref<?x8x64xf32>, %pool: memref<?x2x16x2x64xf32>,
 
 !int8 = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64,
                   dtype = f16, layout = nhd, storage = combined, table = csr,
-                  quant = int8_group, quant_group = 8>
+                  quant = int8_group, quant_group = 64>
 !s = !kv.state<?x8x64xf16, base = e>
-// CHECK-LABEL: func.func @int8_kv
+// CHECK-LABEL: func.func @int8_one_scale_per_row
 // CHECK: kv.decode
 // CHECK-NOT: gpu.launch_func
-func.func @int8_kv(%q: memref<?x8x64xf16>, %pool: memref<?x2x16x2x64xi8>,
-                   %scales: memref<?x2x16x2x8xf16>,
+func.func @int8_one_scale_per_row(%q: memref<?x8x64xf16>, %pool: memref<?x2x16x2x64xi8>,
+                   %scales: memref<?x2x16x2x1xf16>,
                    %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>,
                    %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xi8>)
       tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>)
-      scales(%scales : memref<?x2x16x2x8xf16>) : !int8
+      scales(%scales : memref<?x2x16x2x1xf16>) : !int8
   %s = kv.decode %q, %kv : memref<?x8x64xf16>, !int8 -> !s
   kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
   return

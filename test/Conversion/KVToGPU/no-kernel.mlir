@@ -16,13 +16,26 @@ func.func @f32_kv(%q: memref<?x8x64xf32>, %pool: memref<?x2x16x2x64xf32>, %a: me
 
 // -----
 
-!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr, quant = int8_group, quant_group = 8>
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr, quant = int8_group, quant_group = 64>
 !s = !kv.state<?x8x64xf16, base = e>
-func.func @int8_kv(%q: memref<?x8x64xf16>, %pool: memref<?x2x16x2x64xi8>, %scales: memref<?x2x16x2x8xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
-  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xi8>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) scales(%scales : memref<?x2x16x2x8xf16>) : !c
-  // expected-error @below {{has no GPU kernel: quantized KV (int8_group) has no decode kernel}}
+func.func @int8_one_scale_per_row(%q: memref<?x8x64xf16>, %pool: memref<?x2x16x2x64xi8>, %scales: memref<?x2x16x2x1xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xi8>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) scales(%scales : memref<?x2x16x2x1xf16>) : !c
+  // expected-error @below {{has no GPU kernel: int8 scale rows of 1 scales not contiguous in chunks of at least 4 bytes (the decode kernel copies scales with cp.async)}}
   %s = kv.decode %q, %kv : memref<?x8x64xf16>, !c -> !s
   kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 16, head_dim_v = 16, dtype = f16, layout = nhd, storage = combined, table = csr, quant = int8_group, quant_group = 8>
+!s = !kv.state<?x8x16xf16, base = e>
+!pool = memref<?x2x16x2x16xi8, strided<[?, ?, ?, ?, 1], offset: ?>>
+func.func @int8_codes_not_16_byte(%q: memref<?x8x16xf16>, %pool: !pool, %scales: memref<?x2x16x2x2xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x16xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : !pool) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) scales(%scales : memref<?x2x16x2x2xf16>) : !c
+  // expected-error @below {{has no GPU kernel: int8 codes in 1-element vectors: the int8 decode kernel copies 16-byte chunks of codes (the pool layout must prove the head dim contiguous in 16 bytes)}}
+  %s = kv.decode %q, %kv : memref<?x8x16xf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x16xf16>, memref<?x8xf32>
   return
 }
 
@@ -312,11 +325,11 @@ func.func @cascade(%q: memref<?x8x64xf16>, %qo0: memref<?xi32>, %qo1: memref<?xi
 
 // -----
 
-!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr, quant = int8_group, quant_group = 32>
-func.func @append_int8(%k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>, %bi: memref<?xi32>, %pos: memref<?xi32>, %pool: memref<?x2x16x2x64xi8>, %scales: memref<?x2x16x2x2xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) {
-  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xi8>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) scales(%scales : memref<?x2x16x2x2xf16>) : !c
-  // expected-error @below {{'kv.append' op has no GPU kernel: quantized KV (int8_group) has no append kernel}}
-  kv.append %k, %v, %bi, %pos into %kv : memref<?x2x64xf16>, memref<?x2x64xf16>, memref<?xi32>, memref<?xi32>, !c
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 32, head_dim_v = 32, dtype = f16, layout = nhd, storage = combined, table = csr, quant = int8_group, quant_group = 32>
+func.func @append_int8_group_across_rotated_halves(%k: memref<?x2x32xf16>, %v: memref<?x2x32xf16>, %bi: memref<?xi32>, %pos: memref<?xi32>, %pool: memref<?x2x16x2x32xi8>, %scales: memref<?x2x16x2x1xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x32xi8>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) scales(%scales : memref<?x2x16x2x1xf16>) : !c
+  // expected-error @below {{'kv.append' op has no GPU kernel: int8 groups of 32 dims are wider than the half of head_dim 32 that rotate-half RoPE pairs with the other: the append kernel quantizes each half's groups on their own}}
+  kv.append %k, %v, %bi, %pos into %kv {rope = #kv.rope<rotate_half, theta = 1.0e4>} : memref<?x2x32xf16>, memref<?x2x32xf16>, memref<?xi32>, memref<?xi32>, !c
   return
 }
 

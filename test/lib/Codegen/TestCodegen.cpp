@@ -396,13 +396,25 @@ void buildRope(gpu::GPUFuncOp stub) {
 
 /// fp8_decode: (codes: memref<256xi8>, vectors: memref<256xf32>,
 /// scalars: memref<256xf32>), 64 threads: thread t decodes codes 4t .. 4t+3
-/// (test.format e4m3 or e5m2) as one 4-element vector and one at a time.
+/// (test.format e4m3 or e5m2: kv::fp8ToF32; int8: kv::int8ToF16, extended)
+/// as one 4-element vector and one at a time.
 void buildFp8Decode(gpu::GPUFuncOp stub) {
   auto format = stub->getAttrOfType<StringAttr>("test.format");
   MLIRContext *ctx = stub.getContext();
-  Type fp8 = format && format.getValue() == "e5m2"
+  bool int8 = format && format.getValue() == "int8";
+  Type fp8 = int8 ? Type(IntegerType::get(ctx, 8))
+             : format && format.getValue() == "e5m2"
                  ? Type(Float8E5M2Type::get(ctx))
                  : Type(Float8E4M3FNType::get(ctx));
+  auto decode = [&](ImplicitLocOpBuilder &b, Value codes) -> Value {
+    if (!int8)
+      return kv::fp8ToF32(b, codes);
+    Value halves = kv::int8ToF16(b, codes);
+    Type f32 = b.getF32Type();
+    if (auto vec = dyn_cast<VectorType>(halves.getType()))
+      f32 = VectorType::get(vec.getShape(), f32);
+    return arith::ExtFOp::create(b, f32, halves);
+  };
   KernelFunc kf = replaceKernel(stub, {64, 1, 1}, SharedMemoryLayout());
   ImplicitLocOpBuilder b = kf.getBuilder();
   IRBuilder ir{b};
@@ -413,15 +425,14 @@ void buildFp8Decode(gpu::GPUFuncOp stub) {
   Value raw = vector::LoadOp::create(
       b, VectorType::get({4}, b.getI8Type()), codes, ValueRange{first});
   Value packed =
-      arith::BitcastOp::create(b, VectorType::get({4}, fp8), raw);
-  vector::StoreOp::create(b, kv::fp8ToF32(b, packed), vectors,
-                          ValueRange{first});
+      int8 ? raw : arith::BitcastOp::create(b, VectorType::get({4}, fp8), raw);
+  vector::StoreOp::create(b, decode(b, packed), vectors, ValueRange{first});
   for (int64_t k = 0; k < 4; ++k) {
     Value at = ir.add(first, ir.idx(k));
-    Value code = arith::BitcastOp::create(
-        b, fp8, memref::LoadOp::create(b, codes, ValueRange{at}));
-    memref::StoreOp::create(b, kv::fp8ToF32(b, code), scalars,
-                            ValueRange{at});
+    Value code = memref::LoadOp::create(b, codes, ValueRange{at});
+    if (!int8)
+      code = arith::BitcastOp::create(b, fp8, code);
+    memref::StoreOp::create(b, decode(b, code), scalars, ValueRange{at});
   }
 }
 

@@ -87,57 +87,51 @@ double kv::fp8HalfScale(Type fp8Type) {
   return std::ldexp(1.0, 15 - getFormat(fp8Type).bias);
 }
 
-Value kv::fp8ToScaledF16(ImplicitLocOpBuilder &b, Value value) {
+/// One-byte codes (a scalar, or a 1-D vector of a multiple of 4) as f16
+/// values, built with integer ops four codes per 32-bit word: `halves`
+/// maps two codes in the low bytes of a word's 16-bit halves (or one code
+/// in the low byte, for a scalar) to the bits of two f16.
+static Value bytePairsToF16(ImplicitLocOpBuilder &b, Value value,
+                            function_ref<Value(Value pairs)> halves) {
   Type type = value.getType();
   auto vec = dyn_cast<VectorType>(type);
   assert((!vec || (vec.getRank() == 1 && vec.getNumElements() % 4 == 0)) &&
-         "fp8 vectors are decoded four codes per 32-bit word");
-  bool e5m2 = isa<Float8E5M2Type>(getElementTypeOrSelf(type));
-  Type i32 = b.getI32Type();
-  // The codes as 32-bit words, four each (a scalar: one word of one code).
-  Value words;
-  int64_t numWords = 1;
-  if (vec) {
-    numWords = vec.getNumElements() / 4;
-    Value bytes = arith::BitcastOp::create(
-        b, VectorType::get({vec.getNumElements()}, b.getI8Type()), value);
-    words = vector::BitCastOp::create(b, VectorType::get({numWords}, i32),
-                                      bytes);
-  } else {
-    words = arith::ExtUIOp::create(
-        b, i32, arith::BitcastOp::create(b, b.getI8Type(), value));
-  }
-  Type wordType = words.getType();
-  auto c = [&](int64_t v) { return constantLike(b, wordType, v); };
-  auto andI = [&](Value x, int64_t m) {
-    return arith::AndIOp::create(b, x, c(m)).getResult();
-  };
-  // Two codes in the low bytes of the 16-bit halves of a word, as f16 bits:
-  // e5m2 is an f16's upper byte (subnormals, inf and NaN included);
-  // e4m3fn's exponent and mantissa go to the f16's low exponent and high
-  // mantissa bits, which reads the value 2^-8 too small (subnormals too),
-  // and its NaN (magnitude 0x7f) gets an all-ones exponent.
-  auto halves = [&](Value pairs) -> Value {
-    if (e5m2)
-      return arith::ShLIOp::create(b, pairs, c(8));
-    Value magnitude = andI(pairs, 0x007f007f);
-    Value bits = arith::OrIOp::create(
-        b, arith::ShLIOp::create(b, andI(pairs, 0x00800080), c(8)),
-        arith::ShLIOp::create(b, magnitude, c(7)));
-    Value nan = andI(arith::AddIOp::create(b, magnitude, c(0x00010001)),
-                     0x00800080);
-    return arith::OrIOp::create(b, bits, arith::ShLIOp::create(b, nan, c(7)));
+         "one-byte codes are converted four per 32-bit word");
+  Type i8 = b.getI8Type(), i32 = b.getI32Type();
+  auto asBytes = [&](Type bytesType) {
+    return getElementTypeOrSelf(type) == i8
+               ? value
+               : arith::BitcastOp::create(b, bytesType, value).getResult();
   };
   Type f16 = b.getF16Type();
   if (!vec)
     return arith::BitcastOp::create(
-        b, f16, arith::TruncIOp::create(b, b.getI16Type(), halves(words)));
+        b, f16,
+        arith::TruncIOp::create(
+            b, b.getI16Type(),
+            halves(arith::ExtUIOp::create(b, i32, asBytes(i8)))));
+  // The codes as 32-bit words, four each.
+  int64_t numWords = vec.getNumElements() / 4;
+  Value words = vector::BitCastOp::create(
+      b, VectorType::get({numWords}, i32),
+      asBytes(VectorType::get({vec.getNumElements()}, i8)));
+  Type wordType = words.getType();
+  auto andI = [&](Value x, int64_t m) {
+    return arith::AndIOp::create(b, x, constantLike(b, wordType, m))
+        .getResult();
+  };
+  auto shift = [&](Value x, int64_t bits, bool left) -> Value {
+    Value amount = constantLike(b, wordType, bits);
+    if (left)
+      return arith::ShLIOp::create(b, x, amount);
+    return arith::ShRUIOp::create(b, x, amount);
+  };
   // Codes (0, 1) and (2, 3) of each word.
-  Value low = halves(arith::OrIOp::create(
-      b, andI(words, 0xff), arith::ShLIOp::create(b, andI(words, 0xff00), c(8))));
+  Value low = halves(arith::OrIOp::create(b, andI(words, 0xff),
+                                          shift(andI(words, 0xff00), 8, true)));
   Value high = halves(arith::OrIOp::create(
-      b, andI(arith::ShRUIOp::create(b, words, c(16)), 0xff),
-      andI(arith::ShRUIOp::create(b, words, c(8)), 0xff0000)));
+      b, andI(shift(words, 16, false), 0xff),
+      andI(shift(words, 8, false), 0xff0000)));
   auto asHalves = [&](Value w) {
     return vector::BitCastOp::create(b, VectorType::get({2 * numWords}, f16),
                                      w)
@@ -148,6 +142,43 @@ Value kv::fp8ToScaledF16(ImplicitLocOpBuilder &b, Value value) {
     order.append({2 * w, 2 * w + 1, 2 * numWords + 2 * w,
                   2 * numWords + 2 * w + 1});
   return vector::ShuffleOp::create(b, asHalves(low), asHalves(high), order);
+}
+
+Value kv::fp8ToScaledF16(ImplicitLocOpBuilder &b, Value value) {
+  bool e5m2 = isa<Float8E5M2Type>(getElementTypeOrSelf(value.getType()));
+  // e5m2 is an f16's upper byte (subnormals, inf and NaN included);
+  // e4m3fn's exponent and mantissa go to the f16's low exponent and high
+  // mantissa bits, which reads the value 2^-8 too small (subnormals too),
+  // and its NaN (magnitude 0x7f) gets an all-ones exponent.
+  return bytePairsToF16(b, value, [&](Value pairs) -> Value {
+    Type wordType = pairs.getType();
+    auto c = [&](int64_t v) { return constantLike(b, wordType, v); };
+    auto andI = [&](Value x, int64_t m) {
+      return arith::AndIOp::create(b, x, c(m)).getResult();
+    };
+    if (e5m2)
+      return arith::ShLIOp::create(b, pairs, c(8));
+    Value magnitude = andI(pairs, 0x007f007f);
+    Value bits = arith::OrIOp::create(
+        b, arith::ShLIOp::create(b, andI(pairs, 0x00800080), c(8)),
+        arith::ShLIOp::create(b, magnitude, c(7)));
+    Value nan = andI(arith::AddIOp::create(b, magnitude, c(0x00010001)),
+                     0x00800080);
+    return arith::OrIOp::create(b, bits, arith::ShLIOp::create(b, nan, c(7)));
+  });
+}
+
+Value kv::int8ToF16(ImplicitLocOpBuilder &b, Value value) {
+  // 1024 + (code + 128) is an f16 (spacing 1 in [1024, 2048)) whose bits
+  // are 0x6400 | (code ^ 0x80); subtracting 1152 leaves the code, exactly.
+  Value biased = bytePairsToF16(b, value, [&](Value pairs) -> Value {
+    Type wordType = pairs.getType();
+    return arith::OrIOp::create(
+        b, arith::XOrIOp::create(b, pairs, constantLike(b, wordType, 0x00800080)),
+        constantLike(b, wordType, 0x64006400));
+  });
+  return arith::SubFOp::create(b, biased,
+                               constantLike(b, biased.getType(), 1152.0));
 }
 
 Value kv::fp8ToF32(ImplicitLocOpBuilder &b, Value value) {
@@ -169,10 +200,8 @@ Value kv::f32ToFp8(ImplicitLocOpBuilder &b, Value value, Type type) {
   Value bits = arith::BitcastOp::create(b, i32, value);
   Value signBit = arith::AndIOp::create(
       b, arith::ShRUIOp::create(b, bits, i32Const(b, 24)), i32Const(b, 0x80));
-  // |x| by clearing the sign bit (math.absf would need libdevice in
-  // kernels).
-  Value absBits = arith::AndIOp::create(b, bits, i32Const(b, 0x7fffffff));
-  Value absValue = arith::BitcastOp::create(b, b.getF32Type(), absBits);
+  Value absValue = absF32(b, value);
+  Value absBits = arith::BitcastOp::create(b, i32, absValue);
   // Unbiased f32 exponent, clamped below to the fp8 subnormal exponent so
   // that one quantum serves normals and subnormals alike.
   Value exp = arith::SubIOp::create(
@@ -204,6 +233,13 @@ Value kv::f32ToFp8(ImplicitLocOpBuilder &b, Value value, Type type) {
   return arith::BitcastOp::create(b, type, byte);
 }
 
+
+Value kv::absF32(ImplicitLocOpBuilder &b, Value value) {
+  Value bits = arith::BitcastOp::create(b, b.getI32Type(), value);
+  return arith::BitcastOp::create(
+      b, b.getF32Type(),
+      arith::AndIOp::create(b, bits, i32Const(b, 0x7fffffff)));
+}
 
 Value kv::int8GroupScale(ImplicitLocOpBuilder &b, Value absMax) {
   return arith::MaximumFOp::create(

@@ -21,7 +21,13 @@ static int64_t nextPowerOf2(int64_t v) {
 }
 
 bool kvgpu::decodeDecodesTilesInShared(kv::PagedType kv, int64_t group) {
-  return kv.isFp8() && group > 1;
+  return kv.isQuantized() && group > 1;
+}
+
+int64_t kvgpu::decodeScaleColumns(kv::PagedType kv, int64_t paddedDims) {
+  if (kv.getQuant() != kv::Quant::int8_group)
+    return 0;
+  return std::max<int64_t>(1, paddedDims / kv.getQuantGroup());
 }
 
 FailureOr<DecodeConfigAttr>
@@ -48,8 +54,11 @@ kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
   // The stage ring takes at most 32 KB (room for several blocks per SM
   // under the 48 KB a kernel may declare): tiles of up to 32 tokens, small
   // enough for three stages.
+  // A row's codes and (int8 groups) its scales.
   int64_t rowBytes =
-      threadsX * vec * kv.getStorageElementType().getIntOrFloatBitWidth() / 8;
+      threadsX * vec * kv.getStorageElementType().getIntOrFloatBitWidth() / 8 +
+      decodeScaleColumns(kv, threadsX * vec) *
+          kv.getDtype().getIntOrFloatBitWidth() / 8;
   const int64_t ringBytes = 32 * 1024, minStages = 3;
   // Tiles decoded into f16 K and V rows take the same budget.
   int64_t decodedRowBytes =
@@ -58,7 +67,7 @@ kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
   while (tile > 1 &&
          minStages * 2 * tile * rowBytes + tile * decodedRowBytes > ringBytes)
     tile /= 2;
-  // One-byte KV (fp8) takes 16-element vectors: at most 4 tokens per z-lane
+  // One-byte KV (fp8, int8) takes 16-element vectors: at most 4 tokens per z-lane
   // keep the dequantized rows in registers near the 16-bit kernels' count.
   if (vec > 8)
     tile = std::min(tile, threadsZ * 64 / vec);

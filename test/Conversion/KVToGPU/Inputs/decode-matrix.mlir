@@ -1,6 +1,6 @@
 // Decodes spanning the tiling space (page sizes 1..128, head_dim 64..256,
 // groups 1..8, f16/bf16, NHD/HND, combined/split, CSR/block table, soft
-// cap, window, fp8 e4m3 / e5m2): every kernel kv-to-ptx generates for
+// cap, window, fp8 e4m3 / e5m2, int8 groups 8 / 16): every kernel kv-to-ptx generates for
 // them goes to ptxas.
 func.func @p1_d64_g1_f16(%q: memref<?x8x64xf16>, %p0: memref<?x2x1x8x64xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
   %kv = kv.paged_view pools(%p0 : memref<?x2x1x8x64xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 1, kv_heads = 8, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
@@ -54,5 +54,17 @@ func.func @p32_d64_g8_fp8_e5m2(%q: memref<?x16x64xbf16>, %p0: memref<?x2x32x64xf
   %kv = kv.paged_view pools(%p0, %p1 : memref<?x2x32x64xf8E5M2>, memref<?x2x32x64xf8E5M2>) tables(%t0, %t1 : memref<?x?xi32>, memref<?xi32>) fp8_scales(%ks, %vs) : !kv.paged<page_size = 32, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = bf16, layout = hnd, storage = split, table = block_table, quant = fp8_e5m2>
   %s = kv.decode %q, %kv {logits_soft_cap = 30.0 : f32} : memref<?x16x64xbf16>, !kv.paged<page_size = 32, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = bf16, layout = hnd, storage = split, table = block_table, quant = fp8_e5m2> -> !kv.state<?x16x64xbf16, base = e>
   kv.store_state %s, %o, %l : !kv.state<?x16x64xbf16, base = e>, memref<?x16x64xbf16>, memref<?x16xf32>
+  return
+}
+func.func @p16_d128_g4_int8_g8(%q: memref<?x8x128xf16>, %p0: memref<?x2x16x2x128xi8>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %s0: memref<?x2x16x2x16xf16>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x16x2x128xi8>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) scales(%s0 : memref<?x2x16x2x16xf16>) : !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr, quant = int8_group, quant_group = 8>
+  %s = kv.decode %q, %kv : memref<?x8x128xf16>, !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr, quant = int8_group, quant_group = 8> -> !kv.state<?x8x128xf16, base = 2>
+  kv.store_state %s, %o, %l : !kv.state<?x8x128xf16, base = 2>, memref<?x8x128xf16>, memref<?x8xf32>
+  return
+}
+func.func @p8_d64_g1_int8_g16_window(%q: memref<?x4x64xbf16>, %p0: memref<?x4x8x64xi8>, %p1: memref<?x4x8x64xi8>, %t0: memref<?x?xi32>, %t1: memref<?xi32>, %s0: memref<?x4x8x4xbf16>, %s1: memref<?x4x8x4xbf16>, %o: memref<?x4x64xbf16>, %l: memref<?x4xf32>) {
+  %kv = kv.paged_view pools(%p0, %p1 : memref<?x4x8x64xi8>, memref<?x4x8x64xi8>) tables(%t0, %t1 : memref<?x?xi32>, memref<?xi32>) scales(%s0, %s1 : memref<?x4x8x4xbf16>, memref<?x4x8x4xbf16>) : !kv.paged<page_size = 8, kv_heads = 4, head_dim = 64, head_dim_v = 64, dtype = bf16, layout = hnd, storage = split, table = block_table, quant = int8_group, quant_group = 16>
+  %s = kv.decode %q, %kv {window_left = 100 : i64} : memref<?x4x64xbf16>, !kv.paged<page_size = 8, kv_heads = 4, head_dim = 64, head_dim_v = 64, dtype = bf16, layout = hnd, storage = split, table = block_table, quant = int8_group, quant_group = 16> -> !kv.state<?x4x64xbf16, base = e>
+  kv.store_state %s, %o, %l : !kv.state<?x4x64xbf16, base = e>, memref<?x4x64xbf16>, memref<?x4xf32>
   return
 }

@@ -28,12 +28,19 @@ mlir::Value fp8ToF32(mlir::ImplicitLocOpBuilder &b, mlir::Value value);
 /// ops four codes per 32-bit word, two f16 per half: kernels fold the
 /// factor into a scale they apply anyway.
 mlir::Value fp8ToScaledF16(mlir::ImplicitLocOpBuilder &b, mlir::Value value);
+/// int8 codes (a scalar, or a 1-D vector of a multiple of 4) as f16, exactly
+/// (|code| <= 128), built with integer ops four codes per 32-bit word and
+/// one f16 subtraction per pair: kernels apply the group scales after.
+mlir::Value int8ToF16(mlir::ImplicitLocOpBuilder &b, mlir::Value value);
 /// 256 for e4m3fn (whose bias 7 reads as f16's 15), 1 for e5m2.
 double fp8HalfScale(mlir::Type fp8Type);
 /// Encodes an f32 as fp8 of `type`, rounding to nearest even and saturating
 /// to the largest finite value (vLLM's scaled_convert).
 mlir::Value f32ToFp8(mlir::ImplicitLocOpBuilder &b, mlir::Value value,
                      mlir::Type type);
+/// |x| of an f32 by clearing its sign bit (math.absf would need libdevice in
+/// kernels).
+mlir::Value absF32(mlir::ImplicitLocOpBuilder &b, mlir::Value value);
 /// The int8 group scale of a group whose largest magnitude is `absMax`
 /// (f32), before rounding to the activation type.
 mlir::Value int8GroupScale(mlir::ImplicitLocOpBuilder &b, mlir::Value absMax);

@@ -35,10 +35,15 @@ getOrChooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
 bool decodeNeedsTensorCores(kv::DecodeOp op, const target::TargetInfo &target);
 
 /// Whether the decode kernel decodes each K/V tile once into f16 tiles in
-/// shared memory (fp8 KV with a GQA group: in registers, each of the
-/// group's heads would decode every row again), which its shared budget
+/// shared memory (fp8 or int8 KV with a GQA group: in registers, each of
+/// the group's heads would decode every row again), which its shared budget
 /// must hold.
 bool decodeDecodesTilesInShared(kv::PagedType kv, int64_t group);
+
+/// The columns of the decode kernel's int8 scale tiles (one scale per
+/// `quant_group` dims of a head-dim row padded to `paddedDims`; 0 unless
+/// int8 groups): staged with the codes, one K and one V tile per stage.
+int64_t decodeScaleColumns(kv::PagedType kv, int64_t paddedDims);
 
 /// The tensor-core configuration (#kvgpu.prefill) of a kv.decode.
 mlir::FailureOr<PrefillConfigAttr>
