@@ -129,13 +129,16 @@ SmallVector<Value> WarpAttentionTile::mask(ImplicitLocOpBuilder &b,
 
 SmallVector<Value> WarpAttentionTile::logits(ArrayRef<Value> scores,
                                              double smScale,
-                                             std::optional<double> softCap) {
+                                             std::optional<double> softCap,
+                                             Value scoreScale) {
   IRBuilder ir{b};
-  double scale = smScale * math.logitPrescale(softCap.has_value());
+  Value scale = ir.f32(smScale * math.logitPrescale(softCap.has_value()));
+  if (scoreScale)
+    scale = ir.mul(scale, scoreScale);
   SmallVector<Value> out;
   for (Value s : scores)
-    out.push_back(math.finishLogit(ir.mul(s, ir.splatLike(ir.f32(scale), s)),
-                                   softCap));
+    out.push_back(
+        math.finishLogit(ir.mul(s, ir.splatLike(scale, s)), softCap));
   return out;
 }
 
@@ -215,7 +218,9 @@ WarpAttentionTile::State WarpAttentionTile::accumulate(const State &state,
 }
 
 WarpAttentionTile::Final WarpAttentionTile::finalize(const State &state,
-                                                     kv::LseBase base) {
+                                                     kv::LseBase base,
+                                                     Value outputScale) {
+  IRBuilder ir{b};
   int64_t dv8 = shape.headDimV / 8;
   Final f;
   for (int64_t t = 0; t < shape.mTiles; ++t) {
@@ -225,8 +230,12 @@ WarpAttentionTile::Final WarpAttentionTile::finalize(const State &state,
       f.lse.push_back(math.finalLse(state.m[2 * t + h], l[h], base));
     }
     Value ls = rowPair(l[0], l[1]);
-    for (int64_t d = 0; d < dv8; ++d)
-      f.o.push_back(math.normalize(state.o[t * dv8 + d], ls));
+    for (int64_t d = 0; d < dv8; ++d) {
+      Value o = math.normalize(state.o[t * dv8 + d], ls);
+      if (outputScale)
+        o = ir.mul(o, ir.splatLike(outputScale, o));
+      f.o.push_back(o);
+    }
   }
   return f;
 }

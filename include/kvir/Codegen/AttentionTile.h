@@ -94,10 +94,12 @@ public:
                                       const CustomVisibility &custom = nullptr);
 
   /// Scales raw scores to logits in AttentionState's working base:
-  /// sm_scale, the soft cap, log2(e).
+  /// sm_scale (times `scoreScale`, an f32 known at run time, if given), the
+  /// soft cap, log2(e).
   llvm::SmallVector<mlir::Value> logits(llvm::ArrayRef<mlir::Value> scores,
                                         double smScale,
-                                        std::optional<double> softCap);
+                                        std::optional<double> softCap,
+                                        mlir::Value scoreScale = {});
 
   /// The online softmax step over a tile's logits: the new running max and
   /// row sums, O rescaled; returns the state and P as A fragments
@@ -114,7 +116,9 @@ public:
     /// fragment row in `base` (indexed like State::m).
     llvm::SmallVector<mlir::Value> o, lse;
   };
-  Final finalize(const State &state, kv::LseBase base);
+  /// `outputScale` (an f32, if given) multiplies the normalized O.
+  Final finalize(const State &state, kv::LseBase base,
+                 mlir::Value outputScale = {});
 
   const Shape &getShape() const { return shape; }
   MmaTile &getMma() { return mma; }

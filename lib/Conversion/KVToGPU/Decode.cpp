@@ -83,27 +83,6 @@ struct DecodeKernelSpec {
   }
 };
 
-/// int8 groups: how many scales one cp.async copies into the scale tiles,
-/// the widest run of up to 16 bytes that divides a row's head_dim /
-/// quant_group scales and that both scale pools prove contiguous and
-/// aligned; nullopt when that is under 4 bytes (cp.async's least).
-std::optional<int64_t> scaleChunkElements(kv::PagedViewOp view) {
-  kv::PagedType kv = view.getType();
-  int64_t bits = kv.getDtype().getIntOrFloatBitWidth();
-  int64_t width = 128 / bits;
-  for (kv::PoolRole role : {kv::PoolRole::KScale, kv::PoolRole::VScale}) {
-    Value pool = view.getScales()[kv::getPoolOperandIndex(kv, role)];
-    width = std::min(width, kv::getDimVectorWidth(
-                                kv, role, cast<MemRefType>(pool.getType()),
-                                width));
-  }
-  int64_t scales = kv.getHeadDim() / kv.getQuantGroup();
-  while (scales % width)
-    width /= 2;
-  if (width * bits < 32)
-    return std::nullopt;
-  return width;
-}
 
 /// The shared buffers of a decode kernel, in KernelFunc::getShared order.
 enum DecodeShared : unsigned {
@@ -696,7 +675,7 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
       spec.softCap = cap->convertToDouble();
     spec.windowLeft = op.getWindowLeft();
     if (kv.type.getQuant() == kv::Quant::int8_group)
-      spec.scaleChunk = *scaleChunkElements(view);
+      spec.scaleChunk = *int8ScaleChunkElements(view);
     std::string whyNot;
     spec.config = *kvgpu::getOrChooseDecodeConfig(op, target, whyNot);
 
@@ -847,9 +826,10 @@ gpu_lowering::whyNoDecodeKernel(kv::DecodeOp op,
              "-element vectors: the int8 decode kernel copies 16-byte "
              "chunks of codes (the pool layout must prove the head dim "
              "contiguous in 16 bytes)";
-    if (!scaleChunkElements(view))
+    if (!int8ScaleChunkElements(view))
       return "int8 scale rows of " +
-             std::to_string(kv.getHeadDim() / kv.getQuantGroup()) +
+             std::to_string(kv.getHeadDim() / kv.getQuantGroup()) + " / " +
+             std::to_string(kv.getHeadDimV() / kv.getQuantGroup()) +
              " scales not contiguous in chunks of at least 4 bytes (the "
              "decode kernel copies scales with cp.async)";
   }

@@ -198,6 +198,26 @@ LogicalResult StateOutputs::finish(PatternRewriter &rewriter) {
   return success();
 }
 
+std::optional<int64_t>
+gpu_lowering::int8ScaleChunkElements(kv::PagedViewOp view) {
+  kv::PagedType kv = view.getType();
+  int64_t bits = kv.getDtype().getIntOrFloatBitWidth();
+  int64_t width = 128 / bits;
+  for (kv::PoolRole role : {kv::PoolRole::KScale, kv::PoolRole::VScale}) {
+    Value pool = view.getScales()[kv::getPoolOperandIndex(kv, role)];
+    width = std::min(width, kv::getDimVectorWidth(
+                                kv, role, cast<MemRefType>(pool.getType()),
+                                width));
+    int64_t dims = role == kv::PoolRole::KScale ? kv.getHeadDim()
+                                                : kv.getHeadDimV();
+    while ((dims / kv.getQuantGroup()) % width)
+      width /= 2;
+  }
+  if (width * bits < 32)
+    return std::nullopt;
+  return width;
+}
+
 SmallVector<StringRef>
 gpu_lowering::addPagedKVArguments(PlanBuilder &plan,
                                   const kv::PagedOperands &kv) {

@@ -156,6 +156,12 @@ private:
   llvm::SmallVector<kvgpu::KernelLaunchAttr> kernels;
 };
 
+/// int8 groups: how many scales one cp.async copies into a kernel's scale
+/// tiles, the widest run of up to 16 bytes that divides a K and a V row's
+/// head_dim / quant_group scales and that both scale pools prove contiguous and
+/// aligned; nullopt when that is under 4 bytes (cp.async's least).
+std::optional<int64_t> int8ScaleChunkElements(kv::PagedViewOp view);
+
 /// Adds the pools and tables of a paged KV as input arguments of `plan`
 /// (pool, k_pool / v_pool, and the table form's names, with shapes over
 /// the size `batch`, defined from the first table if the plan has none

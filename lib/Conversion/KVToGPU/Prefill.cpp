@@ -94,7 +94,10 @@ std::string prefillKernelSymbol(kv::PrefillOp op, const PrefillKernelSpec &s,
   std::string stem =
       "prefill_" + kvPart + "_h" + std::to_string(s.qHeads) + "x" +
       std::to_string(s.kvHeads) + "_d" + std::to_string(s.headDim) + "_" +
-      typeName(s.kvElementType) + "_" + typeName(s.outType.getElementType()) +
+      typeName(s.kvElementType) + "_" +
+      (s.quantizedKV() ? kv::stringifyQuant(s.paged.getQuant()).str() + "_"
+                       : std::string()) +
+      typeName(s.outType.getElementType()) +
       (s.causal ? "_causal" : "") + (s.positionsType ? "_positions" : "");
   return tensorCoreKernelSymbol(stem, op, s, target);
 }
@@ -185,6 +188,8 @@ void gpu_lowering::describePagedKV(kv::PagedViewOp view,
   spec.headDim = spec.paged.getHeadDim();
   spec.headDimV = spec.paged.getHeadDimV();
   spec.kvElementType = spec.paged.getDtype();
+  if (spec.paged.getQuant() == kv::Quant::int8_group)
+    spec.scaleChunk = int8ScaleChunkElements(view).value_or(0);
   if (spec.paged.isMla()) {
     spec.headDimV = spec.headDim;
     spec.peDim = spec.paged.getPeDim();
@@ -490,20 +495,24 @@ gpu_lowering::whyNoPrefillKernel(kv::PrefillOp op,
         "its KV is not a kv.paged_view or kv.ragged_view of the same function");
   if (auto view = dyn_cast<kv::PagedViewOp>(viewOp)) {
     kv::PagedType kv = view.getType();
-    if (kv.isQuantized())
-      return std::string("quantized KV (") +
-             kv::stringifyQuant(kv.getQuant()).str() +
-             ") has no prefill kernel";
     // The layout's proven vector width covers the pools' strides too.
     for (Value pool : view.getPools()) {
       auto type = cast<MemRefType>(pool.getType());
       if (type.getStridesAndOffset().first.back() != 1)
         return "pool " + typeName(type) + " has a non-unit innermost stride";
     }
-    if (view.getVectorWidth() * kv.getDtype().getIntOrFloatBitWidth() < 128)
+    if (view.getVectorWidth() *
+            kv.getStorageElementType().getIntOrFloatBitWidth() <
+        128)
       return std::string("the head dim of the pool layout is not contiguous "
                          "in 16-byte chunks (the prefill kernel copies K/V "
                          "rows with 16-byte cp.async)");
+    if (kv.getQuant() == kv::Quant::int8_group && !int8ScaleChunkElements(view))
+      return "int8 scale rows of " +
+             std::to_string(kv.getHeadDim() / kv.getQuantGroup()) + " / " +
+             std::to_string(kv.getHeadDimV() / kv.getQuantGroup()) +
+             " scales not contiguous in chunks of at least 4 bytes (the "
+             "prefill kernel copies scales with cp.async)";
   } else {
     auto ragged = cast<kv::RaggedViewOp>(viewOp);
     for (auto [what, v] : {std::pair<StringRef, Value>{"k", ragged.getK()},

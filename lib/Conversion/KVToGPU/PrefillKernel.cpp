@@ -14,6 +14,9 @@
 //      a tile crosses the diagonal, the window, the partition's end or a
 //      custom mask, the online softmax on the fragments; wait for V_i, issue
 //      V_{i+1}, O += P V_i (WarpAttentionTile);
+//      Quantized KV (fp8, int8 groups): the ring holds codes (and scales);
+//      after each wait the block converts the tile into one K or V tile of
+//      the activation type (convertTile), then a barrier, then the mma;
 //   4. O / l: 16-bit outputs are staged through the warp's rows of the
 //      query tile for 16-byte stores; f32 outputs (and partial states) are
 //      stored from the fragments (a quad writes a whole 32-byte sector).
@@ -27,6 +30,7 @@
 #include "kvir/Codegen/QueryTiles.h"
 #include "kvir/Codegen/WarpOps.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
+#include "kvir/Dialect/KV/Utils/Quantization.h"
 #include "kvir/Dialect/KV/Utils/Visibility.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -63,6 +67,8 @@ struct Buffers {
   unsigned q = 0, k = 0, meta = 0;
   /// v without MLA; q_pe and kpe with it.
   std::optional<unsigned> v, qPe, kpe, pageIds, maskScratch, outStage;
+  /// Quantized KV: the code rings, and int8 groups' scale rings.
+  std::optional<unsigned> kCodes, vCodes, kScales, vScales;
 };
 
 Buffers buildLayout(const PrefillKernelSpec &s, SharedMemoryLayout &layout) {
@@ -75,15 +81,34 @@ Buffers buildLayout(const PrefillKernelSpec &s, SharedMemoryLayout &layout) {
   if (s.isMla())
     buf.qPe = layout.add("q_pe_tile", {c.getQTile(), s.peDim},
                          s.qType.getElementType());
+  // Quantized KV: codes (and scales) stream through the stage ring; each
+  // tile is converted into one K and one V tile of values.
+  int64_t valueStages = s.quantizedKV() ? 1 : c.getStages();
   buf.k = layout.add(s.isMla() ? "ckv_tiles" : "k_tiles",
-                     {c.getStages(), c.getKvTile(), s.headDim},
+                     {valueStages, c.getKvTile(), s.headDim},
                      s.kvElementType);
   if (s.isMla())
     buf.kpe = layout.add("kpe_tiles", {c.getStages(), c.getKvTile(), s.peDim},
                          s.kvElementType);
   else
-    buf.v = layout.add("v_tiles", {c.getStages(), c.getKvTile(), s.headDimV},
+    buf.v = layout.add("v_tiles", {valueStages, c.getKvTile(), s.headDimV},
                        s.kvElementType);
+  if (s.quantizedKV()) {
+    Type code = s.paged.getStorageElementType();
+    buf.kCodes = layout.add("k_codes", {c.getStages(), c.getKvTile(), s.headDim},
+                            code);
+    buf.vCodes = layout.add("v_codes",
+                            {c.getStages(), c.getKvTile(), s.headDimV}, code);
+    if (s.int8Groups()) {
+      int64_t g = s.paged.getQuantGroup();
+      buf.kScales = layout.add("k_scales",
+                               {c.getStages(), c.getKvTile(), s.headDim / g},
+                               s.kvElementType);
+      buf.vScales = layout.add("v_scales",
+                               {c.getStages(), c.getKvTile(), s.headDimV / g},
+                               s.kvElementType);
+    }
+  }
   MemRefType finalOut = s.scheduled ? s.finalOutType : s.outType;
   if (s.stagesFinalOutput(finalOut.getElementType()) &&
       (s.headDimV != s.headDim ||
@@ -213,6 +238,79 @@ SmallVector<Value> emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
   return tile.mask(b, logits, rows, custom);
 }
 
+/// A quantized tile's rings and the value tile its codes become.
+struct QuantizedTile {
+  SharedTile codes;
+  std::optional<SharedTile> scales;
+  SharedTile values;
+};
+
+/// Converts stage `stage` of `t`'s codes into its value tile (the
+/// activation type), 16 codes per step, the steps spread over the block:
+/// fp8 as f16 values 1 / fp8HalfScale of theirs (exact; the scales apply
+/// to logits and output), int8 codes times their group's scale in f32,
+/// rounded once.
+void convertTile(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
+                 const QuantizedTile &t, Value stage, Value thread,
+                 int64_t threads) {
+  IRBuilder ir{b};
+  Type code = s.paged.getStorageElementType(), f32 = b.getF32Type();
+  int64_t chunksPerRow = t.codes.cols / 16;
+  int64_t total = t.codes.rows * chunksPerRow;
+  auto convert = [&](ImplicitLocOpBuilder &jb, Value i) {
+    IRBuilder j{jb};
+    Value row = j.divU(i, j.idx(chunksPerRow));
+    Value col = j.mul(j.remU(i, j.idx(chunksPerRow)), j.idx(16));
+    Value codes = vector::LoadOp::create(
+        jb, VectorType::get({16}, code), t.codes.memref,
+        t.codes.elementIndices(jb, stage, row, col));
+    Value values;
+    if (s.int8Groups()) {
+      int64_t g = s.paged.getQuantGroup();
+      int64_t count = std::max<int64_t>(1, 16 / g);
+      Value scales = vector::LoadOp::create(
+          jb, VectorType::get({count}, s.kvElementType), t.scales->memref,
+          t.scales->elementIndices(jb, stage, row, j.divU(col, j.idx(g))));
+      scales = arith::ExtFOp::create(jb, VectorType::get({count}, f32), scales);
+      SmallVector<int64_t> spread;
+      for (int64_t e = 0; e < 16; ++e)
+        spread.push_back(std::min(e / g, count - 1));
+      Value dequantized = j.mul(
+          arith::ExtFOp::create(jb, VectorType::get({16}, f32),
+                                kv::int8ToF16(jb, codes)),
+          vector::ShuffleOp::create(jb, scales, scales, spread));
+      values = arith::TruncFOp::create(
+          jb, VectorType::get({16}, s.kvElementType), dequantized);
+    } else {
+      values = kv::fp8ToScaledF16(jb, codes);
+      // Exact in bf16 too (3 or 2 mantissa bits).
+      if (!s.kvElementType.isF16())
+        values = arith::TruncFOp::create(
+            jb, VectorType::get({16}, s.kvElementType),
+            arith::ExtFOp::create(jb, VectorType::get({16}, f32), values));
+    }
+    // Two 16-byte chunks of the (swizzled) value tile.
+    for (int64_t h = 0; h < 2; ++h) {
+      Value half = vector::ExtractStridedSliceOp::create(
+          jb, values, ArrayRef<int64_t>{8 * h}, ArrayRef<int64_t>{8},
+          ArrayRef<int64_t>{1});
+      vector::StoreOp::create(
+          jb, half, t.values.memref,
+          t.values.elementIndices(jb, j.idx(0), row, j.add(col, j.idx(8 * h))))
+          .setAlignment(16);
+    }
+  };
+  for (int64_t k = 0; k * threads < total; ++k) {
+    Value i = ir.add(thread, ir.idx(k * threads));
+    if ((k + 1) * threads <= total) {
+      convert(b, i);
+      continue;
+    }
+    emitIf(b, ir.lt(i, ir.idx(total)),
+           [&](ImplicitLocOpBuilder &jb) { convert(jb, i); });
+  }
+}
+
 } // namespace
 
 std::optional<std::string>
@@ -336,6 +434,27 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
     SharedTile vTiles = s.isMla()
                             ? kTiles
                             : SharedTile{kf.getShared(*buf.v), kvTile, s.headDimV};
+    // Quantized KV: the rings the copies fill, converted per tile into
+    // kTiles / vTiles (one stage each).
+    std::optional<QuantizedTile> kQuant, vQuant;
+    if (s.quantizedKV()) {
+      auto ring = [&](std::optional<unsigned> index, int64_t cols,
+                      int64_t chunkBytes) {
+        return SharedTile{kf.getShared(*index), kvTile, cols,
+                          /*swizzled=*/false, chunkBytes};
+      };
+      int64_t g = s.paged.getQuantGroup();
+      int64_t scaleBytes =
+          s.scaleChunk * s.kvElementType.getIntOrFloatBitWidth() / 8;
+      kQuant = QuantizedTile{ring(buf.kCodes, s.headDim, 16), std::nullopt,
+                             kTiles};
+      vQuant = QuantizedTile{ring(buf.vCodes, s.headDimV, 16), std::nullopt,
+                             vTiles};
+      if (s.int8Groups()) {
+        kQuant->scales = ring(buf.kScales, s.headDim / g, scaleBytes);
+        vQuant->scales = ring(buf.vScales, s.headDimV / g, scaleBytes);
+      }
+    }
     PagedTileLoader loader =
         s.paged ? PagedTileLoader(a.paged, w.request, w.base, kvHead, kvTile,
                                   buf.pageIds ? kf.getShared(*buf.pageIds)
@@ -365,11 +484,20 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
         Value stage = j.remU(index, j.idx(2));
         // MLA's K tile is ckv (the K pool) and kpe (the V pool).
         SmallVector<TileCopy> copies;
-        if (role == kv::PoolRole::K)
+        if (kQuant) {
+          bool isK = role == kv::PoolRole::K;
+          const QuantizedTile &t = isK ? *kQuant : *vQuant;
+          int64_t width = isK ? s.headDim : s.headDimV;
+          copies.push_back({role, t.codes, width});
+          if (t.scales)
+            copies.push_back({isK ? kv::PoolRole::KScale : kv::PoolRole::VScale,
+                              *t.scales, width / s.paged.getQuantGroup()});
+        }
+        if (role == kv::PoolRole::K && !kQuant)
           copies.push_back({kv::PoolRole::K, kTiles, s.headDim});
         if (role == kv::PoolRole::K && s.isMla())
           copies.push_back({kv::PoolRole::V, *kpeTiles, s.peDim});
-        if (role == kv::PoolRole::V)
+        if (role == kv::PoolRole::V && !kQuant)
           copies.push_back({kv::PoolRole::V, vTiles, s.headDimV});
         loader.copyTileAsync(jb, copies, stage, t0, count, thread, threads);
       });
@@ -416,6 +544,14 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
     if (cfg.getQInRegisters())
       qFrags = tile.loadQuery(qTile);
     SmallVector<Value> rowPositions = loadRowPositions(b, s, w, a, tile);
+    // fp8: scores are dot products with values 1 / fp8HalfScale of the
+    // codes' (convertTile), read k_scale of theirs; outputs v_scale.
+    Value kValueScale, vValueScale;
+    if (s.paged && s.paged.isFp8()) {
+      Value half = ir.f32(kv::fp8HalfScale(s.paged.getStorageElementType()));
+      kValueScale = ir.mul(a.paged.kScale, half);
+      vValueScale = ir.mul(a.paged.vScale, half);
+    }
     issue(b, ir.idx(0), kv::PoolRole::K);
     commitAsyncCopies(b);
     if (!s.isMla()) {
@@ -442,12 +578,21 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
           stageIds(lb, j.add(i, j.idx(2)), stage);
           commitAsyncCopies(lb);
 
+          // Quantized: everyone is done with the value tiles of tile
+          // i - 1 (the barrier above); this tile's K codes become them.
+          Value valueStage = stage;
+          if (kQuant) {
+            convertTile(lb, s, *kQuant, stage, thread, threads);
+            gpu::BarrierOp::create(lb);
+            valueStage = j.idx(0);
+          }
           Value t0 = kvTileRange(lb, s, w, i).first;
-          SmallVector<Value> scores = tile.scores(qFrags, qTile, kTiles, stage);
+          SmallVector<Value> scores =
+              tile.scores(qFrags, qTile, kTiles, valueStage);
           if (s.isMla())
             scores = tile.scores({}, *qPeTile, *kpeTiles, stage, scores);
           SmallVector<Value> logits =
-              tile.logits(scores, s.smScale, s.softCap);
+              tile.logits(scores, s.smScale, s.softCap, kValueScale);
           SmallVector<Type> types(logits.size(), mma.getAccType());
           auto masked = scf::IfOp::create(
               lb, needsMask(lb, s, w, t0),
@@ -469,7 +614,11 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
             issue(lb, next, kv::PoolRole::V);
             commitAsyncCopies(lb);
           }
-          state = tile.accumulate(stepped, p, vTiles, stage);
+          if (vQuant) {
+            convertTile(lb, s, *vQuant, stage, thread, threads);
+            gpu::BarrierOp::create(lb);
+          }
+          state = tile.accumulate(stepped, p, vTiles, valueStage);
           scf::YieldOp::create(lb, state.flatten());
         });
     waitAsyncCopies(b, 0);
@@ -490,7 +639,7 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
                      : qTile;
     auto epilogue = [&](ImplicitLocOpBuilder &eb, kv::LseBase base,
                         const Destination &dest) {
-      WarpAttentionTile::Final fin = tile.finalize(state, base);
+      WarpAttentionTile::Final fin = tile.finalize(state, base, vValueScale);
       emitEpilogue(eb, s, w, mma, tile, fin, warpRow0, kvHead, dest, lane);
     };
     Destination final{s.scheduled ? a.finalOut : a.out,

@@ -59,8 +59,17 @@ struct PrefillKernelSpec {
   bool scheduled = false;
   mlir::MemRefType finalOutType, finalLseType;
   kvgpu::PrefillConfigAttr config;
+  /// int8 groups: scales per cp.async chunk of a scale row
+  /// (int8ScaleChunkElements).
+  int64_t scaleChunk = 0;
 
   int64_t group() const { return qHeads / kvHeads; }
+  /// Quantized paged KV: codes staged by cp.async, converted per tile into
+  /// one K and one V tile of `kvElementType` that the mma reads.
+  bool quantizedKV() const { return paged && paged.isQuantized(); }
+  bool int8Groups() const {
+    return paged && paged.getQuant() == kv::Quant::int8_group;
+  }
   bool isRagged() const { return !paged; }
   bool isMla() const { return peDim > 0; }
   bool oneRowPerRequest() const { return !qoIndptrType; }

@@ -20,7 +20,7 @@ func.func @f32_kv(%q: memref<?x8x64xf32>, %pool: memref<?x2x16x2x64xf32>, %a: me
 !s = !kv.state<?x8x64xf16, base = e>
 func.func @int8_one_scale_per_row(%q: memref<?x8x64xf16>, %pool: memref<?x2x16x2x64xi8>, %scales: memref<?x2x16x2x1xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xi8>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) scales(%scales : memref<?x2x16x2x1xf16>) : !c
-  // expected-error @below {{has no GPU kernel: int8 scale rows of 1 scales not contiguous in chunks of at least 4 bytes (the decode kernel copies scales with cp.async)}}
+  // expected-error @below {{has no GPU kernel: int8 scale rows of 1 / 1 scales not contiguous in chunks of at least 4 bytes (the decode kernel copies scales with cp.async)}}
   %s = kv.decode %q, %kv : memref<?x8x64xf16>, !c -> !s
   kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
   return
@@ -130,11 +130,11 @@ func.func @prefill_f32(%q: memref<?x8x64xf32>, %qo: memref<?xi32>, %pool: memref
 
 // -----
 
-!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr, quant = fp8_e4m3>
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr, quant = int8_group, quant_group = 64>
 !s = !kv.state<?x8x64xf16, base = 2>
-func.func @prefill_fp8(%q: memref<?x8x64xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x64xf8E4M3FN>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %ks: f32, %vs: f32, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
-  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf8E4M3FN>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) fp8_scales(%ks, %vs) : !c
-  // expected-error @below {{'kv.prefill' op has no GPU kernel: quantized KV (fp8_e4m3) has no prefill kernel}}
+func.func @prefill_int8_one_scale_per_row(%q: memref<?x8x64xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x64xi8>, %scales: memref<?x2x16x2x1xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xi8>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) scales(%scales : memref<?x2x16x2x1xf16>) : !c
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: int8 scale rows of 1 / 1 scales not contiguous in chunks of at least 4 bytes (the prefill kernel copies scales with cp.async)}}
   %s = kv.prefill %q, %qo, %kv {causal} : memref<?x8x64xf16>, memref<?xi32>, !c -> !s
   kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
   return

@@ -105,6 +105,8 @@ struct TileShape {
   int64_t headDim, headDimV, peDim;
   Type dtype, outType;
   bool hasMask;
+  /// Quantized KV: its codes' bits (0: none) and an int8 group's dims.
+  int64_t codeBits = 0, quantGroup = 0;
 };
 } // namespace
 
@@ -113,8 +115,16 @@ static TileShape tileShape(kv::PrefillOp op) {
   Type kvType = op.getKv().getType();
   Type outType = op.getType().getElementType();
   if (auto paged = dyn_cast<kv::PagedType>(kvType))
-    return {paged.getHeadDim(), paged.getHeadDimV(), 0, paged.getDtype(),
-            outType, bool(op.getMask())};
+    return {paged.getHeadDim(),
+            paged.getHeadDimV(),
+            0,
+            paged.getDtype(),
+            outType,
+            bool(op.getMask()),
+            paged.isQuantized()
+                ? int64_t(paged.getStorageElementType().getIntOrFloatBitWidth())
+                : 0,
+            paged.getQuantGroup()};
   auto ragged = cast<kv::RaggedType>(kvType);
   return {ragged.getHeadDim(), ragged.getHeadDimV(), 0, ragged.getDtype(),
           outType, bool(op.getMask())};
@@ -131,9 +141,18 @@ static int64_t sharedBytesBound(PrefillConfigAttr config, const TileShape &t) {
   int64_t elementBytes = t.dtype.getIntOrFloatBitWidth() / 8;
   int64_t qTile = config.getQTile(), kvTile = config.getKvTile();
   int64_t qWidth = t.headDim + t.peDim;
+  // Quantized KV: a ring of codes (and int8 scales) and one K and one V
+  // tile of their values in the activation type.
+  int64_t valueStages = t.codeBits ? 1 : config.getStages();
   int64_t bytes =
-      elementBytes * (qTile * qWidth + config.getStages() * kvTile *
-                                           (qWidth + t.headDimV));
+      elementBytes *
+      (qTile * qWidth + valueStages * kvTile * (qWidth + t.headDimV));
+  if (t.codeBits) {
+    int64_t dims = qWidth + t.headDimV;
+    int64_t rowBytes = dims * t.codeBits / 8 +
+                       (t.quantGroup ? dims / t.quantGroup * elementBytes : 0);
+    bytes += config.getStages() * kvTile * rowBytes;
+  }
   // 16-bit outputs are staged for 16-byte stores, in the query tile when it
   // has the output's shape and type.
   int64_t outWidth = t.peDim ? t.headDim : t.headDimV;

@@ -2,7 +2,8 @@
 // f16 / bf16, paged NHD / HND, split / combined, CSR / block table / token
 // offset, ragged; causal, window, soft cap, bool and bit-packed masks, f32
 // output; a hand-given two-tiles-per-warp config; a cascade's shared level
-// with its 256-row tile; head dim 512 with value warps): every kernel kv-to-ptx generates for them goes to
+// with its 256-row tile; head dim 512 with value warps; fp8 e4m3 and int8
+// groups): every kernel kv-to-ptx generates for them goes to
 // ptxas.
 func.func @nhd_csr_p16_d128_g4_f16_causal(%q: memref<?x32x128xf16>, %qo: memref<?xi32>, %p0: memref<?x2x16x8x128xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x32x128xf16>, %l: memref<?x32xf32>) {
   %kv = kv.paged_view pools(%p0 : memref<?x2x16x8x128xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
@@ -62,5 +63,17 @@ func.func @nhd_csr_p16_d512_g2_f16_causal(%q: memref<?x2x512xf16>, %qo: memref<?
   %kv = kv.paged_view pools(%p0 : memref<?x2x16x1x512xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = combined, table = csr>
   %s = kv.prefill %q, %qo, %kv {causal} : memref<?x2x512xf16>, memref<?xi32>, !kv.paged<page_size = 16, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = combined, table = csr> -> !kv.state<?x2x512xf16, base = 2>
   kv.store_state %s, %o, %l : !kv.state<?x2x512xf16, base = 2>, memref<?x2x512xf16>, memref<?x2xf32>
+  return
+}
+func.func @nhd_csr_p16_d128_g4_fp8_e4m3_causal(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %p0: memref<?x2x16x2x128xf8E4M3FN>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %ks: f32, %vs: f32, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x16x2x128xf8E4M3FN>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) fp8_scales(%ks, %vs) : !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr, quant = fp8_e4m3>
+  %s = kv.prefill %q, %qo, %kv {causal} : memref<?x8x128xf16>, memref<?xi32>, !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr, quant = fp8_e4m3> -> !kv.state<?x8x128xf16, base = 2>
+  kv.store_state %s, %o, %l : !kv.state<?x8x128xf16, base = 2>, memref<?x8x128xf16>, memref<?x8xf32>
+  return
+}
+func.func @hnd_bt_p16_d128_g2_int8_g8_bf16_window(%q: memref<?x4x128xbf16>, %qo: memref<?xi32>, %p0: memref<?x2x16x128xi8>, %p1: memref<?x2x16x128xi8>, %t0: memref<?x?xi32>, %t1: memref<?xi32>, %s0: memref<?x2x16x16xbf16>, %s1: memref<?x2x16x16xbf16>, %o: memref<?x4x128xbf16>, %l: memref<?x4xf32>) {
+  %kv = kv.paged_view pools(%p0, %p1 : memref<?x2x16x128xi8>, memref<?x2x16x128xi8>) tables(%t0, %t1 : memref<?x?xi32>, memref<?xi32>) scales(%s0, %s1 : memref<?x2x16x16xbf16>, memref<?x2x16x16xbf16>) : !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = hnd, storage = split, table = block_table, quant = int8_group, quant_group = 8>
+  %s = kv.prefill %q, %qo, %kv {window_left = 256 : i64} : memref<?x4x128xbf16>, memref<?xi32>, !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = hnd, storage = split, table = block_table, quant = int8_group, quant_group = 8> -> !kv.state<?x4x128xbf16, base = e>
+  kv.store_state %s, %o, %l : !kv.state<?x4x128xbf16, base = e>, memref<?x4x128xbf16>, memref<?x4xf32>
   return
 }
