@@ -113,7 +113,11 @@ int64_t visiblePairs(int64_t qo, int64_t kv, bool causal) {
 /// sees, once per KV head.
 int64_t idealKVBytes(const Problem &p, const CacheSpec &spec, int64_t tileRows) {
   int64_t group = p.qHeads / spec.kvHeads, bytes = 0;
-  int64_t rowBytes = (spec.headDim + spec.headDimV) * 2;
+  // Codes (one byte when quantized) and int8 groups' f16 scales.
+  int64_t codeBytes = spec.quant == Quant::None ? 2 : 1;
+  int64_t rowBytes = (spec.headDim + spec.headDimV) * codeBytes;
+  if (spec.quant == Quant::Int8Group)
+    rowBytes += (spec.headDim + spec.headDimV) / spec.quantGroup * 2;
   for (size_t b = 0; b < p.qo.size(); ++b) {
     int64_t packed = p.qo[b] * group;
     for (int64_t r0 = 0; r0 < packed; r0 += tileRows) {
@@ -164,6 +168,9 @@ int main(int argc, char **argv) {
   std::vector<std::string> chips{"sm_80", "sm_90a"};
   std::vector<std::string> only;
   bool usePtxas = true, skew = true;
+  Quant quant = Quant::None;
+  int64_t quantGroup = 0;
+  std::string kvName = "f16";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -184,6 +191,20 @@ int main(int argc, char **argv) {
       std::string list = next();
       for (llvm::StringRef c : llvm::split(list, ','))
         only.push_back(c.str());
+    } else if (a == "--kv") {
+      kvName = next();
+      if (kvName == "fp8_e4m3")
+        quant = Quant::FP8E4M3;
+      else if (kvName == "fp8_e5m2")
+        quant = Quant::FP8E5M2;
+      else if (kvName == "int8_g8" || kvName == "int8_g16") {
+        quant = Quant::Int8Group;
+        quantGroup = kvName == "int8_g8" ? 8 : 16;
+      } else if (kvName != "f16") {
+        std::fprintf(stderr, "--kv takes f16, fp8_e4m3, fp8_e5m2, int8_g8 or "
+                             "int8_g16\n");
+        return 2;
+      }
     } else if (a == "--no-ptxas")
       usePtxas = false;
     else if (a == "--no-skew")
@@ -191,7 +212,8 @@ int main(int argc, char **argv) {
     else {
       std::fprintf(stderr,
                    "usage: %s [--len N] [--chips a,b] [--configs "
-                   "d128-g4-causal,...] [--no-ptxas] [--no-skew]\n",
+                   "d128-g4-causal,...] [--kv f16|fp8_e4m3|fp8_e5m2|int8_g8|"
+                   "int8_g16] [--no-ptxas] [--no-skew]\n",
                    argv[0]);
       return 2;
     }
@@ -199,9 +221,9 @@ int main(int argc, char **argv) {
   Toolbox tools(argv[0], usePtxas);
   std::vector<Config> configs{{128, 1, true}, {128, 4, true}, {128, 4, false},
                               {64, 8, true},  {256, 1, true}};
-  std::printf("Prefill, f16, NHD pages of 16 (CSR, scattered), %lld KV heads, "
-              "2 requests of qo_len = kv_len = %lld.%s\n\n",
-              (long long)kvHeads, (long long)len,
+  std::printf("Prefill, f16, %s KV, NHD pages of 16 (CSR, scattered), %lld KV "
+              "heads, 2 requests of qo_len = kv_len = %lld.%s\n\n",
+              kvName.c_str(), (long long)kvHeads, (long long)len,
               tools.ptxas().empty() ? " (no ptxas: register columns empty)"
                                     : "");
   std::printf("| config | chip | q tile, warps | regs (split/direct) | "
@@ -224,6 +246,8 @@ int main(int argc, char **argv) {
     spec.layout = Layout::NHD;
     spec.storage = Storage::Combined;
     spec.table = Table::CSR;
+    spec.quant = quant;
+    spec.quantGroup = quantGroup;
     int64_t qHeads = kvHeads * cfg.group;
     std::unique_ptr<Problem> p = makeProblem(
         spec, qHeads, {len, len}, {len, len}, cfg.causal, 7 + cfg.headDim);

@@ -1,7 +1,8 @@
 //===- DecodeTensorCoreGpuTest.cpp - kv.decode on the tensor-core kernel --===//
 //
 // Decodes the CUDA-core decode kernel cannot run (head_dim != head_dim_v,
-// head dim 512, GQA groups of 64 at head dim 256) run on the prefill
+// head dim 512, GQA groups of 64 at head dim 256; fp8 and int8-group caches
+// too) run on the prefill
 // kernel with one query row per request (DecodeTensorCore.cpp). Each case
 // runs a small batch with a long request (which the work schedule cuts:
 // split kernel + ragged merge) and a larger batch of short ones (direct
@@ -82,7 +83,13 @@ void runCase(const TensorCoreDecodeCase &c) {
     EXPECT_EQ(int64_t(result.launches.front().grid.y), c.spec.kvHeads);
     ref::State expected = ref::decode(q, ref::PagedSource(cache),
                                       asKernelSees(c.params));
-    EXPECT_TRUE(check(compareGpuState(out, expected, c.spec.dtype)));
+    // int8 groups are dequantized into the KV type before the mma: the
+    // LSE carries that type's rounding of K.
+    double lseTolerance = c.spec.quant == Quant::Int8Group
+                              ? outputTolerance(c.spec.dtype)
+                              : 1e-3;
+    EXPECT_TRUE(check(
+        compareGpuState(out, expected, c.spec.dtype, lseTolerance)));
   }
 }
 
@@ -129,6 +136,25 @@ std::vector<TensorCoreDecodeCase> cases() {
     TensorCoreDecodeCase *c =
         add("D128Dv256TokenTableFixedGridF16", spec, 4, "sm_90a", 9305);
     c->graphMaxBatch = 8;
+  }
+  // Quantized KV: the prefill kernel's code ring and per-tile conversion.
+  {
+    // (fp8 at head dim 512 fits the CUDA-core kernel: 32 lanes of 16 codes.)
+    CacheSpec spec = quantized(makeSpec(16, 2, 256, DType::F16, Layout::NHD,
+                                        Storage::Split, Table::CSR),
+                               Quant::FP8E4M3);
+    spec.headDimV = 128;
+    TensorCoreDecodeCase *c =
+        add("Fp8E4M3D256Dv128NhdSplitCsrG4F16", spec, 8, "sm_90a", 9306);
+    c->params.base = Base::Two;
+    c->params.softCap = 25.0;
+  }
+  {
+    CacheSpec spec = quantized(makeSpec(16, 1, 192, DType::BF16, Layout::HND,
+                                        Storage::Split, Table::BlockTable),
+                               Quant::Int8Group, 16);
+    spec.headDimV = 128;
+    add("Int8G16D192Dv128HndBlockTableG8BF16Sm80", spec, 8, "sm_80", 9307);
   }
   return all;
 }

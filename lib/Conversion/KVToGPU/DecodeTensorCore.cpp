@@ -95,9 +95,6 @@ gpu_lowering::whyNoTensorCoreDecode(kv::DecodeOp op,
     prefix += "head_dim != head_dim_v): ";
   else
     prefix += "head dim " + std::to_string(kv.getHeadDim()) + "): ";
-  if (kv.isQuantized())
-    return prefix + "quantized KV (" +
-           kv::stringifyQuant(kv.getQuant()).str() + ") has no kernel";
   Type dtype = kv.getDtype();
   if (!dtype.isF16() && !dtype.isBF16())
     return prefix + "KV of type " + typeName(dtype) +
@@ -110,9 +107,14 @@ gpu_lowering::whyNoTensorCoreDecode(kv::DecodeOp op,
       return prefix + "pool " + typeName(type) +
              " has a non-unit innermost stride";
   }
-  if (view.getVectorWidth() * dtype.getIntOrFloatBitWidth() < 128)
+  if (view.getVectorWidth() *
+          kv.getStorageElementType().getIntOrFloatBitWidth() <
+      128)
     return prefix + "the head dim of the pool layout is not contiguous in "
                     "16-byte chunks";
+  if (kv.getQuant() == kv::Quant::int8_group && !int8ScaleChunkElements(view))
+    return prefix + "int8 scale rows not contiguous in chunks of at least 4 "
+                    "bytes (the kernel copies scales with cp.async)";
   if (!target.hasMmaSync || !target.hasCpAsync)
     return prefix + target.chip.str() + " has no mma.sync / cp.async";
   MemRefType outType, lseType;

@@ -246,59 +246,56 @@ struct QuantizedTile {
 };
 
 /// Converts stage `stage` of `t`'s codes into its value tile (the
-/// activation type), 16 codes per step, the steps spread over the block:
-/// fp8 as f16 values 1 / fp8HalfScale of theirs (exact; the scales apply
-/// to logits and output), int8 codes times their group's scale in f32,
-/// rounded once.
+/// activation type), 8 codes per step (one 16-byte chunk of the tile: a
+/// warp's phase writes 8 consecutive chunks, free of bank conflicts), the
+/// steps spread over the block: fp8 as f16 values 1 / fp8HalfScale of
+/// theirs (exact; the scales apply to logits and output), int8 codes times
+/// their group's scale in f32, rounded once.
 void convertTile(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                  const QuantizedTile &t, Value stage, Value thread,
                  int64_t threads) {
   IRBuilder ir{b};
+  constexpr int64_t kStep = 8;
   Type code = s.paged.getStorageElementType(), f32 = b.getF32Type();
-  int64_t chunksPerRow = t.codes.cols / 16;
+  auto vectorOf = [](Type elt) { return VectorType::get({kStep}, elt); };
+  int64_t chunksPerRow = t.codes.cols / kStep;
   int64_t total = t.codes.rows * chunksPerRow;
   auto convert = [&](ImplicitLocOpBuilder &jb, Value i) {
     IRBuilder j{jb};
     Value row = j.divU(i, j.idx(chunksPerRow));
-    Value col = j.mul(j.remU(i, j.idx(chunksPerRow)), j.idx(16));
-    Value codes = vector::LoadOp::create(
-        jb, VectorType::get({16}, code), t.codes.memref,
+    Value col = j.mul(j.remU(i, j.idx(chunksPerRow)), j.idx(kStep));
+    auto load = vector::LoadOp::create(
+        jb, vectorOf(code), t.codes.memref,
         t.codes.elementIndices(jb, stage, row, col));
-    Value values;
+    load.setAlignment(kStep);
+    Value codes = load, values;
     if (s.int8Groups()) {
       int64_t g = s.paged.getQuantGroup();
-      int64_t count = std::max<int64_t>(1, 16 / g);
+      int64_t count = std::max<int64_t>(1, kStep / g);
       Value scales = vector::LoadOp::create(
           jb, VectorType::get({count}, s.kvElementType), t.scales->memref,
           t.scales->elementIndices(jb, stage, row, j.divU(col, j.idx(g))));
       scales = arith::ExtFOp::create(jb, VectorType::get({count}, f32), scales);
       SmallVector<int64_t> spread;
-      for (int64_t e = 0; e < 16; ++e)
+      for (int64_t e = 0; e < kStep; ++e)
         spread.push_back(std::min(e / g, count - 1));
-      Value dequantized = j.mul(
-          arith::ExtFOp::create(jb, VectorType::get({16}, f32),
-                                kv::int8ToF16(jb, codes)),
-          vector::ShuffleOp::create(jb, scales, scales, spread));
-      values = arith::TruncFOp::create(
-          jb, VectorType::get({16}, s.kvElementType), dequantized);
+      Value dequantized =
+          j.mul(arith::ExtFOp::create(jb, vectorOf(f32),
+                                      kv::int8ToF16(jb, codes)),
+                vector::ShuffleOp::create(jb, scales, scales, spread));
+      values =
+          arith::TruncFOp::create(jb, vectorOf(s.kvElementType), dequantized);
     } else {
       values = kv::fp8ToScaledF16(jb, codes);
       // Exact in bf16 too (3 or 2 mantissa bits).
       if (!s.kvElementType.isF16())
         values = arith::TruncFOp::create(
-            jb, VectorType::get({16}, s.kvElementType),
-            arith::ExtFOp::create(jb, VectorType::get({16}, f32), values));
+            jb, vectorOf(s.kvElementType),
+            arith::ExtFOp::create(jb, vectorOf(f32), values));
     }
-    // Two 16-byte chunks of the (swizzled) value tile.
-    for (int64_t h = 0; h < 2; ++h) {
-      Value half = vector::ExtractStridedSliceOp::create(
-          jb, values, ArrayRef<int64_t>{8 * h}, ArrayRef<int64_t>{8},
-          ArrayRef<int64_t>{1});
-      vector::StoreOp::create(
-          jb, half, t.values.memref,
-          t.values.elementIndices(jb, j.idx(0), row, j.add(col, j.idx(8 * h))))
-          .setAlignment(16);
-    }
+    vector::StoreOp::create(jb, values, t.values.memref,
+                            t.values.elementIndices(jb, j.idx(0), row, col))
+        .setAlignment(16);
   };
   for (int64_t k = 0; k * threads < total; ++k) {
     Value i = ir.add(thread, ir.idx(k * threads));
