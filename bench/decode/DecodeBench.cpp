@@ -60,7 +60,10 @@ struct Config {
   Layout layout;
   int64_t pageSize, group;
   std::string name() const {
-    return std::string(layout == Layout::NHD ? "nhd" : "hnd") + "-p" +
+    return std::string(layout == Layout::NHD   ? "nhd"
+                       : layout == Layout::HND ? "hnd"
+                                               : "vllm") +
+           "-p" +
            std::to_string(pageSize) + "-g" + std::to_string(group);
   }
 };
@@ -154,7 +157,7 @@ int main(int argc, char **argv) {
   const std::string &ptxas = tools.ptxas();
 
   std::vector<Config> configs;
-  for (Layout layout : {Layout::NHD, Layout::HND})
+  for (Layout layout : {Layout::NHD, Layout::HND, Layout::VLLM})
     for (int64_t page : {16, 64})
       for (int64_t group : {1, 4, 8})
         configs.push_back({layout, page, group});
@@ -183,8 +186,10 @@ int main(int argc, char **argv) {
     spec.headDim = spec.headDimV = headDim;
     spec.dtype = DType::F16;
     spec.layout = cfg.layout;
-    spec.storage = Storage::Combined;
-    spec.table = Table::CSR;
+    // vLLM's layout has a K and a V pool (and its block table).
+    bool vllm = cfg.layout == Layout::VLLM;
+    spec.storage = vllm ? Storage::Split : Storage::Combined;
+    spec.table = vllm ? Table::BlockTable : Table::CSR;
     spec.quant = quant;
     spec.quantGroup = quantGroup;
     Rng rng(42 + cfg.pageSize + cfg.group);

@@ -309,6 +309,50 @@ void codegen::copyRowsAsync(
   }
 }
 
+void PagedTileLoader::copyTileTransposedAsync(
+    ImplicitLocOpBuilder &b, kv::PoolRole role, const SharedTile &tile,
+    Value stage, Value tile0, Value count, int64_t width, Value thread,
+    int64_t numThreads) const {
+  IRBuilder ir{b};
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+  int64_t ce = tile.chunkElements();
+  assert(kv.type && kv.type.getPageSize() % ce == 0 &&
+         "transposed chunks stay within a page");
+  int64_t chunksPerDim = tileTokens / ce, total = width * chunksPerDim;
+  Value page0 = ir.divU(tile0, ir.idx(kv.type.getPageSize()));
+  Value idSlot = hasPageIdSlots() ? stage : Value();
+  auto emit = [&](ImplicitLocOpBuilder &jb, Value i) {
+    IRBuilder j{jb};
+    // Consecutive threads take consecutive chunks of one dim: a warp's
+    // request covers whole 32-byte sectors of a page's slots.
+    Value dim = j.divU(i, j.idx(chunksPerDim));
+    Value first = j.mul(j.remU(i, j.idx(chunksPerDim)), j.idx(ce));
+    Value valid = j.minS(j.maxS(j.sub(count, first), j.idx(0)), j.idx(ce));
+    // A chunk of no valid token reads nothing, from the tile's first token.
+    Value token =
+        j.add(tile0, j.select(j.lt(first, count), first, j.idx(0)));
+    auto [page, slot] = locate(jb, token, page0, idSlot);
+    auto [from, indices] = source(jb, role, token, page, slot, dim);
+    nvgpu::DeviceAsyncCopyOp::create(
+        jb, tokenType, tile.memref, tile.elementIndices(jb, stage, dim, first),
+        from, indices, jb.getIndexAttr(ce), valid,
+        /*bypassL1=*/tile.chunkBytes == 16 ? jb.getUnitAttr() : UnitAttr());
+  };
+  for (int64_t k = 0; k * numThreads < total; ++k) {
+    Value i = ir.add(thread, ir.idx(k * numThreads));
+    if ((k + 1) * numThreads <= total) {
+      emit(b, i);
+      continue;
+    }
+    scf::IfOp::create(b, ir.lt(i, ir.idx(total)),
+                      [&](OpBuilder &nb, Location loc) {
+                        ImplicitLocOpBuilder jb(loc, nb);
+                        emit(jb, i);
+                        scf::YieldOp::create(jb);
+                      });
+  }
+}
+
 void PagedTileLoader::copyTileAsync(ImplicitLocOpBuilder &b,
                                     ArrayRef<TileCopy> copies, Value stage,
                                     Value tile0, Value count, Value thread,

@@ -551,6 +551,56 @@ std::vector<GpuDecodeCase> decodeCases() {
         8, DType::F16, "sm_89", 1053);
     add(c, 4, 50, 10);
   }
+  // vLLM's cache: K [blocks, H, D / x, block, x] by 16-byte rows of x; V
+  // [blocks, H, D, block] (dims strided) staged transposed: 16-byte chunks
+  // of consecutive slots of one dim by cp.async into [dim][token] tiles,
+  // then the block's rows of the tile; the token range starts on a chunk
+  // (windows and split chunks start anywhere: the tokens before are
+  // masked). Pools NaN past kv_len.
+  {
+    GpuDecodeCase c = makeCase("VllmBlockTableP16D128G4F16",
+                               makeSpec(16, 2, 128, DType::F16, Layout::VLLM,
+                                        Storage::Split, Table::BlockTable),
+                               8, DType::F16, "sm_80", 1060);
+    add(c, 5, 70, 20);
+  }
+  {
+    GpuDecodeCase c = makeCase("VllmBlockTableP8D64G8BF16WindowBase2",
+                               makeSpec(8, 2, 64, DType::BF16, Layout::VLLM,
+                                        Storage::Split, Table::BlockTable),
+                               16, DType::BF16, "sm_90a", 1061);
+    c.params.windowLeft = 203;
+    c.params.base = Base::Two;
+    add(c, 4, 60, 14);
+  }
+  {
+    GpuDecodeCase c = makeCase("VllmBlockTableP32D256G1F16SoftCapToF32",
+                               makeSpec(32, 2, 256, DType::F16, Layout::VLLM,
+                                        Storage::Split, Table::BlockTable),
+                               2, DType::F32, "sm_86", 1062);
+    c.params.softCap = 30.0;
+    add(c, 4, 80, 20);
+  }
+  {
+    // vLLM's fp8 cache: x = 16, V chunks of 16 slots.
+    GpuDecodeCase c = makeCase(
+        "VllmFp8E4M3BlockTableP16D128G4BF16Window",
+        quantized(makeSpec(16, 2, 128, DType::BF16, Layout::VLLM,
+                           Storage::Split, Table::BlockTable),
+                  Quant::FP8E4M3),
+        8, DType::BF16, "sm_90a", 1063);
+    c.params.windowLeft = 150;
+    add(c, 4, 60, 16);
+  }
+  {
+    GpuDecodeCase c = makeCase(
+        "VllmFp8E5M2BlockTableP16D64G1F16",
+        quantized(makeSpec(16, 4, 64, DType::F16, Layout::VLLM,
+                           Storage::Split, Table::BlockTable),
+                  Quant::FP8E5M2),
+        4, DType::F16, "sm_80", 1064);
+    add(c, 4, 50, 12);
+  }
   return cases;
 }
 

@@ -76,6 +76,22 @@ struct DecodeKernelSpec {
     return kvgpu::decodeDecodesTilesInShared(kv, group());
   }
   bool int8Groups() const { return kv.getQuant() == kv::Quant::int8_group; }
+  /// Tokens per chunk of V staged transposed (vLLM's V pool), or 0.
+  int64_t transposedVChunk() const {
+    return kvgpu::decodeTransposedVChunk(kv);
+  }
+  /// What the token range's start is aligned down to with transposed V: a
+  /// 32-byte sector of a page's slots when tiles are whole sectors (every
+  /// tile then reads whole sectors), else a chunk.
+  int64_t transposedVAlignment() const {
+    int64_t chunk = transposedVChunk();
+    if (!chunk)
+      return 0;
+    int64_t page = kv.getPageSize();
+    int64_t sector = std::min<int64_t>(
+        page & -page, 256 / kv.getStorageElementType().getIntOrFloatBitWidth());
+    return config.getTileTokens() % sector == 0 ? sector : chunk;
+  }
   /// Columns of a scale tile (0 without int8 groups).
   int64_t scaleColumns() const {
     return kvgpu::decodeScaleColumns(
@@ -89,7 +105,8 @@ enum DecodeShared : unsigned {
   KTiles,  // [stages, tile, padded] K rows of the tiles in flight
   VTiles,  // [stages, tile, padded] V rows
   Query,   // [group, padded] the group's queries, as stored
-  Meta,    // [3] i32: token range start, end, table base of the request
+  Meta,    // [4] i32: token range start, end, table base of the request,
+           // first visible token (start aligned down: transposed V)
   PageIds, // [stages, pagesPerTile] i32 table entries of the tiles' pages
   ZMax,    // [tz * group] f32 partial states of the z-lanes (tz > 1)
   ZSum,    // [tz * group] f32
@@ -98,6 +115,8 @@ enum DecodeShared : unsigned {
   // [tile, padded] f16 K and V rows of the current tile, decoded.
   // int8Groups() only, after those: [stages, tile, scaleColumns()] K and V
   // scales of the tiles in flight, in the activation type.
+  // transposedVChunk() only, last: [tile, padded] the current tile's V rows
+  // (VTiles is then [stages, padded, tile + chunk]: V transposed).
 };
 
 /// The index of the decoded K tile (the V tile follows).
@@ -110,6 +129,11 @@ unsigned scaleTilesIndex(const DecodeKernelSpec &s) {
   return decodedTilesIndex(s) + (s.decodesTilesInShared() ? 2 : 0);
 }
 
+/// The index of the transposed V tile's rows.
+unsigned vRowsIndex(const DecodeKernelSpec &s) {
+  return scaleTilesIndex(s) + (s.int8Groups() ? 2 : 0);
+}
+
 SharedMemoryLayout decodeSharedLayout(const DecodeKernelSpec &s) {
   MLIRContext *ctx = s.kv.getContext();
   Type f32 = Float32Type::get(ctx), i32 = IntegerType::get(ctx, 32);
@@ -119,9 +143,14 @@ SharedMemoryLayout decodeSharedLayout(const DecodeKernelSpec &s) {
   // As stored: fp8 / int8 codes are dequantized from the tiles in registers.
   Type stored = s.kv.getStorageElementType();
   layout.add("k_tiles", {c.getStages(), tile, padded}, stored);
-  layout.add("v_tiles", {c.getStages(), tile, padded}, stored);
+  // Transposed V rows are padded by a chunk: 16-byte aligned, and the
+  // block's reads of one chunk per dim fall into distinct banks.
+  if (int64_t chunk = s.transposedVChunk())
+    layout.add("v_tiles", {c.getStages(), padded, tile + chunk}, stored);
+  else
+    layout.add("v_tiles", {c.getStages(), tile, padded}, stored);
   layout.add("query", {s.group(), padded}, s.qType.getElementType());
-  layout.add("meta", {3}, i32);
+  layout.add("meta", {4}, i32);
   layout.add("page_ids",
              {c.getStages(),
               PagedTileLoader::pagesPerTile(s.kv.getPageSize(), tile)},
@@ -142,6 +171,8 @@ SharedMemoryLayout decodeSharedLayout(const DecodeKernelSpec &s) {
     layout.add("k_scales", {c.getStages(), tile, s.scaleColumns()}, scale);
     layout.add("v_scales", {c.getStages(), tile, s.scaleColumns()}, scale);
   }
+  if (s.transposedVChunk())
+    layout.add("v_rows", {tile, padded}, stored);
   return layout;
 }
 
@@ -265,7 +296,13 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
       start = k.minS(k.add(first, k.mul(chunk, chunkTokens)), table.kvLen);
       end = k.minS(k.add(start, chunkTokens), table.kvLen);
     }
-    SmallVector<Value> metaValues{start, end, table.base};
+    // Transposed V chunks start on multiples of their tokens (of sectors
+    // where tiles are whole sectors): the range starts there, and the
+    // tokens before `start` are masked.
+    Value visible = start;
+    if (int64_t align = spec.transposedVAlignment())
+      start = k.sub(start, k.remU(start, k.idx(align)));
+    SmallVector<Value> metaValues{start, end, table.base, visible};
     for (auto [i, v] : llvm::enumerate(metaValues))
       memref::StoreOp::create(ib, k.toI32(v), meta, ValueRange{k.idx(i)});
     scf::YieldOp::create(ib);
@@ -298,6 +335,7 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
     return ir.toIndex(memref::LoadOp::create(b, meta, ValueRange{ir.idx(i)}));
   };
   Value start = metaAt(0), end = metaAt(1), tableBase = metaAt(2);
+  Value visibleStart = metaAt(3);
   auto vecF32 = VectorType::get({vec}, f32);
   Value zeroVec = ir.splat(ir.f32(0.0), vec);
   // The query, scaled so that scores come out in the working base's units
@@ -323,7 +361,17 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   // hides behind the scoring of a tile.
   int64_t stages = cfg.getStages(), padded = tx * vec;
   SharedTile kTiles{kf.getShared(KTiles), tile, padded, /*swizzled=*/false};
-  SharedTile vTiles{kf.getShared(VTiles), tile, padded, /*swizzled=*/false};
+  int64_t vChunk = spec.transposedVChunk();
+  int64_t eltBits = elt.getIntOrFloatBitWidth();
+  // Transposed V: [stages, padded dims, tile + chunk tokens], copied in
+  // chunks of `vChunk` tokens; its rows for this tile go to vRows.
+  SharedTile vTiles =
+      vChunk ? SharedTile{kf.getShared(VTiles), padded, tile + vChunk, false,
+                          vChunk * eltBits / 8}
+             : SharedTile{kf.getShared(VTiles), tile, padded, false};
+  std::optional<SharedTile> vRows;
+  if (vChunk)
+    vRows = SharedTile{kf.getShared(vRowsIndex(spec)), tile, padded, false};
   // int8 groups: the tiles' scales, staged with their codes.
   std::optional<SharedTile> kScales, vScales;
   int64_t quantGroup = int8 ? kvType.getQuantGroup() : 0;
@@ -352,9 +400,12 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
     emitIf(ib, k.lt(index, numTiles), [&](ImplicitLocOpBuilder &jb) {
       auto [t0, count] = tileRange(jb, index);
       Value stage = IRBuilder{jb}.remU(index, IRBuilder{jb}.idx(stages));
-      SmallVector<TileCopy> copies{
-          TileCopy{kv::PoolRole::K, kTiles, headDim},
-          TileCopy{kv::PoolRole::V, vTiles, headDim}};
+      SmallVector<TileCopy> copies{TileCopy{kv::PoolRole::K, kTiles, headDim}};
+      if (vChunk)
+        loader.copyTileTransposedAsync(jb, kv::PoolRole::V, vTiles, stage, t0,
+                                       count, headDim, lane, numThreads);
+      else
+        copies.push_back(TileCopy{kv::PoolRole::V, vTiles, headDim});
       if (int8)
         copies.append({TileCopy{kv::PoolRole::KScale, *kScales, headDim / quantGroup},
                        TileCopy{kv::PoolRole::VScale, *vScales, headDim / quantGroup}});
@@ -397,6 +448,34 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   int64_t tokensPerLane = tile / tz;
   bool paddedLanes = padded != headDim;
   Value negInf = ir.f32(-INFINITY);
+  // Where the V rows of the current tile are read: the stage ring, or the
+  // rows transposed from it.
+  const SharedTile &vSource = vRows ? *vRows : vTiles;
+  // Transposes stage `stage` of the V tiles into vRows: a thread takes a
+  // chunk of one dim (consecutive threads: consecutive dims) and stores its
+  // tokens' elements down the dim's column.
+  auto transposeV = [&](ImplicitLocOpBuilder &ib, Value stage) {
+    int64_t chunks = headDim * (tile / vChunk);
+    auto chunkType = VectorType::get({vChunk}, elt);
+    scf::ForOp::create(
+        ib, lane, ir.idx(chunks), ir.idx(numThreads), ValueRange{},
+        [&](OpBuilder &nb, Location l, Value chunk, ValueRange) {
+          ImplicitLocOpBuilder jb(l, nb);
+          IRBuilder k{jb};
+          Value dim = k.remU(chunk, k.idx(headDim));
+          Value first = k.mul(k.divU(chunk, k.idx(headDim)), k.idx(vChunk));
+          auto load = vector::LoadOp::create(
+              jb, chunkType, vTiles.memref,
+              vTiles.elementIndices(jb, stage, dim, first));
+          load.setAlignment(vChunk * eltBits / 8);
+          for (int64_t j = 0; j < vChunk; ++j)
+            memref::StoreOp::create(
+                jb, vector::ExtractOp::create(jb, load, j), vRows->memref,
+                vRows->elementIndices(jb, Value(), k.add(first, k.idx(j)),
+                                      dim));
+          scf::YieldOp::create(jb);
+        });
+  };
   // Codes as f16: fp8 values 1 / fp8HalfScale of theirs, int8 codes as
   // they are (their scales apply after).
   auto codesToF16 = [&](ImplicitLocOpBuilder &jb, Value codes) {
@@ -415,9 +494,12 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   auto decodeTile = [&](ImplicitLocOpBuilder &ib, Value stage) {
     int64_t chunks = tile * padded / 16;
     auto codeType = VectorType::get({16}, elt);
-    for (auto pair : {std::pair{&kTiles, &*kDecoded},
-                      std::pair{&vTiles, &*vDecoded}}) {
+    for (auto pair : {std::pair<const SharedTile *, SharedTile *>{
+                          &kTiles, &*kDecoded},
+                      std::pair<const SharedTile *, SharedTile *>{
+                          &vSource, &*vDecoded}}) {
       const SharedTile *codes = pair.first, *decoded = pair.second;
+      Value codeStage = vRows && codes == &*vRows ? Value() : stage;
       scf::ForOp::create(
           ib, lane, ir.idx(chunks), ir.idx(numThreads), ValueRange{},
           [&](OpBuilder &nb, Location l, Value chunk, ValueRange) {
@@ -427,7 +509,7 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
             Value col = k.mul(k.remU(chunk, k.idx(padded / 16)), k.idx(16));
             Value v = vector::LoadOp::create(
                 jb, codeType, codes->memref,
-                codes->elementIndices(jb, stage, row, col));
+                codes->elementIndices(jb, codeStage, row, col));
             vector::StoreOp::create(jb, codesToF16(jb, v),
                                     decoded->memref,
                                     decoded->elementIndices(jb, Value(), row,
@@ -444,9 +526,10 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
       from = &tiles == &kTiles ? &*kDecoded : &*vDecoded;
       rowType = jb.getF16Type();
     }
+    bool staged = !kDecoded && !(vRows && from == &*vRows);
     auto v = vector::LoadOp::create(
         jb, VectorType::get({vec}, rowType), from->memref,
-        from->elementIndices(jb, kDecoded ? Value() : stage, t, dim0));
+        from->elementIndices(jb, staged ? stage : Value(), t, dim0));
     Value raw = v.getResult();
     if ((fp8 || int8) && !kDecoded)
       raw = codesToF16(jb, raw);
@@ -484,13 +567,17 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
 
         AttentionState tileState(ib, AttentionState::Flavor::ptxBase2);
         Value stage = k.remU(i, k.idx(stages));
-        // Everyone is done with the previous decoded tile (the barrier
-        // above): decode this one for all.
+        // Everyone is done with the previous tile's V rows and decoded
+        // tiles (the barrier above): transpose and decode this one for all.
+        if (vRows) {
+          transposeV(ib, stage);
+          gpu::BarrierOp::create(ib);
+        }
         if (kDecoded) {
           decodeTile(ib, stage);
           gpu::BarrierOp::create(ib);
         }
-        Value count = tileRange(ib, i).second;
+        auto [t0, count] = tileRange(ib, i);
         SmallVector<Value> tokens, logits;
         for (int64_t j = 0; j < tokensPerLane; ++j) {
           Value t = k.add(k.idx(j * tz), z);
@@ -498,11 +585,17 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
           score = tileState.finishLogit(
               warpReduce(ib, score, tx, WarpReduction::sum), spec.softCap);
           tokens.push_back(t);
-          logits.push_back(k.select(k.lt(t, count), score, negInf));
+          Value visible = k.lt(t, count);
+          // Transposed V: the range starts up to a chunk early.
+          if (vChunk)
+            visible = arith::AndIOp::create(
+                ib, visible,
+                k.cmp(arith::CmpIPredicate::sge, k.add(t0, t), visibleStart));
+          logits.push_back(k.select(visible, score, negInf));
         }
         PartialState updated = tileState.updateTile(
             {carried[0], carried[1], carried[2]}, logits,
-            [&](int64_t j) { return rowOf(ib, vTiles, stage, tokens[j]); });
+            [&](int64_t j) { return rowOf(ib, vSource, stage, tokens[j]); });
 
         storeIds(ib, ahead, entries);
         scf::YieldOp::create(ib,
@@ -819,6 +912,36 @@ gpu_lowering::whyNoDecodeKernel(kv::DecodeOp op,
       kvgpu::getOrChooseDecodeConfig(op, target, whyNot);
   if (failed(config))
     return whyNot;
+  if (int64_t chunk = kvgpu::decodeTransposedVChunk(kv)) {
+    // vLLM's V pool: chunks of `chunk` slots of one dim, 4 to 16 bytes,
+    // aligned to their size.
+    int64_t bytes = chunk * kv.getStorageElementType().getIntOrFloatBitWidth() / 8;
+    if (bytes < 4)
+      return "a V pool whose slots are its innermost axis (vLLM's layout) "
+             "at page size " +
+             std::to_string(kv.getPageSize()) +
+             ": the decode kernel stages V transposed in chunks of at least "
+             "4 bytes of consecutive slots within a page";
+    if (kv.getQuant() == kv::Quant::int8_group)
+      return std::string("int8 groups with a V pool whose slots are its "
+                         "innermost axis (vLLM's layout) have no decode "
+                         "kernel");
+    auto vPool = cast<MemRefType>(
+        view.getPools()[kv::getPoolOperandIndex(kv, kv::PoolRole::V)]
+            .getType());
+    if (!vPool.getLayout().isIdentity()) {
+      auto [strides, offset] = vPool.getStridesAndOffset();
+      bool aligned = !ShapedType::isDynamic(offset) && offset % chunk == 0;
+      for (int64_t stride : ArrayRef<int64_t>(strides).drop_back())
+        aligned &= !ShapedType::isDynamic(stride) && stride % chunk == 0;
+      if (!aligned)
+        return "V pool " + typeName(vPool) +
+               ": the decode kernel stages V transposed in chunks of " +
+               std::to_string(chunk) +
+               " slots, which needs static strides and offset that are "
+               "multiples of the chunk";
+    }
+  }
   if (kv.getQuant() == kv::Quant::int8_group) {
     // Codes and scales arrive by cp.async only.
     if (config->getVector() != 16)

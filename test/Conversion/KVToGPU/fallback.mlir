@@ -3,9 +3,10 @@
 // With allow-host-loops (kvir-runner's choice, where device memory is host
 // memory), decodes convert-kv-to-gpu has no kernel for stay as they are, for
 // kv-to-loops (no-kernel.mlir has the errors the default reports): f32 KV,
-// int8 groups whose scale rows are under cp.async's 4 bytes, on-the-fly RoPE, pools whose head dim is not contiguous
-// enough (vLLM's V pool: one element per vector, 64 threads per row),
-// blocks over 48 KB of static shared memory, and KV that is not a
+// int8 groups whose scale rows are under cp.async's 4 bytes, on-the-fly
+// RoPE, vLLM's V pool at a page size of one slot (its transposed staging
+// needs chunks of at least 4 bytes), blocks over 48 KB of static shared
+// memory, and KV that is not a
 // kv.paged_view of the function. (head_dim != head_dim_v and head dim 512
 // run on the tensor-core kernel: decode-tensor-core.mlir.) A module with
 // nothing to lower gets no gpu.module.
@@ -70,18 +71,18 @@ func.func @rope(%q: memref<?x8x64xf16>, %pool: memref<?x2x16x2x64xf16>,
 
 // -----
 
-// vLLM's V pool [blocks, heads, head_dim, block] has unit stride along the
-// slot, not the head dim: one element per vector.
-!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64,
+// vLLM's V pool [blocks, heads, head_dim, block] at page size 1: its
+// transposed staging would copy 2-byte chunks.
+!c = !kv.paged<page_size = 1, kv_heads = 2, head_dim = 64, head_dim_v = 64,
                dtype = f16, layout = vllm, storage = split, table = block_table>
 !s = !kv.state<?x4x64xf16, base = e>
 // CHECK-LABEL: func.func @vllm
 // CHECK: kv.decode
 // CHECK-NOT: gpu.launch_func
-func.func @vllm(%q: memref<?x4x64xf16>, %k: memref<?x2x8x16x8xf16>,
-                %v: memref<?x2x64x16xf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>,
+func.func @vllm(%q: memref<?x4x64xf16>, %k: memref<?x2x8x1x8xf16>,
+                %v: memref<?x2x64x1xf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>,
                 %o: memref<?x4x64xf16>, %l: memref<?x4xf32>) {
-  %kv = kv.paged_view pools(%k, %v : memref<?x2x8x16x8xf16>, memref<?x2x64x16xf16>)
+  %kv = kv.paged_view pools(%k, %v : memref<?x2x8x1x8xf16>, memref<?x2x64x1xf16>)
       tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !c
   %s = kv.decode %q, %kv : memref<?x4x64xf16>, !c -> !s
   kv.store_state %s, %o, %l : !s, memref<?x4x64xf16>, memref<?x4xf32>

@@ -53,12 +53,27 @@ func.func @rope(%q: memref<?x8x64xf16>, %pool: memref<?x2x16x2x64xf16>, %a: memr
 
 // -----
 
-// vLLM's V pool [blocks, heads, head_dim, block]: one element per vector.
+// vLLM's V pool [blocks, heads, head_dim, block] is staged transposed in
+// chunks of consecutive slots: pages of one slot give 2-byte chunks.
+!c = !kv.paged<page_size = 1, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = vllm, storage = split, table = block_table>
+!s = !kv.state<?x4x64xf16, base = e>
+func.func @vllm_page_of_one_slot(%q: memref<?x4x64xf16>, %k: memref<?x2x8x1x8xf16>, %v: memref<?x2x64x1xf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %o: memref<?x4x64xf16>, %l: memref<?x4xf32>) {
+  %kv = kv.paged_view pools(%k, %v : memref<?x2x8x1x8xf16>, memref<?x2x64x1xf16>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{has no GPU kernel: a V pool whose slots are its innermost axis (vLLM's layout) at page size 1: the decode kernel stages V transposed in chunks of at least 4 bytes of consecutive slots within a page}}
+  %s = kv.decode %q, %kv : memref<?x4x64xf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x4x64xf16>, memref<?x4xf32>
+  return
+}
+
+// -----
+
+// A strided V pool whose slot chunks would not be 16-byte aligned.
 !c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = vllm, storage = split, table = block_table>
 !s = !kv.state<?x4x64xf16, base = e>
-func.func @vllm(%q: memref<?x4x64xf16>, %k: memref<?x2x8x16x8xf16>, %v: memref<?x2x64x16xf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %o: memref<?x4x64xf16>, %l: memref<?x4xf32>) {
-  %kv = kv.paged_view pools(%k, %v : memref<?x2x8x16x8xf16>, memref<?x2x64x16xf16>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !c
-  // expected-error @below {{has no GPU kernel: on tensor cores: the head dim of the pool layout is not contiguous in 16-byte chunks (the tensor-core kernel copies K/V rows with 16-byte cp.async)}}
+!v = memref<?x2x64x16xf16, strided<[2052, 1026, 16, 1]>>
+func.func @vllm_unaligned_v_pool(%q: memref<?x4x64xf16>, %k: memref<?x2x8x16x8xf16>, %v: !v, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %o: memref<?x4x64xf16>, %l: memref<?x4xf32>) {
+  %kv = kv.paged_view pools(%k, %v : memref<?x2x8x16x8xf16>, !v) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{has no GPU kernel: V pool memref<?x2x64x16xf16, strided<[2052, 1026, 16, 1]>>: the decode kernel stages V transposed in chunks of 8 slots, which needs static strides and offset that are multiples of the chunk}}
   %s = kv.decode %q, %kv : memref<?x4x64xf16>, !c -> !s
   kv.store_state %s, %o, %l : !s, memref<?x4x64xf16>, memref<?x4xf32>
   return

@@ -48,11 +48,10 @@ func.func @odd_head_dim(%q: memref<?x4x80xf16>, %k: memref<?x5x4x80xf16>, %v: me
 // -----
 
 // The vLLM V layout [p, h, d, slot] has no two consecutive dims adjacent:
-// one element per lane, and head_dim 32 keeps the lanes within a warp;
-// 4 KB stages, four of them in flight for Little's law.
+// it is staged transposed, so the lanes take K's vectors (x = 8).
 !c = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 32, head_dim_v = 32, dtype = f16, layout = vllm, storage = split, table = block_table>
 // CHECK-LABEL: func @vllm_scalar
-// CHECK: kvgpu.config = #kvgpu.decode<vector = 1, threads_x = 32, threads_z = 4, tile_tokens = 32, stages = 5
+// CHECK: kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 4, threads_z = 8, tile_tokens = 32, stages = 5
 func.func @vllm_scalar(%q: memref<?x1x32xf16>, %k: memref<?x1x4x16x8xf16>, %v: memref<?x1x32x16xf16>, %t: memref<?x?xi32>, %l: memref<?xi32>) -> !kv.state<?x1x32xf16, base = e> {
   %kv = kv.paged_view pools(%k, %v : memref<?x1x4x16x8xf16>, memref<?x1x32x16xf16>) tables(%t, %l : memref<?x?xi32>, memref<?xi32>) : !c
   %s = kv.decode %q, %kv : memref<?x1x32xf16>, !c -> !kv.state<?x1x32xf16, base = e>
@@ -63,14 +62,14 @@ func.func @vllm_scalar(%q: memref<?x1x32xf16>, %k: memref<?x1x4x16x8xf16>, %v: m
 
 // No decode configuration fits head_dim 512 in 16-byte vectors (64 lanes,
 // more than a warp): the op runs on the tensor-core kernel, a 16-row tile
-// of its heads whose 4 warps split the value columns. The vLLM V layout at
-// head_dim 128 (128 scalar lanes) fits neither: the op keeps no config, and
-// convert-kv-to-gpu reports why (test/Conversion/KVToGPU).
+// of its heads whose 4 warps split the value columns. The vLLM layout at
+// head_dim 128 takes the decode kernel with K's 8-element vectors and
+// 16-token tiles (a 32-byte sector of a V row's slots).
 !w = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = combined, table = csr>
 !v = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 128, head_dim_v = 128, dtype = f16, layout = vllm, storage = split, table = block_table>
 // CHECK-LABEL: func @no_config
 // CHECK: kv.decode {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 16, kv_tile = 16, warps = 4, stages = 2, q_in_registers = false, max_partitions = 32, value_warps = 4>
-// CHECK-NOT: kvgpu.config
+// CHECK: kv.decode {{.*}}kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 8, tile_tokens = 16, stages = 3,
 // CHECK: return
 func.func @no_config(%q: memref<?x1x512xf16>, %pool: memref<?x2x16x1x512xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>,
                      %q2: memref<?x1x128xf16>, %k: memref<?x1x16x16x8xf16>, %v: memref<?x1x128x16xf16>, %t: memref<?x?xi32>, %l: memref<?xi32>)

@@ -1,5 +1,6 @@
 //===- ConfigSelection.cpp - Per-op, per-chip GPU configurations ----------===//
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
+#include "kvir/Dialect/KV/IR/PoolLayout.h"
 
 #include <cmath>
 #include <algorithm>
@@ -24,6 +25,22 @@ bool kvgpu::decodeDecodesTilesInShared(kv::PagedType kv, int64_t group) {
   return kv.isQuantized() && group > 1;
 }
 
+int64_t kvgpu::decodeTransposedVChunk(kv::PagedType kv) {
+  // The V map's innermost index is the slot (vLLM's V pool, preset or
+  // specialized to affine maps).
+  if (kv.isMla())
+    return 0;
+  AffineMap v = kv::getPoolIndexMap(kv, kv::PoolRole::V);
+  if (v.getNumResults() == 0)
+    return 0;
+  auto inner = dyn_cast<AffineDimExpr>(v.getResults().back());
+  if (!inner || inner.getPosition() != 2)
+    return 0;
+  int64_t tokens = 128 / kv.getStorageElementType().getIntOrFloatBitWidth();
+  int64_t page = kv.getPageSize();
+  return std::min(tokens, page & -page);
+}
+
 int64_t kvgpu::decodeScaleColumns(kv::PagedType kv, int64_t paddedDims) {
   if (kv.getQuant() != kv::Quant::int8_group)
     return 0;
@@ -41,6 +58,13 @@ kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
   kv::PagedType kv = view.getType();
   int64_t headDim = kv.getHeadDim();
   int64_t vec = view.getVectorWidth();
+  // vLLM's V pool is staged transposed (its dims are strided): the vectors
+  // are K's.
+  int64_t transposedChunk = decodeTransposedVChunk(kv);
+  if (transposedChunk)
+    vec = kv::getDimVectorWidth(
+        kv, kv::PoolRole::K, cast<MemRefType>(view.getPools()[0].getType()),
+        128 / kv.getStorageElementType().getIntOrFloatBitWidth());
   while (headDim % vec)
     vec /= 2;
   int64_t threadsX = nextPowerOf2(headDim / vec);
@@ -63,18 +87,45 @@ kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
   // Tiles decoded into f16 K and V rows take the same budget.
   int64_t decodedRowBytes =
       decodeDecodesTilesInShared(kv, group) ? 2 * threadsX * vec * 2 : 0;
+  // So do the rows of a transposed V tile.
+  if (transposedChunk)
+    decodedRowBytes += threadsX * vec *
+                       kv.getStorageElementType().getIntOrFloatBitWidth() / 8;
+  // A transposed V stage's rows are padded by a chunk of tokens.
+  int64_t stagePadBytes =
+      transposedChunk ? threadsX * vec * transposedChunk *
+                            kv.getStorageElementType().getIntOrFloatBitWidth() /
+                            8
+                      : 0;
   int64_t tile = 32;
-  while (tile > 1 &&
-         minStages * 2 * tile * rowBytes + tile * decodedRowBytes > ringBytes)
+  while (tile > 1 && minStages * (2 * tile * rowBytes + stagePadBytes) +
+                             tile * decodedRowBytes >
+                         ringBytes)
     tile /= 2;
   // One-byte KV (fp8, int8) takes 16-element vectors: at most 4 tokens per z-lane
   // keep the dequantized rows in registers near the 16-bit kernels' count.
   if (vec > 8)
     tile = std::min(tile, threadsZ * 64 / vec);
+  // Transposed V: tiles of whole chunks, and of whole 32-byte sectors of a
+  // page's slots (two 16-byte chunks of f16) where the stages still fit
+  // in 40 KB (not at head dim 256: its reads of a sector's halves are then
+  // two requests).
+  if (transposedChunk) {
+    int64_t page = kv.getPageSize();
+    int64_t sector = std::min<int64_t>(
+        page & -page, 256 / kv.getStorageElementType().getIntOrFloatBitWidth());
+    auto ringOf = [&](int64_t t) {
+      return minStages * (2 * t * rowBytes + stagePadBytes) +
+             t * decodedRowBytes;
+    };
+    tile = std::max(tile, transposedChunk);
+    if (tile < sector && ringOf(sector) <= 40 * 1024)
+      tile = sector;
+  }
   tile = (std::max(tile, threadsZ) + threadsZ - 1) / threadsZ * threadsZ;
   // Little's law for one block per SM (small batches): the stage-1 tiles
   // in flight carry the SM's share of bandwidth x latency.
-  int64_t stageBytes = 2 * tile * rowBytes;
+  int64_t stageBytes = 2 * tile * rowBytes + stagePadBytes;
   int64_t need = int64_t(std::ceil(target.bytesInFlightPerSM()));
   int64_t stages = std::clamp<int64_t>(
       (need + stageBytes - 1) / stageBytes + 1, minStages,

@@ -40,6 +40,12 @@ bool decodeNeedsTensorCores(kv::DecodeOp op, const target::TargetInfo &target);
 /// must hold.
 bool decodeDecodesTilesInShared(kv::PagedType kv, int64_t group);
 
+/// Tokens per cp.async chunk of the decode kernel's transposed V staging, for
+/// a V pool whose innermost index is the slot (vLLM's layout: its dims are
+/// strided): up to 16 bytes of one dim, within a page; 0 when V rows are
+/// copied as rows.
+int64_t decodeTransposedVChunk(kv::PagedType kv);
+
 /// The columns of the decode kernel's int8 scale tiles (one scale per
 /// `quant_group` dims of a head-dim row padded to `paddedDims`; 0 unless
 /// int8 groups): staged with the codes, one K and one V tile per stage.
