@@ -616,7 +616,9 @@ INSTANTIATE_TEST_SUITE_P(
 
 /// A seeded random sweep: every (layout, storage, table, dtype) combination
 /// three times, with random page size, head dim, group, KV heads, output type,
-/// LSE base, attributes and chip; a quarter of the cases store fp8. CI runs the fixed seeds 3000...3047;
+/// LSE base, attributes and chip; a quarter of the cases store fp8, a sixth
+/// take vLLM's layout, a fifth of the rest int8 groups. CI runs the fixed
+/// seeds 3000...3047;
 /// KVIR_SWEEP_SEED=<first> KVIR_SWEEP_COUNT=<n> runs others (a case's name
 /// ends in its seed, so a failure reproduces with KVIR_SWEEP_SEED=<seed>
 /// KVIR_SWEEP_COUNT=1).
@@ -643,7 +645,19 @@ std::vector<GpuDecodeCase> sweepCases() {
     int64_t group = groups[rng.integer(0, 3)];
     int64_t kvHeads = kvHeadCounts[rng.integer(0, 2)];
     GpuDecodeCase c;
-    c.spec = makeSpec(page, kvHeads, dim, dtype, layout, storage, table);
+    // A sixth of the cases take vLLM's layout (K and V pools, a block
+    // table, pages of at least 8 slots), drawn from a generator of their
+    // own like the quantizations below.
+    Rng layoutRng(sweepSeed * 104729 + 3);
+    bool vllm = layoutRng.coin(1.0 / 6);
+    if (vllm) {
+      const int64_t vllmPages[] = {8, 16, 32, 64, 128};
+      page = vllmPages[layoutRng.integer(0, 4)];
+      c.spec = makeSpec(page, kvHeads, dim, dtype, Layout::VLLM,
+                        Storage::Split, Table::BlockTable);
+    } else {
+      c.spec = makeSpec(page, kvHeads, dim, dtype, layout, storage, table);
+    }
     // A quarter of the cases store fp8 (drawn from a generator of their
     // own, so that the other draws stay what they were), with scales that
     // give ordinary, saturated or subnormal codes.
@@ -656,6 +670,15 @@ std::vector<GpuDecodeCase> sweepCases() {
       c.cacheOptions.kScale = scales[quantRng.integer(0, 2)];
       c.cacheOptions.vScale = scales[quantRng.integer(0, 2)];
     }
+    // A fifth of the others (not vLLM's layout) store int8 groups of 8 or
+    // 16 (8 where 16 would leave an odd number of 2-byte scales per row,
+    // which cp.async cannot copy: rejected with the reason).
+    Rng int8Rng(sweepSeed * 6007 + 29);
+    bool int8 = !fp8 && !vllm && int8Rng.coin(0.2);
+    if (int8) {
+      int64_t group = int8Rng.coin() && (dim / 16) % 2 == 0 ? 16 : 8;
+      c.spec = quantized(c.spec, Quant::Int8Group, group);
+    }
     c.qHeads = group * kvHeads;
     c.outType = outs[rng.integer(0, 2)];
     c.chip = chips[rng.integer(0, 3)];
@@ -667,15 +690,21 @@ std::vector<GpuDecodeCase> sweepCases() {
         std::max<int64_t>(40, 3 * page + rng.integer(0, page));
     int64_t largeMaxLen = std::min<int64_t>(std::max<int64_t>(8, page + 3), 40);
     c.runs = bothPaths(c.chip, kvHeads, group, rng.integer(2, 6), smallMaxLen,
-                       largeMaxLen, c.params.windowLeft, fp8);
+                       largeMaxLen, c.params.windowLeft, fp8 || int8);
     std::ostringstream name;
-    name << "Sweep" << i << "_" << (layout == Layout::HND ? "Hnd" : "Nhd")
-         << (storage == Storage::Split ? "Split" : "Combined")
-         << (table == Table::CSR ? "Csr" : "BlockTable")
+    name << "Sweep" << i << "_";
+    if (vllm)
+      name << "VllmBlockTable";
+    else
+      name << (layout == Layout::HND ? "Hnd" : "Nhd")
+           << (storage == Storage::Split ? "Split" : "Combined")
+           << (table == Table::CSR ? "Csr" : "BlockTable");
+    name
          << (dtype == DType::BF16 ? "BF16" : "F16")
          << (!fp8                                  ? ""
              : c.spec.quant == Quant::FP8E4M3 ? "Fp8E4M3"
                                                    : "Fp8E5M2")
+         << (int8 ? "Int8G" + std::to_string(c.spec.quantGroup) : "")
          << "P" << page << "D" << dim
          << "G" << group << "H" << kvHeads << "To" << mlirName(c.outType)
          << "_Seed" << sweepSeed;

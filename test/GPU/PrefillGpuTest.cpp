@@ -494,9 +494,8 @@ void addRandomRequest(Rng &rng, bool causal, PrefillBatch &batch) {
 
 /// Differential testing: seeded random configurations (KV form, layout,
 /// table form, page size, head dim, GQA group, KV and output types, causal,
-/// window, soft cap, sm_scale, LSE base, custom masks, row positions, chip)
-/// over random
-/// batches with lengths 0 and 1. CI runs the seeds 5000...5023;
+/// window, soft cap, sm_scale, LSE base, custom masks, row positions, chip;
+/// fp8 and int8-group caches) over random batches with lengths 0 and 1. CI runs the seeds 5000...5023;
 /// KVIR_PREFILL_SWEEP_SEED=<first> KVIR_PREFILL_SWEEP_COUNT=<n> runs
 /// others, and a failing case's name ends in the seed that reproduces it
 /// alone (KVIR_PREFILL_SWEEP_COUNT=1).
@@ -552,6 +551,29 @@ std::vector<GpuPrefillCase> prefillSweepCases() {
       break;
     }
     }
+    // A fifth of the paged cases store fp8 or int8 groups (a generator of
+    // their own, so that the other draws stay what they were).
+    Rng quantRng(sweepSeed * 6007 + 31);
+    std::string quantName;
+    if (!ragged && quantRng.coin(0.2)) {
+      switch (quantRng.integer(0, 2)) {
+      case 0:
+        spec = quantized(spec, Quant::FP8E4M3);
+        quantName = "Fp8E4M3";
+        break;
+      case 1:
+        spec = quantized(spec, Quant::FP8E5M2);
+        quantName = "Fp8E5M2";
+        break;
+      default: {
+        // Group 16 only where it leaves an even number of scales per row.
+        int64_t g = quantRng.coin() && (dim / 16) % 2 == 0 ? 16 : 8;
+        spec = quantized(spec, Quant::Int8Group, g);
+        quantName = "Int8G" + std::to_string(g);
+        break;
+      }
+      }
+    }
     GpuPrefillCase c = makeCase("", spec, group * kvHeads,
                                 outs[rng.integer(0, 2)],
                                 chips[rng.integer(0, 3)], sweepSeed + 1000);
@@ -572,7 +594,8 @@ std::vector<GpuPrefillCase> prefillSweepCases() {
     std::ostringstream name;
     name << "Sweep" << i << "_" << form << (ragged ? "" : "P")
          << (ragged ? "" : std::to_string(page)) << "D" << dim << "G" << group
-         << "H" << kvHeads << mlirName(dtype) << "To" << mlirName(c.outType)
+         << "H" << kvHeads << mlirName(dtype) << quantName << "To"
+         << mlirName(c.outType)
          << (c.params.causal ? "Causal" : "")
          << (c.mask == MaskKind::Bool     ? "BoolMask"
              : c.mask == MaskKind::Packed ? "PackedMask"

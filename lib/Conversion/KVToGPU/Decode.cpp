@@ -116,7 +116,7 @@ enum DecodeShared : unsigned {
   // int8Groups() only, after those: [stages, tile, scaleColumns()] K and V
   // scales of the tiles in flight, in the activation type.
   // transposedVChunk() only, last: [tile, padded] the current tile's V rows
-  // (VTiles is then [stages, padded, tile + chunk]: V transposed).
+  // (VTiles is then [stages, padded, tile + pad]: V transposed).
 };
 
 /// The index of the decoded K tile (the V tile follows).
@@ -143,10 +143,13 @@ SharedMemoryLayout decodeSharedLayout(const DecodeKernelSpec &s) {
   // As stored: fp8 / int8 codes are dequantized from the tiles in registers.
   Type stored = s.kv.getStorageElementType();
   layout.add("k_tiles", {c.getStages(), tile, padded}, stored);
-  // Transposed V rows are padded by a chunk: 16-byte aligned, and the
+  // Transposed V rows are padded to an odd number of 16-byte chunks: the
   // block's reads of one chunk per dim fall into distinct banks.
-  if (int64_t chunk = s.transposedVChunk())
-    layout.add("v_tiles", {c.getStages(), padded, tile + chunk}, stored);
+  if (s.transposedVChunk())
+    layout.add("v_tiles",
+               {c.getStages(), padded,
+                tile + kvgpu::decodeTransposedVPad(s.kv, tile)},
+               stored);
   else
     layout.add("v_tiles", {c.getStages(), tile, padded}, stored);
   layout.add("query", {s.group(), padded}, s.qType.getElementType());
@@ -363,11 +366,12 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   SharedTile kTiles{kf.getShared(KTiles), tile, padded, /*swizzled=*/false};
   int64_t vChunk = spec.transposedVChunk();
   int64_t eltBits = elt.getIntOrFloatBitWidth();
-  // Transposed V: [stages, padded dims, tile + chunk tokens], copied in
+  // Transposed V: [stages, padded dims, tile (+ pad) tokens], copied in
   // chunks of `vChunk` tokens; its rows for this tile go to vRows.
   SharedTile vTiles =
-      vChunk ? SharedTile{kf.getShared(VTiles), padded, tile + vChunk, false,
-                          vChunk * eltBits / 8}
+      vChunk ? SharedTile{kf.getShared(VTiles), padded,
+                          tile + kvgpu::decodeTransposedVPad(kvType, tile),
+                          false, vChunk * eltBits / 8}
              : SharedTile{kf.getShared(VTiles), tile, padded, false};
   std::optional<SharedTile> vRows;
   if (vChunk)

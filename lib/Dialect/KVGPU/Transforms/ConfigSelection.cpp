@@ -41,6 +41,17 @@ int64_t kvgpu::decodeTransposedVChunk(kv::PagedType kv) {
   return std::min(tokens, page & -page);
 }
 
+int64_t kvgpu::decodeTransposedVPad(kv::PagedType kv, int64_t tileTokens) {
+  if (!decodeTransposedVChunk(kv))
+    return 0;
+  // Rows of an even number of 16-byte chunks would put the chunks a warp
+  // phase reads (one per dim) into the same banks two by two: one more
+  // chunk makes the stride odd.
+  int64_t bits = kv.getStorageElementType().getIntOrFloatBitWidth();
+  int64_t chunks = tileTokens * bits / 128;
+  return chunks % 2 == 0 ? 128 / bits : 0;
+}
+
 int64_t kvgpu::decodeScaleColumns(kv::PagedType kv, int64_t paddedDims) {
   if (kv.getQuant() != kv::Quant::int8_group)
     return 0;
@@ -91,16 +102,17 @@ kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
   if (transposedChunk)
     decodedRowBytes += threadsX * vec *
                        kv.getStorageElementType().getIntOrFloatBitWidth() / 8;
-  // A transposed V stage's rows are padded by a chunk of tokens.
-  int64_t stagePadBytes =
-      transposedChunk ? threadsX * vec * transposedChunk *
-                            kv.getStorageElementType().getIntOrFloatBitWidth() /
-                            8
-                      : 0;
+  // A transposed V stage's rows may be padded (decodeTransposedVPad).
+  auto stagePadBytes = [&](int64_t t) {
+    return threadsX * vec * decodeTransposedVPad(kv, t) *
+           kv.getStorageElementType().getIntOrFloatBitWidth() / 8;
+  };
+  auto ringOf = [&](int64_t t, int64_t stages) {
+    return stages * (2 * t * rowBytes + stagePadBytes(t)) +
+           t * decodedRowBytes;
+  };
   int64_t tile = 32;
-  while (tile > 1 && minStages * (2 * tile * rowBytes + stagePadBytes) +
-                             tile * decodedRowBytes >
-                         ringBytes)
+  while (tile > 1 && ringOf(tile, minStages) > ringBytes)
     tile /= 2;
   // One-byte KV (fp8, int8) takes 16-element vectors: at most 4 tokens per z-lane
   // keep the dequantized rows in registers near the 16-bit kernels' count.
@@ -110,26 +122,29 @@ kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
   // page's slots (two 16-byte chunks of f16) where the stages still fit
   // in 40 KB (not at head dim 256: its reads of a sector's halves are then
   // two requests).
+  // A tile of whole chunks may not fit three stages in 40 KB (fp8 at head
+  // dim 256 with a group): two stages then (copies overlap only the
+  // conversion of the tile before).
+  int64_t leastStages = minStages;
   if (transposedChunk) {
     int64_t page = kv.getPageSize();
     int64_t sector = std::min<int64_t>(
         page & -page, 256 / kv.getStorageElementType().getIntOrFloatBitWidth());
-    auto ringOf = [&](int64_t t) {
-      return minStages * (2 * t * rowBytes + stagePadBytes) +
-             t * decodedRowBytes;
-    };
     tile = std::max(tile, transposedChunk);
-    if (tile < sector && ringOf(sector) <= 40 * 1024)
+    if (tile < sector && ringOf(sector, minStages) <= 40 * 1024)
       tile = sector;
+    if (ringOf(tile, minStages) > 40 * 1024)
+      leastStages = 2;
   }
   tile = (std::max(tile, threadsZ) + threadsZ - 1) / threadsZ * threadsZ;
   // Little's law for one block per SM (small batches): the stage-1 tiles
   // in flight carry the SM's share of bandwidth x latency.
-  int64_t stageBytes = 2 * tile * rowBytes + stagePadBytes;
+  int64_t stageBytes = 2 * tile * rowBytes + stagePadBytes(tile);
   int64_t need = int64_t(std::ceil(target.bytesInFlightPerSM()));
   int64_t stages = std::clamp<int64_t>(
-      (need + stageBytes - 1) / stageBytes + 1, minStages,
-      std::max(minStages, (ringBytes - tile * decodedRowBytes) / stageBytes));
+      (need + stageBytes - 1) / stageBytes + 1, leastStages,
+      std::max(leastStages,
+               (ringBytes - tile * decodedRowBytes) / stageBytes));
   stages = std::min<int64_t>(stages, 8);
   FailureOr<DecodeConfigAttr> config = getCheckedQuietly<DecodeConfigAttr>(
       whyNot, op.getContext(), vec, threadsX, threadsZ, tile, stages,

@@ -46,6 +46,10 @@ bool decodeDecodesTilesInShared(kv::PagedType kv, int64_t group);
 /// copied as rows.
 int64_t decodeTransposedVChunk(kv::PagedType kv);
 
+/// Elements past `tileTokens` in each row of the transposed V tiles (0 when
+/// not transposed, or when a row is an odd number of 16-byte chunks).
+int64_t decodeTransposedVPad(kv::PagedType kv, int64_t tileTokens);
+
 /// The columns of the decode kernel's int8 scale tiles (one scale per
 /// `quant_group` dims of a head-dim row padded to `paddedDims`; 0 unless
 /// int8 groups): staged with the codes, one K and one V tile per stage.
