@@ -171,6 +171,7 @@ int main(int argc, char **argv) {
   Quant quant = Quant::None;
   int64_t quantGroup = 0;
   std::string kvName = "f16";
+  bool vllm = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -205,6 +206,13 @@ int main(int argc, char **argv) {
                              "int8_g16\n");
         return 2;
       }
+    } else if (a == "--layout") {
+      std::string name = next();
+      if (name != "nhd" && name != "vllm") {
+        std::fprintf(stderr, "--layout takes nhd or vllm\n");
+        return 2;
+      }
+      vllm = name == "vllm";
     } else if (a == "--no-ptxas")
       usePtxas = false;
     else if (a == "--no-skew")
@@ -213,7 +221,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "usage: %s [--len N] [--chips a,b] [--configs "
                    "d128-g4-causal,...] [--kv f16|fp8_e4m3|fp8_e5m2|int8_g8|"
-                   "int8_g16] [--no-ptxas] [--no-skew]\n",
+                   "int8_g16] [--layout nhd|vllm] [--no-ptxas] [--no-skew]\n",
                    argv[0]);
       return 2;
     }
@@ -221,9 +229,10 @@ int main(int argc, char **argv) {
   Toolbox tools(argv[0], usePtxas);
   std::vector<Config> configs{{128, 1, true}, {128, 4, true}, {128, 4, false},
                               {64, 8, true},  {256, 1, true}};
-  std::printf("Prefill, f16, %s KV, NHD pages of 16 (CSR, scattered), %lld KV "
+  std::printf("Prefill, f16, %s KV, %s pages of 16 (%s, scattered), %lld KV "
               "heads, 2 requests of qo_len = kv_len = %lld.%s\n\n",
-              kvName.c_str(), (long long)kvHeads, (long long)len,
+              kvName.c_str(), vllm ? "vLLM" : "NHD",
+              vllm ? "block table" : "CSR", (long long)kvHeads, (long long)len,
               tools.ptxas().empty() ? " (no ptxas: register columns empty)"
                                     : "");
   std::printf("| config | chip | q tile, warps | regs (split/direct) | "
@@ -243,9 +252,9 @@ int main(int argc, char **argv) {
     spec.kvHeads = kvHeads;
     spec.headDim = spec.headDimV = cfg.headDim;
     spec.dtype = DType::F16;
-    spec.layout = Layout::NHD;
-    spec.storage = Storage::Combined;
-    spec.table = Table::CSR;
+    spec.layout = vllm ? Layout::VLLM : Layout::NHD;
+    spec.storage = vllm ? Storage::Split : Storage::Combined;
+    spec.table = vllm ? Table::BlockTable : Table::CSR;
     spec.quant = quant;
     spec.quantGroup = quantGroup;
     int64_t qHeads = kvHeads * cfg.group;

@@ -469,6 +469,37 @@ std::vector<GpuPrefillCase> prefillCases() {
     c.params.base = Base::Two;
     add(c, {{{1, 7, 0, 64, 33}, {17, 1, 17, 300, 500}}});
   }
+  // vLLM's cache: K rows of x-element chunks; V [blocks, H, D, block]
+  // staged transposed (chunks of consecutive slots of one dim) and
+  // transposed per tile into the V tile the mma reads; ranges start on a
+  // chunk (a window's keys before it are masked).
+  {
+    GpuPrefillCase c = makeCase("VllmCausalBlockTableP16D128G4F16",
+                                makeSpec(16, 2, 128, DType::F16, Layout::VLLM,
+                                         Storage::Split, Table::BlockTable),
+                                8, DType::F16, "sm_80", 2040);
+    c.params.causal = true;
+    add(c, {standardBatch(true)});
+  }
+  {
+    GpuPrefillCase c = makeCase("VllmWindowBlockTableP8D64G2BF16Sm90a",
+                                makeSpec(8, 2, 64, DType::BF16, Layout::VLLM,
+                                         Storage::Split, Table::BlockTable),
+                                4, DType::BF16, "sm_90a", 2041);
+    c.params.causal = true;
+    c.params.windowLeft = 37;
+    add(c, {standardBatch(true)});
+  }
+  {
+    GpuPrefillCase c = makeCase(
+        "VllmFp8E4M3BlockTableP16D128G1F16ToF32",
+        quantized(makeSpec(16, 2, 128, DType::F16, Layout::VLLM,
+                           Storage::Split, Table::BlockTable),
+                  Quant::FP8E4M3),
+        2, DType::F32, "sm_86", 2042);
+    c.params.softCap = 30.0;
+    add(c, {standardBatch(false)});
+  }
   return cases;
 }
 
@@ -495,7 +526,8 @@ void addRandomRequest(Rng &rng, bool causal, PrefillBatch &batch) {
 /// Differential testing: seeded random configurations (KV form, layout,
 /// table form, page size, head dim, GQA group, KV and output types, causal,
 /// window, soft cap, sm_scale, LSE base, custom masks, row positions, chip;
-/// fp8 and int8-group caches) over random batches with lengths 0 and 1. CI runs the seeds 5000...5023;
+/// vLLM's layout, fp8 and int8-group caches) over random batches with
+/// lengths 0 and 1. CI runs the seeds 5000...5023;
 /// KVIR_PREFILL_SWEEP_SEED=<first> KVIR_PREFILL_SWEEP_COUNT=<n> runs
 /// others, and a failing case's name ends in the seed that reproduces it
 /// alone (KVIR_PREFILL_SWEEP_COUNT=1).
@@ -551,8 +583,19 @@ std::vector<GpuPrefillCase> prefillSweepCases() {
       break;
     }
     }
-    // A fifth of the paged cases store fp8 or int8 groups (a generator of
-    // their own, so that the other draws stay what they were).
+    // An eighth of the cases take vLLM's layout (pages of at least 8
+    // slots), and a fifth of the paged ones store fp8 or int8 groups (not
+    // with vLLM's layout), each from a generator of their own, so that the
+    // other draws stay what they were.
+    Rng layoutRng(sweepSeed * 104729 + 5);
+    bool vllm = !ragged && layoutRng.coin(0.125);
+    if (vllm) {
+      const int64_t vllmPages[] = {8, 16, 64};
+      page = vllmPages[layoutRng.integer(0, 2)];
+      spec = makeSpec(page, kvHeads, dim, dtype, Layout::VLLM, Storage::Split,
+                      Table::BlockTable);
+      form = "VllmBlockTable";
+    }
     Rng quantRng(sweepSeed * 6007 + 31);
     std::string quantName;
     if (!ragged && quantRng.coin(0.2)) {
@@ -566,6 +609,11 @@ std::vector<GpuPrefillCase> prefillSweepCases() {
         quantName = "Fp8E5M2";
         break;
       default: {
+        if (vllm) { // int8 groups have no kernel in vLLM's layout
+          spec = quantized(spec, Quant::FP8E5M2);
+          quantName = "Fp8E5M2";
+          break;
+        }
         // Group 16 only where it leaves an even number of scales per row.
         int64_t g = quantRng.coin() && (dim / 16) % 2 == 0 ? 16 : 8;
         spec = quantized(spec, Quant::Int8Group, g);

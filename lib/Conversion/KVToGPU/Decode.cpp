@@ -78,7 +78,7 @@ struct DecodeKernelSpec {
   bool int8Groups() const { return kv.getQuant() == kv::Quant::int8_group; }
   /// Tokens per chunk of V staged transposed (vLLM's V pool), or 0.
   int64_t transposedVChunk() const {
-    return kvgpu::decodeTransposedVChunk(kv);
+    return kvgpu::transposedVChunk(kv);
   }
   /// What the token range's start is aligned down to with transposed V: a
   /// 32-byte sector of a page's slots when tiles are whole sectors (every
@@ -148,7 +148,7 @@ SharedMemoryLayout decodeSharedLayout(const DecodeKernelSpec &s) {
   if (s.transposedVChunk())
     layout.add("v_tiles",
                {c.getStages(), padded,
-                tile + kvgpu::decodeTransposedVPad(s.kv, tile)},
+                tile + kvgpu::transposedVPad(s.kv, tile)},
                stored);
   else
     layout.add("v_tiles", {c.getStages(), tile, padded}, stored);
@@ -370,7 +370,7 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   // chunks of `vChunk` tokens; its rows for this tile go to vRows.
   SharedTile vTiles =
       vChunk ? SharedTile{kf.getShared(VTiles), padded,
-                          tile + kvgpu::decodeTransposedVPad(kvType, tile),
+                          tile + kvgpu::transposedVPad(kvType, tile),
                           false, vChunk * eltBits / 8}
              : SharedTile{kf.getShared(VTiles), tile, padded, false};
   std::optional<SharedTile> vRows;
@@ -916,36 +916,8 @@ gpu_lowering::whyNoDecodeKernel(kv::DecodeOp op,
       kvgpu::getOrChooseDecodeConfig(op, target, whyNot);
   if (failed(config))
     return whyNot;
-  if (int64_t chunk = kvgpu::decodeTransposedVChunk(kv)) {
-    // vLLM's V pool: chunks of `chunk` slots of one dim, 4 to 16 bytes,
-    // aligned to their size.
-    int64_t bytes = chunk * kv.getStorageElementType().getIntOrFloatBitWidth() / 8;
-    if (bytes < 4)
-      return "a V pool whose slots are its innermost axis (vLLM's layout) "
-             "at page size " +
-             std::to_string(kv.getPageSize()) +
-             ": the decode kernel stages V transposed in chunks of at least "
-             "4 bytes of consecutive slots within a page";
-    if (kv.getQuant() == kv::Quant::int8_group)
-      return std::string("int8 groups with a V pool whose slots are its "
-                         "innermost axis (vLLM's layout) have no decode "
-                         "kernel");
-    auto vPool = cast<MemRefType>(
-        view.getPools()[kv::getPoolOperandIndex(kv, kv::PoolRole::V)]
-            .getType());
-    if (!vPool.getLayout().isIdentity()) {
-      auto [strides, offset] = vPool.getStridesAndOffset();
-      bool aligned = !ShapedType::isDynamic(offset) && offset % chunk == 0;
-      for (int64_t stride : ArrayRef<int64_t>(strides).drop_back())
-        aligned &= !ShapedType::isDynamic(stride) && stride % chunk == 0;
-      if (!aligned)
-        return "V pool " + typeName(vPool) +
-               ": the decode kernel stages V transposed in chunks of " +
-               std::to_string(chunk) +
-               " slots, which needs static strides and offset that are "
-               "multiples of the chunk";
-    }
-  }
+  if (std::optional<std::string> why = whyNoTransposedV(view, "decode"))
+    return why;
   if (kv.getQuant() == kv::Quant::int8_group) {
     // Codes and scales arrive by cp.async only.
     if (config->getVector() != 16)

@@ -3,6 +3,7 @@
 
 #include "kvir/Codegen/LaunchEmitter.h"
 #include "kvir/Dialect/KV/IR/PoolLayout.h"
+#include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
 
 #include "mlir/IR/Dominance.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -196,6 +197,43 @@ LogicalResult StateOutputs::finish(PatternRewriter &rewriter) {
   rewriter.setInsertionPoint(op);
   rewriter.replaceOpWithNewOp<kv::LoadStateOp>(op, type, out, lse);
   return success();
+}
+
+std::optional<std::string>
+gpu_lowering::whyNoTransposedV(kv::PagedViewOp view, StringRef kernel) {
+  kv::PagedType kv = view.getType();
+  int64_t chunk = kvgpu::transposedVChunk(kv);
+  if (!chunk)
+    return std::nullopt;
+  // Chunks of `chunk` slots of one dim, 4 to 16 bytes, aligned to their
+  // size.
+  int64_t bytes =
+      chunk * kv.getStorageElementType().getIntOrFloatBitWidth() / 8;
+  if (bytes < 4)
+    return "a V pool whose slots are its innermost axis (vLLM's layout) at "
+           "page size " +
+           std::to_string(kv.getPageSize()) + ": the " + kernel.str() +
+           " kernel stages V transposed in chunks of at least 4 bytes of "
+           "consecutive slots within a page";
+  if (kv.getQuant() == kv::Quant::int8_group)
+    return "int8 groups with a V pool whose slots are its innermost axis "
+           "(vLLM's layout) have no " +
+           kernel.str() + " kernel";
+  auto vPool = cast<MemRefType>(
+      view.getPools()[kv::getPoolOperandIndex(kv, kv::PoolRole::V)].getType());
+  if (!vPool.getLayout().isIdentity()) {
+    auto [strides, offset] = vPool.getStridesAndOffset();
+    bool aligned = !ShapedType::isDynamic(offset) && offset % chunk == 0;
+    for (int64_t stride : ArrayRef<int64_t>(strides).drop_back())
+      aligned &= !ShapedType::isDynamic(stride) && stride % chunk == 0;
+    if (!aligned)
+      return "V pool " + typeName(vPool) + ": the " + kernel.str() +
+             " kernel stages V transposed in chunks of " +
+             std::to_string(chunk) +
+             " slots, which needs static strides and offset that are "
+             "multiples of the chunk";
+  }
+  return std::nullopt;
 }
 
 std::optional<int64_t>

@@ -162,6 +162,13 @@ private:
 /// aligned; nullopt when that is under 4 bytes (cp.async's least).
 std::optional<int64_t> int8ScaleChunkElements(kv::PagedViewOp view);
 
+/// Why a kernel (`kernel`: "decode", "prefill") cannot stage `view`'s V
+/// pool transposed (kvgpu::transposedVChunk: vLLM's V pool), or nullopt
+/// (also when V is not staged transposed): chunks under 4 bytes, strides
+/// that are not multiples of a chunk, int8 groups.
+std::optional<std::string> whyNoTransposedV(kv::PagedViewOp view,
+                                            llvm::StringRef kernel);
+
 /// Adds the pools and tables of a paged KV as input arguments of `plan`
 /// (pool, k_pool / v_pool, and the table form's names, with shapes over
 /// the size `batch`, defined from the first table if the plan has none

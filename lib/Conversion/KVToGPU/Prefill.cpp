@@ -13,6 +13,7 @@
 
 #include "kvir/Codegen/LaunchEmitter.h"
 #include "kvir/Codegen/QueryTiles.h"
+#include "kvir/Dialect/KV/IR/PoolLayout.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
 
@@ -190,6 +191,7 @@ void gpu_lowering::describePagedKV(kv::PagedViewOp view,
   spec.kvElementType = spec.paged.getDtype();
   if (spec.paged.getQuant() == kv::Quant::int8_group)
     spec.scaleChunk = int8ScaleChunkElements(view).value_or(0);
+  spec.transposedVChunk = kvgpu::transposedVChunk(spec.paged);
   if (spec.paged.isMla()) {
     spec.headDimV = spec.headDim;
     spec.peDim = spec.paged.getPeDim();
@@ -501,12 +503,21 @@ gpu_lowering::whyNoPrefillKernel(kv::PrefillOp op,
       if (type.getStridesAndOffset().first.back() != 1)
         return "pool " + typeName(type) + " has a non-unit innermost stride";
     }
-    if (view.getVectorWidth() *
-            kv.getStorageElementType().getIntOrFloatBitWidth() <
-        128)
+    // vLLM's V pool is staged transposed: K's rows must be contiguous.
+    int64_t codeBits = kv.getStorageElementType().getIntOrFloatBitWidth();
+    int64_t width =
+        kvgpu::transposedVChunk(kv)
+            ? kv::getDimVectorWidth(
+                  kv, kv::PoolRole::K,
+                  cast<MemRefType>(view.getPools()[0].getType()),
+                  128 / codeBits)
+            : view.getVectorWidth();
+    if (width * codeBits < 128)
       return std::string("the head dim of the pool layout is not contiguous "
                          "in 16-byte chunks (the prefill kernel copies K/V "
                          "rows with 16-byte cp.async)");
+    if (std::optional<std::string> why = whyNoTransposedV(view, "prefill"))
+      return why;
     if (kv.getQuant() == kv::Quant::int8_group && !int8ScaleChunkElements(view))
       return "int8 scale rows of " +
              std::to_string(kv.getHeadDim() / kv.getQuantGroup()) + " / " +

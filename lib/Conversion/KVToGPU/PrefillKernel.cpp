@@ -31,6 +31,7 @@
 #include "kvir/Codegen/WarpOps.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 #include "kvir/Dialect/KV/Utils/Quantization.h"
+#include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
 #include "kvir/Dialect/KV/Utils/Visibility.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -82,24 +83,35 @@ Buffers buildLayout(const PrefillKernelSpec &s, SharedMemoryLayout &layout) {
     buf.qPe = layout.add("q_pe_tile", {c.getQTile(), s.peDim},
                          s.qType.getElementType());
   // Quantized KV: codes (and scales) stream through the stage ring; each
-  // tile is converted into one K and one V tile of values.
-  int64_t valueStages = s.quantizedKV() ? 1 : c.getStages();
+  // tile is converted into one K and one V tile of values. So is a
+  // transposed V ring (vLLM's V pool) into one V tile.
+  int64_t kStages = s.quantizedKV() ? 1 : c.getStages();
+  int64_t vStages = s.convertsV() ? 1 : c.getStages();
   buf.k = layout.add(s.isMla() ? "ckv_tiles" : "k_tiles",
-                     {valueStages, c.getKvTile(), s.headDim},
+                     {kStages, c.getKvTile(), s.headDim},
                      s.kvElementType);
   if (s.isMla())
     buf.kpe = layout.add("kpe_tiles", {c.getStages(), c.getKvTile(), s.peDim},
                          s.kvElementType);
   else
-    buf.v = layout.add("v_tiles", {valueStages, c.getKvTile(), s.headDimV},
+    buf.v = layout.add("v_tiles", {vStages, c.getKvTile(), s.headDimV},
                        s.kvElementType);
-  if (s.quantizedKV()) {
-    Type code = s.paged.getStorageElementType();
-    buf.kCodes = layout.add("k_codes", {c.getStages(), c.getKvTile(), s.headDim},
-                            code);
+  if (s.quantizedKV())
+    buf.kCodes =
+        layout.add("k_codes", {c.getStages(), c.getKvTile(), s.headDim},
+                   s.paged.getStorageElementType());
+  if (s.transposedVChunk)
+    buf.vCodes = layout.add(
+        "v_transposed",
+        {c.getStages(), s.headDimV,
+         c.getKvTile() + kvgpu::transposedVPad(s.paged, c.getKvTile())},
+        s.paged.getStorageElementType());
+  else if (s.quantizedKV())
     buf.vCodes = layout.add("v_codes",
-                            {c.getStages(), c.getKvTile(), s.headDimV}, code);
-    if (s.int8Groups()) {
+                            {c.getStages(), c.getKvTile(), s.headDimV},
+                            s.paged.getStorageElementType());
+  if (s.int8Groups()) {
+    {
       int64_t g = s.paged.getQuantGroup();
       buf.kScales = layout.add("k_scales",
                                {c.getStages(), c.getKvTile(), s.headDim / g},
@@ -308,6 +320,51 @@ void convertTile(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
   }
 }
 
+/// vLLM's V pool: writes stage `stage` of the transposed ring `from`
+/// ([stages, dims, tokens]) into stage 0 of the value tile `to` ([tokens,
+/// dims], swizzled), fp8 codes converted as convertTile does. A thread
+/// takes one chunk of one dim (consecutive threads: consecutive dims, so
+/// that the ring's padded rows spread over the banks and the tile's row
+/// takes consecutive columns).
+void transposeTile(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
+                   const SharedTile &from, Value stage, const SharedTile &to,
+                   Value thread, int64_t threads) {
+  IRBuilder ir{b};
+  Type code = s.paged.getStorageElementType(), f32 = b.getF32Type();
+  int64_t chunk = s.transposedVChunk, dims = s.headDimV;
+  int64_t total = dims * (s.config.getKvTile() / chunk);
+  auto convert = [&](ImplicitLocOpBuilder &jb, Value i) {
+    IRBuilder j{jb};
+    Value dim = j.remU(i, j.idx(dims));
+    Value first = j.mul(j.divU(i, j.idx(dims)), j.idx(chunk));
+    auto load = vector::LoadOp::create(
+        jb, VectorType::get({chunk}, code), from.memref,
+        from.elementIndices(jb, stage, dim, first));
+    load.setAlignment(from.chunkBytes);
+    Value values = load;
+    if (s.paged.isFp8()) {
+      values = kv::fp8ToScaledF16(jb, values);
+      if (!s.kvElementType.isF16())
+        values = arith::TruncFOp::create(
+            jb, VectorType::get({chunk}, s.kvElementType),
+            arith::ExtFOp::create(jb, VectorType::get({chunk}, f32), values));
+    }
+    for (int64_t t = 0; t < chunk; ++t)
+      memref::StoreOp::create(
+          jb, vector::ExtractOp::create(jb, values, t), to.memref,
+          to.elementIndices(jb, j.idx(0), j.add(first, j.idx(t)), dim));
+  };
+  for (int64_t k = 0; k * threads < total; ++k) {
+    Value i = ir.add(thread, ir.idx(k * threads));
+    if ((k + 1) * threads <= total) {
+      convert(b, i);
+      continue;
+    }
+    emitIf(b, ir.lt(i, ir.idx(total)),
+           [&](ImplicitLocOpBuilder &jb) { convert(jb, i); });
+  }
+}
+
 } // namespace
 
 std::optional<std::string>
@@ -445,12 +502,23 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
           s.scaleChunk * s.kvElementType.getIntOrFloatBitWidth() / 8;
       kQuant = QuantizedTile{ring(buf.kCodes, s.headDim, 16), std::nullopt,
                              kTiles};
-      vQuant = QuantizedTile{ring(buf.vCodes, s.headDimV, 16), std::nullopt,
-                             vTiles};
+      if (!s.transposedVChunk)
+        vQuant = QuantizedTile{ring(buf.vCodes, s.headDimV, 16), std::nullopt,
+                               vTiles};
       if (s.int8Groups()) {
         kQuant->scales = ring(buf.kScales, s.headDim / g, scaleBytes);
         vQuant->scales = ring(buf.vScales, s.headDimV / g, scaleBytes);
       }
+    }
+    // vLLM's V pool: [stages, dims, tokens (+ pad)] by chunks of slots,
+    // converted per tile into vTiles (one stage).
+    std::optional<SharedTile> vTransposed;
+    if (int64_t chunk = s.transposedVChunk) {
+      Type code = s.paged.getStorageElementType();
+      vTransposed = SharedTile{
+          kf.getShared(*buf.vCodes), s.headDimV,
+          kvTile + kvgpu::transposedVPad(s.paged, kvTile), /*swizzled=*/false,
+          chunk * code.getIntOrFloatBitWidth() / 8};
     }
     PagedTileLoader loader =
         s.paged ? PagedTileLoader(a.paged, w.request, w.base, kvHead, kvTile,
@@ -481,21 +549,25 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
         Value stage = j.remU(index, j.idx(2));
         // MLA's K tile is ckv (the K pool) and kpe (the V pool).
         SmallVector<TileCopy> copies;
-        if (kQuant) {
-          bool isK = role == kv::PoolRole::K;
-          const QuantizedTile &t = isK ? *kQuant : *vQuant;
-          int64_t width = isK ? s.headDim : s.headDimV;
-          copies.push_back({role, t.codes, width});
-          if (t.scales)
-            copies.push_back({isK ? kv::PoolRole::KScale : kv::PoolRole::VScale,
-                              *t.scales, width / s.paged.getQuantGroup()});
+        bool isK = role == kv::PoolRole::K;
+        if (!isK && vTransposed) {
+          loader.copyTileTransposedAsync(jb, role, *vTransposed, stage, t0,
+                                         count, s.headDimV, thread, threads);
+          return;
         }
-        if (role == kv::PoolRole::K && !kQuant)
-          copies.push_back({kv::PoolRole::K, kTiles, s.headDim});
-        if (role == kv::PoolRole::K && s.isMla())
+        const std::optional<QuantizedTile> &quant = isK ? kQuant : vQuant;
+        if (quant) {
+          int64_t width = isK ? s.headDim : s.headDimV;
+          copies.push_back({role, quant->codes, width});
+          if (quant->scales)
+            copies.push_back({isK ? kv::PoolRole::KScale : kv::PoolRole::VScale,
+                              *quant->scales, width / s.paged.getQuantGroup()});
+        } else {
+          copies.push_back({role, isK ? kTiles : vTiles,
+                            isK ? s.headDim : s.headDimV});
+        }
+        if (isK && s.isMla())
           copies.push_back({kv::PoolRole::V, *kpeTiles, s.peDim});
-        if (role == kv::PoolRole::V && !kQuant)
-          copies.push_back({kv::PoolRole::V, vTiles, s.headDimV});
         loader.copyTileAsync(jb, copies, stage, t0, count, thread, threads);
       });
     };
@@ -577,15 +649,15 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
 
           // Quantized: everyone is done with the value tiles of tile
           // i - 1 (the barrier above); this tile's K codes become them.
-          Value valueStage = stage;
+          Value kStage = stage;
           if (kQuant) {
             convertTile(lb, s, *kQuant, stage, thread, threads);
             gpu::BarrierOp::create(lb);
-            valueStage = j.idx(0);
+            kStage = j.idx(0);
           }
           Value t0 = kvTileRange(lb, s, w, i).first;
           SmallVector<Value> scores =
-              tile.scores(qFrags, qTile, kTiles, valueStage);
+              tile.scores(qFrags, qTile, kTiles, kStage);
           if (s.isMla())
             scores = tile.scores({}, *qPeTile, *kpeTiles, stage, scores);
           SmallVector<Value> logits =
@@ -611,11 +683,18 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
             issue(lb, next, kv::PoolRole::V);
             commitAsyncCopies(lb);
           }
-          if (vQuant) {
+          Value vStage = stage;
+          if (vTransposed) {
+            transposeTile(lb, s, *vTransposed, stage, vTiles, thread,
+                          threads);
+            gpu::BarrierOp::create(lb);
+            vStage = j.idx(0);
+          } else if (vQuant) {
             convertTile(lb, s, *vQuant, stage, thread, threads);
             gpu::BarrierOp::create(lb);
+            vStage = j.idx(0);
           }
-          state = tile.accumulate(stepped, p, vTiles, valueStage);
+          state = tile.accumulate(stepped, p, vTiles, vStage);
           scf::YieldOp::create(lb, state.flatten());
         });
     waitAsyncCopies(b, 0);

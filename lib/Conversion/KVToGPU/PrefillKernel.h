@@ -62,6 +62,9 @@ struct PrefillKernelSpec {
   /// int8 groups: scales per cp.async chunk of a scale row
   /// (int8ScaleChunkElements).
   int64_t scaleChunk = 0;
+  /// vLLM's V pool (its dims strided): slots per chunk of the transposed V
+  /// ring (kvgpu::transposedVChunk), 0 otherwise.
+  int64_t transposedVChunk = 0;
 
   int64_t group() const { return qHeads / kvHeads; }
   /// Quantized paged KV: codes staged by cp.async, converted per tile into
@@ -70,6 +73,9 @@ struct PrefillKernelSpec {
   bool int8Groups() const {
     return paged && paged.getQuant() == kv::Quant::int8_group;
   }
+  /// Whether V arrives in a ring of its own (codes, or transposed rows) and
+  /// is converted per tile into one V tile the mma reads.
+  bool convertsV() const { return quantizedKV() || transposedVChunk; }
   bool isRagged() const { return !paged; }
   bool isMla() const { return peDim > 0; }
   bool oneRowPerRequest() const { return !qoIndptrType; }

@@ -188,6 +188,11 @@ Work prefill::emitBlockWork(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
         Value hi = kv::emitVisibleKeyRange(ib, lastPos, kvLen, s.causal,
                                            s.windowLeft)
                        .second;
+        // vLLM's V pool is copied in chunks of slots: the range starts on
+        // one (keys before `lo` are hidden from every row by its window,
+        // the only reason `lo` is past 0, and are masked).
+        if (int64_t chunk = s.transposedVChunk)
+          lo = j.sub(lo, j.remU(lo, j.idx(chunk)));
         hi = j.maxS(lo, hi);
         Value start = lo, end = hi;
         if (piece) {

@@ -219,12 +219,27 @@ func.func @prefill_config_too_big(%q: memref<?x8x256xf16>, %qo: memref<?xi32>, %
 
 // -----
 
-// vLLM's V pool [blocks, heads, head_dim, block]: the head dim is strided.
-!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = vllm, storage = split, table = block_table>
+// vLLM's V pool [blocks, heads, head_dim, block] at page size 1: the
+// prefill kernel's transposed V staging needs chunks of at least 4 bytes.
+!c = !kv.paged<page_size = 1, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = vllm, storage = split, table = block_table>
 !s = !kv.state<?x4x64xf16, base = 2>
-func.func @prefill_vllm(%q: memref<?x4x64xf16>, %qo: memref<?xi32>, %k: memref<?x2x8x16x8xf16>, %v: memref<?x2x64x16xf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %o: memref<?x4x64xf16>, %l: memref<?x4xf32>) {
-  %kv = kv.paged_view pools(%k, %v : memref<?x2x8x16x8xf16>, memref<?x2x64x16xf16>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !c
-  // expected-error @below {{has no GPU kernel: the head dim of the pool layout is not contiguous in 16-byte chunks (the prefill kernel copies K/V rows with 16-byte cp.async)}}
+func.func @prefill_vllm_page_of_one_slot(%q: memref<?x4x64xf16>, %qo: memref<?xi32>, %k: memref<?x2x8x1x8xf16>, %v: memref<?x2x64x1xf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %o: memref<?x4x64xf16>, %l: memref<?x4xf32>) {
+  %kv = kv.paged_view pools(%k, %v : memref<?x2x8x1x8xf16>, memref<?x2x64x1xf16>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{has no GPU kernel: a V pool whose slots are its innermost axis (vLLM's layout) at page size 1: the prefill kernel stages V transposed in chunks of at least 4 bytes of consecutive slots within a page}}
+  %s = kv.prefill %q, %qo, %kv : memref<?x4x64xf16>, memref<?xi32>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x4x64xf16>, memref<?x4xf32>
+  return
+}
+
+// -----
+
+// int8 groups with a V map whose innermost index is the slot (vLLM's V
+// layout as affine maps; the vllm preset refuses int8 in the dialect).
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = affine, storage = split, table = block_table, quant = int8_group, quant_group = 8, k_map = (d0, d1, d2, d3, d4) -> (d0, d3, d2, d4), v_map = (d0, d1, d2, d3, d4) -> (d0, d3, d4, d2)>
+!s = !kv.state<?x4x64xf16, base = 2>
+func.func @prefill_transposed_v_int8(%q: memref<?x4x64xf16>, %qo: memref<?xi32>, %k: memref<?x2x16x64xi8>, %v: memref<?x2x64x16xi8>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %ks: memref<?x2x16x8xf16>, %vs: memref<?x2x8x16xf16>, %o: memref<?x4x64xf16>, %l: memref<?x4xf32>) {
+  %kv = kv.paged_view pools(%k, %v : memref<?x2x16x64xi8>, memref<?x2x64x16xi8>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) scales(%ks, %vs : memref<?x2x16x8xf16>, memref<?x2x8x16xf16>) : !c
+  // expected-error @below {{has no GPU kernel: int8 groups with a V pool whose slots are its innermost axis (vLLM's layout) have no prefill kernel}}
   %s = kv.prefill %q, %qo, %kv : memref<?x4x64xf16>, memref<?xi32>, !c -> !s
   kv.store_state %s, %o, %l : !s, memref<?x4x64xf16>, memref<?x4xf32>
   return

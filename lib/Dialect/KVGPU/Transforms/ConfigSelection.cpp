@@ -25,7 +25,7 @@ bool kvgpu::decodeDecodesTilesInShared(kv::PagedType kv, int64_t group) {
   return kv.isQuantized() && group > 1;
 }
 
-int64_t kvgpu::decodeTransposedVChunk(kv::PagedType kv) {
+int64_t kvgpu::transposedVChunk(kv::PagedType kv) {
   // The V map's innermost index is the slot (vLLM's V pool, preset or
   // specialized to affine maps).
   if (kv.isMla())
@@ -41,8 +41,8 @@ int64_t kvgpu::decodeTransposedVChunk(kv::PagedType kv) {
   return std::min(tokens, page & -page);
 }
 
-int64_t kvgpu::decodeTransposedVPad(kv::PagedType kv, int64_t tileTokens) {
-  if (!decodeTransposedVChunk(kv))
+int64_t kvgpu::transposedVPad(kv::PagedType kv, int64_t tileTokens) {
+  if (!transposedVChunk(kv))
     return 0;
   // Rows of an even number of 16-byte chunks would put the chunks a warp
   // phase reads (one per dim) into the same banks two by two: one more
@@ -71,7 +71,7 @@ kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
   int64_t vec = view.getVectorWidth();
   // vLLM's V pool is staged transposed (its dims are strided): the vectors
   // are K's.
-  int64_t transposedChunk = decodeTransposedVChunk(kv);
+  int64_t transposedChunk = transposedVChunk(kv);
   if (transposedChunk)
     vec = kv::getDimVectorWidth(
         kv, kv::PoolRole::K, cast<MemRefType>(view.getPools()[0].getType()),
@@ -102,9 +102,9 @@ kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
   if (transposedChunk)
     decodedRowBytes += threadsX * vec *
                        kv.getStorageElementType().getIntOrFloatBitWidth() / 8;
-  // A transposed V stage's rows may be padded (decodeTransposedVPad).
+  // A transposed V stage's rows may be padded (transposedVPad).
   auto stagePadBytes = [&](int64_t t) {
-    return threadsX * vec * decodeTransposedVPad(kv, t) *
+    return threadsX * vec * transposedVPad(kv, t) *
            kv.getStorageElementType().getIntOrFloatBitWidth() / 8;
   };
   auto ringOf = [&](int64_t t, int64_t stages) {
@@ -173,6 +173,8 @@ struct TileShape {
   bool hasMask;
   /// Quantized KV: its codes' bits (0: none) and an int8 group's dims.
   int64_t codeBits = 0, quantGroup = 0;
+  /// The paged type when V is staged transposed (vLLM's V pool), or null.
+  kv::PagedType transposedV;
 };
 } // namespace
 
@@ -190,7 +192,8 @@ static TileShape tileShape(kv::PrefillOp op) {
             paged.isQuantized()
                 ? int64_t(paged.getStorageElementType().getIntOrFloatBitWidth())
                 : 0,
-            paged.getQuantGroup()};
+            paged.getQuantGroup(),
+            transposedVChunk(paged) ? paged : kv::PagedType()};
   auto ragged = cast<kv::RaggedType>(kvType);
   return {ragged.getHeadDim(), ragged.getHeadDimV(), 0, ragged.getDtype(),
           outType, bool(op.getMask())};
@@ -208,17 +211,24 @@ static int64_t sharedBytesBound(PrefillConfigAttr config, const TileShape &t) {
   int64_t qTile = config.getQTile(), kvTile = config.getKvTile();
   int64_t qWidth = t.headDim + t.peDim;
   // Quantized KV: a ring of codes (and int8 scales) and one K and one V
-  // tile of their values in the activation type.
-  int64_t valueStages = t.codeBits ? 1 : config.getStages();
-  int64_t bytes =
-      elementBytes *
-      (qTile * qWidth + valueStages * kvTile * (qWidth + t.headDimV));
-  if (t.codeBits) {
-    int64_t dims = qWidth + t.headDimV;
-    int64_t rowBytes = dims * t.codeBits / 8 +
-                       (t.quantGroup ? dims / t.quantGroup * elementBytes : 0);
-    bytes += config.getStages() * kvTile * rowBytes;
-  }
+  // tile of their values in the activation type; a transposed V ring
+  // (vLLM's V pool) and one V tile likewise.
+  int64_t stages = config.getStages();
+  int64_t kStages = t.codeBits ? 1 : stages;
+  int64_t vStages = t.codeBits || t.transposedV ? 1 : stages;
+  int64_t bytes = elementBytes * (qTile * qWidth + kStages * kvTile * qWidth +
+                                  vStages * kvTile * t.headDimV);
+  int64_t codeBytes = t.codeBits ? t.codeBits / 8 : elementBytes;
+  auto scaleBytes = [&](int64_t dims) {
+    return t.quantGroup ? dims / t.quantGroup * elementBytes : 0;
+  };
+  if (t.codeBits)
+    bytes += stages * kvTile * (qWidth * codeBytes + scaleBytes(qWidth));
+  if (t.transposedV)
+    bytes += stages * t.headDimV *
+             (kvTile + transposedVPad(t.transposedV, kvTile)) * codeBytes;
+  else if (t.codeBits)
+    bytes += stages * kvTile * (t.headDimV * codeBytes + scaleBytes(t.headDimV));
   // 16-bit outputs are staged for 16-byte stores, in the query tile when it
   // has the output's shape and type.
   int64_t outWidth = t.peDim ? t.headDim : t.headDimV;
@@ -298,10 +308,21 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
         /*value_warps=*/int64_t(1));
   };
   FailureOr<PrefillConfigAttr> config = build(qTile);
-  // Smaller query tiles where the chip's shared memory per block is short.
-  while (succeeded(config) && qTile > 16 &&
-         prefillSharedBytesBound(*config, op) > target.maxSharedBytesPerBlock)
+  // Smaller query tiles where the chip's shared memory per block is short;
+  // then 16-key tiles (head dim 256 over vLLM's transposed V ring on
+  // sm_86).
+  auto tooLarge = [&] {
+    return prefillSharedBytesBound(*config, op) > target.maxSharedBytesPerBlock;
+  };
+  while (succeeded(config) && qTile > 16 && tooLarge())
     config = build(qTile /= 2);
+  if (succeeded(config) && kvTile > 16 && tooLarge()) {
+    kvTile = 16;
+    qTile = tall ? 256 : wide ? 64 : 128;
+    config = build(qTile);
+    while (succeeded(config) && qTile > 16 && tooLarge())
+      config = build(qTile /= 2);
+  }
   return config;
 }
 

@@ -3,7 +3,7 @@
 // offset, ragged; causal, window, soft cap, bool and bit-packed masks, f32
 // output; a hand-given two-tiles-per-warp config; a cascade's shared level
 // with its 256-row tile; head dim 512 with value warps; fp8 e4m3 and int8
-// groups): every kernel kv-to-ptx generates for them goes to
+// groups; vLLM f16 / fp8): every kernel kv-to-ptx generates for them goes to
 // ptxas.
 func.func @nhd_csr_p16_d128_g4_f16_causal(%q: memref<?x32x128xf16>, %qo: memref<?xi32>, %p0: memref<?x2x16x8x128xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x32x128xf16>, %l: memref<?x32xf32>) {
   %kv = kv.paged_view pools(%p0 : memref<?x2x16x8x128xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
@@ -74,6 +74,18 @@ func.func @nhd_csr_p16_d128_g4_fp8_e4m3_causal(%q: memref<?x8x128xf16>, %qo: mem
 func.func @hnd_bt_p16_d128_g2_int8_g8_bf16_window(%q: memref<?x4x128xbf16>, %qo: memref<?xi32>, %p0: memref<?x2x16x128xi8>, %p1: memref<?x2x16x128xi8>, %t0: memref<?x?xi32>, %t1: memref<?xi32>, %s0: memref<?x2x16x16xbf16>, %s1: memref<?x2x16x16xbf16>, %o: memref<?x4x128xbf16>, %l: memref<?x4xf32>) {
   %kv = kv.paged_view pools(%p0, %p1 : memref<?x2x16x128xi8>, memref<?x2x16x128xi8>) tables(%t0, %t1 : memref<?x?xi32>, memref<?xi32>) scales(%s0, %s1 : memref<?x2x16x16xbf16>, memref<?x2x16x16xbf16>) : !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = hnd, storage = split, table = block_table, quant = int8_group, quant_group = 8>
   %s = kv.prefill %q, %qo, %kv {window_left = 256 : i64} : memref<?x4x128xbf16>, memref<?xi32>, !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = hnd, storage = split, table = block_table, quant = int8_group, quant_group = 8> -> !kv.state<?x4x128xbf16, base = e>
+  kv.store_state %s, %o, %l : !kv.state<?x4x128xbf16, base = e>, memref<?x4x128xbf16>, memref<?x4xf32>
+  return
+}
+func.func @vllm_bt_p16_d128_g4_f16_causal(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %k: memref<?x2x16x16x8xf16>, %v: memref<?x2x128x16xf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%k, %v : memref<?x2x16x16x8xf16>, memref<?x2x128x16xf16>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = vllm, storage = split, table = block_table>
+  %s = kv.prefill %q, %qo, %kv {causal} : memref<?x8x128xf16>, memref<?xi32>, !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = vllm, storage = split, table = block_table> -> !kv.state<?x8x128xf16, base = 2>
+  kv.store_state %s, %o, %l : !kv.state<?x8x128xf16, base = 2>, memref<?x8x128xf16>, memref<?x8xf32>
+  return
+}
+func.func @vllm_bt_p16_d128_g2_fp8_e5m2_bf16(%q: memref<?x4x128xbf16>, %qo: memref<?xi32>, %k: memref<?x2x8x16x16xf8E5M2>, %v: memref<?x2x128x16xf8E5M2>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %ks: f32, %vs: f32, %o: memref<?x4x128xbf16>, %l: memref<?x4xf32>) {
+  %kv = kv.paged_view pools(%k, %v : memref<?x2x8x16x16xf8E5M2>, memref<?x2x128x16xf8E5M2>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) fp8_scales(%ks, %vs) : !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = vllm, storage = split, table = block_table, quant = fp8_e5m2>
+  %s = kv.prefill %q, %qo, %kv {window_left = 300 : i64} : memref<?x4x128xbf16>, memref<?xi32>, !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = vllm, storage = split, table = block_table, quant = fp8_e5m2> -> !kv.state<?x4x128xbf16, base = e>
   kv.store_state %s, %o, %l : !kv.state<?x4x128xbf16, base = e>, memref<?x4x128xbf16>, memref<?x4xf32>
   return
 }

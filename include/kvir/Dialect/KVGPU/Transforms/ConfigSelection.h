@@ -40,15 +40,15 @@ bool decodeNeedsTensorCores(kv::DecodeOp op, const target::TargetInfo &target);
 /// must hold.
 bool decodeDecodesTilesInShared(kv::PagedType kv, int64_t group);
 
-/// Tokens per cp.async chunk of the decode kernel's transposed V staging, for
-/// a V pool whose innermost index is the slot (vLLM's layout: its dims are
+/// Tokens per cp.async chunk of a kernel's transposed V staging (decode and
+/// prefill kernels), for a V pool whose innermost index is the slot (vLLM's layout: its dims are
 /// strided): up to 16 bytes of one dim, within a page; 0 when V rows are
 /// copied as rows.
-int64_t decodeTransposedVChunk(kv::PagedType kv);
+int64_t transposedVChunk(kv::PagedType kv);
 
-/// Elements past `tileTokens` in each row of the transposed V tiles (0 when
+/// Elements past `tileTokens` in each row of a transposed V ring (0 when
 /// not transposed, or when a row is an odd number of 16-byte chunks).
-int64_t decodeTransposedVPad(kv::PagedType kv, int64_t tileTokens);
+int64_t transposedVPad(kv::PagedType kv, int64_t tileTokens);
 
 /// The columns of the decode kernel's int8 scale tiles (one scale per
 /// `quant_group` dims of a head-dim row padded to `paddedDims`; 0 unless
