@@ -130,18 +130,14 @@ int main(int argc, char **argv) {
         only.push_back(c.str());
     } else if (a == "--kv") {
       kvName = next();
-      if (kvName == "fp8_e4m3")
-        quant = Quant::FP8E4M3;
-      else if (kvName == "fp8_e5m2")
-        quant = Quant::FP8E5M2;
-      else if (kvName == "int8_g8" || kvName == "int8_g16") {
-        quant = Quant::Int8Group;
-        quantGroup = kvName == "int8_g8" ? 8 : 16;
-      } else if (kvName != "f16") {
+      std::optional<CacheQuant> parsed = parseCacheQuant(kvName);
+      if (!parsed) {
         std::fprintf(stderr, "--kv takes f16, fp8_e4m3, fp8_e5m2, int8_g8 or "
                              "int8_g16\n");
         return 2;
       }
+      quant = parsed->quant;
+      quantGroup = parsed->group;
     } else if (a == "--no-ptxas")
       usePtxas = false;
     else {

@@ -84,6 +84,21 @@ Value IRBuilder::nvvmUnary(StringRef intrinsic, Value x) {
   return vector::ShapeCastOp::create(b, type, r);
 }
 
+void kvir::codegen::emitStrided(
+    ImplicitLocOpBuilder &b, Value thread, int64_t numThreads, int64_t total,
+    function_ref<void(ImplicitLocOpBuilder &, Value)> body) {
+  IRBuilder ir{b};
+  for (int64_t k = 0; k * numThreads < total; ++k) {
+    Value item = ir.add(thread, ir.idx(k * numThreads));
+    if ((k + 1) * numThreads <= total) {
+      body(b, item);
+      continue;
+    }
+    emitIf(b, ir.lt(item, ir.idx(total)),
+           [&](ImplicitLocOpBuilder &jb) { body(jb, item); });
+  }
+}
+
 void kvir::codegen::emitIf(ImplicitLocOpBuilder &b, Value cond,
                            function_ref<void(ImplicitLocOpBuilder &)> body) {
   scf::IfOp::create(b, cond, [&](OpBuilder &nb, Location l) {

@@ -275,7 +275,6 @@ void codegen::copyRowsAsync(
     ImplicitLocOpBuilder &b, const SharedTile &tile, Value stage, int64_t width,
     Value thread, int64_t numThreads, const RowSource &source,
     function_ref<Value(ImplicitLocOpBuilder &, Value)> valid) {
-  IRBuilder ir{b};
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
   int64_t ce = tile.chunkElements();
   int64_t chunks = width / ce;
@@ -292,21 +291,7 @@ void codegen::copyRowsAsync(
         indices, jb.getIndexAttr(ce), srcElements,
         /*bypassL1=*/tile.chunkBytes == 16 ? jb.getUnitAttr() : UnitAttr());
   };
-  // Unrolled: every thread issues its chunks k * numThreads + thread; only
-  // a last, partial round is guarded.
-  for (int64_t k = 0; k * numThreads < total; ++k) {
-    Value i = ir.add(thread, ir.idx(k * numThreads));
-    if ((k + 1) * numThreads <= total) {
-      emit(b, i);
-      continue;
-    }
-    scf::IfOp::create(b, ir.lt(i, ir.idx(total)),
-                      [&](OpBuilder &nb, Location loc) {
-                        ImplicitLocOpBuilder jb(loc, nb);
-                        emit(jb, i);
-                        scf::YieldOp::create(jb);
-                      });
-  }
+  emitStrided(b, thread, numThreads, total, emit);
 }
 
 void PagedTileLoader::copyTileTransposedAsync(
@@ -338,19 +323,7 @@ void PagedTileLoader::copyTileTransposedAsync(
         from, indices, jb.getIndexAttr(ce), valid,
         /*bypassL1=*/tile.chunkBytes == 16 ? jb.getUnitAttr() : UnitAttr());
   };
-  for (int64_t k = 0; k * numThreads < total; ++k) {
-    Value i = ir.add(thread, ir.idx(k * numThreads));
-    if ((k + 1) * numThreads <= total) {
-      emit(b, i);
-      continue;
-    }
-    scf::IfOp::create(b, ir.lt(i, ir.idx(total)),
-                      [&](OpBuilder &nb, Location loc) {
-                        ImplicitLocOpBuilder jb(loc, nb);
-                        emit(jb, i);
-                        scf::YieldOp::create(jb);
-                      });
-  }
+  emitStrided(b, thread, numThreads, total, emit);
 }
 
 void PagedTileLoader::copyTileAsync(ImplicitLocOpBuilder &b,

@@ -79,6 +79,15 @@ struct IRBuilder {
 void emitIf(mlir::ImplicitLocOpBuilder &b, mlir::Value cond,
             llvm::function_ref<void(mlir::ImplicitLocOpBuilder &)> body);
 
+/// Spreads items [0, total) over a block's `numThreads` threads (`thread`
+/// is this one): `body` for item k * numThreads + thread of every round k,
+/// unrolled; only a last, partial round is guarded.
+void emitStrided(
+    mlir::ImplicitLocOpBuilder &b, mlir::Value thread, int64_t numThreads,
+    int64_t total,
+    llvm::function_ref<void(mlir::ImplicitLocOpBuilder &, mlir::Value item)>
+        body);
+
 } // namespace kvir::codegen
 
 #endif // KVIR_CODEGEN_IRBUILDER_H

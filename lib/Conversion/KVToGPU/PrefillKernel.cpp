@@ -266,7 +266,6 @@ struct QuantizedTile {
 void convertTile(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                  const QuantizedTile &t, Value stage, Value thread,
                  int64_t threads) {
-  IRBuilder ir{b};
   constexpr int64_t kStep = 8;
   Type code = s.paged.getStorageElementType(), f32 = b.getF32Type();
   auto vectorOf = [](Type elt) { return VectorType::get({kStep}, elt); };
@@ -309,15 +308,7 @@ void convertTile(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                             t.values.elementIndices(jb, j.idx(0), row, col))
         .setAlignment(16);
   };
-  for (int64_t k = 0; k * threads < total; ++k) {
-    Value i = ir.add(thread, ir.idx(k * threads));
-    if ((k + 1) * threads <= total) {
-      convert(b, i);
-      continue;
-    }
-    emitIf(b, ir.lt(i, ir.idx(total)),
-           [&](ImplicitLocOpBuilder &jb) { convert(jb, i); });
-  }
+  emitStrided(b, thread, threads, total, convert);
 }
 
 /// vLLM's V pool: writes stage `stage` of the transposed ring `from`
@@ -329,7 +320,6 @@ void convertTile(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
 void transposeTile(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                    const SharedTile &from, Value stage, const SharedTile &to,
                    Value thread, int64_t threads) {
-  IRBuilder ir{b};
   Type code = s.paged.getStorageElementType(), f32 = b.getF32Type();
   int64_t chunk = s.transposedVChunk, dims = s.headDimV;
   int64_t total = dims * (s.config.getKvTile() / chunk);
@@ -354,15 +344,7 @@ void transposeTile(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
           jb, vector::ExtractOp::create(jb, values, t), to.memref,
           to.elementIndices(jb, j.idx(0), j.add(first, j.idx(t)), dim));
   };
-  for (int64_t k = 0; k * threads < total; ++k) {
-    Value i = ir.add(thread, ir.idx(k * threads));
-    if ((k + 1) * threads <= total) {
-      convert(b, i);
-      continue;
-    }
-    emitIf(b, ir.lt(i, ir.idx(total)),
-           [&](ImplicitLocOpBuilder &jb) { convert(jb, i); });
-  }
+  emitStrided(b, thread, threads, total, convert);
 }
 
 } // namespace

@@ -908,6 +908,20 @@ void kvir::test::storeState(const ref::State &state, StateBuffers &buffers,
     }
 }
 
+std::optional<CacheQuant> kvir::test::parseCacheQuant(const std::string &name) {
+  if (name == "f16")
+    return CacheQuant{};
+  if (name == "fp8_e4m3")
+    return CacheQuant{Quant::FP8E4M3, 0};
+  if (name == "fp8_e5m2")
+    return CacheQuant{Quant::FP8E5M2, 0};
+  if (name == "int8_g8")
+    return CacheQuant{Quant::Int8Group, 8};
+  if (name == "int8_g16")
+    return CacheQuant{Quant::Int8Group, 16};
+  return std::nullopt;
+}
+
 std::string kvir::test::describe(const CacheSpec &spec) {
   std::ostringstream os;
   os << pagedTypeText(spec);

@@ -221,6 +221,15 @@ void storeState(const ref::State &state, StateBuffers &buffers,
 /// A short description of a spec, for failure messages.
 std::string describe(const CacheSpec &spec);
 
+/// A cache's storage by name, as the benches' --kv option takes it: "f16"
+/// (no quantization), "fp8_e4m3", "fp8_e5m2", "int8_g8" or "int8_g16"
+/// (int8 groups of 8 / 16); nullopt for anything else.
+struct CacheQuant {
+  Quant quant = Quant::None;
+  int64_t group = 0;
+};
+std::optional<CacheQuant> parseCacheQuant(const std::string &name);
+
 } // namespace kvir::test
 
 #endif // KVIR_TEST_UNIT_HARNESS_HARNESS_H
