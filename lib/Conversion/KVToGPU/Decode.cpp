@@ -548,11 +548,7 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
           jb, VectorType::get({count}, kvType.getDtype()), scales.memref,
           scales.elementIndices(jb, stage, t,
                                 k.divU(dim0, k.idx(quantGroup))));
-      s = arith::ExtFOp::create(jb, VectorType::get({count}, f32), s);
-      SmallVector<int64_t> spread;
-      for (int64_t i = 0; i < vec; ++i)
-        spread.push_back(std::min(i / quantGroup, count - 1));
-      f = k.mul(f, vector::ShuffleOp::create(jb, s, s, spread));
+      f = k.mul(f, kv::spreadGroupScales(jb, s, vec, quantGroup));
     }
     // Lanes past the head dim read columns nobody wrote.
     return paddedLanes ? IRBuilder{jb}.select(activeX, f, zeroVec) : f;

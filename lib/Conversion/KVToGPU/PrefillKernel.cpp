@@ -286,14 +286,10 @@ void convertTile(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
       Value scales = vector::LoadOp::create(
           jb, VectorType::get({count}, s.kvElementType), t.scales->memref,
           t.scales->elementIndices(jb, stage, row, j.divU(col, j.idx(g))));
-      scales = arith::ExtFOp::create(jb, VectorType::get({count}, f32), scales);
-      SmallVector<int64_t> spread;
-      for (int64_t e = 0; e < kStep; ++e)
-        spread.push_back(std::min(e / g, count - 1));
       Value dequantized =
           j.mul(arith::ExtFOp::create(jb, vectorOf(f32),
                                       kv::int8ToF16(jb, codes)),
-                vector::ShuffleOp::create(jb, scales, scales, spread));
+                kv::spreadGroupScales(jb, scales, kStep, g));
       values =
           arith::TruncFOp::create(jb, vectorOf(s.kvElementType), dequantized);
     } else {

@@ -241,6 +241,17 @@ Value kv::absF32(ImplicitLocOpBuilder &b, Value value) {
       arith::AndIOp::create(b, bits, i32Const(b, 0x7fffffff)));
 }
 
+Value kv::spreadGroupScales(ImplicitLocOpBuilder &b, Value scales,
+                            int64_t width, int64_t group) {
+  int64_t count = cast<VectorType>(scales.getType()).getNumElements();
+  Value f32 = arith::ExtFOp::create(
+      b, VectorType::get({count}, b.getF32Type()), scales);
+  SmallVector<int64_t> spread;
+  for (int64_t i = 0; i < width; ++i)
+    spread.push_back(std::min(i / group, count - 1));
+  return vector::ShuffleOp::create(b, f32, f32, spread);
+}
+
 Value kv::int8GroupScale(ImplicitLocOpBuilder &b, Value absMax) {
   return arith::MaximumFOp::create(
       b, arith::DivFOp::create(b, absMax, floatConst(b, 127.0)),

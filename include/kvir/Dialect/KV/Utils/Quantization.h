@@ -32,6 +32,12 @@ mlir::Value fp8ToScaledF16(mlir::ImplicitLocOpBuilder &b, mlir::Value value);
 /// (|code| <= 128), built with integer ops four codes per 32-bit word and
 /// one f16 subtraction per pair: kernels apply the group scales after.
 mlir::Value int8ToF16(mlir::ImplicitLocOpBuilder &b, mlir::Value value);
+/// int8 groups: the f32 scale of each of `width` consecutive dims starting
+/// on a group or within one, from `scales` (a vector of the group scales
+/// those dims span, in the activation type).
+mlir::Value spreadGroupScales(mlir::ImplicitLocOpBuilder &b,
+                              mlir::Value scales, int64_t width,
+                              int64_t group);
 /// 256 for e4m3fn (whose bias 7 reads as f16's 15), 1 for e5m2.
 double fp8HalfScale(mlir::Type fp8Type);
 /// Encodes an f32 as fp8 of `type`, rounding to nearest even and saturating
