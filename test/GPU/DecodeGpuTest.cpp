@@ -551,6 +551,23 @@ std::vector<GpuDecodeCase> decodeCases() {
         8, DType::F16, "sm_89", 1053);
     add(c, 4, 50, 10);
   }
+  // f32 KV: 4-element vectors (16 bytes), an f32 stage ring.
+  {
+    GpuDecodeCase c = makeCase("F32NhdCombinedCsrP16D128G4ToF32",
+                               makeSpec(16, 2, 128, DType::F32), 8,
+                               DType::F32, "sm_80", 1070);
+    add(c, 5, 70, 20);
+  }
+  {
+    GpuDecodeCase c = makeCase("F32HndSplitBlockTableP8D64G1WindowCapToF16",
+                               makeSpec(8, 4, 64, DType::F32, Layout::HND,
+                                        Storage::Split, Table::BlockTable),
+                               4, DType::F16, "sm_90a", 1071);
+    c.params.windowLeft = 150;
+    c.params.softCap = 20.0;
+    c.params.base = Base::Two;
+    add(c, 4, 60, 14);
+  }
   // vLLM's cache: K [blocks, H, D / x, block, x] by 16-byte rows of x; V
   // [blocks, H, D, block] (dims strided) staged transposed: 16-byte chunks
   // of consecutive slots of one dim by cp.async into [dim][token] tiles,

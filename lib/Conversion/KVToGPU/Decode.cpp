@@ -349,11 +349,16 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
   Value qScaleVec = ir.splat(ir.f32(qScale * codeScale), vec);
   if (fp8)
     qScaleVec = ir.mul(qScaleVec, ir.splat(kv.kScale, vec));
+  // f16 / bf16 extended; f32 KV (and q) as they are.
+  auto toVecF32 = [&](ImplicitLocOpBuilder &jb, Value v) -> Value {
+    if (getElementTypeOrSelf(v.getType()).isF32())
+      return v;
+    return arith::ExtFOp::create(jb, vecF32, v);
+  };
   Value qVec = ir.mul(
-      arith::ExtFOp::create(
-          b, vecF32,
-          vector::LoadOp::create(b, qVecType, qShared, ValueRange{y, dim0})
-              .getResult()),
+      toVecF32(b, vector::LoadOp::create(b, qVecType, qShared,
+                                         ValueRange{y, dim0})
+                      .getResult()),
       qScaleVec);
 
   // The K/V tiles stream through a ring of `stages` buffers: at the top of
@@ -537,7 +542,7 @@ void buildDecodeBody(const KernelFunc &kf, const DecodeKernelSpec &spec) {
     Value raw = v.getResult();
     if ((fp8 || int8) && !kDecoded)
       raw = codesToF16(jb, raw);
-    Value f = arith::ExtFOp::create(jb, vecF32, raw);
+    Value f = toVecF32(jb, raw);
     if (int8) {
       // The row's scales for dims [dim0, dim0 + vec): one per quant_group,
       // spread over the dims they scale.
@@ -893,9 +898,10 @@ gpu_lowering::whyNoDecodeKernel(kv::DecodeOp op,
   if (!whyNotTensorCores.empty())
     return "on tensor cores: " + whyNotTensorCores;
   kv::PagedType kv = view.getType();
-  if (!kv.getDtype().isF16() && !kv.getDtype().isBF16())
+  if (!kv.getDtype().isF16() && !kv.getDtype().isBF16() &&
+      !kv.getDtype().isF32())
     return "KV of type " + typeName(kv.getDtype()) +
-           " has no decode kernel (f16 and bf16 do)";
+           " has no decode kernel (f16, bf16 and f32 do)";
   if (kv.getHeadDim() != kv.getHeadDimV())
     return std::string("head_dim != head_dim_v has no decode kernel");
   if (op.getRopeAttr())

@@ -1,6 +1,6 @@
 // Decodes spanning the tiling space (page sizes 1..128, head_dim 64..256,
 // groups 1..8, f16/bf16, NHD/HND, combined/split, CSR/block table, soft
-// cap, window, fp8 e4m3 / e5m2, int8 groups 8 / 16, vLLM f16 / fp8): every kernel kv-to-ptx generates for
+// cap, window, fp8 e4m3 / e5m2, int8 groups 8 / 16, vLLM f16 / fp8, f32): every kernel kv-to-ptx generates for
 // them goes to ptxas.
 func.func @p1_d64_g1_f16(%q: memref<?x8x64xf16>, %p0: memref<?x2x1x8x64xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
   %kv = kv.paged_view pools(%p0 : memref<?x2x1x8x64xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 1, kv_heads = 8, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
@@ -78,5 +78,11 @@ func.func @p16_d128_g1_vllm_fp8_e4m3(%q: memref<?x2x128xbf16>, %k: memref<?x2x8x
   %kv = kv.paged_view pools(%k, %v : memref<?x2x8x16x16xf8E4M3FN>, memref<?x2x128x16xf8E4M3FN>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) fp8_scales(%ks, %vs) : !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = vllm, storage = split, table = block_table, quant = fp8_e4m3>
   %s = kv.decode %q, %kv : memref<?x2x128xbf16>, !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = vllm, storage = split, table = block_table, quant = fp8_e4m3> -> !kv.state<?x2x128xbf16, base = 2>
   kv.store_state %s, %o, %l : !kv.state<?x2x128xbf16, base = 2>, memref<?x2x128xbf16>, memref<?x2xf32>
+  return
+}
+func.func @p16_d128_g4_f32(%q: memref<?x8x128xf32>, %p0: memref<?x2x16x2x128xf32>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x8x128xf32>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x16x2x128xf32>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f32, layout = nhd, storage = combined, table = csr>
+  %s = kv.decode %q, %kv {window_left = 64 : i64} : memref<?x8x128xf32>, !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f32, layout = nhd, storage = combined, table = csr> -> !kv.state<?x8x128xf32, base = e>
+  kv.store_state %s, %o, %l : !kv.state<?x8x128xf32, base = e>, memref<?x8x128xf32>, memref<?x8xf32>
   return
 }
