@@ -1,0 +1,629 @@
+//===- DecodeKernel.cpp - The batch-decode kernel -------------------------===//
+//
+// One block per (request, KV head, KV partition); threads (x, y, z) =
+// (vector along the head dim, query head of the GQA group, token in
+// flight), as the op's #kvgpu.decode says. Per block, thread 0 reads the
+// request's table entries (kv_len and the table base) and the z == 0
+// threads stage the group's queries, both through shared memory. Per tile,
+// PagedTileLoader stages the page ids (once per page) and copies the K/V
+// rows into shared memory with vector loads, once for the whole GQA group
+// (vLLM's V pool transposed, then written as rows; fp8 / int8 codes as
+// stored, converted in registers or once per tile for a group); every
+// (y, z) then scores its tokens: a vector dot product reduced across x
+// (WarpOps) and AttentionState's online update in base 2 (log2(e) folded
+// into the query scale, ex2.approx, no libdevice). The z-lanes' partial
+// states merge through shared memory. Split-KV: the split kernel takes one
+// work item per block (blockIdx.x), a chunk of a request's visible keys,
+// whose base-2 f32 partial state goes to the item's workspace row.
+//
+//===----------------------------------------------------------------------===//
+#include "DecodeKernel.h"
+#include "Patterns.h"
+
+#include "kvir/Codegen/AttentionState.h"
+#include "kvir/Codegen/IRBuilder.h"
+#include "kvir/Codegen/PagedTileLoader.h"
+#include "kvir/Codegen/SharedTile.h"
+#include "kvir/Codegen/WarpOps.h"
+#include "kvir/Dialect/KV/Utils/PagedAddressing.h"
+#include "kvir/Dialect/KV/Utils/Quantization.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace kvir;
+using namespace kvir::codegen;
+using namespace kvir::gpu_lowering;
+
+namespace {
+
+/// The shared buffers of a decode kernel, in KernelFunc::getShared order.
+enum DecodeShared : unsigned {
+  KTiles,  // [stages, tile, padded] K rows of the tiles in flight
+  VTiles,  // [stages, tile, padded] V rows
+  Query,   // [group, padded] the group's queries, as stored
+  Meta,    // [4] i32: token range start, end, table base of the request,
+           // first visible token (start aligned down: transposed V)
+  PageIds, // [stages, pagesPerTile] i32 table entries of the tiles' pages
+  ZMax,    // [tz * group] f32 partial states of the z-lanes (tz > 1)
+  ZSum,    // [tz * group] f32
+  ZAcc,    // [tz * group, padded] f32
+  // decodesTilesInShared() only, after the above (ZMax ... when tz > 1):
+  // [tile, padded] f16 K and V rows of the current tile, decoded.
+  // int8Groups() only, after those: [stages, tile, scaleColumns()] K and V
+  // scales of the tiles in flight, in the activation type.
+  // transposedVChunk() only, last: [tile, padded] the current tile's V rows
+  // (VTiles is then [stages, padded, tile + pad]: V transposed).
+};
+
+/// The index of the decoded K tile (the V tile follows).
+unsigned decodedTilesIndex(const DecodeKernelSpec &s) {
+  return s.config.getThreadsZ() > 1 ? ZAcc + 1 : PageIds + 1;
+}
+
+/// The index of the K scale tiles (the V scale tiles follow).
+unsigned scaleTilesIndex(const DecodeKernelSpec &s) {
+  return decodedTilesIndex(s) + (s.decodesTilesInShared() ? 2 : 0);
+}
+
+/// The index of the transposed V tile's rows.
+unsigned vRowsIndex(const DecodeKernelSpec &s) {
+  return scaleTilesIndex(s) + (s.int8Groups() ? 2 : 0);
+}
+
+} // namespace
+
+SharedMemoryLayout gpu_lowering::decodeSharedLayout(const DecodeKernelSpec &s) {
+  MLIRContext *ctx = s.kv.getContext();
+  Type f32 = Float32Type::get(ctx), i32 = IntegerType::get(ctx, 32);
+  kvgpu::DecodeConfigAttr c = s.config;
+  int64_t padded = c.getThreadsX() * c.getVector(), tile = c.getTileTokens();
+  SharedMemoryLayout layout;
+  // As stored: fp8 / int8 codes are dequantized from the tiles in registers.
+  Type stored = s.kv.getStorageElementType();
+  layout.add("k_tiles", {c.getStages(), tile, padded}, stored);
+  // Transposed V rows are padded to an odd number of 16-byte chunks: the
+  // block's reads of one chunk per dim fall into distinct banks.
+  if (s.transposedVChunk())
+    layout.add("v_tiles",
+               {c.getStages(), padded,
+                tile + kvgpu::transposedVPad(s.kv, tile)},
+               stored);
+  else
+    layout.add("v_tiles", {c.getStages(), tile, padded}, stored);
+  layout.add("query", {s.group(), padded}, s.qType.getElementType());
+  layout.add("meta", {4}, i32);
+  layout.add("page_ids",
+             {c.getStages(),
+              PagedTileLoader::pagesPerTile(s.kv.getPageSize(), tile)},
+             i32);
+  if (c.getThreadsZ() > 1) {
+    int64_t slots = c.getThreadsZ() * s.group();
+    layout.add("z_max", {slots}, f32);
+    layout.add("z_sum", {slots}, f32);
+    layout.add("z_acc", {slots, padded}, f32);
+  }
+  if (s.decodesTilesInShared()) {
+    Type f16 = Float16Type::get(ctx);
+    layout.add("k_decoded", {tile, padded}, f16);
+    layout.add("v_decoded", {tile, padded}, f16);
+  }
+  if (s.int8Groups()) {
+    Type scale = s.kv.getDtype();
+    layout.add("k_scales", {c.getStages(), tile, s.scaleColumns()}, scale);
+    layout.add("v_scales", {c.getStages(), tile, s.scaleColumns()}, scale);
+  }
+  if (s.transposedVChunk())
+    layout.add("v_rows", {tile, padded}, stored);
+  return layout;
+}
+
+/// Why the decode kernel cannot run with `spec`'s configuration.
+std::optional<std::string>
+gpu_lowering::whyNotDecodeConfig(const DecodeKernelSpec &s) {
+  kvgpu::DecodeConfigAttr c = s.config;
+  int64_t threads = c.getThreadsX() * s.group() * c.getThreadsZ();
+  // Shuffles use the full membermask: whole warps only.
+  if (threads % 32)
+    return "a block of " + std::to_string(threads) + " threads, not whole warps";
+  if (threads > target::TargetInfo::kMaxThreadsPerBlock)
+    return "a block of " + std::to_string(threads) + " threads, over 1024";
+  int64_t shared = decodeSharedLayout(s).getBytes();
+  if (shared > target::TargetInfo::kStaticSharedLimit)
+    return std::to_string(shared) +
+           " bytes of shared memory, over the 48 KB the decode kernel may "
+           "declare";
+  return std::nullopt;
+}
+
+void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
+                                   const DecodeKernelSpec &spec) {
+  ImplicitLocOpBuilder b = kf.getBuilder();
+  IRBuilder ir{b};
+  kv::PagedType kvType = spec.kv;
+  kvgpu::DecodeConfigAttr cfg = spec.config;
+  int64_t headDim = kvType.getHeadDim(), group = spec.group();
+  int64_t vec = cfg.getVector(), tx = cfg.getThreadsX(), tz = cfg.getThreadsZ();
+  int64_t tile = cfg.getTileTokens(), numThreads = kf.getNumThreads();
+  // K/V as stored (fp8 / int8 codes for quantized caches), and f32.
+  Type elt = kvType.getStorageElementType(), f32 = b.getF32Type();
+  bool fp8 = kvType.isFp8(), int8 = spec.int8Groups();
+
+  Value q = kf.getArgument(0);
+  kv::PagedOperands kv;
+  {
+    kv::PagedOperands shape;
+    shape.type = kvType;
+    shape.pools.resize(kvType.getNumPools());
+    shape.tables.resize(kvType.getNumTables());
+    shape.scales.resize(kvType.getNumScalePools());
+    kv = shape.withValues(kf.getArguments().slice(1, spec.kvTypes.size()));
+  }
+  unsigned next = 1 + spec.kvTypes.size();
+  Value workItems = spec.partitioned ? kf.getArgument(next++) : Value();
+  Value out = kf.getArgument(next), lseOut = kf.getArgument(next + 1);
+  Value finalOut = spec.partitioned ? kf.getArgument(next + 2) : out;
+  Value finalLse = spec.partitioned ? kf.getArgument(next + 3) : lseOut;
+
+  Value x = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value y = gpu::ThreadIdOp::create(b, gpu::Dimension::y);
+  Value z = gpu::ThreadIdOp::create(b, gpu::Dimension::z);
+  Value req = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value kvHead = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  // The thread's linear index in the block.
+  Value lane = ir.add(x, ir.mul(ir.idx(tx), ir.add(y, ir.mul(ir.idx(group), z))));
+  Value chunk, numChunks, partialRow;
+  if (workItems) {
+    // The block's work item, the same for every thread: lane 0 of each
+    // warp loads it (16 bytes) and shuffles it to the warp. Blocks of a
+    // fixed grid past the schedule's items (request -1) have nothing to do.
+    auto itemType = VectorType::get({4}, b.getI32Type());
+    Value laneZero = ir.eq(arith::RemUIOp::create(b, lane, ir.idx(32)),
+                           ir.idx(0));
+    Value item =
+        scf::IfOp::create(
+            b, laneZero,
+            [&](OpBuilder &nb, Location l) {
+              auto load = vector::LoadOp::create(nb, l, itemType, workItems,
+                                                 ValueRange{req, ir.idx(0)});
+              load.setAlignment(16);
+              scf::YieldOp::create(nb, l, ValueRange{load.getResult()});
+            },
+            [&](OpBuilder &nb, Location l) {
+              Value zeros = arith::ConstantOp::create(
+                  nb, l, itemType, nb.getZeroAttr(itemType));
+              scf::YieldOp::create(nb, l, ValueRange{zeros});
+            })
+            .getResult(0);
+    auto field = [&](int64_t i) {
+      Value v = vector::ExtractOp::create(b, item, ArrayRef<int64_t>{i});
+      return gpu::ShuffleOp::create(b, v, ir.i32(0), ir.i32(32),
+                                    gpu::ShuffleMode::IDX)
+          .getShuffleResult();
+    };
+    Value request = field(0);
+    req = ir.toIndex(request);
+    chunk = ir.toIndex(field(1));
+    numChunks = ir.toIndex(field(2));
+    partialRow = ir.toIndex(field(3));
+    auto hasWork = scf::IfOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, request,
+                                 ir.i32(0)),
+        /*withElseRegion=*/false);
+    b.setInsertionPoint(hasWork.thenBlock()->getTerminator());
+  }
+  Value zero = ir.idx(0);
+  Value head = ir.add(ir.mul(kvHead, ir.idx(group)), y);
+  Value dim0 = ir.mul(x, ir.idx(vec));
+  Value activeX = ir.lt(dim0, ir.idx(headDim));
+  Value meta = kf.getShared(Meta), qShared = kf.getShared(Query);
+  AttentionState state(b, AttentionState::Flavor::ptxBase2);
+
+  // Once per block: thread 0 reads the request's table entries and derives
+  // the block's token range (its partition's share of the visible keys);
+  // the z == 0 threads stage the group's queries.
+  scf::IfOp::create(b, ir.eq(lane, zero), [&](OpBuilder &nb, Location l) {
+    ImplicitLocOpBuilder ib(l, nb);
+    IRBuilder k{ib};
+    kv::RequestTable table = kv::emitRequestTable(ib, kv, req);
+    // The visible keys: [kv_len - 1 - window_left, kv_len), or all.
+    Value first = k.idx(0);
+    if (spec.windowLeft)
+      first = k.maxS(first, k.sub(k.sub(table.kvLen, k.idx(1)),
+                                  k.idx(*spec.windowLeft)));
+    Value start = first, end = table.kvLen;
+    if (numChunks) {
+      // Chunks split the visible keys, not [0, kv_len): with a sliding
+      // window, all of them still get work.
+      Value chunkTokens = arith::CeilDivUIOp::create(
+          ib, k.sub(table.kvLen, first), numChunks);
+      start = k.minS(k.add(first, k.mul(chunk, chunkTokens)), table.kvLen);
+      end = k.minS(k.add(start, chunkTokens), table.kvLen);
+    }
+    // Transposed V chunks start on multiples of their tokens (of sectors
+    // where tiles are whole sectors): the range starts there, and the
+    // tokens before `start` are masked.
+    Value visible = start;
+    if (int64_t align = spec.transposedVAlignment())
+      start = k.sub(start, k.remU(start, k.idx(align)));
+    SmallVector<Value> metaValues{start, end, table.base, visible};
+    for (auto [i, v] : llvm::enumerate(metaValues))
+      memref::StoreOp::create(ib, k.toI32(v), meta, ValueRange{k.idx(i)});
+    scf::YieldOp::create(ib);
+  });
+  auto qVecType = VectorType::get({vec}, spec.qType.getElementType());
+  scf::IfOp::create(b, ir.eq(z, zero), [&](OpBuilder &nb, Location l) {
+    ImplicitLocOpBuilder ib(l, nb);
+    Value qv =
+        scf::IfOp::create(
+            ib, activeX,
+            [&](OpBuilder &nb2, Location l2) {
+              ImplicitLocOpBuilder jb(l2, nb2);
+              auto v = vector::LoadOp::create(jb, qVecType, q,
+                                              ValueRange{req, head, dim0});
+              v.setAlignment(vec * spec.qType.getElementTypeBitWidth() / 8);
+              scf::YieldOp::create(jb, ValueRange{v.getResult()});
+            },
+            [&](OpBuilder &nb2, Location l2) {
+              ImplicitLocOpBuilder jb(l2, nb2);
+              Value zeros = arith::ConstantOp::create(jb, qVecType,
+                                                      jb.getZeroAttr(qVecType));
+              scf::YieldOp::create(jb, ValueRange{zeros});
+            })
+            .getResult(0);
+    vector::StoreOp::create(ib, qv, qShared, ValueRange{y, dim0});
+    scf::YieldOp::create(ib);
+  });
+  gpu::BarrierOp::create(b);
+  auto metaAt = [&](int64_t i) {
+    return ir.toIndex(memref::LoadOp::create(b, meta, ValueRange{ir.idx(i)}));
+  };
+  Value start = metaAt(0), end = metaAt(1), tableBase = metaAt(2);
+  Value visibleStart = metaAt(3);
+  auto vecF32 = VectorType::get({vec}, f32);
+  Value zeroVec = ir.splat(ir.f32(0.0), vec);
+  // The query, scaled so that scores come out in the working base's units
+  // (and by fp8's k_scale: scores are dot products with the codes, read
+  // 1 / fp8HalfScale of their value).
+  double qScale = spec.smScale * state.logitPrescale(spec.softCap.has_value());
+  double codeScale = fp8 ? kv::fp8HalfScale(elt) : 1.0;
+  Value qScaleVec = ir.splat(ir.f32(qScale * codeScale), vec);
+  if (fp8)
+    qScaleVec = ir.mul(qScaleVec, ir.splat(kv.kScale, vec));
+  // f16 / bf16 extended; f32 KV (and q) as they are.
+  auto toVecF32 = [&](ImplicitLocOpBuilder &jb, Value v) -> Value {
+    if (getElementTypeOrSelf(v.getType()).isF32())
+      return v;
+    return arith::ExtFOp::create(jb, vecF32, v);
+  };
+  Value qVec = ir.mul(
+      toVecF32(b, vector::LoadOp::create(b, qVecType, qShared,
+                                         ValueRange{y, dim0})
+                      .getResult()),
+      qScaleVec);
+
+  // The K/V tiles stream through a ring of `stages` buffers: at the top of
+  // iteration i, tiles i ... i + stages - 2 are in flight; once everyone is
+  // done with tile i - 1, its buffer takes tile i + stages - 1. The page
+  // entries of a tile are loaded into registers a whole iteration before
+  // they are stored to its page-id slot (slot = stage), so their latency
+  // hides behind the scoring of a tile.
+  int64_t stages = cfg.getStages(), padded = tx * vec;
+  SharedTile kTiles{kf.getShared(KTiles), tile, padded, /*swizzled=*/false};
+  int64_t vChunk = spec.transposedVChunk();
+  int64_t eltBits = elt.getIntOrFloatBitWidth();
+  // Transposed V: [stages, padded dims, tile (+ pad) tokens], copied in
+  // chunks of `vChunk` tokens; its rows for this tile go to vRows.
+  SharedTile vTiles =
+      vChunk ? SharedTile{kf.getShared(VTiles), padded,
+                          tile + kvgpu::transposedVPad(kvType, tile),
+                          false, vChunk * eltBits / 8}
+             : SharedTile{kf.getShared(VTiles), tile, padded, false};
+  std::optional<SharedTile> vRows;
+  if (vChunk)
+    vRows = SharedTile{kf.getShared(vRowsIndex(spec)), tile, padded, false};
+  // int8 groups: the tiles' scales, staged with their codes.
+  std::optional<SharedTile> kScales, vScales;
+  int64_t quantGroup = int8 ? kvType.getQuantGroup() : 0;
+  if (int8) {
+    int64_t bytes = spec.scaleChunk * kvType.getDtype().getIntOrFloatBitWidth() / 8;
+    unsigned first = scaleTilesIndex(spec);
+    kScales = SharedTile{kf.getShared(first), tile, spec.scaleColumns(), false,
+                         bytes};
+    vScales = SharedTile{kf.getShared(first + 1), tile, spec.scaleColumns(),
+                         false, bytes};
+  }
+  PagedTileLoader loader(kv, req, tableBase, kvHead, tile,
+                         kf.getShared(PageIds));
+  Value numTiles =
+      arith::CeilDivUIOp::create(b, ir.sub(end, start), ir.idx(tile));
+  auto tileRange = [&](ImplicitLocOpBuilder &ib, Value index) {
+    IRBuilder k{ib};
+    Value t0 = k.add(start, k.mul(index, k.idx(tile)));
+    return std::make_pair(t0, k.minS(k.idx(tile), k.sub(end, t0)));
+  };
+  // Whole 16-byte rows of vectors go by cp.async; narrower vectors (a
+  // layout that proves less) by loads and stores.
+  bool asyncRows = vec * elt.getIntOrFloatBitWidth() == 128;
+  auto issueTile = [&](ImplicitLocOpBuilder &ib, Value index) {
+    IRBuilder k{ib};
+    emitIf(ib, k.lt(index, numTiles), [&](ImplicitLocOpBuilder &jb) {
+      auto [t0, count] = tileRange(jb, index);
+      Value stage = IRBuilder{jb}.remU(index, IRBuilder{jb}.idx(stages));
+      SmallVector<TileCopy> copies{TileCopy{kv::PoolRole::K, kTiles, headDim}};
+      if (vChunk)
+        loader.copyTileTransposedAsync(jb, kv::PoolRole::V, vTiles, stage, t0,
+                                       count, headDim, lane, numThreads);
+      else
+        copies.push_back(TileCopy{kv::PoolRole::V, vTiles, headDim});
+      if (int8)
+        copies.append({TileCopy{kv::PoolRole::KScale, *kScales, headDim / quantGroup},
+                       TileCopy{kv::PoolRole::VScale, *vScales, headDim / quantGroup}});
+      if (asyncRows)
+        loader.copyTileAsync(jb, copies, stage, t0, count, lane, numThreads);
+      else
+        loader.copyTile(jb, copies, stage, t0, count, lane, numThreads, vec);
+    });
+  };
+  auto loadIds = [&](ImplicitLocOpBuilder &ib, Value index) {
+    auto [t0, count] = tileRange(ib, index);
+    return loader.loadPageIds(ib, IRBuilder{ib}.lt(index, numTiles), t0,
+                              count, lane, numThreads);
+  };
+  auto storeIds = [&](ImplicitLocOpBuilder &ib, Value index,
+                      ArrayRef<Value> entries) {
+    IRBuilder k{ib};
+    loader.storePageIds(ib, k.remU(index, k.idx(stages)), entries, lane,
+                        numThreads);
+  };
+
+  // The prologue: the entries of tiles 0 ... stages - 1 (one round trip),
+  // then tiles 0 ... stages - 2, one commit group each.
+  {
+    SmallVector<SmallVector<Value>> entries;
+    for (int64_t i = 0; i < stages; ++i)
+      entries.push_back(loadIds(b, ir.idx(i)));
+    for (int64_t i = 0; i < stages; ++i)
+      storeIds(b, ir.idx(i), entries[i]);
+    gpu::BarrierOp::create(b);
+    for (int64_t i = 0; i + 1 < stages; ++i) {
+      issueTile(b, ir.idx(i));
+      commitAsyncCopies(b);
+    }
+  }
+
+  // Each z-lane scores tokens z, z + tz, ... of a tile (a fixed count, so
+  // that every lane of a warp takes part in the shuffles), all of them
+  // before one online update: one rescale per tile.
+  int64_t tokensPerLane = tile / tz;
+  bool paddedLanes = padded != headDim;
+  Value negInf = ir.f32(-INFINITY);
+  // Where the V rows of the current tile are read: the stage ring, or the
+  // rows transposed from it.
+  const SharedTile &vSource = vRows ? *vRows : vTiles;
+  // Transposes stage `stage` of the V tiles into vRows: a thread takes a
+  // chunk of one dim (consecutive threads: consecutive dims) and stores its
+  // tokens' elements down the dim's column.
+  auto transposeV = [&](ImplicitLocOpBuilder &ib, Value stage) {
+    int64_t chunks = headDim * (tile / vChunk);
+    auto chunkType = VectorType::get({vChunk}, elt);
+    scf::ForOp::create(
+        ib, lane, ir.idx(chunks), ir.idx(numThreads), ValueRange{},
+        [&](OpBuilder &nb, Location l, Value chunk, ValueRange) {
+          ImplicitLocOpBuilder jb(l, nb);
+          IRBuilder k{jb};
+          Value dim = k.remU(chunk, k.idx(headDim));
+          Value first = k.mul(k.divU(chunk, k.idx(headDim)), k.idx(vChunk));
+          auto load = vector::LoadOp::create(
+              jb, chunkType, vTiles.memref,
+              vTiles.elementIndices(jb, stage, dim, first));
+          load.setAlignment(vChunk * eltBits / 8);
+          for (int64_t j = 0; j < vChunk; ++j)
+            memref::StoreOp::create(
+                jb, vector::ExtractOp::create(jb, load, j), vRows->memref,
+                vRows->elementIndices(jb, Value(), k.add(first, k.idx(j)),
+                                      dim));
+          scf::YieldOp::create(jb);
+        });
+  };
+  // Codes as f16: fp8 values 1 / fp8HalfScale of theirs, int8 codes as
+  // they are (their scales apply after).
+  auto codesToF16 = [&](ImplicitLocOpBuilder &jb, Value codes) {
+    return fp8 ? kv::fp8ToScaledF16(jb, codes) : kv::int8ToF16(jb, codes);
+  };
+  // Quantized tiles decoded once per tile for the whole group: [tile,
+  // padded] f16 rows (no stages), or none.
+  std::optional<SharedTile> kDecoded, vDecoded;
+  if (spec.decodesTilesInShared()) {
+    unsigned first = decodedTilesIndex(spec);
+    kDecoded = SharedTile{kf.getShared(first), tile, padded, false};
+    vDecoded = SharedTile{kf.getShared(first + 1), tile, padded, false};
+  }
+  // Decodes stage `stage`'s codes into the decoded tiles, 16 codes per
+  // step, the steps spread over the block.
+  auto decodeTile = [&](ImplicitLocOpBuilder &ib, Value stage) {
+    int64_t chunks = tile * padded / 16;
+    auto codeType = VectorType::get({16}, elt);
+    for (auto pair : {std::pair<const SharedTile *, SharedTile *>{
+                          &kTiles, &*kDecoded},
+                      std::pair<const SharedTile *, SharedTile *>{
+                          &vSource, &*vDecoded}}) {
+      const SharedTile *codes = pair.first, *decoded = pair.second;
+      Value codeStage = vRows && codes == &*vRows ? Value() : stage;
+      scf::ForOp::create(
+          ib, lane, ir.idx(chunks), ir.idx(numThreads), ValueRange{},
+          [&](OpBuilder &nb, Location l, Value chunk, ValueRange) {
+            ImplicitLocOpBuilder jb(l, nb);
+            IRBuilder k{jb};
+            Value row = k.divU(chunk, k.idx(padded / 16));
+            Value col = k.mul(k.remU(chunk, k.idx(padded / 16)), k.idx(16));
+            Value v = vector::LoadOp::create(
+                jb, codeType, codes->memref,
+                codes->elementIndices(jb, codeStage, row, col));
+            vector::StoreOp::create(jb, codesToF16(jb, v),
+                                    decoded->memref,
+                                    decoded->elementIndices(jb, Value(), row,
+                                                            col));
+            scf::YieldOp::create(jb);
+          });
+    }
+  };
+  auto rowOf = [&](ImplicitLocOpBuilder &jb, const SharedTile &tiles,
+                   Value stage, Value t) {
+    const SharedTile *from = &tiles;
+    Type rowType = elt;
+    if (kDecoded) {
+      from = &tiles == &kTiles ? &*kDecoded : &*vDecoded;
+      rowType = jb.getF16Type();
+    }
+    bool staged = !kDecoded && !(vRows && from == &*vRows);
+    auto v = vector::LoadOp::create(
+        jb, VectorType::get({vec}, rowType), from->memref,
+        from->elementIndices(jb, staged ? stage : Value(), t, dim0));
+    Value raw = v.getResult();
+    if ((fp8 || int8) && !kDecoded)
+      raw = codesToF16(jb, raw);
+    Value f = toVecF32(jb, raw);
+    if (int8) {
+      // The row's scales for dims [dim0, dim0 + vec): one per quant_group,
+      // spread over the dims they scale.
+      const SharedTile &scales = &tiles == &kTiles ? *kScales : *vScales;
+      int64_t count = std::max<int64_t>(1, vec / quantGroup);
+      IRBuilder k{jb};
+      Value s = vector::LoadOp::create(
+          jb, VectorType::get({count}, kvType.getDtype()), scales.memref,
+          scales.elementIndices(jb, stage, t,
+                                k.divU(dim0, k.idx(quantGroup))));
+      f = k.mul(f, kv::spreadGroupScales(jb, s, vec, quantGroup));
+    }
+    // Lanes past the head dim read columns nobody wrote.
+    return paddedLanes ? IRBuilder{jb}.select(activeX, f, zeroVec) : f;
+  };
+  auto tileLoop = scf::ForOp::create(
+      b, ir.idx(0), numTiles, ir.idx(1), ValueRange{negInf, ir.f32(0.0), zeroVec},
+      [&](OpBuilder &nb, Location l, Value i, ValueRange carried) {
+        ImplicitLocOpBuilder ib(l, nb);
+        IRBuilder k{ib};
+        waitAsyncCopies(ib, stages - 2);
+        gpu::BarrierOp::create(ib);
+        issueTile(ib, k.add(i, k.idx(stages - 1)));
+        commitAsyncCopies(ib);
+        Value ahead = k.add(i, k.idx(stages));
+        SmallVector<Value> entries = loadIds(ib, ahead);
+
+        AttentionState tileState(ib, AttentionState::Flavor::ptxBase2);
+        Value stage = k.remU(i, k.idx(stages));
+        // Everyone is done with the previous tile's V rows and decoded
+        // tiles (the barrier above): transpose and decode this one for all.
+        if (vRows) {
+          transposeV(ib, stage);
+          gpu::BarrierOp::create(ib);
+        }
+        if (kDecoded) {
+          decodeTile(ib, stage);
+          gpu::BarrierOp::create(ib);
+        }
+        auto [t0, count] = tileRange(ib, i);
+        SmallVector<Value> tokens, logits;
+        for (int64_t j = 0; j < tokensPerLane; ++j) {
+          Value t = k.add(k.idx(j * tz), z);
+          Value score = k.dot(qVec, rowOf(ib, kTiles, stage, t));
+          score = tileState.finishLogit(
+              warpReduce(ib, score, tx, WarpReduction::sum), spec.softCap);
+          tokens.push_back(t);
+          Value visible = k.lt(t, count);
+          // Transposed V: the range starts up to a chunk early.
+          if (vChunk)
+            visible = arith::AndIOp::create(
+                ib, visible,
+                k.cmp(arith::CmpIPredicate::sge, k.add(t0, t), visibleStart));
+          logits.push_back(k.select(visible, score, negInf));
+        }
+        PartialState updated = tileState.updateTile(
+            {carried[0], carried[1], carried[2]}, logits,
+            [&](int64_t j) { return rowOf(ib, vSource, stage, tokens[j]); });
+
+        storeIds(ib, ahead, entries);
+        scf::YieldOp::create(ib,
+                             ValueRange{updated.m, updated.l, updated.acc});
+      });
+  waitAsyncCopies(b, 0);
+  // fp8: V was accumulated as scaled codes; v_scale applies once.
+  Value acc = tileLoop.getResult(2);
+  if (fp8)
+    acc = ir.mul(acc, ir.splat(ir.mul(kv.vScale, ir.f32(codeScale)), vec));
+  PartialState result{tileLoop.getResult(0), tileLoop.getResult(1), acc};
+
+  // Merge the z-lanes' partial states through shared memory.
+  if (tz > 1) {
+    Value mShared = kf.getShared(ZMax), lShared = kf.getShared(ZSum);
+    Value accShared = kf.getShared(ZAcc);
+    Value slot = ir.add(ir.mul(z, ir.idx(group)), y);
+    scf::IfOp::create(b, ir.eq(x, zero), [&](OpBuilder &nb, Location l) {
+      memref::StoreOp::create(nb, l, result.m, mShared, ValueRange{slot});
+      memref::StoreOp::create(nb, l, result.l, lShared, ValueRange{slot});
+      scf::YieldOp::create(nb, l);
+    });
+    vector::StoreOp::create(b, result.acc, accShared, ValueRange{slot, dim0});
+    gpu::BarrierOp::create(b);
+    SmallVector<PartialState> lanes;
+    for (int64_t zz = 0; zz < tz; ++zz) {
+      Value slotZ = ir.add(ir.idx(zz * group), y);
+      lanes.push_back(
+          {memref::LoadOp::create(b, mShared, ValueRange{slotZ}),
+           memref::LoadOp::create(b, lShared, ValueRange{slotZ}),
+           vector::LoadOp::create(b, vecF32, accShared,
+                                  ValueRange{slotZ, dim0})});
+    }
+    result = state.merge(lanes);
+  }
+
+  // Write the state of (request, head): z-lane 0, lanes holding real dims.
+  // Partial states stay f32 in base 2 for the merge kernel; an item that
+  // is a whole request is final.
+  auto write = [&](ImplicitLocOpBuilder &ib, Value outBuf, Value lseBuf,
+                   kv::LseBase base, SmallVector<Value> rowIdx) {
+    IRBuilder k{ib};
+    AttentionState finalState(ib, AttentionState::Flavor::ptxBase2);
+    FinalState fin = finalState.finalize(result, base);
+    Type outElt = cast<MemRefType>(outBuf.getType()).getElementType();
+    emitIf(ib, activeX, [&](ImplicitLocOpBuilder &jb) {
+      Value v = fin.o;
+      if (!outElt.isF32())
+        v = arith::TruncFOp::create(jb, VectorType::get({vec}, outElt), v);
+      SmallVector<Value> idx(rowIdx);
+      idx.push_back(dim0);
+      // At most 16 bytes: buffers are only promised 16-byte alignment.
+      vector::StoreOp::create(jb, v, outBuf, idx)
+          .setAlignment(
+              std::min<int64_t>(16, vec * outElt.getIntOrFloatBitWidth() / 8));
+    });
+    emitIf(ib, k.eq(x, k.idx(0)), [&](ImplicitLocOpBuilder &jb) {
+      memref::StoreOp::create(jb, fin.lse, lseBuf, rowIdx);
+    });
+  };
+  emitIf(b, ir.eq(z, zero), [&](ImplicitLocOpBuilder &ib) {
+    if (!spec.partitioned) {
+      write(ib, out, lseOut, spec.base, {req, head});
+      return;
+    }
+    auto wholeRequest = scf::IfOp::create(
+        ib, IRBuilder{ib}.eq(numChunks, IRBuilder{ib}.idx(1)),
+        /*withElseRegion=*/true);
+    {
+      ImplicitLocOpBuilder tb =
+          ImplicitLocOpBuilder::atBlockTerminator(ib.getLoc(),
+                                                  wholeRequest.thenBlock());
+      write(tb, finalOut, finalLse, spec.base, {req, head});
+    }
+    ImplicitLocOpBuilder eb = ImplicitLocOpBuilder::atBlockTerminator(
+        ib.getLoc(), wholeRequest.elseBlock());
+    write(eb, out, lseOut, kv::LseBase::two, {partialRow, head});
+  });
+}
+

@@ -1,0 +1,94 @@
+//===- DecodeKernel.h - The batch-decode kernel ----------------*- C++ -*-===//
+//
+// What a decode kernel is specialized on, its shared memory, and its body
+// (DecodeKernel.cpp); Decode.cpp decides when an op gets one, its work
+// schedule and how it is launched.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVIR_LIB_CONVERSION_KVTOGPU_DECODEKERNEL_H
+#define KVIR_LIB_CONVERSION_KVTOGPU_DECODEKERNEL_H
+
+#include "kvir/Codegen/KernelFunc.h"
+#include "kvir/Dialect/KV/IR/KVOps.h"
+#include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
+#include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
+
+#include <optional>
+#include <string>
+
+namespace kvir::gpu_lowering {
+
+/// Everything a decode kernel is specialized on.
+struct DecodeKernelSpec {
+  kv::PagedType kv;
+  llvm::SmallVector<mlir::Type> kvTypes; // PagedOperands::flatten() types
+  mlir::MemRefType qType, outType, lseType;
+  int64_t qHeads = 0;
+  /// Partial states: one work item per block (blockIdx.x), its f32 output
+  /// and base-2 LSE into rows of [rows, Hq, Dv] and [rows, Hq] workspaces
+  /// (outType, lseType), except for items that are a whole request: their
+  /// final state goes to the op's outputs (finalOutType, finalLseType), and
+  /// the merge leaves those requests alone.
+  bool partitioned = false;
+  mlir::MemRefType finalOutType, finalLseType;
+  kv::LseBase base = kv::LseBase::two;
+  double smScale = 1.0;
+  std::optional<double> softCap;
+  std::optional<int64_t> windowLeft;
+  kvgpu::DecodeConfigAttr config;
+
+  int64_t group() const { return qHeads / kv.getKvHeads(); }
+  std::array<int64_t, 3> block() const {
+    return {config.getThreadsX(), group(), config.getThreadsZ()};
+  }
+  /// int8 groups: scales per cp.async chunk of a scale row (scaleChunk()).
+  int64_t scaleChunk = 0;
+
+  /// Whether the block decodes each tile's codes once into f16 tiles that
+  /// all the group's heads read (the rule kv-tile sizes shared memory by).
+  bool decodesTilesInShared() const {
+    return kvgpu::decodeDecodesTilesInShared(kv, group());
+  }
+  bool int8Groups() const { return kv.getQuant() == kv::Quant::int8_group; }
+  /// Tokens per chunk of V staged transposed (vLLM's V pool), or 0.
+  int64_t transposedVChunk() const {
+    return kvgpu::transposedVChunk(kv);
+  }
+  /// What the token range's start is aligned down to with transposed V: a
+  /// 32-byte sector of a page's slots when tiles are whole sectors (every
+  /// tile then reads whole sectors), else a chunk.
+  int64_t transposedVAlignment() const {
+    int64_t chunk = transposedVChunk();
+    if (!chunk)
+      return 0;
+    int64_t page = kv.getPageSize();
+    int64_t sector = std::min<int64_t>(
+        page & -page, 256 / kv.getStorageElementType().getIntOrFloatBitWidth());
+    return config.getTileTokens() % sector == 0 ? sector : chunk;
+  }
+  /// Columns of a scale tile (0 without int8 groups).
+  int64_t scaleColumns() const {
+    return kvgpu::decodeScaleColumns(
+        kv, config.getThreadsX() * config.getVector());
+  }
+};
+
+
+/// The kernel's shared buffers, in KernelFunc::getShared order.
+codegen::SharedMemoryLayout decodeSharedLayout(const DecodeKernelSpec &spec);
+
+/// Why the decode kernel cannot run with `spec`'s configuration (not whole
+/// warps, over 1024 threads, over 48 KB of static shared memory), or
+/// nullopt.
+std::optional<std::string> whyNotDecodeConfig(const DecodeKernelSpec &spec);
+
+/// Builds the body of a kernel created with decodeSharedLayout: arguments
+/// q, the KV operands (PagedOperands::flatten), [work items], out, lse,
+/// [final out, final lse]; launched on (requests or work items, KV heads)
+/// blocks of spec.block() threads.
+void buildDecodeBody(const codegen::KernelFunc &kf,
+                     const DecodeKernelSpec &spec);
+
+} // namespace kvir::gpu_lowering
+
+#endif // KVIR_LIB_CONVERSION_KVTOGPU_DECODEKERNEL_H
