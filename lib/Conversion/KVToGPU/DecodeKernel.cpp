@@ -473,8 +473,11 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
           });
     }
   };
+  // The row of token `t` in f32 (int8: times its groups' scales unless
+  // `scaled` is false; then the scales come back in `*groupScales`).
   auto rowOf = [&](ImplicitLocOpBuilder &jb, const SharedTile &tiles,
-                   Value stage, Value t) {
+                   Value stage, Value t, bool scaled = true,
+                   Value *groupScales = nullptr) {
     const SharedTile *from = &tiles;
     Type rowType = elt;
     if (kDecoded) {
@@ -499,7 +502,10 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
           jb, VectorType::get({count}, kvType.getDtype()), scales.memref,
           scales.elementIndices(jb, stage, t,
                                 k.divU(dim0, k.idx(quantGroup))));
-      f = k.mul(f, kv::spreadGroupScales(jb, s, vec, quantGroup));
+      if (scaled)
+        f = k.mul(f, kv::spreadGroupScales(jb, s, vec, quantGroup));
+      else
+        *groupScales = s;
     }
     // Lanes past the head dim read columns nobody wrote.
     return paddedLanes ? IRBuilder{jb}.select(activeX, f, zeroVec) : f;
@@ -532,7 +538,31 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
         SmallVector<Value> tokens, logits;
         for (int64_t j = 0; j < tokensPerLane; ++j) {
           Value t = k.add(k.idx(j * tz), z);
-          Value score = k.dot(qVec, rowOf(ib, kTiles, stage, t));
+          Value score;
+          if (int8 && vec % quantGroup == 0) {
+            // A dot product per group of the codes, times its scale: one
+            // multiply per group instead of one per dim.
+            Value scales;
+            Value codes = rowOf(ib, kTiles, stage, t, /*scaled=*/false,
+                                &scales);
+            for (int64_t g = 0; g < vec / quantGroup; ++g) {
+              auto slice = [&](Value v) {
+                return vector::ExtractStridedSliceOp::create(
+                           ib, v, ArrayRef<int64_t>{g * quantGroup},
+                           ArrayRef<int64_t>{quantGroup}, ArrayRef<int64_t>{1})
+                    .getResult();
+              };
+              Value scale = kv::toF32(
+                  ib, vector::ExtractOp::create(ib, scales, g).getResult());
+              // Lanes past the head dim read scales nobody wrote.
+              if (paddedLanes)
+                scale = k.select(activeX, scale, k.f32(0.0));
+              Value part = k.dot(slice(qVec), slice(codes));
+              score = score ? k.fma(scale, part, score) : k.mul(scale, part);
+            }
+          } else {
+            score = k.dot(qVec, rowOf(ib, kTiles, stage, t));
+          }
           score = tileState.finishLogit(
               warpReduce(ib, score, tx, WarpReduction::sum), spec.softCap);
           tokens.push_back(t);

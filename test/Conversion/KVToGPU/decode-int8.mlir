@@ -9,7 +9,8 @@
 // through L1, as cp.async allows only 16-byte copies to bypass it). Codes
 // become f16 exactly with integer ops (1024 + (code ^ 0x80) as f16 bits,
 // minus 1152); with a GQA group the block does it once per tile into f16
-// tiles, and every lane multiplies its dims by their group's scale.
+// tiles. Scores take a dot product per group times its scale; V rows are
+// multiplied by their groups' scales dim by dim.
 
 !i8 = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr, quant = int8_group, quant_group = 8>
 !s = !kv.state<?x8x128xf16, base = 2>
@@ -45,13 +46,19 @@
 // CHECK: vector.load %[[VT]]
 // CHECK: vector.store %{{.*}}, %[[VD]]
 // CHECK: gpu.barrier
-// Every head of the group reads the decoded rows and its two K scales.
+// Every head of the group reads the decoded rows and its two K scales: a
+// dot product of 8 codes per group, times the group's scale.
 // CHECK: vector.load %[[KD]][{{.*}}] : memref<16x128xf16, #gpu.address_space<workgroup>>, vector<16xf16>
 // CHECK: %[[KSV:.*]] = vector.load %[[KS]][{{.*}}] : memref<4x16x16xf16, #gpu.address_space<workgroup>>, vector<2xf16>
-// CHECK-NEXT: %[[KSF:.*]] = arith.extf %[[KSV]] : vector<2xf16> to vector<2xf32>
-// CHECK-NEXT: vector.shuffle %[[KSF]], %[[KSF]] [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1] : vector<2xf32>, vector<2xf32>
+// CHECK-NEXT: vector.extract %[[KSV]][0] : f16 from vector<2xf16>
+// CHECK: vector.extract_strided_slice %{{.*}} {offsets = [0], sizes = [8], strides = [1]} : vector<16xf32> to vector<8xf32>
+// CHECK: vector.extract %[[KSV]][1] : f16 from vector<2xf16>
+// CHECK: vector.extract_strided_slice %{{.*}} {offsets = [8], sizes = [8], strides = [1]} : vector<16xf32> to vector<8xf32>
+// V rows are scaled dim by dim: the two V scales spread over the 16 dims.
 // CHECK: vector.load %[[VD]][{{.*}}] : memref<16x128xf16, #gpu.address_space<workgroup>>, vector<16xf16>
-// CHECK: vector.load %[[VS]][{{.*}}] : memref<4x16x16xf16, #gpu.address_space<workgroup>>, vector<2xf16>
+// CHECK: %[[VSV:.*]] = vector.load %[[VS]][{{.*}}] : memref<4x16x16xf16, #gpu.address_space<workgroup>>, vector<2xf16>
+// CHECK-NEXT: %[[VSF:.*]] = arith.extf %[[VSV]] : vector<2xf16> to vector<2xf32>
+// CHECK-NEXT: vector.shuffle %[[VSF]], %[[VSF]] [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1] : vector<2xf32>, vector<2xf32>
 func.func @grouped(%q: memref<?x8x128xf16>, %pool: memref<?x2x16x2x128xi8>, %scales: memref<?x2x16x2x16xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x8x128xf16>, %lse: memref<?x8xf32>) {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x2x128xi8>) tables(%ip, %ix, %last : memref<?xi32>, memref<?xi32>, memref<?xi32>) scales(%scales : memref<?x2x16x2x16xf16>) : !i8
   %s = kv.decode %q, %kv : memref<?x8x128xf16>, !i8 -> !s
@@ -78,9 +85,11 @@ func.func @grouped(%q: memref<?x8x128xf16>, %pool: memref<?x2x16x2x128xi8>, %sca
 // CHECK-NEXT: vector.bitcast %[[CODES]] : vector<16xi8> to vector<4xi32>
 // CHECK: arith.subf %{{.*}}, %{{.*}} : vector<16xf16>
 // CHECK-NEXT: arith.extf %{{.*}} : vector<16xf16> to vector<16xf32>
+// One group per 16-code vector: the score is its dot product times the
+// group's scale.
 // CHECK: %[[S:.*]] = vector.load %[[KS]][{{.*}}] : memref<4x32x4xbf16, #gpu.address_space<workgroup>>, vector<1xbf16>
-// CHECK-NEXT: %[[SF:.*]] = arith.extf %[[S]] : vector<1xbf16> to vector<1xf32>
-// CHECK-NEXT: vector.shuffle %[[SF]], %[[SF]] [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] : vector<1xf32>, vector<1xf32>
+// CHECK-NEXT: %[[S0:.*]] = vector.extract %[[S]][0] : bf16 from vector<1xbf16>
+// CHECK-NEXT: arith.extf %[[S0]] : bf16 to f32
 func.func @ungrouped(%q: memref<?x2x64xbf16>, %k: memref<?x2x16x64xi8>, %v: memref<?x2x16x64xi8>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %ks: memref<?x2x16x4xbf16>, %vs: memref<?x2x16x4xbf16>, %o: memref<?x2x64xbf16>, %lse: memref<?x2xf32>) {
   %kv = kv.paged_view pools(%k, %v : memref<?x2x16x64xi8>, memref<?x2x16x64xi8>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) scales(%ks, %vs : memref<?x2x16x4xbf16>, memref<?x2x16x4xbf16>) : !i8
   %s = kv.decode %q, %kv : memref<?x2x64xbf16>, !i8 -> !s
