@@ -122,9 +122,10 @@ public:
   /// [0, width) of the tile's tokens [tile0, tile0 + tileTokens) of `role`
   /// into stage `stage` of `tile`, transposed ([stages][dim][token]: row d
   /// holds dim d of the tile's tokens; rows may be padded past tileTokens),
-  /// one chunk of tile.chunkElements() tokens of one dim per cp.async; tokens from `count` on are zero-filled (a chunk's
-  /// source size stops at `count`). tile0 and the page size are multiples
-  /// of the chunk's tokens, so that no chunk crosses a page; `count` >= 1.
+  /// one chunk of tile.chunkElements() tokens of one dim per cp.async; tokens
+  /// from `count` on are zero-filled (a chunk's source size stops at `count`).
+  /// tile0 and the page size are multiples of the chunk's tokens, so that no
+  /// chunk crosses a page; `count` >= 1.
   void copyTileTransposedAsync(mlir::ImplicitLocOpBuilder &b, kv::PoolRole role,
                                const SharedTile &tile, mlir::Value stage,
                                mlir::Value tile0, mlir::Value count,

@@ -204,7 +204,8 @@ void storeChunk(ImplicitLocOpBuilder &b, Value chunk,
     auto values = cast<VectorType>(chunk.getType());
     SmallVector<Value> codes;
     for (int64_t j = 0; j < values.getNumElements(); ++j) {
-      Value x = kv::toF32(b, vector::ExtractOp::create(b, chunk, j).getResult());
+      Value x =
+          kv::toF32(b, vector::ExtractOp::create(b, chunk, j).getResult());
       codes.push_back(
           kv::f32ToFp8(b, arith::DivFOp::create(b, x, scale), code));
     }

@@ -42,84 +42,85 @@ using namespace kvir::gpu_lowering;
 
 namespace {
 
-/// The shared buffers of a decode kernel, in KernelFunc::getShared order.
-enum DecodeShared : unsigned {
-  KTiles,  // [stages, tile, padded] K rows of the tiles in flight
-  VTiles,  // [stages, tile, padded] V rows
-  Query,   // [group, padded] the group's queries, as stored
-  Meta,    // [4] i32: token range start, end, table base of the request,
-           // first visible token (start aligned down: transposed V)
-  PageIds, // [stages, pagesPerTile] i32 table entries of the tiles' pages
-  ZMax,    // [tz * group] f32 partial states of the z-lanes (tz > 1)
-  ZSum,    // [tz * group] f32
-  ZAcc,    // [tz * group, padded] f32
-  // decodesTilesInShared() only, after the above (ZMax ... when tz > 1):
-  // [tile, padded] f16 K and V rows of the current tile, decoded.
-  // int8Groups() only, after those: [stages, tile, scaleColumns()] K and V
-  // scales of the tiles in flight, in the activation type.
-  // transposedVChunk() only, last: [tile, padded] the current tile's V rows
-  // (VTiles is then [stages, padded, tile + pad]: V transposed).
+/// Indices of the kernel's shared buffers in its layout.
+struct DecodeBuffers {
+  /// K rows of the tiles in flight, and V rows ([stages, tile, padded]; V
+  /// transposed: [stages, padded, tile + pad]), as stored.
+  unsigned kTiles = 0, vTiles = 0;
+  /// The group's queries [group, padded], as stored.
+  unsigned query = 0;
+  /// [4] i32: token range start, end, table base of the request, first
+  /// visible token (the start is aligned down for transposed V).
+  unsigned meta = 0;
+  /// [stages, pagesPerTile] i32 table entries of the tiles' pages.
+  unsigned pageIds = 0;
+  /// threads_z > 1: the z-lanes' partial states, [tz * group] f32 m and l,
+  /// [tz * group, padded] f32 acc.
+  std::optional<unsigned> zMax, zSum, zAcc;
+  /// decodesTilesInShared(): [tile, padded] f16 K and V rows of the
+  /// current tile, decoded.
+  std::optional<unsigned> kDecoded, vDecoded;
+  /// int8Groups(): [stages, tile, scaleColumns()] K and V scales of the
+  /// tiles in flight, in the activation type.
+  std::optional<unsigned> kScales, vScales;
+  /// transposedVChunk(): [tile, padded] the current tile's V rows.
+  std::optional<unsigned> vRows;
 };
 
-/// The index of the decoded K tile (the V tile follows).
-unsigned decodedTilesIndex(const DecodeKernelSpec &s) {
-  return s.config.getThreadsZ() > 1 ? ZAcc + 1 : PageIds + 1;
-}
-
-/// The index of the K scale tiles (the V scale tiles follow).
-unsigned scaleTilesIndex(const DecodeKernelSpec &s) {
-  return decodedTilesIndex(s) + (s.decodesTilesInShared() ? 2 : 0);
-}
-
-/// The index of the transposed V tile's rows.
-unsigned vRowsIndex(const DecodeKernelSpec &s) {
-  return scaleTilesIndex(s) + (s.int8Groups() ? 2 : 0);
+DecodeBuffers buildLayout(const DecodeKernelSpec &s,
+                          SharedMemoryLayout &layout) {
+  MLIRContext *ctx = s.kv.getContext();
+  Type f32 = Float32Type::get(ctx), i32 = IntegerType::get(ctx, 32);
+  kvgpu::DecodeConfigAttr c = s.config;
+  int64_t padded = c.getThreadsX() * c.getVector(), tile = c.getTileTokens();
+  DecodeBuffers buf;
+  // As stored: fp8 / int8 codes are dequantized from the tiles in registers.
+  Type stored = s.kv.getStorageElementType();
+  buf.kTiles = layout.add("k_tiles", {c.getStages(), tile, padded}, stored);
+  // Transposed V rows are padded to an odd number of 16-byte chunks: the
+  // block's reads of one chunk per dim fall into distinct banks.
+  if (s.transposedVChunk())
+    buf.vTiles = layout.add(
+        "v_tiles",
+        {c.getStages(), padded, tile + kvgpu::transposedVPad(s.kv, tile)},
+        stored);
+  else
+    buf.vTiles = layout.add("v_tiles", {c.getStages(), tile, padded}, stored);
+  buf.query =
+      layout.add("query", {s.group(), padded}, s.qType.getElementType());
+  buf.meta = layout.add("meta", {4}, i32);
+  buf.pageIds = layout.add(
+      "page_ids",
+      {c.getStages(), PagedTileLoader::pagesPerTile(s.kv.getPageSize(), tile)},
+      i32);
+  if (c.getThreadsZ() > 1) {
+    int64_t slots = c.getThreadsZ() * s.group();
+    buf.zMax = layout.add("z_max", {slots}, f32);
+    buf.zSum = layout.add("z_sum", {slots}, f32);
+    buf.zAcc = layout.add("z_acc", {slots, padded}, f32);
+  }
+  if (s.decodesTilesInShared()) {
+    Type f16 = Float16Type::get(ctx);
+    buf.kDecoded = layout.add("k_decoded", {tile, padded}, f16);
+    buf.vDecoded = layout.add("v_decoded", {tile, padded}, f16);
+  }
+  if (s.int8Groups()) {
+    Type scale = s.kv.getDtype();
+    buf.kScales =
+        layout.add("k_scales", {c.getStages(), tile, s.scaleColumns()}, scale);
+    buf.vScales =
+        layout.add("v_scales", {c.getStages(), tile, s.scaleColumns()}, scale);
+  }
+  if (s.transposedVChunk())
+    buf.vRows = layout.add("v_rows", {tile, padded}, stored);
+  return buf;
 }
 
 } // namespace
 
 SharedMemoryLayout gpu_lowering::decodeSharedLayout(const DecodeKernelSpec &s) {
-  MLIRContext *ctx = s.kv.getContext();
-  Type f32 = Float32Type::get(ctx), i32 = IntegerType::get(ctx, 32);
-  kvgpu::DecodeConfigAttr c = s.config;
-  int64_t padded = c.getThreadsX() * c.getVector(), tile = c.getTileTokens();
   SharedMemoryLayout layout;
-  // As stored: fp8 / int8 codes are dequantized from the tiles in registers.
-  Type stored = s.kv.getStorageElementType();
-  layout.add("k_tiles", {c.getStages(), tile, padded}, stored);
-  // Transposed V rows are padded to an odd number of 16-byte chunks: the
-  // block's reads of one chunk per dim fall into distinct banks.
-  if (s.transposedVChunk())
-    layout.add("v_tiles",
-               {c.getStages(), padded,
-                tile + kvgpu::transposedVPad(s.kv, tile)},
-               stored);
-  else
-    layout.add("v_tiles", {c.getStages(), tile, padded}, stored);
-  layout.add("query", {s.group(), padded}, s.qType.getElementType());
-  layout.add("meta", {4}, i32);
-  layout.add("page_ids",
-             {c.getStages(),
-              PagedTileLoader::pagesPerTile(s.kv.getPageSize(), tile)},
-             i32);
-  if (c.getThreadsZ() > 1) {
-    int64_t slots = c.getThreadsZ() * s.group();
-    layout.add("z_max", {slots}, f32);
-    layout.add("z_sum", {slots}, f32);
-    layout.add("z_acc", {slots, padded}, f32);
-  }
-  if (s.decodesTilesInShared()) {
-    Type f16 = Float16Type::get(ctx);
-    layout.add("k_decoded", {tile, padded}, f16);
-    layout.add("v_decoded", {tile, padded}, f16);
-  }
-  if (s.int8Groups()) {
-    Type scale = s.kv.getDtype();
-    layout.add("k_scales", {c.getStages(), tile, s.scaleColumns()}, scale);
-    layout.add("v_scales", {c.getStages(), tile, s.scaleColumns()}, scale);
-  }
-  if (s.transposedVChunk())
-    layout.add("v_rows", {tile, padded}, stored);
+  buildLayout(s, layout);
   return layout;
 }
 
@@ -130,7 +131,8 @@ gpu_lowering::whyNotDecodeConfig(const DecodeKernelSpec &s) {
   int64_t threads = c.getThreadsX() * s.group() * c.getThreadsZ();
   // Shuffles use the full membermask: whole warps only.
   if (threads % 32)
-    return "a block of " + std::to_string(threads) + " threads, not whole warps";
+    return "a block of " + std::to_string(threads) +
+           " threads, not whole warps";
   if (threads > target::TargetInfo::kMaxThreadsPerBlock)
     return "a block of " + std::to_string(threads) + " threads, over 1024";
   int64_t shared = decodeSharedLayout(s).getBytes();
@@ -145,6 +147,8 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
                                    const DecodeKernelSpec &spec) {
   ImplicitLocOpBuilder b = kf.getBuilder();
   IRBuilder ir{b};
+  SharedMemoryLayout layout;
+  DecodeBuffers buf = buildLayout(spec, layout);
   kv::PagedType kvType = spec.kv;
   kvgpu::DecodeConfigAttr cfg = spec.config;
   int64_t headDim = kvType.getHeadDim(), group = spec.group();
@@ -176,7 +180,8 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   Value req = gpu::BlockIdOp::create(b, gpu::Dimension::x);
   Value kvHead = gpu::BlockIdOp::create(b, gpu::Dimension::y);
   // The thread's linear index in the block.
-  Value lane = ir.add(x, ir.mul(ir.idx(tx), ir.add(y, ir.mul(ir.idx(group), z))));
+  Value lane =
+      ir.add(x, ir.mul(ir.idx(tx), ir.add(y, ir.mul(ir.idx(group), z))));
   Value chunk, numChunks, partialRow;
   if (workItems) {
     // The block's work item, the same for every thread: lane 0 of each
@@ -221,7 +226,7 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   Value head = ir.add(ir.mul(kvHead, ir.idx(group)), y);
   Value dim0 = ir.mul(x, ir.idx(vec));
   Value activeX = ir.lt(dim0, ir.idx(headDim));
-  Value meta = kf.getShared(Meta), qShared = kf.getShared(Query);
+  Value meta = kf.getShared(buf.meta), qShared = kf.getShared(buf.query);
   AttentionState state(b, AttentionState::Flavor::ptxBase2);
 
   // Once per block: thread 0 reads the request's table entries and derives
@@ -314,32 +319,33 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   // they are stored to its page-id slot (slot = stage), so their latency
   // hides behind the scoring of a tile.
   int64_t stages = cfg.getStages(), padded = tx * vec;
-  SharedTile kTiles{kf.getShared(KTiles), tile, padded, /*swizzled=*/false};
+  SharedTile kTiles{kf.getShared(buf.kTiles), tile, padded,
+                    /*swizzled=*/false};
   int64_t vChunk = spec.transposedVChunk();
   int64_t eltBits = elt.getIntOrFloatBitWidth();
   // Transposed V: [stages, padded dims, tile (+ pad) tokens], copied in
   // chunks of `vChunk` tokens; its rows for this tile go to vRows.
   SharedTile vTiles =
-      vChunk ? SharedTile{kf.getShared(VTiles), padded,
+      vChunk ? SharedTile{kf.getShared(buf.vTiles), padded,
                           tile + kvgpu::transposedVPad(kvType, tile),
                           false, vChunk * eltBits / 8}
-             : SharedTile{kf.getShared(VTiles), tile, padded, false};
+             : SharedTile{kf.getShared(buf.vTiles), tile, padded, false};
   std::optional<SharedTile> vRows;
   if (vChunk)
-    vRows = SharedTile{kf.getShared(vRowsIndex(spec)), tile, padded, false};
+    vRows = SharedTile{kf.getShared(*buf.vRows), tile, padded, false};
   // int8 groups: the tiles' scales, staged with their codes.
   std::optional<SharedTile> kScales, vScales;
   int64_t quantGroup = int8 ? kvType.getQuantGroup() : 0;
   if (int8) {
-    int64_t bytes = spec.scaleChunk * kvType.getDtype().getIntOrFloatBitWidth() / 8;
-    unsigned first = scaleTilesIndex(spec);
-    kScales = SharedTile{kf.getShared(first), tile, spec.scaleColumns(), false,
-                         bytes};
-    vScales = SharedTile{kf.getShared(first + 1), tile, spec.scaleColumns(),
+    int64_t bytes =
+        spec.scaleChunk * kvType.getDtype().getIntOrFloatBitWidth() / 8;
+    kScales = SharedTile{kf.getShared(*buf.kScales), tile, spec.scaleColumns(),
+                         false, bytes};
+    vScales = SharedTile{kf.getShared(*buf.vScales), tile, spec.scaleColumns(),
                          false, bytes};
   }
   PagedTileLoader loader(kv, req, tableBase, kvHead, tile,
-                         kf.getShared(PageIds));
+                         kf.getShared(buf.pageIds));
   Value numTiles =
       arith::CeilDivUIOp::create(b, ir.sub(end, start), ir.idx(tile));
   auto tileRange = [&](ImplicitLocOpBuilder &ib, Value index) {
@@ -362,8 +368,9 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
       else
         copies.push_back(TileCopy{kv::PoolRole::V, vTiles, headDim});
       if (int8)
-        copies.append({TileCopy{kv::PoolRole::KScale, *kScales, headDim / quantGroup},
-                       TileCopy{kv::PoolRole::VScale, *vScales, headDim / quantGroup}});
+        copies.append(
+            {TileCopy{kv::PoolRole::KScale, *kScales, headDim / quantGroup},
+             TileCopy{kv::PoolRole::VScale, *vScales, headDim / quantGroup}});
       if (asyncRows)
         loader.copyTileAsync(jb, copies, stage, t0, count, lane, numThreads);
       else
@@ -440,9 +447,8 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   // padded] f16 rows (no stages), or none.
   std::optional<SharedTile> kDecoded, vDecoded;
   if (spec.decodesTilesInShared()) {
-    unsigned first = decodedTilesIndex(spec);
-    kDecoded = SharedTile{kf.getShared(first), tile, padded, false};
-    vDecoded = SharedTile{kf.getShared(first + 1), tile, padded, false};
+    kDecoded = SharedTile{kf.getShared(*buf.kDecoded), tile, padded, false};
+    vDecoded = SharedTile{kf.getShared(*buf.vDecoded), tile, padded, false};
   }
   // Decodes stage `stage`'s codes into the decoded tiles, 16 codes per
   // step, the steps spread over the block.
@@ -511,7 +517,8 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
     return paddedLanes ? IRBuilder{jb}.select(activeX, f, zeroVec) : f;
   };
   auto tileLoop = scf::ForOp::create(
-      b, ir.idx(0), numTiles, ir.idx(1), ValueRange{negInf, ir.f32(0.0), zeroVec},
+      b, ir.idx(0), numTiles, ir.idx(1),
+      ValueRange{negInf, ir.f32(0.0), zeroVec},
       [&](OpBuilder &nb, Location l, Value i, ValueRange carried) {
         ImplicitLocOpBuilder ib(l, nb);
         IRBuilder k{ib};
@@ -591,8 +598,8 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
 
   // Merge the z-lanes' partial states through shared memory.
   if (tz > 1) {
-    Value mShared = kf.getShared(ZMax), lShared = kf.getShared(ZSum);
-    Value accShared = kf.getShared(ZAcc);
+    Value mShared = kf.getShared(*buf.zMax), lShared = kf.getShared(*buf.zSum);
+    Value accShared = kf.getShared(*buf.zAcc);
     Value slot = ir.add(ir.mul(z, ir.idx(group)), y);
     scf::IfOp::create(b, ir.eq(x, zero), [&](OpBuilder &nb, Location l) {
       memref::StoreOp::create(nb, l, result.m, mShared, ValueRange{slot});

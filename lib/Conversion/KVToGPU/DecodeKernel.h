@@ -41,7 +41,8 @@ struct DecodeKernelSpec {
   std::array<int64_t, 3> block() const {
     return {config.getThreadsX(), group(), config.getThreadsZ()};
   }
-  /// int8 groups: scales per cp.async chunk of a scale row (scaleChunk()).
+  /// int8 groups: scales per cp.async chunk of a scale row
+  /// (int8ScaleChunkElements).
   int64_t scaleChunk = 0;
 
   /// Whether the block decodes each tile's codes once into f16 tiles that
@@ -61,9 +62,7 @@ struct DecodeKernelSpec {
     int64_t chunk = transposedVChunk();
     if (!chunk)
       return 0;
-    int64_t page = kv.getPageSize();
-    int64_t sector = std::min<int64_t>(
-        page & -page, 256 / kv.getStorageElementType().getIntOrFloatBitWidth());
+    int64_t sector = kvgpu::transposedVSector(kv);
     return config.getTileTokens() % sector == 0 ? sector : chunk;
   }
   /// Columns of a scale tile (0 without int8 groups).

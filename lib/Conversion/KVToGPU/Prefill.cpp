@@ -191,7 +191,6 @@ void gpu_lowering::describePagedKV(kv::PagedViewOp view,
   spec.kvElementType = spec.paged.getDtype();
   if (spec.paged.getQuant() == kv::Quant::int8_group)
     spec.scaleChunk = int8ScaleChunkElements(view).value_or(0);
-  spec.transposedVChunk = kvgpu::transposedVChunk(spec.paged);
   if (spec.paged.isMla()) {
     spec.headDimV = spec.headDim;
     spec.peDim = spec.paged.getPeDim();

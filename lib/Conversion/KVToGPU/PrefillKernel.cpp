@@ -100,7 +100,7 @@ Buffers buildLayout(const PrefillKernelSpec &s, SharedMemoryLayout &layout) {
     buf.kCodes =
         layout.add("k_codes", {c.getStages(), c.getKvTile(), s.headDim},
                    s.paged.getStorageElementType());
-  if (s.transposedVChunk)
+  if (s.transposedVChunk())
     buf.vCodes = layout.add(
         "v_transposed",
         {c.getStages(), s.headDimV,
@@ -111,15 +111,13 @@ Buffers buildLayout(const PrefillKernelSpec &s, SharedMemoryLayout &layout) {
                             {c.getStages(), c.getKvTile(), s.headDimV},
                             s.paged.getStorageElementType());
   if (s.int8Groups()) {
-    {
-      int64_t g = s.paged.getQuantGroup();
-      buf.kScales = layout.add("k_scales",
-                               {c.getStages(), c.getKvTile(), s.headDim / g},
-                               s.kvElementType);
-      buf.vScales = layout.add("v_scales",
-                               {c.getStages(), c.getKvTile(), s.headDimV / g},
-                               s.kvElementType);
-    }
+    int64_t g = s.paged.getQuantGroup();
+    buf.kScales = layout.add("k_scales",
+                             {c.getStages(), c.getKvTile(), s.headDim / g},
+                             s.kvElementType);
+    buf.vScales = layout.add("v_scales",
+                             {c.getStages(), c.getKvTile(), s.headDimV / g},
+                             s.kvElementType);
   }
   MemRefType finalOut = s.scheduled ? s.finalOutType : s.outType;
   if (s.stagesFinalOutput(finalOut.getElementType()) &&
@@ -257,6 +255,20 @@ struct QuantizedTile {
   SharedTile values;
 };
 
+/// fp8 codes (a vector) as values of the activation type 1 / fp8HalfScale
+/// of theirs: exact in f16, and in bf16 too (3 or 2 mantissa bits).
+Value fp8ToValues(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
+                  Value codes) {
+  Value values = kv::fp8ToScaledF16(b, codes);
+  if (s.kvElementType.isF16())
+    return values;
+  auto shape = cast<VectorType>(values.getType()).getShape();
+  return arith::TruncFOp::create(
+      b, VectorType::get(shape, s.kvElementType),
+      arith::ExtFOp::create(b, VectorType::get(shape, b.getF32Type()),
+                            values));
+}
+
 /// Converts stage `stage` of `t`'s codes into its value tile (the
 /// activation type), 8 codes per step (one 16-byte chunk of the tile: a
 /// warp's phase writes 8 consecutive chunks, free of bank conflicts), the
@@ -293,12 +305,7 @@ void convertTile(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
       values =
           arith::TruncFOp::create(jb, vectorOf(s.kvElementType), dequantized);
     } else {
-      values = kv::fp8ToScaledF16(jb, codes);
-      // Exact in bf16 too (3 or 2 mantissa bits).
-      if (!s.kvElementType.isF16())
-        values = arith::TruncFOp::create(
-            jb, vectorOf(s.kvElementType),
-            arith::ExtFOp::create(jb, vectorOf(f32), values));
+      values = fp8ToValues(jb, s, codes);
     }
     vector::StoreOp::create(jb, values, t.values.memref,
                             t.values.elementIndices(jb, j.idx(0), row, col))
@@ -316,8 +323,8 @@ void convertTile(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
 void transposeTile(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                    const SharedTile &from, Value stage, const SharedTile &to,
                    Value thread, int64_t threads) {
-  Type code = s.paged.getStorageElementType(), f32 = b.getF32Type();
-  int64_t chunk = s.transposedVChunk, dims = s.headDimV;
+  Type code = s.paged.getStorageElementType();
+  int64_t chunk = s.transposedVChunk(), dims = s.headDimV;
   int64_t total = dims * (s.config.getKvTile() / chunk);
   auto convert = [&](ImplicitLocOpBuilder &jb, Value i) {
     IRBuilder j{jb};
@@ -328,13 +335,8 @@ void transposeTile(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
         from.elementIndices(jb, stage, dim, first));
     load.setAlignment(from.chunkBytes);
     Value values = load;
-    if (s.paged.isFp8()) {
-      values = kv::fp8ToScaledF16(jb, values);
-      if (!s.kvElementType.isF16())
-        values = arith::TruncFOp::create(
-            jb, VectorType::get({chunk}, s.kvElementType),
-            arith::ExtFOp::create(jb, VectorType::get({chunk}, f32), values));
-    }
+    if (s.paged.isFp8())
+      values = fp8ToValues(jb, s, values);
     for (int64_t t = 0; t < chunk; ++t)
       memref::StoreOp::create(
           jb, vector::ExtractOp::create(jb, values, t), to.memref,
@@ -480,7 +482,7 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
           s.scaleChunk * s.kvElementType.getIntOrFloatBitWidth() / 8;
       kQuant = QuantizedTile{ring(buf.kCodes, s.headDim, 16), std::nullopt,
                              kTiles};
-      if (!s.transposedVChunk)
+      if (!s.transposedVChunk())
         vQuant = QuantizedTile{ring(buf.vCodes, s.headDimV, 16), std::nullopt,
                                vTiles};
       if (s.int8Groups()) {
@@ -491,7 +493,7 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
     // vLLM's V pool: [stages, dims, tokens (+ pad)] by chunks of slots,
     // converted per tile into vTiles (one stage).
     std::optional<SharedTile> vTransposed;
-    if (int64_t chunk = s.transposedVChunk) {
+    if (int64_t chunk = s.transposedVChunk()) {
       Type code = s.paged.getStorageElementType();
       vTransposed = SharedTile{
           kf.getShared(*buf.vCodes), s.headDimV,

@@ -13,6 +13,7 @@
 #include "kvir/Codegen/KernelFunc.h"
 #include "kvir/Dialect/KV/IR/KVOps.h"
 #include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
+#include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
 
 #include <optional>
 
@@ -62,9 +63,6 @@ struct PrefillKernelSpec {
   /// int8 groups: scales per cp.async chunk of a scale row
   /// (int8ScaleChunkElements).
   int64_t scaleChunk = 0;
-  /// vLLM's V pool (its dims strided): slots per chunk of the transposed V
-  /// ring (kvgpu::transposedVChunk), 0 otherwise.
-  int64_t transposedVChunk = 0;
 
   int64_t group() const { return qHeads / kvHeads; }
   /// Quantized paged KV: codes staged by cp.async, converted per tile into
@@ -73,9 +71,14 @@ struct PrefillKernelSpec {
   bool int8Groups() const {
     return paged && paged.getQuant() == kv::Quant::int8_group;
   }
+  /// vLLM's V pool (its dims strided): slots per chunk of the transposed V
+  /// ring (kvgpu::transposedVChunk), 0 otherwise.
+  int64_t transposedVChunk() const {
+    return paged ? kvgpu::transposedVChunk(paged) : 0;
+  }
   /// Whether V arrives in a ring of its own (codes, or transposed rows) and
   /// is converted per tile into one V tile the mma reads.
-  bool convertsV() const { return quantizedKV() || transposedVChunk; }
+  bool convertsV() const { return quantizedKV() || transposedVChunk(); }
   bool isRagged() const { return !paged; }
   bool isMla() const { return peDim > 0; }
   bool oneRowPerRequest() const { return !qoIndptrType; }

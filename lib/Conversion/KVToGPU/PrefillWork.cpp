@@ -191,7 +191,7 @@ Work prefill::emitBlockWork(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
         // vLLM's V pool is copied in chunks of slots: the range starts on
         // one (keys before `lo` are hidden from every row by its window,
         // the only reason `lo` is past 0, and are masked).
-        if (int64_t chunk = s.transposedVChunk)
+        if (int64_t chunk = s.transposedVChunk())
           lo = j.sub(lo, j.remU(lo, j.idx(chunk)));
         hi = j.maxS(lo, hi);
         Value start = lo, end = hi;

@@ -174,7 +174,8 @@ Value kv::int8ToF16(ImplicitLocOpBuilder &b, Value value) {
   Value biased = bytePairsToF16(b, value, [&](Value pairs) -> Value {
     Type wordType = pairs.getType();
     return arith::OrIOp::create(
-        b, arith::XOrIOp::create(b, pairs, constantLike(b, wordType, 0x00800080)),
+        b,
+        arith::XOrIOp::create(b, pairs, constantLike(b, wordType, 0x00800080)),
         constantLike(b, wordType, 0x64006400));
   });
   return arith::SubFOp::create(b, biased,

@@ -41,6 +41,12 @@ int64_t kvgpu::transposedVChunk(kv::PagedType kv) {
   return std::min(tokens, page & -page);
 }
 
+int64_t kvgpu::transposedVSector(kv::PagedType kv) {
+  int64_t page = kv.getPageSize();
+  return std::min<int64_t>(
+      page & -page, 256 / kv.getStorageElementType().getIntOrFloatBitWidth());
+}
+
 int64_t kvgpu::transposedVPad(kv::PagedType kv, int64_t tileTokens) {
   if (!transposedVChunk(kv))
     return 0;
@@ -114,22 +120,20 @@ kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
   int64_t tile = 32;
   while (tile > 1 && ringOf(tile, minStages) > ringBytes)
     tile /= 2;
-  // One-byte KV (fp8, int8) takes 16-element vectors: at most 4 tokens per z-lane
-  // keep the dequantized rows in registers near the 16-bit kernels' count.
+  // One-byte KV (fp8, int8) takes 16-element vectors: at most 4 tokens per
+  // z-lane keep the dequantized rows in registers near the 16-bit kernels'
+  // count.
   if (vec > 8)
     tile = std::min(tile, threadsZ * 64 / vec);
   // Transposed V: tiles of whole chunks, and of whole 32-byte sectors of a
-  // page's slots (two 16-byte chunks of f16) where the stages still fit
+  // page's slots (two 16-byte chunks of f16) where three stages still fit
   // in 40 KB (not at head dim 256: its reads of a sector's halves are then
-  // two requests).
-  // A tile of whole chunks may not fit three stages in 40 KB (fp8 at head
-  // dim 256 with a group): two stages then (copies overlap only the
-  // conversion of the tile before).
+  // two requests). Where even a tile of whole chunks does not fit three
+  // stages (fp8 at head dim 256 with a group), two stages (copies overlap
+  // only the conversion of the tile before).
   int64_t leastStages = minStages;
   if (transposedChunk) {
-    int64_t page = kv.getPageSize();
-    int64_t sector = std::min<int64_t>(
-        page & -page, 256 / kv.getStorageElementType().getIntOrFloatBitWidth());
+    int64_t sector = transposedVSector(kv);
     tile = std::max(tile, transposedChunk);
     if (tile < sector && ringOf(sector, minStages) <= 40 * 1024)
       tile = sector;
@@ -178,32 +182,49 @@ struct TileShape {
 };
 } // namespace
 
+/// The tiles of a paged KV (prefill, or decode on tensor cores): head dims,
+/// element type, and the rings quantized codes or a transposed V take.
+static TileShape pagedTileShape(kv::PagedType paged, Type outType,
+                                bool hasMask) {
+  int64_t codeBits =
+      paged.isQuantized()
+          ? int64_t(paged.getStorageElementType().getIntOrFloatBitWidth())
+          : 0;
+  return {paged.getHeadDim(),
+          paged.getHeadDimV(),
+          0,
+          paged.getDtype(),
+          outType,
+          hasMask,
+          codeBits,
+          paged.getQuantGroup(),
+          transposedVChunk(paged) ? paged : kv::PagedType()};
+}
+
 /// Head dims and element type of the KV a prefill reads.
 static TileShape tileShape(kv::PrefillOp op) {
   Type kvType = op.getKv().getType();
   Type outType = op.getType().getElementType();
   if (auto paged = dyn_cast<kv::PagedType>(kvType))
-    return {paged.getHeadDim(),
-            paged.getHeadDimV(),
-            0,
-            paged.getDtype(),
-            outType,
-            bool(op.getMask()),
-            paged.isQuantized()
-                ? int64_t(paged.getStorageElementType().getIntOrFloatBitWidth())
-                : 0,
-            paged.getQuantGroup(),
-            transposedVChunk(paged) ? paged : kv::PagedType()};
+    return pagedTileShape(paged, outType, bool(op.getMask()));
   auto ragged = cast<kv::RaggedType>(kvType);
-  return {ragged.getHeadDim(), ragged.getHeadDimV(), 0, ragged.getDtype(),
-          outType, bool(op.getMask())};
+  return {ragged.getHeadDim(), ragged.getHeadDimV(), 0,
+          ragged.getDtype(),   outType,              bool(op.getMask()),
+          0,                   0,                    kv::PagedType()};
 }
 
 /// MLA: ckv is K's first headDim dims and V; kpe the other peDim.
 static TileShape tileShape(kv::MlaDecodeOp op) {
   kv::PagedType kv = op.getKv().getType();
-  return {kv.getHeadDim(), 0, kv.getPeDim(), kv.getDtype(),
-          op.getType().getElementType(), false};
+  return {kv.getHeadDim(),
+          0,
+          kv.getPeDim(),
+          kv.getDtype(),
+          op.getType().getElementType(),
+          false,
+          0,
+          0,
+          kv::PagedType()};
 }
 
 static int64_t sharedBytesBound(PrefillConfigAttr config, const TileShape &t) {
@@ -228,7 +249,8 @@ static int64_t sharedBytesBound(PrefillConfigAttr config, const TileShape &t) {
     bytes += stages * t.headDimV *
              (kvTile + transposedVPad(t.transposedV, kvTile)) * codeBytes;
   else if (t.codeBits)
-    bytes += stages * kvTile * (t.headDimV * codeBytes + scaleBytes(t.headDimV));
+    bytes +=
+        stages * kvTile * (t.headDimV * codeBytes + scaleBytes(t.headDimV));
   // 16-bit outputs are staged for 16-byte stores, in the query tile when it
   // has the output's shape and type.
   int64_t outWidth = t.peDim ? t.headDim : t.headDimV;
@@ -392,8 +414,8 @@ kvgpu::chooseTensorCoreDecodeConfig(kv::DecodeOp op,
         valueWarps);
     if (failed(config))
       return config;
-    TileShape shape{headDim, headDimV, 0, paged.getDtype(),
-                    op.getType().getElementType(), false};
+    TileShape shape =
+        pagedTileShape(paged, op.getType().getElementType(), false);
     if (sharedBytesBound(*config, shape) <= target.maxSharedBytesPerBlock)
       break;
   }

@@ -41,10 +41,14 @@ bool decodeNeedsTensorCores(kv::DecodeOp op, const target::TargetInfo &target);
 bool decodeDecodesTilesInShared(kv::PagedType kv, int64_t group);
 
 /// Tokens per cp.async chunk of a kernel's transposed V staging (decode and
-/// prefill kernels), for a V pool whose innermost index is the slot (vLLM's layout: its dims are
-/// strided): up to 16 bytes of one dim, within a page; 0 when V rows are
-/// copied as rows.
+/// prefill kernels), for a V pool whose innermost index is the slot
+/// (vLLM's layout: its dims are strided): up to 16 bytes of one dim, within
+/// a page; 0 when V rows are copied as rows.
 int64_t transposedVChunk(kv::PagedType kv);
+
+/// The tokens of a 32-byte sector of one dim's slots within a page, for a
+/// transposed V pool: a tile of whole sectors reads no half sector.
+int64_t transposedVSector(kv::PagedType kv);
 
 /// Elements past `tileTokens` in each row of a transposed V ring (0 when
 /// not transposed, or when a row is an odd number of 16-byte chunks).
