@@ -174,6 +174,11 @@ static FailureOr<CompiledModule *> compile(gpu::GPUModuleOp gpuModule) {
       return gpuModule.emitError("emulator: kernel '") << name << "' not found";
     }
     compiled->kernels[name] = *entry;
+    if (auto fn = kernels->lookupSymbol<LLVM::LLVMFuncOp>(name)) {
+      std::vector<uint32_t> &bytes = compiled->kernelParamBytes[name];
+      for (Type type : fn.getArgumentTypes())
+        bytes.push_back(uint32_t(layout.getTypeSize(type)));
+    }
   }
   for (auto &[name, bytes] : globals) {
     auto address = (*engine)->lookup(name);

@@ -48,6 +48,9 @@ llvm::LogicalResult Emulator::launch(llvm::StringRef kernel, Dim3 grid,
     if (it == module->kernels.end())
       continue;
     KernelHandle handle{module.get(), kernel.str(), it->second};
+    if (opts.recordLaunches)
+      recordLaunch(module->kernelParamBytes[kernel.str()], kernel, grid, block,
+                   dynamicSharedBytes, params);
     LaunchStats s;
     llvm::LogicalResult result =
         runLaunch(handle, grid, block, dynamicSharedBytes, params, s, reports,
@@ -58,6 +61,33 @@ llvm::LogicalResult Emulator::launch(llvm::StringRef kernel, Dim3 grid,
   reports.push_back("kvir-emu: no compiled kernel named '" + kernel.str() +
                     "'");
   return llvm::failure();
+}
+
+void Emulator::recordLaunch(const std::vector<uint32_t> &paramBytes,
+                            llvm::StringRef kernel, Dim3 grid, Dim3 block,
+                            uint32_t dynamicSharedBytes, void **params) {
+  LaunchRecord record{kernel.str(), grid, block, dynamicSharedBytes, {}};
+  for (size_t i = 0; i < paramBytes.size(); ++i) {
+    LaunchRecord::Param param;
+    const auto *bytes = static_cast<const uint8_t *>(params[i]);
+    param.bytes.assign(bytes, bytes + paramBytes[i]);
+    if (paramBytes[i] == 8) {
+      uint64_t value;
+      std::memcpy(&value, bytes, 8);
+      if (const auto *alloc = allocations().find(value, 1)) {
+        param.allocation = alloc->first;
+        param.offset = value - alloc->first;
+        if (!recordedAllocations.count(alloc->first)) {
+          const auto *data = reinterpret_cast<const uint8_t *>(alloc->first);
+          recordedAllocations[alloc->first] = {
+              alloc->second.what,
+              std::vector<uint8_t>(data, data + alloc->second.bytes)};
+        }
+      }
+    }
+    record.params.push_back(std::move(param));
+  }
+  records.push_back(std::move(record));
 }
 
 std::string LaunchStats::toJson() const {
@@ -181,6 +211,9 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
   Dim3 grid{uint32_t(gridX), uint32_t(gridY), uint32_t(gridZ)};
   Dim3 block{uint32_t(blockX), uint32_t(blockY), uint32_t(blockZ)};
   std::vector<std::string> reports;
+  if (emu.options().recordLaunches)
+    emu.recordLaunch(kernel->module->kernelParamBytes[kernel->name],
+                     kernel->name, grid, block, uint32_t(smem), params);
   llvm::LogicalResult result = runLaunch(*kernel, grid, block, smem, params, s,
                                          reports, emu.options().stackBytes);
   for (std::string &r : reports)

@@ -34,6 +34,8 @@ struct CompiledModule {
   std::map<std::string, uint64_t> kernelSharedBytes;
   std::vector<std::string> sites;
   std::map<std::string, void (*)(void **)> kernels;
+  /// Bytes of each kernel parameter, in order (for launch records).
+  std::map<std::string, std::vector<uint32_t>> kernelParamBytes;
   std::shared_ptr<void> engine; // Keeps the ExecutionEngine alive.
   /// The handles mgpuModuleGetFunction gave out, one per kernel: host code
   /// asks for a kernel before every launch.

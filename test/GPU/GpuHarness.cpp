@@ -1,5 +1,6 @@
 //===- GpuHarness.cpp - kv functions as emulated GPU kernels --------------===//
 #include "GpuHarness.h"
+#include "CaseDump.h"
 #include "kvir/Runtime/WorkSchedule.h"
 
 #include "kvir/Pipelines/Pipelines.h"
@@ -234,8 +235,11 @@ std::string RunResult::describeLaunches() const {
     return ::testing::AssertionFailure() << llvm::toString(kernel.takeError());
   kvir::emu::Emulator &emu = kvir::emu::Emulator::get();
   emu.options().exitOnError = false;
+  emu.options().recordLaunches = caseDumpEnabled();
   emu.clearResults();
   llvm::Error err = (*kernel)->call(src.args());
+  if (!err && caseDumpEnabled())
+    dumpCase(src, chip, graphMaxBatch);
   result.kernel = *kernel;
   result.launches = emu.getLaunchStats();
   result.reports = emu.getReports();
@@ -279,6 +283,7 @@ kvir::test::gpu::compareGpuState(const StateBuffers &got,
                                  double lseTolerance) {
   double tol = outputTolerance(outputType);
   int64_t rows = expected.rows, heads = expected.heads, dv = expected.headDimV;
+  dumpStateCheck(got, expected, tol, lseTolerance);
   if (got.o.rank() != 3 || got.o.dim(0) != rows || got.o.dim(1) != heads ||
       got.o.dim(2) != dv)
     return ::testing::AssertionFailure() << "state buffer shape mismatch";

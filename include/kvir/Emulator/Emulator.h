@@ -23,6 +23,7 @@
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,31 @@ struct EmulatorOptions {
   /// the emulator could run them (kvir-runner allows them for user
   /// kernels; kvir's GPU tests do not).
   bool rejectLibdevice = false;
+  /// Keep a LaunchRecord of every launch (getLaunchRecords): enough to
+  /// replay the launches elsewhere, e.g. on a GPU, on the same inputs.
+  bool recordLaunches = false;
+};
+
+/// One launch as a replay needs it: the kernel, its shape and each
+/// parameter's bytes. A parameter whose 8 bytes point into a live allocation
+/// names that allocation (its base) and the offset into it, so that a replay
+/// can substitute its own buffers.
+struct LaunchRecord {
+  struct Param {
+    std::vector<uint8_t> bytes;
+    uint64_t allocation = 0, offset = 0;
+  };
+  std::string kernel;
+  Dim3 grid, block;
+  uint32_t dynamicSharedBytes = 0;
+  std::vector<Param> params;
+};
+
+/// An allocation a recorded launch referenced, with its contents when first
+/// referenced (what the host had written into it by then).
+struct RecordedAllocation {
+  std::string what;
+  std::vector<uint8_t> firstUse;
 };
 
 class Emulator {
@@ -107,19 +133,34 @@ public:
 
   const std::vector<LaunchStats> &getLaunchStats() const { return stats; }
   const std::vector<std::string> &getReports() const { return reports; }
+  /// With EmulatorOptions::recordLaunches: the launches since the last
+  /// clearResults and the allocations they referenced (keyed by base).
+  const std::vector<LaunchRecord> &getLaunchRecords() const { return records; }
+  const std::map<uint64_t, RecordedAllocation> &getRecordedAllocations() const {
+    return recordedAllocations;
+  }
   void clearResults() {
     stats.clear();
     reports.clear();
+    records.clear();
+    recordedAllocations.clear();
   }
 
   /// Internal: records a launch's outcome.
   void addStats(LaunchStats s) { stats.push_back(std::move(s)); }
   void addReport(std::string r) { reports.push_back(std::move(r)); }
+  /// Internal: keeps a LaunchRecord of a launch (`paramBytes`: the size of
+  /// each of the kernel's parameters).
+  void recordLaunch(const std::vector<uint32_t> &paramBytes,
+                    llvm::StringRef kernel, Dim3 grid, Dim3 block,
+                    uint32_t dynamicSharedBytes, void **params);
 
 private:
   EmulatorOptions opts;
   std::vector<LaunchStats> stats;
   std::vector<std::string> reports;
+  std::vector<LaunchRecord> records;
+  std::map<uint64_t, RecordedAllocation> recordedAllocations;
 };
 
 } // namespace kvir::emu

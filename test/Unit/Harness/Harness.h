@@ -110,6 +110,10 @@ public:
   std::string text() const;
   const std::string &getName() const { return name; }
   const std::vector<KernelArg> &args() const { return arguments; }
+  /// (SSA name, MLIR type) of each argument, in order.
+  const std::vector<std::pair<std::string, std::string>> &argTypes() const {
+    return types;
+  }
 
 private:
   std::string name, aliases, body;
