@@ -75,11 +75,29 @@ gpu_lowering::getTensorCoreDecodeConfig(kv::DecodeOp op,
                                         const target::TargetInfo &target,
                                         std::string &whyNot) {
   Attribute given = kvgpu::getConfig(op);
-  if (auto config = dyn_cast_or_null<kvgpu::PrefillConfigAttr>(given))
-    return config;
-  if (given || !kvgpu::decodeNeedsTensorCores(op, target))
+  auto config = dyn_cast_or_null<kvgpu::PrefillConfigAttr>(given);
+  if (given && !config)
     return failure();
-  return kvgpu::chooseTensorCoreDecodeConfig(op, target, whyNot);
+  if (kvgpu::decodeNeedsTensorCores(op, target))
+    return config ? FailureOr<kvgpu::PrefillConfigAttr>(config)
+                  : kvgpu::chooseTensorCoreDecodeConfig(op, target, whyNot);
+  if (!kvgpu::decodePrefersTensorCores(op, target)) {
+    if (config)
+      return config;
+    return failure();
+  }
+  // Preferred, not needed: the configuration kv-tile picks for it (given or
+  // not) goes back to the decode kernel where the tensor-core kernel
+  // cannot take this decode (e.g. its output buffers); a configuration
+  // the user wrote stays, and its diagnostic with it.
+  std::string ignored;
+  FailureOr<kvgpu::PrefillConfigAttr> automatic =
+      kvgpu::chooseTensorCoreDecodeConfig(op, target, ignored);
+  if (config && (failed(automatic) || config != *automatic))
+    return config;
+  if (failed(automatic) || whyNoTensorCoreDecode(op, target, *automatic))
+    return failure();
+  return automatic;
 }
 
 std::optional<std::string>

@@ -28,7 +28,8 @@ void populateDecodePatterns(mlir::RewritePatternSet &patterns,
 
 /// kv.decode on the tensor-core kernel (DecodeTensorCore.cpp): its
 /// #kvgpu.prefill config (given, or chosen when the decode kernel cannot
-/// run the op), why it gets no kernel, and its lowering.
+/// run the op or is slower: decodePrefersTensorCores), why it gets no
+/// kernel, and its lowering.
 mlir::FailureOr<kvgpu::PrefillConfigAttr>
 getTensorCoreDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
                           std::string &whyNot);

@@ -433,8 +433,11 @@ LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(
   // Items of a chunk of keys each: as many as the chip runs blocks at once
   // (a request's query tiles are blocks of one item), chunks of whole K/V
   // tiles, at least 256 keys (as the prefill's partitions).
+  // A query tile holds rows of one KV head's group: a request has
+  // ceil(group / q_tile) tiles per KV head (not qHeads / q_tile per head,
+  // which counted each tile kv_heads times and cut the target that often).
   int64_t tilesPerRequest =
-      llvm::divideCeil(spec.qHeads, spec.config.getQTile());
+      llvm::divideCeil(spec.group(), spec.config.getQTile());
   int64_t resident = std::max<int64_t>(
       1, target.residentBlocks(spec.config.getNumThreads(), 255,
                                prefillSharedLayout(split).getBytes()));

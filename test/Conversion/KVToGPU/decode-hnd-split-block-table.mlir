@@ -5,7 +5,9 @@
 // [page, head, slot, dim] of their own pools, the page id comes from
 // block_table[request][logical page] once per page, kv_len from seq_lens
 // once per block. The host reads seq_lens for the work schedule, whose
-// window (100) is the op's: a request sees at most 101 keys.
+// window (100) is the op's: a request sees at most 101 keys. The config
+// pins the decode kernel (a GQA group of 8 would take the tensor-core
+// kernel: decode-tensor-core.mlir).
 
 !cache = !kv.paged<page_size = 64, kv_heads = 2, head_dim = 64, head_dim_v = 64,
                    dtype = bf16, layout = hnd, storage = split, table = block_table>
@@ -56,7 +58,8 @@ func.func @decode_hnd(%q: memref<?x16x64xbf16>, %k: memref<?x2x64x64xbf16>,
   %kv = kv.paged_view pools(%k, %v : memref<?x2x64x64xbf16>, memref<?x2x64x64xbf16>)
       tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !cache
   %s = kv.decode %q, %kv {logits_soft_cap = 30.0 : f32, window_left = 100 : i64,
-                          sm_scale = 0.125 : f32}
+                          sm_scale = 0.125 : f32,
+                          kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 8, threads_z = 2, tile_tokens = 32, stages = 3, max_partitions = 32>}
       : memref<?x16x64xbf16>, !cache -> !state
   kv.store_state %s, %out, %lse : !state, memref<?x16x64xf32>, memref<?x16xf32>
   return

@@ -1,6 +1,7 @@
 // RUN: kvir-opt %S/Inputs/decode-tensor-core.mlir --convert-kv-to-gpu=chip=sm_90a | FileCheck %s
 
-// Decodes the decode kernel cannot run get the tensor-core kernel with one
+// Decodes the decode kernel cannot run (or runs slower: GQA groups of 8)
+// get the tensor-core kernel with one
 // query row per request: a query tile of the GQA group's heads of one
 // request (grid: requests x KV heads), value columns split over warps past
 // 128, and the work schedule's split over the lengths.
@@ -15,6 +16,15 @@
 // CHECK-SAME: config = #kvgpu.prefill<q_tile = 16, kv_tile = 16, warps = 4, stages = 2, q_in_registers = false, max_partitions = 32, value_warps = 4>
 // CHECK: #kvgpu.plan<"kv.decode", "[[G:decode_tc_hnd_combined_block_table_p16_h64x1_d256x256_bf16_f32_[0-9a-f]+]]"
 // CHECK-SAME: config = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 8, stages = 2, q_in_registers = false, max_partitions = 32, value_warps = 2>
+// A group of 8 at head dim 128 (Llama-3-70B) is faster here than on the
+// decode kernel. A block's query tile holds one KV head's group, so the
+// work list targets as many items per KV head as the chip holds blocks
+// over the KV heads: 132 SMs x 6 blocks / 8 = 99 (not over 4 tiles a
+// request, as if each held all 64 heads).
+// CHECK: #kvgpu.plan<"kv.decode", "[[G8:decode_tc_nhd_combined_csr_p16_h64x8_d128x128_f16_f16_[0-9a-f]+]]"
+// CHECK-SAME: <"max_work" = <max(batch * num_partitions, max(batch, 99))>>
+// CHECK-SAME: target_items = 99, granule = 32, min_chunk = 256
+// CHECK-SAME: config = #kvgpu.prefill<q_tile = 16, kv_tile = 32, warps = 1, stages = 2, q_in_registers = false, max_partitions = 32>
 
 // CHECK-LABEL: func.func @value_dim_differs
 // CHECK-NOT: kv.decode
@@ -23,3 +33,6 @@
 // CHECK: gpu.launch_func @kv_kernels::@[[W]]
 // CHECK-LABEL: func.func @group_64
 // CHECK: gpu.launch_func @kv_kernels::@[[G]]
+// CHECK-LABEL: func.func @group_8
+// CHECK-NOT: kv.decode
+// CHECK: gpu.launch_func @kv_kernels::@[[G8]]

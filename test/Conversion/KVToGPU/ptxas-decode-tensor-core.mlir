@@ -9,8 +9,8 @@
 // RUN: FileCheck %s --check-prefix=COUNT < %t/sm90a.txt
 // RUN: FileCheck %s --check-prefix=CLEAN < %t/sm90a.txt
 
-// Every decode of the input runs on tensor cores (3 split, 3 direct
+// Every decode of the input runs on tensor cores (4 split, 4 direct
 // kernels); none spills, ptxas reports no error.
-// COUNT-COUNT-3: Compiling entry function 'decode_tc_{{.*}}_split_
+// COUNT-COUNT-4: Compiling entry function 'decode_tc_{{.*}}_split_
 // CLEAN-NOT: {{[1-9][0-9]* bytes spill}}
 // CLEAN-NOT: error

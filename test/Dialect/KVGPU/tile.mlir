@@ -22,12 +22,45 @@ func.func @gqa4(%q: memref<?x32x128xf16>, %pool: memref<?x2x16x8x128xf16>, %a: m
 
 // head_dim 256: 32 lanes, group 8 makes 256 threads with one token in
 // flight; a 256-wide bf16 row is 512 bytes, so three stages of K and V
-// fit the 32 KB ring with 8-token tiles.
+// fit the 32 KB ring with 8-token tiles. (Group 8 stays on the decode
+// kernel here for its f32 state: the tensor-core kernel's P . V runs in
+// the KV type.)
 !c = !kv.paged<page_size = 64, kv_heads = 2, head_dim = 256, head_dim_v = 256, dtype = bf16, layout = hnd, storage = split, table = block_table>
 // CHECK-LABEL: func @wide_group8
 // CHECK: kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 32, threads_z = 1, tile_tokens = 8, stages = 3
 func.func @wide_group8(%q: memref<?x16x256xbf16>, %k: memref<?x2x64x256xbf16>, %v: memref<?x2x64x256xbf16>, %t: memref<?x?xi32>, %l: memref<?xi32>) -> !kv.state<?x16x256xf32, base = e> {
   %kv = kv.paged_view pools(%k, %v : memref<?x2x64x256xbf16>, memref<?x2x64x256xbf16>) tables(%t, %l : memref<?x?xi32>, memref<?xi32>) : !c
+  %s = kv.decode %q, %kv : memref<?x16x256xbf16>, !c -> !kv.state<?x16x256xf32, base = e>
+  return %s : !kv.state<?x16x256xf32, base = e>
+}
+
+// -----
+
+// With a state of the KV type, a GQA group of 8 takes the tensor-core
+// kernel (its mma does the group's rows at once, where the decode kernel's
+// dot product per head and token falls short of memory bandwidth): a
+// query tile of 16 rows holds the group, head dim 256 splits the value
+// columns over 2 warps.
+!c = !kv.paged<page_size = 64, kv_heads = 2, head_dim = 256, head_dim_v = 256, dtype = bf16, layout = hnd, storage = split, table = block_table>
+// CHECK-LABEL: func @wide_group8_bf16_state
+// CHECK: kvgpu.config = #kvgpu.prefill<q_tile = 16, kv_tile = 32, warps = 2, stages = 2, q_in_registers = false, max_partitions = 32, value_warps = 2>
+// A100-LABEL: func @wide_group8_bf16_state
+// A100: kvgpu.config = #kvgpu.prefill<q_tile = 16, kv_tile = 32, warps = 2
+func.func @wide_group8_bf16_state(%q: memref<?x16x256xbf16>, %k: memref<?x2x64x256xbf16>, %v: memref<?x2x64x256xbf16>, %t: memref<?x?xi32>, %l: memref<?xi32>) -> !kv.state<?x16x256xbf16, base = e> {
+  %kv = kv.paged_view pools(%k, %v : memref<?x2x64x256xbf16>, memref<?x2x64x256xbf16>) tables(%t, %l : memref<?x?xi32>, memref<?xi32>) : !c
+  %s = kv.decode %q, %kv : memref<?x16x256xbf16>, !c -> !kv.state<?x16x256xbf16, base = e>
+  return %s : !kv.state<?x16x256xbf16, base = e>
+}
+
+// -----
+
+// fp8 KV stays on the decode kernel at any group. Head dim 256: 16 lanes
+// of 16 one-byte codes times the group of 8 make 128 threads.
+!c = !kv.paged<page_size = 64, kv_heads = 2, head_dim = 256, head_dim_v = 256, dtype = bf16, layout = hnd, storage = split, table = block_table, quant = fp8_e4m3>
+// CHECK-LABEL: func @wide_group8_fp8
+// CHECK: kvgpu.config = #kvgpu.decode<vector = 16, threads_x = 16, threads_z = 1, tile_tokens = 4, stages = 8
+func.func @wide_group8_fp8(%q: memref<?x16x256xbf16>, %k: memref<?x2x64x256xf8E4M3FN>, %v: memref<?x2x64x256xf8E4M3FN>, %t: memref<?x?xi32>, %l: memref<?xi32>, %ks: f32, %vs: f32) -> !kv.state<?x16x256xf32, base = e> {
+  %kv = kv.paged_view pools(%k, %v : memref<?x2x64x256xf8E4M3FN>, memref<?x2x64x256xf8E4M3FN>) tables(%t, %l : memref<?x?xi32>, memref<?xi32>) fp8_scales(%ks, %vs) : !c
   %s = kv.decode %q, %kv : memref<?x16x256xbf16>, !c -> !kv.state<?x16x256xf32, base = e>
   return %s : !kv.state<?x16x256xf32, base = e>
 }

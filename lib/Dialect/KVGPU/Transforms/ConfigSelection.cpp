@@ -373,6 +373,24 @@ bool kvgpu::decodeNeedsTensorCores(kv::DecodeOp op,
          target::TargetInfo::kMaxThreadsPerBlock;
 }
 
+bool kvgpu::decodePrefersTensorCores(kv::DecodeOp op,
+                                     const target::TargetInfo &target) {
+  auto paged = cast<kv::PagedType>(op.getKv().getType());
+  int64_t qHeads = cast<MemRefType>(op.getQ().getType()).getDimSize(1);
+  Type dtype = paged.getDtype();
+  if (qHeads / paged.getKvHeads() < kTensorCoreDecodeMinGroup ||
+      !target.hasMmaSync || !target.hasCpAsync || paged.isQuantized() ||
+      !(dtype.isF16() || dtype.isBF16()) || op.getRopeAttr())
+    return false;
+  // The tensor-core kernel multiplies P (the softmax weights) by V in the
+  // KV type, which a state of that type absorbs; a wider state (f32, or
+  // f16 over bf16 KV) gets the decode kernel's f32 P.
+  if (op.getType().getElementType() != dtype)
+    return false;
+  std::string whyNot;
+  return succeeded(chooseTensorCoreDecodeConfig(op, target, whyNot));
+}
+
 FailureOr<PrefillConfigAttr>
 kvgpu::chooseTensorCoreDecodeConfig(kv::DecodeOp op,
                                     const target::TargetInfo &target,
@@ -479,7 +497,8 @@ FailureOr<Attribute> kvgpu::chooseConfig(Operation *op,
                                          const target::TargetInfo &target,
                                          std::string &whyNot) {
   if (auto decode = dyn_cast<kv::DecodeOp>(op)) {
-    if (decodeNeedsTensorCores(decode, target))
+    if (decodeNeedsTensorCores(decode, target) ||
+        decodePrefersTensorCores(decode, target))
       return FailureOr<Attribute>(
           chooseTensorCoreDecodeConfig(decode, target, whyNot));
     return FailureOr<Attribute>(chooseDecodeConfig(decode, target, whyNot));

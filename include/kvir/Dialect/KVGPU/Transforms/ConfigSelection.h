@@ -34,6 +34,23 @@ getOrChooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
 /// 1024 threads (GQA groups of 64 at head dim 256).
 bool decodeNeedsTensorCores(kv::DecodeOp op, const target::TargetInfo &target);
 
+/// The smallest GQA group decodePrefersTensorCores sends to the tensor-core
+/// kernel.
+constexpr int64_t kTensorCoreDecodeMinGroup = 8;
+
+/// Whether `op`, which the decode kernel could run, is faster on the
+/// tensor-core kernel: f16/bf16 KV with a GQA group of at least
+/// kTensorCoreDecodeMinGroup heads, where the decode kernel's per-token
+/// instructions (a dot product per head and token) stop it short of memory
+/// bandwidth while mma.sync does the group's rows at once (H100, head dim
+/// 128: group 8, 1630 against 2840 GB/s; bench/RESULTS.md). Only where the
+/// tensor-core kernel has a configuration for it and the state has the KV
+/// type (its P . V runs in that type); quantized KV, on-the-fly RoPE and
+/// wider states stay on the decode kernel. (Group 4 measured 2600
+/// against 2840 GB/s: not switched yet.)
+bool decodePrefersTensorCores(kv::DecodeOp op,
+                              const target::TargetInfo &target);
+
 /// Whether the decode kernel decodes each K/V tile once into f16 tiles in
 /// shared memory (fp8 or int8 KV with a GQA group: in registers, each of
 /// the group's heads would decode every row again), which its shared budget
