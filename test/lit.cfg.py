@@ -36,6 +36,15 @@ config.substitutions.append(
     ("%kvir_runtime",
      os.path.join(config.kvir_obj_root, "lib", "libKVIRRuntime.a")
      + " -lstdc++"))
+# The GPU runners of bench/gpu (Debian's python3 with numpy; the python3
+# first on PATH may lack numpy) and the shared runtime library they load.
+config.substitutions.append(("%python", "/usr/bin/python3"))
+config.substitutions.append(
+    ("%kvir_bench_gpu", os.path.join(config.kvir_src_root, "bench", "gpu")))
+config.substitutions.append(
+    ("%libkvir_runtime_so",
+     os.path.join(config.kvir_obj_root, "lib", "libkvir_runtime" + config.shlib_ext)))
+config.substitutions.append(("%kvir_obj_root", config.kvir_obj_root))
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kvir_obj_root, "test")
 

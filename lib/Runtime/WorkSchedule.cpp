@@ -86,12 +86,15 @@ extern "C" int64_t kvir_schedule_work(const int32_t *kv_lengths, int64_t batch,
   merge_indptr[0] = 0;
   for (int64_t r = 0; r < batch; ++r)
     merge_indptr[r + 1] = int32_t(merge_indptr[r] + chunks[r]);
-  // Longest chunks first (stable: request order among equals), so that a
-  // GPU's block scheduler fills the tail of the launch with short blocks.
+  // Longest chunks first (request order among equals), so that a GPU's
+  // block scheduler fills the tail of the launch with short blocks. (A
+  // sort with the index as tie-break: std::stable_sort's buffer is
+  // deprecated in C++17's libstdc++.)
   std::vector<int64_t> order(batch);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return chunkTokens[a] > chunkTokens[b];
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return chunkTokens[a] != chunkTokens[b] ? chunkTokens[a] > chunkTokens[b]
+                                            : a < b;
   });
   int32_t *item = items;
   for (int64_t r : order)

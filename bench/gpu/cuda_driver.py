@@ -1,0 +1,184 @@
+"""The CUDA driver API over ctypes: what kvir's GPU runners need.
+
+libcuda is loaded at run time, so nothing here needs CUDA headers, a CUDA
+toolkit or LLVM: the runners start on a bare GPU machine with the driver.
+`DryDriver` stands in where no GPU exists: host memory, launches checked
+against the PTX's entry signatures but not executed (the runners' own
+logic is tested that way on the CPU).
+"""
+import ctypes
+import re
+
+CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+CU_JIT_ERROR_LOG_BUFFER = 5
+CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
+
+
+class CudaError(RuntimeError):
+    pass
+
+
+def ptx_entries(ptx):
+    """{kernel name: number of .param entries} of a PTX module."""
+    entries = {}
+    for m in re.finditer(r"\.entry\s+(\w+)\s*\(([^)]*)\)", ptx):
+        entries[m.group(1)] = len(re.findall(r"\.param\b", m.group(2)))
+    return entries
+
+
+class Driver:
+    def __init__(self, use_primary_context=True):
+        self.lib = ctypes.CDLL("libcuda.so.1")
+        self.check(self.lib.cuInit(0), "cuInit")
+        dev = ctypes.c_int()
+        self.check(self.lib.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
+        self.device = dev.value
+        ctx = ctypes.c_void_p()
+        # The primary context is the one torch's runtime uses: buffers and
+        # streams are shared with it.
+        self.check(self.lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev),
+                   "cuDevicePrimaryCtxRetain")
+        self.check(self.lib.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+        self.context = ctx
+        self.modules = {}
+
+    def check(self, rc, what):
+        if rc != 0:
+            msg = ctypes.c_char_p()
+            self.lib.cuGetErrorString(rc, ctypes.byref(msg))
+            raise CudaError(f"{what}: CUDA error {rc} "
+                            f"({msg.value.decode() if msg.value else '?'})")
+
+    def name(self):
+        buf = ctypes.create_string_buffer(256)
+        self.check(self.lib.cuDeviceGetName(buf, 256, self.device),
+                   "cuDeviceGetName")
+        return buf.value.decode()
+
+    def sm_count(self):
+        v = ctypes.c_int()
+        self.check(self.lib.cuDeviceGetAttribute(
+            ctypes.byref(v), CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            self.device), "cuDeviceGetAttribute")
+        return v.value
+
+    def load_ptx(self, ptx):
+        """The module of `ptx` (JIT-compiled by the driver; cached)."""
+        if ptx in self.modules:
+            return self.modules[ptx]
+        mod = ctypes.c_void_p()
+        log = ctypes.create_string_buffer(1 << 16)
+        opts = (ctypes.c_int * 2)(CU_JIT_ERROR_LOG_BUFFER,
+                                  CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+        vals = (ctypes.c_void_p * 2)(ctypes.cast(log, ctypes.c_void_p),
+                                     ctypes.c_void_p(len(log)))
+        rc = self.lib.cuModuleLoadDataEx(ctypes.byref(mod),
+                                         ctypes.c_char_p(ptx.encode()), 2,
+                                         opts, vals)
+        if rc != 0:
+            self.check(rc, "cuModuleLoadDataEx: " + log.value.decode())
+        self.modules[ptx] = (mod, {})
+        return self.modules[ptx]
+
+    def function(self, ptx, kernel, dynamic_shared):
+        mod, funcs = self.load_ptx(ptx)
+        if kernel not in funcs:
+            f = ctypes.c_void_p()
+            self.check(self.lib.cuModuleGetFunction(
+                ctypes.byref(f), mod, kernel.encode()),
+                "cuModuleGetFunction " + kernel)
+            funcs[kernel] = f
+        f = funcs[kernel]
+        if dynamic_shared > 48 * 1024:
+            self.check(self.lib.cuFuncSetAttribute(
+                f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                int(dynamic_shared)), "cuFuncSetAttribute " + kernel)
+        return f
+
+    def launch(self, ptx, kernel, grid, block, dynamic_shared, params,
+               stream=None):
+        """Launches `kernel` with `params`: a list of bytes objects, one per
+        kernel parameter (its exact bytes)."""
+        f = self.function(ptx, kernel, dynamic_shared)
+        bufs = [ctypes.create_string_buffer(p, len(p)) for p in params]
+        arr = (ctypes.c_void_p * max(1, len(bufs)))(
+            *[ctypes.cast(b, ctypes.c_void_p) for b in bufs])
+        self.check(self.lib.cuLaunchKernel(
+            f, *[ctypes.c_uint(int(g)) for g in grid],
+            *[ctypes.c_uint(int(b)) for b in block],
+            ctypes.c_uint(int(dynamic_shared)), ctypes.c_void_p(stream),
+            arr, None), "cuLaunchKernel " + kernel)
+
+    def alloc(self, nbytes):
+        p = ctypes.c_uint64()
+        self.check(self.lib.cuMemAlloc_v2(ctypes.byref(p),
+                                          ctypes.c_size_t(max(16, nbytes))),
+                   "cuMemAlloc")
+        return p.value
+
+    def free(self, ptr):
+        self.check(self.lib.cuMemFree_v2(ctypes.c_uint64(ptr)), "cuMemFree")
+
+    def upload(self, ptr, data):
+        if data:
+            self.check(self.lib.cuMemcpyHtoD_v2(
+                ctypes.c_uint64(ptr), ctypes.c_char_p(bytes(data)),
+                ctypes.c_size_t(len(data))), "cuMemcpyHtoD")
+
+    def download(self, ptr, nbytes):
+        buf = ctypes.create_string_buffer(nbytes)
+        if nbytes:
+            self.check(self.lib.cuMemcpyDtoH_v2(buf, ctypes.c_uint64(ptr),
+                                                ctypes.c_size_t(nbytes)),
+                       "cuMemcpyDtoH")
+        return buf.raw
+
+    def synchronize(self):
+        self.check(self.lib.cuCtxSynchronize(), "cuCtxSynchronize")
+
+
+class DryDriver:
+    """No GPU: memory on the host, launches checked against the PTX's entry
+    signatures (name and parameter count) and otherwise skipped."""
+
+    def __init__(self):
+        self.memory = {}
+        self.next = 1 << 40
+        self.launches = []
+
+    def name(self):
+        return "dry run (no GPU)"
+
+    def sm_count(self):
+        return 132
+
+    def launch(self, ptx, kernel, grid, block, dynamic_shared, params,
+               stream=None):
+        entries = ptx_entries(ptx)
+        if kernel not in entries:
+            raise CudaError(f"the PTX has no kernel {kernel}")
+        if entries[kernel] != len(params):
+            raise CudaError(f"{kernel}: {len(params)} parameters passed, the "
+                            f"PTX entry takes {entries[kernel]}")
+        if any(int(g) <= 0 for g in grid) or any(int(b) <= 0 for b in block):
+            raise CudaError(f"{kernel}: empty grid {grid} or block {block}")
+        self.launches.append((kernel, tuple(grid), tuple(block)))
+
+    def alloc(self, nbytes):
+        ptr = self.next
+        self.next += (max(16, nbytes) + 255) // 256 * 256
+        self.memory[ptr] = bytearray(max(16, nbytes))
+        return ptr
+
+    def free(self, ptr):
+        del self.memory[ptr]
+
+    def upload(self, ptr, data):
+        self.memory[ptr][:len(data)] = data
+
+    def download(self, ptr, nbytes):
+        return bytes(self.memory[ptr][:nbytes])
+
+    def synchronize(self):
+        pass

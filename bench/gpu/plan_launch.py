@@ -1,0 +1,153 @@
+"""Runs a kvir launch plan from its manifests (kvir-translate's output).
+
+A plan (the "plan" object of every manifest) names the op's arguments with
+their shapes, the sizes derived from them (an argument's axis, or an
+expression over earlier sizes), the split-KV work schedule where there is
+one, and the kernels with the condition under which each runs (always,
+unsplit, split). Kernel parameters follow the manifest's param_abi: a memref
+is (allocated pointer, aligned pointer, offset, sizes, strides), all 8
+bytes; an index size is 8 bytes; an f32 scalar 4. This module does that
+host-side work for any plan, over device buffers given as
+(pointer, shape) pairs; the schedule comes from kvir's runtime library
+(libkvir_runtime.so: kvir_schedule_work, no LLVM).
+"""
+import ctypes
+import glob
+import json
+import os
+import re
+import struct
+
+
+class PlanError(RuntimeError):
+    pass
+
+
+def _size_functions():
+    return {
+        "min": min,
+        "max": max,
+        "ceildiv": lambda a, b: -(-a // b),
+        "floordiv": lambda a, b: a // b,
+    }
+
+
+def eval_size(expr, env):
+    """An integer, or a size expression (+, -, *, min/max/ceildiv/floordiv,
+    names of earlier sizes) evaluated over `env`."""
+    if isinstance(expr, int):
+        return expr
+    if not re.fullmatch(r"[\w\s+\-*(),]*", expr):
+        raise PlanError(f"unexpected size expression '{expr}'")
+    scope = dict(_size_functions())
+    scope.update(env)
+    try:
+        return int(eval(expr, {"__builtins__": {}}, scope))
+    except NameError as e:
+        raise PlanError(f"size expression '{expr}': {e}")
+
+
+class Plan:
+    """The launch plan of op `op` (e.g. "kv.decode") in `directory`."""
+
+    def __init__(self, directory, op):
+        self.directory = directory
+        self.kernels = {}
+        self.plan = None
+        for path in sorted(glob.glob(os.path.join(directory, "*.json"))):
+            m = json.load(open(path))
+            if m.get("plan", {}).get("op") != op:
+                continue
+            self.plan = m["plan"]
+            self.kernels[m["kernel"]] = m
+            self.ptx_file = os.path.join(directory, m["ptx"])
+        if self.plan is None:
+            raise PlanError(f"no {op} manifests in {directory}")
+        self.ptx = open(self.ptx_file).read()
+        self.args = {a["name"]: a for a in self.plan["args"]}
+
+    def sizes(self, shapes, extra=None):
+        """The plan's sizes from the arguments' shapes ({name: shape})."""
+        env = dict(extra or {})
+        for s in self.plan["sizes"]:
+            if "from" in s:
+                src = s["from"]
+                env[s["name"]] = int(shapes[src["arg"]][src["axis"]])
+            else:
+                env[s["name"]] = eval_size(s["value"], env)
+        return env
+
+    def shape_of(self, arg, env):
+        return [eval_size(d, env) for d in self.args[arg]["shape"]]
+
+    def schedule(self, runtime, kv_lengths, env):
+        """Runs the plan's work schedule on the host (kvir_schedule_work):
+        returns (work_items, merge_indptr) as bytes and sets the count."""
+        s = self.plan.get("schedule")
+        if s is None:
+            return None
+        batch = env[s["batch"]]
+        max_items = self.shape_of(s["items"], env)[0]
+        items = (ctypes.c_int32 * (4 * max_items))()
+        merge = (ctypes.c_int32 * (batch + 1))()
+        lens = (ctypes.c_int32 * max(1, batch))(*kv_lengths)
+        fn = runtime.kvir_schedule_work
+        fn.restype = ctypes.c_int64
+        i64 = ctypes.c_int64
+        count = fn(lens, i64(batch), i64(s["window_left"]),
+                   i64(s["target_items"]), i64(s["granule"]),
+                   i64(s["min_chunk"]), i64(env[s["uniform_chunks"]]),
+                   i64(max_items), items, merge)
+        if count < 0:
+            raise PlanError(f"kvir_schedule_work failed: {count}")
+        env[s["count"]] = int(count)
+        return bytes(items), bytes(merge)
+
+    def split(self, env):
+        """Whether the split kernels run (else the direct one)."""
+        s = self.plan.get("schedule")
+        if s is not None:
+            return eval_size(s["split_when"].replace(">", "-"), env) > 0
+        if "partitions" in self.plan:
+            return env[self.plan["partitions"]] > 1
+        return False
+
+    def launches(self, buffers, env):
+        """[(kernel, grid, block, dynamic shared bytes, [param bytes])] for
+        buffers {name: (device pointer, shape)}."""
+        split = self.split(env)
+        out = []
+        for k in self.plan["kernels"]:
+            when = k["when"]
+            if (when == "split") != split and when != "always":
+                continue
+            m = self.kernels[k["kernel"]]
+            params = []
+            for p in m["params"]:
+                if p["shape"] == [] and p["dtype"] in ("index", "i64"):
+                    params.append(struct.pack("<q", env[p["name"]]))
+                    continue
+                if p["shape"] == [] and p["dtype"] == "f32":
+                    params.append(struct.pack("<f", float(env[p["name"]])))
+                    continue
+                if p["name"] not in buffers:
+                    raise PlanError(f"{m['kernel']}: no buffer for "
+                                    f"parameter {p['name']}")
+                ptr, shape = buffers[p["name"]]
+                expect = [eval_size(d, env) for d in p["shape"]]
+                if list(shape) != expect:
+                    raise PlanError(f"{p['name']}: shape {list(shape)}, the "
+                                    f"plan expects {expect}")
+                strides, st = [], 1
+                for d in reversed(shape):
+                    strides.insert(0, st)
+                    st *= d
+                for v in [ptr, ptr, 0] + list(shape) + strides:
+                    params.append(struct.pack("<Q", v))
+            if len(params) != m["num_params"]:
+                raise PlanError(f"{m['kernel']}: {len(params)} parameters, "
+                                f"the manifest says {m['num_params']}")
+            grid = [eval_size(g, env) for g in m["grid"]]
+            out.append((m["kernel"], grid, m["block"],
+                        m["dynamic_shared_bytes"], params))
+        return out

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Writes replayable GPU test cases (bench/gpu/replay_cases.py) into a
+# directory: runs the GPU tests matching a gtest filter with
+# KVIR_DUMP_CASES, then compiles each case's source to PTX for its chip
+# (kvir-opt --kv-to-ptx | kvir-translate), the same kernels the emulator ran.
+#   prepare_cases.sh <out dir> [gtest filter]
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD="${KVIR_BUILD_DIR:-$ROOT/build}"
+out="$1"
+filter="${2:-Matrix/*:States/*:GpuMlaAppend.*}"
+rm -rf "$out"
+mkdir -p "$out"
+KVIR_DUMP_CASES="$out" "$BUILD/bin/kvir-gpu-tests" --gtest_brief=1 \
+  --gtest_filter="$filter"
+for dir in "$out"/*/; do
+  read -r chip graph < <(/usr/bin/python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1] + "/case.json"))
+print(c["chip"], c["graph_max_batch"])' "$dir")
+  "$BUILD/bin/kvir-opt" "$dir/source.mlir" \
+      --kv-to-ptx="chip=$chip graph-max-batch=$graph" |
+    "$BUILD/bin/kvir-translate" -o "$dir/ptx"
+  mv "$dir/ptx/"*.ptx "$dir/kv_kernels.ptx"
+  rm -rf "$dir/ptx"
+done
