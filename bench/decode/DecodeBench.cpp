@@ -78,6 +78,8 @@ bool startsWith(const std::string &s, const std::string &prefix) {
 /// launch plan.
 struct DecodeShape {
   int64_t vector = 0, threadsX = 0, tile = 0, stages = 0;
+  /// On the tensor-core kernel (GQA groups of 8 and more): its config.
+  std::string tensorCores;
   /// K and V rows of one stage, of `elementBytes`-byte elements.
   int64_t stageBytes(int64_t elementBytes) const {
     return 2 * tile * threadsX * vector * elementBytes;
@@ -89,7 +91,12 @@ DecodeShape decodeShape(const std::string &lowered) {
   std::regex config("#kvgpu\\.decode<vector = ([0-9]+), threads_x = ([0-9]+), "
                     "threads_z = [0-9]+, tile_tokens = ([0-9]+), stages = "
                     "([0-9]+)");
-  if (std::regex_search(lowered, m, config)) {
+  std::regex tc("#kvgpu\\.prefill<q_tile = ([0-9]+), kv_tile = ([0-9]+), "
+                "warps = ([0-9]+)");
+  if (std::regex_search(lowered, m, tc))
+    s.tensorCores = "tc " + m[1].str() + " x " + m[2].str() + ", " +
+                    m[3].str() + " warp(s)";
+  else if (std::regex_search(lowered, m, config)) {
     s.vector = std::stoll(m[1]);
     s.threadsX = std::stoll(m[2]);
     s.tile = std::stoll(m[3]);
@@ -317,11 +324,16 @@ int main(int argc, char **argv) {
       bool ok = ratio <= 1.05 && loadRatio <= 1.05 && efficiency >= 0.90 &&
                 rel <= outputTolerance(DType::F16) && result.reports.empty();
       allOk &= ok;
-      std::printf("| %s | %s | %s | %s | %s | %s | %lld x %lld | %s | %s | "
+      std::string stagesTile =
+          shape.tensorCores.empty()
+              ? std::to_string(shape.stages) + " x " +
+                    std::to_string(shape.tile)
+              : shape.tensorCores;
+      std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | "
                   "%lld | %.3f | %.3f | %.3f | %.1f%% | %.1e%s |\n",
                   cfg.name().c_str(), chip.c_str(), regs.c_str(), smem.c_str(),
-                  spill.c_str(), occ.c_str(), (long long)shape.stages,
-                  (long long)shape.tile, inFlight.c_str(), perToken.c_str(),
+                  spill.c_str(), occ.c_str(), stagesTile.c_str(),
+                  inFlight.c_str(), perToken.c_str(),
                   (long long)parts, ratio,
                   loadRatio, double(workspace) / ideal, 100.0 * efficiency, rel,
                   ok ? "" : " **FAIL**");
