@@ -37,6 +37,12 @@ std::pair<Value, Value> PagedTileLoader::pageSpan(ImplicitLocOpBuilder &b,
   return {page0, ir.add(ir.sub(lastPage, page0), ir.idx(1))};
 }
 
+Value PagedTileLoader::toEntryType(ImplicitLocOpBuilder &b,
+                                   Value entry) const {
+  return arith::IndexCastOp::create(
+      b, cast<MemRefType>(pageIds.getType()).getElementType(), entry);
+}
+
 bool PagedTileLoader::stagesPageIds() const {
   return kv.type && kv.type.getTable() != kv::TableForm::token_offset;
 }
@@ -56,7 +62,7 @@ void PagedTileLoader::stagePageIds(ImplicitLocOpBuilder &b, Value tile0,
         IRBuilder j{ib};
         Value entry =
             kv::emitPageEntry(ib, kv, req, tableBase, j.add(page0, i));
-        memref::StoreOp::create(ib, j.toI32(entry), pageIds,
+        memref::StoreOp::create(ib, toEntryType(ib, entry), pageIds,
                                 pageIdIndices(j.idx(0), i));
         scf::YieldOp::create(ib);
       });
@@ -158,11 +164,12 @@ SmallVector<Value> PagedTileLoader::loadPageIds(ImplicitLocOpBuilder &b,
               IRBuilder j{jb};
               Value entry =
                   kv::emitPageEntry(jb, kv, req, tableBase, j.add(page0, i));
-              scf::YieldOp::create(jb, ValueRange{j.toI32(entry)});
+              scf::YieldOp::create(jb, ValueRange{toEntryType(jb, entry)});
             },
             [&](OpBuilder &nb, Location loc) {
               ImplicitLocOpBuilder jb(loc, nb);
-              scf::YieldOp::create(jb, ValueRange{IRBuilder{jb}.i32(0)});
+              scf::YieldOp::create(
+                  jb, ValueRange{toEntryType(jb, IRBuilder{jb}.idx(0))});
             })
             .getResult(0));
   }

@@ -401,6 +401,26 @@ std::vector<GpuDecodeCase> decodeCases() {
     c.params.windowLeft = 17;
     add(c, 4, 60, 12);
   }
+  // OpenPPL's int64 cachestarts and kv lengths (token table and token
+  // offsets), read as i64 by the kernel and the host's work schedule; one
+  // at group 8 on the tensor-core kernel.
+  {
+    CacheSpec spec = makeSpec(16, 2, 128, DType::F16, Layout::PPL2,
+                              Storage::Combined, Table::TokenTable);
+    spec.layer = 1;
+    spec.tableType = DType::I64;
+    GpuDecodeCase c = makeCase("Ppl2Layer1TokenTableI64P16D128G4F16", spec, 8,
+                               DType::F16, "sm_90a", 1025);
+    add(c, 5, 700, 14);
+  }
+  {
+    CacheSpec spec = makeSpec(8, 2, 64, DType::BF16, Layout::PPL1,
+                              Storage::Combined, Table::TokenOffset);
+    spec.tableType = DType::I64;
+    GpuDecodeCase c = makeCase("Ppl1TokenOffsetI64P8D64G8BF16", spec, 16,
+                               DType::BF16, "sm_80", 1026);
+    add(c, 4, 300, 12);
+  }
   // The stage ring at its extremes: two stages, and eight; and rows of
   // 8-byte vectors, which the ring fills with loads and stores instead of
   // cp.async (zeros past a tile's last token). Long requests wrap the ring

@@ -85,7 +85,9 @@ void runGpuPrefillCase(const GpuPrefillCase &c) {
       rk = randomTensor(rng, s.dtype, {nnz, s.kvHeads, s.headDim});
       rv = randomTensor(rng, s.dtype, {nnz, s.kvHeads, s.headDimV});
       std::string ks = src.addMemref("k", rk), vs = src.addMemref("v", rv);
-      std::string is = src.addMemref("kv_indptr", makeI32(kvIndptr));
+      // OpenPPL's kvstarts are int64 (the case's table type).
+      std::string is =
+          src.addMemref("kv_indptr", makeIndexArray(kvIndptr, s.tableType));
       std::ostringstream t;
       t << "!kv.ragged<kv_heads = " << s.kvHeads << ", head_dim = " << s.headDim
         << ", head_dim_v = " << s.headDimV << ", dtype = " << mlirName(s.dtype)
@@ -100,7 +102,8 @@ void runGpuPrefillCase(const GpuPrefillCase &c) {
       kv = emitPagedView(src, cache, "kv", kvType);
     }
     std::string qs = src.addMemref("q", q);
-    std::string qo = src.addMemref("qo_indptr", makeI32(qoIndptr));
+    std::string qo =
+        src.addMemref("qo_indptr", makeIndexArray(qoIndptr, s.tableType));
     std::string maskClause;
     if (c.mask != MaskKind::None) {
       std::string ms = src.addMemref("mask", mask);
@@ -406,6 +409,26 @@ std::vector<GpuPrefillCase> prefillCases() {
                  "sm_80", 2015);
     c.params.causal = true;
     add(c, {{{6, 11}, {13, 11}}});
+  }
+  // OpenPPL's int64 seqstarts, cachestarts and kv lengths; int64 kvstarts
+  // of a ragged KV.
+  {
+    CacheSpec spec = makeSpec(16, 2, 128, DType::F16, Layout::PPL2,
+                              Storage::Combined, Table::TokenTable);
+    spec.layer = 1;
+    spec.tableType = DType::I64;
+    GpuPrefillCase c = makeCase("CausalPpl2Layer1TokenTableI64P16D128G4F16",
+                                spec, 8, DType::F16, "sm_90a", 2017);
+    c.params.causal = true;
+    add(c, {{{40, 1, 0}, {70, 33, 5}}});
+  }
+  {
+    GpuPrefillCase c = makeCase("RaggedI64D64G2BF16",
+                                makeSpec(16, 2, 64, DType::BF16), 4,
+                                DType::BF16, "sm_80", 2018);
+    c.ragged = true;
+    c.spec.tableType = DType::I64;
+    add(c, {{{17, 3}, {40, 3}}});
   }
   // Configurations given by hand: two 16-row tiles per warp.
   {

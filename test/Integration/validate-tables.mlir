@@ -4,6 +4,8 @@
 // RUN: not kvir-runner %s --validate-tables -e decreasing_indptr --entry-point-result=void --shared-libs=%mlir_runner_libs 2>&1 | FileCheck %s --check-prefix=INDPTR
 // RUN: not kvir-runner %s --validate-tables -e block_table_negative --entry-point-result=void --shared-libs=%mlir_runner_libs 2>&1 | FileCheck %s --check-prefix=BLOCK
 // RUN: not kvir-runner %s --validate-tables -e causal_rows --entry-point-result=void --shared-libs=%mlir_runner_libs 2>&1 | FileCheck %s --check-prefix=CAUSAL
+// RUN: kvir-runner %s --validate-tables -e good_i64 --entry-point-result=void --shared-libs=%mlir_runner_libs | FileCheck %s --check-prefix=GOOD64
+// RUN: not kvir-runner %s --validate-tables -e block_table_i64_huge --entry-point-result=void --shared-libs=%mlir_runner_libs 2>&1 | FileCheck %s --check-prefix=HUGE
 
 // kvir-runner --validate-tables checks every page table before a kv op
 // reads it and stops, naming the request and the entry, instead of reading
@@ -19,6 +21,12 @@
 // INDPTR: kvir: invalid page table: request 0: kv_indptr[1] = 2 < kv_indptr[0] = 3, expected a non-decreasing kv_indptr
 // BLOCK: kvir: invalid page table: request 1: block_table[1][0] = -3 is a negative page id
 // CAUSAL: kvir: invalid page table: request 1: 3 query rows but kv_len 2; a causal prefill needs qo_len <= kv_len
+// int64 tables (OpenPPL) are checked through int32 copies that saturate:
+// 5000000000 reads as INT32_MAX, still a page past the pool.
+// GOOD64: rank = 2 offset = 0 sizes = [2, 1]
+// GOOD64-NEXT: {{\[\[}}0]
+// GOOD64-NEXT: {{\[}}1]
+// HUGE: kvir: invalid page table: request 1: block_table[1][0] = 2147483647 names a page past the pool (2 pages of 4 tokens)
 
 !bt = !kv.paged<page_size = 4, kv_heads = 1, head_dim = 2, head_dim_v = 2, dtype = f32, layout = nhd, storage = split, table = block_table>
 !csr = !kv.paged<page_size = 4, kv_heads = 1, head_dim = 2, head_dim_v = 2, dtype = f32, layout = nhd, storage = split, table = csr>
@@ -128,5 +136,42 @@ func.func @causal_rows() {
   kv.store_state %s, %o, %lse : !s4, memref<4x1x2xf32>, memref<4x1xf32>
   memref.dealloc %o : memref<4x1x2xf32>
   memref.dealloc %lse : memref<4x1xf32>
+  return
+}
+
+// The same block-table decode over int64 tables.
+func.func @decode_bt_i64(%bt: memref<2x1xi64>, %lens: memref<2xi64>) {
+  %k = memref.get_global @k : memref<2x4x1x2xf32>
+  %v = memref.get_global @v : memref<2x4x1x2xf32>
+  %q = memref.get_global @q : memref<2x1x2xf32>
+  %o = memref.alloc() : memref<2x1x2xf32>
+  %lse = memref.alloc() : memref<2x1xf32>
+  %kv = kv.paged_view pools(%k, %v : memref<2x4x1x2xf32>, memref<2x4x1x2xf32>)
+      tables(%bt, %lens : memref<2x1xi64>, memref<2xi64>) : !bt
+  %s = kv.decode %q, %kv : memref<2x1x2xf32>, !bt -> !s2
+  kv.store_state %s, %o, %lse : !s2, memref<2x1x2xf32>, memref<2x1xf32>
+  %u = memref.cast %lse : memref<2x1xf32> to memref<*xf32>
+  call @printMemrefF32(%u) : (memref<*xf32>) -> ()
+  memref.dealloc %o : memref<2x1x2xf32>
+  memref.dealloc %lse : memref<2x1xf32>
+  return
+}
+
+// Request 0 has 1 key on page 0, request 1 has 2 keys on page 1: lse
+// log2(1) = 0 and log2(2) = 1 (q = 0).
+memref.global "private" constant @bt64_ok : memref<2x1xi64> = dense<[[0], [1]]>
+memref.global "private" constant @lens64 : memref<2xi64> = dense<[1, 2]>
+func.func @good_i64() {
+  %bt = memref.get_global @bt64_ok : memref<2x1xi64>
+  %lens = memref.get_global @lens64 : memref<2xi64>
+  call @decode_bt_i64(%bt, %lens) : (memref<2x1xi64>, memref<2xi64>) -> ()
+  return
+}
+
+memref.global "private" constant @bt64_huge : memref<2x1xi64> = dense<[[0], [5000000000]]>
+func.func @block_table_i64_huge() {
+  %bt = memref.get_global @bt64_huge : memref<2x1xi64>
+  %lens = memref.get_global @lens64 : memref<2xi64>
+  call @decode_bt_i64(%bt, %lens) : (memref<2x1xi64>, memref<2xi64>) -> ()
   return
 }

@@ -30,6 +30,12 @@ CacheSpec withLayer(CacheSpec spec, int64_t layer) {
   return spec;
 }
 
+/// OpenPPL's int64 cachestarts / kv lengths.
+CacheSpec withI64Tables(CacheSpec spec) {
+  spec.tableType = DType::I64;
+  return spec;
+}
+
 std::vector<LayoutParam> layoutParams() {
   const DType f16 = DType::F16, f32 = DType::F32, bf16 = DType::BF16;
   std::vector<LayoutParam> params;
@@ -71,6 +77,16 @@ std::vector<LayoutParam> layoutParams() {
   add("Ppl3BlockTableLayer1",
       withLayer(makeSpec(5, 2, 64, bf16, Layout::PPL3, Storage::Combined,
                          Table::BlockTable), 1), 2);
+  add("Ppl0TokenTableLayer1I64",
+      withI64Tables(withLayer(makeSpec(8, 2, 64, f16, Layout::PPL0,
+                                       Storage::Combined, Table::TokenTable),
+                              1)),
+      2);
+  add("Ppl2TokenOffsetLayer2I64",
+      withI64Tables(withLayer(makeSpec(16, 2, 64, f16, Layout::PPL2,
+                                       Storage::Combined, Table::TokenOffset),
+                              2)),
+      3);
   add("Ppl3TokenTableLayer0",
       withLayer(makeSpec(16, 1, 128, f16, Layout::PPL3, Storage::Combined,
                          Table::TokenTable), 0), 2);

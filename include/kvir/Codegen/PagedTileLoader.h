@@ -139,6 +139,9 @@ public:
           mlir::Value tile0, mlir::Value dim) const;
 
 private:
+  /// `entry` (an index) as the staged page entries' type (the table's).
+  mlir::Value toEntryType(mlir::ImplicitLocOpBuilder &b,
+                          mlir::Value entry) const;
   /// The memref and indices of element `dim` of `role` for token `token`
   /// at (page, slot) (unused for ragged requests).
   std::pair<mlir::Value, llvm::SmallVector<mlir::Value>>

@@ -89,10 +89,13 @@ DecodeBuffers buildLayout(const DecodeKernelSpec &s,
   buf.query =
       layout.add("query", {s.group(), padded}, s.qType.getElementType());
   buf.meta = layout.add("meta", {4}, i32);
+  // Page entries as the table stores them (i32, or OpenPPL's i64); token
+  // offsets have none, a placeholder of i32.
+  Type entry = kv::getPageEntryType(s.kv, s.kvTypes);
   buf.pageIds = layout.add(
       "page_ids",
       {c.getStages(), PagedTileLoader::pagesPerTile(s.kv.getPageSize(), tile)},
-      i32);
+      entry ? entry : i32);
   if (c.getThreadsZ() > 1) {
     int64_t slots = c.getThreadsZ() * s.group();
     buf.zMax = layout.add("z_max", {slots}, f32);

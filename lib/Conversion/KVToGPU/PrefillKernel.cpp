@@ -74,7 +74,7 @@ struct Buffers {
 
 Buffers buildLayout(const PrefillKernelSpec &s, SharedMemoryLayout &layout) {
   MLIRContext *ctx = s.qType.getContext();
-  Type i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
+  Type i64 = IntegerType::get(ctx, 64);
   kvgpu::PrefillConfigAttr c = s.config;
   Buffers buf;
   buf.q = layout.add("q_tile", {c.getQTile(), s.headDim},
@@ -130,7 +130,7 @@ Buffers buildLayout(const PrefillKernelSpec &s, SharedMemoryLayout &layout) {
         "page_ids",
         {c.getStages(),
          PagedTileLoader::pagesPerTile(s.paged.getPageSize(), c.getKvTile())},
-        i32);
+        kv::getPageEntryType(s.paged, s.kvTypes));
   buf.meta = layout.add("meta", {kMetaSlots}, i64);
   if (s.maskType)
     buf.maskScratch = layout.add("mask_scratch", {c.getNumThreads()}, i64);

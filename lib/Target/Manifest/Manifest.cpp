@@ -351,8 +351,45 @@ static std::string validateFunction(LaunchPlanAttr plan, StringRef pid) {
       "kvir_check_token_offset(const int32_t *cachestarts,\n"
       "    const int32_t *kv_lens, int64_t batch, int64_t num_tokens,\n"
       "    char *message, int64_t message_size);"};
+  // OpenPPL's int64 tables reach the runtime's int32 check as copies whose
+  // entries saturate at the int32 range (no pool holds 2^31 tokens, so an
+  // entry out of it is still reported out of bounds).
+  SmallVector<bool> wide;
+  for (StringRef n : names) {
+    PlanArgAttr arg = plan.lookupArg(n);
+    wide.push_back(arg && cast<MemRefType>(arg.getType())
+                              .getElementType()
+                              .isSignlessInteger(64));
+  }
+  // Entries of each table, for the copies.
+  SmallVector<std::string> counts;
+  switch (form) {
+  case kvir::kv::TableForm::csr:
+    counts = {"batch + 1", "num_page_ids", "batch"};
+    break;
+  case kvir::kv::TableForm::block_table:
+  case kvir::kv::TableForm::token_table:
+    counts = {"batch * max_pages", "batch"};
+    break;
+  case kvir::kv::TableForm::token_offset:
+    counts = {"batch", "batch"};
+    break;
+  }
   std::string text;
   llvm::raw_string_ostream os(text);
+  if (llvm::is_contained(wide, true))
+    os << "#ifndef KVIR_NARROW_I32\n#define KVIR_NARROW_I32\n"
+       << "#include <stdlib.h>\n"
+       << "/* An int32 copy of n int64 table entries, saturating (NULL when "
+          "out of memory). */\n"
+       << "static inline int32_t *kvir_narrow_i32(const int64_t *v, int64_t "
+          "n) {\n"
+       << "  int32_t *c = (int32_t *)malloc((size_t)(n > 0 ? n : 1) * "
+          "sizeof(int32_t));\n"
+       << "  for (int64_t i = 0; c && i < n; ++i)\n"
+       << "    c[i] = v[i] < INT32_MIN ? INT32_MIN : v[i] > INT32_MAX ? "
+          "INT32_MAX : (int32_t)v[i];\n"
+       << "  return c;\n}\n#endif\n";
   os << "/* The check of this plan's " << tables.getTable()
      << " page tables (kvir_check_" << tables.getTable()
      << " of\n   libKVIRRuntime): 0 when every entry is inside the pool and "
@@ -361,12 +398,30 @@ static std::string validateFunction(LaunchPlanAttr plan, StringRef pid) {
      << "#ifdef __cplusplus\nextern \"C\"\n#endif\nint64_t "
      << prototypes[int(form)] << "\n";
   os << "static inline int64_t " << pid << "_validate(";
-  for (StringRef n : names)
-    os << "const int32_t *" << n << ", ";
+  for (auto [n, w] : llvm::zip(names, wide))
+    os << (w ? "const int64_t *" : "const int32_t *") << n << (w ? "64" : "")
+       << ", ";
   for (const std::string &s : sizes)
     os << "int64_t " << s << ", ";
   os << "char *message, int64_t message_size) {\n";
-  os << "  return " << check << "(";
+  for (auto [n, w, count] : llvm::zip(names, wide, counts))
+    if (w)
+      os << "  int32_t *" << n << " = kvir_narrow_i32(" << n << "64, "
+         << count << ");\n";
+  bool anyWide = llvm::is_contained(wide, true);
+  if (anyWide) {
+    os << "  int64_t result = -1;\n  if (";
+    bool first = true;
+    for (auto [n, w] : llvm::zip(names, wide))
+      if (w) {
+        os << (first ? "" : " && ") << n;
+        first = false;
+      }
+    os << ")\n    result = ";
+  } else {
+    os << "  return ";
+  }
+  os << check << "(";
   switch (form) {
   case kvir::kv::TableForm::csr:
     os << "kv_indptr, kv_indices, num_page_ids, kv_last_page_len, batch, "
@@ -384,7 +439,14 @@ static std::string validateFunction(LaunchPlanAttr plan, StringRef pid) {
     os << "cachestarts, kv_lens, batch, " << capacity;
     break;
   }
-  os << ",\n      message, message_size);\n}\n";
+  os << ",\n      message, message_size);\n";
+  if (anyWide) {
+    for (auto [n, w] : llvm::zip(names, wide))
+      if (w)
+        os << "  free(" << n << ");\n";
+    os << "  return result;\n";
+  }
+  os << "}\n";
   return text;
 }
 

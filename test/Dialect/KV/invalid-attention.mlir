@@ -159,9 +159,9 @@ func.func @prefill_mla(%q: memref<?x16x512xf16>, %qo: memref<?xi32>, %kv: !mla) 
 // -----
 
 !rag = !kv.ragged<kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = bf16>
-func.func @qo_indptr_type(%q: memref<?x8x64xbf16>, %qo: memref<?xi64>, %kv: !rag) {
-  // expected-error @below {{'kv.prefill' op qo_indptr must have element type 'i32', got 'memref<?xi64>'}}
-  %s = kv.prefill %q, %qo, %kv : memref<?x8x64xbf16>, memref<?xi64>, !rag -> !kv.state<?x8x64xf32, base = e>
+func.func @qo_indptr_type(%q: memref<?x8x64xbf16>, %qo: memref<?xi16>, %kv: !rag) {
+  // expected-error @below {{'kv.prefill' op qo_indptr must have element type i32 or i64, got 'memref<?xi16>'}}
+  %s = kv.prefill %q, %qo, %kv : memref<?x8x64xbf16>, memref<?xi16>, !rag -> !kv.state<?x8x64xf32, base = e>
   return
 }
 

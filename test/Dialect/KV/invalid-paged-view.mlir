@@ -69,9 +69,9 @@ func.func @table_unranked(%p: memref<?x2x4x2x8xf16>, %a: memref<?xi32>, %u: memr
 // -----
 
 !csr = !kv.paged<page_size = 4, kv_heads = 2, head_dim = 8, head_dim_v = 8, dtype = f16, layout = nhd, storage = combined, table = csr>
-func.func @table_i64(%p: memref<?x2x4x2x8xf16>, %a: memref<?xi32>, %l: memref<?xi64>) {
-  // expected-error @below {{'kv.paged_view' op table 'kv_last_page_len' must have element type 'i32', got 'memref<?xi64>'}}
-  %kv = kv.paged_view pools(%p : memref<?x2x4x2x8xf16>) tables(%a, %a, %l : memref<?xi32>, memref<?xi32>, memref<?xi64>) : !csr
+func.func @table_i16(%p: memref<?x2x4x2x8xf16>, %a: memref<?xi32>, %l: memref<?xi16>) {
+  // expected-error @below {{'kv.paged_view' op table 'kv_last_page_len' must have element type i32 or i64, got 'memref<?xi16>'}}
+  %kv = kv.paged_view pools(%p : memref<?x2x4x2x8xf16>) tables(%a, %a, %l : memref<?xi32>, memref<?xi32>, memref<?xi16>) : !csr
   return
 }
 

@@ -37,7 +37,7 @@ func.func @v_dtype(%k: memref<?x2x64xf16>, %v: memref<?x2x32xbf16>, %ip: memref<
 
 !rag = !kv.ragged<kv_heads = 2, head_dim = 64, head_dim_v = 32, dtype = f16>
 func.func @indptr_type(%k: memref<?x2x64xf16>, %v: memref<?x2x32xf16>, %ip: memref<?xindex>) {
-  // expected-error @below {{'kv.ragged_view' op kv_indptr must have element type 'i32', got 'memref<?xindex>'}}
+  // expected-error @below {{'kv.ragged_view' op kv_indptr must have element type i32 or i64, got 'memref<?xindex>'}}
   %kv = kv.ragged_view %k, %v, %ip : memref<?x2x64xf16>, memref<?x2x32xf16>, memref<?xindex> -> !rag
   return
 }

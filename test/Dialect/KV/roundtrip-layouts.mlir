@@ -93,6 +93,29 @@ func.func @ppl(%p0: memref<?x4x2x2x8xf16>, %p1: memref<4x?x2x2x8xf16>, %p2: memr
 
 // -----
 
+// OpenPPL's seqstarts / kvstarts / cachestarts are int64: i64 tables, an
+// i64 qo_indptr and an i64 ragged kv_indptr are accepted as i32 ones are.
+// CHECK-LABEL: func.func @ppl_int64
+// CHECK: tables(%{{.*}}, %{{.*}} : memref<?x?xi64>, memref<?xi64>) : <{{.*}}layout = ppl2, storage = combined, table = token_table, layer = 1>
+// CHECK: tables(%{{.*}}, %{{.*}} : memref<?xi64>, memref<?xi64>) : <{{.*}}layout = ppl1, storage = combined, table = token_offset>
+// CHECK: kv.prefill %{{.*}}, %{{.*}}, %{{.*}} {causal} : memref<?x4x8xf16>, memref<?xi64>
+// CHECK: kv.ragged_view %{{.*}}, %{{.*}}, %{{.*}} : memref<?x2x8xf16>, memref<?x2x8xf16>, memref<?xi64>
+func.func @ppl_int64(%p2: memref<4x2x?x2x8xf16>, %p1: memref<4x?x2x2x8xf16>,
+                     %cachestarts: memref<?x?xi64>, %starts: memref<?xi64>,
+                     %lens: memref<?xi64>, %q: memref<?x4x8xf16>,
+                     %seqstarts: memref<?xi64>, %k: memref<?x2x8xf16>,
+                     %v: memref<?x2x8xf16>, %kvstarts: memref<?xi64>) {
+  %kv0 = kv.paged_view pools(%p2 : memref<4x2x?x2x8xf16>) tables(%cachestarts, %lens : memref<?x?xi64>, memref<?xi64>)
+      : !kv.paged<page_size = 4, kv_heads = 2, head_dim = 8, head_dim_v = 8, dtype = f16, layout = ppl2, storage = combined, table = token_table, layer = 1>
+  %kv1 = kv.paged_view pools(%p1 : memref<4x?x2x2x8xf16>) tables(%starts, %lens : memref<?xi64>, memref<?xi64>)
+      : !kv.paged<page_size = 4, kv_heads = 2, head_dim = 8, head_dim_v = 8, dtype = f16, layout = ppl1, storage = combined, table = token_offset>
+  %s = kv.prefill %q, %seqstarts, %kv0 {causal} : memref<?x4x8xf16>, memref<?xi64>, !kv.paged<page_size = 4, kv_heads = 2, head_dim = 8, head_dim_v = 8, dtype = f16, layout = ppl2, storage = combined, table = token_table, layer = 1> -> !kv.state<?x4x8xf16, base = e>
+  %r = kv.ragged_view %k, %v, %kvstarts : memref<?x2x8xf16>, memref<?x2x8xf16>, memref<?xi64> -> !kv.ragged<kv_heads = 2, head_dim = 8, head_dim_v = 8, dtype = f16>
+  return
+}
+
+// -----
+
 // Llama: contiguous (max_batch, max_seq, H, D) K and V, page_size = max_seq.
 // CHECK-LABEL: func.func @llama
 // CHECK: kv.paged_view pools(%{{.*}}, %{{.*}} : memref<4x32x2x8xf32>, memref<4x32x2x8xf32>) tables(%{{.*}}, %{{.*}} : memref<4xi32>, memref<4xi32>) : <page_size = 32, kv_heads = 2, head_dim = 8, head_dim_v = 8, dtype = f32, layout = llama, storage = split, table = token_offset>

@@ -70,7 +70,9 @@ void kvir::test::runPrefillCase(const PrefillCase &c) {
       rk = randomTensor(rng, s.dtype, {nnz, s.kvHeads, s.headDim});
       rv = randomTensor(rng, s.dtype, {nnz, s.kvHeads, s.headDimV});
       std::string ks = src.addMemref("k", rk), vs = src.addMemref("v", rv);
-      std::string is = src.addMemref("kv_indptr", makeI32(kvIndptr));
+      // OpenPPL's kvstarts are int64 (the case's table type).
+      std::string is =
+          src.addMemref("kv_indptr", makeIndexArray(kvIndptr, s.tableType));
       std::ostringstream t;
       t << "!kv.ragged<kv_heads = " << s.kvHeads << ", head_dim = " << s.headDim
         << ", head_dim_v = " << s.headDimV << ", dtype = " << mlirName(s.dtype)
@@ -85,7 +87,8 @@ void kvir::test::runPrefillCase(const PrefillCase &c) {
       kv = emitPagedView(src, cache, "kv", kvType);
     }
     std::string qs = src.addMemref("q", q);
-    std::string qo = src.addMemref("qo_indptr", makeI32(qoIndptr));
+    std::string qo =
+        src.addMemref("qo_indptr", makeIndexArray(qoIndptr, s.tableType));
     std::string maskClause;
     if (c.mask != MaskKind::None) {
       std::string ms = src.addMemref("mask", mask);

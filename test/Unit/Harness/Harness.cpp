@@ -159,6 +159,10 @@ PagedCache kvir::test::makeCache(const CacheSpec &spec,
   }
   }
 
+  if (spec.tableType == DType::I64)
+    for (Tensor &table : cache.tables)
+      table = widenToI64(table);
+
   // Pools, all NaN until filled.
   auto shapeOf = [&](Role role) {
     if (spec.layout == Layout::Affine)

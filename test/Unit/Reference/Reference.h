@@ -48,6 +48,8 @@ struct CacheSpec {
   int64_t quantGroup = 0;
   int64_t layer = 0;
   int64_t peDim = 0;
+  /// Element type of the page tables: I32, or I64 (OpenPPL's int64 starts).
+  DType tableType = DType::I32;
   /// Affine layouts: (page, kv, slot, head, dim) -> pool indices.
   mlir::AffineMap kMap, vMap;
 

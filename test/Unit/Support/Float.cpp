@@ -17,6 +17,8 @@ using llvm::APInt;
 
 size_t kvir::test::byteSize(DType type) {
   switch (type) {
+  case DType::I64:
+    return 8;
   case DType::F32:
   case DType::I32:
     return 4;
@@ -48,6 +50,8 @@ std::string kvir::test::mlirName(DType type) {
     return "f8E5M2";
   case DType::I32:
     return "i32";
+  case DType::I64:
+    return "i64";
   case DType::I1:
     return "i1";
   }
@@ -147,6 +151,8 @@ uint64_t kvir::test::encode(DType type, double value) {
   }
   case DType::I32:
     return static_cast<uint32_t>(static_cast<int32_t>(value));
+  case DType::I64:
+    return static_cast<uint64_t>(static_cast<int64_t>(value));
   case DType::I1:
     return value != 0.0 ? 1 : 0;
   }
@@ -173,6 +179,8 @@ double kvir::test::decode(DType type, uint64_t bits) {
     return static_cast<int8_t>(static_cast<uint8_t>(bits));
   case DType::I32:
     return static_cast<int32_t>(static_cast<uint32_t>(bits));
+  case DType::I64:
+    return static_cast<double>(static_cast<int64_t>(bits));
   case DType::I1:
     return (bits & 0xff) != 0 ? 1.0 : 0.0;
   }
@@ -193,6 +201,7 @@ uint64_t kvir::test::nanBits(DType type) {
     return 0x7fu;
   case DType::I8:
   case DType::I32:
+  case DType::I64:
   case DType::I1:
     return 0;
   }

@@ -15,11 +15,11 @@
 namespace kvir::test {
 
 /// Element types of the buffers a kv kernel reads and writes.
-enum class DType { F32, F16, BF16, I8, F8E4M3, F8E5M2, I32, I1 };
+enum class DType { F32, F16, BF16, I8, F8E4M3, F8E5M2, I32, I1, I64 };
 
 /// Bytes per element.
 size_t byteSize(DType type);
-/// The MLIR spelling (f32, f16, bf16, i8, f8E4M3FN, f8E5M2, i32, i1).
+/// The MLIR spelling (f32, f16, bf16, i8, f8E4M3FN, f8E5M2, i32, i1, i64).
 std::string mlirName(DType type);
 /// Whether `type` is f32, f16 or bf16 (an activation type).
 bool isActivation(DType type);

@@ -94,6 +94,11 @@ uint64_t Tensor::rawBits(int64_t off) const {
     std::memcpy(&v, p, 2);
     return v;
   }
+  case 8: {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
   default: {
     uint32_t v;
     std::memcpy(&v, p, 4);
@@ -113,6 +118,9 @@ void Tensor::setRawBits(int64_t off, uint64_t bits) {
     std::memcpy(p, &v, 2);
     return;
   }
+  case 8:
+    std::memcpy(p, &bits, 8);
+    return;
   default: {
     uint32_t v = static_cast<uint32_t>(bits);
     std::memcpy(p, &v, 4);
@@ -183,6 +191,18 @@ Tensor kvir::test::makeI32(const std::vector<int32_t> &values, int64_t rows,
     for (int64_t c = 0; c < cols; ++c)
       t.set({r, c}, values[r * cols + c]);
   return t;
+}
+
+Tensor kvir::test::widenToI64(const Tensor &t) {
+  Tensor wide(DType::I64, t.shape());
+  t.forEachIndex([&](const Index &index) { wide.set(index, t.get(index)); });
+  return wide;
+}
+
+Tensor kvir::test::makeIndexArray(const std::vector<int32_t> &values,
+                                  DType type) {
+  Tensor t = makeI32(values);
+  return type == DType::I64 ? widenToI64(t) : t;
 }
 
 std::vector<int32_t> kvir::test::toI32Vector(const Tensor &t) {

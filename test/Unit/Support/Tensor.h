@@ -109,6 +109,11 @@ Tensor makeI32(const std::vector<int32_t> &values);
 Tensor makeI32(const std::vector<int32_t> &values, int64_t rows, int64_t cols);
 /// The elements of a rank-1 or rank-2 i32 tensor, row-major.
 std::vector<int32_t> toI32Vector(const Tensor &t);
+/// The same integers as an I64 tensor (OpenPPL's int64 tables).
+Tensor widenToI64(const Tensor &t);
+/// `values` as an index array of `type` (I32, or I64 as OpenPPL's
+/// seqstarts / kvstarts).
+Tensor makeIndexArray(const std::vector<int32_t> &values, DType type);
 
 } // namespace kvir::test
 

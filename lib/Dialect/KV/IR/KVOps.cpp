@@ -57,6 +57,20 @@ static LogicalResult verifyI32Index(Operation *op, Value value, StringRef what,
                       IntegerType::get(op->getContext(), 32));
 }
 
+/// A page table or offset array: i32, or i64 as OpenPPL's seqstarts,
+/// kvstarts and cachestarts are.
+static LogicalResult verifyIndexArray(Operation *op, Value value,
+                                      StringRef what, unsigned rank = 1) {
+  if (failed(verifyBuffer(op, value, what, rank, nullptr)))
+    return failure();
+  auto type = cast<MemRefType>(value.getType());
+  if (!type.getElementType().isSignlessInteger(32) &&
+      !type.getElementType().isSignlessInteger(64))
+    return op->emitOpError() << what << " must have element type i32 or i64, "
+                             << "got " << type;
+  return success();
+}
+
 static LogicalResult verifyShape(Operation *op, MemRefType type,
                                  ArrayRef<int64_t> expected, StringRef what,
                                  StringRef because) {
@@ -116,8 +130,9 @@ LogicalResult PagedViewOp::verify() {
     return diag << "), got " << getTables().size();
   }
   for (auto [i, table] : llvm::enumerate(getTables()))
-    if (failed(verifyI32Index(op, table, "table '" + tableNames[i].str() + "'",
-                              getTableRank(type.getTable(), i))))
+    if (failed(verifyIndexArray(op, table,
+                                "table '" + tableNames[i].str() + "'",
+                                getTableRank(type.getTable(), i))))
       return failure();
 
   if (getScales().size() != type.getNumScalePools())
@@ -204,7 +219,7 @@ LogicalResult RaggedViewOp::verify() {
   Operation *op = getOperation();
   if (failed(verifyBuffer(op, getK(), "k", 3, type.getDtype())) ||
       failed(verifyBuffer(op, getV(), "v", 3, type.getDtype())) ||
-      failed(verifyI32Index(op, getKvIndptr(), "kv_indptr")))
+      failed(verifyIndexArray(op, getKvIndptr(), "kv_indptr")))
     return failure();
   const int64_t dyn = ShapedType::kDynamic;
   if (failed(verifyShape(op, cast<MemRefType>(getK().getType()),
@@ -306,7 +321,7 @@ LogicalResult PrefillOp::verify() {
   if (auto paged = dyn_cast<PagedType>(getKv().getType()); paged && paged.isMla())
     return emitOpError() << "reads a K/V cache; use kv.mla_decode for MLA";
   Operation *op = getOperation();
-  if (failed(verifyI32Index(op, getQoIndptr(), "qo_indptr")))
+  if (failed(verifyIndexArray(op, getQoIndptr(), "qo_indptr")))
     return failure();
   if (Value mask = getMask()) {
     if (failed(verifyBuffer(op, mask, "mask", 1, nullptr)))

@@ -18,6 +18,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <cstdint>
+
 namespace kvir::kv {
 #define GEN_PASS_DEF_KVVALIDATETABLES
 #include "kvir/Dialect/KV/Transforms/Passes.h.inc"
@@ -47,11 +49,16 @@ public:
   }
   Value null() { return LLVM::ZeroOp::create(b, ptr); }
 
-  /// A pointer to `memref`'s elements, densely packed: a copy when its
-  /// layout is not the identity. Copies are freed by freeCopies().
+  /// A pointer to `memref`'s elements as the runtime's int32 arrays,
+  /// densely packed: a copy when its layout is not the identity, or an i32
+  /// copy of an i64 table (OpenPPL's int64 offsets) whose entries saturate
+  /// at the int32 range, so that one out of it is still reported out of
+  /// bounds (no pool holds 2^31 tokens). Copies are freed by freeCopies().
   Value pointer(Value memref) {
     auto type = cast<MemRefType>(memref.getType());
-    if (!type.getLayout().isIdentity()) {
+    if (type.getElementType().isSignlessInteger(64))
+      memref = narrowToI32(memref);
+    else if (!type.getLayout().isIdentity()) {
       SmallVector<Value> sizes;
       for (int64_t d = 0; d < type.getRank(); ++d)
         if (type.isDynamicDim(d))
@@ -81,6 +88,34 @@ public:
         b.getLoc(), failed.thenBlock());
     Value one = arith::ConstantOp::create(ib, ib.getI32IntegerAttr(1));
     emitHostCall(ib, "exit", {one}, /*returnsI64=*/false);
+  }
+
+  Value narrowToI32(Value wide) {
+    auto type = cast<MemRefType>(wide.getType());
+    SmallVector<Value> sizes, extents;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      extents.push_back(dim(wide, d));
+      if (type.isDynamicDim(d))
+        sizes.push_back(extents.back());
+    }
+    Value narrow = memref::AllocOp::create(
+        b, MemRefType::get(type.getShape(), b.getI32Type()), sizes);
+    copies.push_back(narrow);
+    Value lo = constant(INT32_MIN), hi = constant(INT32_MAX);
+    Value zero = arith::ConstantIndexOp::create(b, 0);
+    Value one = arith::ConstantIndexOp::create(b, 1);
+    SmallVector<Value> lbs(extents.size(), zero), steps(extents.size(), one);
+    scf::buildLoopNest(
+        b, b.getLoc(), lbs, extents, steps,
+        [&](OpBuilder &nb, Location loc, ValueRange ivs) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          Value v = memref::LoadOp::create(ib, wide, ivs);
+          v = arith::MinSIOp::create(ib, arith::MaxSIOp::create(ib, v, lo), hi);
+          memref::StoreOp::create(
+              ib, arith::TruncIOp::create(ib, ib.getI32Type(), v), narrow,
+              ivs);
+        });
+    return narrow;
   }
 
   void freeCopies() {

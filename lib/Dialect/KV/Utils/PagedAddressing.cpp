@@ -103,6 +103,27 @@ Value kvir::kv::emitKvLen(ImplicitLocOpBuilder &b, const PagedOperands &kv,
   return emitRequestTable(b, kv, req).kvLen;
 }
 
+Type kvir::kv::getPageEntryType(PagedType type, TypeRange flatTypes) {
+  unsigned table;
+  switch (type.getTable()) {
+  case TableForm::csr:
+    table = 1;
+    break;
+  case TableForm::block_table:
+  case TableForm::token_table:
+    table = 0;
+    break;
+  case TableForm::token_offset:
+    return Type();
+  }
+  // Without the operands' types (shared-memory estimates before a lowering
+  // knows them): i32, four bytes less per entry than an i64 table's.
+  if (flatTypes.size() <= type.getNumPools() + table)
+    return IntegerType::get(type.getContext(), 32);
+  return cast<MemRefType>(flatTypes[type.getNumPools() + table])
+      .getElementType();
+}
+
 std::pair<Value, SmallVector<Value>>
 kvir::kv::emitPageEntryAddress(ImplicitLocOpBuilder &b, const PagedOperands &kv,
                                Value req, Value base, Value logicalPage) {

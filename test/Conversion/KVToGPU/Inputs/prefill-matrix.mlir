@@ -89,3 +89,9 @@ func.func @vllm_bt_p16_d128_g2_fp8_e5m2_bf16(%q: memref<?x4x128xbf16>, %qo: memr
   kv.store_state %s, %o, %l : !kv.state<?x4x128xbf16, base = e>, memref<?x4x128xbf16>, memref<?x4xf32>
   return
 }
+func.func @ppl2_token_table_i64_d128_g4_f16(%q: memref<?x8x128xf16>, %seqstarts: memref<?xi64>, %pool: memref<4x2x?x2x128xf16>, %cachestarts: memref<?x?xi64>, %lens: memref<?xi64>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<4x2x?x2x128xf16>) tables(%cachestarts, %lens : memref<?x?xi64>, memref<?xi64>) : !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = ppl2, storage = combined, table = token_table, layer = 1>
+  %s = kv.prefill %q, %seqstarts, %kv {causal} : memref<?x8x128xf16>, memref<?xi64>, !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = ppl2, storage = combined, table = token_table, layer = 1> -> !kv.state<?x8x128xf16, base = e>
+  kv.store_state %s, %o, %l : !kv.state<?x8x128xf16, base = e>, memref<?x8x128xf16>, memref<?x8xf32>
+  return
+}

@@ -17,7 +17,7 @@ def KV_PagedViewOp : KV_Op<"paged_view", [Pure, AttrSizedOperandSegments]> {
     Builds a `!kv.paged` value; no data moves. Operands by storage:
     `pools` is the combined pool, `K, V` for split storage, or `ckv, kpe` for
     MLA (strided memrefs, so slices of one 576-wide pool work). `tables` by
-    table form, all i32:
+    table form, each i32 or i64 (OpenPPL's int64 `cachestarts`):
 
     | table          | tables                                    |
     |----------------|-------------------------------------------|

@@ -63,6 +63,12 @@ mlir::Value emitLengthsBuffer(
     llvm::function_ref<mlir::Value(mlir::ImplicitLocOpBuilder &, mlir::Value)>
         lengthOf);
 
+/// The element type (i32, or OpenPPL's i64) of the table holding the page
+/// entries of a view whose flattened operand types (PagedOperands::flatten:
+/// pools, tables, ...) are `flatTypes` (i32 when they are not given); null
+/// for token_offset tables.
+mlir::Type getPageEntryType(PagedType type, mlir::TypeRange flatTypes);
+
 /// Where the table entry of logical page `logicalPage` of request `req`
 /// (whose table base is `base`) is: a table memref and its indices.
 std::pair<mlir::Value, llvm::SmallVector<mlir::Value>>
