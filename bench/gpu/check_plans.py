@@ -9,9 +9,9 @@ checks each against the PTX (the kernel exists, the parameter count of its
 
   <module> <op> <lens>: <direct|split> <kernel> grid [x, y, z] block [...]
 
-  check_plans.py --runtime libkvir_runtime.so [--heads Q] [--nnz-per-request]
-                 DIR:OP:LEN,LEN,...  ...
-OP is decode or prefill (prefill: qo_len = kv_len per request).
+  check_plans.py --runtime libkvir_runtime.so DIR:OP:LEN,LEN,...  ...
+OP is decode or prefill (prefill: qo_len = kv_len per request); heads and
+head dim come from the plan's q, page size and KV heads from its pool.
 """
 import argparse
 import ctypes

@@ -6,7 +6,7 @@
 // as allocation + offset), every allocation the launches referenced with its
 // contents at first use, the final contents of the test's tensors, and, per
 // compareGpuState, the float64 reference state with its tolerances.
-// bench/gpu/kvir_gpu.py replays such a case on a GPU from the PTX of the
+// bench/gpu/replay_cases.py replays such a case on a GPU from the PTX of the
 // same source and compares the GPU's outputs with the emulator's and with
 // the reference: emulator agreement and numerics on silicon, for every
 // kernel family, without per-family host code.
