@@ -18,19 +18,43 @@ std::pair<Value, Value> Rope::pairDims(Value pair) {
     Value first = ir.mul(pair, ir.idx(2));
     return {first, ir.add(first, ir.idx(1))};
   }
-  return {pair, ir.add(pair, ir.idx(headDim / 2))};
+  return {pair, ir.add(pair, ir.idx(rotatedDims() / 2))};
 }
 
 std::pair<Value, Value> Rope::cosSin(Value pair, Value position) {
   IRBuilder ir{b};
-  // angle = position * scale * 2^(pair * -2 log2(theta) / D)
+  // angle = position * scale * 2^(pair * -2 log2(theta) / R)
   double log2Theta = std::log2(rope.getTheta().convertToDouble());
   Value pairF = arith::UIToFPOp::create(b, b.getF32Type(), ir.toI32(pair));
-  Value exponent =
-      ir.mul(pairF, ir.f32(-2.0 * log2Theta / static_cast<double>(headDim)));
+  Value exponent = ir.mul(
+      pairF, ir.f32(-2.0 * log2Theta / static_cast<double>(rotatedDims())));
   Value freq = flavor == Flavor::exact
                    ? math::Exp2Op::create(b, exponent).getResult()
                    : ir.nvvmUnary("llvm.nvvm.ex2.approx.ftz.f", exponent);
+  if (rope.hasLlama31Scaling()) {
+    // Llama 3.1: by the wavelength 2 pi / f, keep f (short waves), divide
+    // it by `factor` (long), or blend the two in between. In turns of the
+    // original context: r = original_max_position / wavelength = orig f /
+    // (2 pi); short waves have r > high_freq_factor, long r <
+    // low_freq_factor, and s = (r - low) / (high - low) blends.
+    double factor = rope.getFactor().convertToDouble();
+    double low = rope.getLowFreqFactor().convertToDouble();
+    double high = rope.getHighFreqFactor().convertToDouble();
+    double orig = rope.getOriginalMaxPosition().convertToDouble();
+    Value r = ir.mul(freq, ir.f32(orig / (2.0 * M_PI)));
+    Value smooth = ir.mul(ir.sub(r, ir.f32(low)), ir.f32(1.0 / (high - low)));
+    // Clamped to [0, 1] by compares and selects (arith's min/max would
+    // become libdevice calls on the GPU).
+    smooth = ir.select(arith::CmpFOp::create(b, arith::CmpFPredicate::OLT,
+                                             smooth, ir.f32(0.0)),
+                       ir.f32(0.0), smooth);
+    smooth = ir.select(arith::CmpFOp::create(b, arith::CmpFPredicate::OGT,
+                                             smooth, ir.f32(1.0)),
+                       ir.f32(1.0), smooth);
+    // (1 - s) f / factor + s f
+    Value scaled = ir.mul(freq, ir.f32(1.0 / factor));
+    freq = ir.add(scaled, ir.mul(smooth, ir.sub(freq, scaled)));
+  }
   Value posF = arith::SIToFPOp::create(b, b.getF32Type(), ir.toI32(position));
   Value angle =
       ir.mul(ir.mul(posF, ir.f32(rope.getScale().convertToDouble())), freq);

@@ -188,6 +188,43 @@ std::vector<GpuAppendCase> appendCases() {
     c.attend = false;
     cases.push_back(c);
   }
+  // Partial rotary (rotary_dim) in both styles, and Llama 3.1's frequency
+  // scaling at positions that reach every band of it (wavelengths below,
+  // between and above the original context's bounds).
+  {
+    GpuAppendCase c = makeCase("NhdCombinedCsrP16D128F16RopeLlama31Rotary64",
+                               makeSpec(16, 2, 128, DType::F16), 3013);
+    c.rope = ref::Rope{ref::RopeStyle::RotateHalf, 5e5, 1.0};
+    c.rope->rotaryDim = 64;
+    c.rope->factor = 8.0;
+    c.rope->lowFreqFactor = 1.0;
+    c.rope->highFreqFactor = 4.0;
+    c.rope->originalMaxPosition = 8192.0;
+    c.batch = 3;
+    c.maxLen = 2000;
+    c.maxNew = 10;
+    c.attend = false;
+    cases.push_back(c);
+  }
+  {
+    GpuAppendCase c =
+        makeCase("HndSplitBlockTableP8D64BF16RopeInterleaveRotary32",
+                 makeSpec(8, 2, 64, DType::BF16, Layout::HND, Storage::Split,
+                          Table::BlockTable),
+                 3014);
+    c.rope = ref::Rope{ref::RopeStyle::Interleave, 1e4, 1.0};
+    c.rope->rotaryDim = 32;
+    cases.push_back(c);
+  }
+  {
+    GpuAppendCase c = makeCase(
+        "Int8G8NhdCombinedCsrP16D128F16RopeRotateHalfRotary96",
+        quantized(makeSpec(16, 2, 128, DType::F16), Quant::Int8Group, 8), 3015);
+    c.rope = ref::Rope{ref::RopeStyle::RotateHalf, 1e4, 1.0};
+    c.rope->rotaryDim = 96;
+    c.attend = false;
+    cases.push_back(c);
+  }
   // fp8 caches quantize on write: codes of x / scale, rounded to nearest
   // even and saturated (vLLM's scaled_convert), from f32 after RoPE;
   // checked bit for bit against the reference's encoding.

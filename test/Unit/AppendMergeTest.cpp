@@ -190,6 +190,29 @@ TEST(AppendDecode, LlamaTokenOffsetRopeInterleaveF16) {
   runAppendDecode(a);
 }
 
+TEST(AppendDecode, NhdCombinedCsrRopeLlama31RotateHalfRotary64F16) {
+  AppendParams a;
+  a.spec = makeSpec(16, 2, 128, DType::F16);
+  a.rope = ref::Rope{ref::RopeStyle::RotateHalf, 5e5, 1.0};
+  a.rope->rotaryDim = 64;
+  a.rope->factor = 8.0;
+  a.rope->lowFreqFactor = 1.0;
+  a.rope->highFreqFactor = 4.0;
+  a.rope->originalMaxPosition = 8192.0;
+  a.seed = 706;
+  runAppendDecode(a);
+}
+
+TEST(AppendDecode, HndSplitBlockTableRopeInterleaveRotary32BF16) {
+  AppendParams a;
+  a.spec = makeSpec(8, 2, 64, DType::BF16, Layout::HND, Storage::Split,
+                    Table::BlockTable);
+  a.rope = ref::Rope{ref::RopeStyle::Interleave, 1e4, 1.0};
+  a.rope->rotaryDim = 32;
+  a.seed = 707;
+  runAppendDecode(a);
+}
+
 TEST(AppendDecode, Int8GroupNhdCombinedCsrRopeRotateHalfF16) {
   AppendParams a;
   a.spec = quantized(makeSpec(16, 2, 128, DType::F16), Quant::Int8Group, 8);

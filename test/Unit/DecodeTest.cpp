@@ -136,6 +136,51 @@ TEST(Decode, RopeRotateHalfF32) {
   runDecodeCase(c);
 }
 
+/// Llama 3.1's RoPE (FlashInfer's apply_llama31_rope defaults) on the
+/// first `rotaryDim` dims.
+ref::Rope llama31Rope(ref::RopeStyle style, int64_t rotaryDim) {
+  ref::Rope rope{style, 5e5, 1.0};
+  rope.rotaryDim = rotaryDim;
+  rope.factor = 8.0;
+  rope.lowFreqFactor = 1.0;
+  rope.highFreqFactor = 4.0;
+  rope.originalMaxPosition = 8192.0;
+  return rope;
+}
+
+TEST(Decode, RopePartialRotaryInterleaveF16) {
+  DecodeCase c;
+  c.spec = makeSpec(16, 2, 128, DType::F16);
+  c.qHeads = 8;
+  c.params.rope = ref::Rope{ref::RopeStyle::Interleave, 1e4, 1.0};
+  c.params.rope->rotaryDim = 48;
+  c.maxLen = 60;
+  c.seed = 213;
+  runDecodeCase(c);
+}
+
+TEST(Decode, RopeLlama31RotateHalfRotary64F16) {
+  DecodeCase c;
+  c.spec = makeSpec(16, 2, 128, DType::F16, Layout::HND, Storage::Combined,
+                    Table::BlockTable);
+  c.qHeads = 4;
+  c.params.rope = llama31Rope(ref::RopeStyle::RotateHalf, 64);
+  c.batch = 3;
+  c.maxLen = 300;
+  c.seed = 214;
+  runDecodeCase(c);
+}
+
+TEST(Decode, RopeLlama31InterleaveF32) {
+  DecodeCase c;
+  c.spec = makeSpec(8, 2, 64, DType::F32);
+  c.qHeads = 4;
+  c.params.rope = llama31Rope(ref::RopeStyle::Interleave, 0);
+  c.maxLen = 120;
+  c.seed = 215;
+  runDecodeCase(c);
+}
+
 TEST(Decode, RopeLongPositionsPage64F16) {
   DecodeCase c;
   c.spec = makeSpec(64, 1, 128, DType::F16, Layout::HND, Storage::Combined,

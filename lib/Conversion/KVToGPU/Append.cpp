@@ -28,6 +28,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace kvir;
 using namespace kvir::codegen;
@@ -74,10 +76,19 @@ struct AppendKernelSpec {
   /// (from k / v) and stores (to the pools).
   int64_t kChunk = 1, vChunk = 1, kLoad = 1, vLoad = 1, kStore = 1, vStore = 1;
 
-  /// Chunks per (row, head): K (per half with rotate_half), then V.
+  /// Chunks per (row, head): K (with rotate_half, one per chunk of the
+  /// first half of the rotated dims, then the dims past rotary_dim), then
+  /// V.
   int64_t kUnits() const {
-    int64_t span = rotatesHalves() ? kv.getHeadDim() / 2 : kv.getHeadDim();
-    return span / kChunk;
+    if (!rotatesHalves())
+      return kv.getHeadDim() / kChunk;
+    return rotatedUnits() + (kv.getHeadDim() - rotatedDims()) / kChunk;
+  }
+  /// The K units that rotate a pair of chunks (rotate_half).
+  int64_t rotatedUnits() const { return rotatedDims() / 2 / kChunk; }
+  /// The dims RoPE rotates (rotary_dim; all without RoPE).
+  int64_t rotatedDims() const {
+    return rope ? rope.getRotatedDims(kv.getHeadDim()) : kv.getHeadDim();
   }
   int64_t vUnits() const { return vWidth() / vChunk; }
   /// The V pool's row: head_dim_v, or MLA's kpe (pe_dim; K is ckv).
@@ -111,7 +122,11 @@ AppendKernelSpec describeAppend(kv::AppendOp op) {
     return kv::getDimVectorWidth(
         s.kv, role, cast<MemRefType>(operands.pool(role).getType()), storeMax);
   };
-  int64_t kSpan = s.rotatesHalves() ? s.kv.getHeadDim() / 2 : s.kv.getHeadDim();
+  // K chunks start at multiples of the chunk, at R / 2 (the upper half of
+  // rotate-half pairs) and at R (the dims past rotary_dim): all multiples
+  // of kSpan.
+  int64_t d = s.kv.getHeadDim(), r = s.rotatedDims();
+  int64_t kSpan = std::gcd(d, s.rotatesHalves() ? r / 2 : r);
   s.kStore = poolWidth(kv::PoolRole::K);
   s.vStore = poolWidth(kv::PoolRole::V);
   while (kSpan % s.kStore)
@@ -296,35 +311,70 @@ void buildAppendBody(const KernelFunc &kf, const AppendKernelSpec &s) {
             storeChunk(jb, chunk, kv, kv::PoolRole::K, page, slot,
                        head, dim0, s.kStore);
           } else if (s.rotatesHalves()) {
-            Rope rope(jb, s.rope, s.kv.getHeadDim(), Rope::Flavor::ptx);
-            Value dim1 = x.add(dim0, x.idx(s.kv.getHeadDim() / 2));
-            Value upper =
-                loadChunk(jb, k, {row, head, dim1}, s.kChunk, s.kLoad);
-            auto [lo, hi] = rotateChunks(jb, rope, chunk, upper, dim0,
-                                         position, rotatedType);
-            storeChunk(jb, lo, kv, kv::PoolRole::K, page, slot, head,
-                       dim0, s.kStore);
-            storeChunk(jb, hi, kv, kv::PoolRole::K, page, slot, head,
-                       dim1, s.kStore);
+            // Units past the rotated ones copy the dims past rotary_dim.
+            Value rotates = x.lt(c, x.idx(s.rotatedUnits()));
+            scf::IfOp::create(
+                jb, rotates,
+                [&](OpBuilder &rb, Location rl) {
+                  ImplicitLocOpBuilder hb(rl, rb);
+                  IRBuilder y{hb};
+                  Rope rope(hb, s.rope, s.kv.getHeadDim(), Rope::Flavor::ptx);
+                  Value dim1 = y.add(dim0, y.idx(s.rotatedDims() / 2));
+                  Value upper =
+                      loadChunk(hb, k, {row, head, dim1}, s.kChunk, s.kLoad);
+                  auto [lo, hi] = rotateChunks(hb, rope, chunk, upper, dim0,
+                                               position, rotatedType);
+                  storeChunk(hb, lo, kv, kv::PoolRole::K, page, slot, head,
+                             dim0, s.kStore);
+                  storeChunk(hb, hi, kv, kv::PoolRole::K, page, slot, head,
+                             dim1, s.kStore);
+                  scf::YieldOp::create(hb);
+                },
+                [&](OpBuilder &pb, Location pl) {
+                  ImplicitLocOpBuilder hb(pl, pb);
+                  IRBuilder y{hb};
+                  Value from = y.add(y.idx(s.rotatedDims()),
+                                     y.mul(y.sub(c, y.idx(s.rotatedUnits())),
+                                           y.idx(s.kChunk)));
+                  Value plain =
+                      loadChunk(hb, k, {row, head, from}, s.kChunk, s.kLoad);
+                  storeChunk(hb, plain, kv, kv::PoolRole::K, page, slot, head,
+                             from, s.kStore);
+                  scf::YieldOp::create(hb);
+                });
           } else {
-            // Interleaved: elements (2p, 2p + 1) of the chunk are a pair.
-            Rope rope(jb, s.rope, s.kv.getHeadDim(), Rope::Flavor::ptx);
-            auto half = [&](int64_t first) -> Value {
-              SmallVector<int64_t> picks;
-              for (int64_t e = first; e < s.kChunk; e += 2)
-                picks.push_back(e);
-              return vector::ShuffleOp::create(jb, chunk, chunk, picks);
-            };
-            auto [even, odd] =
-                rotateChunks(jb, rope, half(0), half(1),
-                             x.divU(dim0, x.idx(2)), position, rotatedType);
-            SmallVector<int64_t> interleave;
-            for (int64_t p = 0; p < s.kChunk / 2; ++p)
-              interleave.append({p, s.kChunk / 2 + p});
-            Value rotated =
-                vector::ShuffleOp::create(jb, even, odd, interleave);
-            storeChunk(jb, rotated, kv, kv::PoolRole::K, page, slot,
-                       head, dim0, s.kStore);
+            // Interleaved: elements (2p, 2p + 1) of the chunk are a pair;
+            // chunks past rotary_dim are stored as they are.
+            scf::IfOp::create(
+                jb, x.lt(dim0, x.idx(s.rotatedDims())),
+                [&](OpBuilder &rb, Location rl) {
+                  ImplicitLocOpBuilder hb(rl, rb);
+                  IRBuilder y{hb};
+                  Rope rope(hb, s.rope, s.kv.getHeadDim(), Rope::Flavor::ptx);
+                  auto half = [&](int64_t first) -> Value {
+                    SmallVector<int64_t> picks;
+                    for (int64_t e = first; e < s.kChunk; e += 2)
+                      picks.push_back(e);
+                    return vector::ShuffleOp::create(hb, chunk, chunk, picks);
+                  };
+                  auto [even, odd] = rotateChunks(hb, rope, half(0), half(1),
+                                                  y.divU(dim0, y.idx(2)),
+                                                  position, rotatedType);
+                  SmallVector<int64_t> interleave;
+                  for (int64_t p = 0; p < s.kChunk / 2; ++p)
+                    interleave.append({p, s.kChunk / 2 + p});
+                  Value rotated =
+                      vector::ShuffleOp::create(hb, even, odd, interleave);
+                  storeChunk(hb, rotated, kv, kv::PoolRole::K, page, slot, head,
+                             dim0, s.kStore);
+                  scf::YieldOp::create(hb);
+                },
+                [&](OpBuilder &pb, Location pl) {
+                  ImplicitLocOpBuilder hb(pl, pb);
+                  storeChunk(hb, chunk, kv, kv::PoolRole::K, page, slot, head,
+                             dim0, s.kStore);
+                  scf::YieldOp::create(hb);
+                });
           }
           scf::YieldOp::create(jb);
         },
@@ -434,12 +484,30 @@ std::optional<std::string> gpu_lowering::whyNoAppendKernel(kv::AppendOp op) {
   kv::PagedType kv = view.getType();
   if (kv.getQuant() == kv::Quant::int8_group && op.getRopeAttr() &&
       op.getRopeAttr().getStyle() == kv::RopeStyle::rotate_half &&
-      (kv.getHeadDim() / 2) % kv.getQuantGroup())
+      (kv.getHeadDim() / 2) % kv.getQuantGroup() &&
+      !op.getRopeAttr().getRotaryDim())
     return "int8 groups of " + std::to_string(kv.getQuantGroup()) +
            " dims are wider than the half of head_dim " +
            std::to_string(kv.getHeadDim()) +
            " that rotate-half RoPE pairs with the other: the append kernel "
            "quantizes each half's groups on their own";
+  if (kv::RopeAttr rope = op.getRopeAttr(); rope && rope.getRotaryDim()) {
+    // Chunks must not straddle R / 2 (rotate-half) or R, where rotation
+    // starts or stops.
+    AppendKernelSpec s = describeAppend(op);
+    int64_t r = rope.getRotaryDim(), d = kv.getHeadDim();
+    bool fits = s.rotatesHalves()
+                    ? (r / 2) % s.kChunk == 0 && (d - r) % s.kChunk == 0
+                    : r % s.kChunk == 0;
+    if (!fits)
+      return "rope rotary_dim " + std::to_string(r) +
+             " splits the append kernel's chunks of " +
+             std::to_string(s.kChunk) + " dims" +
+             (kv.getQuant() == kv::Quant::int8_group
+                  ? " (int8 groups of " + std::to_string(kv.getQuantGroup()) +
+                        " are quantized whole)"
+                  : std::string());
+  }
   Type dtype = kv.getDtype();
   if (!dtype.isF16() && !dtype.isBF16() && !dtype.isF32())
     return "KV of type " + typeName(dtype) + " has no append kernel";

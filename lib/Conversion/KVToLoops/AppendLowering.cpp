@@ -7,10 +7,11 @@ using namespace mlir;
 using namespace kvir::kv;
 using namespace kvir::kv::loops;
 
-/// Rotates buf[0, headDim) in place to `position`.
+/// Rotates buf[0, headDim) in place to `position` (its first rotary_dim
+/// dims; the rest stay).
 static void applyRope(ImplicitLocOpBuilder &b, RopeAttr rope, int64_t headDim,
                       Value buf, Value position) {
-  forLoop(b, indexConst(b, 0), indexConst(b, headDim / 2),
+  forLoop(b, indexConst(b, 0), indexConst(b, rope.getRotatedDims(headDim) / 2),
           [&](ImplicitLocOpBuilder &b, Value pair) {
             kvir::codegen::Rope r(b, rope, headDim,
                                   kvir::codegen::Rope::Flavor::exact);

@@ -110,7 +110,7 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
         }
         int64_t headDim = spec.segments.front().width;
         if (spec.rope) {
-          forLoop(b, zero, indexConst(b, headDim / 2),
+          forLoop(b, zero, indexConst(b, spec.rope.getRotatedDims(headDim) / 2),
                   [&](ImplicitLocOpBuilder &b, Value pair) {
                     Rope r(b, spec.rope, headDim, Rope::Flavor::exact);
                     auto [da, db] = r.pairDims(pair);
@@ -138,9 +138,25 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
                 int64_t segOffset = 0;
                 for (const KeySegment &seg : spec.segments) {
                   Value base = indexConst(b, segOffset);
+                  // q . k over dims [from, width) of the segment, unrotated.
+                  auto plainDot = [&](Value from, Value dot) {
+                    return forLoop(
+                        b, from, indexConst(b, seg.width), ValueRange{dot},
+                        [&](ImplicitLocOpBuilder &b, Value d,
+                            ValueRange sum) -> SmallVector<Value> {
+                          Value k =
+                              spec.kv.load(b, seg.role, req, j, kvHead, d);
+                          Value qv = memref::LoadOp::create(
+                              b, qRow,
+                              ValueRange{arith::AddIOp::create(b, base, d)});
+                          return {arith::AddFOp::create(
+                              b, sum[0], arith::MulFOp::create(b, qv, k))};
+                        })[0];
+                  };
                   if (spec.rope) {
+                    int64_t rotated = spec.rope.getRotatedDims(seg.width);
                     dot = forLoop(
-                        b, zero, indexConst(b, seg.width / 2), ValueRange{dot},
+                        b, zero, indexConst(b, rotated / 2), ValueRange{dot},
                         [&](ImplicitLocOpBuilder &b, Value pair,
                             ValueRange sum) -> SmallVector<Value> {
                           Rope r(b, spec.rope, seg.width, Rope::Flavor::exact);
@@ -157,17 +173,11 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
                               arith::MulFOp::create(b, qb, rb));
                           return {arith::AddFOp::create(b, sum[0], t)};
                         })[0];
+                    // Dims past rotary_dim pass unrotated.
+                    if (rotated < seg.width)
+                      dot = plainDot(indexConst(b, rotated), dot);
                   } else {
-                    dot = forLoop(
-                        b, zero, indexConst(b, seg.width), ValueRange{dot},
-                        [&](ImplicitLocOpBuilder &b, Value d,
-                            ValueRange sum) -> SmallVector<Value> {
-                          Value k = spec.kv.load(b, seg.role, req, j, kvHead, d);
-                          Value qv = memref::LoadOp::create(
-                              b, qRow, ValueRange{arith::AddIOp::create(b, base, d)});
-                          return {arith::AddFOp::create(
-                              b, sum[0], arith::MulFOp::create(b, qv, k))};
-                        })[0];
+                    dot = plainDot(zero, dot);
                   }
                   segOffset += seg.width;
                 }

@@ -365,6 +365,18 @@ func.func @append_int8_group_across_rotated_halves(%k: memref<?x2x32xf16>, %v: m
 
 // -----
 
+// A partial rotary whose boundary falls inside an int8 group: each group
+// is quantized whole, by one thread.
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr, quant = int8_group, quant_group = 16>
+func.func @append_rotary_inside_int8_group(%k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>, %bi: memref<?xi32>, %pos: memref<?xi32>, %pool: memref<?x2x16x2x64xi8>, %scales: memref<?x2x16x2x4xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xi8>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) scales(%scales : memref<?x2x16x2x4xf16>) : !c
+  // expected-error @below {{'kv.append' op has no GPU kernel: rope rotary_dim 40 splits the append kernel's chunks of 16 dims (int8 groups of 16 are quantized whole)}}
+  kv.append %k, %v, %bi, %pos into %kv {rope = #kv.rope<interleave, rotary_dim = 40>} : memref<?x2x64xf16>, memref<?x2x64xf16>, memref<?xi32>, memref<?xi32>, !c
+  return
+}
+
+// -----
+
 !c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
 func.func @append_strided_input(%k: memref<?x2x64xf16, strided<[256, 128, 2]>>, %v: memref<?x2x64xf16>, %bi: memref<?xi32>, %pos: memref<?xi32>, %pool: memref<?x2x16x2x64xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c

@@ -10,7 +10,7 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t/a/kv_kernels.ptx
 
 // Every append becomes a kernel; none spills.
-// COUNT-COUNT-6: Compiling entry function 'append_
+// COUNT-COUNT-7: Compiling entry function 'append_
 // CLEAN-NOT: {{[1-9][0-9]* bytes spill}}
 // CLEAN-NOT: error
 

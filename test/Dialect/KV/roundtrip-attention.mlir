@@ -67,3 +67,12 @@ func.func @append_rope(%k: memref<4x8x128xf16>, %v: memref<4x8x128xf16>, %b: mem
       : memref<4x8x128xf16>, memref<4x8x128xf16>, memref<4xi32>, memref<4xi32>, !kvt
   return
 }
+
+// Partial rotary and Llama 3.1's frequency scaling (printed only when
+// given).
+// CHECK-LABEL: func.func @decode_llama31_rope
+// CHECK: rope = #kv.rope<interleave, theta = 5.000000e+05, scale = 1.000000e+00, rotary_dim = 64, factor = 8.000000e+00, low_freq_factor = 1.000000e+00, high_freq_factor = 4.000000e+00, original_max_position = 8.192000e+03>
+func.func @decode_llama31_rope(%q: memref<?x32x128xf16>, %kv: !kvt) -> !s {
+  %s = kv.decode %q, %kv {rope = #kv.rope<interleave, original_max_position = 8192.0, theta = 5.0e5, rotary_dim = 64, factor = 8.0, high_freq_factor = 4.0, low_freq_factor = 1.0>} : memref<?x32x128xf16>, !kvt -> !s
+  return %s : !s
+}

@@ -599,11 +599,22 @@ std::string kvir::test::emitPagedView(KernelSource &src, const PagedCache &cache
 }
 
 std::string kvir::test::ropeAttrText(const ref::Rope &rope) {
-  char buf[160];
-  std::snprintf(buf, sizeof(buf), "#kv.rope<%s, theta = %.17e, scale = %.17e>",
-                rope.style == ref::RopeStyle::Interleave ? "interleave"
-                                                         : "rotate_half",
-                rope.theta, rope.scale);
+  char buf[400];
+  int n = std::snprintf(
+      buf, sizeof(buf), "#kv.rope<%s, theta = %.17e, scale = %.17e",
+      rope.style == ref::RopeStyle::Interleave ? "interleave" : "rotate_half",
+      rope.theta, rope.scale);
+  if (rope.rotaryDim)
+    n += std::snprintf(buf + n, sizeof(buf) - n, ", rotary_dim = %lld",
+                       (long long)rope.rotaryDim);
+  if (rope.factor > 0.0)
+    n +=
+        std::snprintf(buf + n, sizeof(buf) - n,
+                      ", factor = %.17e, low_freq_factor = %.17e, "
+                      "high_freq_factor = %.17e, original_max_position = %.17e",
+                      rope.factor, rope.lowFreqFactor, rope.highFreqFactor,
+                      rope.originalMaxPosition);
+  std::snprintf(buf + n, sizeof(buf) - n, ">");
   return buf;
 }
 

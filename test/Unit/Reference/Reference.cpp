@@ -269,24 +269,44 @@ double PagedCache::load(Role role, int64_t b, int64_t t, int64_t head,
 // Attention
 //===----------------------------------------------------------------------===//
 
+/// The dims RoPE rotates of a head dim `headDim`.
+static int64_t rotatedDims(const Rope &rope, int64_t headDim) {
+  return rope.rotaryDim ? rope.rotaryDim : headDim;
+}
+
 /// The dims rotated together as pair i, and its angle at `position`.
 static void ropePair(const Rope &rope, int64_t headDim, int64_t i,
                      int64_t position, int64_t &a, int64_t &b, double &angle) {
+  int64_t r = rotatedDims(rope, headDim);
   if (rope.style == RopeStyle::Interleave) {
     a = 2 * i;
     b = 2 * i + 1;
   } else {
     a = i;
-    b = i + headDim / 2;
+    b = i + r / 2;
   }
-  angle = static_cast<double>(position) * rope.scale *
-          std::pow(rope.theta, -2.0 * static_cast<double>(i) /
-                                   static_cast<double>(headDim));
+  double freq = std::pow(rope.theta, -2.0 * static_cast<double>(i) /
+                                         static_cast<double>(r));
+  if (rope.factor > 0.0) {
+    // Meta's apply_scaling (Llama 3.1), as written there.
+    double wavelen = 2.0 * M_PI / freq;
+    double lowWavelen = rope.originalMaxPosition / rope.lowFreqFactor;
+    double highWavelen = rope.originalMaxPosition / rope.highFreqFactor;
+    if (wavelen > lowWavelen) {
+      freq /= rope.factor;
+    } else if (wavelen >= highWavelen) {
+      double smooth =
+          (rope.originalMaxPosition / wavelen - rope.lowFreqFactor) /
+          (rope.highFreqFactor - rope.lowFreqFactor);
+      freq = (1.0 - smooth) * freq / rope.factor + smooth * freq;
+    }
+  }
+  angle = static_cast<double>(position) * rope.scale * freq;
 }
 
 void kvir::ref::applyRope(const Rope &rope, std::vector<double> &x,
                           int64_t position) {
-  int64_t d = x.size();
+  int64_t d = rotatedDims(rope, x.size());
   for (int64_t i = 0; i < d / 2; ++i) {
     int64_t a, b;
     double angle;
@@ -629,7 +649,7 @@ static RowValues rowValues(const AppendInput &in, bool isKey, int64_t i,
   // faster), and cos/sin and the rotation add a few ulp. The bound takes
   // twice that.
   double posScale = std::fabs(in.positions[i] * in.rope->scale);
-  for (int64_t p = 0; p < width / 2; ++p) {
+  for (int64_t p = 0; p < rotatedDims(*in.rope, width) / 2; ++p) {
     int64_t a, b;
     double angle;
     ropePair(*in.rope, width, p, in.positions[i], a, b, angle);

@@ -164,9 +164,14 @@ struct Rope {
   RopeStyle style = RopeStyle::Interleave;
   double theta = 1e4;
   double scale = 1.0;
+  /// Rotated dims (0: all); the rest pass unchanged.
+  int64_t rotaryDim = 0;
+  /// Llama 3.1 frequency scaling when factor > 0.
+  double factor = 0.0, lowFreqFactor = 0.0, highFreqFactor = 0.0,
+         originalMaxPosition = 0.0;
 };
 
-/// Rotates x[0, D) in place to `position`.
+/// Rotates the rotated dims of x[0, D) in place to `position`.
 void applyRope(const Rope &rope, std::vector<double> &x, int64_t position);
 
 struct AttentionParams {

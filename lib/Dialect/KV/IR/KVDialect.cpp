@@ -72,36 +72,62 @@ void KVDialect::initialize() {
 //===----------------------------------------------------------------------===//
 
 Attribute RopeAttr::parse(AsmParser &parser, Type) {
-  // #kv.rope<style [, theta = F] [, scale = F]>
+  // #kv.rope<style [, key = value]...>: theta, scale, rotary_dim, and
+  // Llama 3.1's factor, low_freq_factor, high_freq_factor,
+  // original_max_position (all four or none).
   FailureOr<RopeStyle> style;
   if (parser.parseLess() || failed(style = FieldParser<RopeStyle>::parse(parser)))
     return {};
-  double theta = 1e4, scale = 1.0;
-  bool seenTheta = false, seenScale = false;
+  static const char *const keys[] = {"theta",
+                                     "scale",
+                                     "rotary_dim",
+                                     "factor",
+                                     "low_freq_factor",
+                                     "high_freq_factor",
+                                     "original_max_position"};
+  double values[7] = {1e4, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+  bool seen[7] = {};
   while (succeeded(parser.parseOptionalComma())) {
     StringRef key;
     SMLoc loc = parser.getCurrentLocation();
     if (parser.parseKeyword(&key) || parser.parseEqual())
       return {};
-    double *slot = key == "theta" ? &theta : key == "scale" ? &scale : nullptr;
-    if (!slot) {
+    auto *it = llvm::find(keys, key);
+    if (it == std::end(keys)) {
       parser.emitError(loc, "unknown rope parameter '")
-          << key << "', expected 'theta' or 'scale'";
+          << key
+          << "', expected theta, scale, rotary_dim, factor, "
+             "low_freq_factor, high_freq_factor or original_max_position";
       return {};
     }
-    bool &seen = slot == &theta ? seenTheta : seenScale;
-    if (seen) {
+    size_t i = it - std::begin(keys);
+    if (seen[i]) {
       parser.emitError(loc, "rope parameter '") << key << "' given twice";
       return {};
     }
-    seen = true;
-    if (parser.parseFloat(*slot))
+    seen[i] = true;
+    if (i == 2) {
+      int64_t dims;
+      if (parser.parseInteger(dims))
+        return {};
+      values[i] = double(dims);
+    } else if (parser.parseFloat(values[i])) {
       return {};
+    }
+  }
+  int llama = int(seen[3]) + seen[4] + seen[5] + seen[6];
+  if (llama != 0 && llama != 4) {
+    parser.emitError(parser.getCurrentLocation(),
+                     "Llama 3.1 rope scaling needs factor, low_freq_factor, "
+                     "high_freq_factor and original_max_position together");
+    return {};
   }
   if (parser.parseGreater())
     return {};
-  return parser.getChecked<RopeAttr>(parser.getContext(), *style,
-                                     APFloat(theta), APFloat(scale));
+  return parser.getChecked<RopeAttr>(
+      parser.getContext(), *style, APFloat(values[0]), APFloat(values[1]),
+      int64_t(values[2]), APFloat(values[3]), APFloat(values[4]),
+      APFloat(values[5]), APFloat(values[6]));
 }
 
 void RopeAttr::print(AsmPrinter &printer) const {
@@ -109,17 +135,52 @@ void RopeAttr::print(AsmPrinter &printer) const {
   printer.printFloat(getTheta());
   printer << ", scale = ";
   printer.printFloat(getScale());
+  if (getRotaryDim())
+    printer << ", rotary_dim = " << getRotaryDim();
+  if (hasLlama31Scaling()) {
+    printer << ", factor = ";
+    printer.printFloat(getFactor());
+    printer << ", low_freq_factor = ";
+    printer.printFloat(getLowFreqFactor());
+    printer << ", high_freq_factor = ";
+    printer.printFloat(getHighFreqFactor());
+    printer << ", original_max_position = ";
+    printer.printFloat(getOriginalMaxPosition());
+  }
   printer << ">";
 }
 
 LogicalResult RopeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                               RopeStyle, APFloat theta, APFloat scale) {
+                               RopeStyle, APFloat theta, APFloat scale,
+                               int64_t rotaryDim, APFloat factor,
+                               APFloat lowFreqFactor, APFloat highFreqFactor,
+                               APFloat originalMaxPosition) {
   if (!(theta.convertToDouble() > 1.0))
     return emitError() << "rope theta must be greater than 1, got "
                        << theta.convertToDouble();
   if (!(scale.convertToDouble() > 0.0))
     return emitError() << "rope scale must be positive, got "
                        << scale.convertToDouble();
+  if (rotaryDim < 0 || rotaryDim % 2)
+    return emitError() << "rope rotary_dim must be a positive even number "
+                          "of dims (or omitted: the whole head dim), got "
+                       << rotaryDim;
+  if (factor.isZero())
+    return success();
+  double f = factor.convertToDouble(), lo = lowFreqFactor.convertToDouble(),
+         hi = highFreqFactor.convertToDouble(),
+         orig = originalMaxPosition.convertToDouble();
+  if (!(f >= 1.0))
+    return emitError() << "rope factor (Llama 3.1 scaling) must be at least "
+                          "1, got "
+                       << f;
+  if (!(lo > 0.0) || !(hi > lo))
+    return emitError() << "rope needs 0 < low_freq_factor < high_freq_factor, "
+                          "got "
+                       << lo << " and " << hi;
+  if (!(orig > 0.0))
+    return emitError() << "rope original_max_position must be positive, got "
+                       << orig;
   return success();
 }
 

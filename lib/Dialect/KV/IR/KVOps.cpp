@@ -305,6 +305,9 @@ verifyAttention(Operation *op, Value q, const KVShape &kv, StateType result,
   if (rope && kv.headDim % 2)
     return op->emitOpError() << "rope needs an even head_dim, got "
                              << kv.headDim;
+  if (rope && rope.getRotaryDim() > kv.headDim)
+    return op->emitOpError() << "rope rotary_dim " << rope.getRotaryDim()
+                             << " exceeds head_dim " << kv.headDim;
   return success();
 }
 
@@ -489,6 +492,10 @@ LogicalResult AppendOp::verify() {
   if (getRopeAttr() && kv.getHeadDim() % 2)
     return emitOpError() << "rope needs an even head_dim, got "
                          << kv.getHeadDim();
+  if (RopeAttr rope = getRopeAttr();
+      rope && rope.getRotaryDim() > kv.getHeadDim())
+    return emitOpError() << "rope rotary_dim " << rope.getRotaryDim()
+                         << " exceeds head_dim " << kv.getHeadDim();
   return success();
 }
 

@@ -31,3 +31,8 @@ func.func @int8_g16_hnd_rope_rotate_half(%k: memref<?x4x64xbf16>, %v: memref<?x4
   kv.append %k, %v, %bi, %pos into %kv {rope = #kv.rope<rotate_half, theta = 1.0e+04, scale = 1.0>} : memref<?x4x64xbf16>, memref<?x4x64xbf16>, memref<?xi32>, memref<?xi32>, !kv.paged<page_size = 16, kv_heads = 4, head_dim = 64, head_dim_v = 64, dtype = bf16, layout = hnd, storage = split, table = block_table, quant = int8_group, quant_group = 16>
   return
 }
+func.func @llama31_rope_rotary64(%k: memref<?x8x128xbf16>, %v: memref<?x8x128xbf16>, %bi: memref<?xi32>, %pos: memref<?xi32>, %pool: memref<?x2x16x8x128xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x8x128xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = nhd, storage = combined, table = csr>
+  kv.append %k, %v, %bi, %pos into %kv {rope = #kv.rope<rotate_half, theta = 5.0e+05, scale = 1.0, rotary_dim = 64, factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_position = 8192.0>} : memref<?x8x128xbf16>, memref<?x8x128xbf16>, memref<?xi32>, memref<?xi32>, !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = nhd, storage = combined, table = csr>
+  return
+}

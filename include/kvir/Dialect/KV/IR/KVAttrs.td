@@ -75,17 +75,51 @@ class KV_Attr<string name, string attrMnemonic, list<Trait> traits = []>
 def KV_RopeAttr : KV_Attr<"Rope", "rope"> {
   let summary = "rotary position embedding parameters";
   let description = [{
-    Rotates dimension pairs by `pos * scale * theta^(-2i/D)` radians.
-    `interleave` pairs dimensions (2i, 2i+1) as Meta's Llama; `rotate_half`
-    pairs (i, i + D/2) as GPT-NeoX and Hugging Face. FlashInfer's
-    `rope_scale` is `1 / scale`.
+    Rotates dimension pairs of the first `R` dims (`rotary_dim`, all of the
+    head dim `D` when omitted; the others pass unchanged) by
+    `pos * scale * f_i` radians, `f_i = theta^(-2i/R)`. `interleave` pairs
+    dimensions (2i, 2i+1) as Meta's Llama; `rotate_half` pairs
+    (i, i + R/2) as GPT-NeoX and Hugging Face. FlashInfer's `rope_scale` is
+    `1 / scale`. With `factor` (and `low_freq_factor`, `high_freq_factor`,
+    `original_max_position`), Llama 3.1's frequency scaling
+    (`apply_llama31_rope`): with wavelength `w = 2 pi / f_i`, low =
+    `original_max_position / low_freq_factor` and high =
+    `original_max_position / high_freq_factor`, `f_i` stays where
+    `w < high`, becomes `f_i / factor` where `w > low`, and in between
+    `(1 - s) f_i / factor + s f_i` with
+    `s = (original_max_position / w - low_freq_factor) /
+    (high_freq_factor - low_freq_factor)`.
 
     ```mlir
     #kv.rope<rotate_half, theta = 1.0e+04, scale = 1.0>
+    #kv.rope<interleave, theta = 5.0e+05, scale = 1.0, rotary_dim = 64,
+             factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0,
+             original_max_position = 8192.0>
     ```
   }];
   let parameters = (ins EnumParameter<KV_RopeStyle>:$style,
-                        "::llvm::APFloat":$theta, "::llvm::APFloat":$scale);
+                        "::llvm::APFloat":$theta, "::llvm::APFloat":$scale,
+                        "int64_t":$rotaryDim, "::llvm::APFloat":$factor,
+                        "::llvm::APFloat":$lowFreqFactor,
+                        "::llvm::APFloat":$highFreqFactor,
+                        "::llvm::APFloat":$originalMaxPosition);
+  let builders = [
+    // Rotation of the whole head dim, no frequency scaling.
+    AttrBuilder<(ins "RopeStyle":$style, "::llvm::APFloat":$theta,
+                     "::llvm::APFloat":$scale), [{
+      return $_get($_ctxt, style, theta, scale, int64_t(0),
+                   ::llvm::APFloat(0.0), ::llvm::APFloat(0.0),
+                   ::llvm::APFloat(0.0), ::llvm::APFloat(0.0));
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// The rotated dims for a head dim of `headDim`.
+    int64_t getRotatedDims(int64_t headDim) const {
+      return getRotaryDim() ? getRotaryDim() : headDim;
+    }
+    /// Whether Llama 3.1's frequency scaling applies.
+    bool hasLlama31Scaling() const { return !getFactor().isZero(); }
+  }];
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }
