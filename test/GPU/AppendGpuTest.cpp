@@ -194,12 +194,7 @@ std::vector<GpuAppendCase> appendCases() {
   {
     GpuAppendCase c = makeCase("NhdCombinedCsrP16D128F16RopeLlama31Rotary64",
                                makeSpec(16, 2, 128, DType::F16), 3013);
-    c.rope = ref::Rope{ref::RopeStyle::RotateHalf, 5e5, 1.0};
-    c.rope->rotaryDim = 64;
-    c.rope->factor = 8.0;
-    c.rope->lowFreqFactor = 1.0;
-    c.rope->highFreqFactor = 4.0;
-    c.rope->originalMaxPosition = 8192.0;
+    c.rope = llama31Rope(ref::RopeStyle::RotateHalf, 64);
     c.batch = 3;
     c.maxLen = 2000;
     c.maxNew = 10;

@@ -193,12 +193,7 @@ TEST(AppendDecode, LlamaTokenOffsetRopeInterleaveF16) {
 TEST(AppendDecode, NhdCombinedCsrRopeLlama31RotateHalfRotary64F16) {
   AppendParams a;
   a.spec = makeSpec(16, 2, 128, DType::F16);
-  a.rope = ref::Rope{ref::RopeStyle::RotateHalf, 5e5, 1.0};
-  a.rope->rotaryDim = 64;
-  a.rope->factor = 8.0;
-  a.rope->lowFreqFactor = 1.0;
-  a.rope->highFreqFactor = 4.0;
-  a.rope->originalMaxPosition = 8192.0;
+  a.rope = llama31Rope(ref::RopeStyle::RotateHalf, 64);
   a.seed = 706;
   runAppendDecode(a);
 }

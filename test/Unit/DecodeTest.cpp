@@ -136,18 +136,6 @@ TEST(Decode, RopeRotateHalfF32) {
   runDecodeCase(c);
 }
 
-/// Llama 3.1's RoPE (FlashInfer's apply_llama31_rope defaults) on the
-/// first `rotaryDim` dims.
-ref::Rope llama31Rope(ref::RopeStyle style, int64_t rotaryDim) {
-  ref::Rope rope{style, 5e5, 1.0};
-  rope.rotaryDim = rotaryDim;
-  rope.factor = 8.0;
-  rope.lowFreqFactor = 1.0;
-  rope.highFreqFactor = 4.0;
-  rope.originalMaxPosition = 8192.0;
-  return rope;
-}
-
 TEST(Decode, RopePartialRotaryInterleaveF16) {
   DecodeCase c;
   c.spec = makeSpec(16, 2, 128, DType::F16);

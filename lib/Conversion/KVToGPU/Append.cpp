@@ -262,6 +262,88 @@ std::pair<Value, Value> rotateChunks(ImplicitLocOpBuilder &b, Rope &rope,
           vector::FromElementsOp::create(b, result, rb)};
 }
 
+/// Writes K unit `c` of (row, head) of the new rows to token (page, slot):
+/// a chunk as it is, or rotated by RoPE at `position` (rotate-half units
+/// rotate a chunk with its partner R / 2 dims up; units and chunks past
+/// rotary_dim R are copied as they are).
+void writeKeyUnit(ImplicitLocOpBuilder &jb, const AppendKernelSpec &s,
+                  const kv::PagedOperands &kv, Value k, Value row, Value head,
+                  Value c, Value page, Value slot, Value position) {
+  IRBuilder x{jb};
+  Value dim0 = x.mul(c, x.idx(s.kChunk));
+  Value chunk = loadChunk(jb, k, {row, head, dim0}, s.kChunk, s.kLoad);
+  // Rotated values stay f32 for quantized caches, which quantize
+  // them once.
+  Type rotatedType =
+      s.kv.isQuantized() ? Type(jb.getF32Type()) : Type(s.kv.getDtype());
+  if (!s.rope) {
+    storeChunk(jb, chunk, kv, kv::PoolRole::K, page, slot, head, dim0,
+               s.kStore);
+  } else if (s.rotatesHalves()) {
+    // Units past the rotated ones copy the dims past rotary_dim.
+    Value rotates = x.lt(c, x.idx(s.rotatedUnits()));
+    scf::IfOp::create(
+        jb, rotates,
+        [&](OpBuilder &rb, Location rl) {
+          ImplicitLocOpBuilder hb(rl, rb);
+          IRBuilder y{hb};
+          Rope rope(hb, s.rope, s.kv.getHeadDim(), Rope::Flavor::ptx);
+          Value dim1 = y.add(dim0, y.idx(s.rotatedDims() / 2));
+          Value upper = loadChunk(hb, k, {row, head, dim1}, s.kChunk, s.kLoad);
+          auto [lo, hi] =
+              rotateChunks(hb, rope, chunk, upper, dim0, position, rotatedType);
+          storeChunk(hb, lo, kv, kv::PoolRole::K, page, slot, head, dim0,
+                     s.kStore);
+          storeChunk(hb, hi, kv, kv::PoolRole::K, page, slot, head, dim1,
+                     s.kStore);
+          scf::YieldOp::create(hb);
+        },
+        [&](OpBuilder &pb, Location pl) {
+          ImplicitLocOpBuilder hb(pl, pb);
+          IRBuilder y{hb};
+          Value from =
+              y.add(y.idx(s.rotatedDims()),
+                    y.mul(y.sub(c, y.idx(s.rotatedUnits())), y.idx(s.kChunk)));
+          Value plain = loadChunk(hb, k, {row, head, from}, s.kChunk, s.kLoad);
+          storeChunk(hb, plain, kv, kv::PoolRole::K, page, slot, head, from,
+                     s.kStore);
+          scf::YieldOp::create(hb);
+        });
+  } else {
+    // Interleaved: elements (2p, 2p + 1) of the chunk are a pair;
+    // chunks past rotary_dim are stored as they are.
+    scf::IfOp::create(
+        jb, x.lt(dim0, x.idx(s.rotatedDims())),
+        [&](OpBuilder &rb, Location rl) {
+          ImplicitLocOpBuilder hb(rl, rb);
+          IRBuilder y{hb};
+          Rope rope(hb, s.rope, s.kv.getHeadDim(), Rope::Flavor::ptx);
+          auto half = [&](int64_t first) -> Value {
+            SmallVector<int64_t> picks;
+            for (int64_t e = first; e < s.kChunk; e += 2)
+              picks.push_back(e);
+            return vector::ShuffleOp::create(hb, chunk, chunk, picks);
+          };
+          auto [even, odd] =
+              rotateChunks(hb, rope, half(0), half(1), y.divU(dim0, y.idx(2)),
+                           position, rotatedType);
+          SmallVector<int64_t> interleave;
+          for (int64_t p = 0; p < s.kChunk / 2; ++p)
+            interleave.append({p, s.kChunk / 2 + p});
+          Value rotated = vector::ShuffleOp::create(hb, even, odd, interleave);
+          storeChunk(hb, rotated, kv, kv::PoolRole::K, page, slot, head, dim0,
+                     s.kStore);
+          scf::YieldOp::create(hb);
+        },
+        [&](OpBuilder &pb, Location pl) {
+          ImplicitLocOpBuilder hb(pl, pb);
+          storeChunk(hb, chunk, kv, kv::PoolRole::K, page, slot, head, dim0,
+                     s.kStore);
+          scf::YieldOp::create(hb);
+        });
+  }
+}
+
 void buildAppendBody(const KernelFunc &kf, const AppendKernelSpec &s) {
   ImplicitLocOpBuilder b = kf.getBuilder();
   IRBuilder ir{b};
@@ -278,9 +360,9 @@ void buildAppendBody(const KernelFunc &kf, const AppendKernelSpec &s) {
   }
   int64_t heads = s.kv.getKvHeads();
   int64_t unitsPerRow = s.kUnits() + s.vUnits();
-  Value unit = ir.add(
-      ir.mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), ir.idx(kAppendThreads)),
-      gpu::ThreadIdOp::create(b, gpu::Dimension::x));
+  Value unit = ir.add(ir.mul(gpu::BlockIdOp::create(b, gpu::Dimension::x),
+                             ir.idx(kAppendThreads)),
+                      gpu::ThreadIdOp::create(b, gpu::Dimension::x));
   Value rows = memref::DimOp::create(b, k, 0);
   Value total = ir.mul(rows, ir.idx(heads * unitsPerRow));
   scf::IfOp::create(b, ir.lt(unit, total), [&](OpBuilder &nb, Location l) {
@@ -299,92 +381,14 @@ void buildAppendBody(const KernelFunc &kf, const AppendKernelSpec &s) {
         ib, isK,
         [&](OpBuilder &kb, Location kl) {
           ImplicitLocOpBuilder jb(kl, kb);
-          IRBuilder x{jb};
-          Value dim0 = x.mul(c, x.idx(s.kChunk));
-          Value chunk =
-              loadChunk(jb, k, {row, head, dim0}, s.kChunk, s.kLoad);
-          // Rotated values stay f32 for quantized caches, which quantize
-          // them once.
-          Type rotatedType = s.kv.isQuantized() ? Type(jb.getF32Type())
-                                                : Type(s.kv.getDtype());
-          if (!s.rope) {
-            storeChunk(jb, chunk, kv, kv::PoolRole::K, page, slot,
-                       head, dim0, s.kStore);
-          } else if (s.rotatesHalves()) {
-            // Units past the rotated ones copy the dims past rotary_dim.
-            Value rotates = x.lt(c, x.idx(s.rotatedUnits()));
-            scf::IfOp::create(
-                jb, rotates,
-                [&](OpBuilder &rb, Location rl) {
-                  ImplicitLocOpBuilder hb(rl, rb);
-                  IRBuilder y{hb};
-                  Rope rope(hb, s.rope, s.kv.getHeadDim(), Rope::Flavor::ptx);
-                  Value dim1 = y.add(dim0, y.idx(s.rotatedDims() / 2));
-                  Value upper =
-                      loadChunk(hb, k, {row, head, dim1}, s.kChunk, s.kLoad);
-                  auto [lo, hi] = rotateChunks(hb, rope, chunk, upper, dim0,
-                                               position, rotatedType);
-                  storeChunk(hb, lo, kv, kv::PoolRole::K, page, slot, head,
-                             dim0, s.kStore);
-                  storeChunk(hb, hi, kv, kv::PoolRole::K, page, slot, head,
-                             dim1, s.kStore);
-                  scf::YieldOp::create(hb);
-                },
-                [&](OpBuilder &pb, Location pl) {
-                  ImplicitLocOpBuilder hb(pl, pb);
-                  IRBuilder y{hb};
-                  Value from = y.add(y.idx(s.rotatedDims()),
-                                     y.mul(y.sub(c, y.idx(s.rotatedUnits())),
-                                           y.idx(s.kChunk)));
-                  Value plain =
-                      loadChunk(hb, k, {row, head, from}, s.kChunk, s.kLoad);
-                  storeChunk(hb, plain, kv, kv::PoolRole::K, page, slot, head,
-                             from, s.kStore);
-                  scf::YieldOp::create(hb);
-                });
-          } else {
-            // Interleaved: elements (2p, 2p + 1) of the chunk are a pair;
-            // chunks past rotary_dim are stored as they are.
-            scf::IfOp::create(
-                jb, x.lt(dim0, x.idx(s.rotatedDims())),
-                [&](OpBuilder &rb, Location rl) {
-                  ImplicitLocOpBuilder hb(rl, rb);
-                  IRBuilder y{hb};
-                  Rope rope(hb, s.rope, s.kv.getHeadDim(), Rope::Flavor::ptx);
-                  auto half = [&](int64_t first) -> Value {
-                    SmallVector<int64_t> picks;
-                    for (int64_t e = first; e < s.kChunk; e += 2)
-                      picks.push_back(e);
-                    return vector::ShuffleOp::create(hb, chunk, chunk, picks);
-                  };
-                  auto [even, odd] = rotateChunks(hb, rope, half(0), half(1),
-                                                  y.divU(dim0, y.idx(2)),
-                                                  position, rotatedType);
-                  SmallVector<int64_t> interleave;
-                  for (int64_t p = 0; p < s.kChunk / 2; ++p)
-                    interleave.append({p, s.kChunk / 2 + p});
-                  Value rotated =
-                      vector::ShuffleOp::create(hb, even, odd, interleave);
-                  storeChunk(hb, rotated, kv, kv::PoolRole::K, page, slot, head,
-                             dim0, s.kStore);
-                  scf::YieldOp::create(hb);
-                },
-                [&](OpBuilder &pb, Location pl) {
-                  ImplicitLocOpBuilder hb(pl, pb);
-                  storeChunk(hb, chunk, kv, kv::PoolRole::K, page, slot, head,
-                             dim0, s.kStore);
-                  scf::YieldOp::create(hb);
-                });
-          }
+          writeKeyUnit(jb, s, kv, k, row, head, c, page, slot, position);
           scf::YieldOp::create(jb);
         },
         [&](OpBuilder &vb, Location vl) {
           ImplicitLocOpBuilder jb(vl, vb);
           IRBuilder x{jb};
-          Value dim0 =
-              x.mul(x.sub(c, x.idx(s.kUnits())), x.idx(s.vChunk));
-          Value chunk =
-              loadChunk(jb, v, {row, head, dim0}, s.vChunk, s.vLoad);
+          Value dim0 = x.mul(x.sub(c, x.idx(s.kUnits())), x.idx(s.vChunk));
+          Value chunk = loadChunk(jb, v, {row, head, dim0}, s.vChunk, s.vLoad);
           storeChunk(jb, chunk, kv, kv::PoolRole::V, page, slot, head, dim0,
                      s.vStore);
           scf::YieldOp::create(jb);

@@ -598,6 +598,17 @@ std::string kvir::test::emitPagedView(KernelSource &src, const PagedCache &cache
   return "%" + name;
 }
 
+kvir::ref::Rope kvir::test::llama31Rope(kvir::ref::RopeStyle style,
+                                        int64_t rotaryDim) {
+  kvir::ref::Rope rope{style, 5e5, 1.0};
+  rope.rotaryDim = rotaryDim;
+  rope.factor = 8.0;
+  rope.lowFreqFactor = 1.0;
+  rope.highFreqFactor = 4.0;
+  rope.originalMaxPosition = 8192.0;
+  return rope;
+}
+
 std::string kvir::test::ropeAttrText(const ref::Rope &rope) {
   char buf[400];
   int n = std::snprintf(

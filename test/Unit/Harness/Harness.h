@@ -178,6 +178,10 @@ void randomizeAttention(Rng &rng, ref::AttentionParams &params,
 /// attributes, so the reference uses their f32 roundings.
 ref::AttentionParams asKernelSees(ref::AttentionParams params);
 /// The rope attribute text.
+/// Llama 3.1's RoPE with FlashInfer's apply_llama31_rope defaults (theta
+/// 5e5, factor 8, frequency factors 1 and 4, original context 8192) on the
+/// first `rotaryDim` dims (0: all).
+ref::Rope llama31Rope(ref::RopeStyle style, int64_t rotaryDim);
 std::string ropeAttrText(const ref::Rope &rope);
 
 //===--- Running and comparing ---------------------------------------------===//
