@@ -5,11 +5,10 @@
 // D) rotates dims (2i, 2i + 1) (interleave) or (i, i + R/2) (rotate_half)
 // by the angle position * scale * f_i, f_i = theta^(-2i / R) (with Llama
 // 3.1's scaling where the attribute has it), computed in f32 the same way
-// everywhere; dims R..D pass unchanged. The CPU loops take math.cos / math.sin
-// / math.exp2; kernels take ex2.approx and sin / cos.approx after reducing the
-// angle to
-// [-pi, pi] (the range where the PTX approximations hold their 2^-20.9
-// absolute error), so no libdevice function is called.
+// everywhere; dims R..D pass unchanged. The CPU loops take math.cos /
+// math.sin / math.exp2; kernels take ex2.approx and sin / cos.approx after
+// reducing the angle to [-pi, pi] (the range where the PTX approximations
+// hold their 2^-20.9 absolute error), so no libdevice function is called.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVIR_CODEGEN_ROPE_H
@@ -29,10 +28,9 @@ public:
        Flavor flavor)
       : b(b), rope(rope), headDim(headDim), flavor(flavor) {}
 
-  /// The rotated dims (R) and their pairs (R / 2): callers rotate pairs
-  /// 0 .. numPairs() - 1 and leave dims R .. D as they are.
+  /// The rotated dims R: callers rotate pairs 0 .. R/2 - 1 and leave dims
+  /// R .. D as they are.
   int64_t rotatedDims() const { return rope.getRotatedDims(headDim); }
-  int64_t numPairs() const { return rotatedDims() / 2; }
   /// The dims (a, b) that pair `pair` (index) rotates together.
   std::pair<mlir::Value, mlir::Value> pairDims(mlir::Value pair);
   /// cos and sin of the pair's angle at `position` (index), f32.

@@ -271,13 +271,15 @@ void writeKeyUnit(ImplicitLocOpBuilder &jb, const AppendKernelSpec &s,
                   Value c, Value page, Value slot, Value position) {
   IRBuilder x{jb};
   Value dim0 = x.mul(c, x.idx(s.kChunk));
-  Value chunk = loadChunk(jb, k, {row, head, dim0}, s.kChunk, s.kLoad);
+  auto load = [&](ImplicitLocOpBuilder &lb, Value dim) {
+    return loadChunk(lb, k, {row, head, dim}, s.kChunk, s.kLoad);
+  };
   // Rotated values stay f32 for quantized caches, which quantize
   // them once.
   Type rotatedType =
       s.kv.isQuantized() ? Type(jb.getF32Type()) : Type(s.kv.getDtype());
   if (!s.rope) {
-    storeChunk(jb, chunk, kv, kv::PoolRole::K, page, slot, head, dim0,
+    storeChunk(jb, load(jb, dim0), kv, kv::PoolRole::K, page, slot, head, dim0,
                s.kStore);
   } else if (s.rotatesHalves()) {
     // Units past the rotated ones copy the dims past rotary_dim.
@@ -289,9 +291,8 @@ void writeKeyUnit(ImplicitLocOpBuilder &jb, const AppendKernelSpec &s,
           IRBuilder y{hb};
           Rope rope(hb, s.rope, s.kv.getHeadDim(), Rope::Flavor::ptx);
           Value dim1 = y.add(dim0, y.idx(s.rotatedDims() / 2));
-          Value upper = loadChunk(hb, k, {row, head, dim1}, s.kChunk, s.kLoad);
-          auto [lo, hi] =
-              rotateChunks(hb, rope, chunk, upper, dim0, position, rotatedType);
+          auto [lo, hi] = rotateChunks(hb, rope, load(hb, dim0), load(hb, dim1),
+                                       dim0, position, rotatedType);
           storeChunk(hb, lo, kv, kv::PoolRole::K, page, slot, head, dim0,
                      s.kStore);
           storeChunk(hb, hi, kv, kv::PoolRole::K, page, slot, head, dim1,
@@ -304,14 +305,14 @@ void writeKeyUnit(ImplicitLocOpBuilder &jb, const AppendKernelSpec &s,
           Value from =
               y.add(y.idx(s.rotatedDims()),
                     y.mul(y.sub(c, y.idx(s.rotatedUnits())), y.idx(s.kChunk)));
-          Value plain = loadChunk(hb, k, {row, head, from}, s.kChunk, s.kLoad);
-          storeChunk(hb, plain, kv, kv::PoolRole::K, page, slot, head, from,
-                     s.kStore);
+          storeChunk(hb, load(hb, from), kv, kv::PoolRole::K, page, slot, head,
+                     from, s.kStore);
           scf::YieldOp::create(hb);
         });
   } else {
     // Interleaved: elements (2p, 2p + 1) of the chunk are a pair;
     // chunks past rotary_dim are stored as they are.
+    Value chunk = load(jb, dim0);
     scf::IfOp::create(
         jb, x.lt(dim0, x.idx(s.rotatedDims())),
         [&](OpBuilder &rb, Location rl) {
@@ -486,20 +487,20 @@ std::optional<std::string> gpu_lowering::whyNoAppendKernel(kv::AppendOp op) {
   if (!view)
     return std::string("its KV is not a kv.paged_view of the same function");
   kv::PagedType kv = view.getType();
-  if (kv.getQuant() == kv::Quant::int8_group && op.getRopeAttr() &&
-      op.getRopeAttr().getStyle() == kv::RopeStyle::rotate_half &&
-      (kv.getHeadDim() / 2) % kv.getQuantGroup() &&
-      !op.getRopeAttr().getRotaryDim())
+  kv::RopeAttr rope = op.getRopeAttr();
+  int64_t d = kv.getHeadDim(), r = rope ? rope.getRotatedDims(d) : d;
+  if (kv.getQuant() == kv::Quant::int8_group && rope &&
+      rope.getStyle() == kv::RopeStyle::rotate_half &&
+      (r / 2) % kv.getQuantGroup())
     return "int8 groups of " + std::to_string(kv.getQuantGroup()) +
-           " dims are wider than the half of head_dim " +
-           std::to_string(kv.getHeadDim()) +
+           " dims are wider than the half of " +
+           (r == d ? "head_dim " : "rotary_dim ") + std::to_string(r) +
            " that rotate-half RoPE pairs with the other: the append kernel "
            "quantizes each half's groups on their own";
-  if (kv::RopeAttr rope = op.getRopeAttr(); rope && rope.getRotaryDim()) {
+  if (rope && r < d) {
     // Chunks must not straddle R / 2 (rotate-half) or R, where rotation
     // starts or stops.
     AppendKernelSpec s = describeAppend(op);
-    int64_t r = rope.getRotaryDim(), d = kv.getHeadDim();
     bool fits = s.rotatesHalves()
                     ? (r / 2) % s.kChunk == 0 && (d - r) % s.kChunk == 0
                     : r % s.kChunk == 0;

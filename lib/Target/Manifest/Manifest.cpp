@@ -375,9 +375,10 @@ static std::string validateFunction(LaunchPlanAttr plan, StringRef pid) {
     counts = {"batch", "batch"};
     break;
   }
+  bool anyWide = llvm::is_contained(wide, true);
   std::string text;
   llvm::raw_string_ostream os(text);
-  if (llvm::is_contained(wide, true))
+  if (anyWide)
     os << "#ifndef KVIR_NARROW_I32\n#define KVIR_NARROW_I32\n"
        << "#include <stdlib.h>\n"
        << "/* An int32 copy of n int64 table entries, saturating (NULL when "
@@ -408,7 +409,6 @@ static std::string validateFunction(LaunchPlanAttr plan, StringRef pid) {
     if (w)
       os << "  int32_t *" << n << " = kvir_narrow_i32(" << n << "64, "
          << count << ");\n";
-  bool anyWide = llvm::is_contained(wide, true);
   if (anyWide) {
     os << "  int64_t result = -1;\n  if (";
     bool first = true;
