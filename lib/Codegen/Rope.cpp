@@ -1,10 +1,12 @@
 //===- Rope.cpp - Rotary position embedding -------------------------------===//
 #include "kvir/Codegen/Rope.h"
 #include "kvir/Codegen/IRBuilder.h"
+#include "kvir/Dialect/KV/Utils/Quantization.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
 
@@ -22,8 +24,12 @@ std::pair<Value, Value> Rope::pairDims(Value pair) {
 }
 
 std::pair<Value, Value> Rope::cosSin(Value pair, Value position) {
+  return cosSinAt(frequency(pair), position);
+}
+
+Value Rope::frequency(Value pair) {
   IRBuilder ir{b};
-  // angle = position * scale * 2^(pair * -2 log2(theta) / R)
+  // f = 2^(pair * -2 log2(theta) / R)
   double log2Theta = std::log2(rope.getTheta().convertToDouble());
   Value pairF = arith::UIToFPOp::create(b, b.getF32Type(), ir.toI32(pair));
   Value exponent = ir.mul(
@@ -55,6 +61,12 @@ std::pair<Value, Value> Rope::cosSin(Value pair, Value position) {
     Value scaled = ir.mul(freq, ir.f32(1.0 / factor));
     freq = ir.add(scaled, ir.mul(smooth, ir.sub(freq, scaled)));
   }
+  return freq;
+}
+
+std::pair<Value, Value> Rope::cosSinAt(Value freq, Value position) {
+  IRBuilder ir{b};
+  // angle = position * scale * f
   Value posF = arith::SIToFPOp::create(b, b.getF32Type(), ir.toI32(position));
   Value angle =
       ir.mul(ir.mul(posF, ir.f32(rope.getScale().convertToDouble())), freq);
@@ -84,4 +96,47 @@ std::pair<Value, Value> Rope::rotate(Value x, Value y, Value cos, Value sin) {
   IRBuilder ir{b};
   return {ir.sub(ir.mul(x, cos), ir.mul(y, sin)),
           ir.add(ir.mul(y, cos), ir.mul(x, sin))};
+}
+
+SmallVector<Value> Rope::frequencies(Value firstPair, int64_t count) {
+  IRBuilder ir{b};
+  SmallVector<Value> freqs;
+  for (int64_t j = 0; j < count; ++j)
+    freqs.push_back(frequency(ir.add(firstPair, ir.idx(j))));
+  return freqs;
+}
+
+std::pair<Value, Value> Rope::rotateVectors(Value a, Value bv,
+                                            ArrayRef<Value> freqs,
+                                            Value position, Type resultType) {
+  SmallVector<Value> ra, rb;
+  for (auto [j, freq] : llvm::enumerate(freqs)) {
+    int64_t at = j;
+    Value x = kv::toF32(b, vector::ExtractOp::create(b, a, at).getResult());
+    Value y = kv::toF32(b, vector::ExtractOp::create(b, bv, at).getResult());
+    auto [c, s] = cosSinAt(freq, position);
+    auto [u, v] = rotate(x, y, c, s);
+    ra.push_back(kv::fromF32(b, u, resultType));
+    rb.push_back(kv::fromF32(b, v, resultType));
+  }
+  auto result = VectorType::get({int64_t(freqs.size())}, resultType);
+  return {vector::FromElementsOp::create(b, result, ra),
+          vector::FromElementsOp::create(b, result, rb)};
+}
+
+Value Rope::rotateInterleaved(Value chunk, ArrayRef<Value> freqs,
+                              Value position, Type resultType) {
+  int64_t width = cast<VectorType>(chunk.getType()).getNumElements();
+  auto half = [&](int64_t first) -> Value {
+    SmallVector<int64_t> picks;
+    for (int64_t e = first; e < width; e += 2)
+      picks.push_back(e);
+    return vector::ShuffleOp::create(b, chunk, chunk, picks);
+  };
+  auto [even, odd] =
+      rotateVectors(half(0), half(1), freqs, position, resultType);
+  SmallVector<int64_t> interleave;
+  for (int64_t p = 0; p < width / 2; ++p)
+    interleave.append({p, width / 2 + p});
+  return vector::ShuffleOp::create(b, even, odd, interleave);
 }

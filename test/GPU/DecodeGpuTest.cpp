@@ -647,6 +647,79 @@ std::vector<GpuDecodeCase> decodeCases() {
         4, DType::F16, "sm_80", 1064);
     add(c, 4, 50, 12);
   }
+  // On-the-fly RoPE: keys turn by their position relative to the query's
+  // (kv_len - 1) in f32; rotate-half lanes read their partner dims from the
+  // same staged row; lanes past rotary_dim leave their dims as they are.
+  {
+    GpuDecodeCase c = makeCase("RopeRotateHalfNhdCombinedCsrP16D128G4F16",
+                               makeSpec(16, 2, 128, DType::F16), 8, DType::F16,
+                               "sm_80", 1080);
+    c.params.rope = ref::Rope{ref::RopeStyle::RotateHalf, 1e4, 1.0};
+    add(c, 5, 70, 20);
+  }
+  {
+    GpuDecodeCase c = makeCase(
+        "RopeInterleaveHndSplitBlockTableP8D64G2BF16WindowBase2",
+        makeSpec(8, 4, 64, DType::BF16, Layout::HND, Storage::Split,
+                 Table::BlockTable),
+        8, DType::BF16, "sm_90a", 1081);
+    c.params.rope = ref::Rope{ref::RopeStyle::Interleave, 5e5, 0.5};
+    c.params.windowLeft = 150;
+    c.params.base = Base::Two;
+    add(c, 4, 60, 14);
+  }
+  {
+    // Llama 3.1's scaling on the first 64 of 128 dims, a GQA group of 8
+    // (the decode kernel: the tensor-core one takes no RoPE), keys up to
+    // 3000 positions before the query.
+    GpuDecodeCase c = makeCase("RopeLlama31Rotary64NhdSplitCsrP16D128G8F16",
+                               makeSpec(16, 1, 128, DType::F16, Layout::NHD,
+                                        Storage::Split, Table::CSR),
+                               8, DType::F16, "sm_90a", 1082);
+    c.params.rope = llama31Rope(ref::RopeStyle::RotateHalf, 64);
+    c.runs = {BatchRun{3, 40, {}, true, 3000}};
+    cases.push_back(c);
+  }
+  {
+    GpuDecodeCase c = makeCase(
+        "RopeInterleaveRotary32VllmBlockTableP16D64G4F16ToF32",
+        makeSpec(16, 2, 64, DType::F16, Layout::VLLM, Storage::Split,
+                 Table::BlockTable),
+        8, DType::F32, "sm_86", 1083);
+    c.params.rope = ref::Rope{ref::RopeStyle::Interleave, 1e4, 1.0};
+    c.params.rope->rotaryDim = 32;
+    add(c, 4, 50, 12);
+  }
+  {
+    // int8 groups under a GQA group: the rotation reads the decoded f16
+    // tiles, each dim times its group's scale.
+    GpuDecodeCase c = makeCase(
+        "RopeRotateHalfRotary96Int8G8NhdCombinedCsrP16D128G4F16",
+        quantized(makeSpec(16, 2, 128, DType::F16), Quant::Int8Group, 8), 8,
+        DType::F16, "sm_80", 1084);
+    c.params.rope = ref::Rope{ref::RopeStyle::RotateHalf, 1e4, 1.0};
+    c.params.rope->rotaryDim = 96;
+    add(c, 5, 70, 20);
+  }
+  {
+    GpuDecodeCase c = makeCase(
+        "RopeInterleaveFp8E4M3HndSplitBlockTableP8D64G1BF16",
+        quantized(makeSpec(8, 4, 64, DType::BF16, Layout::HND, Storage::Split,
+                           Table::BlockTable),
+                  Quant::FP8E4M3),
+        4, DType::BF16, "sm_90a", 1085);
+    c.cacheOptions.kScale = 0.5f;
+    c.cacheOptions.vScale = 2.0f;
+    c.params.rope = ref::Rope{ref::RopeStyle::Interleave, 1e4, 1.0};
+    add(c, 4, 60, 14);
+  }
+  {
+    GpuDecodeCase c = makeCase("RopeRotateHalfF32NhdCombinedCsrP16D64G2ToF32",
+                               makeSpec(16, 2, 64, DType::F32), 4, DType::F32,
+                               "sm_80", 1086);
+    c.params.rope = ref::Rope{ref::RopeStyle::RotateHalf, 1e4, 1.0};
+    add(c, 4, 50, 12);
+  }
   return cases;
 }
 

@@ -36,9 +36,31 @@ public:
   /// cos and sin of the pair's angle at `position` (index), f32.
   std::pair<mlir::Value, mlir::Value> cosSin(mlir::Value pair,
                                              mlir::Value position);
+  /// The pair's frequency f_i (f32; Llama 3.1's blend applied): kernels
+  /// that rotate many positions compute it once.
+  mlir::Value frequency(mlir::Value pair);
+  /// cos and sin of the angle position * scale * `freq` (a frequency()),
+  /// f32. `position` (index) may be negative: a relative position.
+  std::pair<mlir::Value, mlir::Value> cosSinAt(mlir::Value freq,
+                                               mlir::Value position);
   /// (a cos - b sin, b cos + a sin): the rotated pair, f32.
   std::pair<mlir::Value, mlir::Value> rotate(mlir::Value a, mlir::Value b,
                                              mlir::Value cos, mlir::Value sin);
+
+  /// The frequencies of pairs firstPair, firstPair + 1, ... (count of them).
+  llvm::SmallVector<mlir::Value> frequencies(mlir::Value firstPair,
+                                             int64_t count);
+  /// Rotates the pairs (a[j], b[j]) (vectors of any float type, each
+  /// freqs.size() long) by `position` * scale * freqs[j] in f32; the
+  /// results are vectors of `resultType`.
+  std::pair<mlir::Value, mlir::Value>
+  rotateVectors(mlir::Value a, mlir::Value b, llvm::ArrayRef<mlir::Value> freqs,
+                mlir::Value position, mlir::Type resultType);
+  /// Rotates the interleaved pairs (2j, 2j + 1) of `chunk` (pair j with
+  /// freqs[j]) at `position`; a vector of `resultType`.
+  mlir::Value rotateInterleaved(mlir::Value chunk,
+                                llvm::ArrayRef<mlir::Value> freqs,
+                                mlir::Value position, mlir::Type resultType);
 
 private:
   mlir::ImplicitLocOpBuilder &b;

@@ -241,27 +241,6 @@ void storeChunk(ImplicitLocOpBuilder &b, Value chunk,
   }
 }
 
-/// Rotates the pairs (a[j], b[j]) of pair indices firstPair + j at
-/// `position`; returns the rotated chunks as `resultType` elements.
-std::pair<Value, Value> rotateChunks(ImplicitLocOpBuilder &b, Rope &rope,
-                                     Value a, Value bv, Value firstPair,
-                                     Value position, Type resultType) {
-  IRBuilder ir{b};
-  auto type = cast<VectorType>(a.getType());
-  SmallVector<Value> ra, rb;
-  for (int64_t j = 0; j < type.getNumElements(); ++j) {
-    Value x = kv::toF32(b, vector::ExtractOp::create(b, a, j).getResult());
-    Value y = kv::toF32(b, vector::ExtractOp::create(b, bv, j).getResult());
-    auto [c, s] = rope.cosSin(ir.add(firstPair, ir.idx(j)), position);
-    auto [u, v] = rope.rotate(x, y, c, s);
-    ra.push_back(kv::fromF32(b, u, resultType));
-    rb.push_back(kv::fromF32(b, v, resultType));
-  }
-  auto result = VectorType::get(type.getShape(), resultType);
-  return {vector::FromElementsOp::create(b, result, ra),
-          vector::FromElementsOp::create(b, result, rb)};
-}
-
 /// Writes K unit `c` of (row, head) of the new rows to token (page, slot):
 /// a chunk as it is, or rotated by RoPE at `position` (rotate-half units
 /// rotate a chunk with its partner R / 2 dims up; units and chunks past
@@ -291,8 +270,9 @@ void writeKeyUnit(ImplicitLocOpBuilder &jb, const AppendKernelSpec &s,
           IRBuilder y{hb};
           Rope rope(hb, s.rope, s.kv.getHeadDim(), Rope::Flavor::ptx);
           Value dim1 = y.add(dim0, y.idx(s.rotatedDims() / 2));
-          auto [lo, hi] = rotateChunks(hb, rope, load(hb, dim0), load(hb, dim1),
-                                       dim0, position, rotatedType);
+          auto [lo, hi] = rope.rotateVectors(
+              load(hb, dim0), load(hb, dim1),
+              rope.frequencies(dim0, s.kChunk), position, rotatedType);
           storeChunk(hb, lo, kv, kv::PoolRole::K, page, slot, head, dim0,
                      s.kStore);
           storeChunk(hb, hi, kv, kv::PoolRole::K, page, slot, head, dim1,
@@ -319,19 +299,9 @@ void writeKeyUnit(ImplicitLocOpBuilder &jb, const AppendKernelSpec &s,
           ImplicitLocOpBuilder hb(rl, rb);
           IRBuilder y{hb};
           Rope rope(hb, s.rope, s.kv.getHeadDim(), Rope::Flavor::ptx);
-          auto half = [&](int64_t first) -> Value {
-            SmallVector<int64_t> picks;
-            for (int64_t e = first; e < s.kChunk; e += 2)
-              picks.push_back(e);
-            return vector::ShuffleOp::create(hb, chunk, chunk, picks);
-          };
-          auto [even, odd] =
-              rotateChunks(hb, rope, half(0), half(1), y.divU(dim0, y.idx(2)),
-                           position, rotatedType);
-          SmallVector<int64_t> interleave;
-          for (int64_t p = 0; p < s.kChunk / 2; ++p)
-            interleave.append({p, s.kChunk / 2 + p});
-          Value rotated = vector::ShuffleOp::create(hb, even, odd, interleave);
+          Value rotated = rope.rotateInterleaved(
+              chunk, rope.frequencies(y.divU(dim0, y.idx(2)), s.kChunk / 2),
+              position, rotatedType);
           storeChunk(hb, rotated, kv, kv::PoolRole::K, page, slot, head, dim0,
                      s.kStore);
           scf::YieldOp::create(hb);

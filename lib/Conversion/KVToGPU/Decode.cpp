@@ -65,7 +65,8 @@ std::string decodeKernelSymbol(kv::DecodeOp op, const DecodeKernelSpec &s,
       std::to_string(kv.getHeadDim()) + "_" + typeName(kv.getDtype()) + "_" +
       (kv.isQuantized() ? kv::stringifyQuant(kv.getQuant()).str() + "_"
                         : std::string()) +
-      typeName(s.outType.getElementType()) + (s.partitioned ? "_split" : "");
+      typeName(s.outType.getElementType()) + (s.rope ? "_rope" : "") +
+      (s.partitioned ? "_split" : "");
   KernelIdentity id(stem);
   id.add(op.getOperation())
       .add(s.outType)
@@ -119,6 +120,7 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     if (auto cap = op.getLogitsSoftCap())
       spec.softCap = cap->convertToDouble();
     spec.windowLeft = op.getWindowLeft();
+    spec.rope = op.getRopeAttr();
     if (kv.type.getQuant() == kv::Quant::int8_group)
       spec.scaleChunk = *int8ScaleChunkElements(view);
     std::string whyNot;
@@ -251,8 +253,6 @@ gpu_lowering::whyNoDecodeKernel(kv::DecodeOp op,
            " has no decode kernel (f16, bf16 and f32 do)";
   if (kv.getHeadDim() != kv.getHeadDimV())
     return std::string("head_dim != head_dim_v has no decode kernel");
-  if (op.getRopeAttr())
-    return std::string("on-the-fly RoPE has no decode kernel");
   for (Value pool : view.getPools()) {
     auto [strides, offset] =
         cast<MemRefType>(pool.getType()).getStridesAndOffset();
@@ -267,6 +267,10 @@ gpu_lowering::whyNoDecodeKernel(kv::DecodeOp op,
     return whyNot;
   if (std::optional<std::string> why = whyNoTransposedV(view, "decode"))
     return why;
+  if (kv::RopeAttr rope = op.getRopeAttr())
+    if (std::optional<std::string> why =
+            whyNotDecodeRope(rope, kv.getHeadDim(), config->getVector()))
+      return why;
   if (kv.getQuant() == kv::Quant::int8_group) {
     // Codes and scales arrive by cp.async only.
     if (config->getVector() != 16)

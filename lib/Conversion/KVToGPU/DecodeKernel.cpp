@@ -23,6 +23,7 @@
 #include "kvir/Codegen/AttentionState.h"
 #include "kvir/Codegen/IRBuilder.h"
 #include "kvir/Codegen/PagedTileLoader.h"
+#include "kvir/Codegen/Rope.h"
 #include "kvir/Codegen/SharedTile.h"
 #include "kvir/Codegen/WarpOps.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
@@ -50,7 +51,8 @@ struct DecodeBuffers {
   /// The group's queries [group, padded], as stored.
   unsigned query = 0;
   /// [4] i32: token range start, end, table base of the request, first
-  /// visible token (the start is aligned down for transposed V).
+  /// visible token (the start is aligned down for transposed V); with RoPE
+  /// [5]: then the query's position, kv_len - 1.
   unsigned meta = 0;
   /// [stages, pagesPerTile] i32 table entries of the tiles' pages.
   unsigned pageIds = 0;
@@ -88,7 +90,7 @@ DecodeBuffers buildLayout(const DecodeKernelSpec &s,
     buf.vTiles = layout.add("v_tiles", {c.getStages(), tile, padded}, stored);
   buf.query =
       layout.add("query", {s.group(), padded}, s.qType.getElementType());
-  buf.meta = layout.add("meta", {4}, i32);
+  buf.meta = layout.add("meta", {s.rope ? 5 : 4}, i32);
   // Page entries as the table stores them (i32, or OpenPPL's i64); token
   // offsets have none, a placeholder of i32.
   Type entry = kv::getPageEntryType(s.kv, s.kvTypes);
@@ -125,6 +127,26 @@ SharedMemoryLayout gpu_lowering::decodeSharedLayout(const DecodeKernelSpec &s) {
   SharedMemoryLayout layout;
   buildLayout(s, layout);
   return layout;
+}
+
+std::optional<std::string>
+gpu_lowering::whyNotDecodeRope(kv::RopeAttr rope, int64_t headDim,
+                               int64_t vector) {
+  int64_t rotated = rope.getRotatedDims(headDim);
+  if (rope.getStyle() == kv::RopeStyle::interleave) {
+    if (vector % 2 == 0 && rotated % vector == 0)
+      return std::nullopt;
+    return "on-the-fly interleaved RoPE over " + std::to_string(rotated) +
+           " rotary dims in " + std::to_string(vector) +
+           "-element vectors: the decode kernel needs each lane's vector to "
+           "hold whole pairs, all of them rotated or none";
+  }
+  if ((rotated / 2) % vector == 0)
+    return std::nullopt;
+  return "on-the-fly rotate-half RoPE over " + std::to_string(rotated) +
+         " rotary dims in " + std::to_string(vector) +
+         "-element vectors: the decode kernel needs each half (" +
+         std::to_string(rotated / 2) + " dims) to be whole vectors";
 }
 
 /// Why the decode kernel cannot run with `spec`'s configuration.
@@ -260,6 +282,8 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
     if (int64_t align = spec.transposedVAlignment())
       start = k.sub(start, k.remU(start, k.idx(align)));
     SmallVector<Value> metaValues{start, end, table.base, visible};
+    if (spec.rope)
+      metaValues.push_back(k.sub(table.kvLen, k.idx(1)));
     for (auto [i, v] : llvm::enumerate(metaValues))
       memref::StoreOp::create(ib, k.toI32(v), meta, ValueRange{k.idx(i)});
     scf::YieldOp::create(ib);
@@ -486,7 +510,9 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   // `scaled` is false; then the scales come back in `*groupScales`).
   auto rowOf = [&](ImplicitLocOpBuilder &jb, const SharedTile &tiles,
                    Value stage, Value t, bool scaled = true,
-                   Value *groupScales = nullptr) {
+                   Value *groupScales = nullptr, Value column = Value()) {
+    if (!column)
+      column = dim0;
     const SharedTile *from = &tiles;
     Type rowType = elt;
     if (kDecoded) {
@@ -496,7 +522,7 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
     bool staged = !kDecoded && !(vRows && from == &*vRows);
     auto v = vector::LoadOp::create(
         jb, VectorType::get({vec}, rowType), from->memref,
-        from->elementIndices(jb, staged ? stage : Value(), t, dim0));
+        from->elementIndices(jb, staged ? stage : Value(), t, column));
     Value raw = v.getResult();
     if ((fp8 || int8) && !kDecoded)
       raw = codesToF16(jb, raw);
@@ -510,7 +536,7 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
       Value s = vector::LoadOp::create(
           jb, VectorType::get({count}, kvType.getDtype()), scales.memref,
           scales.elementIndices(jb, stage, t,
-                                k.divU(dim0, k.idx(quantGroup))));
+                                k.divU(column, k.idx(quantGroup))));
       if (scaled)
         f = k.mul(f, kv::spreadGroupScales(jb, s, vec, quantGroup));
       else
@@ -518,6 +544,63 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
     }
     // Lanes past the head dim read columns nobody wrote.
     return paddedLanes ? IRBuilder{jb}.select(activeX, f, zeroVec) : f;
+  };
+  // RoPE: the query stays as it is and each key turns by its position
+  // relative to the query's (kv_len - 1), R(p) q . R(j) k = q . R(j - p) k,
+  // in f32 (an angle that is small for the recent keys). A lane's vector
+  // lies wholly in the rotated dims or past them (whyNotDecodeRope);
+  // rotate-half lanes read their partner dims R / 2 away from the same row.
+  // The pairs' frequencies are the lane's, computed once.
+  std::optional<Rope> rope;
+  Value rotates, partnerDim, partnerSign;
+  SmallVector<Value> freqs;
+  if (spec.rope) {
+    rope.emplace(b, spec.rope, headDim, Rope::Flavor::ptx);
+    int64_t rotated = rope->rotatedDims(), half = rotated / 2;
+    rotates = ir.lt(dim0, ir.idx(rotated));
+    if (spec.rope.getStyle() == kv::RopeStyle::interleave) {
+      freqs = rope->frequencies(ir.divU(dim0, ir.idx(2)), vec / 2);
+    } else {
+      Value low = ir.lt(dim0, ir.idx(half));
+      freqs = rope->frequencies(ir.remU(dim0, ir.idx(half)), vec);
+      partnerDim = ir.select(low, ir.add(dim0, ir.idx(half)),
+                             ir.sub(dim0, ir.idx(half)));
+      // Low dims take k c - k' s, high dims k c + k' s.
+      partnerSign = ir.splat(ir.select(low, ir.f32(1.0), ir.f32(-1.0)), vec);
+    }
+  }
+  Value queryPosition = spec.rope ? metaAt(4) : Value();
+  // Key row `t` of the tile starting at token t0, rotated where RoPE is on.
+  auto keyRow = [&](ImplicitLocOpBuilder &jb, Value stage, Value t0,
+                    Value t) -> Value {
+    Value row = rowOf(jb, kTiles, stage, t);
+    if (!rope)
+      return row;
+    IRBuilder k{jb};
+    Value relative = k.sub(k.add(t0, t), queryPosition);
+    return scf::IfOp::create(
+               jb, rotates,
+               [&](OpBuilder &nb, Location l) {
+                 ImplicitLocOpBuilder rb(l, nb);
+                 Rope r(rb, spec.rope, headDim, Rope::Flavor::ptx);
+                 Value rotated;
+                 if (!partnerDim) {
+                   rotated = r.rotateInterleaved(row, freqs, relative, f32);
+                 } else {
+                   Value partner = rowOf(rb, kTiles, stage, t, true, nullptr,
+                                         partnerDim);
+                   rotated = r.rotateVectors(row,
+                                             IRBuilder{rb}.mul(partner,
+                                                               partnerSign),
+                                             freqs, relative, f32)
+                                 .first;
+                 }
+                 scf::YieldOp::create(rb, rotated);
+               },
+               [&](OpBuilder &nb, Location l) {
+                 scf::YieldOp::create(nb, l, row);
+               })
+        .getResult(0);
   };
   auto tileLoop = scf::ForOp::create(
       b, ir.idx(0), numTiles, ir.idx(1),
@@ -549,7 +632,7 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
         for (int64_t j = 0; j < tokensPerLane; ++j) {
           Value t = k.add(k.idx(j * tz), z);
           Value score;
-          if (int8 && vec % quantGroup == 0) {
+          if (int8 && vec % quantGroup == 0 && !rope) {
             // A dot product per group of the codes, times its scale: one
             // multiply per group instead of one per dim.
             Value scales;
@@ -571,7 +654,7 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
               score = score ? k.fma(scale, part, score) : k.mul(scale, part);
             }
           } else {
-            score = k.dot(qVec, rowOf(ib, kTiles, stage, t));
+            score = k.dot(qVec, keyRow(ib, stage, t0, t));
           }
           score = tileState.finishLogit(
               warpReduce(ib, score, tx, WarpReduction::sum), spec.softCap);

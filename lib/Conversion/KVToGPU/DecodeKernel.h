@@ -35,6 +35,8 @@ struct DecodeKernelSpec {
   double smScale = 1.0;
   std::optional<double> softCap;
   std::optional<int64_t> windowLeft;
+  /// On-the-fly RoPE (null without).
+  kv::RopeAttr rope;
   kvgpu::DecodeConfigAttr config;
 
   int64_t group() const { return qHeads / kv.getKvHeads(); }
@@ -80,6 +82,11 @@ codegen::SharedMemoryLayout decodeSharedLayout(const DecodeKernelSpec &spec);
 /// warps, over 1024 threads, over 48 KB of static shared memory), or
 /// nullopt.
 std::optional<std::string> whyNotDecodeConfig(const DecodeKernelSpec &spec);
+
+/// Why the decode kernel cannot rotate keys by `rope` with `vector`-element
+/// lane vectors over a head dim of `headDim`, or nullopt.
+std::optional<std::string> whyNotDecodeRope(kv::RopeAttr rope, int64_t headDim,
+                                            int64_t vector);
 
 /// Builds the body of a kernel created with decodeSharedLayout: arguments
 /// q, the KV operands (PagedOperands::flatten), [work items], out, lse,

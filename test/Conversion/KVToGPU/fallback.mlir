@@ -6,7 +6,7 @@
 // wider than a warp of 4-element vectors (head dim 256: tensor cores take
 // no f32),
 // int8 groups whose scale rows are under cp.async's 4 bytes, on-the-fly
-// RoPE, vLLM's V pool at a page size of one slot (its transposed staging
+// RoPE whose rotary dims split a lane's vector, vLLM's V pool at a page size of one slot (its transposed staging
 // needs chunks of at least 4 bytes), blocks over 48 KB of static shared
 // memory, and KV that is not a
 // kv.paged_view of the function. (head_dim != head_dim_v and head dim 512
@@ -65,7 +65,7 @@ func.func @rope(%q: memref<?x8x64xf16>, %pool: memref<?x2x16x2x64xf16>,
                 %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf16>)
       tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
-  %s = kv.decode %q, %kv {rope = #kv.rope<rotate_half, theta = 1.0e4, scale = 1.0>}
+  %s = kv.decode %q, %kv {rope = #kv.rope<interleave, rotary_dim = 36>}
       : memref<?x8x64xf16>, !c -> !s
   kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
   return

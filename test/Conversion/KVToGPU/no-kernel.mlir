@@ -45,8 +45,8 @@ func.func @int8_codes_not_16_byte(%q: memref<?x8x16xf16>, %pool: !pool, %scales:
 !s = !kv.state<?x8x64xf16, base = e>
 func.func @rope(%q: memref<?x8x64xf16>, %pool: memref<?x2x16x2x64xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
-  // expected-error @below {{has no GPU kernel: on-the-fly RoPE has no decode kernel}}
-  %s = kv.decode %q, %kv {rope = #kv.rope<rotate_half, theta = 1.0e4, scale = 1.0>} : memref<?x8x64xf16>, !c -> !s
+  // expected-error @below {{has no GPU kernel: on-the-fly interleaved RoPE over 36 rotary dims in 8-element vectors: the decode kernel needs each lane's vector to hold whole pairs, all of them rotated or none}}
+  %s = kv.decode %q, %kv {rope = #kv.rope<interleave, rotary_dim = 36>} : memref<?x8x64xf16>, !c -> !s
   kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
   return
 }

@@ -62,6 +62,16 @@ func.func @rotary_odd() attributes {r = #kv.rope<interleave, rotary_dim = 33>}
 
 // -----
 
+// expected-error @below {{rope rotary_dim must be a positive even number of dims (or omitted: the whole head dim), got 9223372036854775807}}
+func.func @rotary_int64_max() attributes {r = #kv.rope<interleave, rotary_dim = 9223372036854775807>}
+
+// -----
+
+// expected-error @below {{rope rotary_dim must be a positive even number of dims (or omitted: the whole head dim), got -2}}
+func.func @rotary_negative() attributes {r = #kv.rope<interleave, rotary_dim = -2>}
+
+// -----
+
 // expected-error @below {{expected integer value}}
 func.func @rotary_float() attributes {r = #kv.rope<interleave, rotary_dim = 32.5>}
 
@@ -74,6 +84,11 @@ func.func @llama_partial() attributes {r = #kv.rope<rotate_half, factor = 8.0, l
 
 // expected-error @below {{rope factor (Llama 3.1 scaling) must be at least 1, got 5.000000e-01}}
 func.func @llama_factor() attributes {r = #kv.rope<rotate_half, factor = 0.5, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_position = 8192.0>}
+
+// -----
+
+// expected-error @below {{rope factor (Llama 3.1 scaling) must be at least 1, got 0}}
+func.func @llama_factor_zero() attributes {r = #kv.rope<rotate_half, factor = 0.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_position = 8192.0>}
 
 // -----
 
@@ -92,6 +107,16 @@ func.func @rotary_wider(%q: memref<?x4x64xf16>, %p: memref<?x2x16x2x64xf16>, %a:
   %kv = kv.paged_view pools(%p : memref<?x2x16x2x64xf16>) tables(%a, %a, %a : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
   // expected-error @below {{'kv.decode' op rope rotary_dim 96 exceeds head_dim 64}}
   %s = kv.decode %q, %kv {rope = #kv.rope<interleave, rotary_dim = 96>} : memref<?x4x64xf16>, !c -> !kv.state<?x4x64xf16, base = e>
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+func.func @rotary_int64_even(%q: memref<?x4x64xf16>, %p: memref<?x2x16x2x64xf16>, %a: memref<?xi32>) {
+  %kv = kv.paged_view pools(%p : memref<?x2x16x2x64xf16>) tables(%a, %a, %a : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.decode' op rope rotary_dim 9223372036854775806 exceeds head_dim 64}}
+  %s = kv.decode %q, %kv {rope = #kv.rope<interleave, rotary_dim = 9223372036854775806>} : memref<?x4x64xf16>, !c -> !kv.state<?x4x64xf16, base = e>
   return
 }
 

@@ -85,7 +85,11 @@ Attribute RopeAttr::parse(AsmParser &parser, Type) {
                                      "low_freq_factor",
                                      "high_freq_factor",
                                      "original_max_position"};
+  // rotary_dim is an integer: it is kept out of `values` so that any int64
+  // the parser accepts reaches the verifier unchanged (a double would round
+  // past 2^53 and overflow the conversion back).
   double values[7] = {1e4, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+  int64_t rotaryDim = 0;
   bool seen[7] = {};
   while (succeeded(parser.parseOptionalComma())) {
     StringRef key;
@@ -107,10 +111,8 @@ Attribute RopeAttr::parse(AsmParser &parser, Type) {
     }
     seen[i] = true;
     if (i == 2) {
-      int64_t dims;
-      if (parser.parseInteger(dims))
+      if (parser.parseInteger(rotaryDim))
         return {};
-      values[i] = double(dims);
     } else if (parser.parseFloat(values[i])) {
       return {};
     }
@@ -122,11 +124,19 @@ Attribute RopeAttr::parse(AsmParser &parser, Type) {
                      "high_freq_factor and original_max_position together");
     return {};
   }
+  // A zero factor means "no Llama 3.1 scaling" in the attribute's storage;
+  // written out with the other three it is a bad factor, not an absent one.
+  if (llama == 4 && values[3] == 0.0) {
+    parser.emitError(parser.getCurrentLocation(),
+                     "rope factor (Llama 3.1 scaling) must be at least 1, "
+                     "got 0");
+    return {};
+  }
   if (parser.parseGreater())
     return {};
   return parser.getChecked<RopeAttr>(
       parser.getContext(), *style, APFloat(values[0]), APFloat(values[1]),
-      int64_t(values[2]), APFloat(values[3]), APFloat(values[4]),
+      rotaryDim, APFloat(values[3]), APFloat(values[4]),
       APFloat(values[5]), APFloat(values[6]));
 }
 

@@ -86,3 +86,21 @@ func.func @p16_d128_g4_f32(%q: memref<?x8x128xf32>, %p0: memref<?x2x16x2x128xf32
   kv.store_state %s, %o, %l : !kv.state<?x8x128xf32, base = e>, memref<?x8x128xf32>, memref<?x8xf32>
   return
 }
+func.func @p16_d128_g4_rope_llama31_rotate_half(%q: memref<?x8x128xf16>, %p0: memref<?x2x16x2x128xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x16x2x128xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
+  %s = kv.decode %q, %kv {rope = #kv.rope<rotate_half, theta = 5.0e5, factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_position = 8192.0>} : memref<?x8x128xf16>, !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr> -> !kv.state<?x8x128xf16, base = e>
+  kv.store_state %s, %o, %l : !kv.state<?x8x128xf16, base = e>, memref<?x8x128xf16>, memref<?x8xf32>
+  return
+}
+func.func @p16_d128_g4_int8_rope_interleave_rotary64(%q: memref<?x8x128xf16>, %p0: memref<?x2x16x2x128xi8>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %s0: memref<?x2x16x2x16xf16>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x16x2x128xi8>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) scales(%s0 : memref<?x2x16x2x16xf16>) : !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr, quant = int8_group, quant_group = 8>
+  %s = kv.decode %q, %kv {rope = #kv.rope<interleave, rotary_dim = 64>} : memref<?x8x128xf16>, !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr, quant = int8_group, quant_group = 8> -> !kv.state<?x8x128xf16, base = 2>
+  kv.store_state %s, %o, %l : !kv.state<?x8x128xf16, base = 2>, memref<?x8x128xf16>, memref<?x8xf32>
+  return
+}
+func.func @p16_d64_g2_bf16_rope_interleave(%q: memref<?x4x64xbf16>, %p0: memref<?x2x16x2x64xbf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x4x64xbf16>, %l: memref<?x4xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x16x2x64xbf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = bf16, layout = nhd, storage = combined, table = csr>
+  %s = kv.decode %q, %kv {rope = #kv.rope<interleave, theta = 1.0e4, scale = 1.0>, window_left = 100 : i64} : memref<?x4x64xbf16>, !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = bf16, layout = nhd, storage = combined, table = csr> -> !kv.state<?x4x64xbf16, base = e>
+  kv.store_state %s, %o, %l : !kv.state<?x4x64xbf16, base = e>, memref<?x4x64xbf16>, memref<?x4xf32>
+  return
+}
