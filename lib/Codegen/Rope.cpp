@@ -1,11 +1,13 @@
 //===- Rope.cpp - Rotary position embedding -------------------------------===//
 #include "kvir/Codegen/Rope.h"
 #include "kvir/Codegen/IRBuilder.h"
+#include "kvir/Codegen/SharedTile.h"
 #include "kvir/Dialect/KV/Utils/Quantization.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
@@ -139,4 +141,87 @@ Value Rope::rotateInterleaved(Value chunk, ArrayRef<Value> freqs,
   for (int64_t p = 0; p < width / 2; ++p)
     interleave.append({p, width / 2 + p});
   return vector::ShuffleOp::create(b, even, odd, interleave);
+}
+
+std::string codegen::whyNotRotateTiles(kv::RopeAttr rope,
+                                             int64_t headDim) {
+  int64_t rotated = rope.getRotatedDims(headDim);
+  bool halves = rope.getStyle() == kv::RopeStyle::rotate_half;
+  // 16-byte chunks of 16-bit elements: 8 dims.
+  if (rotated % (halves ? 16 : 8) == 0)
+    return "";
+  return std::string(halves ? "rotate-half" : "interleaved") + " RoPE over " +
+         std::to_string(rotated) +
+         " rotary dims: the tensor-core kernels rotate 16-byte chunks of 8 "
+         "dims in place, so the rotated dims (each half, for rotate-half) "
+         "must be whole chunks";
+}
+
+TileRotation::TileRotation(ImplicitLocOpBuilder &b, kv::RopeAttr rope,
+                           int64_t headDim, Value thread, int64_t threads)
+    : rope(rope), headDim(headDim) {
+  IRBuilder ir{b};
+  const int64_t chunk = 8;
+  int64_t rotated = rope.getRotatedDims(headDim);
+  bool halves = rope.getStyle() == kv::RopeStyle::rotate_half;
+  units = halves ? rotated / 2 / chunk : rotated / chunk;
+  // Threads past the last whole set of unit columns idle.
+  rowLanes = threads / units;
+  assert(rowLanes > 0 && "more units per row than threads");
+  Value unit = ir.remU(thread, ir.idx(units));
+  firstRow = ir.divU(thread, ir.idx(units));
+  dim0 = ir.mul(unit, ir.idx(chunk));
+  Rope r(b, rope, headDim, Rope::Flavor::ptx);
+  if (halves) {
+    freqs = r.frequencies(dim0, chunk);
+    dim1 = ir.add(dim0, ir.idx(rotated / 2));
+  } else {
+    freqs = r.frequencies(ir.divU(dim0, ir.idx(2)), chunk / 2);
+  }
+}
+
+void TileRotation::apply(
+    ImplicitLocOpBuilder &b, const SharedTile &tile, Value stage,
+    function_ref<RopeRowPosition(ImplicitLocOpBuilder &, Value)> rowPosition)
+    const {
+  IRBuilder ir{b};
+  Type element = getElementTypeOrSelf(tile.memref.getType());
+  auto chunkType = VectorType::get({8}, element);
+  emitIf(b, ir.lt(firstRow, ir.idx(rowLanes)), [&](ImplicitLocOpBuilder &ib) {
+    scf::ForOp::create(
+        ib, firstRow, IRBuilder{ib}.idx(tile.rows),
+        IRBuilder{ib}.idx(rowLanes), ValueRange{},
+        [&](OpBuilder &nb, Location l, Value row, ValueRange) {
+          ImplicitLocOpBuilder jb(l, nb);
+          RopeRowPosition at = rowPosition(jb, row);
+          auto rotateRow = [&](ImplicitLocOpBuilder &rb) {
+            Rope r(rb, rope, headDim, Rope::Flavor::ptx);
+            auto load = [&](Value dim) {
+              return vector::LoadOp::create(
+                         rb, chunkType, tile.memref,
+                         tile.elementIndices(rb, stage, row, dim))
+                  .getResult();
+            };
+            auto store = [&](Value v, Value dim) {
+              vector::StoreOp::create(rb, v, tile.memref,
+                                      tile.elementIndices(rb, stage, row, dim));
+            };
+            if (dim1) {
+              auto [lo, hi] = r.rotateVectors(load(dim0), load(dim1), freqs,
+                                              at.position, element);
+              store(lo, dim0);
+              store(hi, dim1);
+            } else {
+              store(r.rotateInterleaved(load(dim0), freqs, at.position,
+                                        element),
+                    dim0);
+            }
+          };
+          if (at.valid)
+            emitIf(jb, at.valid, rotateRow);
+          else
+            rotateRow(jb);
+          scf::YieldOp::create(jb);
+        });
+  });
 }

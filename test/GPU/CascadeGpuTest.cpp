@@ -75,7 +75,8 @@ void runCascadeCase(const CascadeCase &c) {
     positions += name.rfind("cascade_positions_", 0) == 0;
   }
   EXPECT_GE(prefills, c.levels) << result.describeLaunches();
-  EXPECT_EQ(positions, c.params.windowLeft ? c.levels - 1 : 0)
+  EXPECT_EQ(positions,
+            c.params.windowLeft || c.params.rope ? c.levels - 1 : 0)
       << result.describeLaunches();
   // The shared levels' prefills take 256-row query tiles (kv.shared_level),
   // the last level the default 128 (levels with the same kernel share a
@@ -100,8 +101,11 @@ void runCascadeCase(const CascadeCase &c) {
     levelSources.push_back(&s);
   ref::State expected =
       ref::cascade(q, indptrs, levelSources, asKernelSees(c.params));
-  // Each level's state is written in the output type before the merge.
-  EXPECT_TRUE(check(compareGpuState(out, expected, spec.dtype)));
+  // Each level's state is written in the output type before the merge;
+  // RoPE rotates q and K into the KV type (the LSE carries its rounding).
+  EXPECT_TRUE(check(compareGpuState(
+      out, expected, spec.dtype,
+      c.params.rope ? outputTolerance(spec.dtype) : 1e-3)));
 }
 
 std::vector<CascadeCase> cascadeCases() {
@@ -169,6 +173,25 @@ std::vector<CascadeCase> cascadeCases() {
                          2, "sm_86", 7008);
     c->params.causal = true;
     c->params.windowLeft = 0;
+  }
+  {
+    // RoPE: the shared levels' rows rotate at their positions relative to
+    // the level's keys (kv.cascade_positions), which turn q . k as the
+    // concatenation's positions do.
+    CascadeCase *c = add("TwoLevelsCausalRopeRotateHalfNhdCsrP16D128G4F16", 2,
+                         makeSpec(16, 2, 128, DType::F16), 8, "sm_80", 7009);
+    c->params.causal = true;
+    c->params.rope = ref::Rope{ref::RopeStyle::RotateHalf, 1e4, 1.0};
+  }
+  {
+    CascadeCase *c = add("ThreeLevelsRopeLlama31WindowHndBlockTableP8D64G2BF16",
+                         3,
+                         makeSpec(8, 2, 64, DType::BF16, Layout::HND,
+                                  Storage::Combined, Table::BlockTable),
+                         4, "sm_90a", 7010);
+    c->params.windowLeft = 90;
+    c->params.rope = llama31Rope(ref::RopeStyle::Interleave, 0);
+    c->prefixLen = 150;
   }
   {
     // An empty shared prefix.

@@ -83,9 +83,9 @@ void runCase(const TensorCoreDecodeCase &c) {
     EXPECT_EQ(int64_t(result.launches.front().grid.y), c.spec.kvHeads);
     ref::State expected = ref::decode(q, ref::PagedSource(cache),
                                       asKernelSees(c.params));
-    // int8 groups are dequantized into the KV type before the mma: the
-    // LSE carries that type's rounding of K.
-    double lseTolerance = c.spec.quant == Quant::Int8Group
+    // int8 groups are dequantized into the KV type before the mma, and
+    // RoPE rotates q and K into it: the LSE carries that type's rounding.
+    double lseTolerance = c.spec.quant == Quant::Int8Group || c.params.rope
                               ? outputTolerance(c.spec.dtype)
                               : 1e-3;
     EXPECT_TRUE(check(
@@ -155,6 +155,24 @@ std::vector<TensorCoreDecodeCase> cases() {
                                Quant::Int8Group, 16);
     spec.headDimV = 128;
     add("Int8G16D192Dv128HndBlockTableG8BF16Sm80", spec, 8, "sm_80", 9307);
+  }
+  // RoPE (the decode kernel takes none of these shapes): q and each K tile
+  // rotated in place in shared memory, keys at their positions up to 1500.
+  {
+    CacheSpec spec = makeSpec(16, 1, 192, DType::F16, Layout::NHD,
+                              Storage::Split, Table::CSR);
+    spec.headDimV = 128;
+    TensorCoreDecodeCase *c =
+        add("RopeRotateHalfRotary64D192Dv128NhdSplitCsrG8F16", spec, 8,
+            "sm_90a", 9308);
+    c->params.rope = ref::Rope{ref::RopeStyle::RotateHalf, 1e4, 1.0};
+    c->params.rope->rotaryDim = 64;
+  }
+  {
+    TensorCoreDecodeCase *c =
+        add("RopeLlama31InterleaveD512HndCombinedCsrG4BF16",
+            makeSpec(16, 1, 512, DType::BF16, Layout::HND), 4, "sm_80", 9309);
+    c->params.rope = llama31Rope(ref::RopeStyle::Interleave, 0);
   }
   return all;
 }

@@ -172,10 +172,12 @@ void runGpuPrefillCase(const GpuPrefillCase &c) {
         outputTolerance(c.outType) < outputTolerance(s.dtype) ? s.dtype
                                                               : c.outType;
     // int8 groups are dequantized into the KV type before the mma (as
-    // OpenPPL's kernels do): K carries that type's rounding, and so do the
-    // scores and the LSE.
-    double lseTolerance =
-        s.quant == Quant::Int8Group ? outputTolerance(s.dtype) : 1e-3;
+    // OpenPPL's kernels do), and RoPE rotates q and K into it (as
+    // FlashInfer's prefill does): their rounding in that type carries into
+    // the scores and the LSE.
+    double lseTolerance = s.quant == Quant::Int8Group || c.params.rope
+                              ? outputTolerance(s.dtype)
+                              : 1e-3;
     EXPECT_TRUE(
         check(compareGpuState(out, expected, precision, lseTolerance)));
     if (std::getenv("KVIR_UNIT_VERBOSE"))
@@ -521,6 +523,69 @@ std::vector<GpuPrefillCase> prefillCases() {
                   Quant::FP8E4M3),
         2, DType::F32, "sm_86", 2042);
     c.params.softCap = 30.0;
+    add(c, {standardBatch(false)});
+  }
+  // On-the-fly RoPE: the block rotates its query tile once and each K tile
+  // after it arrives (after the conversion, for quantized KV), in place in
+  // shared memory, rounded to the activation type as the mma reads it.
+  {
+    GpuPrefillCase c = makeCase("RopeRotateHalfCausalNhdCsrP16D128G4F16",
+                                makeSpec(16, 2, 128, DType::F16), 8,
+                                DType::F16, "sm_80", 2050);
+    c.params.causal = true;
+    c.params.rope = ref::Rope{ref::RopeStyle::RotateHalf, 1e4, 1.0};
+    add(c, {standardBatch(true)});
+  }
+  {
+    GpuPrefillCase c = makeCase("RopeInterleaveWindowRaggedD64G2BF16Sm90a",
+                                makeSpec(16, 2, 64, DType::BF16), 4,
+                                DType::BF16, "sm_90a", 2051);
+    c.ragged = true;
+    c.params.windowLeft = 50;
+    c.params.rope = ref::Rope{ref::RopeStyle::Interleave, 5e5, 0.5};
+    add(c, {standardBatch(false)});
+  }
+  {
+    // Llama 3.1's scaling on the first 64 of 128 dims; a request of 3000
+    // keys.
+    GpuPrefillCase c = makeCase("RopeLlama31Rotary64CausalHndBlockTableP16D128G1F16",
+                                makeSpec(16, 2, 128, DType::F16, Layout::HND,
+                                         Storage::Split, Table::BlockTable),
+                                2, DType::F16, "sm_86", 2052);
+    c.params.causal = true;
+    c.params.rope = llama31Rope(ref::RopeStyle::RotateHalf, 64);
+    add(c, {{{1, 70, 0, 9}, {3000, 2000, 5, 9}}});
+  }
+  {
+    // Rows at given positions (a cascade level's): each query row turns to
+    // its own.
+    GpuPrefillCase c = makeCase("RopeInterleaveRotary32PositionsCausalNhdCsrP16D64G4F16",
+                                makeSpec(16, 2, 64, DType::F16), 8,
+                                DType::F16, "sm_80", 2053);
+    c.params.causal = true;
+    c.positions = true;
+    c.params.rope = ref::Rope{ref::RopeStyle::Interleave, 1e4, 1.0};
+    c.params.rope->rotaryDim = 32;
+    add(c, {standardBatch(true)});
+  }
+  {
+    GpuPrefillCase c = makeCase(
+        "RopeRotateHalfRotary96Int8G8CausalNhdCsrP16D128G4F16",
+        quantized(makeSpec(16, 2, 128, DType::F16), Quant::Int8Group, 8), 8,
+        DType::F16, "sm_80", 2054);
+    c.params.causal = true;
+    c.params.rope = ref::Rope{ref::RopeStyle::RotateHalf, 1e4, 1.0};
+    c.params.rope->rotaryDim = 96;
+    add(c, {standardBatch(true)});
+  }
+  {
+    GpuPrefillCase c = makeCase(
+        "RopeInterleaveVllmFp8E4M3BlockTableP16D128G1BF16",
+        quantized(makeSpec(16, 2, 128, DType::BF16, Layout::VLLM,
+                           Storage::Split, Table::BlockTable),
+                  Quant::FP8E4M3),
+        2, DType::BF16, "sm_90a", 2055);
+    c.params.rope = ref::Rope{ref::RopeStyle::Interleave, 1e4, 1.0};
     add(c, {standardBatch(false)});
   }
   return cases;

@@ -17,6 +17,9 @@
 #include "kvir/Dialect/KV/IR/KVTypes.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <string>
 
 namespace kvir::codegen {
 
@@ -67,6 +70,47 @@ private:
   kv::RopeAttr rope;
   int64_t headDim;
   Flavor flavor;
+};
+
+struct SharedTile;
+
+/// Where a tile row's vectors rotate: its position (index) and whether the
+/// row is rotated at all (an i1, or null: every row is).
+struct RopeRowPosition {
+  mlir::Value valid, position;
+};
+
+/// Why rows of `headDim` 16-bit elements cannot be rotated by
+/// TileRotation (whose units are 16-byte chunks), or "".
+std::string whyNotRotateTiles(kv::RopeAttr rope, int64_t headDim);
+
+/// Rotates the rows of 16-bit shared tiles in place by RoPE, the results
+/// rounded to the tile's element type. A row's work is split into units of
+/// 16-byte chunks -- an interleaved chunk, or a rotate-half chunk with its
+/// partner R / 2 dims up -- and each of the block's threads keeps one unit
+/// column for every row it takes, so its pair frequencies are computed
+/// once, when the TileRotation is built (before a kernel's tile loop).
+class TileRotation {
+public:
+  TileRotation(mlir::ImplicitLocOpBuilder &b, kv::RopeAttr rope,
+               int64_t headDim, mlir::Value thread, int64_t threads);
+
+  /// Rotates the rows of `tile` (stage `stage`, null without stages), row
+  /// r at `rowPosition(r)`. The caller puts barriers around it.
+  void apply(mlir::ImplicitLocOpBuilder &b, const SharedTile &tile,
+             mlir::Value stage,
+             llvm::function_ref<RopeRowPosition(mlir::ImplicitLocOpBuilder &,
+                                                mlir::Value row)>
+                 rowPosition) const;
+
+private:
+  kv::RopeAttr rope;
+  int64_t headDim;
+  /// Threads per row (one unit column each), and rows taken at once.
+  int64_t units, rowLanes;
+  /// This thread's first row, and its unit's first dim (and partner dim).
+  mlir::Value firstRow, dim0, dim1;
+  llvm::SmallVector<mlir::Value> freqs;
 };
 
 } // namespace kvir::codegen

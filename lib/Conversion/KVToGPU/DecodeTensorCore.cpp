@@ -12,6 +12,7 @@
 #include "Patterns.h"
 #include "PrefillKernel.h"
 
+#include "kvir/Codegen/Rope.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
 
 #include <cmath>
@@ -41,6 +42,7 @@ describeTensorCoreDecode(kv::DecodeOp op, const target::TargetInfo &target,
     return failure();
   spec.qHeads = spec.qType.getDimSize(1);
   spec.windowLeft = op.getWindowLeft();
+  spec.rope = op.getRopeAttr();
   spec.smScale = op.getSmScale() ? op.getSmScale()->convertToDouble()
                                  : 1.0 / std::sqrt(double(spec.headDim));
   if (auto cap = op.getLogitsSoftCap())
@@ -64,7 +66,7 @@ std::string kernelSymbol(kv::DecodeOp op, const PrefillKernelSpec &s,
       std::to_string(kv.getPageSize()) + "_h" + std::to_string(s.qHeads) +
       "x" + std::to_string(s.kvHeads) + "_d" + std::to_string(s.headDim) +
       "x" + std::to_string(s.headDimV) + "_" + typeName(s.kvElementType) +
-      "_" + typeName(s.outType.getElementType());
+      "_" + typeName(s.outType.getElementType()) + (s.rope ? "_rope" : "");
   return tensorCoreKernelSymbol(stem, op, s, target);
 }
 
@@ -117,8 +119,11 @@ gpu_lowering::whyNoTensorCoreDecode(kv::DecodeOp op,
   if (!dtype.isF16() && !dtype.isBF16())
     return prefix + "KV of type " + typeName(dtype) +
            " has no kernel (f16 and bf16 do: mma.sync)";
-  if (op.getRopeAttr())
-    return prefix + "on-the-fly RoPE has no kernel";
+  if (kv::RopeAttr rope = op.getRopeAttr()) {
+    std::string why = codegen::whyNotRotateTiles(rope, kv.getHeadDim());
+    if (!why.empty())
+      return prefix + why;
+  }
   for (Value pool : view.getPools()) {
     auto type = cast<MemRefType>(pool.getType());
     if (type.getStridesAndOffset().first.back() != 1)

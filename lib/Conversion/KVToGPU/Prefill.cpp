@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "Patterns.h"
 #include "PrefillKernel.h"
+#include "kvir/Codegen/Rope.h"
 
 #include "kvir/Codegen/LaunchEmitter.h"
 #include "kvir/Codegen/QueryTiles.h"
@@ -66,6 +67,7 @@ FailureOr<PrefillKernelSpec> describePrefill(kv::PrefillOp op,
   spec.qHeads = spec.qType.getDimSize(1);
   spec.causal = op.getCausal();
   spec.windowLeft = op.getWindowLeft();
+  spec.rope = op.getRopeAttr();
   spec.smScale = op.getSmScale() ? op.getSmScale()->convertToDouble()
                                  : 1.0 / std::sqrt(double(spec.headDim));
   if (auto cap = op.getLogitsSoftCap())
@@ -99,7 +101,8 @@ std::string prefillKernelSymbol(kv::PrefillOp op, const PrefillKernelSpec &s,
       (s.quantizedKV() ? kv::stringifyQuant(s.paged.getQuant()).str() + "_"
                        : std::string()) +
       typeName(s.outType.getElementType()) +
-      (s.causal ? "_causal" : "") + (s.positionsType ? "_positions" : "");
+      (s.causal ? "_causal" : "") + (s.positionsType ? "_positions" : "") +
+      (s.rope ? "_rope" : "");
   return tensorCoreKernelSymbol(stem, op, s, target);
 }
 
@@ -544,8 +547,11 @@ gpu_lowering::whyNoPrefillKernel(kv::PrefillOp op,
   auto qType = cast<MemRefType>(op.getQ().getType());
   if (std::optional<std::string> why = whyNot16ByteRows("q", qType))
     return why;
-  if (op.getRopeAttr())
-    return std::string("on-the-fly RoPE has no prefill kernel");
+  if (kv::RopeAttr rope = op.getRopeAttr()) {
+    std::string why = codegen::whyNotRotateTiles(rope, spec.headDim);
+    if (!why.empty())
+      return why;
+  }
   if (!target.hasMmaSync || !target.hasCpAsync)
     return target.chip.str() + " has no mma.sync / cp.async";
   // The buffers the kernel would write: those of the kv.store_state it

@@ -28,6 +28,7 @@
 #include "kvir/Codegen/IRBuilder.h"
 #include "kvir/Codegen/PagedTileLoader.h"
 #include "kvir/Codegen/QueryTiles.h"
+#include "kvir/Codegen/Rope.h"
 #include "kvir/Codegen/WarpOps.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 #include "kvir/Dialect/KV/Utils/Quantization.h"
@@ -181,6 +182,17 @@ std::pair<Value, Value> fragmentRow(ImplicitLocOpBuilder &b,
                                  ir.idx(16 * t + 8 * h))));
   Value queryRow = ir.divU(r, ir.idx(s.group()));
   return {r, ir.minS(queryRow, ir.sub(w.qoLen, ir.idx(1)))};
+}
+
+/// The position of query row `queryRow` of the request (valid rows only):
+/// given, or bottom-right.
+Value queryPosition(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
+                    const Work &w, const Arguments &a, Value queryRow) {
+  IRBuilder ir{b};
+  if (!a.positions)
+    return kv::emitQueryPosition(b, w.kvLen, w.qoLen, queryRow);
+  return ir.toIndex(memref::LoadOp::create(
+      b, a.positions, ValueRange{ir.add(w.qoStart, queryRow)}));
 }
 
 /// The given positions of the thread's fragment rows, loaded once before
@@ -574,6 +586,18 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
     commitAsyncCopies(b);
     waitAsyncCopies(b, 0);
     gpu::BarrierOp::create(b);
+    // RoPE: the query rows turn to their positions once, in place.
+    std::optional<TileRotation> rotation;
+    if (s.rope) {
+      rotation.emplace(b, s.rope, s.headDim, thread, threads);
+      rotation->apply(
+          b, qTile, Value(), [&](ImplicitLocOpBuilder &jb, Value r) {
+            PackedRow p = unpackRow(jb, s, w, kvHead, r);
+            return RopeRowPosition{p.valid,
+                                   queryPosition(jb, s, w, a, p.queryRow)};
+          });
+      gpu::BarrierOp::create(b);
+    }
 
     // Warp w owns rows of row warp w % rowWarps and the value columns of
     // slice w / rowWarps.
@@ -635,7 +659,19 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
             gpu::BarrierOp::create(lb);
             kStage = j.idx(0);
           }
-          Value t0 = kvTileRange(lb, s, w, i).first;
+          std::pair<Value, Value> range = kvTileRange(lb, s, w, i);
+          Value t0 = range.first, tileCount = range.second;
+          // RoPE: the tile's keys turn to their positions, in place (the
+          // barrier above: everyone is done with tile i - 1's scores).
+          if (rotation) {
+            rotation->apply(
+                lb, kTiles, kStage, [&](ImplicitLocOpBuilder &jb, Value t) {
+                  IRBuilder k{jb};
+                  return RopeRowPosition{k.lt(t, tileCount),
+                                         k.add(t0, t)};
+                });
+            gpu::BarrierOp::create(lb);
+          }
           SmallVector<Value> scores =
               tile.scores(qFrags, qTile, kTiles, kStage);
           if (s.isMla())

@@ -44,6 +44,9 @@ struct PrefillKernelSpec {
   int64_t qHeads = 0;
   bool causal = false;
   std::optional<int64_t> windowLeft;
+  /// On-the-fly RoPE (null without): the block rotates its query tile once
+  /// and each K tile after it arrives, in place in shared memory.
+  kv::RopeAttr rope;
   double smScale = 1.0;
   std::optional<double> softCap;
   kv::LseBase base = kv::LseBase::two;

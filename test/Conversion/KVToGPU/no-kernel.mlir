@@ -161,8 +161,8 @@ func.func @prefill_int8_one_scale_per_row(%q: memref<?x8x64xf16>, %qo: memref<?x
 !s = !kv.state<?x8x64xf16, base = 2>
 func.func @prefill_rope(%q: memref<?x8x64xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x64xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
-  // expected-error @below {{'kv.prefill' op has no GPU kernel: on-the-fly RoPE has no prefill kernel}}
-  %s = kv.prefill %q, %qo, %kv {causal, rope = #kv.rope<rotate_half, theta = 1.0e+04, scale = 1.0>} : memref<?x8x64xf16>, memref<?xi32>, !c -> !s
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: rotate-half RoPE over 40 rotary dims: the tensor-core kernels rotate 16-byte chunks of 8 dims in place, so the rotated dims (each half, for rotate-half) must be whole chunks}}
+  %s = kv.prefill %q, %qo, %kv {causal, rope = #kv.rope<rotate_half, rotary_dim = 40>} : memref<?x8x64xf16>, memref<?xi32>, !c -> !s
   kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
   return
 }
@@ -465,13 +465,13 @@ func.func @cascade_positions_kv_argument(%qi: memref<?xi32>, %kv: !c, %p: memref
 
 // -----
 
-// A rotary cascade: its shared level's prefill would need on-the-fly RoPE.
-!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
-!s = !kv.state<?x8x64xf16, base = 2>
-func.func @rotary_shared_level(%q: memref<?x8x64xf16>, %qi: memref<?xi32>, %pool: memref<?x2x16x2x64xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %p: memref<?xi32>, %o: memref<?x8x64xf16>, %l: memref<?x8xf32>) {
-  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
-  // expected-error @below {{'kv.prefill' op has no GPU kernel: on-the-fly RoPE has no prefill kernel}}
-  %s = kv.prefill %q, %qi, %kv positions(%p : memref<?xi32>) {rope = #kv.rope<rotate_half>} : memref<?x8x64xf16>, memref<?xi32>, !c -> !s
-  kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
+// The tensor-core decode (head_dim != head_dim_v) rotates 16-byte chunks.
+!c = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 192, head_dim_v = 128, dtype = f16, layout = nhd, storage = split, table = csr>
+!s = !kv.state<?x8x128xf16, base = e>
+func.func @tensor_core_decode_rope(%q: memref<?x8x192xf16>, %k: memref<?x16x1x192xf16>, %v: memref<?x16x1x128xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%k, %v : memref<?x16x1x192xf16>, memref<?x16x1x128xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.decode' op has no GPU kernel: on tensor cores (head_dim != head_dim_v): rotate-half RoPE over 40 rotary dims: the tensor-core kernels rotate 16-byte chunks of 8 dims in place, so the rotated dims (each half, for rotate-half) must be whole chunks}}
+  %s = kv.decode %q, %kv {rope = #kv.rope<rotate_half, rotary_dim = 40>} : memref<?x8x192xf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x128xf16>, memref<?x8xf32>
   return
 }

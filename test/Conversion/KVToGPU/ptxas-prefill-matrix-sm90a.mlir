@@ -7,8 +7,8 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t/kv_kernels.ptx
 
 // Every prefill of the matrix becomes kernels (none falls back to loops):
-// 15 split kernels, 15 direct ones, and their merge kernels.
-// COUNT-COUNT-15: Compiling entry function 'prefill_{{.*}}_split_
+// 17 split kernels, 17 direct ones, and their merge kernels.
+// COUNT-COUNT-17: Compiling entry function 'prefill_{{.*}}_split_
 
 // No kernel spills (FlashInfer's 128-row prefill spills 20 bytes on
 // sm_80), and ptxas reports no error.

@@ -380,7 +380,12 @@ bool kvgpu::decodePrefersTensorCores(kv::DecodeOp op,
   Type dtype = paged.getDtype();
   if (qHeads / paged.getKvHeads() < kTensorCoreDecodeMinGroup ||
       !target.hasMmaSync || !target.hasCpAsync || paged.isQuantized() ||
-      !(dtype.isF16() || dtype.isBF16()) || op.getRopeAttr())
+      !(dtype.isF16() || dtype.isBF16()))
+    return false;
+  // RoPE: the tensor-core kernel rotates q and K into the KV type before
+  // the mma; the decode kernel rotates keys in f32 (the LSE keeps f32's
+  // precision), so it keeps the ops it can take.
+  if (op.getRopeAttr())
     return false;
   // The tensor-core kernel multiplies P (the softmax weights) by V in the
   // KV type, which a state of that type absorbs; a wider state (f32, or

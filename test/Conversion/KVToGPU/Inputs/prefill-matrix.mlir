@@ -3,7 +3,8 @@
 // offset, ragged; causal, window, soft cap, bool and bit-packed masks, f32
 // output; a hand-given two-tiles-per-warp config; a cascade's shared level
 // with its 256-row tile; head dim 512 with value warps; fp8 e4m3 and int8
-// groups; vLLM f16 / fp8): every kernel kv-to-ptx generates for them goes to
+// groups; vLLM f16 / fp8; RoPE rotate-half with Llama 3.1 scaling and
+// interleaved with rotary_dim): every kernel kv-to-ptx generates for them goes to
 // ptxas.
 func.func @nhd_csr_p16_d128_g4_f16_causal(%q: memref<?x32x128xf16>, %qo: memref<?xi32>, %p0: memref<?x2x16x8x128xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x32x128xf16>, %l: memref<?x32xf32>) {
   %kv = kv.paged_view pools(%p0 : memref<?x2x16x8x128xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
@@ -93,5 +94,17 @@ func.func @ppl2_token_table_i64_d128_g4_f16(%q: memref<?x8x128xf16>, %seqstarts:
   %kv = kv.paged_view pools(%pool : memref<4x2x?x2x128xf16>) tables(%cachestarts, %lens : memref<?x?xi64>, memref<?xi64>) : !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = ppl2, storage = combined, table = token_table, layer = 1>
   %s = kv.prefill %q, %seqstarts, %kv {causal} : memref<?x8x128xf16>, memref<?xi64>, !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = ppl2, storage = combined, table = token_table, layer = 1> -> !kv.state<?x8x128xf16, base = e>
   kv.store_state %s, %o, %l : !kv.state<?x8x128xf16, base = e>, memref<?x8x128xf16>, memref<?x8xf32>
+  return
+}
+func.func @nhd_csr_p16_d128_g4_f16_causal_rope_llama31(%q: memref<?x32x128xf16>, %qo: memref<?xi32>, %p0: memref<?x2x16x8x128xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x32x128xf16>, %l: memref<?x32xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x16x8x128xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
+  %s = kv.prefill %q, %qo, %kv {causal, rope = #kv.rope<rotate_half, theta = 5.0e5, factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_position = 8192.0>} : memref<?x32x128xf16>, memref<?xi32>, !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr> -> !kv.state<?x32x128xf16, base = 2>
+  kv.store_state %s, %o, %l : !kv.state<?x32x128xf16, base = 2>, memref<?x32x128xf16>, memref<?x32xf32>
+  return
+}
+func.func @ragged_d64_g2_bf16_rope_interleave_rotary32(%q: memref<?x8x64xbf16>, %qo: memref<?xi32>, %k: memref<?x4x64xbf16>, %v: memref<?x4x64xbf16>, %ki: memref<?xi32>, %o: memref<?x8x64xbf16>, %l: memref<?x8xf32>) {
+  %kv = kv.ragged_view %k, %v, %ki : memref<?x4x64xbf16>, memref<?x4x64xbf16>, memref<?xi32> -> !kv.ragged<kv_heads = 4, head_dim = 64, head_dim_v = 64, dtype = bf16>
+  %s = kv.prefill %q, %qo, %kv {causal, rope = #kv.rope<interleave, rotary_dim = 32>} : memref<?x8x64xbf16>, memref<?xi32>, !kv.ragged<kv_heads = 4, head_dim = 64, head_dim_v = 64, dtype = bf16> -> !kv.state<?x8x64xbf16, base = e>
+  kv.store_state %s, %o, %l : !kv.state<?x8x64xbf16, base = e>, memref<?x8x64xbf16>, memref<?x8xf32>
   return
 }
