@@ -51,6 +51,17 @@ rc=$?
 grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|stat::new_units_added)" "$log"
 if [ $rc -ne 0 ]; then
   tail -n 80 "$log"
+  # A digest that survives a shortened CI log: the report's key lines and
+  # the input that triggered it, each line prefixed with "fuzz: ".
+  grep -E "runtime error|ERROR: |SUMMARY: |^kvir-fuzz: " "$log" | head -n 8 |
+    sed 's/^/fuzz: report: /'
+  input=$(ls -t "$artifacts"/crash-* "$artifacts"/timeout-* \
+            "$artifacts"/oom-* 2>/dev/null | head -n 1)
+  if [ -n "$input" ]; then
+    echo "fuzz: input $input:"
+    head -c 3000 "$input" | sed 's/^/fuzz: | /'
+    echo
+  fi
   echo "fuzz: FAILED (input saved in $artifacts/; replay with" \
        "KVIR_FUZZ_VERBOSE=1 $BUILD/bin/kvir-fuzz <file>)"
   exit 1
