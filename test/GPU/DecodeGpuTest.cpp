@@ -597,6 +597,25 @@ std::vector<GpuDecodeCase> decodeCases() {
     c.params.base = Base::Two;
     add(c, 4, 60, 14);
   }
+  // f32 past head dim 128: a lane takes 2 (head dim 256) or 4 (512)
+  // 16-byte chunks of a row, so that a warp of lanes still covers it.
+  {
+    GpuDecodeCase c = makeCase("F32NhdCombinedCsrP16D256G2ToF32Window",
+                               makeSpec(16, 2, 256, DType::F32), 4,
+                               DType::F32, "sm_80", 1072);
+    c.params.windowLeft = 100;
+    add(c, 4, 60, 14);
+  }
+  {
+    GpuDecodeCase c = makeCase("F32HndSplitBlockTableP8D512G4RopeToBF16Base2",
+                               makeSpec(8, 1, 512, DType::F32, Layout::HND,
+                                        Storage::Split, Table::BlockTable),
+                               4, DType::BF16, "sm_90a", 1073);
+    c.params.base = Base::Two;
+    c.params.rope = ref::Rope{ref::RopeStyle::RotateHalf, 1e4, 1.0};
+    c.params.rope->rotaryDim = 256;
+    add(c, 3, 50, 12);
+  }
   // vLLM's cache: K [blocks, H, D / x, block, x] by 16-byte rows of x; V
   // [blocks, H, D, block] (dims strided) staged transposed: 16-byte chunks
   // of consecutive slots of one dim by cp.async into [dim][token] tiles,

@@ -298,7 +298,10 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
               ImplicitLocOpBuilder jb(l2, nb2);
               auto v = vector::LoadOp::create(jb, qVecType, q,
                                               ValueRange{req, head, dim0});
-              v.setAlignment(vec * spec.qType.getElementTypeBitWidth() / 8);
+              // At most 16 bytes: buffers are only promised 16-byte
+              // alignment (f32 lanes past head dim 128 read more).
+              v.setAlignment(std::min<int64_t>(
+                  16, vec * spec.qType.getElementTypeBitWidth() / 8));
               scf::YieldOp::create(jb, ValueRange{v.getResult()});
             },
             [&](OpBuilder &nb2, Location l2) {
@@ -380,9 +383,9 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
     Value t0 = k.add(start, k.mul(index, k.idx(tile)));
     return std::make_pair(t0, k.minS(k.idx(tile), k.sub(end, t0)));
   };
-  // Whole 16-byte rows of vectors go by cp.async; narrower vectors (a
+  // Whole 16-byte chunks of vectors go by cp.async; narrower vectors (a
   // layout that proves less) by loads and stores.
-  bool asyncRows = vec * elt.getIntOrFloatBitWidth() == 128;
+  bool asyncRows = vec * elt.getIntOrFloatBitWidth() % 128 == 0;
   auto issueTile = [&](ImplicitLocOpBuilder &ib, Value index) {
     IRBuilder k{ib};
     emitIf(ib, k.lt(index, numTiles), [&](ImplicitLocOpBuilder &jb) {

@@ -3,7 +3,7 @@
 // With allow-host-loops (kvir-runner's choice, where device memory is host
 // memory), decodes convert-kv-to-gpu has no kernel for stay as they are, for
 // kv-to-loops (no-kernel.mlir has the errors the default reports): f32 KV
-// wider than a warp of 4-element vectors (head dim 256: tensor cores take
+// wider than a warp of 16-element vectors (head dim 1024: tensor cores take
 // no f32),
 // int8 groups whose scale rows are under cp.async's 4 bytes, on-the-fly
 // RoPE whose rotary dims split a lane's vector, vLLM's V pool at a page size of one slot (its transposed staging
@@ -13,21 +13,21 @@
 // run on the tensor-core kernel: decode-tensor-core.mlir.) A module with
 // nothing to lower gets no gpu.module.
 
-!f32cache = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 256, head_dim_v = 256,
+!f32cache = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 1024, head_dim_v = 1024,
                       dtype = f32, layout = nhd, storage = combined, table = csr>
-!s = !kv.state<?x8x256xf32, base = e>
+!s = !kv.state<?x8x1024xf32, base = e>
 // CHECK-LABEL: func.func @f32_kv
 // CHECK-NOT: gpu.container_module
 // CHECK: kv.decode
 // CHECK-NOT: gpu.launch_func
 // CHECK-NOT: gpu.module
-func.func @f32_kv(%q: memref<?x8x256xf32>, %pool: memref<?x2x16x2x256xf32>,
+func.func @f32_kv(%q: memref<?x8x1024xf32>, %pool: memref<?x2x16x2x1024xf32>,
                   %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>,
-                  %o: memref<?x8x256xf32>, %l: memref<?x8xf32>) {
-  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x256xf32>)
+                  %o: memref<?x8x1024xf32>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x1024xf32>)
       tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !f32cache
-  %s = kv.decode %q, %kv : memref<?x8x256xf32>, !f32cache -> !s
-  kv.store_state %s, %o, %l : !s, memref<?x8x256xf32>, memref<?x8xf32>
+  %s = kv.decode %q, %kv : memref<?x8x1024xf32>, !f32cache -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x1024xf32>, memref<?x8xf32>
   return
 }
 
@@ -116,28 +116,28 @@ func.func @too_many_threads(%q: memref<?x64x256xbf16>, %pool: memref<?x2x1x16x25
 // Of two decodes, the supported one becomes kernels, the other stays.
 !ok = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64,
                 dtype = f16, layout = nhd, storage = combined, table = csr>
-!no = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 256, head_dim_v = 256,
+!no = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 1024, head_dim_v = 1024,
                 dtype = f32, layout = nhd, storage = combined, table = csr>
 !s = !kv.state<?x8x64xf16, base = e>
-!s32 = !kv.state<?x8x256xf32, base = e>
+!s32 = !kv.state<?x8x1024xf32, base = e>
 // CHECK: module attributes {gpu.container_module
 // CHECK-LABEL: func.func @mixed
 // CHECK: gpu.launch_func @kv_kernels::@decode_nhd_combined_csr_p16_h8x2_d64_f16_f16_
-// CHECK: kv.decode %{{.*}}, %{{.*}} : memref<?x8x256xf32>
+// CHECK: kv.decode %{{.*}}, %{{.*}} : memref<?x8x1024xf32>
 // CHECK: kv.store_state
 // CHECK: gpu.module @kv_kernels
 func.func @mixed(%q: memref<?x8x64xf16>, %pool: memref<?x2x16x2x64xf16>,
-                 %q32: memref<?x8x256xf32>, %pool32: memref<?x2x16x2x256xf32>,
+                 %q32: memref<?x8x1024xf32>, %pool32: memref<?x2x16x2x1024xf32>,
                  %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>,
                  %o: memref<?x8x64xf16>, %l: memref<?x8xf32>,
-                 %o32: memref<?x8x256xf32>, %l32: memref<?x8xf32>) {
+                 %o32: memref<?x8x1024xf32>, %l32: memref<?x8xf32>) {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf16>)
       tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !ok
-  %kv32 = kv.paged_view pools(%pool32 : memref<?x2x16x2x256xf32>)
+  %kv32 = kv.paged_view pools(%pool32 : memref<?x2x16x2x1024xf32>)
       tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !no
   %s = kv.decode %q, %kv : memref<?x8x64xf16>, !ok -> !s
   kv.store_state %s, %o, %l : !s, memref<?x8x64xf16>, memref<?x8xf32>
-  %t = kv.decode %q32, %kv32 : memref<?x8x256xf32>, !no -> !s32
-  kv.store_state %t, %o32, %l32 : !s32, memref<?x8x256xf32>, memref<?x8xf32>
+  %t = kv.decode %q32, %kv32 : memref<?x8x1024xf32>, !no -> !s32
+  kv.store_state %t, %o32, %l32 : !s32, memref<?x8x1024xf32>, memref<?x8xf32>
   return
 }

@@ -4,13 +4,13 @@
 // op that reads or writes data must become a kernel: an op that cannot is an
 // error naming the op and the reason, never host loops over device memory.
 
-!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 256, head_dim_v = 256, dtype = f32, layout = nhd, storage = combined, table = csr>
-!s = !kv.state<?x8x256xf32, base = e>
-func.func @f32_kv(%q: memref<?x8x256xf32>, %pool: memref<?x2x16x2x256xf32>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x256xf32>, %l: memref<?x8xf32>) {
-  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x256xf32>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
-  // expected-error @below {{'kv.decode' op has no GPU kernel: on tensor cores (head dim 256): KV of type f32 has no kernel (f16 and bf16 do: mma.sync) (kv-to-nvvm and kv-to-ptx lower every kv op to kernels; host loops are allowed only with allow-host-loops, as kvir-runner does)}}
-  %s = kv.decode %q, %kv : memref<?x8x256xf32>, !c -> !s
-  kv.store_state %s, %o, %l : !s, memref<?x8x256xf32>, memref<?x8xf32>
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 1024, head_dim_v = 1024, dtype = f32, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x1024xf32, base = e>
+func.func @f32_kv(%q: memref<?x8x1024xf32>, %pool: memref<?x2x16x2x1024xf32>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x1024xf32>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x1024xf32>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.decode' op has no GPU kernel: on tensor cores (head dim 1024): KV of type f32 has no kernel (f16 and bf16 do: mma.sync) (kv-to-nvvm and kv-to-ptx lower every kv op to kernels; host loops are allowed only with allow-host-loops, as kvir-runner does)}}
+  %s = kv.decode %q, %kv : memref<?x8x1024xf32>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x1024xf32>, memref<?x8xf32>
   return
 }
 

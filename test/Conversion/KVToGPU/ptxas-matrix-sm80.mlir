@@ -7,8 +7,8 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t/kv_kernels.ptx
 
 // Every decode of the matrix becomes kernels (none falls back to loops):
-// 17 split kernels, 17 direct ones, and their merge kernels.
-// COUNT-COUNT-17: Compiling entry function 'decode_{{.*}}_split_
+// 19 split kernels, 19 direct ones, and their merge kernels.
+// COUNT-COUNT-19: Compiling entry function 'decode_{{.*}}_split_
 
 // No kernel spills (before .reqntid, ptxas capped head_dim 256 / group 8
 // at 48 registers on sm_90a and spilled), and ptxas reports no error.

@@ -11,7 +11,7 @@ func.func @not_covering(%q: memref<?x32x128xf16>, %kv: !c) {
 
 !c = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
 func.func @too_wide(%q: memref<?x32x128xf16>, %kv: !c) {
-  // expected-error @below {{config vector of 16 elements exceeds a 16-byte load}}
+  // expected-error @below {{config vector of 16 elements exceeds a 16-byte load (only f32 KV takes wider lane vectors)}}
   %s = kv.decode %q, %kv {kvgpu.config = #kvgpu.decode<vector = 16, threads_x = 8, threads_z = 2, tile_tokens = 32, stages = 3, max_partitions = 32>} : memref<?x32x128xf16>, !c -> !kv.state<?x32x128xf16, base = 2>
   return
 }

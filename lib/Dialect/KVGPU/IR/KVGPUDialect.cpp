@@ -75,9 +75,14 @@ static LogicalResult verifyDecodeConfig(kvir::kv::DecodeOp op,
                             << " does not cover head_dim " << d
                             << " in whole vectors";
   int64_t bits = kv.getStorageElementType().getIntOrFloatBitWidth();
-  if (config.getVector() * bits > 128)
+  // f32 rows past 128 dims take several 16-byte chunks per lane (a warp of
+  // lanes covers them); 16-bit and 1-byte rows fit a warp of 16-byte
+  // vectors up to head dim 256 / 512, past which the tensor-core decode
+  // takes them.
+  if (config.getVector() * bits > 128 && !kv.getDtype().isF32())
     return op.emitOpError() << "config vector of " << config.getVector()
-                            << " elements exceeds a 16-byte load";
+                            << " elements exceeds a 16-byte load (only f32 "
+                               "KV takes wider lane vectors)";
   return success();
 }
 

@@ -84,6 +84,11 @@ kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
         128 / kv.getStorageElementType().getIntOrFloatBitWidth());
   while (headDim % vec)
     vec /= 2;
+  // f32 rows past a warp of 16-byte vectors (head dim 128): each lane takes
+  // several chunks (the tensor-core decode takes no f32).
+  if (kv.getDtype().isF32() && vec == 4)
+    while (headDim / vec > 32 && vec < 16 && headDim % (2 * vec) == 0)
+      vec *= 2;
   int64_t threadsX = nextPowerOf2(headDim / vec);
   int64_t qHeads = cast<MemRefType>(op.getQ().getType()).getDimSize(1);
   int64_t group = qHeads / kv.getKvHeads();

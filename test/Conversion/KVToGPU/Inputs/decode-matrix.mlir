@@ -104,3 +104,15 @@ func.func @p16_d64_g2_bf16_rope_interleave(%q: memref<?x4x64xbf16>, %p0: memref<
   kv.store_state %s, %o, %l : !kv.state<?x4x64xbf16, base = e>, memref<?x4x64xbf16>, memref<?x4xf32>
   return
 }
+func.func @p16_d256_g2_f32(%q: memref<?x4x256xf32>, %p0: memref<?x2x16x2x256xf32>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x4x256xf32>, %l: memref<?x4xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x16x2x256xf32>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 2, head_dim = 256, head_dim_v = 256, dtype = f32, layout = nhd, storage = combined, table = csr>
+  %s = kv.decode %q, %kv : memref<?x4x256xf32>, !kv.paged<page_size = 16, kv_heads = 2, head_dim = 256, head_dim_v = 256, dtype = f32, layout = nhd, storage = combined, table = csr> -> !kv.state<?x4x256xf32, base = e>
+  kv.store_state %s, %o, %l : !kv.state<?x4x256xf32, base = e>, memref<?x4x256xf32>, memref<?x4xf32>
+  return
+}
+func.func @p16_d512_g4_f32_rope(%q: memref<?x4x512xf32>, %p0: memref<?x2x16x1x512xf32>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x4x512xf32>, %l: memref<?x4xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x16x1x512xf32>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f32, layout = nhd, storage = combined, table = csr>
+  %s = kv.decode %q, %kv {rope = #kv.rope<rotate_half>} : memref<?x4x512xf32>, !kv.paged<page_size = 16, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f32, layout = nhd, storage = combined, table = csr> -> !kv.state<?x4x512xf32, base = e>
+  kv.store_state %s, %o, %l : !kv.state<?x4x512xf32, base = e>, memref<?x4x512xf32>, memref<?x4xf32>
+  return
+}
