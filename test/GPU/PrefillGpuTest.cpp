@@ -146,11 +146,23 @@ void runGpuPrefillCase(const GpuPrefillCase &c) {
             .count();
     EXPECT_TRUE(noReports(result));
 
+    std::vector<std::string> names = result.kernelNames();
+    if (s.dtype == DType::F32) {
+      // f32 KV: the decode kernel, one block per query row and KV head.
+      ASSERT_LE(names.size(), 1u) << result.describeLaunches();
+      if (rows) {
+        ASSERT_EQ(names.size(), 1u) << result.describeLaunches();
+        EXPECT_EQ(names[0].rfind("prefill_rows_", 0), 0u) << names[0];
+        EXPECT_EQ(result.launches[0].grid.x, uint32_t(rows));
+        EXPECT_EQ(result.launches[0].grid.y, uint32_t(s.kvHeads));
+      }
+      EXPECT_TRUE(check(compareGpuState(out, expected, c.outType)));
+      continue;
+    }
     std::optional<int64_t> parts = result.planSize(
         "kv.prefill", "num_partitions",
         {{"nnz", rows}, {"qo_indptr_len", numRequests + 1}});
     ASSERT_TRUE(parts.has_value()) << "no kv.prefill launch plan";
-    std::vector<std::string> names = result.kernelNames();
     if (rows == 0) {
       // No query row: the merge grid is empty (no launch); the split
       // kernel's grid still has a slot per request.
@@ -587,6 +599,37 @@ std::vector<GpuPrefillCase> prefillCases() {
         2, DType::BF16, "sm_90a", 2055);
     c.params.rope = ref::Rope{ref::RopeStyle::Interleave, 1e4, 1.0};
     add(c, {standardBatch(false)});
+  }
+  // f32 KV: the decode kernel over query rows (mma.sync takes no f32), each
+  // row's keys bounded by causal / the window at its position, the GQA
+  // group's heads in one block; f32 within 1e-5.
+  {
+    // (The emulator runs a block per row: shorter than the lengths.)
+    GpuPrefillCase c = makeCase("F32CausalNhdCsrP16D128G4",
+                                makeSpec(16, 2, 128, DType::F32), 8,
+                                DType::F32, "sm_80", 2060);
+    c.params.causal = true;
+    add(c, {{{1, 7, 0, 64, 65, 17}, {1, 17, 0, 150, 200, 17}}});
+  }
+  {
+    GpuPrefillCase c = makeCase("F32WindowSoftCapHndBlockTableP8D64G2ToF16Base2",
+                                makeSpec(8, 2, 64, DType::F32, Layout::HND,
+                                         Storage::Split, Table::BlockTable),
+                                4, DType::F16, "sm_90a", 2061);
+    c.params.windowLeft = 40;
+    c.params.softCap = 20.0;
+    c.params.base = Base::Two;
+    add(c, {standardBatch(false)});
+  }
+  {
+    GpuPrefillCase c = makeCase("F32PositionsCausalRopeTokenTableP4D256G1",
+                                makeSpec(4, 2, 256, DType::F32, Layout::NHD,
+                                         Storage::Combined, Table::TokenTable),
+                                2, DType::F32, "sm_86", 2062);
+    c.params.causal = true;
+    c.positions = true;
+    c.params.rope = ref::Rope{ref::RopeStyle::Interleave, 1e4, 1.0};
+    add(c, {{{1, 7, 0, 30, 3}, {17, 9, 5, 200, 40}}});
   }
   return cases;
 }

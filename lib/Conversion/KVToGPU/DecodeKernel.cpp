@@ -28,6 +28,8 @@
 #include "kvir/Codegen/WarpOps.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 #include "kvir/Dialect/KV/Utils/Quantization.h"
+#include "kvir/Dialect/KV/Utils/Search.h"
+#include "kvir/Dialect/KV/Utils/Visibility.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -43,6 +45,9 @@ using namespace kvir::gpu_lowering;
 
 namespace {
 
+/// Slots of the meta buffer past the token range and table base.
+constexpr int64_t kMetaPosition = 4, kMetaRequest = 5;
+
 /// Indices of the kernel's shared buffers in its layout.
 struct DecodeBuffers {
   /// K rows of the tiles in flight, and V rows ([stages, tile, padded]; V
@@ -50,9 +55,10 @@ struct DecodeBuffers {
   unsigned kTiles = 0, vTiles = 0;
   /// The group's queries [group, padded], as stored.
   unsigned query = 0;
-  /// [4] i32: token range start, end, table base of the request, first
+  /// i32: token range start, end, table base of the request, first
   /// visible token (the start is aligned down for transposed V); with RoPE
-  /// [5]: then the query's position, kv_len - 1.
+  /// or query rows, then the query's position (kv_len - 1 for a decode);
+  /// with query rows, then the row's request.
   unsigned meta = 0;
   /// [stages, pagesPerTile] i32 table entries of the tiles' pages.
   unsigned pageIds = 0;
@@ -90,7 +96,9 @@ DecodeBuffers buildLayout(const DecodeKernelSpec &s,
     buf.vTiles = layout.add("v_tiles", {c.getStages(), tile, padded}, stored);
   buf.query =
       layout.add("query", {s.group(), padded}, s.qType.getElementType());
-  buf.meta = layout.add("meta", {s.rope ? 5 : 4}, i32);
+  buf.meta = layout.add(
+      "meta", {s.queryRows() ? kMetaRequest + 1 : s.rope ? kMetaPosition + 1 : 4},
+      i32);
   // Page entries as the table stores them (i32, or OpenPPL's i64); token
   // offsets have none, a placeholder of i32.
   Type entry = kv::getPageEntryType(s.kv, s.kvTypes);
@@ -184,6 +192,8 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   bool fp8 = kvType.isFp8(), int8 = spec.int8Groups();
 
   Value q = kf.getArgument(0);
+  unsigned next = 1;
+  Value qoIndptr = spec.queryRows() ? kf.getArgument(next++) : Value();
   kv::PagedOperands kv;
   {
     kv::PagedOperands shape;
@@ -191,9 +201,10 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
     shape.pools.resize(kvType.getNumPools());
     shape.tables.resize(kvType.getNumTables());
     shape.scales.resize(kvType.getNumScalePools());
-    kv = shape.withValues(kf.getArguments().slice(1, spec.kvTypes.size()));
+    kv = shape.withValues(kf.getArguments().slice(next, spec.kvTypes.size()));
   }
-  unsigned next = 1 + spec.kvTypes.size();
+  next += spec.kvTypes.size();
+  Value positions = spec.positionsType ? kf.getArgument(next++) : Value();
   Value workItems = spec.partitioned ? kf.getArgument(next++) : Value();
   Value out = kf.getArgument(next), lseOut = kf.getArgument(next + 1);
   Value finalOut = spec.partitioned ? kf.getArgument(next + 2) : out;
@@ -202,6 +213,8 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   Value x = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value y = gpu::ThreadIdOp::create(b, gpu::Dimension::y);
   Value z = gpu::ThreadIdOp::create(b, gpu::Dimension::z);
+  // The block's request (a decode) or query row (query rows: its request
+  // comes from the search below).
   Value req = gpu::BlockIdOp::create(b, gpu::Dimension::x);
   Value kvHead = gpu::BlockIdOp::create(b, gpu::Dimension::y);
   // The thread's linear index in the block.
@@ -247,6 +260,8 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
         /*withElseRegion=*/false);
     b.setInsertionPoint(hasWork.thenBlock()->getTerminator());
   }
+  // q and the outputs are indexed by the request (decode) or the row.
+  Value qRow = req;
   Value zero = ir.idx(0);
   Value head = ir.add(ir.mul(kvHead, ir.idx(group)), y);
   Value dim0 = ir.mul(x, ir.idx(vec));
@@ -260,13 +275,39 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   scf::IfOp::create(b, ir.eq(lane, zero), [&](OpBuilder &nb, Location l) {
     ImplicitLocOpBuilder ib(l, nb);
     IRBuilder k{ib};
-    kv::RequestTable table = kv::emitRequestTable(ib, kv, req);
-    // The visible keys: [kv_len - 1 - window_left, kv_len), or all.
-    Value first = k.idx(0);
+    Value request = req;
+    Value queryRow, qoLen;
+    if (qoIndptr) {
+      // The row's request: the last qo_indptr entry at or below it (empty
+      // requests share their entry with the next one).
+      auto indptrAt = [&](ImplicitLocOpBuilder &jb, Value i) {
+        return IRBuilder{jb}.toIndex(
+            memref::LoadOp::create(jb, qoIndptr, ValueRange{i}));
+      };
+      Value entries = memref::DimOp::create(ib, qoIndptr, 0);
+      request = kv::emitLastAtOrBelow(ib, entries, indptrAt, qRow);
+      Value qoStart = indptrAt(ib, request);
+      qoLen = k.sub(indptrAt(ib, k.add(request, k.idx(1))), qoStart);
+      queryRow = k.sub(qRow, qoStart);
+    }
+    kv::RequestTable table = kv::emitRequestTable(ib, kv, request);
+    // The query's position: kv_len - 1 (a decode); a query row's is given,
+    // or bottom-right.
+    Value position = k.sub(table.kvLen, k.idx(1));
+    if (positions)
+      position = k.toIndex(
+          memref::LoadOp::create(ib, positions, ValueRange{qRow}));
+    else if (qoIndptr)
+      position = kv::emitQueryPosition(ib, table.kvLen, qoLen, queryRow);
+    // The visible keys: [position - window_left, position] (causal), or
+    // all of [0, kv_len).
+    Value first = k.idx(0), end = table.kvLen;
     if (spec.windowLeft)
-      first = k.maxS(first, k.sub(k.sub(table.kvLen, k.idx(1)),
-                                  k.idx(*spec.windowLeft)));
-    Value start = first, end = table.kvLen;
+      first = k.maxS(first, k.sub(position, k.idx(*spec.windowLeft)));
+    if (spec.causal)
+      end = k.maxS(k.minS(end, k.add(position, k.idx(1))), k.idx(0));
+    first = k.minS(first, end);
+    Value start = first;
     if (numChunks) {
       // Chunks split the visible keys, not [0, kv_len): with a sliding
       // window, all of them still get work.
@@ -282,8 +323,10 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
     if (int64_t align = spec.transposedVAlignment())
       start = k.sub(start, k.remU(start, k.idx(align)));
     SmallVector<Value> metaValues{start, end, table.base, visible};
-    if (spec.rope)
-      metaValues.push_back(k.sub(table.kvLen, k.idx(1)));
+    if (spec.rope || qoIndptr)
+      metaValues.push_back(position);
+    if (qoIndptr)
+      metaValues.push_back(request);
     for (auto [i, v] : llvm::enumerate(metaValues))
       memref::StoreOp::create(ib, k.toI32(v), meta, ValueRange{k.idx(i)});
     scf::YieldOp::create(ib);
@@ -297,7 +340,7 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
             [&](OpBuilder &nb2, Location l2) {
               ImplicitLocOpBuilder jb(l2, nb2);
               auto v = vector::LoadOp::create(jb, qVecType, q,
-                                              ValueRange{req, head, dim0});
+                                              ValueRange{qRow, head, dim0});
               // At most 16 bytes: buffers are only promised 16-byte
               // alignment (f32 lanes past head dim 128 read more).
               v.setAlignment(std::min<int64_t>(
@@ -320,6 +363,8 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   };
   Value start = metaAt(0), end = metaAt(1), tableBase = metaAt(2);
   Value visibleStart = metaAt(3);
+  if (spec.queryRows())
+    req = metaAt(kMetaRequest);
   auto vecF32 = VectorType::get({vec}, f32);
   Value zeroVec = ir.splat(ir.f32(0.0), vec);
   // The query, scaled so that scores come out in the working base's units
@@ -572,7 +617,7 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
       partnerSign = ir.splat(ir.select(low, ir.f32(1.0), ir.f32(-1.0)), vec);
     }
   }
-  Value queryPosition = spec.rope ? metaAt(4) : Value();
+  Value queryPosition = spec.rope ? metaAt(kMetaPosition) : Value();
   // Key row `t` of the tile starting at token t0, rotated where RoPE is on.
   auto keyRow = [&](ImplicitLocOpBuilder &jb, Value stage, Value t0,
                     Value t) -> Value {
@@ -735,7 +780,7 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   };
   emitIf(b, ir.eq(z, zero), [&](ImplicitLocOpBuilder &ib) {
     if (!spec.partitioned) {
-      write(ib, out, lseOut, spec.base, {req, head});
+      write(ib, out, lseOut, spec.base, {qRow, head});
       return;
     }
     auto wholeRequest = scf::IfOp::create(
@@ -745,7 +790,7 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
       ImplicitLocOpBuilder tb =
           ImplicitLocOpBuilder::atBlockTerminator(ib.getLoc(),
                                                   wholeRequest.thenBlock());
-      write(tb, finalOut, finalLse, spec.base, {req, head});
+      write(tb, finalOut, finalLse, spec.base, {qRow, head});
     }
     ImplicitLocOpBuilder eb = ImplicitLocOpBuilder::atBlockTerminator(
         ib.getLoc(), wholeRequest.elseBlock());

@@ -37,6 +37,14 @@ struct DecodeKernelSpec {
   std::optional<int64_t> windowLeft;
   /// On-the-fly RoPE (null without).
   kv::RopeAttr rope;
+  /// A prefill's query rows (f32 KV, which mma.sync does not take): one
+  /// block per (query row, KV head), the row's request found in qo_indptr,
+  /// its position bottom-right or `positions`, its visible keys bound by
+  /// `causal` and the window. Arguments q, qo_indptr, the KV operands,
+  /// [positions], out, lse; never partitioned.
+  mlir::MemRefType qoIndptrType, positionsType;
+  bool causal = false;
+  bool queryRows() const { return bool(qoIndptrType); }
   kvgpu::DecodeConfigAttr config;
 
   int64_t group() const { return qHeads / kv.getKvHeads(); }
@@ -89,9 +97,9 @@ std::optional<std::string> whyNotDecodeRope(kv::RopeAttr rope, int64_t headDim,
                                             int64_t vector);
 
 /// Builds the body of a kernel created with decodeSharedLayout: arguments
-/// q, the KV operands (PagedOperands::flatten), [work items], out, lse,
-/// [final out, final lse]; launched on (requests or work items, KV heads)
-/// blocks of spec.block() threads.
+/// q, [qo_indptr], the KV operands (PagedOperands::flatten), [positions],
+/// [work items], out, lse, [final out, final lse]; launched on (requests,
+/// query rows or work items, KV heads) blocks of spec.block() threads.
 void buildDecodeBody(const codegen::KernelFunc &kf,
                      const DecodeKernelSpec &spec);
 

@@ -43,6 +43,13 @@ mlir::LogicalResult lowerDecodeOnTensorCores(kv::DecodeOp op,
 
 std::optional<std::string> whyNoPrefillKernel(kv::PrefillOp op,
                                               const target::TargetInfo &target);
+/// An f32 prefill's query rows on the decode kernel (PrefillQueryRows.cpp;
+/// kvgpu::prefillTakesQueryRows): why it gets no kernel, and its lowering.
+std::optional<std::string>
+whyNoQueryRowsKernel(kv::PrefillOp op, const target::TargetInfo &target);
+mlir::LogicalResult lowerPrefillQueryRows(kv::PrefillOp op,
+                                          mlir::PatternRewriter &rewriter,
+                                          LoweringContext &context);
 void populatePrefillPatterns(mlir::RewritePatternSet &patterns,
                              LoweringContext &context);
 

@@ -115,6 +115,8 @@ struct PrefillLowering : OpRewritePattern<kv::PrefillOp> {
     const target::TargetInfo &target = context.getTarget();
     if (std::optional<std::string> why = whyNoPrefillKernel(op, target))
       return rewriter.notifyMatchFailure(op, *why);
+    if (kvgpu::prefillTakesQueryRows(op))
+      return lowerPrefillQueryRows(op, rewriter, context);
     StateOutputs outputs(rewriter, op, op.getType(), op.getQ());
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     Value out = outputs.getOutput(), lse = outputs.getLse();
@@ -500,6 +502,8 @@ gpu_lowering::whyNoPrefillKernel(kv::PrefillOp op,
   if (!isa_and_nonnull<kv::PagedViewOp, kv::RaggedViewOp>(viewOp))
     return std::string(
         "its KV is not a kv.paged_view or kv.ragged_view of the same function");
+  if (kvgpu::prefillTakesQueryRows(op))
+    return whyNoQueryRowsKernel(op, target);
   if (auto view = dyn_cast<kv::PagedViewOp>(viewOp)) {
     kv::PagedType kv = view.getType();
     // The layout's proven vector width covers the pools' strides too.
@@ -541,8 +545,9 @@ gpu_lowering::whyNoPrefillKernel(kv::PrefillOp op,
   describeKV(op, spec);
   Type dtype = spec.kvElementType;
   if (!dtype.isF16() && !dtype.isBF16())
-    return "KV of type " + typeName(dtype) +
-           " has no prefill kernel (f16 and bf16 do: mma.sync)";
+    return "ragged KV of type " + typeName(dtype) +
+           " has no prefill kernel (f16 and bf16 do: mma.sync; paged f32 KV "
+           "runs on the decode kernel)";
   // (The verifier makes q's element type the KV's.)
   auto qType = cast<MemRefType>(op.getQ().getType());
   if (std::optional<std::string> why = whyNot16ByteRows("q", qType))

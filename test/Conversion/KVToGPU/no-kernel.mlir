@@ -133,12 +133,38 @@ func.func @not_a_view(%q: memref<?x8x64xf16>, %kv: !c, %o: memref<?x8x64xf16>, %
 
 // -----
 
+// f32 prefills run their query rows on the decode kernel, which takes no
+// custom mask.
 !c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f32, layout = nhd, storage = combined, table = csr>
 !s = !kv.state<?x8x64xf32, base = 2>
-func.func @prefill_f32(%q: memref<?x8x64xf32>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x64xf32>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x64xf32>, %l: memref<?x8xf32>) {
+func.func @prefill_f32_mask(%q: memref<?x8x64xf32>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x64xf32>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %m: memref<?xi1>, %o: memref<?x8x64xf32>, %l: memref<?x8xf32>) {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf32>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
-  // expected-error @below {{'kv.prefill' op has no GPU kernel: KV of type f32 has no prefill kernel (f16 and bf16 do: mma.sync)}}
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: an f32 prefill (on the decode kernel, one block per query row) takes no custom mask}}
+  %s = kv.prefill %q, %qo, %kv mask(%m : memref<?xi1>) {causal} : memref<?x8x64xf32>, memref<?xi32>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x64xf32>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 32, dtype = f32, layout = nhd, storage = split, table = csr>
+!s = !kv.state<?x8x32xf32, base = 2>
+func.func @prefill_f32_unequal_dims(%q: memref<?x8x64xf32>, %qo: memref<?xi32>, %k: memref<?x16x2x64xf32>, %v: memref<?x16x2x32xf32>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x32xf32>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%k, %v : memref<?x16x2x64xf32>, memref<?x16x2x32xf32>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: an f32 prefill (on the decode kernel) needs head_dim == head_dim_v}}
   %s = kv.prefill %q, %qo, %kv {causal} : memref<?x8x64xf32>, memref<?xi32>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x32xf32>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+!r = !kv.ragged<kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f32>
+!s = !kv.state<?x8x64xf32, base = 2>
+func.func @prefill_f32_ragged(%q: memref<?x8x64xf32>, %qo: memref<?xi32>, %k: memref<?x2x64xf32>, %v: memref<?x2x64xf32>, %ki: memref<?xi32>, %o: memref<?x8x64xf32>, %l: memref<?x8xf32>) {
+  %kv = kv.ragged_view %k, %v, %ki : memref<?x2x64xf32>, memref<?x2x64xf32>, memref<?xi32> -> !r
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: ragged KV of type f32 has no prefill kernel (f16 and bf16 do: mma.sync; paged f32 KV runs on the decode kernel)}}
+  %s = kv.prefill %q, %qo, %kv {causal} : memref<?x8x64xf32>, memref<?xi32>, !r -> !s
   kv.store_state %s, %o, %l : !s, memref<?x8x64xf32>, memref<?x8xf32>
   return
 }

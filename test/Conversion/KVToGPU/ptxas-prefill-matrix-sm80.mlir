@@ -3,12 +3,15 @@
 // RUN: kvir-opt %S/Inputs/prefill-matrix.mlir --kv-to-ptx=chip=sm_80 | kvir-translate -o %t
 // RUN: %ptxas -arch=sm_80 -v %t/kv_kernels.ptx -o %t/kernels.cubin > %t/ptxas.txt 2>&1
 // RUN: FileCheck %s --check-prefix=COUNT < %t/ptxas.txt
+// RUN: FileCheck %s --check-prefix=ROWS < %t/ptxas.txt
 // RUN: FileCheck %s --check-prefix=CLEAN < %t/ptxas.txt
 // RUN: FileCheck %s --check-prefix=PTX < %t/kv_kernels.ptx
 
 // Every prefill of the matrix becomes kernels (none falls back to loops):
-// 17 split kernels, 17 direct ones, and their merge kernels.
+// 17 split kernels, 17 direct ones, and their merge kernels; an f32
+// prefill's rows kernel.
 // COUNT-COUNT-17: Compiling entry function 'prefill_{{.*}}_split_
+// ROWS: Compiling entry function 'prefill_rows_
 
 // No kernel spills (FlashInfer's 128-row prefill spills 20 bytes on
 // sm_80), and ptxas reports no error.

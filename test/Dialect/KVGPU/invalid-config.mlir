@@ -18,8 +18,29 @@ func.func @too_wide(%q: memref<?x32x128xf16>, %kv: !c) {
 
 // -----
 
-// expected-error @below {{has a #kvgpu.decode config, which only kv.decode takes}}
+// expected-error @below {{has a #kvgpu.decode config, which only kv.decode and kv.prefill over f32 paged KV take}}
 func.func private @wrong_op() attributes {kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 2, tile_tokens = 32, stages = 3, max_partitions = 32>}
+
+// -----
+
+// A prefill over f16 KV runs on tensor cores: a #kvgpu.decode is not its
+// configuration.
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+func.func @prefill_f16_decode_config(%q: memref<?x4x64xf16>, %qo: memref<?xi32>, %kv: !c) {
+  // expected-error @below {{has a #kvgpu.decode config, which only kv.decode and kv.prefill over f32 paged KV take}}
+  %s = kv.prefill %q, %qo, %kv {kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 8, threads_z = 4, tile_tokens = 16, stages = 3, max_partitions = 32>} : memref<?x4x64xf16>, memref<?xi32>, !c -> !kv.state<?x4x64xf16, base = 2>
+  return
+}
+
+// -----
+
+// The query rows of an f32 prefill take the decode config's rules.
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f32, layout = nhd, storage = combined, table = csr>
+func.func @prefill_f32_not_covering(%q: memref<?x4x64xf32>, %qo: memref<?xi32>, %kv: !c) {
+  // expected-error @below {{config with vector 4 x threads_x 8 does not cover head_dim 64 in whole vectors}}
+  %s = kv.prefill %q, %qo, %kv {kvgpu.config = #kvgpu.decode<vector = 4, threads_x = 8, threads_z = 4, tile_tokens = 16, stages = 3, max_partitions = 32>} : memref<?x4x64xf32>, memref<?xi32>, !c -> !kv.state<?x4x64xf32, base = 2>
+  return
+}
 
 // -----
 

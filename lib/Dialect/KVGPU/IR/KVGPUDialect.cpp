@@ -64,13 +64,13 @@ DecodeConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-/// The rules a decode config must satisfy for the op it is attached to.
-static LogicalResult verifyDecodeConfig(kvir::kv::DecodeOp op,
+/// The rules a decode config must satisfy for the op it is attached to
+/// (over paged KV of type `kv`).
+static LogicalResult verifyDecodeConfig(Operation *op, kvir::kv::PagedType kv,
                                         DecodeConfigAttr config) {
-  kvir::kv::PagedType kv = op.getKv().getType();
   int64_t d = kv.getHeadDim();
   if (d % config.getVector() || config.getVector() * config.getThreadsX() < d)
-    return op.emitOpError() << "config with vector " << config.getVector()
+    return op->emitOpError() << "config with vector " << config.getVector()
                             << " x threads_x " << config.getThreadsX()
                             << " does not cover head_dim " << d
                             << " in whole vectors";
@@ -80,7 +80,7 @@ static LogicalResult verifyDecodeConfig(kvir::kv::DecodeOp op,
   // vectors up to head dim 256 / 512, past which the tensor-core decode
   // takes them.
   if (config.getVector() * bits > 128 && !kv.getDtype().isF32())
-    return op.emitOpError() << "config vector of " << config.getVector()
+    return op->emitOpError() << "config vector of " << config.getVector()
                             << " elements exceeds a 16-byte load (only f32 "
                                "KV takes wider lane vectors)";
   return success();
@@ -127,11 +127,18 @@ LogicalResult KVGPUDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   if (attr.getName() == getConfigAttrName()) {
     if (auto config = dyn_cast<DecodeConfigAttr>(attr.getValue())) {
-      auto decode = dyn_cast<kvir::kv::DecodeOp>(op);
-      if (!decode)
-        return op->emitOpError() << "has a #kvgpu.decode config, which only "
-                                 << "kv.decode takes";
-      return verifyDecodeConfig(decode, config);
+      if (auto decode = dyn_cast<kvir::kv::DecodeOp>(op))
+        return verifyDecodeConfig(op, decode.getKv().getType(), config);
+      // A prefill over f32 paged KV runs its query rows on the decode
+      // kernel.
+      if (auto prefill = dyn_cast<kvir::kv::PrefillOp>(op))
+        if (auto paged =
+                dyn_cast<kvir::kv::PagedType>(prefill.getKv().getType()))
+          if (paged.getDtype().isF32())
+            return verifyDecodeConfig(op, paged, config);
+      return op->emitOpError() << "has a #kvgpu.decode config, which only "
+                               << "kv.decode and kv.prefill over f32 paged "
+                                  "KV take";
     }
     if (auto config = dyn_cast<PrefillConfigAttr>(attr.getValue())) {
       // The value columns a warp accumulates start on a whole group of 8

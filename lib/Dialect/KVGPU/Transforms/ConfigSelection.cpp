@@ -72,6 +72,36 @@ kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
     whyNot = "its KV is not a kv.paged_view of the same function";
     return failure();
   }
+  return chooseDecodeConfig(
+      view, cast<MemRefType>(op.getQ().getType()).getDimSize(1), target,
+      whyNot);
+}
+
+bool kvgpu::prefillTakesQueryRows(kv::PrefillOp op) {
+  auto paged = dyn_cast<kv::PagedType>(op.getKv().getType());
+  return paged && paged.getDtype().isF32();
+}
+
+FailureOr<DecodeConfigAttr>
+kvgpu::getOrChooseQueryRowsConfig(kv::PrefillOp op,
+                                  const target::TargetInfo &target,
+                                  std::string &whyNot) {
+  if (auto config = dyn_cast_or_null<DecodeConfigAttr>(getConfig(op)))
+    return config;
+  auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
+  if (!view) {
+    whyNot = "its KV is not a kv.paged_view of the same function";
+    return failure();
+  }
+  return chooseDecodeConfig(
+      view, cast<MemRefType>(op.getQ().getType()).getDimSize(1), target,
+      whyNot);
+}
+
+FailureOr<DecodeConfigAttr>
+kvgpu::chooseDecodeConfig(kv::PagedViewOp view, int64_t qHeads,
+                          const target::TargetInfo &target,
+                          std::string &whyNot) {
   kv::PagedType kv = view.getType();
   int64_t headDim = kv.getHeadDim();
   int64_t vec = view.getVectorWidth();
@@ -90,7 +120,6 @@ kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
     while (headDim / vec > 32 && vec < 16 && headDim % (2 * vec) == 0)
       vec *= 2;
   int64_t threadsX = nextPowerOf2(headDim / vec);
-  int64_t qHeads = cast<MemRefType>(op.getQ().getType()).getDimSize(1);
   int64_t group = qHeads / kv.getKvHeads();
   // About 128 threads per block; more tokens in flight when the group is
   // small; whole warps only, since shuffles use the full membermask.
@@ -156,7 +185,7 @@ kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
                (ringBytes - tile * decodedRowBytes) / stageBytes));
   stages = std::min<int64_t>(stages, 8);
   FailureOr<DecodeConfigAttr> config = getCheckedQuietly<DecodeConfigAttr>(
-      whyNot, op.getContext(), vec, threadsX, threadsZ, tile, stages,
+      whyNot, view.getContext(), vec, threadsX, threadsZ, tile, stages,
       /*max_partitions=*/int64_t(32));
   if (failed(config))
     whyNot = "no decode configuration fits head_dim " +
@@ -513,8 +542,12 @@ FailureOr<Attribute> kvgpu::chooseConfig(Operation *op,
           chooseTensorCoreDecodeConfig(decode, target, whyNot));
     return FailureOr<Attribute>(chooseDecodeConfig(decode, target, whyNot));
   }
-  if (auto prefill = dyn_cast<kv::PrefillOp>(op))
+  if (auto prefill = dyn_cast<kv::PrefillOp>(op)) {
+    if (prefillTakesQueryRows(prefill))
+      return FailureOr<Attribute>(
+          getOrChooseQueryRowsConfig(prefill, target, whyNot));
     return FailureOr<Attribute>(choosePrefillConfig(prefill, target, whyNot));
+  }
   if (auto mla = dyn_cast<kv::MlaDecodeOp>(op))
     return FailureOr<Attribute>(chooseMlaConfig(mla, target, whyNot));
   whyNot = op->getName().getStringRef().str() + " takes no configuration";

@@ -4,7 +4,8 @@
 // output; a hand-given two-tiles-per-warp config; a cascade's shared level
 // with its 256-row tile; head dim 512 with value warps; fp8 e4m3 and int8
 // groups; vLLM f16 / fp8; RoPE rotate-half with Llama 3.1 scaling and
-// interleaved with rotary_dim): every kernel kv-to-ptx generates for them goes to
+// interleaved with rotary_dim; f32 on the decode kernel by query rows): every
+// kernel kv-to-ptx generates for them goes to
 // ptxas.
 func.func @nhd_csr_p16_d128_g4_f16_causal(%q: memref<?x32x128xf16>, %qo: memref<?xi32>, %p0: memref<?x2x16x8x128xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x32x128xf16>, %l: memref<?x32xf32>) {
   %kv = kv.paged_view pools(%p0 : memref<?x2x16x8x128xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
@@ -106,5 +107,11 @@ func.func @ragged_d64_g2_bf16_rope_interleave_rotary32(%q: memref<?x8x64xbf16>, 
   %kv = kv.ragged_view %k, %v, %ki : memref<?x4x64xbf16>, memref<?x4x64xbf16>, memref<?xi32> -> !kv.ragged<kv_heads = 4, head_dim = 64, head_dim_v = 64, dtype = bf16>
   %s = kv.prefill %q, %qo, %kv {causal, rope = #kv.rope<interleave, rotary_dim = 32>} : memref<?x8x64xbf16>, memref<?xi32>, !kv.ragged<kv_heads = 4, head_dim = 64, head_dim_v = 64, dtype = bf16> -> !kv.state<?x8x64xbf16, base = e>
   kv.store_state %s, %o, %l : !kv.state<?x8x64xbf16, base = e>, memref<?x8x64xbf16>, memref<?x8xf32>
+  return
+}
+func.func @nhd_csr_p16_d128_g4_f32_causal_rows(%q: memref<?x8x128xf32>, %qo: memref<?xi32>, %p0: memref<?x2x16x2x128xf32>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x8x128xf32>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x16x2x128xf32>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f32, layout = nhd, storage = combined, table = csr>
+  %s = kv.prefill %q, %qo, %kv {causal, rope = #kv.rope<rotate_half>} : memref<?x8x128xf32>, memref<?xi32>, !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f32, layout = nhd, storage = combined, table = csr> -> !kv.state<?x8x128xf32, base = e>
+  kv.store_state %s, %o, %l : !kv.state<?x8x128xf32, base = e>, memref<?x8x128xf32>, memref<?x8xf32>
   return
 }

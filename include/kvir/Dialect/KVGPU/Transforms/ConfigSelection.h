@@ -22,10 +22,27 @@ mlir::FailureOr<DecodeConfigAttr>
 chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
                    std::string &whyNot);
 
+/// The decode configuration of the decode kernel over `view` with `qHeads`
+/// query heads (kv.decode, or a prefill's query rows).
+mlir::FailureOr<DecodeConfigAttr>
+chooseDecodeConfig(kv::PagedViewOp view, int64_t qHeads,
+                   const target::TargetInfo &target, std::string &whyNot);
+
 /// `op`'s `kvgpu.config` if it is a #kvgpu.decode, else chooseDecodeConfig.
 mlir::FailureOr<DecodeConfigAttr>
 getOrChooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
                         std::string &whyNot);
+
+/// Whether `op` runs on the decode kernel, one block per query row and KV
+/// head, instead of the tensor-core prefill: f32 KV (mma.sync takes no
+/// f32).
+bool prefillTakesQueryRows(kv::PrefillOp op);
+
+/// The decode configuration of `op`'s query rows (prefillTakesQueryRows):
+/// its `kvgpu.config` if it is a #kvgpu.decode, else chosen.
+mlir::FailureOr<DecodeConfigAttr>
+getOrChooseQueryRowsConfig(kv::PrefillOp op, const target::TargetInfo &target,
+                           std::string &whyNot);
 
 /// Whether `op` runs on the tensor-core kernel (one query row per request,
 /// the group's heads packed into rows) instead of the decode kernel: when
