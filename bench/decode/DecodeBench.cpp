@@ -20,7 +20,7 @@
 //   kvir-decode-bench [--batch N] [--kv-len N] [--chips sm_80,sm_90a]
 //                     [--configs nhd-p16-g4,...]
 //                     [--kv f16|fp8_e4m3|fp8_e5m2|int8_g8|int8_g16]
-//                     [--no-ptxas]
+//                     [--rope rotate_half|interleave] [--no-ptxas]
 // With an fp8 cache the ideal counts one byte per K/V element; with int8
 // groups one byte per element plus an f16 scale per group.
 //
@@ -110,6 +110,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> chips{"sm_80", "sm_90a"};
   std::vector<std::string> only;
   bool usePtxas = true;
+  std::optional<ref::Rope> rope;
   Quant quant = Quant::None;
   int64_t quantGroup = 0;
   std::string kvName = "f16";
@@ -145,13 +146,23 @@ int main(int argc, char **argv) {
       }
       quant = parsed->quant;
       quantGroup = parsed->group;
+    } else if (a == "--rope") {
+      std::string style = next();
+      if (style != "rotate_half" && style != "interleave") {
+        std::fprintf(stderr, "--rope takes rotate_half or interleave\n");
+        return 2;
+      }
+      rope = ref::Rope{style == "interleave" ? ref::RopeStyle::Interleave
+                                             : ref::RopeStyle::RotateHalf,
+                       1e4, 1.0};
     } else if (a == "--no-ptxas")
       usePtxas = false;
     else {
       std::fprintf(stderr,
                    "usage: %s [--batch N] [--kv-len N] [--chips "
                    "a,b] [--configs nhd-p16-g4,...] [--kv f16|fp8_e4m3|"
-                   "fp8_e5m2|int8_g8|int8_g16] [--no-ptxas]\n",
+                   "fp8_e5m2|int8_g8|int8_g16] [--rope rotate_half|"
+                   "interleave] [--no-ptxas]\n",
                    argv[0]);
       return 2;
     }
@@ -206,11 +217,13 @@ int main(int argc, char **argv) {
     std::string qs = src.addMemref("q", q);
     std::string stateType =
         stateTypeText(qHeads, headDim, DType::F16, Base::Two);
-    src.addLine("%s = kv.decode " + qs + ", " + kv + " : " + src.typeOf(qs) +
-                ", " + kvType + " -> " + stateType);
-    emitStore(src, "%s", stateType, out);
     ref::AttentionParams params;
     params.base = Base::Two;
+    params.rope = rope;
+    src.addLine("%s = kv.decode " + qs + ", " + kv + " " +
+                attentionAttrs(params, /*withCausal=*/false) + " : " +
+                src.typeOf(qs) + ", " + kvType + " -> " + stateType);
+    emitStore(src, "%s", stateType, out);
     ref::State expected = ref::decode(q, ref::PagedSource(cache), params);
 
     // The ideal traffic: K and V once per (token, KV head), q once, out and
