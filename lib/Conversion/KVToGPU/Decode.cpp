@@ -253,6 +253,24 @@ gpu_lowering::whyNoDecodeKernel(kv::DecodeOp op,
            " has no decode kernel (f16, bf16 and f32 do)";
   if (kv.getHeadDim() != kv.getHeadDimV())
     return std::string("head_dim != head_dim_v has no decode kernel");
+  if (std::optional<std::string> why = whyNotDecodePools(view))
+    return why;
+  std::string whyNot;
+  FailureOr<kvgpu::DecodeConfigAttr> config =
+      kvgpu::getOrChooseDecodeConfig(op, target, whyNot);
+  if (failed(config))
+    return whyNot;
+  DecodeKernelSpec spec;
+  spec.kv = kv;
+  spec.qType = cast<MemRefType>(op.getQ().getType());
+  spec.qHeads = spec.qType.getDimSize(1);
+  spec.rope = op.getRopeAttr();
+  spec.config = *config;
+  return whyNotDecodeKernelSpec(view, spec);
+}
+
+std::optional<std::string>
+gpu_lowering::whyNotDecodePools(kv::PagedViewOp view) {
   for (Value pool : view.getPools()) {
     auto [strides, offset] =
         cast<MemRefType>(pool.getType()).getStridesAndOffset();
@@ -260,21 +278,24 @@ gpu_lowering::whyNoDecodeKernel(kv::DecodeOp op,
       return "pool " + typeName(pool.getType()) +
              " has a non-unit innermost stride";
   }
-  std::string whyNot;
-  FailureOr<kvgpu::DecodeConfigAttr> config =
-      kvgpu::getOrChooseDecodeConfig(op, target, whyNot);
-  if (failed(config))
-    return whyNot;
+  return std::nullopt;
+}
+
+std::optional<std::string>
+gpu_lowering::whyNotDecodeKernelSpec(kv::PagedViewOp view,
+                                     const DecodeKernelSpec &spec) {
+  kv::PagedType kv = view.getType();
+  kvgpu::DecodeConfigAttr config = spec.config;
   if (std::optional<std::string> why = whyNoTransposedV(view, "decode"))
     return why;
-  if (kv::RopeAttr rope = op.getRopeAttr())
+  if (spec.rope)
     if (std::optional<std::string> why =
-            whyNotDecodeRope(rope, kv.getHeadDim(), config->getVector()))
+            whyNotDecodeRope(spec.rope, kv.getHeadDim(), config.getVector()))
       return why;
   if (kv.getQuant() == kv::Quant::int8_group) {
     // Codes and scales arrive by cp.async only.
-    if (config->getVector() != 16)
-      return "int8 codes in " + std::to_string(config->getVector()) +
+    if (config.getVector() != 16)
+      return "int8 codes in " + std::to_string(config.getVector()) +
              "-element vectors: the int8 decode kernel copies 16-byte "
              "chunks of codes (the pool layout must prove the head dim "
              "contiguous in 16 bytes)";
@@ -285,11 +306,6 @@ gpu_lowering::whyNoDecodeKernel(kv::DecodeOp op,
              " scales not contiguous in chunks of at least 4 bytes (the "
              "decode kernel copies scales with cp.async)";
   }
-  DecodeKernelSpec spec;
-  spec.kv = kv;
-  spec.qType = cast<MemRefType>(op.getQ().getType());
-  spec.qHeads = spec.qType.getDimSize(1);
-  spec.config = *config;
   return whyNotDecodeConfig(spec);
 }
 

@@ -91,6 +91,16 @@ codegen::SharedMemoryLayout decodeSharedLayout(const DecodeKernelSpec &spec);
 /// nullopt.
 std::optional<std::string> whyNotDecodeConfig(const DecodeKernelSpec &spec);
 
+/// Why the decode kernel cannot read `view`'s pools: an innermost stride
+/// that is not 1; or nullopt.
+std::optional<std::string> whyNotDecodePools(kv::PagedViewOp view);
+
+/// Why the decode kernel cannot run over `view` as `spec` says (its config,
+/// rope, q): vLLM's V staging, RoPE's lane vectors, int8 chunks, the block
+/// and its shared memory; or nullopt.
+std::optional<std::string> whyNotDecodeKernelSpec(kv::PagedViewOp view,
+                                                  const DecodeKernelSpec &spec);
+
 /// Why the decode kernel cannot rotate keys by `rope` with `vector`-element
 /// lane vectors over a head dim of `headDim`, or nullopt.
 std::optional<std::string> whyNotDecodeRope(kv::RopeAttr rope, int64_t headDim,

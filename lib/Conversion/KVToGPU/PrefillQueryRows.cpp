@@ -96,22 +96,13 @@ gpu_lowering::whyNoQueryRowsKernel(kv::PrefillOp op,
   if (kv.getHeadDim() != kv.getHeadDimV())
     return std::string("an f32 prefill (on the decode kernel) needs "
                        "head_dim == head_dim_v");
-  for (Value pool : view.getPools()) {
-    auto type = cast<MemRefType>(pool.getType());
-    if (type.getStridesAndOffset().first.back() != 1)
-      return "pool " + typeName(type) + " has a non-unit innermost stride";
-  }
-  if (std::optional<std::string> why = whyNoTransposedV(view, "decode"))
+  if (std::optional<std::string> why = whyNotDecodePools(view))
     return why;
   std::string whyNot;
   FailureOr<kvgpu::DecodeConfigAttr> config =
       kvgpu::getOrChooseQueryRowsConfig(op, target, whyNot);
   if (failed(config))
     return "an f32 prefill's query rows (on the decode kernel): " + whyNot;
-  if (kv::RopeAttr rope = op.getRopeAttr())
-    if (std::optional<std::string> why =
-            whyNotDecodeRope(rope, kv.getHeadDim(), config->getVector()))
-      return why;
   DecodeKernelSpec spec;
   spec.kv = kv;
   spec.qType = cast<MemRefType>(op.getQ().getType());
@@ -119,7 +110,7 @@ gpu_lowering::whyNoQueryRowsKernel(kv::PrefillOp op,
   spec.qoIndptrType = cast<MemRefType>(op.getQoIndptr().getType());
   spec.rope = op.getRopeAttr();
   spec.config = *config;
-  return whyNotDecodeConfig(spec);
+  return whyNotDecodeKernelSpec(view, spec);
 }
 
 LogicalResult gpu_lowering::lowerPrefillQueryRows(kv::PrefillOp op,

@@ -64,17 +64,24 @@ int64_t kvgpu::decodeScaleColumns(kv::PagedType kv, int64_t paddedDims) {
   return std::max<int64_t>(1, paddedDims / kv.getQuantGroup());
 }
 
-FailureOr<DecodeConfigAttr>
-kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
-                          std::string &whyNot) {
-  auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
+/// The decode kernel's configuration for query `q` over KV `kv` (a
+/// kv.paged_view of the same function).
+static FailureOr<DecodeConfigAttr>
+chooseDecodeConfigOf(Value kv, Value q, const target::TargetInfo &target,
+                     std::string &whyNot) {
+  auto view = kv.getDefiningOp<kv::PagedViewOp>();
   if (!view) {
     whyNot = "its KV is not a kv.paged_view of the same function";
     return failure();
   }
-  return chooseDecodeConfig(
-      view, cast<MemRefType>(op.getQ().getType()).getDimSize(1), target,
-      whyNot);
+  return kvgpu::chooseDecodeConfig(
+      view, cast<MemRefType>(q.getType()).getDimSize(1), target, whyNot);
+}
+
+FailureOr<DecodeConfigAttr>
+kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
+                          std::string &whyNot) {
+  return chooseDecodeConfigOf(op.getKv(), op.getQ(), target, whyNot);
 }
 
 bool kvgpu::prefillTakesQueryRows(kv::PrefillOp op) {
@@ -88,14 +95,7 @@ kvgpu::getOrChooseQueryRowsConfig(kv::PrefillOp op,
                                   std::string &whyNot) {
   if (auto config = dyn_cast_or_null<DecodeConfigAttr>(getConfig(op)))
     return config;
-  auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
-  if (!view) {
-    whyNot = "its KV is not a kv.paged_view of the same function";
-    return failure();
-  }
-  return chooseDecodeConfig(
-      view, cast<MemRefType>(op.getQ().getType()).getDimSize(1), target,
-      whyNot);
+  return chooseDecodeConfigOf(op.getKv(), op.getQ(), target, whyNot);
 }
 
 FailureOr<DecodeConfigAttr>
