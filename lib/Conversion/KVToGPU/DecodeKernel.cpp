@@ -278,14 +278,16 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
     Value request = req;
     Value queryRow, qoLen;
     if (qoIndptr) {
-      // The row's request: the last qo_indptr entry at or below it (empty
-      // requests share their entry with the next one).
+      // The row's request: the last of the B request starts at or below
+      // it (empty requests share their start with the next one; searching
+      // the starts only keeps the request and its table reads in bounds).
       auto indptrAt = [&](ImplicitLocOpBuilder &jb, Value i) {
         return IRBuilder{jb}.toIndex(
             memref::LoadOp::create(jb, qoIndptr, ValueRange{i}));
       };
-      Value entries = memref::DimOp::create(ib, qoIndptr, 0);
-      request = kv::emitLastAtOrBelow(ib, entries, indptrAt, qRow);
+      Value requests =
+          k.sub(memref::DimOp::create(ib, qoIndptr, 0), k.idx(1));
+      request = kv::emitLastAtOrBelow(ib, requests, indptrAt, qRow);
       Value qoStart = indptrAt(ib, request);
       qoLen = k.sub(indptrAt(ib, k.add(request, k.idx(1))), qoStart);
       queryRow = k.sub(qRow, qoStart);
@@ -594,7 +596,8 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
     return paddedLanes ? IRBuilder{jb}.select(activeX, f, zeroVec) : f;
   };
   // RoPE: the query stays as it is and each key turns by its position
-  // relative to the query's (kv_len - 1), R(p) q . R(j) k = q . R(j - p) k,
+  // relative to the query's (kv_len - 1 for a decode, a query row's own),
+  // R(p) q . R(j) k = q . R(j - p) k,
   // in f32 (an angle that is small for the recent keys). A lane's vector
   // lies wholly in the rotated dims or past them (whyNotDecodeRope);
   // rotate-half lanes read their partner dims R / 2 away from the same row.
