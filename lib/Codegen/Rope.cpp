@@ -143,18 +143,24 @@ Value Rope::rotateInterleaved(Value chunk, ArrayRef<Value> freqs,
   return vector::ShuffleOp::create(b, even, odd, interleave);
 }
 
-std::string codegen::whyNotRotateTiles(kv::RopeAttr rope,
-                                             int64_t headDim) {
+std::string codegen::whyNotRotateTiles(kv::RopeAttr rope, int64_t headDim,
+                                       int64_t threads) {
   int64_t rotated = rope.getRotatedDims(headDim);
   bool halves = rope.getStyle() == kv::RopeStyle::rotate_half;
+  std::string what = std::string(halves ? "rotate-half" : "interleaved") +
+                     " RoPE over " + std::to_string(rotated) + " rotary dims";
   // 16-byte chunks of 16-bit elements: 8 dims.
-  if (rotated % (halves ? 16 : 8) == 0)
-    return "";
-  return std::string(halves ? "rotate-half" : "interleaved") + " RoPE over " +
-         std::to_string(rotated) +
-         " rotary dims: the tensor-core kernels rotate 16-byte chunks of 8 "
-         "dims in place, so the rotated dims (each half, for rotate-half) "
-         "must be whole chunks";
+  if (rotated % (halves ? 16 : 8))
+    return what + ": the tensor-core kernels rotate 16-byte chunks of 8 "
+                  "dims in place, so the rotated dims (each half, for "
+                  "rotate-half) must be whole chunks";
+  int64_t units = halves ? rotated / 16 : rotated / 8;
+  if (units > threads)
+    return what + " in a block of " + std::to_string(threads) +
+           " threads: the tensor-core kernels give each thread one of a "
+           "row's " +
+           std::to_string(units) + " 16-byte units (more warps would do)";
+  return "";
 }
 
 TileRotation::TileRotation(ImplicitLocOpBuilder &b, kv::RopeAttr rope,
@@ -167,7 +173,7 @@ TileRotation::TileRotation(ImplicitLocOpBuilder &b, kv::RopeAttr rope,
   units = halves ? rotated / 2 / chunk : rotated / chunk;
   // Threads past the last whole set of unit columns idle.
   rowLanes = threads / units;
-  assert(rowLanes > 0 && "more units per row than threads");
+  assert(rowLanes > 0 && "whyNotRotateTiles rejects more units than threads");
   Value unit = ir.remU(thread, ir.idx(units));
   firstRow = ir.divU(thread, ir.idx(units));
   dim0 = ir.mul(unit, ir.idx(chunk));

@@ -80,9 +80,11 @@ struct RopeRowPosition {
   mlir::Value valid, position;
 };
 
-/// Why rows of `headDim` 16-bit elements cannot be rotated by
-/// TileRotation (whose units are 16-byte chunks), or "".
-std::string whyNotRotateTiles(kv::RopeAttr rope, int64_t headDim);
+/// Why rows of `headDim` 16-bit elements cannot be rotated by a
+/// TileRotation of `threads` threads (its units are 16-byte chunks, one
+/// column of them per thread), or "".
+std::string whyNotRotateTiles(kv::RopeAttr rope, int64_t headDim,
+                              int64_t threads);
 
 /// Rotates the rows of 16-bit shared tiles in place by RoPE, the results
 /// rounded to the tile's element type. A row's work is split into units of

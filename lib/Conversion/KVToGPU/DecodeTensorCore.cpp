@@ -12,7 +12,6 @@
 #include "Patterns.h"
 #include "PrefillKernel.h"
 
-#include "kvir/Codegen/Rope.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
 
 #include <cmath>
@@ -119,11 +118,6 @@ gpu_lowering::whyNoTensorCoreDecode(kv::DecodeOp op,
   if (!dtype.isF16() && !dtype.isBF16())
     return prefix + "KV of type " + typeName(dtype) +
            " has no kernel (f16 and bf16 do: mma.sync)";
-  if (kv::RopeAttr rope = op.getRopeAttr()) {
-    std::string why = codegen::whyNotRotateTiles(rope, kv.getHeadDim());
-    if (!why.empty())
-      return prefix + why;
-  }
   for (Value pool : view.getPools()) {
     auto type = cast<MemRefType>(pool.getType());
     if (type.getStridesAndOffset().first.back() != 1)

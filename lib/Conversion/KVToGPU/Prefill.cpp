@@ -10,7 +10,6 @@
 //===----------------------------------------------------------------------===//
 #include "Patterns.h"
 #include "PrefillKernel.h"
-#include "kvir/Codegen/Rope.h"
 
 #include "kvir/Codegen/LaunchEmitter.h"
 #include "kvir/Codegen/QueryTiles.h"
@@ -552,11 +551,6 @@ gpu_lowering::whyNoPrefillKernel(kv::PrefillOp op,
   auto qType = cast<MemRefType>(op.getQ().getType());
   if (std::optional<std::string> why = whyNot16ByteRows("q", qType))
     return why;
-  if (kv::RopeAttr rope = op.getRopeAttr()) {
-    std::string why = codegen::whyNotRotateTiles(rope, spec.headDim);
-    if (!why.empty())
-      return why;
-  }
   if (!target.hasMmaSync || !target.hasCpAsync)
     return target.chip.str() + " has no mma.sync / cp.async";
   // The buffers the kernel would write: those of the kv.store_state it

@@ -369,6 +369,12 @@ gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
            (s.peDim ? " + " + std::to_string(s.peDim) : std::string()) +
            " split over " + std::to_string(s.config.getValueWarps()) +
            " value warps are not whole mma tiles of 16";
+  if (s.rope) {
+    std::string why =
+        whyNotRotateTiles(s.rope, s.headDim, s.config.getNumThreads());
+    if (!why.empty())
+      return why;
+  }
   int64_t shared = prefillSharedLayout(s).getBytes();
   if (shared > target.maxSharedBytesPerBlock)
     return std::to_string(shared) + " bytes of shared memory, over the " +

@@ -501,3 +501,17 @@ func.func @tensor_core_decode_rope(%q: memref<?x8x192xf16>, %k: memref<?x16x1x19
   kv.store_state %s, %o, %l : !s, memref<?x8x128xf16>, memref<?x8xf32>
   return
 }
+
+// -----
+
+// A given one-warp config over a head dim of 512: 64 interleaved 16-byte
+// units per row, more than the block's threads.
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x4x512xf16, base = 2>
+func.func @prefill_rope_units_past_threads(%q: memref<?x4x512xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x512xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x4x512xf16>, %l: memref<?x4xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x512xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: interleaved RoPE over 512 rotary dims in a block of 32 threads: the tensor-core kernels give each thread one of a row's 64 16-byte units (more warps would do)}}
+  %s = kv.prefill %q, %qo, %kv {rope = #kv.rope<interleave>, kvgpu.config = #kvgpu.prefill<q_tile = 16, kv_tile = 16, warps = 1, stages = 2, q_in_registers = false, max_partitions = 32>} : memref<?x4x512xf16>, memref<?xi32>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x4x512xf16>, memref<?x4xf32>
+  return
+}
