@@ -822,6 +822,10 @@ std::vector<GpuDecodeCase> sweepCases() {
     c.chip = chips[rng.integer(0, 3)];
     c.seed = sweepSeed + 1000;
     randomizeAttention(rng, c.params, 3 * page + 10);
+    // A fifth of the cases rotate by RoPE (a generator of their own).
+    Rng ropeRng(sweepSeed * 3571 + 41);
+    if (ropeRng.coin(0.2))
+      c.params.rope = randomRope(ropeRng, dim);
     // Lengths over a few pages (at least ~40 tokens) for the small batch;
     // short requests for the batch that fills the chip (P == 1).
     int64_t smallMaxLen =
@@ -845,7 +849,7 @@ std::vector<GpuDecodeCase> sweepCases() {
          << (int8 ? "Int8G" + std::to_string(c.spec.quantGroup) : "")
          << "P" << page << "D" << dim
          << "G" << group << "H" << kvHeads << "To" << mlirName(c.outType)
-         << "_Seed" << sweepSeed;
+         << (c.params.rope ? "Rope" : "") << "_Seed" << sweepSeed;
     c.name = name.str();
     cases.push_back(c);
   }

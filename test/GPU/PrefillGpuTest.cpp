@@ -765,6 +765,10 @@ std::vector<GpuPrefillCase> prefillSweepCases() {
     // A fifth of the cases give each row a position (a generator of their
     // own, so that the other draws stay what they were).
     c.positions = Rng(sweepSeed * 7919 + 29).coin(0.2);
+    // A fifth rotate by RoPE (a generator of their own too).
+    Rng ropeRng(sweepSeed * 3571 + 41);
+    if (ropeRng.coin(0.2))
+      c.params.rope = randomRope(ropeRng, dim);
     PrefillBatch batch;
     int64_t requests = rng.integer(1, 5);
     for (int64_t r = 0; r < requests; ++r)
@@ -779,7 +783,8 @@ std::vector<GpuPrefillCase> prefillSweepCases() {
          << (c.mask == MaskKind::Bool     ? "BoolMask"
              : c.mask == MaskKind::Packed ? "PackedMask"
                                           : "")
-         << (c.positions ? "Positions" : "") << "_Seed" << sweepSeed;
+         << (c.positions ? "Positions" : "") << (c.params.rope ? "Rope" : "")
+         << "_Seed" << sweepSeed;
     c.name = name.str();
     cases.push_back(c);
   }

@@ -609,6 +609,19 @@ kvir::ref::Rope kvir::test::llama31Rope(kvir::ref::RopeStyle style,
   return rope;
 }
 
+kvir::ref::Rope kvir::test::randomRope(Rng &rng, int64_t headDim) {
+  ref::RopeStyle style =
+      rng.coin() ? ref::RopeStyle::RotateHalf : ref::RopeStyle::Interleave;
+  int64_t rotary = 32 * rng.integer(1, headDim / 32);
+  if (rotary == headDim)
+    rotary = 0;
+  if (rng.coin(1.0 / 3))
+    return llama31Rope(style, rotary);
+  ref::Rope rope{style, rng.coin() ? 1e4 : 5e5, rng.coin() ? 1.0 : 0.5};
+  rope.rotaryDim = rotary;
+  return rope;
+}
+
 std::string kvir::test::ropeAttrText(const ref::Rope &rope) {
   char buf[400];
   int n = std::snprintf(

@@ -182,6 +182,11 @@ ref::AttentionParams asKernelSees(ref::AttentionParams params);
 /// 5e5, factor 8, frequency factors 1 and 4, original context 8192) on the
 /// first `rotaryDim` dims (0: all).
 ref::Rope llama31Rope(ref::RopeStyle style, int64_t rotaryDim);
+/// A random RoPE for a head dim of `headDim` (the sweeps'): either style,
+/// rotary dims a multiple of 32 (what every kernel's lane vectors and
+/// 16-byte chunks take; all of them when that is the head dim), Llama 3.1's
+/// scaling a third of the time.
+ref::Rope randomRope(Rng &rng, int64_t headDim);
 std::string ropeAttrText(const ref::Rope &rope);
 
 //===--- Running and comparing ---------------------------------------------===//
