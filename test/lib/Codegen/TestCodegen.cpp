@@ -26,6 +26,10 @@
 //                    `test.scale`, `test.head_dim`): thread x writes the
 //                    cos and sin of pair x % (head_dim / 2) at position
 //                    positions[x / (head_dim / 2)]
+//   tile_rotation    TileRotation (`test.style`, `test.rotary_dim`) of 128
+//                    threads: a [16, 64] f16 tile copied into shared
+//                    memory (swizzled), row r rotated to positions[r] in
+//                    place, copied out
 //
 //===----------------------------------------------------------------------===//
 #include "kvir/Codegen/AttentionState.h"
@@ -35,6 +39,7 @@
 #include "kvir/Codegen/PagedTileLoader.h"
 #include "kvir/Codegen/QueryTiles.h"
 #include "kvir/Codegen/Rope.h"
+#include "kvir/Codegen/SharedTile.h"
 #include "kvir/Codegen/WarpOps.h"
 #include "kvir/Dialect/KV/IR/KVOps.h"
 #include "kvir/Dialect/KV/Utils/Quantization.h"
@@ -394,6 +399,59 @@ void buildRope(gpu::GPUFuncOp stub) {
   });
 }
 
+/// tile_rotation: (in: memref<16x64xf16>, positions: memref<16xi32>,
+/// out: memref<16x64xf16>), one block of 128 threads.
+void buildTileRotation(gpu::GPUFuncOp stub) {
+  auto styleName = stub->getAttrOfType<StringAttr>("test.style");
+  auto style = kv::symbolizeRopeStyle(styleName ? styleName.getValue()
+                                                : "rotate_half");
+  MLIRContext *ctx = stub.getContext();
+  auto rope = kv::RopeAttr::get(ctx, *style, APFloat(1e4), APFloat(1.0),
+                                intAttr(stub, "test.rotary_dim", 0),
+                                APFloat(0.0), APFloat(0.0), APFloat(0.0),
+                                APFloat(0.0));
+  const int64_t rows = 16, dims = 64, threads = 128;
+  SharedMemoryLayout layout;
+  layout.add("tile", {rows, dims}, Float16Type::get(ctx));
+  KernelFunc kf = replaceKernel(stub, {threads, 1, 1}, layout);
+  ImplicitLocOpBuilder b = kf.getBuilder();
+  IRBuilder ir{b};
+  Value in = kf.getArgument(0), positions = kf.getArgument(1),
+        out = kf.getArgument(2);
+  SharedTile tile{kf.getShared(0), rows, dims};
+  Value thread = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  auto forElements = [&](function_ref<void(ImplicitLocOpBuilder &, Value,
+                                           Value)>
+                             body) {
+    scf::ForOp::create(
+        b, thread, ir.idx(rows * dims), ir.idx(threads), ValueRange{},
+        [&](OpBuilder &nb, Location l, Value i, ValueRange) {
+          ImplicitLocOpBuilder jb(l, nb);
+          IRBuilder j{jb};
+          body(jb, j.divU(i, j.idx(dims)), j.remU(i, j.idx(dims)));
+          scf::YieldOp::create(jb);
+        });
+  };
+  forElements([&](ImplicitLocOpBuilder &jb, Value r, Value d) {
+    Value v = memref::LoadOp::create(jb, in, ValueRange{r, d});
+    memref::StoreOp::create(jb, v, tile.memref,
+                            tile.elementIndices(jb, Value(), r, d));
+  });
+  gpu::BarrierOp::create(b);
+  TileRotation rotation(b, rope, dims, thread, threads);
+  rotation.apply(b, tile, Value(), [&](ImplicitLocOpBuilder &jb, Value r) {
+    return RopeRowPosition{
+        Value(), IRBuilder{jb}.toIndex(
+                     memref::LoadOp::create(jb, positions, ValueRange{r}))};
+  });
+  gpu::BarrierOp::create(b);
+  forElements([&](ImplicitLocOpBuilder &jb, Value r, Value d) {
+    Value v = memref::LoadOp::create(jb, tile.memref,
+                                     tile.elementIndices(jb, Value(), r, d));
+    memref::StoreOp::create(jb, v, out, ValueRange{r, d});
+  });
+}
+
 /// fp8_decode: (codes: memref<256xi8>, vectors: memref<256xf32>,
 /// scalars: memref<256xf32>), 64 threads: thread t decodes codes 4t .. 4t+3
 /// (test.format e4m3 or e5m2: kv::fp8ToF32; int8: kv::int8ToF16, extended)
@@ -485,6 +543,8 @@ struct TestCodegenPass
         buildRope(kernel);
       else if (component == "fp8_decode")
         buildFp8Decode(kernel);
+      else if (component == "tile_rotation")
+        buildTileRotation(kernel);
       else {
         op->emitError("unknown test.component '") << component << "'";
         return signalPassFailure();
