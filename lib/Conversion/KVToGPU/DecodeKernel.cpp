@@ -73,10 +73,13 @@ struct DecodeBuffers {
   std::optional<unsigned> kScales, vScales;
   /// transposedVChunk(): [tile, padded] the current tile's V rows.
   std::optional<unsigned> vRows;
+  /// rotatesTilesInShared(): [tile, padded] f32 K rows of the current
+  /// tile, rotated.
+  std::optional<unsigned> kRotated;
 };
 
-DecodeBuffers buildLayout(const DecodeKernelSpec &s,
-                          SharedMemoryLayout &layout) {
+DecodeBuffers buildLayout(const DecodeKernelSpec &s, SharedMemoryLayout &layout,
+                          bool rotatedTile) {
   MLIRContext *ctx = s.kv.getContext();
   Type f32 = Float32Type::get(ctx), i32 = IntegerType::get(ctx, 32);
   kvgpu::DecodeConfigAttr c = s.config;
@@ -126,7 +129,28 @@ DecodeBuffers buildLayout(const DecodeKernelSpec &s,
   }
   if (s.transposedVChunk())
     buf.vRows = layout.add("v_rows", {tile, padded}, stored);
+  if (rotatedTile)
+    buf.kRotated = layout.add("k_rotated", {tile, padded}, f32);
   return buf;
+}
+
+/// Whether the kernel rotates each K tile once for the group: it would
+/// (rotatesTilesInShared) and the f32 tile fits beside the other buffers
+/// (else every head rotates its keys in registers).
+bool rotatesTilesInSharedMemory(const DecodeKernelSpec &s) {
+  if (!s.rotatesTilesInShared())
+    return false;
+  SharedMemoryLayout layout;
+  buildLayout(s, layout, /*rotatedTile=*/false);
+  kvgpu::DecodeConfigAttr c = s.config;
+  layout.add("k_rotated", {c.getTileTokens(), c.getThreadsX() * c.getVector()},
+             Float32Type::get(s.kv.getContext()));
+  return layout.getBytes() <= target::TargetInfo::kStaticSharedLimit;
+}
+
+DecodeBuffers buildLayout(const DecodeKernelSpec &s,
+                          SharedMemoryLayout &layout) {
+  return buildLayout(s, layout, rotatesTilesInSharedMemory(s));
 }
 
 } // namespace
@@ -622,11 +646,10 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   }
   Value queryPosition = spec.rope ? metaAt(kMetaPosition) : Value();
   // Key row `t` of the tile starting at token t0, rotated where RoPE is on.
-  auto keyRow = [&](ImplicitLocOpBuilder &jb, Value stage, Value t0,
-                    Value t) -> Value {
+  // Key row `t` of the staged tile starting at token t0, rotated.
+  auto rotatedKeyRow = [&](ImplicitLocOpBuilder &jb, Value stage, Value t0,
+                           Value t) -> Value {
     Value row = rowOf(jb, kTiles, stage, t);
-    if (!rope)
-      return row;
     IRBuilder k{jb};
     Value relative = k.sub(k.add(t0, t), queryPosition);
     return scf::IfOp::create(
@@ -652,6 +675,37 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
                  scf::YieldOp::create(nb, l, row);
                })
         .getResult(0);
+  };
+  // With a group, the block rotates each tile once (rotateTile) and the
+  // heads read the rotated f32 rows: a thread keeps its lane's columns and
+  // frequencies and takes rows y + G z, y + G z + G tz, ...
+  std::optional<SharedTile> kRotated;
+  if (buf.kRotated)
+    kRotated = SharedTile{kf.getShared(*buf.kRotated), tile, padded, false};
+  auto rotateTile = [&](ImplicitLocOpBuilder &ib, Value stage, Value t0) {
+    IRBuilder k{ib};
+    scf::ForOp::create(
+        ib, k.add(y, k.mul(k.idx(group), z)), k.idx(tile),
+        k.idx(group * tz), ValueRange{},
+        [&](OpBuilder &nb, Location l, Value t, ValueRange) {
+          ImplicitLocOpBuilder jb(l, nb);
+          vector::StoreOp::create(
+              jb, rotatedKeyRow(jb, stage, t0, t), kRotated->memref,
+              kRotated->elementIndices(jb, Value(), t, dim0));
+          scf::YieldOp::create(jb);
+        });
+  };
+  // Key row `t` as the scores read it.
+  auto keyRow = [&](ImplicitLocOpBuilder &jb, Value stage, Value t0,
+                    Value t) -> Value {
+    if (!rope)
+      return rowOf(jb, kTiles, stage, t);
+    if (!kRotated)
+      return rotatedKeyRow(jb, stage, t0, t);
+    return vector::LoadOp::create(jb, vecF32, kRotated->memref,
+                                  kRotated->elementIndices(jb, Value(), t,
+                                                           dim0))
+        .getResult();
   };
   auto tileLoop = scf::ForOp::create(
       b, ir.idx(0), numTiles, ir.idx(1),
@@ -679,6 +733,12 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
           gpu::BarrierOp::create(ib);
         }
         auto [t0, count] = tileRange(ib, i);
+        // Everyone is done with the previous tile's rotated rows (the
+        // barrier above).
+        if (kRotated) {
+          rotateTile(ib, stage, t0);
+          gpu::BarrierOp::create(ib);
+        }
         SmallVector<Value> tokens, logits;
         for (int64_t j = 0; j < tokensPerLane; ++j) {
           Value t = k.add(k.idx(j * tz), z);

@@ -61,6 +61,11 @@ struct DecodeKernelSpec {
     return kvgpu::decodeDecodesTilesInShared(kv, group());
   }
   bool int8Groups() const { return kv.getQuant() == kv::Quant::int8_group; }
+  /// Whether the block would rotate each K tile once into f32 rows that all
+  /// the group's heads read (it does where they fit in shared memory).
+  bool rotatesTilesInShared() const {
+    return kvgpu::decodeRotatesTilesInShared(bool(rope), group());
+  }
   /// Tokens per chunk of V staged transposed (vLLM's V pool), or 0.
   int64_t transposedVChunk() const {
     return kvgpu::transposedVChunk(kv);

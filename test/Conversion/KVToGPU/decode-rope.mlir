@@ -6,7 +6,10 @@
 // blend) are computed once, before the tile loop; per token a lane in the
 // rotated dims reads its K row and, for rotate-half, the partner row R / 2
 // dims away from the same stage, then rotates in f32 with cos / sin.approx
-// (no libdevice). Lanes past rotary_dim take the row as it is.
+// (no libdevice). Lanes past rotary_dim take the row as it is. With a GQA
+// group the block rotates each tile once (threads (y, z) take rows
+// y + G z, stepping G tz) into f32 rows in shared memory, a barrier, and
+// every head's scores read those.
 
 !c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
 !s = !kv.state<?x8x128xf16, base = e>
@@ -14,6 +17,7 @@
 // CHECK-LABEL: func.func @rotate_half
 // CHECK: gpu.func @[[K:decode_nhd_combined_csr_p16_h8x2_d128_f16_f16_rope_[0-9a-f]+]](
 // CHECK-SAME: workgroup(%[[KT:arg[0-9]+]] : memref<3x16x128xf16, #gpu.address_space<workgroup>> {{.*}}, %[[META:arg[0-9]+]] : memref<5xi32, #gpu.address_space<workgroup>>
+// CHECK-SAME: %[[KR:arg[0-9]+]] : memref<16x128xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK: memref.store %{{.*}}, %[[META]][%c4{{.*}}]
 // CHECK: %[[ROTATES:.*]] = arith.cmpi slt, %[[DIM0:.*]], %c64{{.*}} : index
 // CHECK: %[[LOW:.*]] = arith.cmpi slt, %[[DIM0]], %c32{{.*}} : index
@@ -26,6 +30,10 @@
 // CHECK: llvm.call_intrinsic "llvm.nvvm.cos.approx.ftz.f"
 // CHECK: llvm.call_intrinsic "llvm.nvvm.sin.approx.ftz.f"
 // CHECK: } else {
+// CHECK: vector.store %{{.*}}, %[[KR]][%{{.*}}, %[[DIM0]]] : memref<16x128xf32, #gpu.address_space<workgroup>>, vector<8xf32>
+// CHECK-NEXT: }
+// CHECK-NEXT: gpu.barrier
+// CHECK: vector.load %[[KR]][%{{.*}}, %[[DIM0]]] : memref<16x128xf32, #gpu.address_space<workgroup>>, vector<8xf32>
 // CHECK: gpu.return
 // CHECK-NOT: math.
 func.func @rotate_half(%q: memref<?x8x128xf16>, %pool: memref<?x2x16x2x128xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {

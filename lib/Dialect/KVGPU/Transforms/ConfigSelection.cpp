@@ -25,6 +25,10 @@ bool kvgpu::decodeDecodesTilesInShared(kv::PagedType kv, int64_t group) {
   return kv.isQuantized() && group > 1;
 }
 
+bool kvgpu::decodeRotatesTilesInShared(bool rope, int64_t group) {
+  return rope && group > 1;
+}
+
 int64_t kvgpu::transposedVChunk(kv::PagedType kv) {
   // The V map's innermost index is the slot (vLLM's V pool, preset or
   // specialized to affine maps).
@@ -67,21 +71,23 @@ int64_t kvgpu::decodeScaleColumns(kv::PagedType kv, int64_t paddedDims) {
 /// The decode kernel's configuration for query `q` over KV `kv` (a
 /// kv.paged_view of the same function).
 static FailureOr<DecodeConfigAttr>
-chooseDecodeConfigOf(Value kv, Value q, const target::TargetInfo &target,
-                     std::string &whyNot) {
+chooseDecodeConfigOf(Value kv, Value q, kv::RopeAttr rope,
+                     const target::TargetInfo &target, std::string &whyNot) {
   auto view = kv.getDefiningOp<kv::PagedViewOp>();
   if (!view) {
     whyNot = "its KV is not a kv.paged_view of the same function";
     return failure();
   }
   return kvgpu::chooseDecodeConfig(
-      view, cast<MemRefType>(q.getType()).getDimSize(1), target, whyNot);
+      view, cast<MemRefType>(q.getType()).getDimSize(1), bool(rope), target,
+      whyNot);
 }
 
 FailureOr<DecodeConfigAttr>
 kvgpu::chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
                           std::string &whyNot) {
-  return chooseDecodeConfigOf(op.getKv(), op.getQ(), target, whyNot);
+  return chooseDecodeConfigOf(op.getKv(), op.getQ(), op.getRopeAttr(), target,
+                              whyNot);
 }
 
 bool kvgpu::prefillTakesQueryRows(kv::PrefillOp op) {
@@ -95,11 +101,12 @@ kvgpu::getOrChooseQueryRowsConfig(kv::PrefillOp op,
                                   std::string &whyNot) {
   if (auto config = dyn_cast_or_null<DecodeConfigAttr>(getConfig(op)))
     return config;
-  return chooseDecodeConfigOf(op.getKv(), op.getQ(), target, whyNot);
+  return chooseDecodeConfigOf(op.getKv(), op.getQ(), op.getRopeAttr(), target,
+                              whyNot);
 }
 
 FailureOr<DecodeConfigAttr>
-kvgpu::chooseDecodeConfig(kv::PagedViewOp view, int64_t qHeads,
+kvgpu::chooseDecodeConfig(kv::PagedViewOp view, int64_t qHeads, bool rope,
                           const target::TargetInfo &target,
                           std::string &whyNot) {
   kv::PagedType kv = view.getType();
@@ -138,6 +145,9 @@ kvgpu::chooseDecodeConfig(kv::PagedViewOp view, int64_t qHeads,
   // Tiles decoded into f16 K and V rows take the same budget.
   int64_t decodedRowBytes =
       decodeDecodesTilesInShared(kv, group) ? 2 * threadsX * vec * 2 : 0;
+  // So do the f32 rows of a K tile rotated once for the group.
+  if (decodeRotatesTilesInShared(rope, group))
+    decodedRowBytes += threadsX * vec * 4;
   // So do the rows of a transposed V tile.
   if (transposedChunk)
     decodedRowBytes += threadsX * vec *

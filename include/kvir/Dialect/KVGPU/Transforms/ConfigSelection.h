@@ -23,9 +23,10 @@ chooseDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
                    std::string &whyNot);
 
 /// The decode configuration of the decode kernel over `view` with `qHeads`
-/// query heads (kv.decode, or a prefill's query rows).
+/// query heads (kv.decode, or a prefill's query rows), with or without
+/// on-the-fly RoPE.
 mlir::FailureOr<DecodeConfigAttr>
-chooseDecodeConfig(kv::PagedViewOp view, int64_t qHeads,
+chooseDecodeConfig(kv::PagedViewOp view, int64_t qHeads, bool rope,
                    const target::TargetInfo &target, std::string &whyNot);
 
 /// `op`'s `kvgpu.config` if it is a #kvgpu.decode, else chooseDecodeConfig.
@@ -73,6 +74,10 @@ bool decodePrefersTensorCores(kv::DecodeOp op,
 /// the group's heads would decode every row again), which its shared budget
 /// must hold.
 bool decodeDecodesTilesInShared(kv::PagedType kv, int64_t group);
+/// Whether the decode kernel rotates each K tile once by RoPE into an f32
+/// tile that the GQA group's heads read (rather than every head rotating
+/// the same keys): with RoPE and a group.
+bool decodeRotatesTilesInShared(bool rope, int64_t group);
 
 /// Tokens per cp.async chunk of a kernel's transposed V staging (decode and
 /// prefill kernels), for a V pool whose innermost index is the slot
