@@ -3,13 +3,13 @@
 // A kernel's symbol covers everything that changes its code. Each case puts
 // two kv.decode (or two kv.prefill) ops into one function that differ in
 // exactly one thing -- for prefill also causal, the custom mask's kind --
-// the LSE base, the soft cap, the window, sm_scale, the layout map (same
-// pool type, NHD against HND), the output dtype, the configuration -- and
-// checks that they launch different kernels and that each result matches
-// the float64 reference (the bug this guards against: two decodes differing
-// only in their LSE base shared one kernel, and the second returned the
-// first's base). The chip is covered by compiling one function for two
-// chips. On-the-fly RoPE has no decode kernel yet, so it cannot be paired.
+// the LSE base, the soft cap, the window, RoPE (style, theta, rotary_dim,
+// Llama 3.1's scaling), sm_scale, the layout map (same pool type, NHD
+// against HND), the output dtype, the configuration -- and checks that
+// they launch different kernels and that each result matches the float64
+// reference (the bug this guards against: two decodes differing only in
+// their LSE base shared one kernel, and the second returned the first's
+// base). The chip is covered by compiling one function for two chips.
 //
 //===----------------------------------------------------------------------===//
 #include "GpuHarness.h"
@@ -144,6 +144,19 @@ TEST(KernelIdentity, Window) {
   runPair(a, b, 8, 2003);
 }
 
+TEST(KernelIdentity, Rope) {
+  // Style, rotary_dim and Llama 3.1's scaling each change the kernel.
+  Variant a = base(), b = base(), c = base();
+  a.params.rope = ref::Rope{ref::RopeStyle::RotateHalf, 1e4, 1.0};
+  b.params.rope = a.params.rope;
+  b.params.rope->rotaryDim = 32;
+  runPair(a, b, 8, 2005);
+  c.params.rope = llama31Rope(ref::RopeStyle::RotateHalf, 0);
+  Variant d = c;
+  d.params.rope->style = ref::RopeStyle::Interleave;
+  runPair(c, d, 8, 2006);
+}
+
 TEST(KernelIdentity, SmScale) {
   Variant a = base(), b = base();
   b.params.smScale = 0.05;
@@ -231,6 +244,13 @@ TEST(KernelIdentity, PrefillSoftCapAndScale) {
   Variant c = prefillBase();
   c.params.smScale = 0.05;
   runPair(a, c, 8, 2106);
+}
+
+TEST(KernelIdentity, PrefillRope) {
+  Variant a = prefillBase(), b = prefillBase();
+  a.params.rope = ref::Rope{ref::RopeStyle::Interleave, 1e4, 1.0};
+  b.params.rope = ref::Rope{ref::RopeStyle::Interleave, 5e5, 1.0};
+  runPair(a, b, 8, 2108);
 }
 
 TEST(KernelIdentity, PrefillConfigAndOutput) {
