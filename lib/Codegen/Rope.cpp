@@ -143,18 +143,27 @@ Value Rope::rotateInterleaved(Value chunk, ArrayRef<Value> freqs,
   return vector::ShuffleOp::create(b, even, odd, interleave);
 }
 
+/// A TileRotation's chunk: 16 bytes of 16-bit elements.
+constexpr int64_t kTileRotationChunk = 8;
+
+/// The dims one of a row's TileRotation units covers in the rotated dims:
+/// a chunk, or for rotate-half a chunk of each half.
+static int64_t tileRotationUnitDims(kv::RopeAttr rope) {
+  return rope.getStyle() == kv::RopeStyle::rotate_half ? 2 * kTileRotationChunk
+                                                       : kTileRotationChunk;
+}
+
 std::string codegen::whyNotRotateTiles(kv::RopeAttr rope, int64_t headDim,
                                        int64_t threads) {
   int64_t rotated = rope.getRotatedDims(headDim);
   bool halves = rope.getStyle() == kv::RopeStyle::rotate_half;
   std::string what = std::string(halves ? "rotate-half" : "interleaved") +
                      " RoPE over " + std::to_string(rotated) + " rotary dims";
-  // 16-byte chunks of 16-bit elements: 8 dims.
-  if (rotated % (halves ? 16 : 8))
+  if (rotated % tileRotationUnitDims(rope))
     return what + ": the tensor-core kernels rotate 16-byte chunks of 8 "
                   "dims in place, so the rotated dims (each half, for "
                   "rotate-half) must be whole chunks";
-  int64_t units = halves ? rotated / 16 : rotated / 8;
+  int64_t units = rotated / tileRotationUnitDims(rope);
   if (units > threads)
     return what + " in a block of " + std::to_string(threads) +
            " threads: the tensor-core kernels give each thread one of a "
@@ -167,10 +176,10 @@ TileRotation::TileRotation(ImplicitLocOpBuilder &b, kv::RopeAttr rope,
                            int64_t headDim, Value thread, int64_t threads)
     : rope(rope), headDim(headDim) {
   IRBuilder ir{b};
-  const int64_t chunk = 8;
+  const int64_t chunk = kTileRotationChunk;
   int64_t rotated = rope.getRotatedDims(headDim);
   bool halves = rope.getStyle() == kv::RopeStyle::rotate_half;
-  units = halves ? rotated / 2 / chunk : rotated / chunk;
+  units = rotated / tileRotationUnitDims(rope);
   // Threads past the last whole set of unit columns idle.
   rowLanes = threads / units;
   assert(rowLanes > 0 && "whyNotRotateTiles rejects more units than threads");
@@ -192,7 +201,7 @@ void TileRotation::apply(
     const {
   IRBuilder ir{b};
   Type element = getElementTypeOrSelf(tile.memref.getType());
-  auto chunkType = VectorType::get({8}, element);
+  auto chunkType = VectorType::get({kTileRotationChunk}, element);
   emitIf(b, ir.lt(firstRow, ir.idx(rowLanes)), [&](ImplicitLocOpBuilder &ib) {
     scf::ForOp::create(
         ib, firstRow, IRBuilder{ib}.idx(tile.rows),

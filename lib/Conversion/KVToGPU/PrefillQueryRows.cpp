@@ -103,14 +103,9 @@ gpu_lowering::whyNoQueryRowsKernel(kv::PrefillOp op,
       kvgpu::getOrChooseQueryRowsConfig(op, target, whyNot);
   if (failed(config))
     return "an f32 prefill's query rows (on the decode kernel): " + whyNot;
-  DecodeKernelSpec spec;
-  spec.kv = kv;
-  spec.qType = cast<MemRefType>(op.getQ().getType());
-  spec.qHeads = spec.qType.getDimSize(1);
-  spec.qoIndptrType = cast<MemRefType>(op.getQoIndptr().getType());
-  spec.rope = op.getRopeAttr();
-  spec.config = *config;
-  return whyNotDecodeKernelSpec(view, spec);
+  // (The outputs' buffer types change no check.)
+  return whyNotDecodeKernelSpec(
+      view, describeQueryRows(op, *config, MemRefType(), MemRefType()));
 }
 
 LogicalResult gpu_lowering::lowerPrefillQueryRows(kv::PrefillOp op,

@@ -71,6 +71,18 @@ static LogicalResult verifyIndexArray(Operation *op, Value value,
   return success();
 }
 
+/// RoPE on an op over rows of `headDim`: pairs need an even head dim, and
+/// rotary_dim cannot pass it.
+static LogicalResult verifyRopeFits(Operation *op, RopeAttr rope,
+                                    int64_t headDim) {
+  if (headDim % 2)
+    return op->emitOpError() << "rope needs an even head_dim, got " << headDim;
+  if (rope.getRotaryDim() > headDim)
+    return op->emitOpError() << "rope rotary_dim " << rope.getRotaryDim()
+                             << " exceeds head_dim " << headDim;
+  return success();
+}
+
 static LogicalResult verifyShape(Operation *op, MemRefType type,
                                  ArrayRef<int64_t> expected, StringRef what,
                                  StringRef because) {
@@ -302,12 +314,8 @@ verifyAttention(Operation *op, Value q, const KVShape &kv, StateType result,
   if (windowLeft && *windowLeft < 0)
     return op->emitOpError() << "window_left must be non-negative, got "
                              << *windowLeft << " (omit it for no window)";
-  if (rope && kv.headDim % 2)
-    return op->emitOpError() << "rope needs an even head_dim, got "
-                             << kv.headDim;
-  if (rope && rope.getRotaryDim() > kv.headDim)
-    return op->emitOpError() << "rope rotary_dim " << rope.getRotaryDim()
-                             << " exceeds head_dim " << kv.headDim;
+  if (rope)
+    return verifyRopeFits(op, rope, kv.headDim);
   return success();
 }
 
@@ -489,13 +497,8 @@ LogicalResult AppendOp::verify() {
     nnz = size;
     nnzFrom = name;
   }
-  if (getRopeAttr() && kv.getHeadDim() % 2)
-    return emitOpError() << "rope needs an even head_dim, got "
-                         << kv.getHeadDim();
-  if (RopeAttr rope = getRopeAttr();
-      rope && rope.getRotaryDim() > kv.getHeadDim())
-    return emitOpError() << "rope rotary_dim " << rope.getRotaryDim()
-                         << " exceeds head_dim " << kv.getHeadDim();
+  if (RopeAttr rope = getRopeAttr())
+    return verifyRopeFits(getOperation(), rope, kv.getHeadDim());
   return success();
 }
 

@@ -6,6 +6,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <optional>
+
 using namespace mlir;
 using namespace kvir::kv;
 
@@ -103,19 +105,26 @@ Value kvir::kv::emitKvLen(ImplicitLocOpBuilder &b, const PagedOperands &kv,
   return emitRequestTable(b, kv, req).kvLen;
 }
 
-Type kvir::kv::getPageEntryType(PagedType type, TypeRange flatTypes) {
-  unsigned table;
-  switch (type.getTable()) {
+/// Which of a table form's tables holds its page entries (none for
+/// token_offset).
+static std::optional<unsigned> pageEntryTable(TableForm form) {
+  switch (form) {
   case TableForm::csr:
-    table = 1;
-    break;
+    return 1; // kv_indices
   case TableForm::block_table:
   case TableForm::token_table:
-    table = 0;
-    break;
+    return 0;
   case TableForm::token_offset:
-    return Type();
+    break;
   }
+  return std::nullopt;
+}
+
+Type kvir::kv::getPageEntryType(PagedType type, TypeRange flatTypes) {
+  std::optional<unsigned> entries = pageEntryTable(type.getTable());
+  if (!entries)
+    return Type();
+  unsigned table = *entries;
   // Without the operands' types (shared-memory estimates before a lowering
   // knows them): i32, four bytes less per entry than an i64 table's.
   if (flatTypes.size() <= type.getNumPools() + table)
@@ -127,16 +136,12 @@ Type kvir::kv::getPageEntryType(PagedType type, TypeRange flatTypes) {
 std::pair<Value, SmallVector<Value>>
 kvir::kv::emitPageEntryAddress(ImplicitLocOpBuilder &b, const PagedOperands &kv,
                                Value req, Value base, Value logicalPage) {
-  switch (kv.type.getTable()) {
-  case TableForm::csr:
-    return {kv.tables[1], {arith::AddIOp::create(b, base, logicalPage)}};
-  case TableForm::block_table:
-  case TableForm::token_table:
-    return {kv.tables[0], {req, logicalPage}};
-  case TableForm::token_offset:
-    break;
-  }
-  llvm_unreachable("token_offset tables have no page entries");
+  std::optional<unsigned> table = pageEntryTable(kv.type.getTable());
+  assert(table && "token_offset tables have no page entries");
+  // CSR's entries of all requests are one array; the others a row each.
+  if (kv.type.getTable() == TableForm::csr)
+    return {kv.tables[*table], {arith::AddIOp::create(b, base, logicalPage)}};
+  return {kv.tables[*table], {req, logicalPage}};
 }
 
 Value kvir::kv::emitPageEntry(ImplicitLocOpBuilder &b, const PagedOperands &kv,
