@@ -4,9 +4,10 @@ A plan (the "plan" object of every manifest) names the op's arguments with
 their shapes, the sizes derived from them (an argument's axis, or an
 expression over earlier sizes), the split-KV work schedule where there is
 one, and the kernels with the condition under which each runs (always,
-unsplit, split). Kernel parameters follow the manifest's param_abi: a memref
-is (allocated pointer, aligned pointer, offset, sizes, strides), all 8
-bytes; an index size is 8 bytes; an f32 scalar 4. This module does that
+unsplit, split). Kernel parameters follow the manifest's param_abi: a buffer
+is a bare device pointer (8 bytes), an index size 8 bytes, an f32 scalar 4,
+then each buffer's dynamic extents (role "extent"), 8 bytes each, valued by
+their expressions over the plan's sizes. This module does that
 host-side work for any plan, over device buffers given as
 (pointer, shape) pairs; the schedule comes from kvir's runtime library
 (libkvir_runtime.so: kvir_schedule_work, no LLVM).
@@ -112,9 +113,23 @@ class Plan:
             return env[self.plan["partitions"]] > 1
         return False
 
+    @staticmethod
+    def _extent(p, buffers, env):
+        """The value of extent parameter `p`: a buffer's own stride (in
+        elements) when given, else the manifest's expression (null for the
+        strides of a strided view, which only the buffer knows)."""
+        buf = buffers.get(p["of"])
+        if p["extent"] == "stride" and buf is not None and len(buf) > 2:
+            return int(buf[2][p["axis"]])
+        if p["value"] is None:
+            raise PlanError(f"{p['of']}: a strided view; pass its buffer as "
+                            f"(pointer, shape, strides)")
+        return eval_size(p["value"], env)
+
     def launches(self, buffers, env):
         """[(kernel, grid, block, dynamic shared bytes, [param bytes])] for
-        buffers {name: (device pointer, shape)}."""
+        buffers {name: (device pointer, shape[, strides in elements])}
+        (contiguous when no strides are given)."""
         split = self.split(env)
         out = []
         for k in self.plan["kernels"]:
@@ -124,6 +139,10 @@ class Plan:
             m = self.kernels[k["kernel"]]
             params = []
             for p in m["params"]:
+                if p["role"] == "extent":
+                    params.append(struct.pack("<q", self._extent(p, buffers,
+                                                                 env)))
+                    continue
                 if p["shape"] == [] and p["dtype"] in ("index", "i64"):
                     params.append(struct.pack("<q", env[p["name"]]))
                     continue
@@ -133,17 +152,12 @@ class Plan:
                 if p["name"] not in buffers:
                     raise PlanError(f"{m['kernel']}: no buffer for "
                                     f"parameter {p['name']}")
-                ptr, shape = buffers[p["name"]]
+                ptr, shape = buffers[p["name"]][:2]
                 expect = [eval_size(d, env) for d in p["shape"]]
                 if list(shape) != expect:
                     raise PlanError(f"{p['name']}: shape {list(shape)}, the "
                                     f"plan expects {expect}")
-                strides, st = [], 1
-                for d in reversed(shape):
-                    strides.insert(0, st)
-                    st *= d
-                for v in [ptr, ptr, 0] + list(shape) + strides:
-                    params.append(struct.pack("<Q", v))
+                params.append(struct.pack("<Q", ptr))
             if len(params) != m["num_params"]:
                 raise PlanError(f"{m['kernel']}: {len(params)} parameters, "
                                 f"the manifest says {m['num_params']}")

@@ -1,6 +1,7 @@
 //===- HostLowering.cpp - Host code that launches emulated kernels --------===//
 #include "kvir/Emulator/HostLowering.h"
 #include "kvir/Emulator/Emulator.h"
+#include "kvir/Dialect/KVGPU/Transforms/Passes.h"
 #include "kvir/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -57,6 +58,7 @@ LogicalResult kvir::emu::lowerHostForEmulator(ModuleOp module) {
   {
     PassManager pm(context);
     pm.addPass(createGpuKernelOutliningPass());
+    pm.addPass(kvgpu::createKVGPUBareKernelABI());
     if (failed(pm.run(module)))
       return failure();
   }

@@ -49,6 +49,7 @@ void kvir::buildKVToGPUPipeline(OpPassManager &pm,
 void kvir::buildKVToNVVMPipeline(OpPassManager &pm,
                                  const KVToGPUPipelineOptions &options) {
   buildKVToGPUPipeline(pm, options);
+  pm.addPass(kvgpu::createKVGPUBareKernelABI());
   target::buildGpuKernelLoweringPipeline(pm);
   // kv-tile has rejected an unknown chip by the time this runs.
   if (const target::TargetInfo *t = target::TargetInfo::lookup(options.chip))
@@ -74,8 +75,12 @@ void kvir::buildHostToLLVMPipeline(OpPassManager &pm,
   }
   target::addLoopLoweringPasses(pm);
   pm.addPass(createConvertVectorToLLVMPass());
-  if (options.gpuRuntime)
-    pm.addPass(createGpuToLLVMConversionPass());
+  if (options.gpuRuntime) {
+    // Launches pass the bare pointers kernels take (kvgpu-bare-kernel-abi).
+    GpuToLLVMConversionPassOptions launches;
+    launches.kernelBarePtrCallConv = true;
+    pm.addPass(createGpuToLLVMConversionPass(launches));
+  }
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());

@@ -37,7 +37,7 @@ module attributes {gpu.container_module} {
       %n = gpu.block_dim x
       %base = arith.muli %b, %n : index
       %i = arith.addi %base, %t : index
-      // LOAD: kvir-emu: kernel 'read': out-of-bounds global load of 4 bytes at 0x{{[0-9A-F]+}} through kernel argument #1, 0 bytes past the end of gpu.alloc [0x{{[0-9A-F]+}}, 0x{{[0-9A-F]+}}) of 96 bytes
+      // LOAD: kvir-emu: kernel 'read': out-of-bounds global load of 4 bytes at 0x{{[0-9A-F]+}} through kernel argument #0, 0 bytes past the end of gpu.alloc [0x{{[0-9A-F]+}}, 0x{{[0-9A-F]+}}) of 96 bytes
       // LOAD-NEXT: block (1,0,0) thread (8,0,0)
       // LOAD-NEXT: at {{.*}}oob-global.mlir:[[@LINE+5]]:{{[0-9]+}} (llvm.load)
       // LOAD-NEXT: kvir-emu: the launch failed its checks
@@ -53,7 +53,7 @@ module attributes {gpu.container_module} {
       %c1 = arith.constant 1 : index
       %i = arith.addi %t, %c1 : index
       %v = arith.index_cast %t : index to i32
-      // STORE: kvir-emu: kernel 'shifted_store': out-of-bounds global store of 4 bytes at 0x{{[0-9A-F]+}} through kernel argument #1, 0 bytes past the end of host allocation [0x{{[0-9A-F]+}}, 0x{{[0-9A-F]+}}) of 32 bytes
+      // STORE: kvir-emu: kernel 'shifted_store': out-of-bounds global store of 4 bytes at 0x{{[0-9A-F]+}} through kernel argument #0, 0 bytes past the end of host allocation [0x{{[0-9A-F]+}}, 0x{{[0-9A-F]+}}) of 32 bytes
       // STORE-NEXT: block (0,0,0) thread (7,0,0)
       // STORE-NEXT: at {{.*}}oob-global.mlir:[[@LINE+1]]:{{[0-9]+}} (llvm.store)
       memref.store %v, %y[%i] : memref<8xi32>
@@ -65,7 +65,7 @@ module attributes {gpu.container_module} {
       %i = arith.muli %t, %c4 : index
       %v = arith.constant dense<1.0> : vector<4xf32>
       %all = vector.create_mask %n : vector<4xi1>
-      // MASKED: kvir-emu: kernel 'masked_store': out-of-bounds global store of 16 bytes at 0x{{[0-9A-F]+}} through kernel argument #1, the last 8 bytes are past the end of host allocation [0x{{[0-9A-F]+}}, 0x{{[0-9A-F]+}}) of 40 bytes
+      // MASKED: kvir-emu: kernel 'masked_store': out-of-bounds global store of 16 bytes at 0x{{[0-9A-F]+}} through kernel argument #0, the last 8 bytes are past the end of host allocation [0x{{[0-9A-F]+}}, 0x{{[0-9A-F]+}}) of 40 bytes
       // MASKED-NEXT: block (0,0,0) thread (2,0,0)
       // MASKED-NEXT: at {{.*}}oob-global.mlir:[[@LINE+1]]:{{[0-9]+}} (llvm.intr.masked.store)
       vector.maskedstore %y[%i], %all, %v : memref<10xf32>, vector<4xi1>, vector<4xf32>

@@ -5,10 +5,10 @@
 // that argument points into, even when it lands in another live buffer.
 // The kernel reads a[i] with i chosen by the host so that &a[i] is
 // &b[2]: any-live-allocation checking would let it pass; the emulator
-// blames the argument the address came from (#1, a's aligned pointer
-// after memref descriptor expansion) and names the buffer it hit.
+// blames the argument the address came from (#0, a's bare pointer in
+// kvir's kernel ABI) and names the buffer it hit.
 
-// CHECK: kvir-emu: kernel 'read': out-of-bounds global load of 4 bytes at 0x{{[0-9A-F]+}} through kernel argument #1, {{[0-9]+}} bytes {{past the end|before the start}} of host allocation [0x{{[0-9A-F]+}}, 0x{{[0-9A-F]+}}) of 64 bytes (inside host allocation [0x{{[0-9A-F]+}}, 0x{{[0-9A-F]+}}) of 128 bytes, another allocation)
+// CHECK: kvir-emu: kernel 'read': out-of-bounds global load of 4 bytes at 0x{{[0-9A-F]+}} through kernel argument #0, {{[0-9]+}} bytes {{past the end|before the start}} of host allocation [0x{{[0-9A-F]+}}, 0x{{[0-9A-F]+}}) of 64 bytes (inside host allocation [0x{{[0-9A-F]+}}, 0x{{[0-9A-F]+}}) of 128 bytes, another allocation)
 
 module attributes {gpu.container_module} {
   gpu.module @kernels {

@@ -34,7 +34,11 @@ void kvir::target::buildGpuKernelLoweringPipeline(OpPassManager &modulePm) {
   // convert-gpu-to-nvvm maps the GPU address spaces and lowers gpu, memref,
   // arith, cf and func; vector ops (and the arith and ub ops their lowering
   // creates) follow, now that every memref has an integer address space.
-  kernels.addPass(createConvertGpuOpsToNVVMOps());
+  // Kernels take bare pointers (kvgpu-bare-kernel-abi has given every
+  // memref argument a static rank-0 type), not memref descriptors.
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.useBarePtrCallConv = true;
+  kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
   kernels.addPass(createConvertVectorToLLVMPass());
   kernels.addPass(createArithToLLVMConversionPass());
   kernels.addPass(createUBToLLVMConversionPass());

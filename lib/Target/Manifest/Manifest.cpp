@@ -1,6 +1,7 @@
 //===- Manifest.cpp - Manifests and C headers from launch plans -----------===//
 #include "kvir/Target/Manifest/Manifest.h"
 #include "kvir/Dialect/KV/IR/PoolLayout.h"
+#include "kvir/Dialect/KVGPU/IR/KernelABI.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -53,24 +54,74 @@ static llvm::json::Value argJson(PlanArgAttr arg) {
                             {"shape", std::move(shape)}};
 }
 
-/// Scalars a kernel parameter expands to in the PTX entry: MLIR memrefs
-/// become (allocated, aligned, offset, sizes..., strides...).
-static int64_t paramCount(Type type) {
-  if (auto memref = dyn_cast<MemRefType>(type))
-    return 3 + 2 * memref.getRank();
-  return 1;
+/// The argument or size `name` of `plan` as a kernel parameter: a buffer
+/// is a bare pointer, 16-byte aligned; a size an int64.
+static llvm::json::Object paramOf(LaunchPlanAttr plan, StringRef name) {
+  if (PlanArgAttr arg = plan.lookupArg(name)) {
+    llvm::json::Object param = *argJson(arg).getAsObject();
+    param["abi"] = "pointer";
+    param["align"] = 16;
+    return param;
+  }
+  return llvm::json::Object{{"name", name},
+                            {"role", "size"},
+                            {"abi", "i64"},
+                            {"dtype", "index"},
+                            {"shape", llvm::json::Array{}}};
 }
 
-/// The argument or size `name` of `plan` as a kernel parameter.
-static std::pair<llvm::json::Value, int64_t> paramOf(LaunchPlanAttr plan,
-                                                     StringRef name) {
-  if (PlanArgAttr arg = plan.lookupArg(name))
-    return {argJson(arg), paramCount(arg.getType())};
-  return {llvm::json::Object{{"name", name},
-                             {"role", "size"},
+/// The parameters of `kernel` in kvir's kernel ABI (kvgpu/IR/KernelABI.h):
+/// its arguments, then the dynamic extents of its buffers, each with the
+/// plan's expression of its value (strides of contiguous buffers).
+static llvm::json::Array kernelParams(LaunchPlanAttr plan,
+                                      KernelLaunchAttr kernel) {
+  llvm::json::Array params;
+  SmallVector<Type> types;
+  SmallVector<PlanArgAttr> args;
+  for (Attribute a : kernel.getArgs()) {
+    StringRef name = cast<StringAttr>(a).getValue();
+    params.push_back(paramOf(plan, name));
+    PlanArgAttr arg = plan.lookupArg(name);
+    args.push_back(arg);
+    types.push_back(arg ? arg.getType() : IndexType::get(plan.getContext()));
+  }
+  MLIRContext *ctx = plan.getContext();
+  for (const KernelExtent &extent : getKernelExtents(types)) {
+    PlanArgAttr arg = args[extent.arg];
+    ArrayRef<SizeExprAttr> shape = arg.getShape();
+    SizeExprAttr value = SizeExprAttr::constant(ctx, 0);
+    StringRef kind = "offset";
+    std::string name = (arg.getName() + "_offset").str();
+    if (extent.kind == KernelExtent::Kind::size) {
+      kind = "size";
+      value = shape[extent.axis];
+      name = (arg.getName() + "_size" + Twine(extent.axis)).str();
+    } else if (extent.kind == KernelExtent::Kind::stride) {
+      kind = "stride";
+      value = SizeExprAttr::constant(ctx, 1);
+      for (SizeExprAttr dim : shape.drop_front(extent.axis + 1))
+        value = SizeExprAttr::mul(value, dim);
+      name = (arg.getName() + "_stride" + Twine(extent.axis)).str();
+    }
+    // A strided view (e.g. a transposed buffer): its strides and offset are
+    // the caller's buffer's, which the plan's shapes do not give (null).
+    if (extent.kind != KernelExtent::Kind::size &&
+        !cast<MemRefType>(arg.getType()).getLayout().isIdentity())
+      value = nullptr;
+    llvm::json::Object param{{"name", name},
+                             {"role", "extent"},
+                             {"abi", "i64"},
                              {"dtype", "index"},
-                             {"shape", llvm::json::Array{}}},
-          1};
+                             {"shape", llvm::json::Array{}},
+                             {"extent", kind},
+                             {"of", arg.getName()},
+                             {"value", value ? exprJson(value)
+                                             : llvm::json::Value(nullptr)}};
+    if (extent.kind != KernelExtent::Kind::offset)
+      param["axis"] = extent.axis;
+    params.push_back(std::move(param));
+  }
+  return params;
 }
 
 /// The bytes of the workspace arguments `kernels` take, as an expression.
@@ -208,12 +259,8 @@ llvm::json::Value manifest::kernelManifest(LaunchPlanAttr plan,
     grid.push_back(exprJson(dim));
   for (int64_t dim : kernel.getBlock())
     block.push_back(dim);
-  int64_t numParams = 0;
-  for (Attribute a : kernel.getArgs()) {
-    auto [param, count] = paramOf(plan, cast<StringAttr>(a).getValue());
-    params.push_back(std::move(param));
-    numParams += count;
-  }
+  params = kernelParams(plan, kernel);
+  int64_t numParams = params.size();
   return llvm::json::Object{
       {"kernel", kernel.getKernel().getLeafReference().getValue()},
       {"role", kernel.getRole()},
@@ -226,8 +273,9 @@ llvm::json::Value manifest::kernelManifest(LaunchPlanAttr plan,
       {"dynamic_shared_bytes", kernel.getDynamicSharedBytes()},
       {"params", std::move(params)},
       {"num_params", numParams},
-      {"param_abi", "memref -> (allocated ptr, aligned ptr, offset, "
-                    "sizes[rank], strides[rank]); sizes as int64"},
+      {"param_abi", "buffers as bare device pointers (16-byte aligned) and "
+                    "sizes as int64, in order; then each buffer's dynamic "
+                    "extents as int64 (role extent, value an expression)"},
       {"plan", planJson(plan)},
   };
 }
@@ -523,10 +571,10 @@ std::string manifest::cHeader(StringRef binary, StringRef ptx, StringRef chip,
     << ", and how to launch its kernels. */\n#ifndef KVIR_" << id
     << "_H\n#define KVIR_" << id
     << "_H\n\n#include <stddef.h>\n#include <stdint.h>\n\n"
-    << "/* Memref parameters are MLIR memref descriptors expanded into\n"
-    << "   scalars: allocated ptr, aligned ptr, offset, sizes[rank],\n"
-    << "   strides[rank] (int64); sizes are int64. Pointers must be 16-byte\n"
-    << "   aligned. A kernel launches when its plan's condition holds:\n"
+    << "/* Kernel parameters: each buffer a bare device pointer (16-byte\n"
+    << "   aligned), each size an int64, in the manifest's order; then the\n"
+    << "   buffers' dynamic extents (sizes, strides, offset) as int64.\n"
+    << "   A kernel launches when its plan's condition holds:\n"
     << "   always, or by the partition count (unsplit: 1, split: more). */\n"
     << "#ifndef KVIR_LAUNCH_TYPES\n#define KVIR_LAUNCH_TYPES\n"
     << "typedef enum { KVIR_ALWAYS = 0, KVIR_UNSPLIT = 1, KVIR_SPLIT = 2 } "
@@ -556,9 +604,7 @@ std::string manifest::cHeader(StringRef binary, StringRef ptx, StringRef chip,
     h << "static const kvir_kernel_t " << pid << "_kernels["
       << plan.getKernels().size() << "] = {\n";
     for (KernelLaunchAttr k : plan.getKernels()) {
-      int64_t params = 0;
-      for (Attribute a : k.getArgs())
-        params += paramOf(plan, cast<StringAttr>(a).getValue()).second;
+      size_t params = kernelParams(plan, k).size();
       static const char *when[] = {"KVIR_ALWAYS", "KVIR_UNSPLIT", "KVIR_SPLIT"};
       h << "  {\"" << k.getKernel().getLeafReference().getValue() << "\", \""
         << k.getRole() << "\", " << when[int(k.getWhen())] << ", {"
@@ -625,6 +671,16 @@ static LogicalResult writeFile(StringRef path, StringRef contents,
   return success();
 }
 
+/// The number of parameters the PTX entry `kernel` declares, if found.
+static std::optional<size_t> ptxParamCount(StringRef ptx, StringRef kernel) {
+  size_t at = ptx.find((".entry " + kernel + "(").str());
+  if (at == StringRef::npos)
+    return std::nullopt;
+  StringRef params = ptx.drop_front(at);
+  params = params.take_until([](char c) { return c == ')'; });
+  return params.count(".param ");
+}
+
 LogicalResult manifest::writeOutputs(ModuleOp module, StringRef outputDir) {
   if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
     return module.emitError() << "kvir-translate: cannot create " << outputDir
@@ -664,6 +720,14 @@ LogicalResult manifest::writeOutputs(ModuleOp module, StringRef outputDir) {
         // A kernel shared by plans (a merge kernel) gets the first's manifest.
         if (!written.insert(kernelName).second)
           continue;
+        // The manifest and the kernel must agree on the parameters.
+        size_t listed = kernelParams(plan, kernel).size();
+        std::optional<size_t> declared = ptxParamCount(ptx, kernelName);
+        if (declared && *declared != listed)
+          return binary.emitError()
+                 << "kvir-translate: kernel " << kernelName << " declares "
+                 << *declared << " parameters, its launch plan lists "
+                 << listed;
         SmallString<128> jsonPath(outputDir);
         llvm::sys::path::append(jsonPath, kernelName + ".json");
         std::string json;

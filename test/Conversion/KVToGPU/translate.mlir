@@ -8,12 +8,12 @@
 // kvir-translate writes, per kernel, a JSON manifest derived from its launch
 // plan (entry name, role and launch condition, chip, block, grid
 // expressions, shared memory, parameters with roles, dtypes, shape
-// expressions and the descriptor ABI, the whole plan with the kernels'
+// expressions and the bare-pointer ABI, the whole plan with the kernels'
 // configuration) and one C header with
 // the PTX, each plan's kernel table and its size functions.
 
-// The direct kernel. Parameters expand to 53 scalars: q (rank 3) 9, the
-// rank-5 pool 13, three rank-1 tables 5 each, out 9, lse 7.
+// The direct kernel. Parameters: seven bare pointers (q, pool, the three
+// tables, out, lse), then the dynamic extent of each (its leading size).
 // DIRECT: "block": [
 // DIRECT-NEXT: 16,
 // DIRECT-NEXT: 4,
@@ -25,10 +25,13 @@
 // DIRECT-NEXT: 8,
 // DIRECT-NEXT: 1
 // DIRECT: "kernel": "decode_affine_combined_csr_p16_h32x8_d128_f16_f16_{{[0-9a-f]+}}",
-// DIRECT: "num_params": 53,
-// DIRECT: "param_abi": "memref -> (allocated ptr, aligned ptr, offset, sizes[rank], strides[rank]); sizes as int64",
+// DIRECT: "num_params": 14,
+// DIRECT: "param_abi": "buffers as bare device pointers (16-byte aligned) and sizes as int64, in order; then each buffer's dynamic extents as int64 (role extent, value an expression)",
 // DIRECT: "params": [
-// DIRECT: "name": "q",
+// DIRECT: "abi": "pointer",
+// DIRECT-NEXT: "align": 16,
+// DIRECT-NEXT: "dtype": "f16",
+// DIRECT-NEXT: "name": "q",
 // DIRECT: "name": "pool",
 // DIRECT: "num_pages",
 // DIRECT: "name": "kv_indptr",
@@ -38,6 +41,18 @@
 // DIRECT: "name": "out",
 // DIRECT: "role": "output",
 // DIRECT: "name": "lse",
+// DIRECT: "abi": "i64",
+// DIRECT-NEXT: "axis": 0,
+// DIRECT-NEXT: "dtype": "index",
+// DIRECT-NEXT: "extent": "size",
+// DIRECT-NEXT: "name": "q_size0",
+// DIRECT-NEXT: "of": "q",
+// DIRECT-NEXT: "role": "extent",
+// DIRECT-NEXT: "shape": [],
+// DIRECT-NEXT: "value": "batch"
+// DIRECT: "name": "kv_indptr_size0",
+// DIRECT: "value": "batch + 1"
+// DIRECT: "name": "lse_size0",
 // DIRECT: "plan": {
 // The configuration the kernels were built with.
 // DIRECT: "config": {
@@ -96,7 +111,7 @@
 // SPLIT-NEXT: "num_work",
 // SPLIT-NEXT: 8,
 // SPLIT-NEXT: 1
-// SPLIT: "num_params": 76,
+// SPLIT: "num_params": 20,
 // SPLIT: "name": "work_items",
 // SPLIT: "role": "schedule",
 // SPLIT: "max_work",
@@ -129,9 +144,9 @@
 // HEADER: ".visible .entry decode_affine_combined_csr_p16_h32x8_d128_f16_f16_
 // HEADER: static const char kvir_kv_kernels_plan0_name[] = "decode_affine_combined_csr_p16_h32x8_d128_f16_f16_{{[0-9a-f]+}}";
 // HEADER: static const kvir_kernel_t kvir_kv_kernels_plan0_kernels[3] = {
-// HEADER-NEXT: {"decode_affine_combined_csr_p16_h32x8_d128_f16_f16_{{[0-9a-f]+}}", "direct", KVIR_UNSPLIT, {16, 4, 2}, 29808, 0, 53}, /* grid (batch, 8, 1) */
-// HEADER-NEXT: {"decode_affine_combined_csr_p16_h32x8_d128_f16_f32_split_{{[0-9a-f]+}}", "split", KVIR_SPLIT, {16, 4, 2}, 29808, 0, 76}, /* grid (num_work, 8, 1) */
-// HEADER-NEXT: {"merge_rows_h32_d128_f16_base_2_{{[0-9a-f]+}}", "merge", KVIR_SPLIT, {128, 1, 1}, 512, 0, 37}, /* grid (batch, 32, 1) */
+// HEADER-NEXT: {"decode_affine_combined_csr_p16_h32x8_d128_f16_f16_{{[0-9a-f]+}}", "direct", KVIR_UNSPLIT, {16, 4, 2}, 29808, 0, 14}, /* grid (batch, 8, 1) */
+// HEADER-NEXT: {"decode_affine_combined_csr_p16_h32x8_d128_f16_f32_split_{{[0-9a-f]+}}", "split", KVIR_SPLIT, {16, 4, 2}, 29808, 0, 20}, /* grid (num_work, 8, 1) */
+// HEADER-NEXT: {"merge_rows_h32_d128_f16_base_2_{{[0-9a-f]+}}", "merge", KVIR_SPLIT, {128, 1, 1}, 512, 0, 10}, /* grid (batch, 32, 1) */
 // HEADER: static inline int64_t kvir_kv_kernels_plan0_num_partitions(int64_t batch) {
 // HEADER-NEXT: return kvir_min(32, kvir_max(1, kvir_ceildiv(264, kvir_max(1, batch * 8))));
 // HEADER: static inline int64_t kvir_kv_kernels_plan0_max_work(int64_t batch) {

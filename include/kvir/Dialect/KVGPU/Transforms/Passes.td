@@ -34,4 +34,26 @@ def KVTile : Pass<"kv-tile"> {
   let dependentDialects = ["::kvir::kvgpu::KVGPUDialect"];
 }
 
+def KVGPUBareKernelABI : Pass<"kvgpu-bare-kernel-abi", "::mlir::ModuleOp"> {
+  let summary = "Give every kernel bare pointers and scalar extents as parameters";
+  let description = [{
+    Rewrites each `gpu.func` kernel of the module's `gpu.module`s and every
+    `gpu.launch_func` of it to kvir's kernel ABI (KernelABI.h): a memref
+    argument becomes a rank-0 memref of its element type (one bare pointer
+    once lowered with the bare-pointer calling convention), and its dynamic
+    sizes, strides and offset become trailing `index` arguments, in argument
+    order. The kernel rebuilds the original memref from them with
+    `memref.reinterpret_cast`; the launch site reads them with
+    `memref.extract_strided_metadata`. A framework then launches a kernel
+    with pointers and sizes instead of expanded memref descriptors (three
+    words plus two per dimension each).
+
+    Kernels already in this form are left as they are. A kernel argument
+    that is an unranked memref or has no strided layout cannot be passed
+    this way: the pass fails, naming the kernel and the argument.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::gpu::GPUDialect"];
+}
+
 #endif // KVIR_DIALECT_KVGPU_TRANSFORMS_PASSES_TD
