@@ -63,6 +63,16 @@ llvm::LogicalResult Emulator::launch(llvm::StringRef kernel, Dim3 grid,
   return llvm::failure();
 }
 
+std::optional<std::vector<uint32_t>>
+Emulator::getKernelParamBytes(llvm::StringRef kernel) const {
+  for (auto &module : compiledModules()) {
+    auto it = module->kernelParamBytes.find(kernel.str());
+    if (it != module->kernelParamBytes.end())
+      return it->second;
+  }
+  return std::nullopt;
+}
+
 void Emulator::recordLaunch(const std::vector<uint32_t> &paramBytes,
                             llvm::StringRef kernel, Dim3 grid, Dim3 block,
                             uint32_t dynamicSharedBytes, void **params) {
@@ -331,6 +341,7 @@ void __kvemu_access(const void *, uint64_t, uint32_t, uint32_t, const void *,
 void __kvemu_access_masked(const void *, uint64_t, uint64_t, uint32_t,
                            uint32_t, const void *, int32_t);
 void *__kvemu_shared_base();
+void __kvemu_divide(uint32_t, uint32_t);
 int32_t kvemu_vprintf(const char *, const char *);
 void kvemu_assertfail(const char *, const char *, uint32_t, const char *,
                       uint64_t);
@@ -359,6 +370,7 @@ llvm::orc::SymbolMap hookSymbols(llvm::orc::MangleAndInterner interner) {
   add(map, interner, kabi::kAccess, &__kvemu_access);
   add(map, interner, kabi::kAccessMasked, &__kvemu_access_masked);
   add(map, interner, kabi::kSharedBase, &__kvemu_shared_base);
+  add(map, interner, kabi::kDivide, &__kvemu_divide);
 #define KVEMU_NV(name)                                                         \
   add(map, interner, "__nv_" #name "f", &kvemu_##name##f);                     \
   add(map, interner, "__nv_" #name, &kvemu_##name);

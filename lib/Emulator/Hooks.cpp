@@ -198,6 +198,16 @@ void __kvemu_cp_async_wait(uint32_t n) { performCopies(*current.thread, n); }
 
 void *__kvemu_shared_base() { return current.block->shared; }
 
+void __kvemu_divide(uint32_t fault, uint32_t site) {
+  if (fault == 1)
+    fail("integer division by zero (PTX leaves the result unspecified)",
+         site);
+  if (fault == 2)
+    fail("signed integer division overflow: the most negative value divided "
+         "by -1 (PTX leaves the result unspecified)",
+         site);
+}
+
 /// CUDA's device-side printf (what gpu.printf lowers to): the arguments come
 /// packed in a buffer, each at its natural alignment, integers of at most 32
 /// bits as 4 bytes, floating point promoted to double. Printed to stdout.

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -43,6 +44,7 @@ private:
   uint32_t site(Operation *op);
 
   LogicalResult layoutSharedMemory();
+  LogicalResult instrumentDivision(Operation *op, bool isSigned);
   LogicalResult rewriteNvvm(Operation *op);
   LogicalResult rewriteIntrinsic(LLVM::CallIntrinsicOp op);
   LogicalResult rewriteNvvmIntrinsics();
@@ -664,14 +666,70 @@ LogicalResult Instrumenter::rewriteIntrinsic(LLVM::CallIntrinsicOp op) {
   return success();
 }
 
+/// Whether `divisor` is a constant the host can divide by without a trap.
+static bool isSafeDivisor(Value divisor, bool isSigned) {
+  APInt value;
+  if (!matchPattern(divisor, m_ConstantInt(&value)))
+    return false;
+  return !value.isZero() && !(isSigned && value.isAllOnes());
+}
+
+/// An integer division or remainder whose divisor may be 0 (or -1 with the
+/// most negative dividend, signed): x86 traps where PTX only leaves the
+/// result unspecified. A check reports the kernel (the thread stops) and
+/// the division itself gets a safe divisor.
+LogicalResult Instrumenter::instrumentDivision(Operation *op, bool isSigned) {
+  Value dividend = op->getOperand(0), divisor = op->getOperand(1);
+  if (isSafeDivisor(divisor, isSigned))
+    return success();
+  auto type = dyn_cast<IntegerType>(divisor.getType());
+  if (!type)
+    return op->emitError("the emulator cannot check a vector integer "
+                         "division (a lane may divide by zero)");
+  builder.setInsertionPoint(op);
+  Location loc = op->getLoc();
+  auto constant = [&](const APInt &v) {
+    return LLVM::ConstantOp::create(builder, loc, type,
+                                    builder.getIntegerAttr(type, v));
+  };
+  unsigned width = type.getWidth();
+  Value zero = constant(APInt::getZero(width));
+  Value isZero = LLVM::ICmpOp::create(builder, loc, LLVM::ICmpPredicate::eq,
+                                      divisor, zero);
+  Value fault = LLVM::SelectOp::create(builder, loc, isZero, i32(loc, 1),
+                                       i32(loc, 0));
+  Value bad = isZero;
+  if (isSigned) {
+    Value minusOne = LLVM::ICmpOp::create(builder, loc,
+                                          LLVM::ICmpPredicate::eq, divisor,
+                                          constant(APInt::getAllOnes(width)));
+    Value lowest = LLVM::ICmpOp::create(
+        builder, loc, LLVM::ICmpPredicate::eq, dividend,
+        constant(APInt::getSignedMinValue(width)));
+    Value overflow = LLVM::AndOp::create(builder, loc, minusOne, lowest);
+    fault = LLVM::SelectOp::create(builder, loc, overflow, i32(loc, 2), fault);
+    bad = LLVM::OrOp::create(builder, loc, isZero, overflow);
+  }
+  call(loc, kabi::kDivide, Type(), {fault, i32(loc, site(op))});
+  Value safe = LLVM::SelectOp::create(builder, loc, bad,
+                                      constant(APInt(width, 1)), divisor);
+  op->setOperand(1, safe);
+  return success();
+}
+
 FailureOr<InstrumentedModule> Instrumenter::run() {
   if (failed(layoutSharedMemory()))
     return failure();
   // Collect first: rewriting inserts calls and loads of its own.
   SmallVector<Operation *> nvvmOps, accesses;
   SmallVector<LLVM::CallIntrinsicOp> intrinsics;
+  SmallVector<std::pair<Operation *, bool>> divisions;
   module.walk([&](Operation *op) {
-    if (isa<NVVM::NVVMDialect>(op->getDialect()))
+    if (isa<LLVM::SDivOp, LLVM::SRemOp>(op))
+      divisions.push_back({op, true});
+    else if (isa<LLVM::UDivOp, LLVM::URemOp>(op))
+      divisions.push_back({op, false});
+    else if (isa<NVVM::NVVMDialect>(op->getDialect()))
       nvvmOps.push_back(op);
     else if (auto call = dyn_cast<LLVM::CallIntrinsicOp>(op);
              call && call.getIntrin().starts_with("llvm.nvvm."))
@@ -737,6 +795,9 @@ FailureOr<InstrumentedModule> Instrumenter::run() {
     if (failed(ok))
       return failure();
   }
+  for (auto [op, isSigned] : divisions)
+    if (failed(instrumentDivision(op, isSigned)))
+      return failure();
   for (Operation *op : nvvmOps)
     if (failed(rewriteNvvm(op)))
       return failure();

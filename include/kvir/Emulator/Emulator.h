@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -125,6 +126,11 @@ public:
   /// gpu-to-llvm passes them). Returns failure if a check fired.
   llvm::LogicalResult launch(llvm::StringRef kernel, Dim3 grid, Dim3 block,
                              uint32_t dynamicSharedBytes, void **params);
+
+  /// The byte size of each parameter of a compiled kernel (its PTX entry's
+  /// parameters in kvir's kernel ABI), or nullopt if no kernel has the name.
+  std::optional<std::vector<uint32_t>>
+  getKernelParamBytes(llvm::StringRef kernel) const;
 
   /// Tracks [ptr, ptr + bytes) as a live allocation kernels may access.
   void registerAllocation(const void *ptr, uint64_t bytes,

@@ -29,6 +29,10 @@ constexpr const char *kAccessMasked = "__kvemu_access_masked"; // void(ptr, u64 
 // The access must stay inside the allocation that argument points into.
 constexpr const char *kSharedBase = "__kvemu_shared_base";    // ptr()
 constexpr const char *kTrap = "__kvemu_trap";                 // void(u32 site)
+// Integer division with a divisor that x86 traps on (0, or -1 with the
+// most negative dividend): PTX gives an unspecified value; the emulator
+// reports the kernel. `fault`: 0 none, 1 division by zero, 2 overflow.
+constexpr const char *kDivide = "__kvemu_divide";             // void(u32 fault, u32 site)
 
 /// __kvemu_sreg selectors.
 enum Sreg : uint32_t {
