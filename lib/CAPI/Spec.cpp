@@ -1,0 +1,340 @@
+//===- Spec.cpp - kv modules from JSON specs ------------------------------===//
+#include "Spec.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <cmath>
+#include <optional>
+
+using namespace llvm;
+using namespace kvir::capi;
+
+namespace {
+/// Reads a spec's fields, remembering which were read so that a misspelt
+/// one is reported instead of ignored.
+class SpecReader {
+public:
+  explicit SpecReader(const json::Object &object) : object(object) {}
+
+  Error error(const Twine &message) const {
+    return createStringError(inconvertibleErrorCode(), "spec: " + message);
+  }
+
+  Expected<std::optional<int64_t>> integer(StringRef key) {
+    used.insert(key);
+    const json::Value *v = object.get(key);
+    if (!v || v->kind() == json::Value::Null)
+      return std::nullopt;
+    if (std::optional<int64_t> i = v->getAsInteger())
+      return *i;
+    return error("'" + key + "' must be an integer");
+  }
+  Expected<int64_t> positive(StringRef key, std::optional<int64_t> fallback) {
+    Expected<std::optional<int64_t>> v = integer(key);
+    if (!v)
+      return v.takeError();
+    if (!*v && !fallback)
+      return error("'" + key + "' is required (a positive integer)");
+    int64_t value = v->value_or(fallback.value_or(0));
+    if (value <= 0)
+      return error("'" + key + "' must be positive, got " + Twine(value));
+    return value;
+  }
+  Expected<std::optional<double>> number(StringRef key) {
+    used.insert(key);
+    const json::Value *v = object.get(key);
+    if (!v || v->kind() == json::Value::Null)
+      return std::nullopt;
+    if (std::optional<double> d = v->getAsNumber())
+      return *d;
+    return error("'" + key + "' must be a number");
+  }
+  Expected<bool> boolean(StringRef key) {
+    used.insert(key);
+    const json::Value *v = object.get(key);
+    if (!v || v->kind() == json::Value::Null)
+      return false;
+    if (std::optional<bool> b = v->getAsBoolean())
+      return *b;
+    return error("'" + key + "' must be true or false");
+  }
+  /// A string field, lowercased, one of `choices` (the first when absent
+  /// and `fallback` is set).
+  Expected<std::string> choice(StringRef key, ArrayRef<StringRef> choices,
+                               bool required = false) {
+    used.insert(key);
+    const json::Value *v = object.get(key);
+    std::string expected;
+    for (StringRef c : choices)
+      expected += (expected.empty() ? "'" : ", '") + c.str() + "'";
+    if (!v || v->kind() == json::Value::Null) {
+      if (required)
+        return error("'" + key + "' is required (one of " + expected + ")");
+      return choices.front().str();
+    }
+    std::optional<StringRef> s = v->getAsString();
+    if (s)
+      for (StringRef c : choices)
+        if (s->equals_insensitive(c))
+          return c.str();
+    return error("'" + key + "' must be one of " + expected + ", got " +
+                 (s ? "'" + s->str() + "'" : std::string("a non-string")));
+  }
+  /// Fails on a field no read asked for.
+  Error checkUnused() const {
+    for (const auto &[key, value] : object)
+      if (!used.contains(key))
+        return error("unknown field '" + key.str() + "'");
+    return Error::success();
+  }
+
+private:
+  const json::Object &object;
+  StringSet<> used;
+};
+
+/// The MLIR element type of a dtype name (torch's and numpy's spellings
+/// too).
+std::optional<std::string> elementType(StringRef dtype) {
+  if (dtype == "f16" || dtype == "float16" || dtype == "half")
+    return "f16";
+  if (dtype == "bf16" || dtype == "bfloat16")
+    return "bf16";
+  if (dtype == "f32" || dtype == "float32" || dtype == "float")
+    return "f32";
+  return std::nullopt;
+}
+
+Expected<std::string> readDtype(SpecReader &r, StringRef key,
+                                std::optional<std::string> fallback) {
+  Expected<std::string> s = r.choice(
+      key, {fallback ? StringRef(*fallback) : StringRef("f16"), "f16", "bf16",
+            "f32", "float16", "bfloat16", "float32"},
+      !fallback);
+  if (!s)
+    return s.takeError();
+  return *elementType(*s);
+}
+
+std::string floatAttr(double v) { return formatv("{0:e}", v).str(); }
+} // namespace
+
+Expected<std::string> kvir::capi::buildSpecModule(StringRef specJson) {
+  Expected<json::Value> parsed = json::parse(specJson);
+  if (!parsed)
+    return createStringError(inconvertibleErrorCode(),
+                             "spec: not JSON: " + toString(parsed.takeError()));
+  const json::Object *object = parsed->getAsObject();
+  if (!object)
+    return createStringError(inconvertibleErrorCode(),
+                             "spec: expected a JSON object");
+  SpecReader r(*object);
+  Expected<std::string> op = r.choice(
+      "op", {"decode", "prefill", "merge_state", "merge_states"}, true);
+  if (!op)
+    return op.takeError();
+  bool attention = *op == "decode" || *op == "prefill";
+
+  Expected<int64_t> qHeads = r.positive(
+      attention ? "num_qo_heads" : "num_heads", std::nullopt);
+  if (!qHeads)
+    return qHeads.takeError();
+  Expected<int64_t> headDim = r.positive("head_dim", std::nullopt);
+  if (!headDim)
+    return headDim.takeError();
+  Expected<std::string> dtype = readDtype(r, "dtype", std::nullopt);
+  if (!dtype)
+    return dtype.takeError();
+  Expected<std::string> lseBase = r.choice("lse_base", {"2", "e"});
+  if (!lseBase)
+    return lseBase.takeError();
+
+  std::string text;
+  raw_string_ostream os(text);
+  auto tensor = [](int64_t a, std::optional<int64_t> b, StringRef t) {
+    return formatv("memref<?x{0}{1}x{2}>", a,
+                   b ? formatv("x{0}", *b).str() : std::string(), t)
+        .str();
+  };
+
+  if (!attention) {
+    if (Error e = r.checkUnused())
+      return std::move(e);
+    std::string v = tensor(*qHeads, *headDim, *dtype);
+    std::string s = tensor(*qHeads, std::nullopt, "f32");
+    std::string state =
+        formatv("!kv.state<?x{0}x{1}x{2}, base = {3}>", *qHeads, *headDim,
+                *dtype, *lseBase);
+    os << "func.func @kvir_main(";
+    if (*op == "merge_state") {
+      os << "%v_a: " << v << ", %s_a: " << s << ", %v_b: " << v
+         << ", %s_b: " << s << ", %v_out: " << v << ", %s_out: " << s
+         << ") attributes {llvm.emit_c_interface} {\n"
+         << "  %a = kv.load_state %v_a, %s_a : " << v << ", " << s << " -> "
+         << state << "\n"
+         << "  %b = kv.load_state %v_b, %s_b : " << v << ", " << s << " -> "
+         << state << "\n"
+         << "  %m = kv.merge %a, %b : " << state << ", " << state << " -> "
+         << state << "\n";
+    } else {
+      // FlashInfer's states are [rows, num_states, ...]; kvir's partitioned
+      // states are partition-major: the function views its buffers
+      // transposed (the kernel takes the row stride as an extent).
+      int64_t hd = *qHeads * *headDim;
+      std::string vp = formatv("memref<?x?x{0}x{1}x{2}>", *qHeads, *headDim,
+                               *dtype);
+      std::string sp = formatv("memref<?x?x{0}xf32>", *qHeads);
+      std::string vt =
+          formatv("memref<?x?x{0}x{1}x{2}, strided<[{3}, ?, {1}, 1]>>",
+                  *qHeads, *headDim, *dtype, hd);
+      std::string st = formatv("memref<?x?x{0}xf32, strided<[{0}, ?, 1]>>",
+                               *qHeads);
+      std::string parts =
+          formatv("!kv.state<?x{0}x{1}x{2}, base = {3}, partitions = ?>",
+                  *qHeads, *headDim, *dtype, *lseBase);
+      os << "%v: " << vp << ", %s: " << sp << ", %v_out: " << v
+         << ", %s_out: " << s << ") attributes {llvm.emit_c_interface} {\n"
+         << "  %vt = memref.transpose %v (r, p, h, d) -> (p, r, h, d) : "
+         << vp << " to " << vt << "\n"
+         << "  %st = memref.transpose %s (r, p, h) -> (p, r, h) : " << sp
+         << " to " << st << "\n"
+         << "  %p = kv.load_state %vt, %st : " << vt << ", " << st << " -> "
+         << parts << "\n"
+         << "  %m = kv.merge_partitions %p : " << parts << " -> " << state
+         << "\n";
+    }
+    os << "  kv.store_state %m, %v_out, %s_out : " << state << ", " << v
+       << ", " << s << "\n  return\n}\n";
+    return text;
+  }
+
+  Expected<int64_t> kvHeads = r.positive("num_kv_heads", *qHeads);
+  if (!kvHeads)
+    return kvHeads.takeError();
+  Expected<int64_t> headDimV = r.positive("head_dim_v", *headDim);
+  if (!headDimV)
+    return headDimV.takeError();
+  Expected<std::string> outDtype = readDtype(r, "out_dtype", *dtype);
+  if (!outDtype)
+    return outDtype.takeError();
+  Expected<std::string> kv =
+      r.choice("kv", {"paged", "ragged"});
+  if (!kv)
+    return kv.takeError();
+  bool paged = *kv == "paged";
+  if (*op == "decode" && !paged)
+    return r.error("'kv' must be 'paged' for a decode (its keys are a paged "
+                   "cache); a ragged decode is a prefill of one row each");
+  Expected<bool> causal = r.boolean("causal");
+  if (!causal)
+    return causal.takeError();
+  if (*causal && *op == "decode")
+    return r.error("'causal' applies to prefills (a decode row sees every "
+                   "key of its request)");
+  Expected<std::optional<int64_t>> window = r.integer("window_left");
+  if (!window)
+    return window.takeError();
+  if (*window && **window < -1)
+    return r.error("'window_left' must be -1 (no window) or >= 0, got " +
+                   Twine(**window));
+  Expected<std::optional<double>> softCap = r.number("logits_soft_cap");
+  if (!softCap)
+    return softCap.takeError();
+  if (*softCap && (**softCap < 0 || !std::isfinite(**softCap)))
+    return r.error("'logits_soft_cap' must be >= 0 (0: none)");
+  Expected<std::optional<double>> smScale = r.number("sm_scale");
+  if (!smScale)
+    return smScale.takeError();
+  if (*smScale && !(**smScale > 0 && std::isfinite(**smScale)))
+    return r.error("'sm_scale' must be a positive finite number");
+
+  std::string q = tensor(*qHeads, *headDim, *dtype);
+  std::string out = tensor(*qHeads, *headDimV, *outDtype);
+  std::string lse = tensor(*qHeads, std::nullopt, "f32");
+  std::string i32 = "memref<?xi32>";
+  std::string state = formatv("!kv.state<?x{0}x{1}x{2}, base = {3}>", *qHeads,
+                              *headDimV, *outDtype, *lseBase);
+  std::string kvType, view, kvArgs;
+  if (paged) {
+    Expected<int64_t> pageSize = r.positive("page_size", std::nullopt);
+    if (!pageSize)
+      return pageSize.takeError();
+    Expected<std::string> layout = r.choice("kv_layout", {"nhd", "hnd"});
+    if (!layout)
+      return layout.takeError();
+    Expected<std::string> table = r.choice("table", {"csr", "block_table"});
+    if (!table)
+      return table.takeError();
+    if (*headDimV != *headDim)
+      return r.error("'head_dim_v' must equal 'head_dim' for a paged cache "
+                     "of K and V pages in one pool (FlashInfer's layout)");
+    int64_t ps = *pageSize, hk = *kvHeads;
+    std::string pool =
+        *layout == "nhd"
+            ? formatv("memref<?x2x{0}x{1}x{2}x{3}>", ps, hk, *headDim, *dtype)
+                  .str()
+            : formatv("memref<?x2x{0}x{1}x{2}x{3}>", hk, ps, *headDim, *dtype)
+                  .str();
+    kvType = formatv("!kv.paged<page_size = {0}, kv_heads = {1}, head_dim = "
+                     "{2}, head_dim_v = {2}, dtype = {3}, layout = {4}, "
+                     "storage = combined, table = {5}>",
+                     ps, hk, *headDim, *dtype, *layout, *table);
+    if (*table == "csr") {
+      kvArgs = "%paged_kv_cache: " + pool + ", %kv_indptr: " + i32 +
+               ", %kv_indices: " + i32 + ", %kv_last_page_len: " + i32;
+      view = "kv.paged_view pools(%paged_kv_cache : " + pool +
+             ") tables(%kv_indptr, %kv_indices, %kv_last_page_len : " + i32 +
+             ", " + i32 + ", " + i32 + ") : " + kvType;
+    } else {
+      kvArgs = "%paged_kv_cache: " + pool +
+               ", %block_tables: memref<?x?xi32>, %seq_lens: " + i32;
+      view = "kv.paged_view pools(%paged_kv_cache : " + pool +
+             ") tables(%block_tables, %seq_lens : memref<?x?xi32>, " + i32 +
+             ") : " + kvType;
+    }
+  } else {
+    std::string k = tensor(*kvHeads, *headDim, *dtype);
+    std::string v = tensor(*kvHeads, *headDimV, *dtype);
+    kvType = formatv("!kv.ragged<kv_heads = {0}, head_dim = {1}, head_dim_v "
+                     "= {2}, dtype = {3}>",
+                     *kvHeads, *headDim, *headDimV, *dtype);
+    kvArgs = "%k: " + k + ", %v: " + v + ", %kv_indptr: " + i32;
+    view = "kv.ragged_view %k, %v, %kv_indptr : " + k + ", " + v + ", " + i32 +
+           " -> " + kvType;
+  }
+  if (Error e = r.checkUnused())
+    return std::move(e);
+
+  SmallVector<std::string> attrs;
+  if (*causal)
+    attrs.push_back("causal");
+  if (*window && **window >= 0)
+    attrs.push_back(formatv("window_left = {0} : i64", **window));
+  if (*softCap && **softCap > 0)
+    attrs.push_back("logits_soft_cap = " + floatAttr(**softCap) + " : f32");
+  if (*smScale)
+    attrs.push_back("sm_scale = " + floatAttr(**smScale) + " : f32");
+  std::string attrText;
+  if (!attrs.empty())
+    attrText = " {" + llvm::join(attrs, ", ") + "}";
+
+  bool decode = *op == "decode";
+  os << "func.func @kvir_main(%q: " << q;
+  if (!decode)
+    os << ", %qo_indptr: " << i32;
+  os << ", " << kvArgs << ", %out: " << out << ", %lse: " << lse
+     << ") attributes {llvm.emit_c_interface} {\n"
+     << "  %kv = " << view << "\n";
+  if (decode)
+    os << "  %s = kv.decode %q, %kv" << attrText << " : " << q << ", "
+       << kvType << " -> " << state << "\n";
+  else
+    os << "  %s = kv.prefill %q, %qo_indptr, %kv" << attrText << " : " << q
+       << ", " << i32 << ", " << kvType << " -> " << state << "\n";
+  os << "  kv.store_state %s, %out, %lse : " << state << ", " << out << ", "
+     << lse << "\n  return\n}\n";
+  return text;
+}
