@@ -7,7 +7,7 @@ PACKAGES=(
   cmake ninja-build ccache git
   clang-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libgtest-dev libboost-context-dev libclang-rt-22-dev
-  python3 python3-numpy python3-pytest
+  python3 python3-numpy python3-pytest python3-torch
 )
 
 missing=()

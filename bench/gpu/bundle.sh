@@ -6,6 +6,7 @@
 #              decode and prefill cases named below, to stay within what can be carried;
 #   modules/   the timed decode/prefill modules (timing_modules.sh);
 #   lib/       libkvir_runtime.so (kvir_schedule_work; libc/libstdc++ only);
+#   kvir/      the Python package (python/kvir);
 #   *.py, run_device.sh.
 #   bundle.sh <bundle dir> [chip]
 set -euo pipefail
@@ -36,4 +37,8 @@ done
 "$ROOT/bench/gpu/timing_modules.sh" "$out/modules" "$chip" >/dev/null
 cp "${KVIR_BUILD_DIR:-$ROOT/build}/lib/libkvir_runtime.so" "$out/lib/"
 cp "$ROOT"/bench/gpu/*.py "$ROOT/bench/gpu/run_device.sh" "$out/"
+# kvir's Python package (its GPU path needs no LLVM: kernels come from the
+# bundle's manifests or the package's cache).
+mkdir -p "$out/kvir"
+cp "$ROOT"/python/kvir/*.py "$out/kvir/"
 echo "$(ls "$out/cases" | wc -l) of $(ls "$all" | wc -l) cases, $(du -sh "$out" | cut -f1)"

@@ -18,9 +18,12 @@ import ctypes
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cuda_driver import DryDriver  # noqa: E402
-from plan_launch import Plan, PlanError  # noqa: E402
+# kvir's Python package: python/ in the source tree, beside this script in
+# a bundle (bundle.sh).
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_here, os.path.join(_here, "..", "..", "python")]
+from kvir.cuda_driver import DryDriver  # noqa: E402
+from kvir.plan_launch import Plan, PlanError  # noqa: E402
 
 
 def main():

@@ -28,8 +28,11 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cuda_driver import Driver, DryDriver, CudaError  # noqa: E402
+# kvir's Python package: python/ in the source tree, beside this script in
+# a bundle (bundle.sh).
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_here, os.path.join(_here, "..", "..", "python")]
+from kvir.cuda_driver import Driver, DryDriver, CudaError  # noqa: E402
 
 
 def fp8_table(exp_bits, man_bits, bias, finite_max_nan):

@@ -30,9 +30,13 @@ import time
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cuda_driver import Driver, DryDriver  # noqa: E402
-from plan_launch import Plan  # noqa: E402
+# kvir's Python package: python/ in the source tree, beside this script in
+# a bundle (bundle.sh).
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_here, os.path.join(_here, "..", "..", "python")]
+from kvir.cuda_driver import Driver, DryDriver  # noqa: E402
+from kvir.gpu import GpuLaunch  # noqa: E402
+from kvir.plan_launch import Plan  # noqa: E402
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 TOL = {"f16": 2e-3, "bf16": 1.6e-2}
@@ -163,35 +167,19 @@ def compare(out, lse, ref_o, ref_lse, tol, lse_tol=1e-3):
 
 
 class Runner:
+    """A plan's launches on this script's device (kvir.gpu.GpuLaunch)."""
+
     def __init__(self, drv, runtime, plan):
         self.drv, self.runtime, self.plan = drv, runtime, plan
 
     def prepare(self, tensors, kv_lengths):
-        shapes = {n: list(t.shape) for n, t in tensors.items()}
-        env = self.plan.sizes(shapes)
-        sched = self.plan.schedule(self.runtime, kv_lengths, env)
-        keep = dict(tensors)
-        if sched is not None:
-            s = self.plan.plan["schedule"]
-            items = torch.frombuffer(bytearray(sched[0]), dtype=torch.int32)
-            merge = torch.frombuffer(bytearray(sched[1]), dtype=torch.int32)
-            keep[s["items"]] = items.reshape(-1, 4).to(DEV)
-            keep[s["merge_indptr"]] = merge.to(DEV)
-        if self.plan.split(env):
-            for name, a in self.plan.args.items():
-                if a["role"] == "workspace":
-                    keep[name] = torch.empty(self.plan.shape_of(name, env),
-                                             dtype=torch.float32, device=DEV)
-        buffers = {n: (t.data_ptr(), list(t.shape)) for n, t in keep.items()}
-        self.launches = self.plan.launches(buffers, env)
-        self.keep = keep
-        self.env = env
+        self.launch = GpuLaunch(self.plan, tensors, kv_lengths, DEV, self.drv,
+                                self.runtime)
+        self.keep, self.env = self.launch.keep, self.launch.env
 
     def run(self):
         stream = torch.cuda.current_stream().cuda_stream if DEV == "cuda" else 0
-        for kernel, grid, block, smem, params in self.launches:
-            self.drv.launch(self.plan.ptx, kernel, grid, block, smem, params,
-                            stream)
+        self.launch.run(stream)
 
 
 def sdpa(q, k, v, causal):
@@ -235,7 +223,7 @@ def decode_case(drv, runtime, mdir, dtype_name, group, lens, args, gen):
     nbytes = tokens * HKV * D * 2 * 2 + batch * hq * D * 2 * 2 + batch * hq * 4
     row = {"op": "decode", "dtype": dtype_name, "group": group,
            "batch": batch, "kv_len": max(lens), "skewed": len(set(lens)) > 1,
-           "kernels": [l[0] for l in runner.launches],
+           "kernels": [l[0] for l in runner.launch.launches],
            "time_us": t * 1e3, "gbs": nbytes / (t * 1e-3) / 1e9,
            "timing": mode, **check}
     if len(set(lens)) == 1:
@@ -284,7 +272,7 @@ def prefill_case(drv, runtime, mdir, dtype_name, causal, batch, n, args, gen):
     flops = 4 * pairs * hq * D
     row = {"op": "prefill", "dtype": dtype_name, "causal": causal,
            "batch": batch, "qo_len": n, "kv_len": n,
-           "kernels": [l[0] for l in runner.launches],
+           "kernels": [l[0] for l in runner.launch.launches],
            "time_us": t * 1e3, "tflops": flops / (t * 1e-3) / 1e12,
            "timing": mode, **worst}
     qc = q.reshape(batch, n, hq, D).transpose(1, 2).contiguous()

@@ -34,3 +34,16 @@ lit_counts() {
   if [ "$pass" -eq 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
   echo "$pass $fail"
 }
+
+# pytest_counts LOG RC: "PASSED FAILED" of a pytest -q run that exited with
+# RC (skipped tests count as passed, as lit's unsupported ones; errors as
+# failed; a failing run with no count, or no result at all, as a failure).
+pytest_counts() {
+  local log=$1 rc=$2 line pass fail
+  line=$(grep -E "^(=+ )?[0-9]+ (passed|failed|skipped|error)" "$log" | tail -1)
+  pass=$(echo "$line" | grep -oE "[0-9]+ (passed|skipped)" | awk '{s += $1} END {print s + 0}')
+  fail=$(echo "$line" | grep -oE "[0-9]+ (failed|errors?)" | awk '{s += $1} END {print s + 0}')
+  if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
+  if [ "$pass" -eq 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
+  echo "$pass $fail"
+}

@@ -1,0 +1,63 @@
+"""The CUDA driver's part played by kvir's emulator.
+
+`EmulatedDriver` has cuda_driver.Driver's launch interface, but its
+launches run the kernels of a compiled spec in kvir's emulator on host
+memory. A GPU runner (kvir.gpu.GpuLaunch: the plan's sizes, the work
+schedule, the parameter bytes of kvir's kernel ABI) driven through it is
+checked end to end without a GPU: each launch is first checked against the
+PTX entry the GPU would run (name, parameter count), then executed with the
+exact parameter bytes, every access bounds-checked.
+"""
+import ctypes
+
+from . import _lib
+from .cuda_driver import CudaError, ptx_entries
+
+
+class EmulatedDriver:
+    def __init__(self, kernel):
+        """`kernel`: a kvir.Kernel whose kernels the launches name."""
+        lib = _lib.capi()
+        if lib.kvir_emulator_load(kernel.module()._handle, b"kvir_main",
+                                  kernel.chip.encode()) != 0:
+            raise _lib.KvirError(_lib.last_error())
+        self.registered = []
+        self.launches = []
+
+    def name(self):
+        return "kvir emulator"
+
+    def track(self, tensors):
+        """Lets kernels access the memory of `tensors` (torch CPU)."""
+        for t in tensors:
+            nbytes = t.numel() * t.element_size()
+            _lib.capi().kvir_emulator_register(t.data_ptr(), max(1, nbytes))
+            self.registered.append(t.data_ptr())
+
+    def release(self):
+        for p in self.registered:
+            _lib.capi().kvir_emulator_unregister(p)
+        self.registered = []
+
+    def launch(self, ptx, kernel, grid, block, dynamic_shared, params,
+               stream=None):
+        entries = ptx_entries(ptx)
+        if kernel not in entries:
+            raise CudaError(f"the PTX has no kernel {kernel}")
+        if entries[kernel] != len(params):
+            raise CudaError(f"{kernel}: {len(params)} parameters passed, the "
+                            f"PTX entry takes {entries[kernel]}")
+        bufs = [ctypes.create_string_buffer(bytes(p), len(p)) for p in params]
+        arr = (ctypes.c_void_p * max(1, len(bufs)))(
+            *[ctypes.cast(b, ctypes.c_void_p) for b in bufs])
+        u32x3 = ctypes.c_uint32 * 3
+        rc = _lib.capi().kvir_emulator_launch(
+            kernel.encode(), u32x3(*[int(g) for g in grid]),
+            u32x3(*[int(b) for b in block]), int(dynamic_shared), arr,
+            len(params))
+        if rc != 0:
+            raise _lib.KvirError(_lib.last_error())
+        self.launches.append((kernel, tuple(grid), tuple(block)))
+
+    def synchronize(self):
+        pass

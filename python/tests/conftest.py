@@ -1,0 +1,61 @@
+"""pytest setup: kvir from the source tree (python/), kernels cached in a
+fresh directory per session, seeded inputs."""
+import os
+import sys
+import zlib
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
+
+
+@pytest.fixture(scope="session")
+def cache(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("kvir-cache"))
+
+
+@pytest.fixture
+def rng(request):
+    # A seed per test, stable across runs.
+    return np.random.default_rng(zlib.crc32(request.node.name.encode()))
+
+
+TOLERANCE = {"f32": 1e-5, "f16": 2e-3, "bf16": 1.6e-2}
+
+
+def poisoned(shape, dtype):
+    """A NaN-filled output: a value the kernel did not write fails."""
+    a = np.empty(shape, dtype=dtype)
+    a.fill(np.nan)
+    return a
+
+
+def paged_batch(rng, lens, page_size, heads, dim, dtype, layout="NHD"):
+    """A paged cache (pages in random order, one spare) holding requests of
+    `lens` keys, with its CSR tables and each request's K and V."""
+    pages = [-(-n // page_size) for n in lens]
+    total = sum(pages) + 1
+    order = rng.permutation(total).astype(np.int32)
+    indptr = np.concatenate([[0], np.cumsum(pages)]).astype(np.int32)
+    indices = order[:sum(pages)].copy()
+    last = np.array([n - (p - 1) * page_size if p else 0
+                     for n, p in zip(lens, pages)], np.int32)
+    if layout == "NHD":
+        pool = rng.uniform(-1, 1, (total, 2, page_size, heads, dim))
+    else:
+        pool = rng.uniform(-1, 1, (total, 2, heads, page_size, dim))
+    pool = pool.astype(dtype)
+    keys, values = [], []
+    for b, n in enumerate(lens):
+        tok = np.arange(n)
+        page = indices[indptr[b] + tok // page_size]
+        slot = tok % page_size
+        if layout == "NHD":
+            k, v = pool[page, 0, slot], pool[page, 1, slot]
+        else:
+            k, v = pool[page, 0, :, slot], pool[page, 1, :, slot]
+        keys.append(k)
+        values.append(v)
+    return pool, indptr, indices, last, keys, values

@@ -1,0 +1,76 @@
+"""An independent float64 reference for kvir's Python API tests: attention
+and state merging written from docs/Semantics.md, nothing shared with kvir.
+"""
+import math
+
+import numpy as np
+
+
+def attend(q, k, v, positions, causal=False, window_left=-1, soft_cap=0.0,
+           sm_scale=None, lse_base="2"):
+    """q [n, Hq, D] rows at `positions` of a request with keys k [m, Hk, D]
+    and values v [m, Hk, Dv]: (o [n, Hq, Dv], lse [n, Hq]) in float64."""
+    q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+    n, hq, d = q.shape
+    m, hk, dv = v.shape
+    scale = 1.0 / math.sqrt(d) if sm_scale is None else sm_scale
+    o = np.zeros((n, hq, dv))
+    lse = np.full((n, hq), -np.inf)
+    for i in range(n):
+        p = positions[i]
+        keys = np.arange(m)
+        visible = np.ones(m, dtype=bool)
+        if causal:
+            visible &= keys <= p
+        if window_left >= 0:
+            visible &= keys >= p - window_left
+        if not visible.any():
+            continue
+        for h in range(hq):
+            g = h // (hq // hk)
+            s = scale * (k[visible, g] @ q[i, h])
+            if soft_cap > 0:
+                s = soft_cap * np.tanh(s / soft_cap)
+            top = s.max()
+            w = np.exp(s - top)
+            o[i, h] = (w @ v[visible, g]) / w.sum()
+            natural = top + math.log(w.sum())
+            lse[i, h] = natural / math.log(2) if lse_base == "2" else natural
+    return o, lse
+
+
+def merge(o_a, l_a, o_b, l_b, lse_base="2"):
+    """The merge of two states (float64), per docs/Semantics.md."""
+    base = 2.0 if lse_base == "2" else math.e
+    o_a, l_a, o_b, l_b = (np.asarray(a, dtype=np.float64)
+                          for a in (o_a, l_a, o_b, l_b))
+    m = np.maximum(l_a, l_b)
+    safe = np.where(np.isfinite(m), m, 0.0)
+    w_a = np.where(np.isfinite(l_a), base ** (l_a - safe), 0.0)
+    w_b = np.where(np.isfinite(l_b), base ** (l_b - safe), 0.0)
+    total = w_a + w_b
+    empty = total == 0
+    denom = np.where(empty, 1.0, total)
+    o = (w_a[..., None] * o_a + w_b[..., None] * o_b) / denom[..., None]
+    o[empty] = 0.0
+    lse = np.where(empty, -np.inf,
+                   safe + np.log(np.where(empty, 1.0, total)) / math.log(base))
+    return o, lse
+
+
+def check(got_o, got_lse, ref_o, ref_lse, rel, lse_tol):
+    """Output within `rel` of the reference (relative to each row's largest
+    magnitude), LSE within `lse_tol`; NaN never passes; empty rows exact."""
+    got_o = np.asarray(got_o, dtype=np.float64)
+    got_lse = np.asarray(got_lse, dtype=np.float64)
+    assert not np.isnan(got_o).any(), "NaN in the output"
+    assert not np.isnan(got_lse).any(), "NaN in the LSE"
+    empty = np.isinf(ref_lse)
+    assert (got_lse[empty] == -np.inf).all(), "an empty row's LSE is not -inf"
+    assert (got_o[empty] == 0).all(), "an empty row's output is not 0"
+    scale = np.maximum(np.abs(ref_o).max(axis=-1), 1e-4)
+    err = (np.abs(got_o - ref_o).max(axis=-1) / scale)[~empty]
+    assert err.size == 0 or err.max() <= rel, f"output error {err.max():.3g}"
+    lerr = np.abs(got_lse[~empty] - ref_lse[~empty])
+    assert lerr.size == 0 or lerr.max() <= lse_tol, \
+        f"LSE error {lerr.max():.3g}"

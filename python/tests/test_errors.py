@@ -1,0 +1,123 @@
+"""Bad arguments get errors naming the argument and what was expected."""
+import numpy as np
+import pytest
+
+import kvir
+from conftest import paged_batch
+
+
+@pytest.fixture
+def decode(rng, cache):
+    pool, indptr, indices, last, _, _ = paged_batch(rng, [20, 3], 16, 2, 64,
+                                                    "float16")
+    w = kvir.BatchDecodeWithPagedKVCacheWrapper(cache_dir=cache)
+    w.plan(indptr, indices, last, 4, 2, 64, 16)
+    q = rng.uniform(-1, 1, (2, 4, 64)).astype(np.float16)
+    return w, q, pool, (indptr, indices, last)
+
+
+def test_wrong_dtype(decode):
+    w, q, pool, _ = decode
+    with pytest.raises(TypeError, match=r"^q: dtype f32, expected f16$"):
+        w.run(q.astype(np.float32), pool)
+
+
+def test_wrong_shape(decode):
+    w, q, pool, _ = decode
+    with pytest.raises(ValueError, match=r"paged_kv_cache: shape \[.*\], "
+                                         r"expected \[\*, 2, 16, 2, 64\]"):
+        w.run(q, np.ascontiguousarray(pool[:, :, :8]))
+
+
+def test_not_contiguous(decode):
+    w, q, pool, _ = decode
+    wide = np.zeros((2, 4, 128), np.float16)
+    with pytest.raises(ValueError, match=r"^q: not C-contiguous"):
+        w.run(wide[:, :, ::2], pool)
+
+
+def test_misaligned(decode):
+    w, q, pool, _ = decode
+    raw = np.zeros(q.size + 8, np.float16)
+    shifted = raw[1:1 + q.size].reshape(q.shape)
+    assert shifted.ctypes.data % 16
+    with pytest.raises(ValueError, match=r"^q: address 0x[0-9a-f]+ is not "
+                                         r"16-byte aligned"):
+        w.run(shifted, pool)
+
+
+def test_not_an_array(decode):
+    w, q, pool, _ = decode
+    with pytest.raises(TypeError, match=r"^q: expected a numpy array or a "
+                                        r"torch tensor, got list"):
+        w.run(q.tolist(), pool)
+
+
+def test_page_past_the_pool(rng, cache):
+    pool, indptr, indices, last, _, _ = paged_batch(rng, [20, 3], 16, 2, 64,
+                                                    "float16")
+    indices = indices.copy()
+    indices[1] = pool.shape[0] + 5
+    w = kvir.BatchDecodeWithPagedKVCacheWrapper(cache_dir=cache)
+    w.plan(indptr, indices, last, 4, 2, 64, 16)
+    q = rng.uniform(-1, 1, (2, 4, 64)).astype(np.float16)
+    with pytest.raises(ValueError, match=r"request 0: kv_indices\[1\] = "):
+        w.run(q, pool)
+
+
+def test_causal_rows_past_the_keys(cache):
+    w = kvir.BatchPrefillWithRaggedKVCacheWrapper(cache_dir=cache)
+    with pytest.raises(ValueError, match=r"request 0"):
+        w.plan(np.array([0, 5], np.int32), np.array([0, 3], np.int32), 2, 2,
+               64, causal=True)
+
+
+def test_run_before_plan():
+    with pytest.raises(RuntimeError, match="run\\(\\) before plan\\(\\)"):
+        kvir.BatchDecodeWithPagedKVCacheWrapper().run(None, None)
+
+
+def test_bad_layout():
+    with pytest.raises(ValueError, match="kv_layout: 'NDH', expected 'NHD' "
+                                         "or 'HND'"):
+        kvir.BatchDecodeWithPagedKVCacheWrapper(kv_layout="NDH")
+
+
+@pytest.mark.parametrize("spec,message", [
+    ({"op": "decode", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
+      "dtype": "f16", "pages": 3}, "spec: unknown field 'pages'"),
+    ({"op": "decode", "num_qo_heads": 4, "head_dim": 64, "dtype": "f16"},
+     "spec: 'page_size' is required"),
+    ({"op": "decode", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
+      "dtype": "f64"}, "spec: 'dtype' must be one of"),
+    ({"op": "prefill", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
+      "dtype": "f16", "window_left": -3}, "spec: 'window_left' must be -1"),
+    ({"op": "decode", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
+      "dtype": "f16", "causal": True}, "spec: 'causal' applies to prefills"),
+])
+def test_bad_spec(cache, spec, message):
+    with pytest.raises(kvir.KvirError, match="^" + message.replace("(", "\\(")):
+        kvir.compile(spec, "sm_90a", cache)
+
+
+def test_no_kernel_for_the_chip_says_why(cache):
+    # f32 prefills run on the decode kernel, which reads paged caches only:
+    # a ragged one has no kernel, and the compiler names the op and why.
+    spec = {"op": "prefill", "kv": "ragged", "num_qo_heads": 4,
+            "head_dim": 64, "dtype": "f32"}
+    with pytest.raises(kvir.KvirError) as e:
+        kvir.compile(spec, "sm_90a", cache)
+    assert "input.mlir:3:8: 'kv.prefill' op has no GPU kernel: ragged KV of " \
+        "type f32" in str(e.value), str(e.value)
+
+
+def test_unknown_chip(cache):
+    spec = {"op": "merge_state", "num_heads": 2, "head_dim": 64,
+            "dtype": "f16"}
+    with pytest.raises(kvir.KvirError, match="unknown chip 'sm_70'"):
+        kvir.compile(spec, "sm_70", cache)
+
+
+def test_parse_error_has_a_location():
+    with pytest.raises(kvir.KvirError, match=r"input.mlir:1:\d+: "):
+        kvir.Module.parse("func.func @f( {")
