@@ -2,8 +2,10 @@
 # Builds kvir and runs every test suite: lit (dialect, conversions, CPU
 # integration, emulator kernels), the gtests (kv-to-loops and the GPU
 # kernels in the emulator against an independent double-precision reference,
-# seeded random sweeps among them; the emulator against PTX models), an
-# install + find_package(KVIR) consumer, the demo, and scripts/sanitize.sh
+# seeded random sweeps among them; the emulator against PTX models), the
+# Python package's pytest suite, an install + find_package(KVIR) consumer,
+# the installed Python package, the C and C++ example engines against the
+# installed kvir, the demo, and scripts/sanitize.sh
 # (the suites under ASan + UBSan, then scripts/fuzz.sh).
 # Exits non-zero on any failure and ends with a one-line summary.
 set -uo pipefail
@@ -46,9 +48,22 @@ for suite in kvir-unit-tests kvir-emulator-tests kvir-gpu-tests; do
   report "$suite" "$g_pass" "$g_fail"
 done
 
+# The Python package (python/kvir, ctypes over libKVIRCAPI.so): pytest
+# against the float64 reference in the emulator and through the GPU launch
+# path with an emulated driver; the CUDA tests skip without a device.
+export KVIR_CAPI_LIBRARY="$BUILD/lib/libKVIRCAPI.so"
+export KVIR_RUNTIME_LIBRARY="$BUILD/lib/libkvir_runtime.so"
+log="$BUILD/pytest.log"
+rm -rf "$BUILD/kvir-cache"
+(cd python && KVIR_CACHE_DIR="$BUILD/kvir-cache" /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider tests) 2>&1 | tee "$log" | tail -n 15
+rc=${PIPESTATUS[0]}
+read -r py_pass py_fail < <(pytest_counts "$log" "$rc")
+report python "$py_pass" "$py_fail"
+unset KVIR_CAPI_LIBRARY KVIR_RUNTIME_LIBRARY
+
 # Install, then build and run a consumer through find_package(KVIR).
 install_ok=0
-rm -rf "$BUILD/install" "$BUILD/consumer"
+rm -rf "$BUILD/install" "$BUILD/consumer" "$BUILD/engines"
 if cmake --install "$BUILD" --prefix "$BUILD/install" > "$BUILD/install.log" 2>&1 &&
    cmake -G Ninja -S test/Install/consumer -B "$BUILD/consumer" \
      -DCMAKE_CXX_COMPILER=clang++-22 -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
@@ -60,6 +75,41 @@ else
   tail -n 30 "$BUILD/install.log"
 fi
 report install "$install_ok" $((1 - install_ok))
+
+# The installed Python package (finding the installed library) runs the
+# FlashInfer-shaped example against its float64 reference.
+py_ok=0
+log="$BUILD/install-python.log"
+if PYTHONPATH="$BUILD/install/lib/python3/dist-packages" /usr/bin/python3 -c \
+     "import kvir, sys; sys.exit(not kvir.__file__.startswith('$BUILD/install'))" > "$log" 2>&1 &&
+   PYTHONPATH="$BUILD/install/lib/python3/dist-packages" \
+     KVIR_CACHE_DIR="$BUILD/kvir-cache-install" \
+     /usr/bin/python3 examples/python/batch_decode.py >> "$log" 2>&1; then
+  py_ok=1
+  tail -n 2 "$log"
+else
+  tail -n 30 "$log"
+fi
+report install-python "$py_ok" $((1 - py_ok))
+
+# The C and C++ example engines, built against the installed kvir: typed
+# launchers of the generated headers through the driver table, with kvir's
+# emulator standing in for the GPU here; each checks a float64 reference.
+engines_ok=0
+log="$BUILD/engines.log"
+if cmake -G Ninja -S examples/engines -B "$BUILD/engines" \
+     -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+     -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+     -DKVIR_DIR="$BUILD/install/lib/cmake/kvir" > "$log" 2>&1 &&
+   ninja -C "$BUILD/engines" >> "$log" 2>&1 &&
+   "$BUILD/engines/decode_engine" examples/decode.mlir >> "$log" 2>&1 &&
+   "$BUILD/engines/serving_engine" examples/prefill.mlir >> "$log" 2>&1; then
+  engines_ok=1
+  grep -E "error vs" "$log"
+else
+  tail -n 30 "$log"
+fi
+report engines "$engines_ok" $((1 - engines_ok))
 
 # The README's quick start must stay true: the demo compiles, ptxases and
 # emulates a kernel and checks it against numpy.

@@ -90,6 +90,9 @@ KVIR_C_API char *kvir_last_launches_json(void);
    kernels loaded in the emulator under their manifest names. */
 KVIR_C_API int kvir_emulator_load(kvir_module_t module, const char *func,
                                   const char *chip);
+/* The number of parameters of loaded kernel `kernel`, or -1 if none is
+   loaded under that name. */
+KVIR_C_API int64_t kvir_emulator_kernel_params(const char *kernel);
 /* Makes [ptr, ptr + bytes) memory kernels may access (or no longer). */
 KVIR_C_API void kvir_emulator_register(const void *ptr, uint64_t bytes);
 KVIR_C_API void kvir_emulator_unregister(const void *ptr);

@@ -21,6 +21,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -138,6 +139,29 @@ bool checkChip(const char *chip) {
   return false;
 }
 
+/// Erases the functions of `module` that `root` does not reach through
+/// symbol uses: a module's other entry points (a @main printing with
+/// runtime functions the JIT does not have) are not compiled.
+void keepReachable(ModuleOp module, func::FuncOp root) {
+  llvm::SmallPtrSet<Operation *, 8> reached{root};
+  SmallVector<Operation *> work{root};
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    std::optional<SymbolTable::UseRange> uses =
+        SymbolTable::getSymbolUses(&op->getRegion(0));
+    if (!uses)
+      continue;
+    for (const SymbolTable::SymbolUse &use : *uses)
+      if (Operation *callee = SymbolTable::lookupNearestSymbolFrom(
+              module, use.getSymbolRef()))
+        if (isa<func::FuncOp>(callee) && reached.insert(callee).second)
+          work.push_back(callee);
+  }
+  for (func::FuncOp fn : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+    if (!reached.contains(fn))
+      fn.erase();
+}
+
 /// Compiles `func` of `m` for `chip` with its kernels run by the emulator.
 const Compiled *compileForEmulator(kvir_module &m, const std::string &func,
                                    const std::string &chip) {
@@ -160,8 +184,10 @@ const Compiled *compileForEmulator(kvir_module &m, const std::string &func,
     return nullptr;
   }
   OwningOpRef<ModuleOp> module(cast<ModuleOp>(m.module->clone()));
-  module->lookupSymbol<func::FuncOp>(func)->setAttr(
-      LLVM::LLVMDialect::getEmitCWrapperAttrName(), UnitAttr::get(context));
+  auto root = module->lookupSymbol<func::FuncOp>(func);
+  root->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
+                UnitAttr::get(context));
+  keepReachable(*module, root);
   PassManager pm(context);
   kvir::KVToGPUPipelineOptions options;
   options.chip = chip;
@@ -391,6 +417,14 @@ int kvir_emulator_load(kvir_module_t m, const char *func, const char *chip) {
   if (!checkChip(chip))
     return -1;
   return compileForEmulator(*m, func, chip) ? 0 : -1;
+}
+
+int64_t kvir_emulator_kernel_params(const char *kernel) {
+  if (!kernel)
+    return -1;
+  std::optional<std::vector<uint32_t>> params =
+      kvir::emu::Emulator::get().getKernelParamBytes(kernel);
+  return params ? int64_t(params->size()) : -1;
 }
 
 void kvir_emulator_register(const void *ptr, uint64_t bytes) {

@@ -1,5 +1,6 @@
 //===- Manifest.cpp - Manifests and C headers from launch plans -----------===//
 #include "kvir/Target/Manifest/Manifest.h"
+#include "Launcher.h"
 #include "kvir/Dialect/KV/IR/PoolLayout.h"
 #include "kvir/Dialect/KVGPU/IR/KernelABI.h"
 
@@ -54,72 +55,101 @@ static llvm::json::Value argJson(PlanArgAttr arg) {
                             {"shape", std::move(shape)}};
 }
 
-/// The argument or size `name` of `plan` as a kernel parameter: a buffer
-/// is a bare pointer, 16-byte aligned; a size an int64.
-static llvm::json::Object paramOf(LaunchPlanAttr plan, StringRef name) {
-  if (PlanArgAttr arg = plan.lookupArg(name)) {
-    llvm::json::Object param = *argJson(arg).getAsObject();
-    param["abi"] = "pointer";
-    param["align"] = 16;
-    return param;
-  }
-  return llvm::json::Object{{"name", name},
-                            {"role", "size"},
-                            {"abi", "i64"},
-                            {"dtype", "index"},
-                            {"shape", llvm::json::Array{}}};
-}
-
-/// The parameters of `kernel` in kvir's kernel ABI (kvgpu/IR/KernelABI.h):
-/// its arguments, then the dynamic extents of its buffers, each with the
-/// plan's expression of its value (strides of contiguous buffers).
-static llvm::json::Array kernelParams(LaunchPlanAttr plan,
-                                      KernelLaunchAttr kernel) {
-  llvm::json::Array params;
+SmallVector<manifest::KernelParam>
+manifest::getKernelParams(LaunchPlanAttr plan, KernelLaunchAttr kernel) {
+  SmallVector<KernelParam> params;
   SmallVector<Type> types;
   SmallVector<PlanArgAttr> args;
+  MLIRContext *ctx = plan.getContext();
   for (Attribute a : kernel.getArgs()) {
     StringRef name = cast<StringAttr>(a).getValue();
-    params.push_back(paramOf(plan, name));
     PlanArgAttr arg = plan.lookupArg(name);
+    KernelParam param;
+    param.name = name.str();
+    param.arg = arg;
+    if (!arg)
+      param.kind = KernelParam::Kind::size;
+    else if (isa<MemRefType>(arg.getType()))
+      param.kind = KernelParam::Kind::pointer;
+    else
+      param.kind = KernelParam::Kind::scalar;
+    params.push_back(param);
     args.push_back(arg);
-    types.push_back(arg ? arg.getType() : IndexType::get(plan.getContext()));
+    types.push_back(arg ? arg.getType() : IndexType::get(ctx));
   }
-  MLIRContext *ctx = plan.getContext();
   for (const KernelExtent &extent : getKernelExtents(types)) {
     PlanArgAttr arg = args[extent.arg];
     ArrayRef<SizeExprAttr> shape = arg.getShape();
-    SizeExprAttr value = SizeExprAttr::constant(ctx, 0);
-    StringRef kind = "offset";
-    std::string name = (arg.getName() + "_offset").str();
+    KernelParam param;
+    param.kind = KernelParam::Kind::extent;
+    param.arg = arg;
+    param.extent = extent;
+    param.value = SizeExprAttr::constant(ctx, 0);
+    param.name = (arg.getName() + "_offset").str();
     if (extent.kind == KernelExtent::Kind::size) {
-      kind = "size";
-      value = shape[extent.axis];
-      name = (arg.getName() + "_size" + Twine(extent.axis)).str();
+      param.value = shape[extent.axis];
+      param.name = (arg.getName() + "_size" + Twine(extent.axis)).str();
     } else if (extent.kind == KernelExtent::Kind::stride) {
-      kind = "stride";
-      value = SizeExprAttr::constant(ctx, 1);
+      param.value = SizeExprAttr::constant(ctx, 1);
       for (SizeExprAttr dim : shape.drop_front(extent.axis + 1))
-        value = SizeExprAttr::mul(value, dim);
-      name = (arg.getName() + "_stride" + Twine(extent.axis)).str();
+        param.value = SizeExprAttr::mul(param.value, dim);
+      param.name = (arg.getName() + "_stride" + Twine(extent.axis)).str();
     }
     // A strided view (e.g. a transposed buffer): its strides and offset are
-    // the caller's buffer's, which the plan's shapes do not give (null).
+    // the caller's buffer's, which the plan's shapes do not give.
     if (extent.kind != KernelExtent::Kind::size &&
         !cast<MemRefType>(arg.getType()).getLayout().isIdentity())
-      value = nullptr;
-    llvm::json::Object param{{"name", name},
-                             {"role", "extent"},
-                             {"abi", "i64"},
-                             {"dtype", "index"},
-                             {"shape", llvm::json::Array{}},
-                             {"extent", kind},
-                             {"of", arg.getName()},
-                             {"value", value ? exprJson(value)
-                                             : llvm::json::Value(nullptr)}};
-    if (extent.kind != KernelExtent::Kind::offset)
-      param["axis"] = extent.axis;
-    params.push_back(std::move(param));
+      param.value = nullptr;
+    params.push_back(param);
+  }
+  return params;
+}
+
+/// kernel's parameters as the manifest lists them.
+static llvm::json::Array kernelParams(LaunchPlanAttr plan,
+                                      KernelLaunchAttr kernel) {
+  using Kind = manifest::KernelParam::Kind;
+  llvm::json::Array params;
+  for (const manifest::KernelParam &p : manifest::getKernelParams(plan,
+                                                                  kernel)) {
+    switch (p.kind) {
+    case Kind::pointer:
+    case Kind::scalar: {
+      llvm::json::Object param = *argJson(p.arg).getAsObject();
+      if (p.kind == Kind::pointer) {
+        param["abi"] = "pointer";
+        param["align"] = 16;
+      } else {
+        param["abi"] = typeName(p.arg.getType());
+      }
+      params.push_back(std::move(param));
+      break;
+    }
+    case Kind::size:
+      params.push_back(llvm::json::Object{{"name", p.name},
+                                          {"role", "size"},
+                                          {"abi", "i64"},
+                                          {"dtype", "index"},
+                                          {"shape", llvm::json::Array{}}});
+      break;
+    case Kind::extent: {
+      static const char *kinds[] = {"size", "stride", "offset"};
+      llvm::json::Object param{
+          {"name", p.name},
+          {"role", "extent"},
+          {"abi", "i64"},
+          {"dtype", "index"},
+          {"shape", llvm::json::Array{}},
+          {"extent", kinds[int(p.extent.kind)]},
+          {"of", p.arg.getName()},
+          {"value",
+           p.value ? exprJson(p.value) : llvm::json::Value(nullptr)}};
+      if (p.extent.kind != KernelExtent::Kind::offset)
+        param["axis"] = p.extent.axis;
+      params.push_back(std::move(param));
+      break;
+    }
+    }
   }
   return params;
 }
@@ -591,7 +621,7 @@ std::string manifest::cHeader(StringRef binary, StringRef ptx, StringRef chip,
        "{ return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }\n"
     << "static inline int64_t kvir_ceildiv(int64_t a, int64_t b) "
        "{ return a / b + ((a % b != 0) && ((a < 0) == (b < 0))); }\n"
-    << "#endif\n\n";
+    << "#endif\n\n" << cudaDriverTable();
   h << "static const char kvir_" << id << "_ptx[] =\n"
     << cString(ptx) << ";\n\n";
 
@@ -625,6 +655,7 @@ std::string manifest::cHeader(StringRef binary, StringRef ptx, StringRef chip,
                           });
     }
     h << validateFunction(plan, pid);
+    std::string scheduleText;
     // Workspace bytes: by the partition count when the plan has one; under
     // a work schedule, what the split kernels need (the schedule decides
     // after the caller allocates, and a fixed-grid caller always splits).
@@ -635,7 +666,8 @@ std::string manifest::cHeader(StringRef binary, StringRef ptx, StringRef chip,
           [](ArrayRef<std::string> r) {
             return "  return (size_t)(" + r[0] + ");\n";
           });
-      h << scheduleFunction(plan, pid);
+      scheduleText = scheduleFunction(plan, pid);
+      h << scheduleText;
     } else if (plan.getPartitions().empty()) {
       h << sizes.function("size_t", pid + "_workspace_bytes",
                           {workspaceBytes(plan, plan.getKernels())},
@@ -654,7 +686,15 @@ std::string manifest::cHeader(StringRef binary, StringRef ptx, StringRef chip,
                    r[2] + ");\n";
           });
     }
-    h << "\n";
+    std::string op = plan.getOp().str();
+    std::string launcher = "kvir_" + id + "_" +
+                           cIdentifier(StringRef(op).starts_with("kv.") ? StringRef(op).drop_front(3) : StringRef(op)) +
+                           std::to_string(index);
+    bool hasSchedule = StringRef(scheduleText).contains(
+        "static inline int64_t " + pid + "_schedule(");
+    h << typedLauncher(plan, launcher, pid, "kvir_" + id + "_ptx",
+                       hasSchedule)
+      << "\n";
   }
   h << "#endif\n";
   return header;

@@ -14,6 +14,7 @@
 #define KVIR_TARGET_MANIFEST_MANIFEST_H
 
 #include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
+#include "kvir/Dialect/KVGPU/IR/KernelABI.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
@@ -24,6 +25,31 @@ namespace kvir::manifest {
 
 /// The launch plans recorded on `module`.
 llvm::SmallVector<kvgpu::LaunchPlanAttr> getLaunchPlans(mlir::ModuleOp module);
+
+/// One parameter of a kernel in kvir's kernel ABI (KernelABI.h), as a
+/// launcher passes it.
+struct KernelParam {
+  enum class Kind {
+    pointer, // a plan buffer: its device address
+    size,    // a plan size (index) by value
+    scalar,  // a plan scalar (f32) by value
+    extent   // a buffer's dynamic extent (int64)
+  };
+  Kind kind;
+  std::string name;
+  /// The plan argument (null for a size).
+  kvgpu::PlanArgAttr arg;
+  /// Extents: which, and the plan's expression of its value (null for a
+  /// strided view's strides and offset, which only the caller's buffer
+  /// knows).
+  kvgpu::KernelExtent extent{kvgpu::KernelExtent::Kind::size, 0};
+  kvgpu::SizeExprAttr value;
+};
+
+/// The parameters of `kernel`, one of `plan`'s, in order: its arguments,
+/// then the dynamic extents of its buffers.
+llvm::SmallVector<KernelParam> getKernelParams(kvgpu::LaunchPlanAttr plan,
+                                               kvgpu::KernelLaunchAttr kernel);
 
 /// The manifest of `kernel`, one of `plan`'s, whose PTX is `ptxFile`
 /// compiled for `chip`.

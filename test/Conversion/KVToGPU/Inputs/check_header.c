@@ -6,6 +6,46 @@
 #include <string.h>
 
 static int fails;
+
+/* A driver table recording what the typed launcher asks of the driver. */
+static int launches, uploads;
+static const char *names[4];
+static unsigned grids[4][3], blocks[4][3];
+static uint64_t firstPointer[4], firstExtent[4];
+static size_t uploaded;
+static int fake_load(void **module, const void *image) {
+  *module = (void *)image;
+  return 0;
+}
+static int fake_function(void **function, void *module, const char *name) {
+  (void)module;
+  *function = (void *)name;
+  return 0;
+}
+static int fake_attribute(void *function, int attribute, int value) {
+  (void)function, (void)attribute, (void)value;
+  return 0;
+}
+static int fake_launch(void *function, unsigned gx, unsigned gy, unsigned gz,
+                       unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                       void *stream, void **params, void **extra) {
+  (void)shared, (void)stream, (void)extra;
+  names[launches] = (const char *)function;
+  grids[launches][0] = gx, grids[launches][1] = gy, grids[launches][2] = gz;
+  blocks[launches][0] = bx, blocks[launches][1] = by, blocks[launches][2] = bz;
+  memcpy(&firstPointer[launches], params[0], 8);
+  /* The split kernel's first extent follows its 10 pointers. */
+  memcpy(&firstExtent[launches], params[launches == 0 ? 10 : 0], 8);
+  ++launches;
+  return 0;
+}
+static int fake_upload(uint64_t device, const void *host, size_t bytes,
+                       void *stream) {
+  (void)device, (void)host, (void)stream;
+  uploaded += bytes;
+  ++uploads;
+  return 0;
+}
 #define EXPECT(cond)                                                           \
   do {                                                                         \
     if (!(cond)) {                                                             \
@@ -69,6 +109,33 @@ int main(void) {
     EXPECT(kvir_kv_kernels_plan0_validate(indptr, indices, last, 2, 3, 4,
                                           message, sizeof message) == -1);
     EXPECT(strstr(message, "kv_last_page_len[1] = 0") != NULL);
+  }
+  {
+    /* The typed launcher of plan 0: the plan runs the schedule on the host
+       (one long request: split), the launch copies it into the workspace
+       and launches the split kernel over the work list, then the merge. */
+    int32_t lengths[4] = {5, 1000, 0, 100};
+    kvir_kv_kernels_decode0_plan_t plan;
+    kvir_kv_kernels_decode0_kernels_t kernels = {0};
+    kvir_cuda_t cu = {fake_load, fake_function, fake_attribute, fake_launch,
+                      fake_upload};
+    EXPECT(kvir_kv_kernels_decode0_plan(&plan, 4, 100, 20, lengths) == 0);
+    EXPECT(plan.split == 1 && plan.num_work == 7 && plan.max_work == 116);
+    /* Work list (1856 bytes), merge_indptr (20), partial outputs and LSEs,
+       each from a 256-byte boundary. */
+    EXPECT(plan.workspace_bytes ==
+           (size_t)2048 + 256 + 116 * 32 * 128 * 4 + 116 * 32 * 4);
+    EXPECT(kvir_kv_kernels_decode0_launch(&cu, &kernels, NULL, &plan, 0x1000,
+                                          0x2000, 0x3000, 0x4000, 0x5000,
+                                          0x6000, 0x7000, 0x100000) == 0);
+    EXPECT(uploads == 2 && uploaded == 116 * 4 * 4 + 5 * 4);
+    EXPECT(launches == 2);
+    EXPECT(strncmp(names[0], "decode_", 7) == 0 && strstr(names[0], "split"));
+    EXPECT(grids[0][0] == 7 && grids[0][1] == 8 && blocks[0][0] == 16);
+    EXPECT(firstPointer[0] == 0x1000 && firstExtent[0] == 4);
+    EXPECT(strncmp(names[1], "merge_rows", 10) == 0);
+    EXPECT(grids[1][0] == 4 && grids[1][1] == 32 && blocks[1][0] == 128);
+    kvir_kv_kernels_decode0_plan_release(&plan);
   }
   EXPECT(strstr(kvir_kv_kernels_ptx, ".target sm_90a") != NULL);
   EXPECT(kvir_kv_kernels_plan0_kernels[0].block[0] == 16);

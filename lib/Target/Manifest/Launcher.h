@@ -1,0 +1,34 @@
+//===- Launcher.h - Typed C launchers from launch plans ---------*- C++ -*-===//
+//
+// The C header's typed launchers: per plan, a plan struct, a host-side
+// `<name>_plan(...)` (the plan's sizes, work schedule and workspace layout)
+// and `<name>_launch(driver, kernels, stream, plan, buffers..., workspace)`
+// calling the CUDA driver through a function table (kvir_cuda_t) that
+// kvir_cuda_load fills from libcuda.so.1 at run time: the header's user
+// needs no CUDA headers or libraries to build.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVIR_LIB_TARGET_MANIFEST_LAUNCHER_H
+#define KVIR_LIB_TARGET_MANIFEST_LAUNCHER_H
+
+#include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
+
+#include <string>
+
+namespace kvir::manifest {
+
+/// kvir_cuda_t and kvir_cuda_load (once per translation unit).
+std::string cudaDriverTable();
+
+/// The typed launcher `name` of `plan`, whose helpers (sizes, schedule) are
+/// named `<helpers>_...`, whose PTX is the array `ptx`. `hasSchedule`: the
+/// header has `<helpers>_schedule`. A plan a launcher cannot serve (a
+/// strided view whose strides only the caller knows) gets a comment saying
+/// so.
+std::string typedLauncher(kvgpu::LaunchPlanAttr plan, llvm::StringRef name,
+                          llvm::StringRef helpers, llvm::StringRef ptx,
+                          bool hasSchedule);
+
+} // namespace kvir::manifest
+
+#endif // KVIR_LIB_TARGET_MANIFEST_LAUNCHER_H
