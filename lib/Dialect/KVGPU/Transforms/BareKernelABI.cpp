@@ -22,9 +22,11 @@ namespace kvir::kvgpu {
 using namespace mlir;
 using namespace kvir::kvgpu;
 
-/// Whether `type` is already a bare pointer: not a memref, or a rank-0
-/// memref with the identity layout.
+/// Whether `type` is already passed as kvir's ABI passes it: not a memref,
+/// or a rank-0 memref with the identity layout (a bare pointer).
 static bool isBare(Type type) {
+  if (isa<UnrankedMemRefType>(type))
+    return false;
   auto memref = dyn_cast<MemRefType>(type);
   return !memref || (memref.getRank() == 0 && memref.getLayout().isIdentity());
 }
