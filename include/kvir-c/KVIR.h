@@ -36,7 +36,8 @@ KVIR_C_API kvir_module_t kvir_module_parse(const char *mlir_source);
 
 /* Builds a module from a JSON spec: one function, `kvir_main`, whose
    arguments are the op's buffers in the order docs/Frameworks.md lists
-   ("op": "decode", "prefill", "merge_state" or "merge_states", head counts,
+   ("op": "decode", "prefill", "mla_decode", "merge_state" or
+   "merge_states", head counts,
    head dims, page size, dtype, layout, table form, causal, window, soft
    cap, sm_scale, LSE base). NULL on a missing or invalid field. */
 KVIR_C_API kvir_module_t kvir_module_from_spec(const char *spec_json);

@@ -120,120 +120,90 @@ Expected<std::string> readDtype(SpecReader &r, StringRef key,
 }
 
 std::string floatAttr(double v) { return formatv("{0:e}", v).str(); }
-} // namespace
 
-Expected<std::string> kvir::capi::buildSpecModule(StringRef specJson) {
-  Expected<json::Value> parsed = json::parse(specJson);
-  if (!parsed)
-    return createStringError(inconvertibleErrorCode(),
-                             "spec: not JSON: " + toString(parsed.takeError()));
-  const json::Object *object = parsed->getAsObject();
-  if (!object)
-    return createStringError(inconvertibleErrorCode(),
-                             "spec: expected a JSON object");
-  SpecReader r(*object);
-  Expected<std::string> op = r.choice(
-      "op", {"decode", "prefill", "merge_state", "merge_states"}, true);
-  if (!op)
-    return op.takeError();
-  bool attention = *op == "decode" || *op == "prefill";
+std::string tensorType(int64_t a, std::optional<int64_t> b, StringRef type) {
+  return formatv("memref<?x{0}{1}x{2}>", a,
+                 b ? formatv("x{0}", *b).str() : std::string(), type)
+      .str();
+}
 
-  Expected<int64_t> qHeads = r.positive(
-      attention ? "num_qo_heads" : "num_heads", std::nullopt);
-  if (!qHeads)
-    return qHeads.takeError();
-  Expected<int64_t> headDim = r.positive("head_dim", std::nullopt);
-  if (!headDim)
-    return headDim.takeError();
-  Expected<std::string> dtype = readDtype(r, "dtype", std::nullopt);
-  if (!dtype)
-    return dtype.takeError();
-  Expected<std::string> lseBase = r.choice("lse_base", {"2", "e"});
-  if (!lseBase)
-    return lseBase.takeError();
+/// The common fields of every spec.
+struct Common {
+  std::string op, dtype, lseBase;
+};
 
+/// `func.func @kvir_main(<args>) ... {` for the C interface.
+std::string entry(StringRef args) {
+  return ("func.func @kvir_main(" + args +
+          ") attributes {llvm.emit_c_interface} {\n")
+      .str();
+}
+
+/// merge_state (two states) or merge_states (FlashInfer's [rows, states,
+/// heads, dim] layout, read as kvir's partition-major state through a
+/// transposed view whose row stride the kernel takes as an extent).
+Expected<std::string> buildMerge(SpecReader &r, const Common &c) {
+  Expected<int64_t> heads = r.positive("num_heads", std::nullopt);
+  if (!heads)
+    return heads.takeError();
+  Expected<int64_t> dim = r.positive("head_dim", std::nullopt);
+  if (!dim)
+    return dim.takeError();
+  if (Error e = r.checkUnused())
+    return std::move(e);
+  std::string v = tensorType(*heads, *dim, c.dtype);
+  std::string s = tensorType(*heads, std::nullopt, "f32");
+  std::string state = formatv("!kv.state<?x{0}x{1}x{2}, base = {3}>", *heads,
+                              *dim, c.dtype, c.lseBase);
   std::string text;
   raw_string_ostream os(text);
-  auto tensor = [](int64_t a, std::optional<int64_t> b, StringRef t) {
-    return formatv("memref<?x{0}{1}x{2}>", a,
-                   b ? formatv("x{0}", *b).str() : std::string(), t)
-        .str();
-  };
-
-  if (!attention) {
-    if (Error e = r.checkUnused())
-      return std::move(e);
-    std::string v = tensor(*qHeads, *headDim, *dtype);
-    std::string s = tensor(*qHeads, std::nullopt, "f32");
-    std::string state =
-        formatv("!kv.state<?x{0}x{1}x{2}, base = {3}>", *qHeads, *headDim,
-                *dtype, *lseBase);
-    os << "func.func @kvir_main(";
-    if (*op == "merge_state") {
-      os << "%v_a: " << v << ", %s_a: " << s << ", %v_b: " << v
-         << ", %s_b: " << s << ", %v_out: " << v << ", %s_out: " << s
-         << ") attributes {llvm.emit_c_interface} {\n"
-         << "  %a = kv.load_state %v_a, %s_a : " << v << ", " << s << " -> "
-         << state << "\n"
-         << "  %b = kv.load_state %v_b, %s_b : " << v << ", " << s << " -> "
-         << state << "\n"
-         << "  %m = kv.merge %a, %b : " << state << ", " << state << " -> "
-         << state << "\n";
-    } else {
-      // FlashInfer's states are [rows, num_states, ...]; kvir's partitioned
-      // states are partition-major: the function views its buffers
-      // transposed (the kernel takes the row stride as an extent).
-      int64_t hd = *qHeads * *headDim;
-      std::string vp = formatv("memref<?x?x{0}x{1}x{2}>", *qHeads, *headDim,
-                               *dtype);
-      std::string sp = formatv("memref<?x?x{0}xf32>", *qHeads);
-      std::string vt =
-          formatv("memref<?x?x{0}x{1}x{2}, strided<[{3}, ?, {1}, 1]>>",
-                  *qHeads, *headDim, *dtype, hd);
-      std::string st = formatv("memref<?x?x{0}xf32, strided<[{0}, ?, 1]>>",
-                               *qHeads);
-      std::string parts =
-          formatv("!kv.state<?x{0}x{1}x{2}, base = {3}, partitions = ?>",
-                  *qHeads, *headDim, *dtype, *lseBase);
-      os << "%v: " << vp << ", %s: " << sp << ", %v_out: " << v
-         << ", %s_out: " << s << ") attributes {llvm.emit_c_interface} {\n"
-         << "  %vt = memref.transpose %v (r, p, h, d) -> (p, r, h, d) : "
-         << vp << " to " << vt << "\n"
-         << "  %st = memref.transpose %s (r, p, h) -> (p, r, h) : " << sp
-         << " to " << st << "\n"
-         << "  %p = kv.load_state %vt, %st : " << vt << ", " << st << " -> "
-         << parts << "\n"
-         << "  %m = kv.merge_partitions %p : " << parts << " -> " << state
-         << "\n";
-    }
-    os << "  kv.store_state %m, %v_out, %s_out : " << state << ", " << v
-       << ", " << s << "\n  return\n}\n";
-    return text;
+  if (c.op == "merge_state") {
+    os << entry("%v_a: " + v + ", %s_a: " + s + ", %v_b: " + v + ", %s_b: " +
+                s + ", %v_out: " + v + ", %s_out: " + s)
+       << "  %a = kv.load_state %v_a, %s_a : " << v << ", " << s << " -> "
+       << state << "\n"
+       << "  %b = kv.load_state %v_b, %s_b : " << v << ", " << s << " -> "
+       << state << "\n"
+       << "  %m = kv.merge %a, %b : " << state << ", " << state << " -> "
+       << state << "\n";
+  } else {
+    std::string vp =
+        formatv("memref<?x?x{0}x{1}x{2}>", *heads, *dim, c.dtype).str();
+    std::string sp = formatv("memref<?x?x{0}xf32>", *heads).str();
+    std::string vt =
+        formatv("memref<?x?x{0}x{1}x{2}, strided<[{3}, ?, {1}, 1]>>", *heads,
+                *dim, c.dtype, *heads * *dim)
+            .str();
+    std::string st =
+        formatv("memref<?x?x{0}xf32, strided<[{0}, ?, 1]>>", *heads).str();
+    std::string parts =
+        formatv("!kv.state<?x{0}x{1}x{2}, base = {3}, partitions = ?>",
+                *heads, *dim, c.dtype, c.lseBase);
+    os << entry("%v: " + vp + ", %s: " + sp + ", %v_out: " + v +
+                ", %s_out: " + s)
+       << "  %vt = memref.transpose %v (r, p, h, d) -> (p, r, h, d) : " << vp
+       << " to " << vt << "\n"
+       << "  %st = memref.transpose %s (r, p, h) -> (p, r, h) : " << sp
+       << " to " << st << "\n"
+       << "  %p = kv.load_state %vt, %st : " << vt << ", " << st << " -> "
+       << parts << "\n"
+       << "  %m = kv.merge_partitions %p : " << parts << " -> " << state
+       << "\n";
   }
+  os << "  kv.store_state %m, %v_out, %s_out : " << state << ", " << v << ", "
+     << s << "\n  return\n}\n";
+  return text;
+}
 
-  Expected<int64_t> kvHeads = r.positive("num_kv_heads", *qHeads);
-  if (!kvHeads)
-    return kvHeads.takeError();
-  Expected<int64_t> headDimV = r.positive("head_dim_v", *headDim);
-  if (!headDimV)
-    return headDimV.takeError();
-  Expected<std::string> outDtype = readDtype(r, "out_dtype", *dtype);
-  if (!outDtype)
-    return outDtype.takeError();
-  Expected<std::string> kv =
-      r.choice("kv", {"paged", "ragged"});
-  if (!kv)
-    return kv.takeError();
-  bool paged = *kv == "paged";
-  if (*op == "decode" && !paged)
-    return r.error("'kv' must be 'paged' for a decode (its keys are a paged "
-                   "cache); a ragged decode is a prefill of one row each");
+/// The attention options every attention op takes, as an attribute
+/// dictionary (empty when none is set).
+Expected<std::string> readOptions(SpecReader &r, bool causalAllowed,
+                                  StringRef causalWhy) {
   Expected<bool> causal = r.boolean("causal");
   if (!causal)
     return causal.takeError();
-  if (*causal && *op == "decode")
-    return r.error("'causal' applies to prefills (a decode row sees every "
-                   "key of its request)");
+  if (*causal && !causalAllowed)
+    return r.error("'causal' " + causalWhy);
   Expected<std::optional<int64_t>> window = r.integer("window_left");
   if (!window)
     return window.takeError();
@@ -250,64 +220,6 @@ Expected<std::string> kvir::capi::buildSpecModule(StringRef specJson) {
     return smScale.takeError();
   if (*smScale && !(**smScale > 0 && std::isfinite(**smScale)))
     return r.error("'sm_scale' must be a positive finite number");
-
-  std::string q = tensor(*qHeads, *headDim, *dtype);
-  std::string out = tensor(*qHeads, *headDimV, *outDtype);
-  std::string lse = tensor(*qHeads, std::nullopt, "f32");
-  std::string i32 = "memref<?xi32>";
-  std::string state = formatv("!kv.state<?x{0}x{1}x{2}, base = {3}>", *qHeads,
-                              *headDimV, *outDtype, *lseBase);
-  std::string kvType, view, kvArgs;
-  if (paged) {
-    Expected<int64_t> pageSize = r.positive("page_size", std::nullopt);
-    if (!pageSize)
-      return pageSize.takeError();
-    Expected<std::string> layout = r.choice("kv_layout", {"nhd", "hnd"});
-    if (!layout)
-      return layout.takeError();
-    Expected<std::string> table = r.choice("table", {"csr", "block_table"});
-    if (!table)
-      return table.takeError();
-    if (*headDimV != *headDim)
-      return r.error("'head_dim_v' must equal 'head_dim' for a paged cache "
-                     "of K and V pages in one pool (FlashInfer's layout)");
-    int64_t ps = *pageSize, hk = *kvHeads;
-    std::string pool =
-        *layout == "nhd"
-            ? formatv("memref<?x2x{0}x{1}x{2}x{3}>", ps, hk, *headDim, *dtype)
-                  .str()
-            : formatv("memref<?x2x{0}x{1}x{2}x{3}>", hk, ps, *headDim, *dtype)
-                  .str();
-    kvType = formatv("!kv.paged<page_size = {0}, kv_heads = {1}, head_dim = "
-                     "{2}, head_dim_v = {2}, dtype = {3}, layout = {4}, "
-                     "storage = combined, table = {5}>",
-                     ps, hk, *headDim, *dtype, *layout, *table);
-    if (*table == "csr") {
-      kvArgs = "%paged_kv_cache: " + pool + ", %kv_indptr: " + i32 +
-               ", %kv_indices: " + i32 + ", %kv_last_page_len: " + i32;
-      view = "kv.paged_view pools(%paged_kv_cache : " + pool +
-             ") tables(%kv_indptr, %kv_indices, %kv_last_page_len : " + i32 +
-             ", " + i32 + ", " + i32 + ") : " + kvType;
-    } else {
-      kvArgs = "%paged_kv_cache: " + pool +
-               ", %block_tables: memref<?x?xi32>, %seq_lens: " + i32;
-      view = "kv.paged_view pools(%paged_kv_cache : " + pool +
-             ") tables(%block_tables, %seq_lens : memref<?x?xi32>, " + i32 +
-             ") : " + kvType;
-    }
-  } else {
-    std::string k = tensor(*kvHeads, *headDim, *dtype);
-    std::string v = tensor(*kvHeads, *headDimV, *dtype);
-    kvType = formatv("!kv.ragged<kv_heads = {0}, head_dim = {1}, head_dim_v "
-                     "= {2}, dtype = {3}>",
-                     *kvHeads, *headDim, *headDimV, *dtype);
-    kvArgs = "%k: " + k + ", %v: " + v + ", %kv_indptr: " + i32;
-    view = "kv.ragged_view %k, %v, %kv_indptr : " + k + ", " + v + ", " + i32 +
-           " -> " + kvType;
-  }
-  if (Error e = r.checkUnused())
-    return std::move(e);
-
   SmallVector<std::string> attrs;
   if (*causal)
     attrs.push_back("causal");
@@ -317,24 +229,222 @@ Expected<std::string> kvir::capi::buildSpecModule(StringRef specJson) {
     attrs.push_back("logits_soft_cap = " + floatAttr(**softCap) + " : f32");
   if (*smScale)
     attrs.push_back("sm_scale = " + floatAttr(**smScale) + " : f32");
-  std::string attrText;
-  if (!attrs.empty())
-    attrText = " {" + llvm::join(attrs, ", ") + "}";
+  return attrs.empty() ? std::string()
+                       : " {" + llvm::join(attrs, ", ") + "}";
+}
 
-  bool decode = *op == "decode";
-  os << "func.func @kvir_main(%q: " << q;
-  if (!decode)
-    os << ", %qo_indptr: " << i32;
-  os << ", " << kvArgs << ", %out: " << out << ", %lse: " << lse
-     << ") attributes {llvm.emit_c_interface} {\n"
+/// A paged cache's tables: the function arguments and the paged_view's
+/// `tables(...)` clause.
+struct Tables {
+  std::string args, clause;
+};
+
+Expected<Tables> readTables(SpecReader &r) {
+  Expected<std::string> table = r.choice("table", {"csr", "block_table"});
+  if (!table)
+    return table.takeError();
+  std::string i32 = "memref<?xi32>";
+  if (*table == "csr")
+    return Tables{"%kv_indptr: " + i32 + ", %kv_indices: " + i32 +
+                      ", %kv_last_page_len: " + i32,
+                  "tables(%kv_indptr, %kv_indices, %kv_last_page_len : " +
+                      i32 + ", " + i32 + ", " + i32 + ")"};
+  return Tables{"%block_tables: memref<?x?xi32>, %seq_lens: " + i32,
+                "tables(%block_tables, %seq_lens : memref<?x?xi32>, " + i32 +
+                    ")"};
+}
+
+std::string tableForm(const Tables &t) {
+  return StringRef(t.args).contains("block_tables") ? "block_table" : "csr";
+}
+
+/// decode and prefill over a paged (FlashInfer's K and V pages in one pool)
+/// or a ragged cache.
+Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
+  Expected<int64_t> qHeads = r.positive("num_qo_heads", std::nullopt);
+  if (!qHeads)
+    return qHeads.takeError();
+  Expected<int64_t> headDim = r.positive("head_dim", std::nullopt);
+  if (!headDim)
+    return headDim.takeError();
+  Expected<int64_t> kvHeads = r.positive("num_kv_heads", *qHeads);
+  if (!kvHeads)
+    return kvHeads.takeError();
+  Expected<int64_t> headDimV = r.positive("head_dim_v", *headDim);
+  if (!headDimV)
+    return headDimV.takeError();
+  Expected<std::string> outDtype = readDtype(r, "out_dtype", c.dtype);
+  if (!outDtype)
+    return outDtype.takeError();
+  Expected<std::string> kv = r.choice("kv", {"paged", "ragged"});
+  if (!kv)
+    return kv.takeError();
+  bool decode = c.op == "decode", paged = *kv == "paged";
+  if (decode && !paged)
+    return r.error("'kv' must be 'paged' for a decode (its keys are a paged "
+                   "cache); a ragged decode is a prefill of one row each");
+  Expected<std::string> attrs = readOptions(
+      r, !decode, "applies to prefills (a decode row sees every key of its "
+                  "request)");
+  if (!attrs)
+    return attrs.takeError();
+
+  std::string q = tensorType(*qHeads, *headDim, c.dtype);
+  std::string out = tensorType(*qHeads, *headDimV, *outDtype);
+  std::string lse = tensorType(*qHeads, std::nullopt, "f32");
+  std::string i32 = "memref<?xi32>";
+  std::string state = formatv("!kv.state<?x{0}x{1}x{2}, base = {3}>", *qHeads,
+                              *headDimV, *outDtype, c.lseBase);
+  std::string kvType, view, kvArgs;
+  if (paged) {
+    Expected<int64_t> pageSize = r.positive("page_size", std::nullopt);
+    if (!pageSize)
+      return pageSize.takeError();
+    Expected<std::string> layout = r.choice("kv_layout", {"nhd", "hnd"});
+    if (!layout)
+      return layout.takeError();
+    Expected<Tables> tables = readTables(r);
+    if (!tables)
+      return tables.takeError();
+    if (*headDimV != *headDim)
+      return r.error("'head_dim_v' must equal 'head_dim' for a paged cache "
+                     "of K and V pages in one pool (FlashInfer's layout)");
+    int64_t ps = *pageSize, hk = *kvHeads;
+    std::string pool =
+        *layout == "nhd"
+            ? formatv("memref<?x2x{0}x{1}x{2}x{3}>", ps, hk, *headDim, c.dtype)
+                  .str()
+            : formatv("memref<?x2x{0}x{1}x{2}x{3}>", hk, ps, *headDim, c.dtype)
+                  .str();
+    kvType = formatv("!kv.paged<page_size = {0}, kv_heads = {1}, head_dim = "
+                     "{2}, head_dim_v = {2}, dtype = {3}, layout = {4}, "
+                     "storage = combined, table = {5}>",
+                     ps, hk, *headDim, c.dtype, *layout, tableForm(*tables));
+    kvArgs = "%paged_kv_cache: " + pool + ", " + tables->args;
+    view = "kv.paged_view pools(%paged_kv_cache : " + pool + ") " +
+           tables->clause + " : " + kvType;
+  } else {
+    std::string k = tensorType(*kvHeads, *headDim, c.dtype);
+    std::string v = tensorType(*kvHeads, *headDimV, c.dtype);
+    kvType = formatv("!kv.ragged<kv_heads = {0}, head_dim = {1}, head_dim_v "
+                     "= {2}, dtype = {3}>",
+                     *kvHeads, *headDim, *headDimV, c.dtype);
+    kvArgs = "%k: " + k + ", %v: " + v + ", %kv_indptr: " + i32;
+    view = "kv.ragged_view %k, %v, %kv_indptr : " + k + ", " + v + ", " + i32 +
+           " -> " + kvType;
+  }
+  if (Error e = r.checkUnused())
+    return std::move(e);
+
+  std::string text;
+  raw_string_ostream os(text);
+  os << entry("%q: " + q + (decode ? "" : ", %qo_indptr: " + i32) + ", " +
+              kvArgs + ", %out: " + out + ", %lse: " + lse)
      << "  %kv = " << view << "\n";
   if (decode)
-    os << "  %s = kv.decode %q, %kv" << attrText << " : " << q << ", "
-       << kvType << " -> " << state << "\n";
+    os << "  %s = kv.decode %q, %kv" << *attrs << " : " << q << ", " << kvType
+       << " -> " << state << "\n";
   else
-    os << "  %s = kv.prefill %q, %qo_indptr, %kv" << attrText << " : " << q
+    os << "  %s = kv.prefill %q, %qo_indptr, %kv" << *attrs << " : " << q
        << ", " << i32 << ", " << kvType << " -> " << state << "\n";
   os << "  kv.store_state %s, %out, %lse : " << state << ", " << out << ", "
      << lse << "\n  return\n}\n";
   return text;
+}
+
+/// MLA decode over a latent cache (FlashInfer's ckv and kpe pools), one
+/// row per request or, with "rows", several (qo_indptr).
+Expected<std::string> buildMla(SpecReader &r, const Common &c) {
+  Expected<int64_t> heads = r.positive("num_heads", std::nullopt);
+  if (!heads)
+    return heads.takeError();
+  Expected<int64_t> ckv = r.positive("head_dim_ckv", std::nullopt);
+  if (!ckv)
+    return ckv.takeError();
+  Expected<int64_t> kpe = r.positive("head_dim_kpe", std::nullopt);
+  if (!kpe)
+    return kpe.takeError();
+  Expected<int64_t> pageSize = r.positive("page_size", std::nullopt);
+  if (!pageSize)
+    return pageSize.takeError();
+  Expected<std::string> outDtype = readDtype(r, "out_dtype", c.dtype);
+  if (!outDtype)
+    return outDtype.takeError();
+  Expected<bool> rows = r.boolean("rows");
+  if (!rows)
+    return rows.takeError();
+  Expected<std::string> attrs = readOptions(
+      r, *rows, "needs 'rows' (several query rows per request)");
+  if (!attrs)
+    return attrs.takeError();
+  Expected<Tables> tables = readTables(r);
+  if (!tables)
+    return tables.takeError();
+  if (Error e = r.checkUnused())
+    return std::move(e);
+
+  std::string qn = tensorType(*heads, *ckv, c.dtype);
+  std::string qp = tensorType(*heads, *kpe, c.dtype);
+  std::string out = tensorType(*heads, *ckv, *outDtype);
+  std::string lse = tensorType(*heads, std::nullopt, "f32");
+  std::string ckvPool =
+      formatv("memref<?x{0}x{1}x{2}>", *pageSize, *ckv, c.dtype).str();
+  std::string kpePool =
+      formatv("memref<?x{0}x{1}x{2}>", *pageSize, *kpe, c.dtype).str();
+  std::string state = formatv("!kv.state<?x{0}x{1}x{2}, base = {3}>", *heads,
+                              *ckv, *outDtype, c.lseBase);
+  std::string kvType =
+      formatv("!kv.paged<page_size = {0}, kv_heads = 1, head_dim = {1}, "
+              "head_dim_v = {1}, dtype = {2}, layout = nhd, storage = mla, "
+              "table = {3}, pe_dim = {4}>",
+              *pageSize, *ckv, c.dtype, tableForm(*tables), *kpe);
+  std::string text;
+  raw_string_ostream os(text);
+  os << entry("%q_nope: " + qn + ", %q_pe: " + qp +
+              (*rows ? ", %qo_indptr: memref<?xi32>" : "") +
+              ", %ckv_cache: " + ckvPool + ", %kpe_cache: " + kpePool + ", " +
+              tables->args + ", %out: " + out + ", %lse: " + lse)
+     << "  %kv = kv.paged_view pools(%ckv_cache, %kpe_cache : " << ckvPool
+     << ", " << kpePool << ") " << tables->clause << " : " << kvType << "\n"
+     << "  %s = kv.mla_decode %q_nope, %q_pe, %kv"
+     << (*rows ? " rows(%qo_indptr : memref<?xi32>)" : "") << *attrs << " : "
+     << qn << ", " << qp << ", " << kvType << " -> " << state << "\n"
+     << "  kv.store_state %s, %out, %lse : " << state << ", " << out << ", "
+     << lse << "\n  return\n}\n";
+  return text;
+}
+} // namespace
+
+Expected<std::string> kvir::capi::buildSpecModule(StringRef specJson) {
+  Expected<json::Value> parsed = json::parse(specJson);
+  if (!parsed)
+    return createStringError(inconvertibleErrorCode(),
+                             "spec: not JSON: " + toString(parsed.takeError()));
+  const json::Object *object = parsed->getAsObject();
+  if (!object)
+    return createStringError(inconvertibleErrorCode(),
+                             "spec: expected a JSON object");
+  SpecReader r(*object);
+  Common c;
+  Expected<std::string> op =
+      r.choice("op",
+               {"decode", "prefill", "mla_decode", "merge_state",
+                "merge_states"},
+               true);
+  if (!op)
+    return op.takeError();
+  c.op = *op;
+  Expected<std::string> dtype = readDtype(r, "dtype", std::nullopt);
+  if (!dtype)
+    return dtype.takeError();
+  c.dtype = *dtype;
+  Expected<std::string> lseBase = r.choice("lse_base", {"2", "e"});
+  if (!lseBase)
+    return lseBase.takeError();
+  c.lseBase = *lseBase;
+  if (c.op == "merge_state" || c.op == "merge_states")
+    return buildMerge(r, c);
+  if (c.op == "mla_decode")
+    return buildMla(r, c);
+  return buildAttention(r, c);
 }

@@ -18,7 +18,9 @@ from .wrappers import (BatchDecodeWithPagedKVCache,
                        BatchPrefillWithPagedKVCache,
                        BatchPrefillWithPagedKVCacheWrapper,
                        BatchPrefillWithRaggedKVCache,
-                       BatchPrefillWithRaggedKVCacheWrapper, merge_state,
+                       BatchPrefillWithRaggedKVCacheWrapper,
+                       BatchMLAPagedAttentionWrapper,
+                       MultiLevelCascadeAttentionWrapper, merge_state,
                        merge_states)
 
 __all__ = ["KvirError", "Module", "Kernel", "compile", "cache_dir",
@@ -27,6 +29,8 @@ __all__ = ["KvirError", "Module", "Kernel", "compile", "cache_dir",
            "BatchPrefillWithPagedKVCache",
            "BatchPrefillWithPagedKVCacheWrapper",
            "BatchPrefillWithRaggedKVCache",
-           "BatchPrefillWithRaggedKVCacheWrapper", "merge_state",
+           "BatchPrefillWithRaggedKVCacheWrapper",
+           "BatchMLAPagedAttentionWrapper",
+           "MultiLevelCascadeAttentionWrapper", "merge_state",
            "merge_states"]
 

@@ -20,6 +20,7 @@ _ENTRY = "kvir_entry.json"
 
 # The kv op whose launch plan a spec's kernels carry.
 PLAN_OPS = {"decode": "kv.decode", "prefill": "kv.prefill",
+            "mla_decode": "kv.mla_decode",
             "merge_state": "kv.merge", "merge_states": "kv.merge_partitions"}
 
 

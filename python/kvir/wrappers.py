@@ -10,6 +10,8 @@ FlashInfer's kernels compute and merge them) unless lse_base="e".
 import ctypes
 import json
 
+import numpy as np
+
 from . import _lib
 from .compiler import compile as _compile
 from .tensors import Arg, dtype_name, empty_like_arg, host_int_array, \
@@ -145,12 +147,12 @@ class _Tables:
         if key not in self.copies:
             out = []
             for n, x in self.named:
-                if device_arg.device == "cuda":
+                if device_arg.torch_device is not None:
+                    # The tables follow the query: torch on its device.
                     import torch
                     x = torch.as_tensor(x).to(device=device_arg.torch_device,
                                               dtype=torch.int32).contiguous()
-                elif not hasattr(x, "ctypes") and hasattr(x, "device") and \
-                        x.device.type != "cpu":
+                elif hasattr(x, "device") and not hasattr(x, "ctypes"):
                     x = x.to("cpu")
                 out.append((n, Arg(n, x).check("i32")))
             self.copies[key] = out
@@ -409,6 +411,174 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillBase):
                 ("out", oa), ("lse", la)]
         self._exec.run(args, backend=self.backend)
         return (out, lse) if return_lse else out
+
+
+class BatchMLAPagedAttentionWrapper:
+    """MLA decode (DeepSeek's latent cache: ckv and kpe pages shared by all
+    heads), one or several query rows per request: FlashInfer's
+    BatchMLAPagedAttentionWrapper. Tables are CSR over pages with each
+    request's kv_len."""
+
+    def __init__(self, float_workspace_buffer=None, chip=None,
+                 cache_dir=None, backend="auto"):
+        self.chip, self.cache_dir = chip, cache_dir
+        self.backend = _backend(backend)
+        self._exec = None
+
+    def plan(self, qo_indptr, kv_indptr, kv_indices, kv_len_arr, num_heads,
+             head_dim_ckv, head_dim_kpe, page_size, causal=False,
+             sm_scale=None, q_data_type="bfloat16", kv_data_type=None,
+             lse_base="2"):
+        dtype = dtype_name(q_data_type)
+        _kv_dtype(dtype, kv_data_type)
+        qo = host_int_array("qo_indptr", qo_indptr)
+        ip = host_int_array("kv_indptr", kv_indptr)
+        lens = host_int_array("kv_len_arr", kv_len_arr)
+        if qo.ndim != 1 or len(qo) < 1 or qo[0] != 0 or \
+                (qo[1:] < qo[:-1]).any():
+            raise ValueError("qo_indptr: expected [batch + 1] non-decreasing "
+                             "row offsets starting at 0")
+        self.batch, self.nnz = len(qo) - 1, int(qo[-1])
+        if ip.shape != (self.batch + 1,) or lens.shape != (self.batch,):
+            raise ValueError(f"kv_indptr: shape {list(ip.shape)}, kv_len_arr: "
+                             f"shape {list(lens.shape)}, expected "
+                             f"[{self.batch + 1}] and [{self.batch}]")
+        pages = ip[1:] - ip[:-1]
+        bad = (lens < 0) | (lens > pages * page_size) | \
+            ((pages > 0) & (lens <= (pages - 1) * page_size))
+        if bad.any():
+            b = int(bad.nonzero()[0][0])
+            raise ValueError(f"kv_len_arr[{b}] = {int(lens[b])} does not fit "
+                             f"the request's {int(pages[b])} pages of "
+                             f"{page_size} tokens")
+        # kvir's CSR tables give the last page's fill instead of kv_len.
+        last = np.where(pages > 0, lens - (pages - 1) * page_size, 0)
+        self._last = last.astype(np.int32)
+        rows = bool((qo[1:] - qo[:-1] != 1).any())
+        if causal and not rows:
+            causal = False  # one row per request sees all its keys anyway
+        self.rows = rows
+        spec = _options({"op": "mla_decode", "num_heads": int(num_heads),
+                         "head_dim_ckv": int(head_dim_ckv),
+                         "head_dim_kpe": int(head_dim_kpe),
+                         "page_size": int(page_size), "dtype": dtype,
+                         "rows": rows, "causal": bool(causal)},
+                        -1, None, sm_scale, lse_base, "NONE")
+        self.spec = spec
+        self.page_size = int(page_size)
+        self.kv_lengths = [int(n) for n in lens]
+        if rows:
+            a, pa = _i32(qo)
+            b, pb = _i32(lens)
+            _check_tables("kvir_check_query_rows", pa,
+                          ctypes.c_int64(self.nnz), pb,
+                          ctypes.c_int64(self.batch),
+                          ctypes.c_int64(1 if causal else 0))
+        self._host = (ip, host_int_array("kv_indices", kv_indices), last)
+        named = [("kv_indptr", kv_indptr), ("kv_indices", kv_indices),
+                 ("kv_last_page_len", self._last)]
+        if rows:
+            named.insert(0, ("qo_indptr", qo_indptr))
+        self._tables = _Tables(named)
+        self._exec = _Executor(spec, self.chip, self.cache_dir)
+        self._exec.kernel(*_plan_device(qo_indptr))
+        self._checked = set()
+
+    def run(self, q_nope, q_pe, ckv_cache, kpe_cache, out=None, lse=None,
+            return_lse=False):
+        if self._exec is None:
+            raise RuntimeError("run() before plan()")
+        s = self.spec
+        h, dc, dp, ps = (s["num_heads"], s["head_dim_ckv"], s["head_dim_kpe"],
+                         s["page_size"])
+        rows = self.nnz if self.rows else self.batch
+        qn = Arg("q_nope", q_nope).check(s["dtype"], [rows, h, dc])
+        qp = Arg("q_pe", q_pe).check(s["dtype"], [rows, h, dp])
+        ckv = Arg("ckv_cache", ckv_cache).check(s["dtype"], [None, ps, dc])
+        kpe = Arg("kpe_cache", kpe_cache).check(s["dtype"],
+                                               [ckv.shape[0], ps, dp])
+        if ckv.shape[0] not in self._checked:
+            ip, ind, last = self._host
+            a, pa = _i32(ip)
+            b, pb = _i32(ind)
+            c, pc = _i32(last)
+            _check_tables("kvir_check_csr", pa, pb, ctypes.c_int64(len(b)), pc,
+                          ctypes.c_int64(self.batch), ctypes.c_int64(ps),
+                          ctypes.c_int64(ckv.shape[0] * ps))
+            self._checked.add(ckv.shape[0])
+        if out is None:
+            out = empty_like_arg(qn, [rows, h, dc], s["dtype"])
+        if lse is None:
+            lse = empty_like_arg(qn, [rows, h], "f32")
+        oa = Arg("out", out).check(s["dtype"], [rows, h, dc])
+        la = Arg("lse", lse).check("f32", [rows, h])
+        t = self._tables.on(qn)
+        args = [("q_nope", qn), ("q_pe", qp)] + t[:1 if self.rows else 0] + \
+            [("ckv_pool", ckv), ("kpe_pool", kpe)] + \
+            t[1 if self.rows else 0:] + [("out", oa), ("lse", la)]
+        self._exec.run(args, None if self.rows else self.kv_lengths,
+                       self.backend)
+        return (out, lse) if return_lse else out
+
+
+class MultiLevelCascadeAttentionWrapper:
+    """Cascade attention over `num_levels` levels of one paged cache, as
+    FlashInfer's MultiLevelCascadeAttentionWrapper: level l groups the
+    query rows into requests by qo_indptr_arr[l] and reads the pages of
+    its tables; shared-prefix levels are attended without a mask, the last
+    level causally, and the states merged (kvir's merge kernel). Each level
+    is a BatchPrefillWithPagedKVCacheWrapper."""
+
+    def __init__(self, num_levels, float_workspace_buffer=None,
+                 kv_layout="NHD", chip=None, cache_dir=None, backend="auto"):
+        if int(num_levels) < 1:
+            raise ValueError(f"num_levels: {num_levels}, expected >= 1")
+        self.levels = [BatchPrefillWithPagedKVCacheWrapper(
+            kv_layout=kv_layout, chip=chip, cache_dir=cache_dir,
+            backend=backend) for _ in range(int(num_levels))]
+        self.chip, self.cache_dir, self.backend = chip, cache_dir, backend
+
+    def plan(self, qo_indptr_arr, paged_kv_indptr_arr, paged_kv_indices_arr,
+             paged_kv_last_page_len, num_qo_heads, num_kv_heads, head_dim,
+             page_size, causal=False, sm_scale=None, logits_soft_cap=None,
+             q_data_type="float16", kv_data_type=None, lse_base="2"):
+        n = len(self.levels)
+        for name, arr in [("qo_indptr_arr", qo_indptr_arr),
+                          ("paged_kv_indptr_arr", paged_kv_indptr_arr),
+                          ("paged_kv_indices_arr", paged_kv_indices_arr),
+                          ("paged_kv_last_page_len", paged_kv_last_page_len)]:
+            if len(arr) != n:
+                raise ValueError(f"{name}: {len(arr)} levels, expected {n}")
+        rows = {int(host_int_array("qo_indptr_arr", q)[-1])
+                for q in qo_indptr_arr}
+        if len(rows) != 1:
+            raise ValueError(f"qo_indptr_arr: the levels cover {sorted(rows)} "
+                             f"rows; every level groups the same rows")
+        for level, wrapper in enumerate(self.levels):
+            wrapper.plan(qo_indptr_arr[level], paged_kv_indptr_arr[level],
+                         paged_kv_indices_arr[level],
+                         paged_kv_last_page_len[level], num_qo_heads,
+                         num_kv_heads, head_dim, page_size,
+                         causal=causal and level == n - 1, sm_scale=sm_scale,
+                         logits_soft_cap=logits_soft_cap,
+                         q_data_type=q_data_type, kv_data_type=kv_data_type,
+                         lse_base=lse_base)
+        self.lse_base = str(lse_base)
+
+    def run(self, q, paged_kv_cache, out=None, lse=None, return_lse=False):
+        o, s = self.levels[0].run(q, paged_kv_cache, return_lse=True)
+        for wrapper in self.levels[1:]:
+            o_l, s_l = wrapper.run(q, paged_kv_cache, return_lse=True)
+            o, s = merge_state(o, s, o_l, s_l, lse_base=self.lse_base,
+                               chip=self.chip, cache_dir=self.cache_dir,
+                               backend=self.backend)
+        if out is not None:
+            out[...] = o
+            o = out
+        if lse is not None:
+            lse[...] = s
+            s = lse
+        return (o, s) if return_lse else o
 
 
 # Aliases under the names without FlashInfer's "Wrapper" suffix.

@@ -62,3 +62,25 @@ def test_merge_states_on_the_gpu(rng, cache):
         ref_v, ref_s = merge(ref_v, ref_s, v[:, i], s[:, i])
     check(got_v.float().cpu().numpy(), got_s.cpu().numpy(), ref_v, ref_s,
           TOLERANCE["f16"], 1e-5)
+
+
+def test_mla_on_the_gpu(rng, cache):
+    from test_mla_cascade import _mla_batch, _mla_reference
+    heads, page, lens = 16, 64, [300, 7, 1]
+    ckv, kpe, indptr, indices, keys = _mla_batch(rng, lens, page, 512, 64,
+                                                 np.float16)
+    q_nope = rng.uniform(-1, 1, (3, heads, 512)).astype(np.float16)
+    q_pe = rng.uniform(-1, 1, (3, heads, 64)).astype(np.float16)
+    w = kvir.BatchMLAPagedAttentionWrapper(cache_dir=cache)
+    w.plan(cuda(np.arange(4, dtype=np.int32)), cuda(indptr), cuda(indices),
+           cuda(np.array(lens, np.int32)), heads, 512, 64, page,
+           q_data_type=torch.float16)
+    out, lse = w.run(cuda(q_nope), cuda(q_pe), cuda(ckv), cuda(kpe),
+                     return_lse=True)
+    torch.cuda.synchronize()
+    for b, n in enumerate(lens):
+        ref_o, ref_lse = _mla_reference(q_nope[b:b + 1], q_pe[b:b + 1],
+                                        keys[b][0], keys[b][1], [n - 1],
+                                        False, 1 / np.sqrt(576))
+        check(out[b:b + 1].float().cpu().numpy(), lse[b:b + 1].cpu().numpy(),
+              ref_o, ref_lse, TOLERANCE["f16"], 2e-3)

@@ -94,6 +94,11 @@ def test_bad_layout():
       "dtype": "f16", "window_left": -3}, "spec: 'window_left' must be -1"),
     ({"op": "decode", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
       "dtype": "f16", "causal": True}, "spec: 'causal' applies to prefills"),
+    ({"op": "mla_decode", "num_heads": 16, "head_dim_ckv": 512,
+      "head_dim_kpe": 64, "page_size": 64, "dtype": "bf16", "causal": True},
+     "spec: 'causal' needs 'rows'"),
+    ({"op": "mla_decode", "num_heads": 16, "head_dim_ckv": 512,
+      "page_size": 64, "dtype": "bf16"}, "spec: 'head_dim_kpe' is required"),
 ])
 def test_bad_spec(cache, spec, message):
     with pytest.raises(kvir.KvirError, match="^" + message.replace("(", "\\(")):
