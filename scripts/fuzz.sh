@@ -38,6 +38,8 @@ find test examples -name '*.mlir' | sort | while read -r file; do
     /^\/\/ -----/ { close(f); n++; f = out "." n; next }
     { print > f }' "$file"
 done
+# JSON specs (kvir_module_from_spec, kvir.compile) are fuzzed too.
+cp test/Fuzz/specs/*.json "$seeds/"
 echo "kvir-fuzz: $(ls "$seeds" | wc -l) seed inputs"
 
 export ASAN_OPTIONS="allow_user_poisoning=0:detect_leaks=0"

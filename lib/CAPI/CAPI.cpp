@@ -1,7 +1,7 @@
 //===- CAPI.cpp - kvir's C API ---------------------------------------------===//
 #include "kvir-c/KVIR.h"
 
-#include "Spec.h"
+#include "kvir/CAPI/Spec.h"
 #include "kvir/Emulator/Emulator.h"
 #include "kvir/Emulator/HostLowering.h"
 #include "kvir/Pipelines/Pipelines.h"

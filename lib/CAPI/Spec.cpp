@@ -1,5 +1,5 @@
 //===- Spec.cpp - kv modules from JSON specs ------------------------------===//
-#include "Spec.h"
+#include "kvir/CAPI/Spec.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -7,6 +7,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <cmath>
+#include <limits>
 #include <optional>
 
 using namespace llvm;
@@ -17,15 +18,17 @@ namespace {
 /// one is reported instead of ignored.
 class SpecReader {
 public:
-  explicit SpecReader(const json::Object &object) : object(object) {}
+  explicit SpecReader(const json::Object &object, std::string prefix = "")
+      : fields(object), prefix(std::move(prefix)) {}
 
   Error error(const Twine &message) const {
-    return createStringError(inconvertibleErrorCode(), "spec: " + message);
+    return createStringError(inconvertibleErrorCode(),
+                             "spec: " + prefix + message);
   }
 
   Expected<std::optional<int64_t>> integer(StringRef key) {
     used.insert(key);
-    const json::Value *v = object.get(key);
+    const json::Value *v = fields.get(key);
     if (!v || v->kind() == json::Value::Null)
       return std::nullopt;
     if (std::optional<int64_t> i = v->getAsInteger())
@@ -41,11 +44,16 @@ public:
     int64_t value = v->value_or(fallback.value_or(0));
     if (value <= 0)
       return error("'" + key + "' must be positive, got " + Twine(value));
+    // Products of two fields (a strided view's row stride) stay in int64.
+    if (value > std::numeric_limits<int32_t>::max())
+      return error("'" + key + "' must be at most " +
+                   Twine(std::numeric_limits<int32_t>::max()) + ", got " +
+                   Twine(value));
     return value;
   }
   Expected<std::optional<double>> number(StringRef key) {
     used.insert(key);
-    const json::Value *v = object.get(key);
+    const json::Value *v = fields.get(key);
     if (!v || v->kind() == json::Value::Null)
       return std::nullopt;
     if (std::optional<double> d = v->getAsNumber())
@@ -54,7 +62,7 @@ public:
   }
   Expected<bool> boolean(StringRef key) {
     used.insert(key);
-    const json::Value *v = object.get(key);
+    const json::Value *v = fields.get(key);
     if (!v || v->kind() == json::Value::Null)
       return false;
     if (std::optional<bool> b = v->getAsBoolean())
@@ -66,7 +74,7 @@ public:
   Expected<std::string> choice(StringRef key, ArrayRef<StringRef> choices,
                                bool required = false) {
     used.insert(key);
-    const json::Value *v = object.get(key);
+    const json::Value *v = fields.get(key);
     std::string expected;
     for (StringRef c : choices)
       expected += (expected.empty() ? "'" : ", '") + c.str() + "'";
@@ -83,16 +91,28 @@ public:
     return error("'" + key + "' must be one of " + expected + ", got " +
                  (s ? "'" + s->str() + "'" : std::string("a non-string")));
   }
+  /// A nested object field, or null when absent.
+  Expected<const json::Object *> object(StringRef key) {
+    used.insert(key);
+    const json::Value *v = fields.get(key);
+    if (!v || v->kind() == json::Value::Null)
+      return nullptr;
+    if (const json::Object *o = v->getAsObject())
+      return o;
+    return error("'" + key + "' must be an object");
+  }
   /// Fails on a field no read asked for.
   Error checkUnused() const {
-    for (const auto &[key, value] : object)
+    for (const auto &[key, value] : fields)
       if (!used.contains(key))
         return error("unknown field '" + key.str() + "'");
     return Error::success();
   }
 
 private:
-  const json::Object &object;
+  const json::Object &fields;
+  /// "rope: " for a nested object's messages.
+  std::string prefix;
   StringSet<> used;
 };
 
@@ -195,10 +215,49 @@ Expected<std::string> buildMerge(SpecReader &r, const Common &c) {
   return text;
 }
 
+/// The "rope" object ({"style", "theta", "scale", "rotary_dim"}: kvir's
+/// RoPE, rotating pairs by position * scale * theta^(-2i / rotary_dim)) as
+/// an attribute entry, or "" when absent.
+Expected<std::string> readRope(SpecReader &r) {
+  Expected<const json::Object *> object = r.object("rope");
+  if (!object)
+    return object.takeError();
+  if (!*object)
+    return std::string();
+  SpecReader rope(**object, "rope: ");
+  Expected<std::string> style =
+      rope.choice("style", {"rotate_half", "interleave"});
+  if (!style)
+    return style.takeError();
+  Expected<std::optional<double>> theta = rope.number("theta");
+  if (!theta)
+    return theta.takeError();
+  Expected<std::optional<double>> scale = rope.number("scale");
+  if (!scale)
+    return scale.takeError();
+  for (auto [name, v] : {std::pair{"theta", *theta}, {"scale", *scale}})
+    if (v && !(*v > 0 && std::isfinite(*v)))
+      return rope.error("'" + Twine(name) +
+                        "' must be a positive finite number");
+  Expected<std::optional<int64_t>> rotary = rope.integer("rotary_dim");
+  if (!rotary)
+    return rotary.takeError();
+  if (Error e = rope.checkUnused())
+    return std::move(e);
+  std::string text = "rope = #kv.rope<" + *style;
+  if (*theta)
+    text += ", theta = " + floatAttr(**theta);
+  if (*scale)
+    text += ", scale = " + floatAttr(**scale);
+  if (*rotary)
+    text += ", rotary_dim = " + std::to_string(**rotary);
+  return text + ">";
+}
+
 /// The attention options every attention op takes, as an attribute
 /// dictionary (empty when none is set).
 Expected<std::string> readOptions(SpecReader &r, bool causalAllowed,
-                                  StringRef causalWhy) {
+                                  StringRef causalWhy, bool ropeAllowed) {
   Expected<bool> causal = r.boolean("causal");
   if (!causal)
     return causal.takeError();
@@ -220,7 +279,12 @@ Expected<std::string> readOptions(SpecReader &r, bool causalAllowed,
     return smScale.takeError();
   if (*smScale && !(**smScale > 0 && std::isfinite(**smScale)))
     return r.error("'sm_scale' must be a positive finite number");
+  Expected<std::string> rope = ropeAllowed ? readRope(r) : std::string();
+  if (!rope)
+    return rope.takeError();
   SmallVector<std::string> attrs;
+  if (!rope->empty())
+    attrs.push_back(*rope);
   if (*causal)
     attrs.push_back("causal");
   if (*window && **window >= 0)
@@ -284,8 +348,9 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
     return r.error("'kv' must be 'paged' for a decode (its keys are a paged "
                    "cache); a ragged decode is a prefill of one row each");
   Expected<std::string> attrs = readOptions(
-      r, !decode, "applies to prefills (a decode row sees every key of its "
-                  "request)");
+      r, !decode,
+      "applies to prefills (a decode row sees every key of its request)",
+      /*ropeAllowed=*/true);
   if (!attrs)
     return attrs.takeError();
 
@@ -373,8 +438,10 @@ Expected<std::string> buildMla(SpecReader &r, const Common &c) {
   Expected<bool> rows = r.boolean("rows");
   if (!rows)
     return rows.takeError();
+  // MLA caches hold already rotated kpe rows: no RoPE.
   Expected<std::string> attrs = readOptions(
-      r, *rows, "needs 'rows' (several query rows per request)");
+      r, *rows, "needs 'rows' (several query rows per request)",
+      /*ropeAllowed=*/false);
   if (!attrs)
     return attrs.takeError();
   Expected<Tables> tables = readTables(r);

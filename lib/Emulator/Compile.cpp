@@ -1,6 +1,7 @@
 //===- Compile.cpp - gpu.module -> instrumented host JIT code -------------===//
 #include "Runtime.h"
 #include "kvir/Emulator/Instrument.h"
+#include "kvir/Dialect/KVGPU/Transforms/Passes.h"
 #include "kvir/Target/GPU/KernelPipeline.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -17,6 +18,7 @@
 #include "llvm/Support/TargetSelect.h"
 
 using namespace mlir;
+using namespace kvir;
 using namespace kvir::emu;
 
 std::vector<std::unique_ptr<CompiledModule>> &compiledModules() {
@@ -197,6 +199,14 @@ static FailureOr<CompiledModule *> compile(gpu::GPUModuleOp gpuModule) {
 }
 
 LogicalResult Emulator::prepareModule(ModuleOp module) {
+  // Kernels take kvir's kernel ABI (bare pointers, then extents), as in the
+  // PTX; launches in `module` are rewritten with them.
+  {
+    PassManager pm(module.getContext());
+    pm.addPass(kvgpu::createKVGPUBareKernelABI());
+    if (failed(pm.run(module)))
+      return failure();
+  }
   SmallVector<gpu::GPUModuleOp> gpuModules(module.getOps<gpu::GPUModuleOp>());
   for (gpu::GPUModuleOp gpuModule : gpuModules) {
     FailureOr<CompiledModule *> compiled = compile(gpuModule);

@@ -1,7 +1,6 @@
 //===- HostLowering.cpp - Host code that launches emulated kernels --------===//
 #include "kvir/Emulator/HostLowering.h"
 #include "kvir/Emulator/Emulator.h"
-#include "kvir/Dialect/KVGPU/Transforms/Passes.h"
 #include "kvir/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -58,7 +57,6 @@ LogicalResult kvir::emu::lowerHostForEmulator(ModuleOp module) {
   {
     PassManager pm(context);
     pm.addPass(createGpuKernelOutliningPass());
-    pm.addPass(kvgpu::createKVGPUBareKernelABI());
     if (failed(pm.run(module)))
       return failure();
   }

@@ -39,11 +39,21 @@ def _backend(backend):
 
 
 def _options(spec, window_left, logits_soft_cap, sm_scale, lse_base,
-             pos_encoding_mode):
-    if pos_encoding_mode not in (None, "NONE"):
-        raise ValueError(f"pos_encoding_mode: '{pos_encoding_mode}', only "
-                         f"'NONE' here (write the kv.decode / kv.prefill with "
-                         f"a #kv.rope attribute for on-the-fly RoPE)")
+             pos_encoding_mode, rope_scale=None, rope_theta=None):
+    if pos_encoding_mode == "ROPE_LLAMA":
+        # FlashInfer's on-the-fly RoPE (rotate-half pairs); its rope_scale
+        # divides positions, kvir's scale multiplies them.
+        rope = {"style": "rotate_half"}
+        if rope_theta is not None:
+            rope["theta"] = float(rope_theta)
+        if rope_scale is not None:
+            if not rope_scale > 0:
+                raise ValueError(f"rope_scale: {rope_scale}, expected > 0")
+            rope["scale"] = 1.0 / float(rope_scale)
+        spec["rope"] = rope
+    elif pos_encoding_mode not in (None, "NONE"):
+        raise ValueError(f"pos_encoding_mode: '{pos_encoding_mode}', "
+                         f"expected 'NONE' or 'ROPE_LLAMA'")
     if window_left is not None and window_left >= 0:
         spec["window_left"] = int(window_left)
     if logits_soft_cap:
@@ -190,7 +200,8 @@ class BatchDecodeWithPagedKVCacheWrapper:
     def plan(self, indptr, indices, last_page_len, num_qo_heads,
              num_kv_heads, head_dim, page_size, pos_encoding_mode="NONE",
              window_left=-1, logits_soft_cap=None, q_data_type="float16",
-             kv_data_type=None, sm_scale=None, lse_base="2"):
+             kv_data_type=None, sm_scale=None, rope_scale=None,
+             rope_theta=None, lse_base="2"):
         dtype = dtype_name(q_data_type)
         _kv_dtype(dtype, kv_data_type)
         spec = _options({"op": "decode", "num_qo_heads": int(num_qo_heads),
@@ -199,7 +210,7 @@ class BatchDecodeWithPagedKVCacheWrapper:
                          "page_size": int(page_size), "dtype": dtype,
                          "kv_layout": self.kv_layout},
                         window_left, logits_soft_cap, sm_scale, lse_base,
-                        pos_encoding_mode)
+                        pos_encoding_mode, rope_scale, rope_theta)
         ip = host_int_array("indptr", indptr)
         last = host_int_array("last_page_len", last_page_len)
         ind = host_int_array("indices", indices)
@@ -266,7 +277,8 @@ class _PrefillBase:
 
     def _spec(self, kind, qo_indptr, num_qo_heads, num_kv_heads, head_dim_qk,
               head_dim_vo, causal, pos_encoding_mode, sm_scale, window_left,
-              logits_soft_cap, q_data_type, kv_data_type, lse_base):
+              logits_soft_cap, q_data_type, kv_data_type, lse_base,
+              rope_scale, rope_theta):
         dtype = dtype_name(q_data_type)
         _kv_dtype(dtype, kv_data_type)
         qo = host_int_array("qo_indptr", qo_indptr)
@@ -284,7 +296,7 @@ class _PrefillBase:
         if head_dim_vo is not None and int(head_dim_vo) != int(head_dim_qk):
             spec["head_dim_v"] = int(head_dim_vo)
         return _options(spec, window_left, logits_soft_cap, sm_scale,
-                        lse_base, pos_encoding_mode)
+                        lse_base, pos_encoding_mode, rope_scale, rope_theta)
 
     def _check_rows(self, kv_lengths):
         a, pa = _i32(self._qo)
@@ -313,11 +325,11 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
              page_size, head_dim_vo=None, causal=False,
              pos_encoding_mode="NONE", sm_scale=None, window_left=-1,
              logits_soft_cap=None, q_data_type="float16", kv_data_type=None,
-             lse_base="2"):
+             rope_scale=None, rope_theta=None, lse_base="2"):
         spec = self._spec("paged", qo_indptr, num_qo_heads, num_kv_heads,
                           head_dim_qk, head_dim_vo, causal, pos_encoding_mode,
                           sm_scale, window_left, logits_soft_cap, q_data_type,
-                          kv_data_type, lse_base)
+                          kv_data_type, lse_base, rope_scale, rope_theta)
         spec["page_size"] = int(page_size)
         spec["kv_layout"] = self.kv_layout
         self.spec = spec
@@ -375,12 +387,12 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillBase):
              head_dim_qk, head_dim_vo=None, causal=False,
              pos_encoding_mode="NONE", sm_scale=None, window_left=-1,
              logits_soft_cap=None, q_data_type="float16", kv_data_type=None,
-             lse_base="2"):
+             rope_scale=None, rope_theta=None, lse_base="2"):
         self.spec = self._spec("ragged", qo_indptr, num_qo_heads,
                                num_kv_heads, head_dim_qk, head_dim_vo, causal,
                                pos_encoding_mode, sm_scale, window_left,
                                logits_soft_cap, q_data_type, kv_data_type,
-                               lse_base)
+                               lse_base, rope_scale, rope_theta)
         kv = host_int_array("kv_indptr", kv_indptr)
         if kv.shape != (self.batch + 1,) or kv[0] != 0 or \
                 (kv[1:] < kv[:-1]).any():

@@ -6,11 +6,28 @@ import math
 import numpy as np
 
 
+def rotate_half(x, positions, theta, scale):
+    """RoPE on the last axis of x [n, ..., D] at `positions` [n]: pairs
+    (i, i + D/2) turned by position * scale * theta^(-2i / D)."""
+    x = np.asarray(x, dtype=np.float64)
+    half = x.shape[-1] // 2
+    freq = theta ** (-2.0 * np.arange(half) / x.shape[-1])
+    angle = np.asarray(positions, dtype=np.float64)[:, None] * scale * freq
+    shape = (len(positions),) + (1,) * (x.ndim - 2) + (half,)
+    c, s = np.cos(angle).reshape(shape), np.sin(angle).reshape(shape)
+    a, b = x[..., :half], x[..., half:]
+    return np.concatenate([a * c - b * s, a * s + b * c], axis=-1)
+
+
 def attend(q, k, v, positions, causal=False, window_left=-1, soft_cap=0.0,
-           sm_scale=None, lse_base="2"):
+           sm_scale=None, lse_base="2", rope=None):
     """q [n, Hq, D] rows at `positions` of a request with keys k [m, Hk, D]
-    and values v [m, Hk, Dv]: (o [n, Hq, Dv], lse [n, Hq]) in float64."""
+    and values v [m, Hk, Dv]: (o [n, Hq, Dv], lse [n, Hq]) in float64.
+    `rope`: (theta, scale) of rotate-half RoPE on q and k."""
     q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+    if rope is not None:
+        q = rotate_half(q, positions, *rope)
+        k = rotate_half(k, np.arange(len(k)), *rope)
     n, hq, d = q.shape
     m, hk, dv = v.shape
     scale = 1.0 / math.sqrt(d) if sm_scale is None else sm_scale

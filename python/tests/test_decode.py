@@ -8,11 +8,22 @@ from conftest import TOLERANCE, paged_batch, poisoned
 from reference import attend, check
 
 
+def _rope(opts):
+    """The reference's (theta, scale) of FlashInfer's ROPE_LLAMA options."""
+    if opts.get("pos_encoding_mode") != "ROPE_LLAMA":
+        return None
+    return opts.get("rope_theta", 1e4), 1.0 / opts.get("rope_scale", 1.0)
+
+
 @pytest.mark.parametrize("dtype,layout,hq,hk,d,page,lens,opts", [
     ("float16", "NHD", 8, 2, 64, 16, [37, 1, 100], {}),
     ("float16", "HND", 4, 4, 128, 8, [9, 64], {"logits_soft_cap": 30.0}),
     ("float32", "NHD", 8, 1, 64, 4, [13, 29], {"sm_scale": 0.3}),
     ("float16", "NHD", 8, 2, 64, 16, [50, 0, 7], {"window_left": 20}),
+    # FlashInfer's on-the-fly RoPE: positions divided by rope_scale.
+    ("float16", "NHD", 8, 2, 64, 16, [70, 5], {"pos_encoding_mode": "ROPE_LLAMA",
+                                              "rope_theta": 5e5,
+                                              "rope_scale": 2.0}),
     # Long enough for the work schedule to split it (split-KV + merge).
     ("float16", "NHD", 4, 1, 64, 16, [2500], {}),
 ])
@@ -36,7 +47,7 @@ def test_decode_matches_reference(rng, cache, dtype, layout, hq, hk, d, page,
             q[b:b + 1], keys[b], values[b], [n - 1],
             window_left=opts.get("window_left", -1),
             soft_cap=opts.get("logits_soft_cap", 0.0),
-            sm_scale=opts.get("sm_scale"))
+            sm_scale=opts.get("sm_scale"), rope=_rope(opts))
         check(out[b:b + 1], lse[b:b + 1], ref_o, ref_lse, TOLERANCE[name],
               1e-3 if name != "f32" else 1e-5)
 

@@ -7,6 +7,7 @@ import pytest
 import kvir
 from conftest import TOLERANCE, paged_batch, poisoned
 from reference import attend, check
+from test_decode import _rope
 
 
 def _rows(rng, qo_lens, hq, d, dtype):
@@ -25,7 +26,7 @@ def _check_requests(out, lse, q, qo_indptr, keys, values, name, opts):
             causal=opts.get("causal", False),
             window_left=opts.get("window_left", -1),
             soft_cap=opts.get("logits_soft_cap", 0.0),
-            sm_scale=opts.get("sm_scale"))
+            sm_scale=opts.get("sm_scale"), rope=_rope(opts))
         check(out[r0:r1], lse[r0:r1], ref_o, ref_lse, TOLERANCE[name],
               1e-5 if name == "f32" else 2e-3)
 
@@ -37,6 +38,8 @@ def _check_requests(out, lse, q, qo_indptr, keys, values, name, opts):
     ("float16", "NHD", 2, 2, 64, 4, [9, 30], [9, 1],
      {"logits_soft_cap": 20.0, "sm_scale": 0.2}),
     ("float32", "NHD", 4, 1, 64, 16, [21, 48], [4, 16], {"causal": True}),
+    ("float16", "NHD", 4, 2, 128, 16, [50, 33], [10, 33],
+     {"causal": True, "pos_encoding_mode": "ROPE_LLAMA", "rope_scale": 4.0}),
 ])
 def test_paged_prefill_matches_reference(rng, cache, dtype, layout, hq, hk,
                                          d, page, kv_lens, qo_lens, opts):

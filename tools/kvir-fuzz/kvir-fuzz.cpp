@@ -1,6 +1,9 @@
 //===- kvir-fuzz.cpp - libFuzzer target over kvir's pipelines -------------===//
 //
-// Each input is MLIR text. It is parsed and verified with every dialect kvir
+// Each input is MLIR text, or a JSON spec (an input starting with `{`: what
+// the C API's kvir_module_from_spec and Python's kvir.compile take), turned
+// into MLIR text by kvir::capi::buildSpecModule. The text is parsed and
+// verified with every dialect kvir
 // registers; an input that gets that far is run through each of kvir's
 // pipelines (kv-lower-to-llvm, kv-to-ptx strict and with host loops, with
 // and without fixed CUDA-graph grids, for an sm_80 or sm_90a chip picked by
@@ -20,6 +23,7 @@
 // Reliability.md says how to run it for hours and turn a crash into a test.
 //
 //===----------------------------------------------------------------------===//
+#include "kvir/CAPI/Spec.h"
 #include "kvir/Pipelines/Pipelines.h"
 #include "kvir/Registration/InitAll.h"
 
@@ -176,6 +180,17 @@ bool invalidatedByUpstreamCanonicalize(mlir::ModuleOp module) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  std::string fromSpec;
+  if (text.ltrim().starts_with("{")) {
+    // A spec: rejected with a message, or a module to run like any other.
+    llvm::Expected<std::string> module = kvir::capi::buildSpecModule(text);
+    if (!module) {
+      llvm::consumeError(module.takeError());
+      return 0;
+    }
+    fromSpec = std::move(*module);
+    text = fromSpec;
+  }
   if (crashesUpstreamMLIR(text))
     return -1; // Not added to the corpus.
   // A fresh context per input: no state carries from one input to the next,

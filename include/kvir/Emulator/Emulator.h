@@ -113,9 +113,11 @@ public:
 
   EmulatorOptions &options() { return opts; }
 
-  /// Lowers each gpu.module of `module` to NVVM, instruments and JIT-compiles
-  /// it for the host, and replaces it by a gpu.binary whose object names the
-  /// compiled module, so that gpu-to-llvm's launch code reaches the emulator.
+  /// Gives the kernels of `module` and their launches kvir's kernel ABI
+  /// (kvgpu-bare-kernel-abi), lowers each gpu.module to NVVM, instruments
+  /// and JIT-compiles it for the host, and replaces it by a gpu.binary whose
+  /// object names the compiled module, so that gpu-to-llvm's launch code
+  /// reaches the emulator.
   llvm::LogicalResult prepareModule(mlir::ModuleOp module);
 
   /// The CUDA-runtime wrapper functions (mgpu*), libdevice functions (__nv_*)

@@ -174,9 +174,7 @@ TEST_F(ChecksTest, UnregisteredMemory) {
   std::vector<float> untracked(32);
   Buffer<float> out(32);
   Args args;
-  args.pointer(untracked.data()).pointer(untracked.data());
-  args.scalar<int64_t>(0).scalar<int64_t>(32).scalar<int64_t>(1);
-  args.memref(out).scalar<int64_t>(0);
+  args.memrefAt(untracked.data(), 32).memref(out).scalar<int64_t>(0);
   expectReport(launch("chk_shifted_copy", {1, 1, 1}, {32, 1, 1}, args),
                {"out-of-bounds global load", "thread (0,0,0)"});
 }
@@ -185,9 +183,7 @@ TEST_F(ChecksTest, MisalignedGlobalLoad) {
   Buffer<float> in(33), out(32);
   char *shifted = reinterpret_cast<char *>(in.ptr()) + 2;
   Args args;
-  args.pointer(in.ptr()).pointer(shifted);
-  args.scalar<int64_t>(0).scalar<int64_t>(32).scalar<int64_t>(1);
-  args.memref(out).scalar<int64_t>(0);
+  args.memrefAt(shifted, 32).memref(out).scalar<int64_t>(0);
   expectReport(launch("chk_shifted_copy", {1, 1, 1}, {32, 1, 1}, args),
                {"misaligned global load of 4 bytes",
                 "the access assumes 4-byte alignment", "thread (0,0,0)"});
@@ -199,9 +195,7 @@ TEST_F(ChecksTest, UseAfterFree) {
   Emulator::get().registerAllocation(freed.data(), 128, "scratch");
   Emulator::get().unregisterAllocation(freed.data());
   Args args;
-  args.pointer(freed.data()).pointer(freed.data());
-  args.scalar<int64_t>(0).scalar<int64_t>(32).scalar<int64_t>(1);
-  args.memref(out).scalar<int64_t>(0);
+  args.memrefAt(freed.data(), 32).memref(out).scalar<int64_t>(0);
   expectReport(launch("chk_shifted_copy", {1, 1, 1}, {32, 1, 1}, args),
                {"inside scratch", "which was freed (use after free)"});
 }

@@ -88,7 +88,7 @@ TEST_F(LdMatrixTest, MatchesDirectIndexing) {
         for (int l = 0; l < 32; ++l)
           rows[l] = int32_t(rng() % 64);
         Args args;
-        args.memref(tile, {64, 8}).memref(rows).memref(out);
+        args.staticMemref(tile).staticMemref(rows).memref(out);
         Emulator::get().clearResults();
         ASSERT_TRUE(llvm::succeeded(
             launch(kernelName(num, trans), {1, 1, 1}, {32, 1, 1}, args)))

@@ -164,7 +164,8 @@ protected:
         }
       }
     Args args;
-    args.memref(vals).memref(b).memref(part).memref(out).memref(valid);
+    args.staticMemref(vals).staticMemref(b).staticMemref(part);
+    args.staticMemref(out).staticMemref(valid);
     args.scalar<uint32_t>(mask).scalar<uint32_t>(c);
     Emulator::get().clearResults();
     bool ok = llvm::succeeded(launch(std::string("shfl_") + kModeNames[mode],

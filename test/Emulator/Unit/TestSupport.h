@@ -2,9 +2,10 @@
 //
 // Kernels are written in the gpu dialect (as MLIR source), compiled once per
 // test suite with Emulator::prepareModule and launched through
-// Emulator::launch with the packed arguments the lowered kernel expects:
-// a memref argument expands to (allocated ptr, aligned ptr, offset, sizes...,
-// strides...), a scalar is itself.
+// Emulator::launch with the packed arguments the lowered kernel expects,
+// kvir's kernel ABI (prepareModule applies kvgpu-bare-kernel-abi): a memref
+// argument is its pointer, a scalar is itself, and after all arguments come
+// the memrefs' dynamic sizes.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVIR_TEST_EMULATOR_UNIT_TESTSUPPORT_H
@@ -54,22 +55,22 @@ private:
 /// The packed argument array of one launch.
 class Args {
 public:
-  /// A memref<sizes x T> with an identity layout over `b`.
-  template <typename T>
-  Args &memref(Buffer<T> &b, std::vector<int64_t> sizes = {}) {
-    if (sizes.empty())
-      sizes = {int64_t(b.size())};
+  /// A memref<?xT> over `b`: its pointer, and its size after all arguments.
+  template <typename T> Args &memref(Buffer<T> &b) {
     pointer(b.ptr());
-    pointer(b.ptr());
-    scalar<int64_t>(0);
-    for (int64_t s : sizes)
-      scalar<int64_t>(s);
-    std::vector<int64_t> strides(sizes.size(), 1);
-    for (int i = int(sizes.size()) - 2; i >= 0; --i)
-      strides[i] = strides[i + 1] * sizes[i + 1];
-    for (int64_t s : strides)
-      scalar<int64_t>(s);
+    extents.push_back(int64_t(b.size()));
     return *this;
+  }
+  /// A memref<?xT> of `size` elements at a raw address (memory the
+  /// emulator may not know, or misaligned).
+  Args &memrefAt(void *p, int64_t size) {
+    pointer(p);
+    extents.push_back(size);
+    return *this;
+  }
+  /// A memref of static shape over `b`: its pointer only.
+  template <typename T> Args &staticMemref(Buffer<T> &b) {
+    return pointer(b.ptr());
   }
   template <typename T> Args &scalar(T v) {
     storage.emplace_back();
@@ -84,11 +85,21 @@ public:
     params.push_back(&storage.back());
     return *this;
   }
-  void **get() { return params.data(); }
+  /// The parameters, the dynamic sizes last.
+  void **get() {
+    all = params;
+    for (int64_t e : extents) {
+      storage.emplace_back();
+      std::memcpy(&storage.back(), &e, sizeof(e));
+      all.push_back(&storage.back());
+    }
+    return all.data();
+  }
 
 private:
   std::deque<uint64_t> storage; // stable addresses
-  std::vector<void *> params;
+  std::vector<void *> params, all;
+  std::vector<int64_t> extents;
 };
 
 /// Launches `kernel` with reports collected instead of exiting.

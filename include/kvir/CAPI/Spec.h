@@ -3,11 +3,12 @@
 // The spec a framework describes an attention call with (FlashInfer's
 // vocabulary: num_qo_heads, head_dim, page_size, kv_layout, ...) as a kv
 // module of one function, kvir_main, whose arguments are the call's buffers
-// in a fixed order (docs/Frameworks.md).
+// in a fixed order (docs/Frameworks.md). The C API's kvir_module_from_spec
+// and kvir-fuzz (specs are user input) use it.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KVIR_LIB_CAPI_SPEC_H
-#define KVIR_LIB_CAPI_SPEC_H
+#ifndef KVIR_CAPI_SPEC_H
+#define KVIR_CAPI_SPEC_H
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -22,4 +23,4 @@ llvm::Expected<std::string> buildSpecModule(llvm::StringRef specJson);
 
 } // namespace kvir::capi
 
-#endif // KVIR_LIB_CAPI_SPEC_H
+#endif // KVIR_CAPI_SPEC_H
