@@ -6,7 +6,8 @@
 #              decode and prefill cases named below, to stay within what can be carried;
 #   modules/   the timed decode/prefill modules (timing_modules.sh);
 #   lib/       libkvir_runtime.so (kvir_schedule_work; libc/libstdc++ only);
-#   kvir/      the Python package (python/kvir);
+#   kvir/      the Python package (python/kvir); batch_decode.py, its example,
+#              with its kernels in kvir-cache/;
 #   *.py, run_device.sh.
 #   bundle.sh <bundle dir> [chip]
 set -euo pipefail
@@ -41,4 +42,10 @@ cp "$ROOT"/bench/gpu/*.py "$ROOT/bench/gpu/run_device.sh" "$out/"
 # bundle's manifests or the package's cache).
 mkdir -p "$out/kvir"
 cp "$ROOT"/python/kvir/*.py "$out/kvir/"
+# The Python example and its kernels, compiled here into the bundle's
+# kernel cache (running it here also checks it in the emulator).
+cp "$ROOT/examples/python/batch_decode.py" "$out/"
+KVIR_CACHE_DIR="$out/kvir-cache" \
+  KVIR_CAPI_LIBRARY="${KVIR_BUILD_DIR:-$ROOT/build}/lib/libKVIRCAPI.so" \
+  /usr/bin/python3 "$ROOT/examples/python/batch_decode.py" > /dev/null
 echo "$(ls "$out/cases" | wc -l) of $(ls "$all" | wc -l) cases, $(du -sh "$out" | cut -f1)"

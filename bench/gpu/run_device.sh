@@ -9,7 +9,10 @@
 #                  and torch SDPA on the same shapes (time_attention.py);
 #   sanitizer.txt  compute-sanitizer memcheck and racecheck of a decode and
 #                  a prefill case;  ncu.txt: one decode kernel under ncu.
-# KVIR_GPU_STEPS picks steps (default: device replay timing sanitizer ncu),
+#   python.txt     examples/python/batch_decode.py on torch CUDA tensors,
+#                  its kernels from the bundle's kernel cache (python step).
+# KVIR_GPU_STEPS picks steps (default: device python replay timing sanitizer
+# ncu),
 # KVIR_GPU_SELECT the timed modules (a regex; default all).
 #   run_device.sh [bundle dir]
 set -uo pipefail
@@ -19,7 +22,7 @@ mkdir -p "$OUT"
 exec > >(tee -a "$OUT/log.txt") 2>&1
 PY=python3
 export PATH="$PATH:/usr/local/cuda/bin"
-STEPS=" ${KVIR_GPU_STEPS:-device replay timing sanitizer ncu} "
+STEPS=" ${KVIR_GPU_STEPS:-device python replay timing sanitizer ncu} "
 step() { echo; echo "== $* ($(date +%T))"; }
 want() { [[ "$STEPS" == *" $1 "* ]]; }
 
@@ -29,6 +32,12 @@ nvidia-smi -L
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem \
   --format=csv
 $PY -c 'import torch, numpy; print("torch", torch.__version__, "cuda", torch.version.cuda, "numpy", numpy.__version__)'
+fi
+
+if want python; then
+step "the Python package on the GPU (examples/python/batch_decode.py)"
+KVIR_CACHE_DIR="$B/kvir-cache" KVIR_RUNTIME_LIBRARY="$B/lib/libkvir_runtime.so" \
+  timeout 120 $PY "$B/batch_decode.py" 2>&1 | tee "$OUT/python.txt"
 fi
 
 if want replay; then

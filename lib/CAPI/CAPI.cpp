@@ -65,10 +65,7 @@ std::unique_ptr<MLIRContext> makeContext() {
     llvm::InitializeNativeTargetAsmPrinter();
   });
   DialectRegistry registry;
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
-  registerAllToLLVMIRTranslations(registry);
-  kvir::registerAllDialects(registry);
+  kvir::registerEverything(registry);
   auto context = std::make_unique<MLIRContext>(registry);
   context->loadAllAvailableDialects();
   // Messages name the op and its location; the op's generic form would

@@ -27,6 +27,9 @@
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -47,7 +50,7 @@ void kvir::registerAllDialects(mlir::DialectRegistry &registry) {
                   mlir::nvgpu::NVGPUDialect, mlir::NVVM::NVVMDialect,
                   mlir::index::IndexDialect, mlir::ub::UBDialect,
                   mlir::vector::VectorDialect>();
-  registerAllExtensions(registry);
+  kvir::registerAllExtensions(registry);
 }
 
 void kvir::registerAllExtensions(mlir::DialectRegistry &registry) {
@@ -79,4 +82,11 @@ void kvir::registerAllPasses() {
   kvgpu::registerKVGPUPasses();
   registerKVIRConversionPasses();
   registerKVIRPipelines();
+}
+
+void kvir::registerEverything(mlir::DialectRegistry &registry) {
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllToLLVMIRTranslations(registry);
+  kvir::registerAllDialects(registry);
 }

@@ -27,6 +27,17 @@ def ptx_entries(ptx):
     return entries
 
 
+def check_entry(ptx, kernel, params):
+    """Fails unless `ptx` has entry `kernel` taking len(params) parameters
+    (what a launch on a GPU would find out the hard way)."""
+    entries = ptx_entries(ptx)
+    if kernel not in entries:
+        raise CudaError(f"the PTX has no kernel {kernel}")
+    if entries[kernel] != len(params):
+        raise CudaError(f"{kernel}: {len(params)} parameters passed, the "
+                        f"PTX entry takes {entries[kernel]}")
+
+
 class Driver:
     def __init__(self, use_primary_context=True):
         self.lib = ctypes.CDLL("libcuda.so.1")
@@ -155,12 +166,7 @@ class DryDriver:
 
     def launch(self, ptx, kernel, grid, block, dynamic_shared, params,
                stream=None):
-        entries = ptx_entries(ptx)
-        if kernel not in entries:
-            raise CudaError(f"the PTX has no kernel {kernel}")
-        if entries[kernel] != len(params):
-            raise CudaError(f"{kernel}: {len(params)} parameters passed, the "
-                            f"PTX entry takes {entries[kernel]}")
+        check_entry(ptx, kernel, params)
         if any(int(g) <= 0 for g in grid) or any(int(b) <= 0 for b in block):
             raise CudaError(f"{kernel}: empty grid {grid} or block {block}")
         self.launches.append((kernel, tuple(grid), tuple(block)))

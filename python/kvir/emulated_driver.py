@@ -11,7 +11,7 @@ exact parameter bytes, every access bounds-checked.
 import ctypes
 
 from . import _lib
-from .cuda_driver import CudaError, ptx_entries
+from .cuda_driver import check_entry
 
 
 class EmulatedDriver:
@@ -41,12 +41,7 @@ class EmulatedDriver:
 
     def launch(self, ptx, kernel, grid, block, dynamic_shared, params,
                stream=None):
-        entries = ptx_entries(ptx)
-        if kernel not in entries:
-            raise CudaError(f"the PTX has no kernel {kernel}")
-        if entries[kernel] != len(params):
-            raise CudaError(f"{kernel}: {len(params)} parameters passed, the "
-                            f"PTX entry takes {entries[kernel]}")
+        check_entry(ptx, kernel, params)
         bufs = [ctypes.create_string_buffer(bytes(p), len(p)) for p in params]
         arr = (ctypes.c_void_p * max(1, len(bufs)))(
             *[ctypes.cast(b, ctypes.c_void_p) for b in bufs])

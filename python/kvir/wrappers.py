@@ -178,24 +178,60 @@ def _plan_device(x):
     return "cpu", None
 
 
+class _CsrCheck:
+    """A batch's CSR page tables on the host, checked (kvir_check_csr)
+    against each pool size they are run with, once."""
+
+    def __init__(self, indptr, indices, last_page_len, page_size):
+        self.tables = [_i32(a) for a in (indptr, indices, last_page_len)]
+        self.page_size = int(page_size)
+        self.checked = set()
+
+    def __call__(self, num_pages):
+        if num_pages in self.checked:
+            return
+        (ip, pa), (ix, pb), (last, pc) = self.tables
+        _check_tables("kvir_check_csr", pa, pb, ctypes.c_int64(len(ix)), pc,
+                      ctypes.c_int64(len(last)),
+                      ctypes.c_int64(self.page_size),
+                      ctypes.c_int64(num_pages * self.page_size))
+        self.checked.add(num_pages)
+
+
+def _paged_cache(cache, spec, kv_layout):
+    """The paged_kv_cache argument, checked against the plan's spec."""
+    ps, hk, d = spec["page_size"], spec["num_kv_heads"], spec["head_dim"]
+    inner = [ps, hk, d] if kv_layout == "nhd" else [hk, ps, d]
+    return Arg("paged_kv_cache", cache).check(spec["dtype"], [None, 2] + inner)
+
+
 def _csr_lengths(indptr, last, page_size):
     pages = indptr[1:] - indptr[:-1]
     import numpy as np
     return np.where(pages > 0, (pages - 1) * page_size + last, 0)
 
 
-class BatchDecodeWithPagedKVCacheWrapper:
-    """Decode (one query row per request) over a paged KV cache in CSR page
-    tables: FlashInfer's BatchDecodeWithPagedKVCacheWrapper."""
+class _Wrapper:
+    """What every wrapper is constructed with: FlashInfer's workspace buffer
+    (accepted for its signature; kvir sizes its own workspace per plan),
+    the cache layout, and kvir's chip (default: the device's), kernel cache
+    and backend."""
 
     def __init__(self, float_workspace_buffer=None, kv_layout="NHD",
                  chip=None, cache_dir=None, backend="auto"):
-        # kvir sizes its own workspace per plan; the buffer is accepted for
-        # FlashInfer's signature.
         self.kv_layout = _layout(kv_layout)
         self.chip, self.cache_dir = chip, cache_dir
         self.backend = _backend(backend)
         self._exec = None
+
+    def _planned(self):
+        if self._exec is None:
+            raise RuntimeError("run() before plan()")
+
+
+class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
+    """Decode (one query row per request) over a paged KV cache in CSR page
+    tables: FlashInfer's BatchDecodeWithPagedKVCacheWrapper."""
 
     def plan(self, indptr, indices, last_page_len, num_qo_heads,
              num_kv_heads, head_dim, page_size, pos_encoding_mode="NONE",
@@ -220,7 +256,7 @@ class BatchDecodeWithPagedKVCacheWrapper:
                              f"expected [batch + 1] and [batch]")
         self.batch = len(ip) - 1
         self.page_size = int(page_size)
-        self._host = (ip, ind, last)
+        self._check = _CsrCheck(ip, ind, last, page_size)
         self.kv_lengths = [int(n) for n in
                            _csr_lengths(ip, last, self.page_size)]
         self._tables = _Tables([("kv_indptr", indptr),
@@ -229,31 +265,13 @@ class BatchDecodeWithPagedKVCacheWrapper:
         self.spec = spec
         self._exec = _Executor(spec, self.chip, self.cache_dir)
         self._exec.kernel(*_plan_device(indptr))
-        self._checked = set()
-
-    def _check(self, num_pages):
-        if num_pages in self._checked:
-            return
-        ip, ind, last = self._host
-        a, pa = _i32(ip)
-        b, pb = _i32(ind)
-        c, pc = _i32(last)
-        _check_tables("kvir_check_csr", pa, pb, ctypes.c_int64(len(b)), pc,
-                      ctypes.c_int64(self.batch),
-                      ctypes.c_int64(self.page_size),
-                      ctypes.c_int64(num_pages * self.page_size))
-        self._checked.add(num_pages)
 
     def run(self, q, paged_kv_cache, out=None, lse=None, return_lse=False):
-        if self._exec is None:
-            raise RuntimeError("run() before plan()")
+        self._planned()
         s = self.spec
-        hq, hk, d, ps = (s["num_qo_heads"], s["num_kv_heads"], s["head_dim"],
-                         s["page_size"])
+        hq, d = s["num_qo_heads"], s["head_dim"]
         qa = Arg("q", q).check(s["dtype"], [self.batch, hq, d])
-        inner = [ps, hk, d] if self.kv_layout == "nhd" else [hk, ps, d]
-        pool = Arg("paged_kv_cache", paged_kv_cache).check(
-            s["dtype"], [None, 2] + inner)
+        pool = _paged_cache(paged_kv_cache, s, self.kv_layout)
         self._check(pool.shape[0])
         if out is None:
             out = empty_like_arg(qa, [self.batch, hq, d], s["dtype"])
@@ -267,13 +285,7 @@ class BatchDecodeWithPagedKVCacheWrapper:
         return (out, lse) if return_lse else out
 
 
-class _PrefillBase:
-    def __init__(self, float_workspace_buffer=None, kv_layout="NHD",
-                 chip=None, cache_dir=None, backend="auto"):
-        self.kv_layout = _layout(kv_layout)
-        self.chip, self.cache_dir = chip, cache_dir
-        self.backend = _backend(backend)
-        self._exec = None
+class _PrefillBase(_Wrapper):
 
     def _spec(self, kind, qo_indptr, num_qo_heads, num_kv_heads, head_dim_qk,
               head_dim_vo, causal, pos_encoding_mode, sm_scale, window_left,
@@ -341,8 +353,9 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
                              f"{list(last.shape)}, expected "
                              f"[{self.batch + 1}] and [{self.batch}] (one "
                              f"request per qo_indptr entry)")
-        self._host = (ip, host_int_array("paged_kv_indices", paged_kv_indices),
-                      last)
+        self._check = _CsrCheck(
+            ip, host_int_array("paged_kv_indices", paged_kv_indices), last,
+            page_size)
         self._check_rows(_csr_lengths(ip, last, int(page_size)))
         self._tables = _Tables([("qo_indptr", qo_indptr),
                                 ("kv_indptr", paged_kv_indptr),
@@ -350,27 +363,14 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
                                 ("kv_last_page_len", paged_kv_last_page_len)])
         self._exec = _Executor(spec, self.chip, self.cache_dir)
         self._exec.kernel(*_plan_device(qo_indptr))
-        self._checked = set()
 
     def run(self, q, paged_kv_cache, out=None, lse=None, return_lse=False):
-        if self._exec is None:
-            raise RuntimeError("run() before plan()")
+        self._planned()
         s = self.spec
-        hq, hk, d, ps = (s["num_qo_heads"], s["num_kv_heads"], s["head_dim"],
-                         s["page_size"])
-        qa = Arg("q", q).check(s["dtype"], [self.nnz, hq, d])
-        inner = [ps, hk, d] if self.kv_layout == "nhd" else [hk, ps, d]
-        pool = Arg("paged_kv_cache", paged_kv_cache).check(
-            s["dtype"], [None, 2] + inner)
-        if pool.shape[0] not in self._checked:
-            ip, ind, last = self._host
-            a, pa = _i32(ip)
-            b, pb = _i32(ind)
-            c, pc = _i32(last)
-            _check_tables("kvir_check_csr", pa, pb, ctypes.c_int64(len(b)), pc,
-                          ctypes.c_int64(self.batch), ctypes.c_int64(ps),
-                          ctypes.c_int64(pool.shape[0] * ps))
-            self._checked.add(pool.shape[0])
+        qa = Arg("q", q).check(s["dtype"], [self.nnz, s["num_qo_heads"],
+                                            s["head_dim"]])
+        pool = _paged_cache(paged_kv_cache, s, self.kv_layout)
+        self._check(pool.shape[0])
         out, lse, oa, la = self._outputs(qa, out, lse)
         t = self._tables.on(qa)
         args = [("q", qa), t[0], ("pool", pool)] + t[1:] + \
@@ -406,8 +406,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillBase):
         self._exec.kernel(*_plan_device(qo_indptr))
 
     def run(self, q, k, v, out=None, lse=None, return_lse=False):
-        if self._exec is None:
-            raise RuntimeError("run() before plan()")
+        self._planned()
         s = self.spec
         hq, hk, d = s["num_qo_heads"], s["num_kv_heads"], s["head_dim"]
         dv = s.get("head_dim_v", d)
@@ -425,7 +424,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillBase):
         return (out, lse) if return_lse else out
 
 
-class BatchMLAPagedAttentionWrapper:
+class BatchMLAPagedAttentionWrapper(_Wrapper):
     """MLA decode (DeepSeek's latent cache: ckv and kpe pages shared by all
     heads), one or several query rows per request: FlashInfer's
     BatchMLAPagedAttentionWrapper. Tables are CSR over pages with each
@@ -433,9 +432,8 @@ class BatchMLAPagedAttentionWrapper:
 
     def __init__(self, float_workspace_buffer=None, chip=None,
                  cache_dir=None, backend="auto"):
-        self.chip, self.cache_dir = chip, cache_dir
-        self.backend = _backend(backend)
-        self._exec = None
+        super().__init__(float_workspace_buffer, "NHD", chip, cache_dir,
+                         backend)
 
     def plan(self, qo_indptr, kv_indptr, kv_indices, kv_len_arr, num_heads,
              head_dim_ckv, head_dim_kpe, page_size, causal=False,
@@ -486,7 +484,8 @@ class BatchMLAPagedAttentionWrapper:
                           ctypes.c_int64(self.nnz), pb,
                           ctypes.c_int64(self.batch),
                           ctypes.c_int64(1 if causal else 0))
-        self._host = (ip, host_int_array("kv_indices", kv_indices), last)
+        self._check = _CsrCheck(ip, host_int_array("kv_indices", kv_indices),
+                                last, page_size)
         named = [("kv_indptr", kv_indptr), ("kv_indices", kv_indices),
                  ("kv_last_page_len", self._last)]
         if rows:
@@ -494,12 +493,10 @@ class BatchMLAPagedAttentionWrapper:
         self._tables = _Tables(named)
         self._exec = _Executor(spec, self.chip, self.cache_dir)
         self._exec.kernel(*_plan_device(qo_indptr))
-        self._checked = set()
 
     def run(self, q_nope, q_pe, ckv_cache, kpe_cache, out=None, lse=None,
             return_lse=False):
-        if self._exec is None:
-            raise RuntimeError("run() before plan()")
+        self._planned()
         s = self.spec
         h, dc, dp, ps = (s["num_heads"], s["head_dim_ckv"], s["head_dim_kpe"],
                          s["page_size"])
@@ -509,15 +506,7 @@ class BatchMLAPagedAttentionWrapper:
         ckv = Arg("ckv_cache", ckv_cache).check(s["dtype"], [None, ps, dc])
         kpe = Arg("kpe_cache", kpe_cache).check(s["dtype"],
                                                [ckv.shape[0], ps, dp])
-        if ckv.shape[0] not in self._checked:
-            ip, ind, last = self._host
-            a, pa = _i32(ip)
-            b, pb = _i32(ind)
-            c, pc = _i32(last)
-            _check_tables("kvir_check_csr", pa, pb, ctypes.c_int64(len(b)), pc,
-                          ctypes.c_int64(self.batch), ctypes.c_int64(ps),
-                          ctypes.c_int64(ckv.shape[0] * ps))
-            self._checked.add(ckv.shape[0])
+        self._check(ckv.shape[0])
         if out is None:
             out = empty_like_arg(qn, [rows, h, dc], s["dtype"])
         if lse is None:

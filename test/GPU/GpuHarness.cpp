@@ -39,10 +39,7 @@ static mlir::MLIRContext &context() {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     mlir::DialectRegistry registry;
-    mlir::registerAllDialects(registry);
-    mlir::registerAllExtensions(registry);
-    mlir::registerAllToLLVMIRTranslations(registry);
-    kvir::registerAllDialects(registry);
+    kvir::registerEverything(registry);
     auto *c = new mlir::MLIRContext(registry);
     c->loadAllAvailableDialects();
     return c;

@@ -25,11 +25,8 @@ int main(int argc, char **argv) {
   kvir::test::registerTestCodegenPass();
 #endif
   mlir::DialectRegistry registry;
-  mlir::registerAllDialects(registry);
-  mlir::registerAllExtensions(registry);
   // gpu-module-to-binary translates kernels to LLVM IR to emit PTX.
-  mlir::registerAllToLLVMIRTranslations(registry);
-  kvir::registerAllDialects(registry);
+  kvir::registerEverything(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "kvir optimizer driver\n", registry));
 }

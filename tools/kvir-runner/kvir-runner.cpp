@@ -107,10 +107,7 @@ int main(int argc, char **argv) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   DialectRegistry registry;
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
-  registerAllToLLVMIRTranslations(registry);
-  kvir::registerAllDialects(registry);
+  kvir::registerEverything(registry);
 
   JitRunnerConfig config;
   config.mlirTransformer = lowerForEmulator;

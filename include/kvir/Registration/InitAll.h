@@ -16,6 +16,11 @@ void registerAllDialects(mlir::DialectRegistry &registry);
 /// translations to LLVM IR it runs.
 void registerAllExtensions(mlir::DialectRegistry &registry);
 
+/// Every upstream dialect, extension and LLVM IR translation, then kvir's
+/// dialects: what a tool needs that parses any input and runs it (kvir-opt,
+/// kvir-runner, the C API, the test harnesses).
+void registerEverything(mlir::DialectRegistry &registry);
+
 /// Registers kvir's passes and pipelines with the global pass registry.
 void registerAllPasses();
 

@@ -20,10 +20,7 @@ namespace kvir::emu::test {
 MLIRContext &context() {
   static MLIRContext *ctx = [] {
     DialectRegistry registry;
-    mlir::registerAllDialects(registry);
-    mlir::registerAllExtensions(registry);
-    mlir::registerAllToLLVMIRTranslations(registry);
-    kvir::registerAllDialects(registry);
+    kvir::registerEverything(registry);
     auto *c = new MLIRContext(registry);
     c->loadAllAvailableDialects();
     return c;
