@@ -45,6 +45,12 @@ config.substitutions.append(
     ("%libkvir_runtime_so",
      os.path.join(config.kvir_obj_root, "lib", "libkvir_runtime" + config.shlib_ext)))
 config.substitutions.append(("%kvir_obj_root", config.kvir_obj_root))
+# The C API (include/kvir-c, libKVIRCAPI.so) for C programs.
+config.substitutions.append(
+    ("%kvir_capi",
+     "-I" + os.path.join(config.kvir_src_root, "include") + " "
+     + os.path.join(config.kvir_obj_root, "lib", "libKVIRCAPI" + config.shlib_ext)
+     + " -Wl,-rpath," + os.path.join(config.kvir_obj_root, "lib")))
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kvir_obj_root, "test")
 
