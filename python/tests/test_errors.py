@@ -126,3 +126,21 @@ def test_unknown_chip(cache):
 def test_parse_error_has_a_location():
     with pytest.raises(kvir.KvirError, match=r"input.mlir:1:\d+: "):
         kvir.Module.parse("func.func @f( {")
+
+
+def test_torch_tensor_on_another_device(decode):
+    torch = pytest.importorskip("torch", reason="python3-torch not installed")
+    w, q, pool, _ = decode
+    meta = torch.empty((2, 4, 64), dtype=torch.float16, device="meta")
+    with pytest.raises(ValueError, match=r"^q: a tensor on meta; kvir runs "
+                                         r"CUDA tensors on the GPU"):
+        w.run(meta, torch.from_numpy(pool))
+
+
+def test_torch_strides(decode):
+    torch = pytest.importorskip("torch", reason="python3-torch not installed")
+    w, q, pool, _ = decode
+    t = torch.from_numpy(q).transpose(0, 1)
+    with pytest.raises(ValueError, match=r"^q: strides \(64, 256, 1\) are not "
+                                         r"contiguous; pass q.contiguous\(\)"):
+        w.run(t, torch.from_numpy(pool))
