@@ -360,6 +360,23 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
   std::string i32 = "memref<?xi32>";
   std::string state = formatv("!kv.state<?x{0}x{1}x{2}, base = {3}>", *qHeads,
                               *headDimV, *outDtype, c.lseBase);
+  // fp8 caches (per-tensor k_scale / v_scale, f32 arguments after the
+  // tables); otherwise the cache holds the activation type.
+  Expected<std::string> kvDtype =
+      r.choice("kv_dtype", {"same", "fp8_e4m3", "fp8_e5m2", "f16", "bf16",
+                            "f32"});
+  if (!kvDtype)
+    return kvDtype.takeError();
+  bool fp8 = StringRef(*kvDtype).starts_with("fp8");
+  if (!fp8 && *kvDtype != "same" && *kvDtype != c.dtype)
+    return r.error("'kv_dtype' must be 'fp8_e4m3', 'fp8_e5m2' or the "
+                   "activation dtype '" + c.dtype + "', got '" + *kvDtype +
+                   "'");
+  if (fp8 && !paged)
+    return r.error("'kv_dtype' " + *kvDtype + " needs a paged cache");
+  std::string poolType = !fp8 ? c.dtype
+                         : *kvDtype == "fp8_e4m3" ? "f8E4M3FN"
+                                                  : "f8E5M2";
   std::string kvType, view, kvArgs;
   if (paged) {
     Expected<int64_t> pageSize = r.positive("page_size", std::nullopt);
@@ -377,17 +394,22 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
     int64_t ps = *pageSize, hk = *kvHeads;
     std::string pool =
         *layout == "nhd"
-            ? formatv("memref<?x2x{0}x{1}x{2}x{3}>", ps, hk, *headDim, c.dtype)
+            ? formatv("memref<?x2x{0}x{1}x{2}x{3}>", ps, hk, *headDim,
+                      poolType)
                   .str()
-            : formatv("memref<?x2x{0}x{1}x{2}x{3}>", hk, ps, *headDim, c.dtype)
+            : formatv("memref<?x2x{0}x{1}x{2}x{3}>", hk, ps, *headDim,
+                      poolType)
                   .str();
     kvType = formatv("!kv.paged<page_size = {0}, kv_heads = {1}, head_dim = "
                      "{2}, head_dim_v = {2}, dtype = {3}, layout = {4}, "
-                     "storage = combined, table = {5}>",
-                     ps, hk, *headDim, c.dtype, *layout, tableForm(*tables));
-    kvArgs = "%paged_kv_cache: " + pool + ", " + tables->args;
+                     "storage = combined, table = {5}{6}>",
+                     ps, hk, *headDim, c.dtype, *layout, tableForm(*tables),
+                     fp8 ? ", quant = " + *kvDtype : std::string());
+    kvArgs = "%paged_kv_cache: " + pool + ", " + tables->args +
+             (fp8 ? ", %k_scale: f32, %v_scale: f32" : "");
     view = "kv.paged_view pools(%paged_kv_cache : " + pool + ") " +
-           tables->clause + " : " + kvType;
+           tables->clause +
+           (fp8 ? " fp8_scales(%k_scale, %v_scale)" : "") + " : " + kvType;
   } else {
     std::string k = tensorType(*kvHeads, *headDim, c.dtype);
     std::string v = tensorType(*kvHeads, *headDimV, c.dtype);

@@ -31,17 +31,18 @@ _TORCH_DTYPES = {"f32": "float32", "i32": "int32", "f16": "float16",
 
 class GpuLaunch:
     """The launches of `plan` for `tensors` ({plan argument: torch tensor},
-    on `device`): its sizes from their shapes, the work schedule run on the
+    on `device`) and `scalars` ({plan argument: float}): its sizes from
+    their shapes, the work schedule run on the
     host from `kv_lengths`, the schedule buffers and workspace allocated on
     the device."""
 
     def __init__(self, plan, tensors, kv_lengths=None, device="cuda",
-                 drv=None, runtime=None):
+                 drv=None, runtime=None, scalars=None):
         import torch
         self.plan = plan
         self.drv = drv if drv is not None else driver()
         shapes = {n: list(t.shape) for n, t in tensors.items()}
-        env = plan.sizes(shapes)
+        env = plan.sizes(shapes, scalars)
         sched = plan.schedule(runtime or _lib.runtime(), kv_lengths, env)
         keep = dict(tensors)
         if sched is not None:

@@ -11,7 +11,11 @@ import sys
 _NAMES = {"float16": "f16", "half": "f16", "f16": "f16",
           "bfloat16": "bf16", "bf16": "bf16",
           "float32": "f32", "float": "f32", "f32": "f32",
-          "int32": "i32", "i32": "i32"}
+          "int32": "i32", "i32": "i32",
+          # fp8 caches: torch's dtypes, or their bytes as uint8 / int8.
+          "float8_e4m3fn": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
+          "float8_e5m2": "fp8_e5m2", "fp8_e5m2": "fp8_e5m2",
+          "uint8": "u8", "int8": "i8"}
 _NUMPY = {"f16": "float16", "f32": "float32", "i32": "int32"}
 
 
@@ -28,7 +32,8 @@ def dtype_name(dtype):
     if text in _NAMES:
         return _NAMES[text]
     raise TypeError(f"unsupported dtype {dtype!r}: expected float16, "
-                    f"bfloat16 or float32")
+                    f"bfloat16, float32 or (for caches) float8_e4m3fn, "
+                    f"float8_e5m2")
 
 
 def _is_torch(x):

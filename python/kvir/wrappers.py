@@ -67,10 +67,37 @@ def _options(spec, window_left, logits_soft_cap, sm_scale, lse_base,
 
 
 def _kv_dtype(q_dtype, kv_data_type):
-    if kv_data_type is not None and dtype_name(kv_data_type) != q_dtype:
-        raise TypeError(f"kv_data_type: {dtype_name(kv_data_type)} differs "
-                        f"from q_data_type {q_dtype}; quantized caches are "
-                        f"kv modules of their own (!kv.paged with quant)")
+    """The spec's kv_dtype: 'same', or an fp8 cache ('fp8_e4m3',
+    'fp8_e5m2') read with per-tensor k_scale / v_scale."""
+    if kv_data_type is None:
+        return "same"
+    kv = dtype_name(kv_data_type)
+    if kv in ("fp8_e4m3", "fp8_e5m2"):
+        return kv
+    if kv != q_dtype:
+        raise TypeError(f"kv_data_type: {kv} differs from q_data_type "
+                        f"{q_dtype}; kvir caches hold the activation type or "
+                        f"fp8 (float8_e4m3fn, float8_e5m2)")
+    return "same"
+
+
+def _pool_dtypes(spec):
+    """The dtypes a cache argument of `spec` may have (fp8 caches as their
+    bytes, too)."""
+    kv = spec.get("kv_dtype", "same")
+    return (spec["dtype"],) if kv == "same" else (kv, "u8", "i8")
+
+
+def _fp8_scales(spec, k_scale, v_scale):
+    """The (k_scale, v_scale) arguments of an fp8 cache, or none."""
+    if spec.get("kv_dtype", "same") == "same":
+        if k_scale not in (None, 1.0) or v_scale not in (None, 1.0):
+            raise ValueError("k_scale / v_scale: the plan's cache is not fp8 "
+                             "(plan with kv_data_type=float8_e4m3fn or "
+                             "float8_e5m2)")
+        return []
+    return [("k_scale", 1.0 if k_scale is None else float(k_scale)),
+            ("v_scale", 1.0 if v_scale is None else float(v_scale))]
 
 
 class _Executor:
@@ -96,17 +123,21 @@ class _Executor:
         return self.kernels[chip]
 
     def run(self, args, kv_lengths=None, backend="auto"):
-        """`args`: (plan argument name, Arg) in the spec function's order."""
-        device = same_device([a for _, a in args])
-        kernel = self.kernel(device, args[0][1].torch_device)
+        """`args`: (plan argument name, Arg, or a float for an f32 scalar)
+        in the spec function's order."""
+        buffers = [(n, a) for n, a in args if isinstance(a, Arg)]
+        scalars = {n: a for n, a in args if not isinstance(a, Arg)}
+        device = same_device([a for _, a in buffers])
+        kernel = self.kernel(device, buffers[0][1].torch_device)
         self.last_kernel = kernel
         if device == "cpu" and backend == "auto":
             kernel.module().emulate(
                 "kvir_main", kernel.chip,
-                [("buffer", a.ptr, a.shape) for _, a in args])
+                [("buffer", a.ptr, a.shape) if isinstance(a, Arg)
+                 else ("f32", a) for _, a in args])
             return
         from .gpu import GpuLaunch
-        tensors = {n: a.obj for n, a in args}
+        tensors = {n: a.obj for n, a in buffers}
         for name, view in self.views.items():
             tensors[name] = view(tensors[name])
         if device == "cpu":
@@ -119,14 +150,15 @@ class _Executor:
                                 "with backend='auto')")
             drv = EmulatedDriver(kernel)
             try:
-                GpuLaunch(kernel.plan(), tensors, kv_lengths, "cpu",
-                          drv).run()
+                GpuLaunch(kernel.plan(), tensors, kv_lengths, "cpu", drv,
+                          scalars=scalars).run()
             finally:
                 drv.release()
             return
         import torch
-        dev = args[0][1].torch_device
-        launch = GpuLaunch(kernel.plan(), tensors, kv_lengths, dev)
+        dev = buffers[0][1].torch_device
+        launch = GpuLaunch(kernel.plan(), tensors, kv_lengths, dev,
+                           scalars=scalars)
         launch.run(torch.cuda.current_stream(dev).cuda_stream)
 
 
@@ -202,7 +234,8 @@ def _paged_cache(cache, spec, kv_layout):
     """The paged_kv_cache argument, checked against the plan's spec."""
     ps, hk, d = spec["page_size"], spec["num_kv_heads"], spec["head_dim"]
     inner = [ps, hk, d] if kv_layout == "nhd" else [hk, ps, d]
-    return Arg("paged_kv_cache", cache).check(spec["dtype"], [None, 2] + inner)
+    return Arg("paged_kv_cache", cache).check(_pool_dtypes(spec),
+                                              [None, 2] + inner)
 
 
 def _csr_lengths(indptr, last, page_size):
@@ -239,7 +272,6 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
              kv_data_type=None, sm_scale=None, rope_scale=None,
              rope_theta=None, lse_base="2"):
         dtype = dtype_name(q_data_type)
-        _kv_dtype(dtype, kv_data_type)
         spec = _options({"op": "decode", "num_qo_heads": int(num_qo_heads),
                          "num_kv_heads": int(num_kv_heads),
                          "head_dim": int(head_dim),
@@ -247,6 +279,8 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
                          "kv_layout": self.kv_layout},
                         window_left, logits_soft_cap, sm_scale, lse_base,
                         pos_encoding_mode, rope_scale, rope_theta)
+        if _kv_dtype(dtype, kv_data_type) != "same":
+            spec["kv_dtype"] = _kv_dtype(dtype, kv_data_type)
         ip = host_int_array("indptr", indptr)
         last = host_int_array("last_page_len", last_page_len)
         ind = host_int_array("indices", indices)
@@ -266,20 +300,22 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
         self._exec = _Executor(spec, self.chip, self.cache_dir)
         self._exec.kernel(*_plan_device(indptr))
 
-    def run(self, q, paged_kv_cache, out=None, lse=None, return_lse=False):
+    def run(self, q, paged_kv_cache, out=None, lse=None, return_lse=False,
+            k_scale=None, v_scale=None):
         self._planned()
         s = self.spec
         hq, d = s["num_qo_heads"], s["head_dim"]
         qa = Arg("q", q).check(s["dtype"], [self.batch, hq, d])
         pool = _paged_cache(paged_kv_cache, s, self.kv_layout)
         self._check(pool.shape[0])
+        scales = _fp8_scales(s, k_scale, v_scale)
         if out is None:
             out = empty_like_arg(qa, [self.batch, hq, d], s["dtype"])
         if lse is None:
             lse = empty_like_arg(qa, [self.batch, hq], "f32")
         oa = Arg("out", out).check(s["dtype"], [self.batch, hq, d])
         la = Arg("lse", lse).check("f32", [self.batch, hq])
-        args = [("q", qa), ("pool", pool)] + self._tables.on(qa) + \
+        args = [("q", qa), ("pool", pool)] + self._tables.on(qa) + scales + \
             [("out", oa), ("lse", la)]
         self._exec.run(args, self.kv_lengths, self.backend)
         return (out, lse) if return_lse else out
@@ -292,7 +328,7 @@ class _PrefillBase(_Wrapper):
               logits_soft_cap, q_data_type, kv_data_type, lse_base,
               rope_scale, rope_theta):
         dtype = dtype_name(q_data_type)
-        _kv_dtype(dtype, kv_data_type)
+        kv_dtype = _kv_dtype(dtype, kv_data_type)
         qo = host_int_array("qo_indptr", qo_indptr)
         if qo.ndim != 1 or len(qo) < 1 or qo[0] != 0 or \
                 (qo[1:] < qo[:-1]).any():
@@ -305,6 +341,8 @@ class _PrefillBase(_Wrapper):
                 "num_kv_heads": int(num_kv_heads),
                 "head_dim": int(head_dim_qk), "dtype": dtype,
                 "causal": bool(causal)}
+        if kv_dtype != "same":
+            spec["kv_dtype"] = kv_dtype
         if head_dim_vo is not None and int(head_dim_vo) != int(head_dim_qk):
             spec["head_dim_v"] = int(head_dim_vo)
         return _options(spec, window_left, logits_soft_cap, sm_scale,
@@ -364,16 +402,18 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
         self._exec = _Executor(spec, self.chip, self.cache_dir)
         self._exec.kernel(*_plan_device(qo_indptr))
 
-    def run(self, q, paged_kv_cache, out=None, lse=None, return_lse=False):
+    def run(self, q, paged_kv_cache, out=None, lse=None, return_lse=False,
+            k_scale=None, v_scale=None):
         self._planned()
         s = self.spec
         qa = Arg("q", q).check(s["dtype"], [self.nnz, s["num_qo_heads"],
                                             s["head_dim"]])
         pool = _paged_cache(paged_kv_cache, s, self.kv_layout)
         self._check(pool.shape[0])
+        scales = _fp8_scales(s, k_scale, v_scale)
         out, lse, oa, la = self._outputs(qa, out, lse)
         t = self._tables.on(qa)
-        args = [("q", qa), t[0], ("pool", pool)] + t[1:] + \
+        args = [("q", qa), t[0], ("pool", pool)] + t[1:] + scales + \
             [("out", oa), ("lse", la)]
         self._exec.run(args, backend=self.backend)
         return (out, lse) if return_lse else out
@@ -440,7 +480,9 @@ class BatchMLAPagedAttentionWrapper(_Wrapper):
              sm_scale=None, q_data_type="bfloat16", kv_data_type=None,
              lse_base="2"):
         dtype = dtype_name(q_data_type)
-        _kv_dtype(dtype, kv_data_type)
+        if _kv_dtype(dtype, kv_data_type) != "same":
+            raise TypeError(f"kv_data_type: {dtype_name(kv_data_type)}: "
+                            f"kvir has no MLA kernel over fp8 caches")
         qo = host_int_array("qo_indptr", qo_indptr)
         ip = host_int_array("kv_indptr", kv_indptr)
         lens = host_int_array("kv_len_arr", kv_len_arr)

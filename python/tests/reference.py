@@ -91,3 +91,24 @@ def check(got_o, got_lse, ref_o, ref_lse, rel, lse_tol):
     lerr = np.abs(got_lse[~empty] - ref_lse[~empty])
     assert lerr.size == 0 or lerr.max() <= lse_tol, \
         f"LSE error {lerr.max():.3g}"
+
+
+def fp8_values(kind):
+    """The float64 value of each of the 256 fp8 bytes (NaN where the format
+    has NaN): e4m3fn (bias 7, no infinities) or e5m2 (bias 15)."""
+    exp_bits, bias = (4, 7) if kind == "fp8_e4m3" else (5, 15)
+    man_bits = 7 - exp_bits
+    values = np.empty(256)
+    for b in range(256):
+        sign = -1.0 if b & 0x80 else 1.0
+        e = (b >> man_bits) & ((1 << exp_bits) - 1)
+        m = b & ((1 << man_bits) - 1)
+        if kind == "fp8_e4m3" and e == 15 and m == 7:
+            values[b] = np.nan
+        elif kind == "fp8_e5m2" and e == 31:
+            values[b] = np.nan if m else sign * np.inf
+        elif e == 0:
+            values[b] = sign * m / (1 << man_bits) * 2.0 ** (1 - bias)
+        else:
+            values[b] = sign * (1 + m / (1 << man_bits)) * 2.0 ** (e - bias)
+    return values

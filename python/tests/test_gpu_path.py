@@ -86,3 +86,26 @@ def test_merge_state(rng, cache):
                             backend="emulated_driver")
     ref_v, ref_s = merge(v_a, s_a, v_b, s_b)
     check(v.float().numpy(), s.numpy(), ref_v, ref_s, TOLERANCE["f16"], 1e-5)
+
+
+def test_fp8_decode_passes_its_scales(rng, cache):
+    from reference import fp8_values
+    values = fp8_values("fp8_e4m3")
+    usable = np.nonzero(np.abs(values) <= 2)[0].astype(np.uint8)
+    pool_f, indptr, indices, last, _, _ = paged_batch(rng, [300, 9], 16, 2,
+                                                      64, "float32")
+    pool = rng.choice(usable, size=pool_f.shape)
+    q = rng.uniform(-1, 1, (2, 8, 64)).astype(np.float16)
+    w = kvir.BatchDecodeWithPagedKVCacheWrapper(cache_dir=cache,
+                                                backend="emulated_driver")
+    w.plan(t(indptr), t(indices), t(last), 8, 2, 64, 16,
+           kv_data_type="float8_e4m3fn")
+    out, lse = w.run(t(q), t(pool), return_lse=True, k_scale=0.5,
+                     v_scale=2.0)
+    for b, n in enumerate([300, 9]):
+        tok = np.arange(n)
+        pg = indices[indptr[b] + tok // 16]
+        ref_o, ref_lse = attend(q[b:b + 1], values[pool[pg, 0, tok % 16]] * 0.5,
+                                values[pool[pg, 1, tok % 16]] * 2.0, [n - 1])
+        check(out[b:b + 1].float().numpy(), lse[b:b + 1].numpy(), ref_o,
+              ref_lse, TOLERANCE["f16"], 2e-3)
