@@ -103,14 +103,14 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
   std::string text;
   llvm::raw_string_ostream os(text);
   WorkScheduleAttr schedule = plan.getSchedule();
-  // What the launcher needs that a plan may not give.
+  // The strides (and offsets) of strided views: the caller's buffers give
+  // them, as int64 parameters of _launch after the buffers.
+  SmallVector<std::string> callerExtents;
   for (KernelLaunchAttr k : plan.getKernels())
     for (const KernelParam &p : getKernelParams(plan, k))
-      if (p.kind == KernelParam::Kind::extent && !p.value) {
-        os << "/* (no typed launcher " << name << ": " << p.arg.getName()
-           << " is a strided view, whose strides the plan cannot give) */\n";
-        return text;
-      }
+      if (p.kind == KernelParam::Kind::extent && !p.value &&
+          !llvm::is_contained(callerExtents, p.name))
+        callerExtents.push_back(p.name);
   if (schedule && !hasSchedule) {
     os << "/* (no typed launcher " << name
        << ": its work schedule reads more than the batch size) */\n";
@@ -256,6 +256,8 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
     else
       os << ", uint64_t " << arg.getName();
   }
+  for (const std::string &e : callerExtents)
+    os << ", int64_t " << e;
   os << ", uint64_t kvir_workspace) {\n  int kvir_rc = 0;\n";
   for (const std::string &s : sizes)
     os << "  const int64_t " << s << " = kvir_plan->" << s << ";\n";
@@ -289,7 +291,7 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
         os << "    int64_t kvir_v" << i << " = " << p.name << ";\n";
       else if (p.kind == KernelParam::Kind::extent)
         os << "    int64_t kvir_v" << i << " = "
-           << p.value.toC(nullptr, "kvir_") << ";\n";
+           << (p.value ? p.value.toC(nullptr, "kvir_") : p.name) << ";\n";
     }
     os << "    void *kvir_params[] = {";
     for (auto [i, p] : llvm::enumerate(kvir_params)) {

@@ -22,9 +22,11 @@ std::string cudaDriverTable();
 
 /// The typed launcher `name` of `plan`, whose helpers (sizes, schedule) are
 /// named `<helpers>_...`, whose PTX is the array `ptx`. `hasSchedule`: the
-/// header has `<helpers>_schedule`. A plan a launcher cannot serve (a
-/// strided view whose strides only the caller knows) gets a comment saying
-/// so.
+/// header has `<helpers>_schedule`. The strides of a strided view, which
+/// only the caller's buffer knows, are parameters of `_launch` after the
+/// buffers (`<arg>_stride<axis>`, in elements). A plan a launcher cannot
+/// serve (a schedule reading more than the batch size) gets a comment
+/// saying so.
 std::string typedLauncher(kvgpu::LaunchPlanAttr plan, llvm::StringRef name,
                           llvm::StringRef helpers, llvm::StringRef ptx,
                           bool hasSchedule);
