@@ -45,7 +45,7 @@ cp "$ROOT"/python/kvir/*.py "$out/kvir/"
 # The Python example and its kernels, compiled here into the bundle's
 # kernel cache (running it here also checks it in the emulator).
 cp "$ROOT/examples/python/batch_decode.py" "$out/"
-KVIR_CACHE_DIR="$out/kvir-cache" \
+KVIR_CACHE_DIR="$out/kvir-cache" KVIR_CHIP="$chip" \
   KVIR_CAPI_LIBRARY="${KVIR_BUILD_DIR:-$ROOT/build}/lib/libKVIRCAPI.so" \
   /usr/bin/python3 "$ROOT/examples/python/batch_decode.py" > /dev/null
 echo "$(ls "$out/cases" | wc -l) of $(ls "$all" | wc -l) cases, $(du -sh "$out" | cut -f1)"
