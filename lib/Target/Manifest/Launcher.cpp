@@ -76,8 +76,8 @@ std::string cScalarType(Type type) {
 /// Bytes of a plan buffer as a C expression.
 std::string bytesOf(PlanArgAttr arg) {
   auto memref = cast<MemRefType>(arg.getType());
-  std::string text = "(size_t)(" +
-                     std::to_string(memref.getElementTypeBitWidth() / 8);
+  std::string text =
+      "(size_t)(" + std::to_string(memref.getElementTypeBitWidth() / 8);
   for (SizeExprAttr dim : arg.getShape())
     text += " * (" + dim.toC(nullptr, "kvir_") + ")";
   return text + ")";
@@ -158,7 +158,8 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
   os << " workspace\n   bytes), then " << name
      << "_launch (every kernel on `stream` through the driver\n   table; "
         "the plan's schedule copied into the workspace first). Zero-"
-        "initialize\n   the kernels struct once; it keeps the loaded module. */\n";
+        "initialize\n   the kernels struct once; it keeps the loaded module. "
+        "*/\n";
   os << "typedef struct {\n";
   for (const std::string &s : sizes)
     os << "  int64_t " << s << ";\n";
@@ -168,8 +169,8 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
     os << "  size_t " << arg.getName() << "_offset; /* in the workspace */\n";
   for (PlanArgAttr arg : deviceScratch)
     if (arg.getRole() == ArgRole::schedule)
-      os << "  void *" << arg.getName() << "_host; size_t "
-         << arg.getName() << "_bytes;\n";
+      os << "  void *" << arg.getName() << "_host; size_t " << arg.getName()
+         << "_bytes;\n";
   os << "} " << name << "_plan_t;\n";
   os << "typedef struct {\n  void *module;\n  void *functions["
      << plan.getKernels().size() << "];\n} " << name << "_kernels_t;\n";
@@ -179,21 +180,24 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
      << "_plan_t *kvir_plan) {\n";
   for (PlanArgAttr arg : deviceScratch)
     if (arg.getRole() == ArgRole::schedule)
-      os << "  free(kvir_plan->" << arg.getName() << "_host);\n  kvir_plan->" << arg.getName()
-         << "_host = NULL;\n";
+      os << "  free(kvir_plan->" << arg.getName() << "_host);\n  kvir_plan->"
+         << arg.getName() << "_host = NULL;\n";
   os << "  (void)kvir_plan;\n}\n";
 
   // Plan.
   os << "/* 0, or -1 when the work schedule fails (bad lengths, no memory).\n"
-        "   Release the plan with " << name << "_plan_release. */\n";
-  os << "static inline int " << name << "_plan(" << name << "_plan_t *kvir_plan";
+        "   Release the plan with "
+     << name << "_plan_release. */\n";
+  os << "static inline int " << name << "_plan(" << name
+     << "_plan_t *kvir_plan";
   for (const std::string &in : inputs)
     os << ", int64_t " << in;
   for (PlanArgAttr arg : hostArgs)
     os << ", const "
-       << cScalarType(cast<MemRefType>(arg.getType()).getElementType())
-       << " *" << arg.getName();
-  os << ") {\n  size_t kvir_at = 0;\n  memset(kvir_plan, 0, sizeof *kvir_plan);\n";
+       << cScalarType(cast<MemRefType>(arg.getType()).getElementType()) << " *"
+       << arg.getName();
+  os << ") {\n  size_t kvir_at = 0;\n  memset(kvir_plan, 0, sizeof "
+        "*kvir_plan);\n";
   for (SizeDefAttr def : plan.getSizes())
     if (def.getArg().empty())
       os << "  const int64_t " << def.getName() << " = "
@@ -213,8 +217,8 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
     os << "  " << schedule.getCount() << " = " << helpers << "_schedule("
        << schedule.getLengths() << ", " << schedule.getBatch()
        << ", (int32_t *)kvir_plan->" << items.getName() << "_host, "
-       << items.getShape().front().toC(nullptr, "kvir_") << ", (int32_t *)kvir_plan->"
-       << merge.getName() << "_host);\n";
+       << items.getShape().front().toC(nullptr, "kvir_")
+       << ", (int32_t *)kvir_plan->" << merge.getName() << "_host);\n";
     os << "  if (" << schedule.getCount() << " < 0) {\n    " << name
        << "_plan_release(kvir_plan);\n    return -1;\n  }\n";
   }
@@ -224,16 +228,16 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
     SmallVector<std::string> when;
     for (KernelLaunchAttr k : plan.getKernels()) {
       std::string condition = runsWhen(k.getWhen(), "kvir_plan->split");
-      if (llvm::is_contained(k.getArgs(), StringAttr::get(plan.getContext(),
-                                                          arg.getName())) &&
+      if (llvm::is_contained(
+              k.getArgs(), StringAttr::get(plan.getContext(), arg.getName())) &&
           !llvm::is_contained(when, condition))
         when.push_back(condition);
     }
     if (when.empty())
       continue;
     os << "  if (" << llvm::join(when, " || ") << ") {\n    kvir_plan->"
-       << arg.getName() << "_offset = kvir_at;\n    kvir_at += (" << bytesOf(arg)
-       << " + 255) / 256 * 256;\n  }";
+       << arg.getName() << "_offset = kvir_at;\n    kvir_at += ("
+       << bytesOf(arg) << " + 255) / 256 * 256;\n  }";
     if (arg.getRole() == ArgRole::schedule)
       os << " else {\n    kvir_plan->" << arg.getName() << "_bytes = 0;\n  }";
     os << "\n";
@@ -248,8 +252,8 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
         "device\n   pointers (16-byte aligned), in the plan's order; "
         "`workspace` holds\n   plan->workspace_bytes. */\n";
   os << "static inline int " << name << "_launch(const kvir_cuda_t *kvir_cu, "
-     << name << "_kernels_t *kvir_kernels, void *kvir_stream,\n    const " << name
-     << "_plan_t *kvir_plan";
+     << name << "_kernels_t *kvir_kernels, void *kvir_stream,\n    const "
+     << name << "_plan_t *kvir_plan";
   for (PlanArgAttr arg : callerArgs) {
     if (arg.getRole() == ArgRole::scalar)
       os << ", " << cScalarType(arg.getType()) << " " << arg.getName();
@@ -267,8 +271,9 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
   for (const std::string &s : sizes)
     os << "  (void)" << s << ";\n";
   os << "  (void)kvir_workspace;\n";
-  os << "  if (!kvir_kernels->module && (kvir_rc = kvir_cu->module_load_data(&kvir_kernels->module, " << ptx
-     << ")) != 0)\n    return kvir_rc;\n";
+  os << "  if (!kvir_kernels->module && (kvir_rc = "
+        "kvir_cu->module_load_data(&kvir_kernels->module, "
+     << ptx << ")) != 0)\n    return kvir_rc;\n";
   for (PlanArgAttr arg : deviceScratch)
     if (arg.getRole() == ArgRole::schedule)
       os << "  if (kvir_plan->" << arg.getName() << "_bytes && (kvir_rc = "
@@ -276,7 +281,7 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
          << arg.getName() << "_host, kvir_plan->" << arg.getName()
          << "_bytes, kvir_stream)) != 0)\n    return kvir_rc;\n";
   for (auto [index, k] : llvm::enumerate(plan.getKernels())) {
-    SmallVector<KernelParam> kvir_params = getKernelParams(plan, k);
+    SmallVector<KernelParam> params = getKernelParams(plan, k);
     os << "  if (" << runsWhen(k.getWhen(), "kvir_plan->split") << ") {\n";
     os << "    const int64_t kvir_grid[3] = {";
     llvm::interleaveComma(k.getGrid(), os, [&](SizeExprAttr d) {
@@ -286,7 +291,7 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
       os << ", 1";
     os << "};\n";
     // Values the parameters point to.
-    for (auto [i, p] : llvm::enumerate(kvir_params)) {
+    for (auto [i, p] : llvm::enumerate(params)) {
       if (p.kind == KernelParam::Kind::size)
         os << "    int64_t kvir_v" << i << " = " << p.name << ";\n";
       else if (p.kind == KernelParam::Kind::extent)
@@ -294,7 +299,7 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
            << (p.value ? p.value.toC(nullptr, "kvir_") : p.name) << ";\n";
     }
     os << "    void *kvir_params[] = {";
-    for (auto [i, p] : llvm::enumerate(kvir_params)) {
+    for (auto [i, p] : llvm::enumerate(params)) {
       os << (i ? ", " : "");
       if (p.kind == KernelParam::Kind::pointer ||
           p.kind == KernelParam::Kind::scalar)
@@ -302,24 +307,28 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
       else
         os << "(void *)&kvir_v" << i;
     }
-    if (kvir_params.empty())
+    if (params.empty())
       os << "NULL";
     os << "};\n";
     int64_t dynamic = k.getDynamicSharedBytes();
-    os << "    if (kvir_grid[0] > 0 && kvir_grid[1] > 0 && kvir_grid[2] > 0) {\n"
+    os << "    if (kvir_grid[0] > 0 && kvir_grid[1] > 0 && kvir_grid[2] > 0) "
+          "{\n"
        << "      if (!kvir_kernels->functions[" << index << "]) {\n"
-       << "        if ((kvir_rc = kvir_cu->module_get_function(&kvir_kernels->functions[" << index
-       << "], kvir_kernels->module,\n                 \""
+       << "        if ((kvir_rc = "
+          "kvir_cu->module_get_function(&kvir_kernels->functions["
+       << index << "], kvir_kernels->module,\n                 \""
        << k.getKernel().getLeafReference().getValue() << "\")) != 0)\n"
        << "          return kvir_rc;\n";
     if (dynamic > 48 * 1024)
-      os << "        if ((kvir_rc = kvir_cu->func_set_attribute(kvir_kernels->functions[" << index
+      os << "        if ((kvir_rc = "
+            "kvir_cu->func_set_attribute(kvir_kernels->functions["
+         << index
          << "],\n                 "
             "KVIR_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, "
          << dynamic << ")) != 0)\n          return kvir_rc;\n";
     os << "      }\n"
-       << "      if ((kvir_rc = kvir_cu->launch_kernel(kvir_kernels->functions[" << index
-       << "], (unsigned)kvir_grid[0], (unsigned)kvir_grid[1],\n"
+       << "      if ((kvir_rc = kvir_cu->launch_kernel(kvir_kernels->functions["
+       << index << "], (unsigned)kvir_grid[0], (unsigned)kvir_grid[1],\n"
        << "               (unsigned)kvir_grid[2], " << k.getBlock()[0] << ", "
        << k.getBlock()[1] << ", " << k.getBlock()[2] << ", " << dynamic
        << ", kvir_stream, kvir_params, NULL)) != 0)\n        return kvir_rc;\n"

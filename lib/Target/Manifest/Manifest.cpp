@@ -531,7 +531,12 @@ static std::string validateFunction(LaunchPlanAttr plan, StringRef pid) {
 /// `<pid>_schedule(kv_lengths, batch, work_items, max_items, merge_indptr)`:
 /// the plan's work schedule with its parameters, or a comment when its
 /// plan-free chunk count reads more than the batch size.
-static std::string scheduleFunction(LaunchPlanAttr plan, StringRef pid) {
+/// Whether `plan`'s work schedule runs from the batch size alone: its
+/// plan-free chunk count reads only the batch, and a fixed grid's max_batch
+/// (set in `maxBatch`) is a constant of the plan. Only then does the header
+/// have `<pid>_schedule` (and a typed launcher).
+static bool scheduleReadsBatchOnly(LaunchPlanAttr plan,
+                                   std::optional<int64_t> &maxBatch) {
   WorkScheduleAttr s = plan.getSchedule();
   SizeDefAttr uniform = plan.lookupSize(s.getUniformChunks());
   bool batchOnly = uniform && uniform.getArg().empty();
@@ -540,6 +545,20 @@ static std::string scheduleFunction(LaunchPlanAttr plan, StringRef pid) {
       SizeDefAttr def = plan.lookupSize(sym);
       batchOnly &= sym == s.getBatch() && def && !def.getArg().empty();
     });
+  if (!s.getMaxBatch().empty()) {
+    SizeDefAttr def = plan.lookupSize(s.getMaxBatch());
+    if (def && def.getArg().empty() && def.getValue().isConstant())
+      maxBatch = def.getValue().getValue();
+    else
+      batchOnly = false;
+  }
+  return batchOnly;
+}
+
+static std::string scheduleFunction(LaunchPlanAttr plan, StringRef pid) {
+  WorkScheduleAttr s = plan.getSchedule();
+  std::optional<int64_t> maxBatch;
+  bool batchOnly = scheduleReadsBatchOnly(plan, maxBatch);
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "/* The split-KV work list of this plan (kvir_schedule_work of\n"
@@ -549,15 +568,6 @@ static std::string scheduleFunction(LaunchPlanAttr plan, StringRef pid) {
         " returns " << s.getCount() << ", the split kernels' grid.x;\n"
         "   they launch when it exceeds batch. Pass kv_lengths NULL without\n"
         "   lengths (every request cut alike). */\n";
-  // A fixed grid's max_batch is a constant of the plan.
-  std::optional<int64_t> maxBatch;
-  if (!s.getMaxBatch().empty()) {
-    SizeDefAttr def = plan.lookupSize(s.getMaxBatch());
-    if (def && def.getArg().empty() && def.getValue().isConstant())
-      maxBatch = def.getValue().getValue();
-    else
-      batchOnly = false;
-  }
   if (!batchOnly) {
     os << "/* (no " << pid << "_schedule: its chunk count or max_batch reads "
        << "more than " << s.getBatch() << ") */\n";
@@ -634,7 +644,7 @@ std::string manifest::cHeader(StringRef binary, StringRef ptx, StringRef chip,
     h << "static const kvir_kernel_t " << pid << "_kernels["
       << plan.getKernels().size() << "] = {\n";
     for (KernelLaunchAttr k : plan.getKernels()) {
-      size_t params = kernelParams(plan, k).size();
+      size_t params = getKernelParams(plan, k).size();
       static const char *when[] = {"KVIR_ALWAYS", "KVIR_UNSPLIT", "KVIR_SPLIT"};
       h << "  {\"" << k.getKernel().getLeafReference().getValue() << "\", \""
         << k.getRole() << "\", " << when[int(k.getWhen())] << ", {"
@@ -655,7 +665,6 @@ std::string manifest::cHeader(StringRef binary, StringRef ptx, StringRef chip,
                           });
     }
     h << validateFunction(plan, pid);
-    std::string scheduleText;
     // Workspace bytes: by the partition count when the plan has one; under
     // a work schedule, what the split kernels need (the schedule decides
     // after the caller allocates, and a fixed-grid caller always splits).
@@ -666,8 +675,7 @@ std::string manifest::cHeader(StringRef binary, StringRef ptx, StringRef chip,
           [](ArrayRef<std::string> r) {
             return "  return (size_t)(" + r[0] + ");\n";
           });
-      scheduleText = scheduleFunction(plan, pid);
-      h << scheduleText;
+      h << scheduleFunction(plan, pid);
     } else if (plan.getPartitions().empty()) {
       h << sizes.function("size_t", pid + "_workspace_bytes",
                           {workspaceBytes(plan, plan.getKernels())},
@@ -686,12 +694,13 @@ std::string manifest::cHeader(StringRef binary, StringRef ptx, StringRef chip,
                    r[2] + ");\n";
           });
     }
-    std::string op = plan.getOp().str();
-    std::string launcher = "kvir_" + id + "_" +
-                           cIdentifier(StringRef(op).starts_with("kv.") ? StringRef(op).drop_front(3) : StringRef(op)) +
-                           std::to_string(index);
-    bool hasSchedule = StringRef(scheduleText).contains(
-        "static inline int64_t " + pid + "_schedule(");
+    StringRef op = plan.getOp();
+    op.consume_front("kv.");
+    std::string launcher =
+        "kvir_" + id + "_" + cIdentifier(op) + std::to_string(index);
+    std::optional<int64_t> maxBatch;
+    bool hasSchedule =
+        plan.getSchedule() && scheduleReadsBatchOnly(plan, maxBatch);
     h << typedLauncher(plan, launcher, pid, "kvir_" + id + "_ptx",
                        hasSchedule)
       << "\n";
@@ -761,7 +770,7 @@ LogicalResult manifest::writeOutputs(ModuleOp module, StringRef outputDir) {
         if (!written.insert(kernelName).second)
           continue;
         // The manifest and the kernel must agree on the parameters.
-        size_t listed = kernelParams(plan, kernel).size();
+        size_t listed = getKernelParams(plan, kernel).size();
         std::optional<size_t> declared = ptxParamCount(ptx, kernelName);
         if (declared && *declared != listed)
           return binary.emitError()

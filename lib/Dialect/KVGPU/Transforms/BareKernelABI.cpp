@@ -31,11 +31,10 @@ static bool isBare(Type type) {
   return !memref || (memref.getRank() == 0 && memref.getLayout().isIdentity());
 }
 
-/// Rewrites `func`'s signature; returns its original argument types.
+/// Rewrites `func`'s signature (one with an argument not yet bare);
+/// returns its original argument types.
 static FailureOr<SmallVector<Type>> rewriteKernel(gpu::GPUFuncOp func) {
   SmallVector<Type> original(func.getArgumentTypes());
-  if (llvm::all_of(original, isBare))
-    return original;
   for (auto [i, type] : llvm::enumerate(original)) {
     if (isa<UnrankedMemRefType>(type))
       return func.emitError() << "kernel argument #" << i << " (" << type
