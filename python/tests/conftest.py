@@ -34,7 +34,8 @@ def poisoned(shape, dtype):
 
 def paged_batch(rng, lens, page_size, heads, dim, dtype, layout="NHD"):
     """A paged cache (pages in random order, one spare) holding requests of
-    `lens` keys, with its CSR tables and each request's K and V."""
+    `lens` keys, with its CSR tables and each request's K and V; the slots
+    no request owns are NaN."""
     pages = [-(-n // page_size) for n in lens]
     total = sum(pages) + 1
     order = rng.permutation(total).astype(np.int32)
@@ -46,6 +47,14 @@ def paged_batch(rng, lens, page_size, heads, dim, dtype, layout="NHD"):
         pool = rng.uniform(-1, 1, (total, 2, page_size, heads, dim))
     else:
         pool = rng.uniform(-1, 1, (total, 2, heads, page_size, dim))
+    # What no request owns (slots past kv_len, the spare page) is NaN: a
+    # kernel that lets it into a result fails.
+    owned = np.zeros((total, page_size), dtype=bool)
+    for b, n in enumerate(lens):
+        tok = np.arange(n)
+        owned[indices[indptr[b] + tok // page_size], tok % page_size] = True
+    slot_axis = 2 if layout == "NHD" else 3
+    np.moveaxis(pool, slot_axis, 1)[~owned] = np.nan
     pool = pool.astype(dtype)
     keys, values = [], []
     for b, n in enumerate(lens):

@@ -95,6 +95,7 @@ def test_fp8_decode_passes_its_scales(rng, cache):
     pool_f, indptr, indices, last, _, _ = paged_batch(rng, [300, 9], 16, 2,
                                                       64, "float32")
     pool = rng.choice(usable, size=pool_f.shape)
+    pool[np.isnan(pool_f)] = 0x7F  # NaN: the slots no request owns
     q = rng.uniform(-1, 1, (2, 8, 64)).astype(np.float16)
     w = kvir.BatchDecodeWithPagedKVCacheWrapper(cache_dir=cache,
                                                 backend="emulated_driver")
