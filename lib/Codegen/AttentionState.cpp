@@ -29,14 +29,18 @@ Value AttentionState::log(Value x) {
   return math::LogOp::create(b, x);
 }
 
-double AttentionState::logitPrescale(bool softCap) const {
-  return flavor == Flavor::ptxBase2 && !softCap ? M_LOG2E : 1.0;
+double AttentionState::logitPrescale(bool softCap, bool natural) const {
+  return flavor == Flavor::ptxBase2 && !softCap && !natural ? M_LOG2E : 1.0;
 }
 
-Value AttentionState::finishLogit(Value s, std::optional<double> softCap) {
+Value AttentionState::finishLogit(Value s, std::optional<double> softCap,
+                                  bool natural) {
   IRBuilder ir{b};
-  if (!softCap)
-    return s;
+  if (!softCap) {
+    if (!natural || flavor == Flavor::exactBaseE)
+      return s;
+    return ir.mul(s, ir.splatLike(ir.f32(M_LOG2E), s));
+  }
   double c = *softCap;
   if (flavor == Flavor::exactBaseE) {
     Value cap = ir.splatLike(ir.f32(c), s);
@@ -130,6 +134,24 @@ PartialState AttentionState::merge(ArrayRef<PartialState> states) {
     acc = acc ? ir.add(acc, wacc) : wacc;
   }
   return {m, l, acc};
+}
+
+PartialState AttentionState::mergeSink(Value m, Value l, Value sink) {
+  IRBuilder ir{b};
+  Value sinkW = sink;
+  if (flavor == Flavor::ptxBase2)
+    sinkW = ir.mul(sink, ir.f32(M_LOG2E));
+  Rescale r = rescale(m, sinkW);
+  Value lNew = fma(l, r.alpha, weightAt(sinkW, r.ref));
+  return {r.m, lNew, r.alpha};
+}
+
+PartialState AttentionState::withSink(PartialState state, Value sink) {
+  IRBuilder ir{b};
+  PartialState merged = mergeSink(state.m, state.l, sink);
+  Value alpha = merged.acc;
+  merged.acc = ir.mul(state.acc, ir.splatLike(alpha, state.acc));
+  return merged;
 }
 
 Value AttentionState::convertLse(Value lse, kv::LseBase from, kv::LseBase to) {

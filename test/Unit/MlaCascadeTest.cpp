@@ -7,6 +7,9 @@
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
 
+#include <cmath>
+#include <functional>
+
 using namespace kvir::test;
 
 namespace {
@@ -223,7 +226,9 @@ TEST(MlaAppend, ThenCausalRowsSharedPoolBlockTableBF16) {
 void runCascade(int64_t levels, CacheSpec spec, bool causal, Base base,
                 int64_t qHeads, uint64_t seed,
                 std::optional<int64_t> windowLeft = std::nullopt,
-                std::optional<ref::Rope> rope = std::nullopt) {
+                std::optional<ref::Rope> rope = std::nullopt,
+                const std::function<void(Rng &, ref::AttentionParams &,
+                                         VariantSource &)> &variants = {}) {
   SCOPED_TRACE(describe(spec));
   Rng rng(seed);
   for (int rep = 0; rep < 2; ++rep) {
@@ -243,10 +248,13 @@ void runCascade(int64_t levels, CacheSpec spec, bool causal, Base base,
     params.base = base;
     params.windowLeft = windowLeft;
     params.rope = rope;
+    VariantSource variantSource;
+    if (variants)
+      variants(rng, params, variantSource);
     std::string stateType =
         stateTypeText(qHeads, spec.headDimV, spec.dtype, base);
-    std::vector<std::vector<int32_t>> indptrs =
-        emitCascade(src, qs, caches, shape.qoLens, params, stateType);
+    std::vector<std::vector<int32_t>> indptrs = emitCascade(
+        src, qs, caches, shape.qoLens, params, stateType, variantSource);
     emitStore(src, "%s", stateType, out);
     ASSERT_TRUE(runKernel(src, {out.o, out.lse}));
 
@@ -256,7 +264,8 @@ void runCascade(int64_t levels, CacheSpec spec, bool causal, Base base,
     std::vector<const ref::KVSource *> levelSources;
     for (const ref::PagedSource &s : sources)
       levelSources.push_back(&s);
-    ref::State expected = ref::cascade(q, indptrs, levelSources, params);
+    ref::State expected =
+        ref::cascade(q, indptrs, levelSources, asKernelSees(params));
     EXPECT_TRUE(check(compareState(out, expected, spec.dtype)));
   }
 }
@@ -312,6 +321,30 @@ TEST(Cascade, TwoLevelsRopeInterleaveWindowF16) {
   rope.style = ref::RopeStyle::Interleave;
   runCascade(2, makeSpec(16, 2, 64, DType::F16), /*causal=*/true, Base::E, 4,
              608, /*windowLeft=*/20, rope);
+}
+
+// Sinks join each row's softmax once, after the levels merge (never once
+// per level); ALiBi sees positions in the concatenation of levels.
+TEST(Cascade, ThreeLevelsCausalSinksWindowBF16) {
+  runCascade(3, makeSpec(8, 1, 64, DType::BF16), /*causal=*/true, Base::Two,
+             4, 609, /*windowLeft=*/25, std::nullopt,
+             [](Rng &rng, ref::AttentionParams &params, VariantSource &) {
+               for (int h = 0; h < 4; ++h)
+                 params.sinks.push_back(rng.uniform(-1.0, 6.0));
+             });
+}
+
+TEST(Cascade, TwoLevelsCausalAlibiSinksF16) {
+  runCascade(2, makeSpec(16, 2, 64, DType::F16), /*causal=*/true, Base::E, 8,
+             610, std::nullopt, std::nullopt,
+             [](Rng &rng, ref::AttentionParams &params, VariantSource &v) {
+               v.standardAlibi = true;
+               for (int h = 0; h < 8; ++h) {
+                 // The ALiBi paper's slopes for 8 heads: 2^-1 .. 2^-8.
+                 params.alibiSlopes.push_back(std::ldexp(1.0, -(h + 1)));
+                 params.sinks.push_back(rng.uniform(0.0, 4.0));
+               }
+             });
 }
 
 } // namespace

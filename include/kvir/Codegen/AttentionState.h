@@ -58,12 +58,15 @@ public:
   mlir::Value log(mlir::Value x);
 
   /// The factor the raw score sm_scale * <q, k> is multiplied by before
-  /// finishLogit: log2(e) for base-2 kernels without a soft cap (so it can
-  /// be folded into q), else 1.
-  double logitPrescale(bool softCap) const;
+  /// finishLogit: log2(e) for base-2 kernels whose scores go through
+  /// neither a soft cap nor a variant that needs natural units (ALiBi,
+  /// score_mod: `natural`), so it can be folded into q; else 1.
+  double logitPrescale(bool softCap, bool natural = false) const;
   /// The logit in working-base units from a prescaled score: applies the
-  /// soft cap c * tanh(s / c) and whatever of log2(e) is left.
-  mlir::Value finishLogit(mlir::Value prescaled, std::optional<double> softCap);
+  /// soft cap c * tanh(s / c) and whatever of log2(e) is left (`natural`
+  /// as given to logitPrescale).
+  mlir::Value finishLogit(mlir::Value prescaled, std::optional<double> softCap,
+                          bool natural = false);
 
   /// The reference point of weights for a running max: m, or 0 while m is
   /// -inf (then every weight is B^-inf = 0 rather than NaN).
@@ -93,6 +96,12 @@ public:
                           llvm::function_ref<mlir::Value(int64_t)> value);
   /// The merge of partial states (two passes: the max, then the weights).
   PartialState merge(llvm::ArrayRef<PartialState> states);
+  /// The merge of a partial state (m, l) with an attention sink: a key of
+  /// logit `sink` (f32, natural units) and no value. Returns the new m and
+  /// l, and in `acc` the factor the accumulator is scaled by.
+  PartialState mergeSink(mlir::Value m, mlir::Value l, mlir::Value sink);
+  /// `state` merged with a sink of logit `sink`, its accumulator scaled.
+  PartialState withSink(PartialState state, mlir::Value sink);
   /// (o, lse) with o = acc / l and lse = m + log(l) in `outBase`;
   /// (0, -inf) when l == 0.
   FinalState finalize(PartialState state, kv::LseBase outBase);

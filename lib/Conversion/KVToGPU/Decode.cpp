@@ -88,6 +88,8 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
   LogicalResult matchAndRewrite(kv::DecodeOp op,
                                 PatternRewriter &rewriter) const override {
     const target::TargetInfo &target = context.getTarget();
+    if (std::optional<std::string> why = whyNoVariantKernel(op, "decode"))
+      return rewriter.notifyMatchFailure(op, *why);
     std::string whyNotTensorCores;
     FailureOr<kvgpu::PrefillConfigAttr> tensorCores =
         getTensorCoreDecodeConfig(op, target, whyNotTensorCores);
@@ -239,6 +241,8 @@ gpu_lowering::whyNoDecodeKernel(kv::DecodeOp op,
   auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
   if (!view)
     return std::string("its KV is not a kv.paged_view of the same function");
+  if (std::optional<std::string> why = whyNoVariantKernel(op, "decode"))
+    return why;
   std::string whyNotTensorCores;
   FailureOr<kvgpu::PrefillConfigAttr> tensorCores =
       getTensorCoreDecodeConfig(op, target, whyNotTensorCores);

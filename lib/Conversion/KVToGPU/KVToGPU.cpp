@@ -52,7 +52,8 @@ kvir::whyNoGpuKernel(Operation *op, const target::TargetInfo &target) {
         return std::string("kv.cascade is lowered per level: run "
                            "kv-expand-cascade first");
       })
-      .Case<kv::PagedViewOp, kv::RaggedViewOp>(
+      // Views are no computation; a region's yield is its op's.
+      .Case<kv::PagedViewOp, kv::RaggedViewOp, kv::YieldOp>(
           [](Operation *) { return std::nullopt; })
       .Case([](kv::StoreStateOp store) -> std::optional<std::string> {
         if (store.getState().getDefiningOp<kv::LoadStateOp>())

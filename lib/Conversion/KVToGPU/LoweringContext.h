@@ -169,6 +169,11 @@ std::optional<int64_t> int8ScaleChunkElements(kv::PagedViewOp view);
 std::optional<std::string> whyNoTransposedV(kv::PagedViewOp view,
                                             llvm::StringRef kernel);
 
+/// Why the `kernel` kernels cannot run `op`'s attention variants (sinks,
+/// ALiBi, score_mod / mask_mod regions), or nullopt when it has none.
+std::optional<std::string> whyNoVariantKernel(mlir::Operation *op,
+                                              llvm::StringRef kernel);
+
 /// Adds the pools and tables of a paged KV as input arguments of `plan`
 /// (pool, k_pool / v_pool, and the table form's names, with shapes over
 /// the size `batch`, defined from the first table if the plan has none

@@ -164,6 +164,8 @@ gpu_lowering::whyNoMlaKernel(kv::MlaDecodeOp op,
   auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
   if (!view)
     return std::string("its KV is not a kv.paged_view of the same function");
+  if (std::optional<std::string> why = whyNoVariantKernel(op, "MLA"))
+    return why;
   kv::PagedType kv = view.getType();
   if (kv.isQuantized())
     return std::string("quantized MLA caches (") +

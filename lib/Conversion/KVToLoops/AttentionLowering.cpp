@@ -10,6 +10,7 @@
 
 #include "kvir/Codegen/AttentionState.h"
 #include "kvir/Codegen/Rope.h"
+#include "kvir/Codegen/Variants.h"
 #include "kvir/Dialect/KV/Utils/Visibility.h"
 
 #include <cmath>
@@ -19,6 +20,7 @@ using namespace kvir::kv;
 using namespace kvir::kv::loops;
 using kvir::codegen::AttentionState;
 using kvir::codegen::Rope;
+using kvir::codegen::VariantEmitter;
 
 namespace {
 /// Part of the key dot product: q[row, head, :width] against the `role` pool.
@@ -44,6 +46,8 @@ struct AttentionSpec {
   std::optional<int64_t> windowLeft;
   RopeAttr rope;
   StateType resultType;
+  /// The op's sinks, ALiBi and regions.
+  AttentionVariantOpInterface variants;
 };
 } // namespace
 
@@ -72,6 +76,8 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
                                   one)
           : rows;
   Type outElt = spec.resultType.getElementType();
+  VariantEmitter variants(spec.variants, IRMapping(),
+                          AttentionState::Flavor::exactBaseE);
 
   forLoop(b, zero, numRequests, ValueRange{zero}, [&](ImplicitLocOpBuilder &b,
                                                       Value req,
@@ -182,9 +188,11 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
                   segOffset += seg.width;
                 }
                 AttentionState state(b, AttentionState::Flavor::exactBaseE);
-                Value s = state.finishLogit(
-                    arith::MulFOp::create(b, dot, f32Const(b, spec.smScale)),
-                    spec.softCap);
+                Value s =
+                    arith::MulFOp::create(b, dot, f32Const(b, spec.smScale));
+                if (variants.modifiesScores())
+                  s = variants.modifyScore(b, s, req, head, pos, j);
+                s = state.finishLogit(s, spec.softCap);
                 AttentionState::Rescale r = state.rescale(m, s);
                 Value mNew = r.m, alpha = r.alpha;
                 Value p = state.weightAt(s, r.ref);
@@ -199,10 +207,14 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
                 });
                 return {mNew, lNew};
               };
-              if (!spec.mask)
-                return update(b);
               Value visible =
-                  emitMaskBit(b, spec.mask, maskOffset, i, j, kvLen);
+                  spec.mask ? emitMaskBit(b, spec.mask, maskOffset, i, j, kvLen)
+                            : Value();
+              if (Value modded = variants.visible(b, req, head, pos, j))
+                visible = visible ? arith::AndIOp::create(b, visible, modded)
+                                  : modded;
+              if (!visible)
+                return update(b);
               auto ifOp = scf::IfOp::create(
                   b, visible,
                   [&](OpBuilder &nested, Location loc) {
@@ -216,9 +228,20 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
             });
         Value m = ml[0], l = ml[1];
         AttentionState state(b, AttentionState::Flavor::exactBaseE);
+        // A sink joins the denominator once, after every key.
+        Value alpha;
+        if (Value sink = variants.sinkLogit(b, head)) {
+          kvir::codegen::PartialState merged = state.mergeSink(m, l, sink);
+          m = merged.m;
+          l = merged.l;
+          alpha = merged.acc;
+        }
         forLoop(b, zero, dimV, [&](ImplicitLocOpBuilder &b, Value d) {
           AttentionState inner(b, AttentionState::Flavor::exactBaseE);
-          Value o = inner.normalize(memref::LoadOp::create(b, acc, d), l);
+          Value a = memref::LoadOp::create(b, acc, d);
+          if (alpha)
+            a = arith::MulFOp::create(b, a, alpha);
+          Value o = inner.normalize(a, l);
           memref::StoreOp::create(b, fromF32(b, o, outElt), result.output,
                                   ValueRange{row, head, d});
         });
@@ -249,6 +272,7 @@ static void setCommonAttrs(AttentionSpec &spec, OpTy op, int64_t headDim) {
   spec.windowLeft = op.getWindowLeft();
   spec.rope = op.getRopeAttr();
   spec.resultType = op.getType();
+  spec.variants = op;
 }
 
 /// The spec of attention op `op` over `kv`, with its KV access resolved.
@@ -327,6 +351,7 @@ FailureOr<StateBuffers> loops::lowerMlaDecode(ImplicitLocOpBuilder &b,
           : 1.0 / std::sqrt(static_cast<double>(type.getHeadDim() +
                                                 type.getPeDim()));
   spec.resultType = op.getType();
+  spec.variants = op;
   return emitAttention(b, spec);
 }
 

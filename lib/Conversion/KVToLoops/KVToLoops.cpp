@@ -101,6 +101,12 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
           return failure();
         return record(m, lowerMerge(b, m.getType(), inputs));
       })
+      .Case([&](MergeSinksOp m) -> LogicalResult {
+        FailureOr<StateBuffers> input = lookup(op, m.getInput());
+        if (failed(input))
+          return failure();
+        return record(m, lowerMergeSinks(b, m.getType(), *input, m.getSinks()));
+      })
       .Case([&](MergePartitionsOp m) -> LogicalResult {
         FailureOr<StateBuffers> input = lookup(op, m.getInput());
         if (failed(input))
@@ -173,6 +179,9 @@ LogicalResult FunctionLowering::run(Operation *root) {
       return WalkResult::interrupt();
     if (isa<KVDialect>(op->getDialect()))
       lowered.push_back(op);
+    // An attention op's regions were cloned into its loops; they go with it.
+    if (isa<AttentionVariantOpInterface>(op))
+      return WalkResult::skip();
     return WalkResult::advance();
   });
   if (result.wasInterrupted())

@@ -96,6 +96,9 @@ mlir::LogicalResult lowerCascadePositions(ImplicitLocOpBuilder &b,
 /// input's partition axis is reduced instead.
 StateBuffers lowerMerge(ImplicitLocOpBuilder &b, StateType resultType,
                         llvm::ArrayRef<StateBuffers> inputs);
+/// A state merged with the sink logit sinks[head] of each row's heads.
+StateBuffers lowerMergeSinks(ImplicitLocOpBuilder &b, StateType type,
+                             StateBuffers input, Value sinks);
 StateBuffers lowerMergePartitions(ImplicitLocOpBuilder &b,
                                   StateType resultType, StateBuffers input);
 StateBuffers lowerRebase(ImplicitLocOpBuilder &b, StateType from,

@@ -161,3 +161,38 @@ func.func @flatten_and_drop(%a: !s, %b: !s, %c: !s, %n: index) -> !s {
   %m = kv.merge %ae, %bc : !s, !s -> !s
   return %m : !s
 }
+
+// -----
+
+// A sink merge folds into the attention op that made the state.
+!csr = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s8 = !kv.state<?x8x64xf16, base = 2>
+// CHECK-LABEL: func.func @fold_sinks
+// CHECK-SAME: %[[SINKS:[^:]*]]: memref<8xf32>
+// CHECK-NEXT: %[[S:.*]] = kv.decode %{{.*}}, %{{.*}} sinks(%[[SINKS]] : memref<8xf32>) {window_left = 7 : i64}
+// CHECK-NEXT: return %[[S]]
+func.func @fold_sinks(%q: memref<?x8x64xf16>, %kv: !csr, %sinks: memref<8xf32>) -> !s8 {
+  %s = kv.decode %q, %kv {window_left = 7 : i64} : memref<?x8x64xf16>, !csr -> !s8
+  %r = kv.merge_sinks %s, %sinks : !s8, memref<8xf32>
+  return %r : !s8
+}
+
+// -----
+
+// Not when the op has sinks already, when the state has another use, or
+// when the sinks are defined after the op.
+!csr = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s8 = !kv.state<?x8x64xf16, base = 2>
+// CHECK-LABEL: func.func @keep_sinks
+// CHECK-COUNT-3: kv.merge_sinks
+func.func @keep_sinks(%q: memref<?x8x64xf16>, %kv: !csr, %sinks: memref<8xf32>)
+    -> (!s8, !s8, !s8, !s8) {
+  %a = kv.decode %q, %kv sinks(%sinks : memref<8xf32>) : memref<?x8x64xf16>, !csr -> !s8
+  %a2 = kv.merge_sinks %a, %sinks : !s8, memref<8xf32>
+  %b = kv.decode %q, %kv : memref<?x8x64xf16>, !csr -> !s8
+  %b2 = kv.merge_sinks %b, %sinks : !s8, memref<8xf32>
+  %c = kv.decode %q, %kv {window_left = 3 : i64} : memref<?x8x64xf16>, !csr -> !s8
+  %late = memref.alloc() : memref<8xf32>
+  %c2 = kv.merge_sinks %c, %late : !s8, memref<8xf32>
+  return %a2, %b, %b2, %c2 : !s8, !s8, !s8, !s8
+}

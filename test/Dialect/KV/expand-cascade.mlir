@@ -111,3 +111,25 @@ func.func @window_static_rows(%q: memref<16x8x64xf16>, %qi0: memref<?xi32>, %qi1
       {window_left = 8 : i64} : memref<16x8x64xf16> -> !s
   return %s : !s
 }
+
+// -----
+
+// Sinks join once, after the levels merge; ALiBi reads positions, so the
+// shared level gets its rows' positions as a window or RoPE would.
+!p = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf16, base = 2>
+// CHECK-LABEL: func.func @sinks_alibi
+// CHECK: kv.cascade_positions
+// CHECK: %[[L0:.*]] = kv.prefill %{{.*}}, %{{.*}}, %{{.*}} positions(%{{.*}} : memref<?xi32>) {alibi, kv.shared_level}
+// CHECK: %[[L1:.*]] = kv.prefill %{{.*}}, %{{.*}}, %{{.*}} {alibi, causal}
+// CHECK: %[[M:.*]] = kv.merge %[[L0]], %[[L1]]
+// CHECK: %[[S:.*]] = kv.merge_sinks %[[M]], %{{.*}} : <?x8x64xf16, base = 2>, memref<8xf32>
+// CHECK: return %[[S]]
+// CANON-LABEL: func.func @sinks_alibi
+// CANON: kv.merge_sinks
+func.func @sinks_alibi(%q: memref<?x8x64xf16>, %qi0: memref<?xi32>, %qi1: memref<?xi32>, %kv0: !p, %kv1: !p, %sinks: memref<8xf32>) -> !s {
+  %s = kv.cascade %q levels(%qi0, %qi1 : memref<?xi32>, memref<?xi32>)
+      kvs(%kv0, %kv1 : !p, !p) sinks(%sinks : memref<8xf32>) {alibi, causal}
+      : memref<?x8x64xf16> -> !s
+  return %s : !s
+}

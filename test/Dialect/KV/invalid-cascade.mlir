@@ -5,7 +5,7 @@
 // An empty level list only exists in the generic form.
 func.func @no_levels(%q: memref<?x4x64xf16>) {
   // expected-error @below {{'kv.cascade' op needs at least one level}}
-  %s = "kv.cascade"(%q) <{operandSegmentSizes = array<i32: 1, 0, 0>}> : (memref<?x4x64xf16>) -> !kv.state<?x4x64xf16, base = 2>
+  %s = "kv.cascade"(%q) <{operandSegmentSizes = array<i32: 1, 0, 0, 0, 0>}> ({}, {}) : (memref<?x4x64xf16>) -> !kv.state<?x4x64xf16, base = 2>
   return
 }
 

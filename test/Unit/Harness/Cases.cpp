@@ -25,8 +25,11 @@ void kvir::test::runDecodeCase(const DecodeCase &c) {
     std::string qs = src.addMemref("q", q);
     std::string stateType =
         stateTypeText(c.qHeads, c.spec.headDimV, outType, c.params.base);
-    src.addLine("%s = kv.decode " + qs + ", " + kv + " " +
-                attentionAttrs(c.params, /*withCausal=*/false) + " : " +
+    std::string variants = emitVariants(src, c.params, c.variants);
+    src.addLine("%s = kv.decode " + qs + ", " + kv + variants + " " +
+                attentionAttrs(c.params, /*withCausal=*/false,
+                               c.variants.standardAlibi) +
+                " : " +
                 src.typeOf(qs) + ", " + kvType + " -> " + stateType);
     emitStore(src, "%s", stateType, out);
     ASSERT_TRUE(runKernel(src, {out.o, out.lse}));
@@ -102,8 +105,10 @@ void kvir::test::runPrefillCase(const PrefillCase &c) {
     }
     std::string stateType =
         stateTypeText(c.qHeads, s.headDimV, s.dtype, c.params.base);
+    maskClause += emitVariants(src, c.params, c.variants);
     src.addLine("%s = kv.prefill " + qs + ", " + qo + ", " + kv + maskClause +
-                " " + attentionAttrs(c.params) + " : " + src.typeOf(qs) + ", " +
+                " " + attentionAttrs(c.params, true, c.variants.standardAlibi) +
+                " : " + src.typeOf(qs) + ", " +
                 src.typeOf(qo) + ", " + kvType + " -> " + stateType);
     emitStore(src, "%s", stateType, out);
     ASSERT_TRUE(runKernel(src, {out.o, out.lse}));

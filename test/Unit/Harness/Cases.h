@@ -20,6 +20,7 @@ struct DecodeCase {
   std::optional<DType> outType;
   int64_t qHeads = 8;
   ref::AttentionParams params;
+  VariantSource variants;
   CacheOptions cacheOptions;
   int64_t batch = 5;
   int64_t maxLen = 40;
@@ -40,6 +41,7 @@ struct PrefillCase {
   bool ragged = false;
   int64_t qHeads = 8;
   ref::AttentionParams params;
+  VariantSource variants;
   MaskKind mask = MaskKind::None;
   /// Random positions per query row (kv.prefill positions(...)).
   bool positions = false;

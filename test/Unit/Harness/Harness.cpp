@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -704,7 +705,8 @@ kvir::test::emitCascade(KernelSource &src, const std::string &qName,
                         const std::vector<PagedCache> &levels,
                         const std::vector<std::vector<int64_t>> &qoLens,
                         const ref::AttentionParams &params,
-                        const std::string &stateType) {
+                        const std::string &stateType,
+                        const VariantSource &variants) {
   std::vector<std::vector<int32_t>> indptrs;
   std::string indptrNames, indptrTypes, kvNames, kvTypes;
   for (size_t l = 0; l < levels.size(); ++l) {
@@ -720,10 +722,12 @@ kvir::test::emitCascade(KernelSource &src, const std::string &qName,
     kvNames += sep + kv;
     kvTypes += sep + kvType;
   }
+  std::string clauses = emitVariants(src, params, variants);
   src.addLine("%s = kv.cascade " + qName + " levels(" + indptrNames + " : " +
-              indptrTypes + ") kvs(" + kvNames + " : " + kvTypes + ") " +
-              attentionAttrs(params) + " : " + src.typeOf(qName) + " -> " +
-              stateType);
+              indptrTypes + ") kvs(" + kvNames + " : " + kvTypes + ")" +
+              clauses + " " +
+              attentionAttrs(params, true, variants.standardAlibi) + " : " +
+              src.typeOf(qName) + " -> " + stateType);
   return indptrs;
 }
 
@@ -753,9 +757,45 @@ void kvir::test::randomizeAttention(Rng &rng, ref::AttentionParams &params,
     params.windowLeft = rng.integer(0, maxWindow);
 }
 
+std::string kvir::test::emitVariants(KernelSource &src,
+                                     const ref::AttentionParams &params,
+                                     const VariantSource &variants) {
+  std::string clauses;
+  auto perHead = [&](const char *name, const std::vector<double> &values) {
+    Tensor t(DType::F32, {int64_t(values.size())});
+    for (size_t h = 0; h < values.size(); ++h)
+      t.set({int64_t(h)}, values[h]);
+    std::string ssa = src.addMemref(name, t);
+    clauses += std::string(" ") + name + "(" + ssa + " : " + src.typeOf(ssa) +
+               ")";
+  };
+  if (!params.sinks.empty())
+    perHead("sinks", params.sinks);
+  if (!params.alibiSlopes.empty() && !variants.standardAlibi)
+    perHead("alibi_slopes", params.alibiSlopes);
+  std::map<std::string, std::string> names;
+  // Static shapes: the region text spells the captures' types.
+  for (const auto &[name, tensor] : variants.captures)
+    names[name] = src.addMemref(
+        name, tensor, std::vector<bool>(tensor.shape().size(), false));
+  auto substitute = [&](std::string text) {
+    for (const auto &[name, ssa] : names)
+      for (size_t at; (at = text.find("$" + name)) != std::string::npos;)
+        text.replace(at, name.size() + 1, ssa);
+    return text;
+  };
+  if (!variants.scoreMod.empty())
+    clauses += " score_mod {\n" + substitute(variants.scoreMod) + "\n}";
+  if (!variants.maskMod.empty())
+    clauses += " mask_mod {\n" + substitute(variants.maskMod) + "\n}";
+  return clauses;
+}
+
 std::string kvir::test::attentionAttrs(const ref::AttentionParams &params,
-                                       bool withCausal) {
+                                       bool withCausal, bool standardAlibi) {
   std::vector<std::string> attrs;
+  if (standardAlibi)
+    attrs.push_back("alibi");
   char buf[96];
   if (params.smScale) {
     std::snprintf(buf, sizeof(buf), "sm_scale = %.9e : f32",
@@ -787,6 +827,10 @@ kvir::ref::AttentionParams kvir::test::asKernelSees(kvir::ref::AttentionParams p
     params.smScale = static_cast<float>(*params.smScale);
   if (params.softCap)
     params.softCap = static_cast<float>(*params.softCap);
+  for (double &sink : params.sinks)
+    sink = static_cast<float>(sink);
+  for (double &slope : params.alibiSlopes)
+    slope = static_cast<float>(slope);
   return params;
 }
 

@@ -122,6 +122,16 @@ private:
   std::vector<KernelArg> arguments;
 };
 
+/// The IR of an attention op's variants beyond what ref::AttentionParams
+/// holds (its sinks and ALiBi slopes): whether ALiBi takes the standard
+/// slopes (the `alibi` attribute) or params.alibiSlopes as a memref, and
+/// the score_mod / mask_mod regions as text, from `^bb0(...)` to
+/// `kv.yield`, where `$name` stands for the SSA name of capture `name`.
+struct VariantSource {
+  bool standardAlibi = false;
+  std::string scoreMod, maskMod;
+  std::vector<std::pair<std::string, Tensor>> captures;
+};
 /// The `!kv.paged<...>` type of a cache.
 std::string pagedTypeText(const CacheSpec &spec);
 /// `!kv.state<?xHxDvxT, base = B[, partitions = ?]>`.
@@ -158,15 +168,22 @@ std::vector<std::vector<int32_t>>
 emitCascade(KernelSource &src, const std::string &qName,
             const std::vector<PagedCache> &levels,
             const std::vector<std::vector<int64_t>> &qoLens,
-            const ref::AttentionParams &params, const std::string &stateType);
+            const ref::AttentionParams &params, const std::string &stateType,
+            const VariantSource &variants = {});
 /// Adds `input`'s k, v, batch_indices and positions as arguments and
 /// `kv.append` of them into the view `kv` of type `kvType` (with
 /// `input.rope`, if any).
 void emitAppend(KernelSource &src, const ref::AppendInput &input,
                 const std::string &kv, const std::string &kvType);
-/// The attribute dictionary of an attention op (`{...}` or empty).
+/// Adds the sinks, slopes and captures as arguments; returns the op's
+/// variant clauses (`sinks(...) alibi_slopes(...) score_mod {...}
+/// mask_mod {...}`, each when present) with a leading space, or "".
+std::string emitVariants(KernelSource &src, const ref::AttentionParams &params,
+                         const VariantSource &variants);
+/// The attribute dictionary of an attention op (`{...}` or empty), with
+/// `alibi` when `standardAlibi`.
 std::string attentionAttrs(const ref::AttentionParams &params,
-                           bool withCausal = true);
+                           bool withCausal = true, bool standardAlibi = false);
 /// `attrs` (an attribute dictionary or "") with `kvgpu.config = config`
 /// added; `config` "" leaves them as they are.
 std::string withConfig(std::string attrs, const std::string &config);
@@ -175,7 +192,8 @@ std::string withConfig(std::string attrs, const std::string &config);
 void randomizeAttention(Rng &rng, ref::AttentionParams &params,
                         int64_t maxWindow);
 /// The params as the kernel sees them: sm_scale and the soft cap are f32
-/// attributes, so the reference uses their f32 roundings.
+/// attributes, sinks and slopes f32 memrefs, so the reference uses their
+/// f32 roundings.
 ref::AttentionParams asKernelSees(ref::AttentionParams params);
 /// The rope attribute text.
 /// Llama 3.1's RoPE with FlashInfer's apply_llama31_rope defaults (theta

@@ -324,14 +324,17 @@ State::State(int64_t rows, int64_t heads, int64_t headDimV, Base base)
 
 void kvir::ref::stateFromLogits(const std::vector<double> &logits,
                                 const std::vector<std::vector<double>> &values,
-                                Base base, double *o, double &lse) {
+                                Base base, double *o, double &lse,
+                                std::optional<double> sink) {
   size_t dv = values.empty() ? 0 : values.front().size();
-  if (logits.empty()) {
+  if (logits.empty() && !sink) {
     lse = -kInf;
     return; // o stays 0
   }
-  double m = *std::max_element(logits.begin(), logits.end());
-  double sum = 0.0;
+  double m = sink ? *sink : -kInf;
+  for (double s : logits)
+    m = std::max(m, s);
+  double sum = sink ? std::exp(*sink - m) : 0.0;
   for (double s : logits)
     sum += std::exp(s - m);
   for (size_t d = 0; d < dv; ++d) {
@@ -421,17 +424,26 @@ State kvir::ref::attention(const Tensor &q, const std::vector<int32_t> &qoIndptr
               continue;
             if (!mask.bit(i, j, kvLen))
               continue;
+            if (params.maskMod && !params.maskMod(b, h, pos, j))
+              continue;
             double dot = 0.0;
             for (int64_t x = 0; x < d; ++x)
               dot += qv[x] * keys[j][x];
             double s = smScale * dot;
+            if (!params.alibiSlopes.empty())
+              s += params.alibiSlopes.at(h) * double(j - pos);
+            if (params.scoreMod)
+              s = params.scoreMod(s, b, h, pos, j);
             if (params.softCap)
               s = *params.softCap * std::tanh(s / *params.softCap);
             logits.push_back(s);
             visibleValues.push_back(values[j]);
           }
+          std::optional<double> sink;
+          if (!params.sinks.empty())
+            sink = params.sinks.at(h);
           stateFromLogits(logits, visibleValues, params.base,
-                          &state.out(row, h, 0), state.lseAt(row, h));
+                          &state.out(row, h, 0), state.lseAt(row, h), sink);
         }
       }
     }

@@ -15,6 +15,7 @@
 #include "mlir/IR/AffineMap.h"
 
 #include <array>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -187,6 +188,15 @@ struct AttentionParams {
   /// bottom-right alignment.
   std::vector<int32_t> positions;
   Base base = Base::E;
+  /// Variants. Per query head: a sink logit joining each row's softmax
+  /// denominator with no value, and an ALiBi slope adding
+  /// slope * (j - p) to the scaled logit (empty: none). scoreMod maps the
+  /// logit after ALiBi, before the soft cap; maskMod is one more visibility
+  /// rule. Their arguments: (score,) request, query head, query position,
+  /// key position.
+  std::vector<double> sinks, alibiSlopes;
+  std::function<double(double, int64_t, int64_t, int64_t, int64_t)> scoreMod;
+  std::function<bool(int64_t, int64_t, int64_t, int64_t)> maskMod;
 };
 
 /// An attention state o[rows, heads, Dv], lse[rows, heads] (in its base).
@@ -209,9 +219,12 @@ struct State {
 
 /// The state of one (row, head) from its visible logits and values:
 /// lse = log_B(sum exp(s)), o = softmax(s) . v; (0, -inf) when empty.
+/// With a `sink` logit, e^sink joins the denominator (and the LSE) with no
+/// value: an empty key set then has o = 0, lse = sink.
 void stateFromLogits(const std::vector<double> &logits,
                      const std::vector<std::vector<double>> &values, Base base,
-                     double *o, double &lse);
+                     double *o, double &lse,
+                     std::optional<double> sink = std::nullopt);
 
 /// Decode (qoIndptr empty: one query row per request at kv_len - 1) or
 /// prefill (rows qoIndptr[b] .. qoIndptr[b+1] of request b).

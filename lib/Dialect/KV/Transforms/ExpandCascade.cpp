@@ -19,12 +19,22 @@ struct ExpandCascade : OpRewritePattern<CascadeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(CascadeOp op,
                                 PatternRewriter &rewriter) const override {
+    // A region sees the row's own request and positions in the
+    // concatenation of its levels; a level's prefill knows neither.
+    if (!op.getScoreMod().empty() || !op.getMaskMod().empty())
+      return op.emitOpError()
+             << "score_mod / mask_mod regions on a cascade are not supported "
+             << "yet: a level's prefill sees its own request and level-local "
+             << "key positions, not the row's request and its positions in "
+             << "the concatenation of levels";
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     unsigned numLevels = op.getKvs().size();
     // A row sits after its keys of every level: a shared level's rows see
     // its keys from the positions their later levels give them, which the
-    // window and RoPE read (causal hides none of a shared level's keys).
-    bool positional = op.getWindowLeft() || op.getRopeAttr();
+    // window, RoPE and ALiBi read (causal hides none of a shared level's
+    // keys).
+    bool positional = op.getWindowLeft() || op.getRopeAttr() || op.getAlibi() ||
+                      op.getAlibiSlopes();
     SmallVector<Value> positions(numLevels);
     if (positional && numLevels > 1) {
       auto q = cast<MemRefType>(op.getQ().getType());
@@ -48,14 +58,18 @@ struct ExpandCascade : OpRewritePattern<CascadeOp> {
           b, op.getType(), op.getQ(), op.getQoIndptrs()[level],
           op.getKvs()[level], /*mask=*/Value(), positions[level], causal,
           op.getSmScaleAttr(), op.getLogitsSoftCapAttr(),
-          op.getWindowLeftAttr(), op.getRopeAttr());
+          op.getWindowLeftAttr(), op.getRopeAttr(), /*sinks=*/Value(),
+          op.getAlibiSlopes(), op.getAlibi());
       // Levels before the last are shared by all their rows' requests.
       if (level + 1 < numLevels)
         prefill->setAttr(KVDialect::getSharedLevelAttrName(),
                          rewriter.getUnitAttr());
       levelStates.push_back(prefill);
     }
-    auto merged = MergeOp::create(b, op.getType(), levelStates);
+    Value merged = MergeOp::create(b, op.getType(), levelStates);
+    // Sinks join each row's softmax once, after the levels merge.
+    if (Value sinks = op.getSinks())
+      merged = MergeSinksOp::create(b, op.getType(), merged, sinks);
     for (Value buffer : positions)
       if (buffer)
         memref::DeallocOp::create(b, buffer);

@@ -10,6 +10,15 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace kvir::kv {
+/// Checks an attention op's variants: sinks and ALiBi slopes are f32, one
+/// per query head; not both ALiBi forms; the regions' arguments and
+/// results; no writes in them; captured values the kernels can take.
+mlir::LogicalResult verifyAttentionVariants(mlir::Operation *op);
+} // namespace kvir::kv
+
+#include "kvir/Dialect/KV/IR/KVInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "kvir/Dialect/KV/IR/KVOps.h.inc"
 

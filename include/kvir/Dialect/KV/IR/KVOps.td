@@ -3,6 +3,8 @@
 #define KVIR_DIALECT_KV_IR_KVOPS_TD
 
 include "kvir/Dialect/KV/IR/KVTypes.td"
+include "kvir/Dialect/KV/IR/KVInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
@@ -85,7 +87,26 @@ defvar KV_AttentionAttrs = (ins OptionalAttr<F32Attr>:$sm_scale,
                                 OptionalAttr<I64Attr>:$window_left,
                                 OptionalAttr<KV_RopeAttr>:$rope);
 
-def KV_DecodeOp : KV_Op<"decode"> {
+// The variants every attention op takes (docs/Semantics.md, "Variants"):
+// attention sinks, ALiBi, and the score_mod / mask_mod regions.
+defvar KV_VariantOperands =
+    (ins Arg<Optional<AnyMemRef>, "sink logits per query head",
+             [MemRead]>:$sinks,
+         Arg<Optional<AnyMemRef>, "ALiBi slopes per query head",
+             [MemRead]>:$alibi_slopes,
+         UnitAttr:$alibi);
+defvar KV_VariantRegions = (region MaxSizedRegion<1>:$score_mod,
+                                   MaxSizedRegion<1>:$mask_mod);
+defvar KV_VariantFormat = [{
+  (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+  (`alibi_slopes` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
+  (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
+}];
+defvar KV_AttentionTraits = [AttrSizedOperandSegments,
+                             DeclareOpInterfaceMethods<
+                                 KV_AttentionVariantOpInterface>];
+
+def KV_DecodeOp : KV_Op<"decode", KV_AttentionTraits> {
   let summary = "batch decode: one query row per request over a paged cache";
   let description = [{
     `q[B, Hq, D]` attends request `b`'s keys; query head `h` reads KV head
@@ -102,15 +123,16 @@ def KV_DecodeOp : KV_Op<"decode"> {
   }];
   let arguments = !con((ins Arg<AnyMemRef, "queries", [MemRead]>:$q,
                             KV_ReadKV<KV_PagedType>:$kv),
-                       KV_AttentionAttrs);
+                       KV_AttentionAttrs, KV_VariantOperands);
   let results = (outs KV_StateType:$result);
-  let assemblyFormat = [{
-    $q `,` $kv attr-dict `:` type($q) `,` type($kv) `->` type($result)
-  }];
+  let regions = KV_VariantRegions;
+  let assemblyFormat = !strconcat("$q `,` $kv ", KV_VariantFormat, [{
+    attr-dict `:` type($q) `,` type($kv) `->` type($result)
+  }]);
   let hasVerifier = 1;
 }
 
-def KV_PrefillOp : KV_Op<"prefill", [AttrSizedOperandSegments]> {
+def KV_PrefillOp : KV_Op<"prefill", KV_AttentionTraits> {
   let summary = "batch prefill / append attention over paged or ragged KV";
   let description = [{
     `q[nnz, Hq, D]` with request `b` owning rows `qo_indptr[b] ..
@@ -140,17 +162,19 @@ def KV_PrefillOp : KV_Op<"prefill", [AttrSizedOperandSegments]> {
                             Arg<Optional<AnyMemRef>, "query row positions",
                                 [MemRead]>:$positions,
                             UnitAttr:$causal),
-                       KV_AttentionAttrs);
+                       KV_AttentionAttrs, KV_VariantOperands);
   let results = (outs KV_StateType:$result);
-  let assemblyFormat = [{
+  let regions = KV_VariantRegions;
+  let assemblyFormat = !strconcat([{
     $q `,` $qo_indptr `,` $kv (`mask` `(` $mask^ `:` type($mask) `)`)?
     (`positions` `(` $positions^ `:` type($positions) `)`)?
+  }], KV_VariantFormat, [{
     attr-dict `:` type($q) `,` type($qo_indptr) `,` type($kv) `->` type($result)
-  }];
+  }]);
   let hasVerifier = 1;
 }
 
-def KV_MlaDecodeOp : KV_Op<"mla_decode"> {
+def KV_MlaDecodeOp : KV_Op<"mla_decode", KV_AttentionTraits> {
   let summary = "multi-head latent attention decode over an MLA cache";
   let description = [{
     `s_j = sm_scale * (<q_nope, ckv_j> + <q_pe, kpe_j>)`, `o = sum p_j ckv_j`,
@@ -165,23 +189,27 @@ def KV_MlaDecodeOp : KV_Op<"mla_decode"> {
         -> !kv.state<?x128x512xbf16, base = e>
     ```
   }];
-  let arguments = (ins Arg<AnyMemRef, "latent queries", [MemRead]>:$q_nope,
-                       Arg<AnyMemRef, "rotary queries", [MemRead]>:$q_pe,
-                       KV_ReadKV<KV_PagedType>:$kv,
-                       Arg<Optional<AnyMemRef>, "query row offsets",
-                           [MemRead]>:$qo_indptr,
-                       UnitAttr:$causal,
-                       OptionalAttr<F32Attr>:$sm_scale);
+  let arguments = !con((ins Arg<AnyMemRef, "latent queries",
+                                [MemRead]>:$q_nope,
+                            Arg<AnyMemRef, "rotary queries", [MemRead]>:$q_pe,
+                            KV_ReadKV<KV_PagedType>:$kv,
+                            Arg<Optional<AnyMemRef>, "query row offsets",
+                                [MemRead]>:$qo_indptr,
+                            UnitAttr:$causal,
+                            OptionalAttr<F32Attr>:$sm_scale),
+                       KV_VariantOperands);
   let results = (outs KV_StateType:$result);
-  let assemblyFormat = [{
+  let regions = KV_VariantRegions;
+  let assemblyFormat = !strconcat([{
     $q_nope `,` $q_pe `,` $kv (`rows` `(` $qo_indptr^ `:` type($qo_indptr) `)`)?
+  }], KV_VariantFormat, [{
     attr-dict `:` type($q_nope) `,` type($q_pe) `,` type($kv) `->`
     type($result)
-  }];
+  }]);
   let hasVerifier = 1;
 }
 
-def KV_CascadeOp : KV_Op<"cascade", [AttrSizedOperandSegments]> {
+def KV_CascadeOp : KV_Op<"cascade", KV_AttentionTraits> {
   let summary = "multi-level cascade attention over shared-prefix levels";
   let description = [{
     Levels `0 .. L-1` share the query rows; level `l` groups them into
@@ -202,13 +230,15 @@ def KV_CascadeOp : KV_Op<"cascade", [AttrSizedOperandSegments]> {
                                 [MemRead]>:$qo_indptrs,
                             KV_ReadKV<Variadic<KV_PagedType>>:$kvs,
                             UnitAttr:$causal),
-                       KV_AttentionAttrs);
+                       KV_AttentionAttrs, KV_VariantOperands);
   let results = (outs KV_StateType:$result);
-  let assemblyFormat = [{
+  let regions = KV_VariantRegions;
+  let assemblyFormat = !strconcat([{
     $q `levels` `(` $qo_indptrs `:` type($qo_indptrs) `)`
     `kvs` `(` $kvs `:` type($kvs) `)`
+  }], KV_VariantFormat, [{
     attr-dict `:` type($q) `->` type($result)
-  }];
+  }]);
   let hasVerifier = 1;
 }
 
@@ -267,9 +297,43 @@ def KV_AppendOp : KV_Op<"append"> {
   let hasVerifier = 1;
 }
 
+def KV_YieldOp : KV_Op<"yield", [Pure, Terminator, ReturnLike,
+    ParentOneOf<["DecodeOp", "PrefillOp", "MlaDecodeOp", "CascadeOp"]>]> {
+  let summary = "the value of a score_mod or mask_mod region";
+  let arguments = (ins AnyType:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
+}
+
 //===----------------------------------------------------------------------===//
 // States
 //===----------------------------------------------------------------------===//
+
+def KV_MergeSinksOp : KV_Op<"merge_sinks",
+    [AllTypesMatch<["input", "result"]>]> {
+  let summary = "merge per-query-head attention sinks into a state";
+  let description = [{
+    Row `r`, head `h` of the result is the merge of the input's state with
+    the state `(0, sinks[h] / ln B)` of a key with logit `sinks[h]` and no
+    value: `o = o_in e^{lse} / (e^{lse} + e^{sink})` and `lse` includes the
+    sink. Applied once to a row's whole state (after split-KV and cascade
+    merges), never per partition. Attention ops with a `sinks` operand are
+    their op without it followed by this op.
+
+    ```mlir
+    %s = kv.merge_sinks %state, %sinks
+        : !kv.state<?x64x64xbf16, base = e>, memref<64xf32>
+    ```
+  }];
+  let arguments = (ins KV_StateType:$input,
+                       Arg<AnyMemRef, "sink logits per query head",
+                           [MemRead]>:$sinks);
+  let results = (outs KV_StateType:$result);
+  let assemblyFormat = [{
+    $input `,` $sinks attr-dict `:` type($input) `,` type($sinks)
+  }];
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
 
 def KV_MergeOp : KV_Op<"merge", [Pure, Commutative]> {
   let summary = "merge attention states of disjoint key sets";
