@@ -186,6 +186,41 @@ KernelIdentity &KernelIdentity::add(Operation *op) {
     add(t);
   for (Type t : op->getResultTypes())
     add(t);
+  // Regions (score_mod, mask_mod) are code of the kernel: every nested op,
+  // its attributes and result types, and where each operand comes from (a
+  // block argument, an earlier result, a constant from above by its value,
+  // another value from above by its type).
+  DenseMap<Value, int64_t> numbering;
+  for (Region &region : op->getRegions()) {
+    if (region.empty())
+      continue;
+    add("region");
+    for (Block &block : region)
+      for (BlockArgument arg : block.getArguments())
+        numbering.try_emplace(arg, numbering.size());
+    region.walk<WalkOrder::PreOrder>([&](Operation *nested) {
+      for (Region &inner : nested->getRegions())
+        for (Block &block : inner)
+          for (BlockArgument arg : block.getArguments())
+            numbering.try_emplace(arg, numbering.size());
+      add(nested->getName().getStringRef());
+      add(nested->getAttrDictionary());
+      for (Value operand : nested->getOperands()) {
+        if (auto it = numbering.find(operand); it != numbering.end()) {
+          add(it->second);
+          continue;
+        }
+        Operation *def = operand.getDefiningOp();
+        if (def && def->hasTrait<OpTrait::ConstantLike>())
+          add(def->getAttrDictionary());
+        add(operand.getType());
+      }
+      for (Value result : nested->getResults()) {
+        numbering.try_emplace(result, numbering.size());
+        add(result.getType());
+      }
+    });
+  }
   return *this;
 }
 

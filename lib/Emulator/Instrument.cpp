@@ -649,6 +649,15 @@ LogicalResult Instrumenter::rewriteIntrinsic(LLVM::CallIntrinsicOp op) {
     r = LLVM::TanhOp::create(builder, loc, type, x);
   else if (name.starts_with("fabs"))
     r = LLVM::FAbsOp::create(builder, loc, type, x);
+  // cvt.rmi / rpi / rzi / rni: exact roundings to an integral value.
+  else if (name.starts_with("floor."))
+    r = LLVM::FFloorOp::create(builder, loc, type, x);
+  else if (name.starts_with("ceil."))
+    r = LLVM::FCeilOp::create(builder, loc, type, x);
+  else if (name.starts_with("trunc."))
+    r = LLVM::FTruncOp::create(builder, loc, type, x);
+  else if (name.starts_with("round."))
+    r = LLVM::RoundEvenOp::create(builder, loc, type, x);
   else if ((name.starts_with("fmax") || name.starts_with("fmin")) &&
            op.getArgs().size() == 2 && !name.contains("nan"))
     r = name.starts_with("fmax")

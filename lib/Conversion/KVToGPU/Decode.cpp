@@ -14,6 +14,7 @@
 
 #include "kvir/Codegen/IRBuilder.h"
 #include "kvir/Codegen/LaunchEmitter.h"
+#include "kvir/Codegen/Variants.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
 
@@ -88,8 +89,6 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
   LogicalResult matchAndRewrite(kv::DecodeOp op,
                                 PatternRewriter &rewriter) const override {
     const target::TargetInfo &target = context.getTarget();
-    if (std::optional<std::string> why = whyNoVariantKernel(op, "decode"))
-      return rewriter.notifyMatchFailure(op, *why);
     std::string whyNotTensorCores;
     FailureOr<kvgpu::PrefillConfigAttr> tensorCores =
         getTensorCoreDecodeConfig(op, target, whyNotTensorCores);
@@ -123,6 +122,14 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
       spec.softCap = cap->convertToDouble();
     spec.windowLeft = op.getWindowLeft();
     spec.rope = op.getRopeAttr();
+    SmallVector<Value> variantOperands;
+    if (cast<kv::AttentionVariantOpInterface>(op.getOperation())
+            .hasVariants()) {
+      spec.variants = op;
+      variantOperands = getVariantOperands(op);
+      for (Value v : variantOperands)
+        spec.variantTypes.push_back(v.getType());
+    }
     if (kv.type.getQuant() == kv::Quant::int8_group)
       spec.scaleChunk = *int8ScaleChunkElements(view);
     std::string whyNot;
@@ -137,6 +144,7 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
         argTypes.append({s.outType, s.lseType});
         if (s.partitioned)
           argTypes.append({s.finalOutType, s.finalLseType});
+        llvm::append_range(argTypes, s.variantTypes);
         KernelFunc kf = KernelFunc::create(module, symbol, argTypes, s.block(),
                                            decodeSharedLayout(s), op.getLoc());
         buildDecodeBody(kf, s);
@@ -170,6 +178,8 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     merge.outBase = spec.base;
     merge.heads = qHeads;
     merge.headDimV = headDim;
+    if (Value sinks = op.getSinks())
+      merge.sinksType = cast<MemRefType>(sinks.getType());
     gpu::GPUFuncOp mergeKernel = getMergeKernel(context, merge);
 
     // The launch plan: arguments, sizes, the work schedule, the kernels.
@@ -200,6 +210,14 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     llvm::append_range(splitArgs, kvNames);
     directArgs.append({"out", "lse"});
     splitArgs.append({"work_items", "partial_out", "partial_lse", "out", "lse"});
+    SmallVector<std::string> variantNames =
+        addVariantArguments(plan, op, variantOperands);
+    llvm::append_range(directArgs, variantNames);
+    llvm::append_range(splitArgs, variantNames);
+    SmallVector<StringRef> mergeArgs{"partial_out", "partial_lse",
+                                     "merge_indptr", "out", "lse"};
+    if (op.getSinks())
+      mergeArgs.push_back("sinks");
     if (!fixedBatch)
       plan.addKernel("direct", direct, kvgpu::LaunchCondition::unsplit,
                      {plan.sym("batch"), plan.cst(hkv), plan.cst(1)},
@@ -211,8 +229,7 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
                     plan.cst(hkv), plan.cst(1)},
                    splitArgs);
     plan.addKernel("merge", mergeKernel, splitWhen,
-                   {gridBatch, plan.cst(qHeads), plan.cst(1)},
-                   {"partial_out", "partial_lse", "merge_indptr", "out", "lse"});
+                   {gridBatch, plan.cst(qHeads), plan.cst(1)}, mergeArgs);
     llvm::StringMap<Value> bindings{{"q", op.getQ()},
                                     {"out", out},
                                     {"lse", lse},
@@ -223,6 +240,8 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
                                            return kv::emitKvLen(ib, kv, r);
                                          })}};
     for (auto [name, v] : llvm::zip(kvNames, kv.flatten()))
+      bindings[name] = v;
+    for (auto [name, v] : llvm::zip(variantNames, variantOperands))
       bindings[name] = v;
     if (failed(context.launch(b, plan, bindings, op.getLoc())))
       return failure();
@@ -241,8 +260,6 @@ gpu_lowering::whyNoDecodeKernel(kv::DecodeOp op,
   auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
   if (!view)
     return std::string("its KV is not a kv.paged_view of the same function");
-  if (std::optional<std::string> why = whyNoVariantKernel(op, "decode"))
-    return why;
   std::string whyNotTensorCores;
   FailureOr<kvgpu::PrefillConfigAttr> tensorCores =
       getTensorCoreDecodeConfig(op, target, whyNotTensorCores);

@@ -25,6 +25,7 @@
 #include "kvir/Codegen/PagedTileLoader.h"
 #include "kvir/Codegen/Rope.h"
 #include "kvir/Codegen/SharedTile.h"
+#include "kvir/Codegen/Variants.h"
 #include "kvir/Codegen/WarpOps.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 #include "kvir/Dialect/KV/Utils/Quantization.h"
@@ -100,7 +101,9 @@ DecodeBuffers buildLayout(const DecodeKernelSpec &s, SharedMemoryLayout &layout,
   buf.query =
       layout.add("query", {s.group(), padded}, s.qType.getElementType());
   buf.meta = layout.add(
-      "meta", {s.queryRows() ? kMetaRequest + 1 : s.rope ? kMetaPosition + 1 : 4},
+      "meta",
+      {s.queryRows() ? kMetaRequest + 1
+                     : s.needsQueryPosition() ? kMetaPosition + 1 : 4},
       i32);
   // Page entries as the table stores them (i32, or OpenPPL's i64); token
   // offsets have none, a placeholder of i32.
@@ -292,6 +295,16 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   Value activeX = ir.lt(dim0, ir.idx(headDim));
   Value meta = kf.getShared(buf.meta), qShared = kf.getShared(buf.query);
   AttentionState state(b, AttentionState::Flavor::ptxBase2);
+  std::optional<VariantEmitter> variants;
+  if (spec.variants) {
+    IRMapping operands;
+    operands.map(getVariantOperands(spec.variants),
+                 kf.getArguments().take_back(spec.variantTypes.size()));
+    variants.emplace(spec.variants, operands,
+                     AttentionState::Flavor::ptxBase2);
+  }
+  // ALiBi and score_mod see the score in natural units.
+  bool natural = variants && variants->modifiesScores();
 
   // Once per block: thread 0 reads the request's table entries and derives
   // the block's token range (its partition's share of the visible keys);
@@ -349,7 +362,7 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
     if (int64_t align = spec.transposedVAlignment())
       start = k.sub(start, k.remU(start, k.idx(align)));
     SmallVector<Value> metaValues{start, end, table.base, visible};
-    if (spec.rope || qoIndptr)
+    if (spec.needsQueryPosition())
       metaValues.push_back(position);
     if (qoIndptr)
       metaValues.push_back(request);
@@ -396,7 +409,8 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   // The query, scaled so that scores come out in the working base's units
   // (and by fp8's k_scale: scores are dot products with the codes, read
   // 1 / fp8HalfScale of their value).
-  double qScale = spec.smScale * state.logitPrescale(spec.softCap.has_value());
+  double qScale =
+      spec.smScale * state.logitPrescale(spec.softCap.has_value(), natural);
   double codeScale = fp8 ? kv::fp8HalfScale(elt) : 1.0;
   Value qScaleVec = ir.splat(ir.f32(qScale * codeScale), vec);
   if (fp8)
@@ -644,7 +658,8 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
       partnerSign = ir.splat(ir.select(low, ir.f32(1.0), ir.f32(-1.0)), vec);
     }
   }
-  Value queryPosition = spec.rope ? metaAt(kMetaPosition) : Value();
+  Value queryPosition =
+      spec.needsQueryPosition() ? metaAt(kMetaPosition) : Value();
   // Key row `t` of the tile starting at token t0, rotated where RoPE is on.
   // Key row `t` of the staged tile starting at token t0, rotated.
   auto rotatedKeyRow = [&](ImplicitLocOpBuilder &jb, Value stage, Value t0,
@@ -767,10 +782,22 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
           } else {
             score = k.dot(qVec, keyRow(ib, stage, t0, t));
           }
-          score = tileState.finishLogit(
-              warpReduce(ib, score, tx, WarpReduction::sum), spec.softCap);
+          score = warpReduce(ib, score, tx, WarpReduction::sum);
+          // The regions read the key's position: past the tile's end they
+          // see its last key instead (its logit is masked below).
+          Value keyPosition =
+              variants ? k.minS(k.add(t0, t), k.sub(k.add(t0, count), k.idx(1)))
+                       : Value();
+          if (natural)
+            score = variants->modifyScore(ib, score, req, head, queryPosition,
+                                          keyPosition);
+          score = tileState.finishLogit(score, spec.softCap, natural);
           tokens.push_back(t);
           Value visible = k.lt(t, count);
+          if (variants)
+            if (Value kept = variants->visible(ib, req, head, queryPosition,
+                                               keyPosition))
+              visible = arith::AndIOp::create(ib, visible, kept);
           // Transposed V: the range starts up to a chunk early.
           if (vChunk)
             visible = arith::AndIOp::create(
@@ -821,10 +848,15 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   // Partial states stay f32 in base 2 for the merge kernel; an item that
   // is a whole request is final.
   auto write = [&](ImplicitLocOpBuilder &ib, Value outBuf, Value lseBuf,
-                   kv::LseBase base, SmallVector<Value> rowIdx) {
+                   kv::LseBase base, SmallVector<Value> rowIdx, bool final) {
     IRBuilder k{ib};
     AttentionState finalState(ib, AttentionState::Flavor::ptxBase2);
-    FinalState fin = finalState.finalize(result, base);
+    // A sink joins a row's whole state once: final states only.
+    PartialState whole = result;
+    if (final && variants)
+      if (Value sink = variants->sinkLogit(ib, head))
+        whole = finalState.withSink(result, sink);
+    FinalState fin = finalState.finalize(whole, base);
     Type outElt = cast<MemRefType>(outBuf.getType()).getElementType();
     emitIf(ib, activeX, [&](ImplicitLocOpBuilder &jb) {
       Value v = fin.o;
@@ -843,7 +875,7 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   };
   emitIf(b, ir.eq(z, zero), [&](ImplicitLocOpBuilder &ib) {
     if (!spec.partitioned) {
-      write(ib, out, lseOut, spec.base, {qRow, head});
+      write(ib, out, lseOut, spec.base, {qRow, head}, /*final=*/true);
       return;
     }
     auto wholeRequest = scf::IfOp::create(
@@ -853,11 +885,12 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
       ImplicitLocOpBuilder tb =
           ImplicitLocOpBuilder::atBlockTerminator(ib.getLoc(),
                                                   wholeRequest.thenBlock());
-      write(tb, finalOut, finalLse, spec.base, {qRow, head});
+      write(tb, finalOut, finalLse, spec.base, {qRow, head}, /*final=*/true);
     }
     ImplicitLocOpBuilder eb = ImplicitLocOpBuilder::atBlockTerminator(
         ib.getLoc(), wholeRequest.elseBlock());
-    write(eb, out, lseOut, kv::LseBase::two, {partialRow, head});
+    write(eb, out, lseOut, kv::LseBase::two, {partialRow, head},
+          /*final=*/false);
   });
 }
 

@@ -37,6 +37,15 @@ struct DecodeKernelSpec {
   std::optional<int64_t> windowLeft;
   /// On-the-fly RoPE (null without).
   kv::RopeAttr rope;
+  /// The op's variants (sinks, ALiBi, score_mod / mask_mod; null without),
+  /// and the types of the operands they take (codegen::getVariantOperands),
+  /// the kernel's last arguments.
+  kv::AttentionVariantOpInterface variants;
+  llvm::SmallVector<mlir::Type> variantTypes;
+  /// Whether the kernel needs each query's position after its setup.
+  bool needsQueryPosition() const {
+    return rope || queryRows() || variants;
+  }
   /// A prefill's query rows (f32 KV, which mma.sync does not take): one
   /// block per (query row, KV head), the row's request found in qo_indptr,
   /// its position bottom-right or `positions`, its visible keys bound by
@@ -113,8 +122,9 @@ std::optional<std::string> whyNotDecodeRope(kv::RopeAttr rope, int64_t headDim,
 
 /// Builds the body of a kernel created with decodeSharedLayout: arguments
 /// q, [qo_indptr], the KV operands (PagedOperands::flatten), [positions],
-/// [work items], out, lse, [final out, final lse]; launched on (requests,
-/// query rows or work items, KV heads) blocks of spec.block() threads.
+/// [work items], out, lse, [final out, final lse], the variant operands;
+/// launched on (requests, query rows or work items, KV heads) blocks of
+/// spec.block() threads.
 void buildDecodeBody(const codegen::KernelFunc &kf,
                      const DecodeKernelSpec &spec);
 

@@ -398,3 +398,26 @@ gpu_lowering::whyNoVariantKernel(Operation *op, StringRef kernel) {
          llvm::join(present, ", ") +
          " yet (kv-to-loops does: kvir-runner runs such ops on host loops)";
 }
+
+SmallVector<std::string>
+gpu_lowering::addVariantArguments(PlanBuilder &plan, Operation *op,
+                                  ValueRange variantOperands) {
+  auto variants = cast<kv::AttentionVariantOpInterface>(op);
+  SmallVector<std::string> names;
+  int64_t captures = 0;
+  for (Value v : variantOperands) {
+    std::string name;
+    if (v == variants.getSinks())
+      name = "sinks";
+    else if (v == variants.getAlibiSlopes())
+      name = "alibi_slopes";
+    else
+      name = "capture" + std::to_string(captures++);
+    if (auto type = dyn_cast<MemRefType>(v.getType()))
+      plan.addBuffer(name, kvgpu::ArgRole::input, type);
+    else
+      plan.addScalar(name, v.getType());
+    names.push_back(name);
+  }
+  return names;
+}

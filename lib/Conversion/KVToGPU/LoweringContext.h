@@ -174,6 +174,14 @@ std::optional<std::string> whyNoTransposedV(kv::PagedViewOp view,
 std::optional<std::string> whyNoVariantKernel(mlir::Operation *op,
                                               llvm::StringRef kernel);
 
+/// Adds `op`'s variant operands (codegen::getVariantOperands) to `plan` as
+/// inputs: `sinks`, `alibi_slopes`, and `capture<i>` for what its regions
+/// use from above (memrefs as buffers, f32 as scalars); returns their
+/// names in that order.
+llvm::SmallVector<std::string>
+addVariantArguments(PlanBuilder &plan, mlir::Operation *op,
+                    mlir::ValueRange variantOperands);
+
 /// Adds the pools and tables of a paged KV as input arguments of `plan`
 /// (pool, k_pool / v_pool, and the table form's names, with shapes over
 /// the size `batch`, defined from the first table if the plan has none

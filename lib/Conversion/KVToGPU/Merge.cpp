@@ -153,6 +153,11 @@ void buildMergeBody(const KernelFunc &kf, const MergeKernelSpec &spec) {
     merged = {chunks.getResult(0), chunks.getResult(1), chunks.getResult(2)};
   }
 
+  // Sinks join each row's whole state once.
+  if (spec.sinksType)
+    merged = state.withSink(
+        merged, memref::LoadOp::create(b, kf.getArguments().back(),
+                                       ValueRange{head}));
   FinalState fin = state.finalize(merged, spec.outBase);
   Value o = fin.o;
   Type outElt = spec.outType.getElementType();
@@ -281,7 +286,8 @@ gpu::GPUFuncOp gpu_lowering::getMergeKernel(LoweringContext &context,
       "_h" + std::to_string(spec.heads) + "_d" + std::to_string(spec.headDimV) +
       "_" + typeName(spec.outType.getElementType()) +
       (spec.outBase == kv::LseBase::e ? "_base_e" : "_base_2");
-  std::string symbol = KernelIdentity(stem)
+  KernelIdentity id(stem);
+  id
                            .add(spec.inOutputType)
                            .add(spec.inLseType)
                            .add(spec.outType)
@@ -292,8 +298,10 @@ gpu::GPUFuncOp gpu_lowering::getMergeKernel(LoweringContext &context,
                            .add(spec.ragged ? "ragged" : "dense")
                            .add(spec.singleRowsFinal ? "single rows final"
                                                      : "every row merged")
-                           .add(context.getTarget().chip)
-                           .getSymbol();
+                           .add(context.getTarget().chip);
+  if (spec.sinksType)
+    id.add("sinks").add(spec.sinksType);
+  std::string symbol = id.getSymbol();
   return context.getOrBuildKernel(symbol, [&](gpu::GPUModuleOp module) {
     unsigned pairs = std::max(1u, spec.numInputs);
     SmallVector<Type> argTypes;
@@ -303,6 +311,8 @@ gpu::GPUFuncOp gpu_lowering::getMergeKernel(LoweringContext &context,
       argTypes.push_back(MemRefType::get({ShapedType::kDynamic},
                                          IntegerType::get(module.getContext(), 32)));
     argTypes.append({spec.outType, spec.lseType});
+    if (spec.sinksType)
+      argTypes.push_back(spec.sinksType);
     SharedMemoryLayout layout;
     layout.add("lses",
                {spec.numInputs ? int64_t(spec.numInputs) : spec.headDimV},

@@ -81,6 +81,9 @@ struct MergeKernelSpec {
   /// producer wrote to the outputs itself; the merge leaves them alone.
   bool singleRowsFinal = false;
   mlir::MemRefType inOutputType, inLseType, outType, lseType;
+  /// The sink logits per head merged into every result (a last argument),
+  /// or null: none.
+  mlir::MemRefType sinksType;
   kv::LseBase inBase = kv::LseBase::two, outBase = kv::LseBase::two;
   int64_t heads = 0, headDimV = 0;
 };

@@ -4,6 +4,7 @@
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
@@ -11,11 +12,118 @@
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
+
+namespace {
+/// math.floor / ceil / trunc / roundeven / sqrt as the NVVM intrinsics of
+/// PTX's cvt.rmi / rpi / rzi / rni and sqrt.rn (convert-gpu-to-nvvm would
+/// make them libdevice calls).
+struct MathToNvvmIntrinsic : RewritePattern {
+  MathToNvvmIntrinsic(MLIRContext *ctx)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    StringRef intrinsic =
+        llvm::TypeSwitch<Operation *, StringRef>(op)
+            .Case([](math::FloorOp) { return "llvm.nvvm.floor.f"; })
+            .Case([](math::CeilOp) { return "llvm.nvvm.ceil.f"; })
+            .Case([](math::TruncOp) { return "llvm.nvvm.trunc.f"; })
+            .Case([](math::RoundEvenOp) { return "llvm.nvvm.round.f"; })
+            .Case([](math::SqrtOp) { return "llvm.nvvm.sqrt.rn.f"; })
+            .Default([](Operation *) { return StringRef(); });
+    if (intrinsic.empty() || !op->getResult(0).getType().isF32())
+      return failure();
+    rewriter.replaceOpWithNewOp<LLVM::CallIntrinsicOp>(
+        op, op->getResult(0).getType(), rewriter.getStringAttr(intrinsic),
+        op->getOperands());
+    return success();
+  }
+};
+
+/// |x| and copysign(x, y) on the bits; fma as llvm.intr.fma (PTX fma.rn).
+struct MathBitsAndFma : RewritePattern {
+  MathBitsAndFma(MLIRContext *ctx)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    if (!isa<math::AbsFOp, math::CopySignOp, math::FmaOp>(op) ||
+        !op->getResult(0).getType().isF32())
+      return failure();
+    Location loc = op->getLoc();
+    if (auto fma = dyn_cast<math::FmaOp>(op)) {
+      rewriter.replaceOpWithNewOp<LLVM::FMAOp>(op, fma.getA(), fma.getB(),
+                                               fma.getC());
+      return success();
+    }
+    Type i32 = rewriter.getI32Type();
+    auto bits = [&](Value v) {
+      return arith::BitcastOp::create(rewriter, loc, i32, v).getResult();
+    };
+    auto mask = [&](uint32_t m) {
+      return arith::ConstantOp::create(rewriter, loc,
+                                       rewriter.getI32IntegerAttr(int32_t(m)))
+          .getResult();
+    };
+    Value magnitude =
+        arith::AndIOp::create(rewriter, loc, bits(op->getOperand(0)),
+                              mask(0x7fffffffu));
+    Value result = magnitude;
+    if (isa<math::CopySignOp>(op))
+      result = arith::OrIOp::create(
+          rewriter, loc, magnitude,
+          arith::AndIOp::create(rewriter, loc, bits(op->getOperand(1)),
+                                mask(0x80000000u)));
+    rewriter.replaceOpWithNewOp<arith::BitcastOp>(op, rewriter.getF32Type(),
+                                                  result);
+    return success();
+  }
+};
+
+/// Kernels call no libdevice (PTX without a CUDA path leaves `__nv_*`
+/// unresolved), but a score_mod region may use math ops that
+/// convert-gpu-to-nvvm would lower to it: tanh, exp, log and the like are
+/// expanded and approximated with polynomials in arith; floor, sqrt, |x|,
+/// fma (which the approximations use too) become NVVM / LLVM intrinsics or
+/// bit operations. A math op left after that is an error at the op.
+struct ExpandKernelMath
+    : PassWrapper<ExpandKernelMath, OperationPass<gpu::GPUModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExpandKernelMath)
+  StringRef getArgument() const override { return "kvir-expand-kernel-math"; }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<arith::ArithDialect, LLVM::LLVMDialect, math::MathDialect,
+                    vector::VectorDialect>();
+  }
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    math::populateExpansionPatterns(patterns);
+    populateMathPolynomialApproximationPatterns(
+        patterns, [](StringRef) { return true; });
+    patterns.add<MathToNvvmIntrinsic, MathBitsAndFma>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+    WalkResult left = getOperation()->walk([](Operation *op) {
+      if (!isa<math::MathDialect>(op->getDialect()))
+        return WalkResult::advance();
+      op->emitOpError() << "has no lowering in kvir's kernels: they call no "
+                           "libdevice, and no approximation or PTX "
+                           "instruction computes it for these types";
+      return WalkResult::interrupt();
+    });
+    if (left.wasInterrupted())
+      signalPassFailure();
+  }
+};
+} // namespace
 
 void kvir::target::addLoopLoweringPasses(OpPassManager &pm) {
   pm.addPass(createLowerAffinePass());
@@ -29,6 +137,7 @@ void kvir::target::addLoopLoweringPasses(OpPassManager &pm) {
 
 void kvir::target::buildGpuKernelLoweringPipeline(OpPassManager &modulePm) {
   OpPassManager &kernels = modulePm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(std::make_unique<ExpandKernelMath>());
   addLoopLoweringPasses(kernels);
   kernels.addPass(createConvertNVGPUToNVVMPass());
   // convert-gpu-to-nvvm maps the GPU address spaces and lowers gpu, memref,

@@ -4,13 +4,14 @@
 // kv-to-nvvm / kv-to-ptx naming what the op has, never a kernel that
 // silently drops them.
 
-!c = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 64, head_dim_v = 64, dtype = bf16, layout = nhd, storage = combined, table = csr>
-!s = !kv.state<?x8x64xbf16, base = e>
-func.func @decode_sinks(%q: memref<?x8x64xbf16>, %pool: memref<?x2x16x1x64xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %sinks: memref<8xf32>, %o: memref<?x8x64xbf16>, %l: memref<?x8xf32>) {
-  %kv = kv.paged_view pools(%pool : memref<?x2x16x1x64xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
-  // expected-error @below {{'kv.decode' op has no GPU kernel: the decode kernel does not run sinks, ALiBi yet (kv-to-loops does: kvir-runner runs such ops on host loops)}}
-  %s = kv.decode %q, %kv sinks(%sinks : memref<8xf32>) {alibi, window_left = 127 : i64} : memref<?x8x64xbf16>, !c -> !s
-  kv.store_state %s, %o, %l : !s, memref<?x8x64xbf16>, memref<?x8xf32>
+// head_dim != head_dim_v: only the tensor-core decode could run it.
+!c = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 192, head_dim_v = 128, dtype = bf16, layout = nhd, storage = split, table = csr>
+!s = !kv.state<?x8x128xbf16, base = e>
+func.func @decode_sinks(%q: memref<?x8x192xbf16>, %k: memref<?x16x1x192xbf16>, %v: memref<?x16x1x128xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %sinks: memref<8xf32>, %o: memref<?x8x128xbf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%k, %v : memref<?x16x1x192xbf16>, memref<?x16x1x128xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.decode' op has no GPU kernel: on tensor cores: the tensor-core decode kernel does not run sinks, ALiBi yet}}
+  %s = kv.decode %q, %kv sinks(%sinks : memref<8xf32>) {alibi, window_left = 127 : i64} : memref<?x8x192xbf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x128xbf16>, memref<?x8xf32>
   return
 }
 

@@ -431,6 +431,9 @@ bool kvgpu::decodePrefersTensorCores(kv::DecodeOp op,
   // precision), so it keeps the ops it can take.
   if (op.getRopeAttr())
     return false;
+  // Attention variants (sinks, ALiBi, regions) run on the decode kernel.
+  if (cast<kv::AttentionVariantOpInterface>(op.getOperation()).hasVariants())
+    return false;
   // The tensor-core kernel multiplies P (the softmax weights) by V in the
   // KV type, which a state of that type absorbs; a wider state (f32, or
   // f16 over bf16 KV) gets the decode kernel's f32 P.
