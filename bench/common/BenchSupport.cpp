@@ -138,11 +138,6 @@ Traffic kvir::bench::sumTraffic(const std::vector<emu::LaunchStats> &launches) {
   return t;
 }
 
-bool kvir::bench::isSplitKernel(const std::string &name) {
-  std::string stem = name.substr(0, name.rfind('_'));
-  return stem.size() >= 6 && stem.compare(stem.size() - 6, 6, "_split") == 0;
-}
-
 std::optional<kvir::bench::LoopStatements>
 kvir::bench::hotLoopStatements(const std::string &ptx,
                                const std::string &kernel,

@@ -71,9 +71,6 @@ double busiestSmWork(const std::vector<double> &blockWork, int64_t sms);
 double memoryBoundSeconds(const std::vector<double> &blockBytes,
                           double roofBytesPerSecond, int64_t sms);
 
-/// Whether a kernel symbol is the split-KV variant ("..._split_<hash>").
-bool isSplitKernel(const std::string &name);
-
 /// The PTX statements of the loop of `kernel` in `ptx` whose header block
 /// holds the first statement containing `marker` (whitespace collapsed to
 /// single spaces, e.g. "cp.async.wait_group 1;"):

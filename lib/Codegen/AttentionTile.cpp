@@ -130,15 +130,29 @@ SmallVector<Value> WarpAttentionTile::mask(ImplicitLocOpBuilder &b,
 SmallVector<Value> WarpAttentionTile::logits(ArrayRef<Value> scores,
                                              double smScale,
                                              std::optional<double> softCap,
-                                             Value scoreScale) {
+                                             Value scoreScale,
+                                             const ElementMod &mod) {
   IRBuilder ir{b};
-  Value scale = ir.f32(smScale * math.logitPrescale(softCap.has_value()));
+  bool natural = bool(mod);
+  Value scale =
+      ir.f32(smScale * math.logitPrescale(softCap.has_value(), natural));
   if (scoreScale)
     scale = ir.mul(scale, scoreScale);
+  int64_t n8 = shape.kvTile / 8;
   SmallVector<Value> out;
-  for (Value s : scores)
-    out.push_back(
-        math.finishLogit(ir.mul(s, ir.splatLike(scale, s)), softCap));
+  for (auto [i, s] : llvm::enumerate(scores)) {
+    Value x = ir.mul(s, ir.splatLike(scale, s));
+    if (mod) {
+      int64_t t = int64_t(i) / n8, n = int64_t(i) % n8;
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t j = 0; j < 2; ++j) {
+          Value v = vector::ExtractOp::create(b, x, ArrayRef<int64_t>{h, j});
+          v = mod(b, v, 2 * t + h, 8 * n + j);
+          x = vector::InsertOp::create(b, v, x, ArrayRef<int64_t>{h, j});
+        }
+    }
+    out.push_back(math.finishLogit(x, softCap, natural));
+  }
   return out;
 }
 
@@ -219,19 +233,32 @@ WarpAttentionTile::State WarpAttentionTile::accumulate(const State &state,
 
 WarpAttentionTile::Final WarpAttentionTile::finalize(const State &state,
                                                      kv::LseBase base,
-                                                     Value outputScale) {
+                                                     Value outputScale,
+                                                     ArrayRef<Value> sinkLogits) {
   IRBuilder ir{b};
   int64_t dv8 = shape.headDimV / 8;
   Final f;
   for (int64_t t = 0; t < shape.mTiles; ++t) {
-    Value l[2];
+    Value l[2], alpha[2];
     for (int64_t h = 0; h < 2; ++h) {
       l[h] = warpReduce(b, state.l[2 * t + h], 4, WarpReduction::sum);
-      f.lse.push_back(math.finalLse(state.m[2 * t + h], l[h], base));
+      Value m = state.m[2 * t + h];
+      // The sink joins the row's whole sum (after the quad's reduction).
+      if (!sinkLogits.empty()) {
+        PartialState merged = math.mergeSink(m, l[h], sinkLogits[2 * t + h]);
+        m = merged.m;
+        l[h] = merged.l;
+        alpha[h] = merged.acc;
+      }
+      f.lse.push_back(math.finalLse(m, l[h], base));
     }
     Value ls = rowPair(l[0], l[1]);
+    Value alphas = sinkLogits.empty() ? Value() : rowPair(alpha[0], alpha[1]);
     for (int64_t d = 0; d < dv8; ++d) {
-      Value o = math.normalize(state.o[t * dv8 + d], ls);
+      Value acc = state.o[t * dv8 + d];
+      if (alphas)
+        acc = ir.mul(acc, alphas);
+      Value o = math.normalize(acc, ls);
       if (outputScale)
         o = ir.mul(o, ir.splatLike(outputScale, o));
       f.o.push_back(o);

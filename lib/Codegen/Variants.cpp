@@ -56,7 +56,7 @@ bool VariantEmitter::modifiesScores() const {
 }
 
 Value VariantEmitter::inlineRegion(ImplicitLocOpBuilder &b, Region &region,
-                                   ValueRange args) {
+                                   ValueRange args) const {
   IRMapping map = operands;
   Block &block = region.front();
   map.map(block.getArguments(), args);
@@ -74,7 +74,7 @@ Value VariantEmitter::inlineRegion(ImplicitLocOpBuilder &b, Region &region,
   return map.lookupOrDefault(block.getTerminator()->getOperand(0));
 }
 
-Value VariantEmitter::alibiSlope(ImplicitLocOpBuilder &b, Value qHead) {
+Value VariantEmitter::alibiSlope(ImplicitLocOpBuilder &b, Value qHead) const {
   IRBuilder ir{b};
   if (slopes)
     return memref::LoadOp::create(b, operands.lookupOrDefault(slopes),
@@ -98,7 +98,7 @@ Value VariantEmitter::alibiSlope(ImplicitLocOpBuilder &b, Value qHead) {
 
 Value VariantEmitter::modifyScore(ImplicitLocOpBuilder &b, Value s,
                                   Value request, Value qHead, Value qPos,
-                                  Value kvPos) {
+                                  Value kvPos) const {
   IRBuilder ir{b};
   if (Value slope = alibiSlope(b, qHead)) {
     // slope * (j - p), the distance exact as an integer first.
@@ -112,13 +112,13 @@ Value VariantEmitter::modifyScore(ImplicitLocOpBuilder &b, Value s,
 }
 
 Value VariantEmitter::visible(ImplicitLocOpBuilder &b, Value request,
-                              Value qHead, Value qPos, Value kvPos) {
+                              Value qHead, Value qPos, Value kvPos) const {
   if (!hasMask())
     return Value();
   return inlineRegion(b, *maskMod, {request, qHead, qPos, kvPos});
 }
 
-Value VariantEmitter::sinkLogit(ImplicitLocOpBuilder &b, Value qHead) {
+Value VariantEmitter::sinkLogit(ImplicitLocOpBuilder &b, Value qHead) const {
   if (!sinks)
     return Value();
   return memref::LoadOp::create(b, operands.lookupOrDefault(sinks),

@@ -17,6 +17,8 @@
 
 #include "TestUtil.h"
 
+#include <cmath>
+
 using namespace kvir::test;
 using namespace kvir::test::gpu;
 
@@ -28,6 +30,8 @@ struct CascadeCase {
   CacheSpec spec;
   int64_t qHeads = 8;
   ref::AttentionParams params;
+  /// Sinks and slopes come from params; whether ALiBi is the attribute.
+  VariantSource variants;
   /// Keys of the shared level-0 prefix.
   int64_t prefixLen = 300;
   std::string chip = "sm_80";
@@ -56,13 +60,14 @@ void runCascadeCase(const CascadeCase &c) {
   std::string stateType =
       stateTypeText(c.qHeads, spec.headDimV, spec.dtype, c.params.base);
   std::vector<std::vector<int32_t>> indptrs =
-      emitCascade(src, qs, caches, shape.qoLens, c.params, stateType);
+      emitCascade(src, qs, caches, shape.qoLens, c.params, stateType,
+                  c.variants);
   emitStore(src, "%s", stateType, out);
 
   RunResult result;
   ASSERT_TRUE(runGpu(src, {out.o, out.lse}, c.chip,
                      {"kv.cascade", "kv.cascade_positions", "kv.prefill",
-                      "kv.merge"},
+                      "kv.merge", "kv.merge_sinks"},
                      result));
   EXPECT_TRUE(noReports(result));
   // One prefill per level (direct, or split + merge_partitions), then the
@@ -75,8 +80,9 @@ void runCascadeCase(const CascadeCase &c) {
     positions += name.rfind("cascade_positions_", 0) == 0;
   }
   EXPECT_GE(prefills, c.levels) << result.describeLaunches();
-  EXPECT_EQ(positions,
-            c.params.windowLeft || c.params.rope ? c.levels - 1 : 0)
+  bool positional = c.params.windowLeft || c.params.rope ||
+                    !c.params.alibiSlopes.empty();
+  EXPECT_EQ(positions, positional ? c.levels - 1 : 0)
       << result.describeLaunches();
   // The shared levels' prefills take 256-row query tiles (kv.shared_level),
   // the last level the default 128 (levels with the same kernel share a
@@ -192,6 +198,33 @@ std::vector<CascadeCase> cascadeCases() {
     c->params.windowLeft = 90;
     c->params.rope = llama31Rope(ref::RopeStyle::Interleave, 0);
     c->prefixLen = 150;
+  }
+  // Sinks join each row once, in the merge of the levels (a level's own
+  // partitions merge without them); ALiBi's distances are positions in the
+  // concatenation, as a window's.
+  {
+    CascadeCase *c = add("ThreeLevelsCausalSinksWindowNhdCsrP16D64G8BF16", 3,
+                         makeSpec(16, 1, 64, DType::BF16), 8, "sm_90a", 7011);
+    c->params.causal = true;
+    c->params.windowLeft = 120;
+    Rng rng(7011);
+    for (int64_t h = 0; h < 8; ++h)
+      c->params.sinks.push_back(rng.uniform(-1.0, 5.0));
+  }
+  {
+    CascadeCase *c = add("TwoLevelsCausalAlibiSinksHndBlockTableP8D128G4F16",
+                         2,
+                         makeSpec(8, 2, 128, DType::F16, Layout::HND,
+                                  Storage::Combined, Table::BlockTable),
+                         8, "sm_80", 7012);
+    c->params.causal = true;
+    c->params.base = Base::Two;
+    c->variants.standardAlibi = true;
+    Rng rng(7012);
+    for (int64_t h = 0; h < 8; ++h) {
+      c->params.sinks.push_back(rng.uniform(-1.0, 5.0));
+      c->params.alibiSlopes.push_back(std::exp2(-double(h + 1)));
+    }
   }
   {
     // An empty shared prefix.

@@ -30,13 +30,6 @@ std::ostream &gpu::operator<<(std::ostream &os, const GpuDecodeCase &c) {
   return os << c.name;
 }
 
-/// Whether a decode kernel name is the split-KV variant: names end in
-/// "_split_<hash>" (the storage kind "split" also appears earlier).
-bool gpu::isSplitKernel(const std::string &name) {
-  std::string stem = name.substr(0, name.rfind('_'));
-  return stem.size() >= 6 && stem.compare(stem.size() - 6, 6, "_split") == 0;
-}
-
 void gpu::runGpuDecodeCase(const GpuDecodeCase &c) {
   Rng rng(c.seed);
   SCOPED_TRACE(describe(c.spec) + " q_heads " + std::to_string(c.qHeads) +

@@ -55,9 +55,6 @@ struct GpuDecodeCase {
 
 std::ostream &operator<<(std::ostream &os, const GpuDecodeCase &c);
 
-/// Whether a decode kernel name is the split-KV variant.
-bool isSplitKernel(const std::string &name);
-
 void runGpuDecodeCase(const GpuDecodeCase &c);
 
 /// The shortest chunk the decode schedule cuts for GQA group `group` (twice

@@ -14,6 +14,8 @@
 
 #include "TestUtil.h"
 
+#include <cmath>
+
 using namespace kvir::test;
 using namespace kvir::test::gpu;
 
@@ -24,6 +26,8 @@ struct TensorCoreDecodeCase {
   CacheSpec spec;
   int64_t qHeads = 8;
   ref::AttentionParams params;
+  /// Sinks and slopes come from params; the rest of the variants here.
+  VariantSource variants;
   std::string chip = "sm_90a";
   int64_t graphMaxBatch = 0;
   uint64_t seed = 1;
@@ -56,8 +60,11 @@ void runCase(const TensorCoreDecodeCase &c) {
     std::string qs = src.addMemref("q", q);
     std::string stateType = stateTypeText(c.qHeads, c.spec.headDimV,
                                           c.spec.dtype, c.params.base);
-    src.addLine("%s = kv.decode " + qs + ", " + kv + " " +
-                attentionAttrs(c.params, /*withCausal=*/false) + " : " +
+    std::string variants = emitVariants(src, c.params, c.variants);
+    src.addLine("%s = kv.decode " + qs + ", " + kv + variants + " " +
+                attentionAttrs(c.params, /*withCausal=*/false,
+                               c.variants.standardAlibi) +
+                " : " +
                 src.typeOf(qs) + ", " + kvType + " -> " + stateType);
     emitStore(src, "%s", stateType, out);
     RunResult result;
@@ -173,6 +180,31 @@ std::vector<TensorCoreDecodeCase> cases() {
         add("RopeLlama31InterleaveD512HndCombinedCsrG4BF16",
             makeSpec(16, 1, 512, DType::BF16, Layout::HND), 4, "sm_80", 9309);
     c->params.rope = llama31Rope(ref::RopeStyle::Interleave, 0);
+  }
+  // Variants (DeepSeek-style head dims only tensor cores take): sinks and
+  // ALiBi, a window written as a mask_mod.
+  {
+    CacheSpec spec = makeSpec(16, 1, 192, DType::BF16, Layout::NHD,
+                              Storage::Split, Table::CSR);
+    spec.headDimV = 128;
+    TensorCoreDecodeCase *c =
+        add("SinksAlibiMaskModD192Dv128NhdSplitCsrG8BF16", spec, 8, "sm_90a",
+            9310);
+    Rng rng(9310);
+    for (int64_t h = 0; h < 8; ++h) {
+      c->params.sinks.push_back(rng.uniform(-1.0, 5.0));
+      c->params.alibiSlopes.push_back(std::exp2(-double(h + 1)));
+    }
+    c->variants.standardAlibi = true;
+    c->variants.maskMod =
+        R"(^bb0(%b: index, %h: index, %p: index, %j: index):
+      %w = arith.constant 400 : index
+      %d = arith.subi %p, %j : index
+      %in = arith.cmpi sle, %d, %w : index
+      kv.yield %in : i1)";
+    c->params.maskMod = [](int64_t, int64_t, int64_t p, int64_t j) {
+      return j >= p - 400;
+    };
   }
   return all;
 }

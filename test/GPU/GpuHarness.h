@@ -127,6 +127,10 @@ double maxRelativeError(const StateBuffers &got, const ref::State &expected);
 /// SMs of a chip (its TargetInfo).
 int64_t smCountOf(const std::string &chip);
 
+/// Whether a kernel name is a split-KV kernel: names end in
+/// "_split_<hash>" (the storage kind "split" also appears earlier).
+bool isSplitKernel(const std::string &name);
+
 /// The integer in environment variable `name`, or `fallback` when unset
 /// (the sweeps' seed ranges).
 int64_t envInteger(const char *name, int64_t fallback);

@@ -14,6 +14,8 @@
 
 #include "TestUtil.h"
 
+#include <cmath>
+
 using namespace kvir::test;
 using namespace kvir::test::gpu;
 
@@ -42,6 +44,10 @@ struct MlaCase {
   /// CUDA-graph grids fixed for this many requests (0: sized per call).
   int64_t graphMaxBatch = 0;
   uint64_t seed = 1;
+  /// Variants: sinks and slopes in `variantParams` (with the reference's
+  /// score_mod / mask_mod), regions and captures in `variants`.
+  ref::AttentionParams variantParams;
+  VariantSource variants;
 };
 
 std::ostream &operator<<(std::ostream &os, const MlaCase &c) {
@@ -91,6 +97,11 @@ void runMlaCase(const MlaCase &c) {
     attrText += (attrText.empty() ? "{" : ", ") + a;
   if (!attrText.empty())
     attrText += "}";
+  if (c.variants.standardAlibi)
+    attrText = attrText.empty() ? "{alibi}"
+                                : attrText.substr(0, attrText.size() - 1) +
+                                      ", alibi}";
+  rowsClause += emitVariants(src, c.variantParams, c.variants);
   src.addLine("%s = kv.mla_decode " + qn + ", " + qp + ", " + kv + rowsClause +
               " " + attrText + " : " + src.typeOf(qn) + ", " + src.typeOf(qp) +
               ", " + kvType + " -> " + stateType);
@@ -122,7 +133,8 @@ void runMlaCase(const MlaCase &c) {
   params.smScale = c.smScale;
   ref::State expected = ref::mlaDecode(
       qNope, qPe, cache, asKernelSees(params).smScale, c.base,
-      multiRow ? qoIndptr : std::vector<int32_t>{}, multiRow);
+      multiRow ? qoIndptr : std::vector<int32_t>{}, multiRow,
+      asKernelSees(c.variantParams));
   EXPECT_TRUE(check(compareGpuState(out, expected, c.dtype)));
 }
 
@@ -226,6 +238,55 @@ std::vector<MlaCase> mlaCases() {
                 "stages = 2, q_in_registers = false, max_partitions = 1, "
                 "value_warps = 2>";
     c->expectSplit = false;
+  }
+  {
+    // Variants: sinks with the standard ALiBi slopes, split-KV (sinks join
+    // in the merge for cut requests, in the split kernel for whole ones).
+    MlaCase *c = add("H16SinksAlibiSplitCsrP64BF16", 16, DType::BF16,
+                     Table::CSR, 9012);
+    c->kvLens = kEdgeLens;
+    Rng rng(9012);
+    for (int64_t h = 0; h < 16; ++h) {
+      c->variantParams.sinks.push_back(rng.uniform(-1.0, 5.0));
+      // The ALiBi paper's slopes for 16 heads: 2^(-8 (h + 1) / 16).
+      c->variantParams.alibiSlopes.push_back(std::exp2(-0.5 * double(h + 1)));
+    }
+    c->variants.standardAlibi = true;
+  }
+  {
+    // Regions on causal rows: a mask_mod dropping every fifth key and a
+    // score_mod reading a per-head table.
+    MlaCase *c = add("H16CausalRowsRegionsCsrP64F16", 16, DType::F16,
+                     Table::CSR, 9013);
+    c->kvLens = {1, 2, 63, 64, 65, 4096};
+    c->qoLens = {1, 2, 1, 4, 2, 4};
+    Rng rng(9013);
+    std::vector<double> bias;
+    Tensor table(DType::F32, {16});
+    for (int64_t h = 0; h < 16; ++h) {
+      bias.push_back(rng.uniform(-1.0, 1.0));
+      table.set({h}, bias.back());
+    }
+    c->variants.captures = {{"bias", table}};
+    c->variants.scoreMod =
+        R"(^bb0(%s: f32, %b: index, %h: index, %p: index, %j: index):
+      %x = memref.load $bias[%h] : memref<16xf32>
+      %r = arith.addf %s, %x : f32
+      kv.yield %r : f32)";
+    c->variants.maskMod =
+        R"(^bb0(%b: index, %h: index, %p: index, %j: index):
+      %c5 = arith.constant 5 : index
+      %r = arith.remui %j, %c5 : index
+      %c0 = arith.constant 0 : index
+      %keep = arith.cmpi ne, %r, %c0 : index
+      kv.yield %keep : i1)";
+    c->variantParams.scoreMod = [bias](double x, int64_t, int64_t h, int64_t,
+                                       int64_t) {
+      return x + double(float(bias[h]));
+    };
+    c->variantParams.maskMod = [](int64_t, int64_t, int64_t, int64_t j) {
+      return j % 5 != 0;
+    };
   }
   return cases;
 }

@@ -1,14 +1,16 @@
 //===- VariantsGpuTest.cpp - Attention variants in the GPU kernels ---------===//
 //
 // Sinks, ALiBi, score_mod and mask_mod regions compiled into the decode
-// kernels (direct, split + merge) and run in the emulator against the
-// float64 reference (DecodeCases.h): gpt-oss's sliding and full layers,
-// ALiBi with the standard and given slopes beside a soft cap, a per-head
-// table read by score_mod, a per-request document mask, and everything at
-// once with RoPE.
+// kernels (direct, split + merge; DecodeCases.h) and the tensor-core
+// prefill kernel (direct, split + merge; PrefillCases.h), run in the
+// emulator against the float64 reference: gpt-oss's sliding and full
+// layers, ALiBi with the standard and given slopes beside a soft cap, a
+// per-head table read by score_mod, soft cap and window written as regions,
+// a document mask, prefix-LM, and everything at once with RoPE.
 //
 //===----------------------------------------------------------------------===//
 #include "DecodeCases.h"
+#include "PrefillCases.h"
 
 #include <cmath>
 
@@ -187,6 +189,204 @@ std::vector<GpuDecodeCase> variantCases() {
   }
   return cases;
 }
+
+/// A table of per-(request, token) document ids: runs of random lengths.
+Tensor documentIds(Rng &rng, int64_t batch, int64_t len, double split,
+                   std::vector<std::vector<int32_t>> &docs) {
+  Tensor doc(DType::I32, {batch, len});
+  docs.assign(batch, {});
+  for (int64_t b = 0; b < batch; ++b) {
+    int32_t id = 0;
+    for (int64_t t = 0; t < len; ++t) {
+      if (t > 0 && rng.coin(split))
+        ++id;
+      docs[b].push_back(id);
+      doc.set({b, t}, id);
+    }
+  }
+  return doc;
+}
+
+GpuPrefillCase makePrefill(std::string name, CacheSpec spec, int64_t qHeads,
+                           DType outType, std::string chip, uint64_t seed) {
+  GpuPrefillCase c;
+  c.name = std::move(name);
+  c.spec = spec;
+  c.qHeads = qHeads;
+  c.outType = outType;
+  c.chip = std::move(chip);
+  c.seed = seed;
+  return c;
+}
+
+std::vector<GpuPrefillCase> prefillVariantCases() {
+  std::vector<GpuPrefillCase> cases;
+  // Causal batches (kv_len >= qo_len) with rows that see no key, one long
+  // request, and a lone request few enough tiles to be split.
+  PrefillBatch causal{{1, 7, 0, 64, 65, 300, 17}, {1, 17, 0, 1000, 1000, 1000, 17}};
+  PrefillBatch lone{{7}, {1000}};
+  // gpt-oss: sinks with a 128-key window; split requests take the sinks
+  // in the merge.
+  {
+    GpuPrefillCase c = makePrefill("GptOssSinksWindowBF16",
+                                   makeSpec(16, 2, 64, DType::BF16), 16,
+                                   DType::BF16, "sm_90a", 1801);
+    Rng rng(c.seed);
+    c.params.causal = true;
+    c.params.windowLeft = 127;
+    c.params.sinks = randomPerHead(rng, 16, -1.0, 5.0);
+    c.batches = {causal, lone};
+    cases.push_back(c);
+  }
+  {
+    GpuPrefillCase c = makePrefill("AlibiStandardF16", makeSpec(16, 2, 128, DType::F16),
+                                   8, DType::F16, "sm_80", 1802);
+    c.params.causal = true;
+    c.params.alibiSlopes = powerOfTwoAlibiSlopes(8);
+    c.variants.standardAlibi = true;
+    c.params.base = Base::Two;
+    c.batches = {causal, lone};
+    cases.push_back(c);
+  }
+  // Gemma: soft cap and sliding window written as regions.
+  {
+    GpuPrefillCase c = makePrefill("SoftCapWindowAsRegionsBF16",
+                                   makeSpec(16, 2, 128, DType::BF16), 4,
+                                   DType::BF16, "sm_90a", 1803);
+    c.params.causal = true;
+    c.variants.scoreMod =
+        R"(^bb0(%s: f32, %b: index, %h: index, %p: index, %j: index):
+      %cap = arith.constant 5.0 : f32
+      %x = arith.divf %s, %cap : f32
+      %t = math.tanh %x : f32
+      %r = arith.mulf %cap, %t : f32
+      kv.yield %r : f32)";
+    c.variants.maskMod =
+        R"(^bb0(%b: index, %h: index, %p: index, %j: index):
+      %w = arith.constant 95 : index
+      %d = arith.subi %p, %j : index
+      %in = arith.cmpi sle, %d, %w : index
+      kv.yield %in : i1)";
+    c.params.scoreMod = [](double s, int64_t, int64_t, int64_t, int64_t) {
+      return 5.0 * std::tanh(s / 5.0);
+    };
+    c.params.maskMod = [](int64_t, int64_t, int64_t p, int64_t j) {
+      return j >= p - 95;
+    };
+    c.batches = {causal};
+    cases.push_back(c);
+  }
+  // FlexAttention's document mask with a score_mod reading a per-head
+  // table.
+  {
+    GpuPrefillCase c = makePrefill("DocumentMaskScoreTableF16",
+                                   makeSpec(16, 2, 64, DType::F16), 8,
+                                   DType::F16, "sm_86", 1804);
+    Rng rng(c.seed);
+    c.params.causal = true;
+    c.batches = {causal, lone};
+    std::vector<std::vector<int32_t>> docs;
+    Tensor doc = documentIds(rng, 7, 1000, 0.01, docs);
+    std::vector<double> bias = randomPerHead(rng, 8, -0.5, 0.5);
+    Tensor table(DType::F32, {8});
+    for (int64_t h = 0; h < 8; ++h)
+      table.set({h}, bias[h]);
+    c.variants.captures = {{"doc", doc}, {"bias", table}};
+    c.variants.maskMod =
+        R"(^bb0(%b: index, %h: index, %p: index, %j: index):
+      %dp = memref.load $doc[%b, %p] : memref<7x1000xi32>
+      %dj = memref.load $doc[%b, %j] : memref<7x1000xi32>
+      %same = arith.cmpi eq, %dp, %dj : i32
+      kv.yield %same : i1)";
+    c.variants.scoreMod =
+        R"(^bb0(%s: f32, %b: index, %h: index, %p: index, %j: index):
+      %x = memref.load $bias[%h] : memref<8xf32>
+      %r = arith.addf %s, %x : f32
+      kv.yield %r : f32)";
+    c.params.maskMod = [docs](int64_t b, int64_t, int64_t p, int64_t j) {
+      return docs[b][p] == docs[b][j];
+    };
+    c.params.scoreMod = [bias](double s, int64_t, int64_t h, int64_t,
+                               int64_t) { return s + double(float(bias[h])); };
+    cases.push_back(c);
+  }
+  // Prefix-LM: bidirectional over each request's prefix, causal after.
+  {
+    GpuPrefillCase c = makePrefill("PrefixLmBF16",
+                                   makeSpec(8, 1, 64, DType::BF16), 4,
+                                   DType::BF16, "sm_80", 1805);
+    Rng rng(c.seed);
+    c.batches = {causal};
+    std::vector<int64_t> prefixes;
+    Tensor prefix(DType::I32, {7});
+    for (int64_t b = 0; b < 7; ++b) {
+      prefixes.push_back(rng.integer(0, 900));
+      prefix.set({b}, prefixes.back());
+    }
+    c.variants.captures = {{"prefix", prefix}};
+    c.variants.maskMod =
+        R"(^bb0(%b: index, %h: index, %p: index, %j: index):
+      %n = memref.load $prefix[%b] : memref<7xi32>
+      %ni = arith.index_cast %n : i32 to index
+      %past = arith.cmpi sle, %j, %p : index
+      %in = arith.cmpi slt, %j, %ni : index
+      %v = arith.ori %past, %in : i1
+      kv.yield %v : i1)";
+    c.params.maskMod = [prefixes](int64_t b, int64_t, int64_t p, int64_t j) {
+      return j <= p || j < prefixes[b];
+    };
+    cases.push_back(c);
+  }
+  // Everything at once: RoPE, a window, a soft cap, a packed custom mask.
+  {
+    GpuPrefillCase c = makePrefill("AllVariantsRopeMaskF16",
+                                   makeSpec(16, 2, 64, DType::F16), 8,
+                                   DType::F16, "sm_90a", 1806);
+    Rng rng(c.seed);
+    c.params.causal = true;
+    c.params.windowLeft = 200;
+    c.params.softCap = 20.0;
+    c.params.rope = ref::Rope();
+    c.mask = MaskKind::Packed;
+    c.params.sinks = randomPerHead(rng, 8, -1.0, 3.0);
+    c.params.alibiSlopes = powerOfTwoAlibiSlopes(8);
+    c.variants.standardAlibi = true;
+    c.variants.scoreMod =
+        R"(^bb0(%s: f32, %b: index, %h: index, %p: index, %j: index):
+      %c = arith.constant 2.0e-2 : f32
+      %ji = arith.index_cast %j : index to i32
+      %jf = arith.sitofp %ji : i32 to f32
+      %bias = arith.mulf %jf, %c : f32
+      %r = arith.addf %s, %bias : f32
+      kv.yield %r : f32)";
+    c.params.scoreMod = [](double s, int64_t, int64_t, int64_t, int64_t j) {
+      return s + double(j) * double(2.0e-2f);
+    };
+    c.variants.maskMod =
+        R"(^bb0(%b: index, %h: index, %p: index, %j: index):
+      %c3 = arith.constant 3 : index
+      %r = arith.remui %j, %c3 : index
+      %c0 = arith.constant 0 : index
+      %keep = arith.cmpi ne, %r, %c0 : index
+      kv.yield %keep : i1)";
+    c.params.maskMod = [](int64_t, int64_t, int64_t, int64_t j) {
+      return j % 3 != 0;
+    };
+    c.batches = {causal, lone};
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+class GpuPrefillVariants : public ::testing::TestWithParam<GpuPrefillCase> {};
+
+TEST_P(GpuPrefillVariants, MatchesReference) { runGpuPrefillCase(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(
+    Prefill, GpuPrefillVariants, ::testing::ValuesIn(prefillVariantCases()),
+    [](const ::testing::TestParamInfo<GpuPrefillCase> &info) {
+      return info.param.name;
+    });
 
 class GpuDecodeVariants : public ::testing::TestWithParam<GpuDecodeCase> {};
 

@@ -93,13 +93,20 @@ public:
                                       llvm::ArrayRef<RowKeys> rows,
                                       const CustomVisibility &custom = nullptr);
 
+  /// A change of one natural-unit logit (ALiBi, score_mod) by its
+  /// fragment row (indexed like State::m) and column (key 2 (lane % 4) +
+  /// column of the K tile).
+  using ElementMod = std::function<mlir::Value(
+      mlir::ImplicitLocOpBuilder &, mlir::Value logit, int64_t fragmentRow,
+      int64_t column)>;
   /// Scales raw scores to logits in AttentionState's working base:
-  /// sm_scale (times `scoreScale`, an f32 known at run time, if given), the
-  /// soft cap, log2(e).
+  /// sm_scale (times `scoreScale`, an f32 known at run time, if given),
+  /// `mod` on each element, the soft cap, log2(e).
   llvm::SmallVector<mlir::Value> logits(llvm::ArrayRef<mlir::Value> scores,
                                         double smScale,
                                         std::optional<double> softCap,
-                                        mlir::Value scoreScale = {});
+                                        mlir::Value scoreScale = {},
+                                        const ElementMod &mod = nullptr);
 
   /// The online softmax step over a tile's logits: the new running max and
   /// row sums, O rescaled; returns the state and P as A fragments
@@ -116,9 +123,12 @@ public:
     /// fragment row in `base` (indexed like State::m).
     llvm::SmallVector<mlir::Value> o, lse;
   };
-  /// `outputScale` (an f32, if given) multiplies the normalized O.
+  /// `outputScale` (an f32, if given) multiplies the normalized O; a sink
+  /// logit per fragment row (natural units, indexed like State::m), if
+  /// given, joins each row's sum once.
   Final finalize(const State &state, kv::LseBase base,
-                 mlir::Value outputScale = {});
+                 mlir::Value outputScale = {},
+                 llvm::ArrayRef<mlir::Value> sinkLogits = {});
 
   const Shape &getShape() const { return shape; }
   MmaTile &getMma() { return mma; }

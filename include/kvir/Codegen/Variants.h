@@ -52,20 +52,22 @@ public:
   /// `qHead` at `qPos` against key `kvPos` of `request` (indices).
   mlir::Value modifyScore(mlir::ImplicitLocOpBuilder &b, mlir::Value s,
                           mlir::Value request, mlir::Value qHead,
-                          mlir::Value qPos, mlir::Value kvPos);
+                          mlir::Value qPos, mlir::Value kvPos) const;
   /// mask_mod's i1 (true: visible); null without a mask_mod.
   mlir::Value visible(mlir::ImplicitLocOpBuilder &b, mlir::Value request,
-                      mlir::Value qHead, mlir::Value qPos, mlir::Value kvPos);
+                      mlir::Value qHead, mlir::Value qPos,
+                      mlir::Value kvPos) const;
   /// The sink logit of `qHead` (f32, natural units); null without sinks.
-  mlir::Value sinkLogit(mlir::ImplicitLocOpBuilder &b, mlir::Value qHead);
+  mlir::Value sinkLogit(mlir::ImplicitLocOpBuilder &b, mlir::Value qHead) const;
   /// The ALiBi slope of `qHead` (f32); null without ALiBi.
-  mlir::Value alibiSlope(mlir::ImplicitLocOpBuilder &b, mlir::Value qHead);
+  mlir::Value alibiSlope(mlir::ImplicitLocOpBuilder &b,
+                         mlir::Value qHead) const;
 
 private:
   /// Clones `region`'s block at `b` with its arguments bound to `args`;
   /// returns the yielded value.
   mlir::Value inlineRegion(mlir::ImplicitLocOpBuilder &b, mlir::Region &region,
-                           mlir::ValueRange args);
+                           mlir::ValueRange args) const;
 
   mlir::IRMapping operands;
   AttentionState::Flavor flavor;

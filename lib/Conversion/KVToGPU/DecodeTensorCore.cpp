@@ -46,6 +46,7 @@ describeTensorCoreDecode(kv::DecodeOp op, const target::TargetInfo &target,
                                  : 1.0 / std::sqrt(double(spec.headDim));
   if (auto cap = op.getLogitsSoftCap())
     spec.softCap = cap->convertToDouble();
+  describeVariants(op, spec);
   spec.base = state.getBase();
   spec.config = config;
   if (std::optional<std::string> why = whyNotPrefillSpec(spec, target)) {
@@ -79,14 +80,6 @@ gpu_lowering::getTensorCoreDecodeConfig(kv::DecodeOp op,
   auto config = dyn_cast_or_null<kvgpu::PrefillConfigAttr>(given);
   if (given && !config)
     return failure();
-  // The decode kernel runs the variants; where only tensor cores could run
-  // the op (or a configuration asks for them), that is the reason.
-  if (std::optional<std::string> why =
-          whyNoVariantKernel(op, "tensor-core decode")) {
-    if (config || kvgpu::decodeNeedsTensorCores(op, target))
-      whyNot = *why;
-    return failure();
-  }
   if (kvgpu::decodeNeedsTensorCores(op, target))
     return config ? FailureOr<kvgpu::PrefillConfigAttr>(config)
                   : kvgpu::chooseTensorCoreDecodeConfig(op, target, whyNot);

@@ -46,7 +46,7 @@ kvir::whyNoGpuKernel(Operation *op, const target::TargetInfo &target) {
       .Case([](kv::CascadePositionsOp positions) {
         return whyNoCascadePositionsKernel(positions);
       })
-      .Case<kv::MergeOp, kv::MergePartitionsOp>(
+      .Case<kv::MergeOp, kv::MergePartitionsOp, kv::MergeSinksOp>(
           [](Operation *merge) { return whyNoMergeKernel(merge); })
       .Case([](kv::CascadeOp) {
         return std::string("kv.cascade is lowered per level: run "

@@ -171,17 +171,28 @@ void buildMergeBody(const KernelFunc &kf, const MergeKernelSpec &spec) {
 }
 
 /// The buffers of a merge whose inputs and result live in memory: every
-/// operand a kv.load_state of the same buffer types, the only user a
-/// kv.store_state with an LSE buffer.
+/// input state a kv.load_state of the same buffer types, the only user a
+/// kv.store_state with an LSE buffer. Sinks merged into the result (a
+/// kv.merge_sinks, the op itself or its only user) join in the kernel.
 struct MergeOperands {
   SmallVector<kv::LoadStateOp> inputs;
   kv::StoreStateOp store;
+  kv::MergeSinksOp sinks;
 };
 
 FailureOr<MergeOperands> getMergeOperands(Operation *op, std::string &whyNot) {
   MergeOperands m;
-  if (!op->hasOneUse() ||
-      !(m.store = dyn_cast<kv::StoreStateOp>(*op->getUsers().begin()))) {
+  Operation *last = op;
+  if (auto sinks = dyn_cast<kv::MergeSinksOp>(op)) {
+    m.sinks = sinks;
+  } else if (op->hasOneUse()) {
+    if (auto sinks = dyn_cast<kv::MergeSinksOp>(*op->getUsers().begin())) {
+      m.sinks = sinks;
+      last = sinks;
+    }
+  }
+  if (!last->hasOneUse() ||
+      !(m.store = dyn_cast<kv::StoreStateOp>(*last->getUsers().begin()))) {
     whyNot = "its state is not stored by a kv.store_state (its only user)";
     return failure();
   }
@@ -189,7 +200,10 @@ FailureOr<MergeOperands> getMergeOperands(Operation *op, std::string &whyNot) {
     whyNot = "its kv.store_state keeps no LSE buffer";
     return failure();
   }
-  for (Value operand : op->getOperands()) {
+  ValueRange states = op->getOperands();
+  if (auto sinks = dyn_cast<kv::MergeSinksOp>(op))
+    states = sinks->getOperands().take_front();
+  for (Value operand : states) {
     auto load = operand.getDefiningOp<kv::LoadStateOp>();
     if (!load) {
       whyNot = "an input state is not in buffers (a kv.load_state)";
@@ -231,6 +245,8 @@ struct MergeLowering : OpRewritePattern<OpTy> {
     spec.outBase = outState.getBase();
     spec.heads = outState.getHeads();
     spec.headDimV = outState.getHeadDimV();
+    if (m->sinks)
+      spec.sinksType = cast<MemRefType>(m->sinks.getSinks().getType());
     gpu::GPUFuncOp kernel = getMergeKernel(context, spec);
 
     PlanBuilder plan(op->getContext(), op->getName().getStringRef(),
@@ -252,6 +268,10 @@ struct MergeLowering : OpRewritePattern<OpTy> {
     for (const std::string &n : names)
       args.push_back(n);
     args.append({"out", "lse"});
+    if (m->sinks) {
+      plan.addBuffer("sinks", kvgpu::ArgRole::input, spec.sinksType);
+      args.push_back("sinks");
+    }
     plan.addKernel("merge", kernel, kvgpu::LaunchCondition::always,
                    {plan.sym("rows"), plan.cst(spec.heads), plan.cst(1)}, args);
     rewriter.setInsertionPoint(m->store);
@@ -262,9 +282,13 @@ struct MergeLowering : OpRewritePattern<OpTy> {
       bindings[names[2 * i]] = in.getOutput();
       bindings[names[2 * i + 1]] = in.getLse();
     }
+    if (m->sinks)
+      bindings["sinks"] = m->sinks.getSinks();
     if (failed(context.launch(b, plan, bindings, op.getLoc())))
       return failure();
     rewriter.eraseOp(m->store);
+    if (m->sinks && m->sinks != op.getOperation())
+      rewriter.eraseOp(m->sinks);
     rewriter.eraseOp(op);
     for (kv::LoadStateOp in : m->inputs)
       if (in->use_empty())
@@ -337,6 +361,7 @@ std::optional<std::string> gpu_lowering::whyNoMergeKernel(Operation *op) {
 
 void gpu_lowering::populateMergePatterns(RewritePatternSet &patterns,
                                          LoweringContext &context) {
-  patterns.add<MergeLowering<kv::MergeOp>, MergeLowering<kv::MergePartitionsOp>>(
-      patterns.getContext(), context);
+  patterns.add<MergeLowering<kv::MergeOp>, MergeLowering<kv::MergePartitionsOp>,
+               MergeLowering<kv::MergeSinksOp>>(patterns.getContext(),
+                                                context);
 }

@@ -60,6 +60,7 @@ FailureOr<PrefillKernelSpec> describeMla(kv::MlaDecodeOp op,
   spec.smScale = op.getSmScale()
                      ? op.getSmScale()->convertToDouble()
                      : 1.0 / std::sqrt(double(spec.headDim + spec.peDim));
+  describeVariants(op, spec);
   spec.base = state.getBase();
   FailureOr<kvgpu::PrefillConfigAttr> config =
       kvgpu::getOrChooseMlaConfig(op, target, whyNot);
@@ -164,8 +165,6 @@ gpu_lowering::whyNoMlaKernel(kv::MlaDecodeOp op,
   auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
   if (!view)
     return std::string("its KV is not a kv.paged_view of the same function");
-  if (std::optional<std::string> why = whyNoVariantKernel(op, "MLA"))
-    return why;
   kv::PagedType kv = view.getType();
   if (kv.isQuantized())
     return std::string("quantized MLA caches (") +

@@ -12,6 +12,7 @@
 #include "PrefillKernel.h"
 
 #include "kvir/Codegen/LaunchEmitter.h"
+#include "kvir/Codegen/Variants.h"
 #include "kvir/Codegen/QueryTiles.h"
 #include "kvir/Dialect/KV/IR/PoolLayout.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
@@ -71,6 +72,7 @@ FailureOr<PrefillKernelSpec> describePrefill(kv::PrefillOp op,
                                  : 1.0 / std::sqrt(double(spec.headDim));
   if (auto cap = op.getLogitsSoftCap())
     spec.softCap = cap->convertToDouble();
+  describeVariants(op, spec);
   spec.base = state.getBase();
   FailureOr<kvgpu::PrefillConfigAttr> config =
       kvgpu::getOrChoosePrefillConfig(op, target, whyNot);
@@ -311,7 +313,31 @@ static gpu::GPUFuncOp getPartialsMerge(LoweringContext &context,
   merge.outBase = spec.base;
   merge.heads = spec.qHeads;
   merge.headDimV = spec.headDimV;
+  if (spec.variants)
+    if (Value sinks = kv::AttentionVariantOpInterface(spec.variants).getSinks())
+      merge.sinksType = cast<MemRefType>(sinks.getType());
   return getMergeKernel(context, merge);
+}
+
+/// Adds `op`'s variant operands to `plan` and `bindings` and to the
+/// arguments of its attention kernels (`kernelArgs`) and, for the sinks, of
+/// its merge (`mergeArgs`).
+static void addVariantLaunchArguments(
+    Operation *op, PlanBuilder &plan, llvm::StringMap<Value> &bindings,
+    SmallVectorImpl<std::string> &names,
+    ArrayRef<SmallVectorImpl<StringRef> *> kernelArgs,
+    SmallVectorImpl<StringRef> &mergeArgs) {
+  auto variants = cast<kv::AttentionVariantOpInterface>(op);
+  if (!variants.hasVariants())
+    return;
+  SmallVector<Value> operands = getVariantOperands(op);
+  names = addVariantArguments(plan, op, operands);
+  for (auto [name, v] : llvm::zip(names, operands))
+    bindings[name] = v;
+  for (SmallVectorImpl<StringRef> *args : kernelArgs)
+    llvm::append_range(*args, names);
+  if (variants.getSinks())
+    mergeArgs.push_back("sinks");
 }
 
 LogicalResult gpu_lowering::emitTensorCoreLaunches(
@@ -375,6 +401,10 @@ LogicalResult gpu_lowering::emitTensorCoreLaunches(
   SmallVector<StringRef> splitArgs(directArgs);
   directArgs.append({"out", "lse"});
   splitArgs.append({"partial_out", "partial_lse", "num_partitions"});
+  SmallVector<StringRef> mergeArgs{"partial_out", "partial_lse", "out", "lse"};
+  SmallVector<std::string> variantNames;
+  addVariantLaunchArguments(op, plan, bindings, variantNames,
+                            {&directArgs, &splitArgs}, mergeArgs);
   plan.addKernel("direct", direct, kvgpu::LaunchCondition::unsplit,
                  {plan.sym("num_tile_slots"), plan.cst(hkv), plan.cst(1)},
                  directArgs);
@@ -384,7 +414,7 @@ LogicalResult gpu_lowering::emitTensorCoreLaunches(
                  splitArgs);
   plan.addKernel("merge", mergeKernel, kvgpu::LaunchCondition::split,
                  {plan.sym("nnz"), plan.cst(spec.qHeads), plan.cst(1)},
-                 {"partial_out", "partial_lse", "out", "lse"});
+                 mergeArgs);
   return context.launch(b, plan, bindings, op->getLoc());
 }
 
@@ -467,6 +497,11 @@ LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(
   SmallVector<StringRef> directArgs(inputs), splitArgs(inputs);
   directArgs.append({"out", "lse"});
   splitArgs.append({"work_items", "partial_out", "partial_lse", "out", "lse"});
+  SmallVector<StringRef> mergeArgs{"partial_out", "partial_lse",
+                                   "merge_indptr", "out", "lse"};
+  SmallVector<std::string> variantNames;
+  addVariantLaunchArguments(op, plan, bindings, variantNames,
+                            {&directArgs, &splitArgs}, mergeArgs);
   if (!fixedBatch)
     plan.addKernel("direct", direct, kvgpu::LaunchCondition::unsplit,
                    {plan.sym("num_tile_slots"), plan.cst(spec.kvHeads),
@@ -479,8 +514,7 @@ LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(
                   plan.cst(spec.kvHeads), plan.cst(tilesPerRequest)},
                  splitArgs);
   plan.addKernel("merge", mergeKernel, splitWhen,
-                 {gridBatch, plan.cst(spec.qHeads), plan.cst(1)},
-                 {"partial_out", "partial_lse", "merge_indptr", "out", "lse"});
+                 {gridBatch, plan.cst(spec.qHeads), plan.cst(1)}, mergeArgs);
   bindings["kv_lengths"] = kv::emitLengthsBuffer(
       b, memref::DimOp::create(b, queries.front().second, 0),
       [&](ImplicitLocOpBuilder &ib, Value r) {
@@ -501,10 +535,12 @@ gpu_lowering::whyNoPrefillKernel(kv::PrefillOp op,
   if (!isa_and_nonnull<kv::PagedViewOp, kv::RaggedViewOp>(viewOp))
     return std::string(
         "its KV is not a kv.paged_view or kv.ragged_view of the same function");
-  if (std::optional<std::string> why = whyNoVariantKernel(op, "prefill"))
-    return why;
-  if (kvgpu::prefillTakesQueryRows(op))
+  if (kvgpu::prefillTakesQueryRows(op)) {
+    if (std::optional<std::string> why =
+            whyNoVariantKernel(op, "f32 prefill (query rows)"))
+      return why;
     return whyNoQueryRowsKernel(op, target);
+  }
   if (auto view = dyn_cast<kv::PagedViewOp>(viewOp)) {
     kv::PagedType kv = view.getType();
     // The layout's proven vector width covers the pools' strides too.

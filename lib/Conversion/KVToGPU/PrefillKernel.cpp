@@ -29,6 +29,7 @@
 #include "kvir/Codegen/PagedTileLoader.h"
 #include "kvir/Codegen/QueryTiles.h"
 #include "kvir/Codegen/Rope.h"
+#include "kvir/Codegen/Variants.h"
 #include "kvir/Codegen/WarpOps.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 #include "kvir/Dialect/KV/Utils/Quantization.h"
@@ -154,7 +155,8 @@ Value needsMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                 const Work &w, Value t0) {
   IRBuilder ir{b};
   // Rows at given positions: any tile may cross a row's diagonal or window.
-  if (s.maskType || (s.positionsType && (s.causal || s.windowLeft)))
+  if (s.maskType || (s.positionsType && (s.causal || s.windowLeft)) ||
+      s.hasMaskMod())
     return arith::ConstantIntOp::create(b, 1, 1);
   Value tileEnd = ir.add(t0, ir.idx(s.config.getKvTile()));
   Value need = ir.cmp(arith::CmpIPredicate::sgt, tileEnd, w.end);
@@ -214,6 +216,14 @@ SmallVector<Value> loadRowPositions(ImplicitLocOpBuilder &b,
   return positions;
 }
 
+/// The variants of an op as the warp's fragment rows see them: the emitter
+/// (bound to the kernel's variant arguments) and each fragment row's query
+/// head and position (indexed like WarpAttentionTile::State::m).
+struct RowVariants {
+  VariantEmitter emitter;
+  SmallVector<Value> heads, positions;
+};
+
 /// The -inf mask of K/V tile [t0, ...) for the warp's fragment rows: keys
 /// in [start, end) of the partition, causal (key <= position), the window
 /// (key >= position - w) as per-row bounds; the custom mask bit by bit.
@@ -223,7 +233,7 @@ SmallVector<Value> emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                             const Work &w, const Arguments &a,
                             WarpAttentionTile &tile, ArrayRef<Value> logits,
                             ArrayRef<Value> rowPositions, Value maskOffset,
-                            Value t0) {
+                            Value t0, const RowVariants *variants) {
   IRBuilder ir{b};
   int64_t mTiles = tile.getShape().mTiles;
   Value keyBase = ir.add(t0, ir.mul(tile.getMma().getThreadInGroup(), ir.idx(2)));
@@ -247,15 +257,25 @@ SmallVector<Value> emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
       rowValid.push_back(ir.lt(r, w.packedRows));
     }
   WarpAttentionTile::CustomVisibility custom;
-  if (s.maskType)
+  bool maskMod = variants && variants->emitter.hasMask();
+  if (s.maskType || maskMod)
     custom = [&](ImplicitLocOpBuilder &vb, int64_t row, int64_t column) {
       IRBuilder j{vb};
       // Keys past the request are rejected by `hi`; clamp their reads.
       Value key = j.minS(j.add(keyBase, j.idx(column)),
                          j.sub(w.kvLen, j.idx(1)));
-      Value bit = kv::emitMaskBit(vb, a.mask, maskOffset, maskRows[row], key,
-                                  w.kvLen);
-      return arith::AndIOp::create(vb, bit, rowValid[row]).getResult();
+      Value visible = rowValid[row];
+      if (s.maskType)
+        visible = arith::AndIOp::create(
+            vb, visible,
+            kv::emitMaskBit(vb, a.mask, maskOffset, maskRows[row], key,
+                            w.kvLen));
+      if (maskMod)
+        visible = arith::AndIOp::create(
+            vb, visible,
+            variants->emitter.visible(vb, w.request, variants->heads[row],
+                                      variants->positions[row], key));
+      return visible;
     };
   return tile.mask(b, logits, rows, custom);
 }
@@ -410,7 +430,17 @@ gpu_lowering::prefillArgumentTypes(const PrefillKernelSpec &s) {
     types.push_back(IndexType::get(s.qType.getContext()));
   if (s.scheduled)
     types.append({s.finalOutType, s.finalLseType});
+  llvm::append_range(types, s.variantTypes);
   return types;
+}
+
+void gpu_lowering::describeVariants(Operation *op, PrefillKernelSpec &spec) {
+  auto variants = dyn_cast<kv::AttentionVariantOpInterface>(op);
+  if (!variants || !variants.hasVariants())
+    return;
+  spec.variants = variants;
+  for (Value v : getVariantOperands(op))
+    spec.variantTypes.push_back(v.getType());
 }
 
 void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
@@ -623,6 +653,44 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
     if (cfg.getQInRegisters())
       qFrags = tile.loadQuery(qTile);
     SmallVector<Value> rowPositions = loadRowPositions(b, s, w, a, tile);
+    // Variants: each fragment row's query head and position, once.
+    std::optional<RowVariants> variants;
+    if (s.variants) {
+      IRMapping operands;
+      operands.map(getVariantOperands(s.variants),
+                   kf.getArguments().take_back(s.variantTypes.size()));
+      variants.emplace(RowVariants{
+          VariantEmitter(s.variants, operands,
+                         AttentionState::Flavor::ptxBase2),
+          {}, {}});
+      for (int64_t t = 0; t < mTiles; ++t)
+        for (int64_t h = 0; h < 2; ++h) {
+          auto [r, queryRow] = fragmentRow(b, s, w, tile, t, h);
+          variants->heads.push_back(ir.add(ir.mul(kvHead, ir.idx(s.group())),
+                                           ir.remU(r, ir.idx(s.group()))));
+          variants->positions.push_back(
+              rowPositions.empty() ? queryPosition(b, s, w, a, queryRow)
+                                   : rowPositions[2 * t + h]);
+        }
+    }
+    // ALiBi and score_mod on each natural-unit logit of the tile at t0.
+    auto scoreMods = [&](Value t0) -> WarpAttentionTile::ElementMod {
+      if (!variants || !variants->emitter.modifiesScores())
+        return nullptr;
+      return [&, t0](ImplicitLocOpBuilder &eb, Value logit, int64_t row,
+                     int64_t column) {
+        IRBuilder k{eb};
+        // Keys past the request read the tables at its last key (their
+        // logits are masked).
+        Value key = k.minS(
+            k.add(k.add(t0, k.mul(tile.getMma().getThreadInGroup(), k.idx(2))),
+                  k.idx(column)),
+            k.sub(w.kvLen, k.idx(1)));
+        return variants->emitter.modifyScore(eb, logit, w.request,
+                                             variants->heads[row],
+                                             variants->positions[row], key);
+      };
+    };
     // fp8: scores are dot products with values 1 / fp8HalfScale of the
     // codes' (convertTile), read k_scale of theirs; outputs v_scale.
     Value kValueScale, vValueScale;
@@ -682,8 +750,8 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
               tile.scores(qFrags, qTile, kTiles, kStage);
           if (s.isMla())
             scores = tile.scores({}, *qPeTile, *kpeTiles, stage, scores);
-          SmallVector<Value> logits =
-              tile.logits(scores, s.smScale, s.softCap, kValueScale);
+          SmallVector<Value> logits = tile.logits(
+              scores, s.smScale, s.softCap, kValueScale, scoreMods(t0));
           SmallVector<Type> types(logits.size(), mma.getAccType());
           auto masked = scf::IfOp::create(
               lb, needsMask(lb, s, w, t0),
@@ -691,7 +759,9 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
                 ImplicitLocOpBuilder ib(ml, mb);
                 scf::YieldOp::create(ib,
                                      emitMask(ib, s, w, a, tile, logits,
-                                              rowPositions, maskOffset, t0));
+                                              rowPositions, maskOffset, t0,
+                                              variants ? &*variants
+                                                       : nullptr));
               },
               [&](OpBuilder &mb, Location ml) {
                 scf::YieldOp::create(mb, ml, logits);
@@ -735,9 +805,15 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
                      ? SharedTile{kf.getShared(*buf.outStage), cfg.getQTile(),
                                   s.headDimV}
                      : qTile;
+    // Sinks join final states only (a partial one's merge adds them).
     auto epilogue = [&](ImplicitLocOpBuilder &eb, kv::LseBase base,
-                        const Destination &dest) {
-      WarpAttentionTile::Final fin = tile.finalize(state, base, vValueScale);
+                        const Destination &dest, bool final) {
+      SmallVector<Value> sinks;
+      if (final && variants && variants->emitter.hasSinks())
+        for (Value head : variants->heads)
+          sinks.push_back(variants->emitter.sinkLogit(eb, head));
+      WarpAttentionTile::Final fin =
+          tile.finalize(state, base, vValueScale, sinks);
       emitEpilogue(eb, s, w, mma, tile, fin, warpRow0, kvHead, dest, lane);
     };
     Destination final{s.scheduled ? a.finalOut : a.out,
@@ -745,18 +821,20 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
                       outStage ? &*outStage : nullptr};
     if (part) {
       epilogue(b, kv::LseBase::two,
-               {a.out, a.lse, requestRows, ir.lt(w.start, w.end)});
+               {a.out, a.lse, requestRows, ir.lt(w.start, w.end)},
+               /*final=*/false);
     } else if (!s.scheduled) {
-      epilogue(b, s.base, final);
+      epilogue(b, s.base, final, /*final=*/true);
     } else {
       // A whole request is final; a chunk of one a partial state. (`b`
       // moves into each branch: the tile and fragments build through it.)
       auto whole = scf::IfOp::create(b, ir.eq(w.numChunks, ir.idx(1)),
                                      /*withElseRegion=*/true);
       b.setInsertionPoint(whole.thenBlock()->getTerminator());
-      epilogue(b, s.base, final);
+      epilogue(b, s.base, final, /*final=*/true);
       b.setInsertionPoint(whole.elseBlock()->getTerminator());
-      epilogue(b, kv::LseBase::two, {a.out, a.lse, itemRows, Value()});
+      epilogue(b, kv::LseBase::two, {a.out, a.lse, itemRows, Value()},
+               /*final=*/false);
       b.setInsertionPointAfter(whole);
     }
   });

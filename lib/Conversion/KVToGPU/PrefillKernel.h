@@ -49,6 +49,11 @@ struct PrefillKernelSpec {
   kv::RopeAttr rope;
   double smScale = 1.0;
   std::optional<double> softCap;
+  /// The op's variants (sinks, ALiBi, score_mod / mask_mod; null without)
+  /// and the types of the operands they take (codegen::getVariantOperands),
+  /// the kernel's last arguments. Sinks join final states only.
+  kv::AttentionVariantOpInterface variants;
+  llvm::SmallVector<mlir::Type> variantTypes;
   kv::LseBase base = kv::LseBase::two;
   /// Partial states: f32 output and base-2 LSE per KV partition
   /// (blockIdx.z), into [P, nnz, Hq, Dv] and [P, nnz, Hq] workspaces.
@@ -68,6 +73,11 @@ struct PrefillKernelSpec {
   int64_t scaleChunk = 0;
 
   int64_t group() const { return qHeads / kvHeads; }
+  /// Whether a mask_mod region hides keys (every tile is masked).
+  bool hasMaskMod() const {
+    kv::AttentionVariantOpInterface v = variants;
+    return v && !v.getMaskMod().empty();
+  }
   /// Quantized paged KV: codes staged by cp.async, converted per tile into
   /// one K and one V tile of `kvElementType` that the mma reads.
   bool quantizedKV() const { return paged && paged.isQuantized(); }
@@ -99,6 +109,9 @@ struct PrefillKernelSpec {
 /// dims and element type (MLA: one KV head, ckv as V, kpe's width).
 void describePagedKV(kv::PagedViewOp view, PrefillKernelSpec &spec);
 
+/// Sets `spec`'s variants from `op` (nothing when it has none).
+void describeVariants(mlir::Operation *op, PrefillKernelSpec &spec);
+
 /// Sets the buffers the direct kernel writes: `outType` / `lseType`, or the
 /// state's own buffer types when null; fails (with the reason) when the
 /// output's rows are not 16-byte aligned.
@@ -125,7 +138,8 @@ std::optional<std::string> whyNotPrefillSpec(const PrefillKernelSpec &spec,
 codegen::SharedMemoryLayout prefillSharedLayout(const PrefillKernelSpec &spec);
 
 /// The kernel's arguments: q, [q_pe], [qo_indptr], the KV operands, [mask],
-/// [work_items], out, lse, [num_partitions], [final out, final lse].
+/// [work_items], out, lse, [num_partitions], [final out, final lse], the
+/// variant operands.
 llvm::SmallVector<mlir::Type> prefillArgumentTypes(const PrefillKernelSpec &spec);
 
 /// Builds the body of a kernel created with the two above. Launched on

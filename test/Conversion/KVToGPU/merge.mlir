@@ -96,3 +96,45 @@ func.func @merge_partitions(%po: memref<?x?x8x64xbf16>, %pl: memref<?x?x8xf32>,
   kv.store_state %m, %o, %l : !s, memref<?x8x64xbf16>, memref<?x8xf32>
   return
 }
+
+// -----
+
+// Sinks merged into a merge's result (a cascade's levels, then its sinks)
+// join in the same kernel: one launch taking the sinks, each row's state
+// merged with (0, sinks[head] / ln B) once, before it is normalized.
+!s2 = !kv.state<?x4x64xf16, base = 2>
+// CHECK-LABEL: func.func @merge_then_sinks
+// CHECK-SAME: %[[SINKS:[^:]*]]: memref<4xf32>
+// CHECK-NOT: kv.
+// CHECK: gpu.launch_func @kv_kernels::@[[K:merge2_h4_d64_f16_base_2_[0-9a-f]+]] blocks in ({{.*}}) threads in ({{.*}}) args({{.*}}, %[[SINKS]] : memref<4xf32>)
+// CHECK-NOT: gpu.launch_func
+// CHECK: gpu.func @[[K]](
+// CHECK-SAME: %[[S:arg[0-9]+]]: memref<4xf32>)
+// CHECK: memref.load %[[S]][%block_id_y] : memref<4xf32>
+// CHECK: arith.constant 1.44269502 : f32
+func.func @merge_then_sinks(%o0: memref<?x4x64xf16>, %l0: memref<?x4xf32>,
+                            %o1: memref<?x4x64xf16>, %l1: memref<?x4xf32>,
+                            %sinks: memref<4xf32>,
+                            %o: memref<?x4x64xf16>, %l: memref<?x4xf32>) {
+  %a = kv.load_state %o0, %l0 : memref<?x4x64xf16>, memref<?x4xf32> -> !s2
+  %b = kv.load_state %o1, %l1 : memref<?x4x64xf16>, memref<?x4xf32> -> !s2
+  %m = kv.merge %a, %b : !s2, !s2 -> !s2
+  %s = kv.merge_sinks %m, %sinks : !s2, memref<4xf32>
+  kv.store_state %s, %o, %l : !s2, memref<?x4x64xf16>, memref<?x4xf32>
+  return
+}
+
+// -----
+
+// A lone kv.merge_sinks of a state in buffers: the merge kernel of one input.
+!se = !kv.state<?x4x64xbf16, base = e>
+// CHECK-LABEL: func.func @sinks_alone
+// CHECK: gpu.launch_func @kv_kernels::@{{merge1_h4_d64_bf16_base_e_[0-9a-f]+}} blocks in
+func.func @sinks_alone(%o0: memref<?x4x64xbf16>, %l0: memref<?x4xf32>,
+                       %sinks: memref<?xf32>,
+                       %o: memref<?x4x64xbf16>, %l: memref<?x4xf32>) {
+  %a = kv.load_state %o0, %l0 : memref<?x4x64xbf16>, memref<?x4xf32> -> !se
+  %s = kv.merge_sinks %a, %sinks : !se, memref<?xf32>
+  kv.store_state %s, %o, %l : !se, memref<?x4x64xbf16>, memref<?x4xf32>
+  return
+}

@@ -455,7 +455,7 @@ State kvir::ref::attention(const Tensor &q, const std::vector<int32_t> &qoIndptr
 State kvir::ref::mlaDecode(const Tensor &qNope, const Tensor &qPe,
                            const PagedCache &kv, std::optional<double> smScale,
                            Base base, const std::vector<int32_t> &qoIndptr,
-                           bool causal) {
+                           bool causal, const AttentionParams &variants) {
   const CacheSpec &s = kv.spec;
   int64_t rows = qNope.dim(0), heads = qNope.dim(1);
   int64_t dc = s.headDim, dp = s.peDim;
@@ -483,19 +483,31 @@ State kvir::ref::mlaDecode(const Tensor &qNope, const Tensor &qPe,
       int64_t visible = causal ? std::clamp<int64_t>(kvLen - qoLen + i + 1, 0,
                                                      kvLen)
                                : kvLen;
+      int64_t pos = kvLen - qoLen + i;
       for (int64_t h = 0; h < heads; ++h) {
         std::vector<double> logits;
+        std::vector<std::vector<double>> values;
         for (int64_t j = 0; j < visible; ++j) {
+          if (variants.maskMod && !variants.maskMod(b, h, pos, j))
+            continue;
           double dot = 0.0;
           for (int64_t x = 0; x < dc; ++x)
             dot += qNope.get({row, h, x}) * ckv[j][x];
           for (int64_t x = 0; x < dp; ++x)
             dot += qPe.get({row, h, x}) * kpe[j][x];
-          logits.push_back(scale * dot);
+          double s = scale * dot;
+          if (!variants.alibiSlopes.empty())
+            s += variants.alibiSlopes.at(h) * double(j - pos);
+          if (variants.scoreMod)
+            s = variants.scoreMod(s, b, h, pos, j);
+          logits.push_back(s);
+          values.push_back(ckv[j]);
         }
-        // The visible keys are a prefix: the weights cover ckv[0, visible).
-        stateFromLogits(logits, ckv, base, &state.out(row, h, 0),
-                        state.lseAt(row, h));
+        std::optional<double> sink;
+        if (!variants.sinks.empty())
+          sink = variants.sinks.at(h);
+        stateFromLogits(logits, values, base, &state.out(row, h, 0),
+                        state.lseAt(row, h), sink);
       }
     }
   }

@@ -240,10 +240,13 @@ inline State decode(const Tensor &q, const KVSource &kv,
 /// sm_scale defaults to 1 / sqrt(head_dim + pe_dim). One row per request, or
 /// request b owning rows qoIndptr[b] .. qoIndptr[b + 1] at positions
 /// kv_len - qo_len + i, `causal` hiding the keys after a row's position.
+/// `variants` adds its sinks, ALiBi slopes, scoreMod and maskMod (its
+/// other fields are ignored).
 State mlaDecode(const Tensor &qNope, const Tensor &qPe, const PagedCache &kv,
                 std::optional<double> smScale, Base base,
                 const std::vector<int32_t> &qoIndptr = {},
-                bool causal = false);
+                bool causal = false,
+                const AttentionParams &variants = AttentionParams());
 
 /// Cascade, computed as what it means: plain attention of each last-level
 /// request over the concatenation of its levels' keys (level 0 first), so

@@ -1,0 +1,174 @@
+//===- PrefillCases.cpp - GPU prefill cases in the emulator ---------------===//
+//
+// Each configuration is a kv.prefill over a random paged cache (pages
+// scattered over a pool whose unowned slots are NaN) or ragged K/V, lowered
+// by kv-to-nvvm's kv-level pipeline (the test fails if the prefill is not a
+// kernel launch), run in kvir's emulator with NaN-poisoned outputs and
+// compared with the float64 reference: outputs within the harness's bound
+// for the output type, LSE within 1e-3, rows that see no key exactly
+// (0, -inf), nothing NaN. Batches are explicit (qo_len, kv_len) pairs
+// covering qo_len 0, 1, 7, 64, 65, 300 (and 8192) and kv_len 0, 1, 17, 1000;
+// which kernels ran (direct, or split + merge) and with how many partitions
+// is checked against the launch plan's own rule. Any emulator report
+// (out-of-bounds access, shared-memory race, barrier divergence) fails the
+// test.
+//
+//===----------------------------------------------------------------------===//
+#include "PrefillCases.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+using namespace kvir::test;
+using namespace kvir::test::gpu;
+
+std::ostream &gpu::operator<<(std::ostream &os, const GpuPrefillCase &c) {
+  return os << c.name;
+}
+
+void gpu::runGpuPrefillCase(const GpuPrefillCase &c) {
+  Rng rng(c.seed);
+  const CacheSpec &s = c.spec;
+  SCOPED_TRACE((c.ragged ? std::string("ragged KV") : describe(s)) +
+               " q_heads " + std::to_string(c.qHeads) + " out " +
+               mlirName(c.outType) + " chip " + c.chip + " seed " +
+               std::to_string(c.seed));
+  for (const PrefillBatch &batch : c.batches) {
+    int64_t numRequests = batch.qo.size();
+    SCOPED_TRACE("batch of " + std::to_string(numRequests));
+    std::vector<int32_t> qoIndptr = indptrOf(batch.qo);
+    int64_t rows = qoIndptr.back();
+    Tensor q = randomTensor(rng, s.dtype, {rows, c.qHeads, s.headDim}, 2.0);
+    StateBuffers out = makeStateBuffers(rows, c.qHeads, s.headDimV, c.outType);
+    Tensor mask;
+    if (c.mask != MaskKind::None)
+      mask = randomMask(rng, batch.qo, batch.kv, c.mask == MaskKind::Packed);
+
+    KernelSource src;
+    std::string kv, kvType;
+    PagedCache cache;
+    Tensor rk, rv;
+    std::vector<int32_t> kvIndptr = indptrOf(batch.kv);
+    if (c.ragged) {
+      int64_t nnz = kvIndptr.back();
+      rk = randomTensor(rng, s.dtype, {nnz, s.kvHeads, s.headDim});
+      rv = randomTensor(rng, s.dtype, {nnz, s.kvHeads, s.headDimV});
+      std::string ks = src.addMemref("k", rk), vs = src.addMemref("v", rv);
+      // OpenPPL's kvstarts are int64 (the case's table type).
+      std::string is =
+          src.addMemref("kv_indptr", makeIndexArray(kvIndptr, s.tableType));
+      std::ostringstream t;
+      t << "!kv.ragged<kv_heads = " << s.kvHeads << ", head_dim = " << s.headDim
+        << ", head_dim_v = " << s.headDimV << ", dtype = " << mlirName(s.dtype)
+        << ">";
+      kvType = src.addAlias("kv_t", t.str());
+      kv = "%kv";
+      src.addLine(kv + " = kv.ragged_view " + ks + ", " + vs + ", " + is +
+                  " : " + src.typeOf(ks) + ", " + src.typeOf(vs) + ", " +
+                  src.typeOf(is) + " -> " + kvType);
+    } else {
+      cache = makeCache(s, batch.kv, rng);
+      kv = emitPagedView(src, cache, "kv", kvType);
+    }
+    std::string qs = src.addMemref("q", q);
+    std::string qo =
+        src.addMemref("qo_indptr", makeIndexArray(qoIndptr, s.tableType));
+    std::string maskClause;
+    if (c.mask != MaskKind::None) {
+      std::string ms = src.addMemref("mask", mask);
+      maskClause = " mask(" + ms + " : " + src.typeOf(ms) + ")";
+    }
+    std::vector<int32_t> positions;
+    if (c.positions) {
+      positions = randomRowPositions(rng, batch.qo, batch.kv);
+      std::string ps = src.addMemref("positions", makeI32(positions));
+      maskClause += " positions(" + ps + " : " + src.typeOf(ps) + ")";
+    }
+    std::string stateType =
+        stateTypeText(c.qHeads, s.headDimV, c.outType, c.params.base);
+    maskClause += emitVariants(src, c.params, c.variants);
+    std::string attrs =
+        attentionAttrs(c.params, true, c.variants.standardAlibi);
+    if (!c.config.empty()) {
+      std::string cfg = "kvgpu.config = " + c.config;
+      attrs = attrs.empty() ? "{" + cfg + "}"
+                            : attrs.substr(0, attrs.size() - 1) + ", " + cfg +
+                                  "}";
+    }
+    src.addLine("%s = kv.prefill " + qs + ", " + qo + ", " + kv + maskClause +
+                " " + attrs + " : " + src.typeOf(qs) + ", " + src.typeOf(qo) +
+                ", " + kvType + " -> " + stateType);
+    emitStore(src, "%s", stateType, out);
+
+    ref::AttentionParams params = asKernelSees(c.params);
+    if (c.mask != MaskKind::None)
+      params.mask = &mask;
+    params.positions = positions;
+    ref::State expected =
+        c.ragged
+            ? ref::attention(q, qoIndptr, ref::RaggedSource(rk, rv, kvIndptr),
+                             params)
+            : ref::attention(q, qoIndptr, ref::PagedSource(cache), params);
+    RunResult result;
+    auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(runGpu(src, {out.o, out.lse}, c.chip, {"kv.prefill"}, result));
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    EXPECT_TRUE(noReports(result));
+
+    std::vector<std::string> names = result.kernelNames();
+    if (s.dtype == DType::F32) {
+      // f32 KV: the decode kernel, one block per query row and KV head.
+      ASSERT_LE(names.size(), 1u) << result.describeLaunches();
+      if (rows) {
+        ASSERT_EQ(names.size(), 1u) << result.describeLaunches();
+        EXPECT_EQ(names[0].rfind("prefill_rows_", 0), 0u) << names[0];
+        EXPECT_EQ(result.launches[0].grid.x, uint32_t(rows));
+        EXPECT_EQ(result.launches[0].grid.y, uint32_t(s.kvHeads));
+      }
+      EXPECT_TRUE(check(compareGpuState(out, expected, c.outType)));
+      continue;
+    }
+    std::optional<int64_t> parts = result.planSize(
+        "kv.prefill", "num_partitions",
+        {{"nnz", rows}, {"qo_indptr_len", numRequests + 1}});
+    ASSERT_TRUE(parts.has_value()) << "no kv.prefill launch plan";
+    if (rows == 0) {
+      // No query row: the merge grid is empty (no launch); the split
+      // kernel's grid still has a slot per request.
+      for (const std::string &name : names)
+        EXPECT_NE(name.rfind("merge_partitions", 0), 0u) << name;
+    } else if (*parts == 1) {
+      ASSERT_LE(names.size(), 1u) << result.describeLaunches();
+      if (!names.empty())
+        EXPECT_FALSE(isSplitKernel(names[0])) << names[0];
+    } else {
+      ASSERT_EQ(names.size(), 2u) << result.describeLaunches();
+      EXPECT_TRUE(isSplitKernel(names[0])) << names[0];
+      EXPECT_EQ(result.launches[0].grid.z, uint32_t(*parts));
+      EXPECT_EQ(names[1].rfind("merge_partitions", 0), 0u) << names[1];
+    }
+    // The P V mma takes P rounded to the KV type: an f32 output is as
+    // precise as that type allows.
+    DType precision =
+        outputTolerance(c.outType) < outputTolerance(s.dtype) ? s.dtype
+                                                              : c.outType;
+    // int8 groups are dequantized into the KV type before the mma (as
+    // OpenPPL's kernels do), and RoPE rotates q and K into it (as
+    // FlashInfer's prefill does): their rounding in that type carries into
+    // the scores and the LSE.
+    double lseTolerance = s.quant == Quant::Int8Group || c.params.rope
+                              ? outputTolerance(s.dtype)
+                              : 1e-3;
+    EXPECT_TRUE(
+        check(compareGpuState(out, expected, precision, lseTolerance)));
+    if (std::getenv("KVIR_UNIT_VERBOSE"))
+      std::printf("%s    %lld requests, %lld rows, P = %lld: %.2f s\n",
+                  result.describeLaunches().c_str(),
+                  (long long)numRequests, (long long)rows, (long long)*parts,
+                  seconds);
+  }
+}
