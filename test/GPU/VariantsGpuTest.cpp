@@ -399,3 +399,72 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 } // namespace
+
+namespace {
+
+/// mma.sync and global bytes of one call of a prefill of `len` rows over
+/// `len` keys (f16, head dim 64, GQA 2) with `maskMod` (none if empty),
+/// checked against the reference.
+std::pair<uint64_t, uint64_t> runDocumentPrefill(int64_t len,
+                                                 const std::string &maskMod,
+                                                 const ref::AttentionParams &params) {
+  CacheSpec spec = makeSpec(16, 1, 64, DType::F16);
+  Rng rng(1901);
+  PagedCache cache = makeCache(spec, {len}, rng);
+  std::vector<int32_t> qoIndptr{0, int32_t(len)};
+  Tensor q = randomTensor(rng, spec.dtype, {len, 2, 64}, 2.0);
+  StateBuffers out = makeStateBuffers(len, 2, 64, spec.dtype);
+  KernelSource src;
+  std::string kvType;
+  std::string kv = emitPagedView(src, cache, "kv", kvType);
+  std::string qs = src.addMemref("q", q);
+  std::string qo = src.addMemref("qo_indptr", makeI32(qoIndptr));
+  std::string stateType = stateTypeText(2, 64, spec.dtype, Base::E);
+  std::string region =
+      maskMod.empty() ? std::string() : " mask_mod {\n" + maskMod + "\n}";
+  src.addLine("%s = kv.prefill " + qs + ", " + qo + ", " + kv + region +
+              " : " + src.typeOf(qs) + ", " + src.typeOf(qo) + ", " + kvType +
+              " -> " + stateType);
+  emitStore(src, "%s", stateType, out);
+  RunResult result;
+  EXPECT_TRUE(runGpu(src, {out.o, out.lse}, "sm_90a", {"kv.prefill"}, result));
+  EXPECT_TRUE(noReports(result));
+  ref::State expected = ref::attention(q, qoIndptr, ref::PagedSource(cache),
+                                       asKernelSees(params));
+  EXPECT_TRUE(check(compareGpuState(out, expected, spec.dtype)));
+  uint64_t mma = 0, bytes = 0;
+  for (const auto &l : result.launches) {
+    mma += l.mmaOps;
+    bytes += l.globalBytesLoaded;
+  }
+  return {mma, bytes};
+}
+
+// K/V tiles a mask_mod hides from every row of a query tile are neither
+// loaded nor multiplied: 8 equal documents (1/8 of the pairs visible) take
+// about 1/8 of the dense mma and K/V loads (tile edges add some).
+TEST(GpuPrefillVariantsTiles, DocumentMaskSkipsHiddenTiles) {
+  int64_t len = 1024, docs = 8;
+  auto [denseMma, denseBytes] = runDocumentPrefill(len, "", {});
+  ref::AttentionParams params;
+  params.maskMod = [&](int64_t, int64_t, int64_t p, int64_t j) {
+    return p * docs / len == j * docs / len;
+  };
+  std::string mask =
+      "^bb0(%b: index, %h: index, %p: index, %j: index):\n"
+      "  %n = arith.constant 8 : index\n"
+      "  %l = arith.constant 1024 : index\n"
+      "  %pn = arith.muli %p, %n : index\n"
+      "  %jn = arith.muli %j, %n : index\n"
+      "  %dp = arith.divui %pn, %l : index\n"
+      "  %dj = arith.divui %jn, %l : index\n"
+      "  %same = arith.cmpi eq, %dp, %dj : index\n"
+      "  kv.yield %same : i1";
+  auto [maskedMma, maskedBytes] = runDocumentPrefill(len, mask, params);
+  EXPECT_LT(double(maskedMma), 0.25 * double(denseMma))
+      << maskedMma << " of " << denseMma;
+  EXPECT_LT(double(maskedBytes), 0.35 * double(denseBytes))
+      << maskedBytes << " of " << denseBytes;
+}
+
+} // namespace

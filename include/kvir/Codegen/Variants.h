@@ -46,6 +46,11 @@ public:
   /// keep it in natural units until AttentionState::finishLogit.
   bool modifiesScores() const;
   bool hasMask() const { return maskMod && !maskMod->empty(); }
+  /// Whether mask_mod reads its q_head argument (if not, the heads of a
+  /// query row see the same keys).
+  bool maskReadsHead() const {
+    return hasMask() && !maskMod->front().getArgument(1).use_empty();
+  }
   bool hasSinks() const { return bool(sinks); }
 
   /// ALiBi then score_mod on the natural f32 score `s` of query head

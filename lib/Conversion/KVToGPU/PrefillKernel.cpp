@@ -70,6 +70,8 @@ struct Buffers {
   unsigned q = 0, k = 0, meta = 0;
   /// v without MLA; q_pe and kpe with it.
   std::optional<unsigned> v, qPe, kpe, pageIds, maskScratch, outStage;
+  /// mask_mod: the last K/V tile each of two slots found live (index + 1).
+  std::optional<unsigned> liveTiles;
   /// Quantized KV: the code rings, and int8 groups' scale rings.
   std::optional<unsigned> kCodes, vCodes, kScales, vScales;
 };
@@ -136,6 +138,9 @@ Buffers buildLayout(const PrefillKernelSpec &s, SharedMemoryLayout &layout) {
   buf.meta = layout.add("meta", {kMetaSlots}, i64);
   if (s.maskType)
     buf.maskScratch = layout.add("mask_scratch", {c.getNumThreads()}, i64);
+  if (s.hasMaskMod())
+    buf.liveTiles =
+        layout.add("live_tiles", {2}, IntegerType::get(ctx, 32));
   return buf;
 }
 
@@ -600,6 +605,106 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
       });
     };
 
+    // mask_mod: K/V tiles it hides from every row of the block's tile are
+    // neither loaded nor multiplied. Before tile n is issued, every thread
+    // evaluates the region on its share of the tile's (row, key) pairs and
+    // those that find a visible pair put n + 1 in slot n % 2 (atomic max);
+    // after a barrier the slot says whether the tile is live. (Slot n % 2 is read
+    // for tile n before the barrier after which tile n + 2 is marked.)
+    std::optional<VariantEmitter> tileMask;
+    if (buf.liveTiles)
+      tileMask.emplace(s.variants,
+                       [&] {
+                         IRMapping operands;
+                         operands.map(getVariantOperands(s.variants),
+                                      kf.getArguments().take_back(
+                                          s.variantTypes.size()));
+                         return operands;
+                       }(),
+                       AttentionState::Flavor::ptxBase2);
+    // The slots start below every tile's mark (shared memory starts
+    // undefined).
+    if (tileMask) {
+      emitIf(b, ir.eq(thread, ir.idx(0)), [&](ImplicitLocOpBuilder &ib) {
+        for (int64_t slot = 0; slot < 2; ++slot)
+          memref::StoreOp::create(ib, IRBuilder{ib}.i32(0),
+                                  kf.getShared(*buf.liveTiles),
+                                  ValueRange{IRBuilder{ib}.idx(slot)});
+      });
+      gpu::BarrierOp::create(b);
+    }
+    auto markTile = [&](ImplicitLocOpBuilder &ib, Value index) {
+      if (!tileMask)
+        return;
+      ifTile(ib, index, [&](ImplicitLocOpBuilder &jb, Value t0, Value count) {
+        IRBuilder k{jb};
+        // The tile's packed rows, or, when the mask ignores the head, the
+        // query rows they cover (G heads share one).
+        bool perQueryRow = !tileMask->maskReadsHead() && s.group() > 1;
+        Value g = k.idx(s.group());
+        Value firstQueryRow = k.divU(w.firstRow, g);
+        Value rows = k.idx(cfg.getQTile());
+        if (perQueryRow)
+          rows = k.add(k.sub(k.divU(k.add(w.firstRow, k.idx(cfg.getQTile() - 1)),
+                                    g),
+                             firstQueryRow),
+                       k.idx(1));
+        auto any = scf::ForOp::create(
+            jb, thread, k.mul(rows, k.idx(kvTile)), k.idx(threads),
+            ValueRange{arith::ConstantIntOp::create(jb, 0, 1)},
+            [&](OpBuilder &nb, Location l, Value pair, ValueRange found) {
+              ImplicitLocOpBuilder pb(l, nb);
+              IRBuilder x{pb};
+              Value column = x.remU(pair, x.idx(kvTile));
+              Value rowInTile = x.divU(pair, x.idx(kvTile));
+              PackedRow row;
+              if (perQueryRow) {
+                Value queryRow = x.add(firstQueryRow, rowInTile);
+                row.valid = x.lt(queryRow, w.qoLen);
+                row.queryRow = x.minS(queryRow, x.sub(w.qoLen, x.idx(1)));
+                row.head = x.mul(kvHead, g);
+              } else {
+                row = unpackRow(pb, s, w, kvHead, rowInTile);
+              }
+              Value inTile = arith::AndIOp::create(pb, row.valid,
+                                                   x.lt(column, count));
+              // Past the tile the region sees its last key (in bounds).
+              Value key = x.add(t0, x.minS(column, x.sub(count, x.idx(1))));
+              Value seen = tileMask->visible(
+                  pb, w.request, row.head,
+                  queryPosition(pb, s, w, a, row.queryRow), key);
+              scf::YieldOp::create(
+                  pb, ValueRange{arith::OrIOp::create(
+                          pb, found[0],
+                          arith::AndIOp::create(pb, inTile, seen))});
+            });
+        // An atomic max: the threads that find pairs store the same value,
+        // the slot's older one (tile n - 2's) is smaller.
+        emitIf(jb, any.getResult(0), [&](ImplicitLocOpBuilder &mb) {
+          IRBuilder m{mb};
+          memref::AtomicRMWOp::create(
+              mb, arith::AtomicRMWKind::maxs, m.toI32(m.add(index, m.idx(1))),
+              kf.getShared(*buf.liveTiles),
+              ValueRange{m.remU(index, m.idx(2))});
+        });
+      });
+    };
+    // Whether tile `index` is live (after markTile and a barrier).
+    auto readLive = [&](ImplicitLocOpBuilder &ib, Value index) -> Value {
+      IRBuilder k{ib};
+      Value slot = memref::LoadOp::create(ib, kf.getShared(*buf.liveTiles),
+                                          ValueRange{k.remU(index, k.idx(2))});
+      return arith::AndIOp::create(ib, k.lt(index, numTiles),
+                                   k.eq(slot, k.toI32(k.add(index, k.idx(1)))));
+    };
+    auto issueIfLive = [&](ImplicitLocOpBuilder &ib, Value index,
+                           kv::PoolRole role, Value live) {
+      if (!tileMask)
+        return issue(ib, index, role);
+      emitIf(ib, live,
+             [&](ImplicitLocOpBuilder &jb) { issue(jb, index, role); });
+    };
+
     // Step 2: the query tile and the page entries of tiles 0 and 1, then
     // K_0 and V_0 (one commit group each; MLA: one K/V tile).
     auto copyQuery = [&](const SharedTile &tile, Value source, int64_t width) {
@@ -620,8 +725,11 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
     stageIds(b, ir.idx(0), ir.idx(0));
     stageIds(b, ir.idx(1), ir.idx(1));
     commitAsyncCopies(b);
+    if (tileMask)
+      markTile(b, ir.idx(0));
     waitAsyncCopies(b, 0);
     gpu::BarrierOp::create(b);
+    Value liveFirst = tileMask ? readLive(b, ir.idx(0)) : Value();
     // RoPE: the query rows turn to their positions once, in place.
     std::optional<TileRotation> rotation;
     if (s.rope) {
@@ -699,29 +807,40 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
       kValueScale = ir.mul(a.paged.kScale, half);
       vValueScale = ir.mul(a.paged.vScale, half);
     }
-    issue(b, ir.idx(0), kv::PoolRole::K);
+    issueIfLive(b, ir.idx(0), kv::PoolRole::K, liveFirst);
     commitAsyncCopies(b);
     if (!s.isMla()) {
-      issue(b, ir.idx(0), kv::PoolRole::V);
+      issueIfLive(b, ir.idx(0), kv::PoolRole::V, liveFirst);
       commitAsyncCopies(b);
     }
 
     // Step 3: the K/V tiles. Groups in flight at the top of iteration i:
     // K_i, V_i (MLA: K/V tile i, whose ckv part is V).
+    // The loop carries the rows' state and (mask_mod) whether tile i is
+    // live; a dead tile is neither loaded nor multiplied, the pipeline's
+    // commit groups and barriers stay the same.
+    SmallVector<Value> init = tile.initialState().flatten();
+    if (tileMask)
+      init.push_back(liveFirst);
     auto loop = scf::ForOp::create(
-        b, ir.idx(0), numTiles, ir.idx(1), tile.initialState().flatten(),
+        b, ir.idx(0), numTiles, ir.idx(1), init,
         [&](OpBuilder &nb, Location l, Value i, ValueRange carried) {
           ImplicitLocOpBuilder lb(l, nb);
           IRBuilder j{lb};
+          ValueRange stateValues = tileMask ? carried.drop_back() : carried;
           WarpAttentionTile::State state =
-              WarpAttentionTile::State::unflatten(carried, tile.getShape());
+              WarpAttentionTile::State::unflatten(stateValues,
+                                                  tile.getShape());
+          Value live = tileMask ? carried.back() : Value();
           Value stage = j.remU(i, j.idx(2));
           Value next = j.add(i, j.idx(1));
+          markTile(lb, next);
           waitAsyncCopies(lb, s.isMla() ? 0 : 1);
           gpu::BarrierOp::create(lb);
+          Value liveNext = tileMask ? readLive(lb, next) : Value();
           // Everyone is done with tile i - 1: its K/V stage and page-entry
           // slot take tile i + 1 and the entries of tile i + 2.
-          issue(lb, next, kv::PoolRole::K);
+          issueIfLive(lb, next, kv::PoolRole::K, liveNext);
           stageIds(lb, j.add(i, j.idx(2)), stage);
           commitAsyncCopies(lb);
 
@@ -746,33 +865,73 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
                 });
             gpu::BarrierOp::create(lb);
           }
-          SmallVector<Value> scores =
-              tile.scores(qFrags, qTile, kTiles, kStage);
-          if (s.isMla())
-            scores = tile.scores({}, *qPeTile, *kpeTiles, stage, scores);
-          SmallVector<Value> logits = tile.logits(
-              scores, s.smScale, s.softCap, kValueScale, scoreMods(t0));
-          SmallVector<Type> types(logits.size(), mma.getAccType());
-          auto masked = scf::IfOp::create(
-              lb, needsMask(lb, s, w, t0),
-              [&](OpBuilder &mb, Location ml) {
-                ImplicitLocOpBuilder ib(ml, mb);
-                scf::YieldOp::create(ib,
-                                     emitMask(ib, s, w, a, tile, logits,
-                                              rowPositions, maskOffset, t0,
-                                              variants ? &*variants
-                                                       : nullptr));
-              },
-              [&](OpBuilder &mb, Location ml) {
-                scf::YieldOp::create(mb, ml, logits);
-              });
-          auto [stepped, p] = tile.softmax(
-              state, SmallVector<Value>(masked.getResults()));
+          // S = Q K^T, masked, and the online softmax: the new state and P.
+          auto scoreTile = [&](ImplicitLocOpBuilder &sb) {
+            SmallVector<Value> scores =
+                tile.scores(qFrags, qTile, kTiles, kStage);
+            if (s.isMla())
+              scores = tile.scores({}, *qPeTile, *kpeTiles, stage, scores);
+            SmallVector<Value> logits = tile.logits(
+                scores, s.smScale, s.softCap, kValueScale, scoreMods(t0));
+            SmallVector<Type> types(logits.size(), mma.getAccType());
+            auto masked = scf::IfOp::create(
+                sb, needsMask(sb, s, w, t0),
+                [&](OpBuilder &mb, Location ml) {
+                  ImplicitLocOpBuilder ib(ml, mb);
+                  scf::YieldOp::create(
+                      ib, emitMask(ib, s, w, a, tile, logits, rowPositions,
+                                   maskOffset, t0,
+                                   variants ? &*variants : nullptr));
+                },
+                [&](OpBuilder &mb, Location ml) {
+                  scf::YieldOp::create(mb, ml, logits);
+                });
+            auto [stepped, p] =
+                tile.softmax(state, SmallVector<Value>(masked.getResults()));
+            SmallVector<Value> values = stepped.flatten();
+            llvm::append_range(values, p);
+            return values;
+          };
+          WarpAttentionTile::State stepped = state;
+          SmallVector<Value> p;
+          int64_t numStateValues = stateValues.size();
+          if (!tileMask) {
+            SmallVector<Value> values = scoreTile(lb);
+            stepped = WarpAttentionTile::State::unflatten(
+                ArrayRef<Value>(values).take_front(numStateValues),
+                tile.getShape());
+            p.assign(values.begin() + numStateValues, values.end());
+          } else {
+            // A dead tile keeps the state; its P is never used. (`b`, the
+            // builder the tile and fragments build through, moves into each
+            // branch.)
+            SmallVector<Type> types(stateValues.getTypes());
+            int64_t numP = mTiles * (kvTile / 16);
+            types.append(numP, mma.getAType());
+            auto scored = scf::IfOp::create(b, types, live,
+                                            /*withElseRegion=*/true);
+            {
+              OpBuilder::InsertionGuard guard(b);
+              b.setInsertionPointToEnd(scored.thenBlock());
+              scf::YieldOp::create(b, scoreTile(b));
+              b.setInsertionPointToEnd(scored.elseBlock());
+              SmallVector<Value> values(stateValues);
+              Value zero = arith::ConstantOp::create(
+                  b, mma.getAType(), b.getZeroAttr(mma.getAType()));
+              values.append(numP, zero);
+              scf::YieldOp::create(b, values);
+            }
+            stepped = WarpAttentionTile::State::unflatten(
+                scored.getResults().take_front(numStateValues),
+                tile.getShape());
+            llvm::append_range(p,
+                               scored.getResults().drop_front(numStateValues));
+          }
 
           if (!s.isMla()) {
             waitAsyncCopies(lb, 1);
             gpu::BarrierOp::create(lb);
-            issue(lb, next, kv::PoolRole::V);
+            issueIfLive(lb, next, kv::PoolRole::V, liveNext);
             commitAsyncCopies(lb);
           }
           Value vStage = stage;
@@ -786,8 +945,26 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
             gpu::BarrierOp::create(lb);
             vStage = j.idx(0);
           }
-          state = tile.accumulate(stepped, p, vTiles, vStage);
-          scf::YieldOp::create(lb, state.flatten());
+          SmallVector<Value> results;
+          if (!tileMask) {
+            results = tile.accumulate(stepped, p, vTiles, vStage).flatten();
+          } else {
+            SmallVector<Value> kept = stepped.flatten();
+            auto accumulated = scf::IfOp::create(
+                b, ValueRange(kept).getTypes(), live, /*withElseRegion=*/true);
+            {
+              OpBuilder::InsertionGuard guard(b);
+              b.setInsertionPointToEnd(accumulated.thenBlock());
+              scf::YieldOp::create(
+                  b, tile.accumulate(stepped, p, vTiles, vStage).flatten());
+              b.setInsertionPointToEnd(accumulated.elseBlock());
+              scf::YieldOp::create(b, kept);
+            }
+            results.assign(accumulated.getResults().begin(),
+                           accumulated.getResults().end());
+            results.push_back(liveNext);
+          }
+          scf::YieldOp::create(lb, results);
         });
     waitAsyncCopies(b, 0);
     // Warps of other value slices may still read the query tile that
@@ -796,8 +973,9 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
       gpu::BarrierOp::create(b);
 
     // Step 4.
-    WarpAttentionTile::State state =
-        WarpAttentionTile::State::unflatten(loop.getResults(), tile.getShape());
+    WarpAttentionTile::State state = WarpAttentionTile::State::unflatten(
+        tileMask ? loop.getResults().drop_back() : loop.getResults(),
+        tile.getShape());
     std::optional<SharedTile> outStage;
     if (s.stagesFinalOutput(
             (s.scheduled ? s.finalOutType : s.outType).getElementType()))
