@@ -30,6 +30,8 @@ using namespace mlir;
 
 void kvir::buildKVToGPUPipeline(OpPassManager &pm,
                                 const KVToGPUPipelineOptions &options) {
+  // Regions that are built-ins get the built-ins' kernels.
+  pm.addPass(kv::createKVCanonicalizeVariants());
   pm.addPass(kv::createKVExpandCascade());
   pm.addPass(kv::createKVSpecializeLayout());
   kvgpu::KVTileOptions tile;
@@ -94,6 +96,7 @@ void kvir::buildHostToLLVMPipeline(OpPassManager &pm,
 
 void kvir::buildKVLowerToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(kv::createKVRejectGPUKernels());
+  pm.addPass(kv::createKVCanonicalizeVariants());
   pm.addPass(createConvertKVToLoops());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -108,14 +108,20 @@ std::vector<GpuDecodeCase> variantCases() {
     for (int64_t h = 0; h < 8; ++h)
       table.set({h}, temperature[h]);
     c.variants.captures = {{"temperature", table}};
+    // A soft cap of a tempered score: tanh in the kernel (a polynomial,
+    // no libdevice).
     c.variants.scoreMod =
         R"(^bb0(%s: f32, %b: index, %h: index, %p: index, %j: index):
       %t = memref.load $temperature[%h] : memref<8xf32>
-      %r = arith.mulf %s, %t : f32
+      %x = arith.mulf %s, %t : f32
+      %c = arith.constant 8.0 : f32
+      %y = arith.divf %x, %c : f32
+      %th = math.tanh %y : f32
+      %r = arith.mulf %th, %c : f32
       kv.yield %r : f32)";
     c.params.scoreMod = [temperature](double s, int64_t, int64_t h, int64_t,
                                       int64_t) {
-      return s * double(float(temperature[h]));
+      return 8.0 * std::tanh(s * double(float(temperature[h])) / 8.0);
     };
     cases.push_back(withRuns(c, 5, 100, 20));
   }
@@ -465,6 +471,71 @@ TEST(GpuPrefillVariantsTiles, DocumentMaskSkipsHiddenTiles) {
       << maskedMma << " of " << denseMma;
   EXPECT_LT(double(maskedBytes), 0.35 * double(denseBytes))
       << maskedBytes << " of " << denseBytes;
+}
+
+} // namespace
+
+namespace {
+
+/// The output and LSE of a causal prefill (bf16, head dim 128, GQA 2) with
+/// `clauses` (regions) and `attrs` over the same random inputs, and the
+/// names of the kernels it launched.
+std::pair<StateBuffers, std::vector<std::string>>
+runGemmaPrefill(const std::string &clauses, const std::string &attrs) {
+  CacheSpec spec = makeSpec(16, 2, 128, DType::BF16);
+  Rng rng(1902);
+  std::vector<int64_t> qo{1, 7, 0, 64, 130}, kv{1, 17, 0, 300, 700};
+  PagedCache cache = makeCache(spec, kv, rng);
+  std::vector<int32_t> qoIndptr = indptrOf(qo);
+  int64_t rows = qoIndptr.back();
+  Tensor q = randomTensor(rng, spec.dtype, {rows, 4, 128}, 2.0);
+  StateBuffers out = makeStateBuffers(rows, 4, 128, spec.dtype);
+  KernelSource src;
+  std::string kvType;
+  std::string kvName = emitPagedView(src, cache, "kv", kvType);
+  std::string qs = src.addMemref("q", q);
+  std::string qoName = src.addMemref("qo_indptr", makeI32(qoIndptr));
+  std::string stateType = stateTypeText(4, 128, spec.dtype, Base::E);
+  src.addLine("%s = kv.prefill " + qs + ", " + qoName + ", " + kvName +
+              clauses + " " + attrs + " : " + src.typeOf(qs) + ", " +
+              src.typeOf(qoName) + ", " + kvType + " -> " + stateType);
+  emitStore(src, "%s", stateType, out);
+  RunResult result;
+  EXPECT_TRUE(runGpu(src, {out.o, out.lse}, "sm_90a", {"kv.prefill"}, result));
+  EXPECT_TRUE(noReports(result));
+  return {out, result.kernelNames()};
+}
+
+// Gemma's soft cap and sliding window written as regions run the built-ins'
+// kernels (kv-canonicalize-variants): the same kernels, bit for bit the
+// same results.
+TEST(GpuVariantsCanonical, RegionsEqualBuiltinsBitForBit) {
+  std::string regions = R"( score_mod {
+^bb0(%s: f32, %b: index, %h: index, %p: index, %j: index):
+  %c = arith.constant 50.0 : f32
+  %x = arith.divf %s, %c : f32
+  %t = math.tanh %x : f32
+  %r = arith.mulf %c, %t : f32
+  kv.yield %r : f32
+} mask_mod {
+^bb0(%b: index, %h: index, %p: index, %j: index):
+  %w = arith.constant 99 : index
+  %d = arith.subi %p, %j : index
+  %in = arith.cmpi sle, %d, %w : index
+  kv.yield %in : i1
+})";
+  auto [fromRegions, regionKernels] = runGemmaPrefill(regions, "{causal}");
+  auto [fromBuiltins, builtinKernels] = runGemmaPrefill(
+      "", "{causal, logits_soft_cap = 50.0 : f32, window_left = 99 : i64}");
+  EXPECT_EQ(regionKernels, builtinKernels);
+  int64_t differing = 0;
+  fromRegions.o.forEachIndex([&](const Index &i) {
+    differing += fromRegions.o.getBits(i) != fromBuiltins.o.getBits(i);
+  });
+  fromRegions.lse.forEachIndex([&](const Index &i) {
+    differing += fromRegions.lse.getBits(i) != fromBuiltins.lse.getBits(i);
+  });
+  EXPECT_EQ(differing, 0);
 }
 
 } // namespace

@@ -8,7 +8,8 @@
 
 // Decode kernels with attention variants: gpt-oss (sinks, a 128-key
 // window, bf16, GQA 8), ALiBi beside a soft cap, and regions (a score_mod
-// calling math.tanh, a mask_mod reading a per-request table) compile to
+// calling math.tanh and math.exp, a mask_mod reading a per-request table)
+// compile to
 // PTX that ptxas takes without spills, calling nothing: math ops in regions
 // become polynomial approximations, not libdevice.
 // The gpt-oss merge kernel takes the sinks; the other two share one.
@@ -50,7 +51,9 @@ func.func @regions(%q: memref<?x32x128xf16>, %pool: memref<?x2x16x8x128xf16>, %a
     %d = arith.divf %x, %cap : f32
     %t = math.tanh %d : f32
     %y = arith.mulf %cap, %t : f32
-    kv.yield %y : f32
+    %e = math.exp %t : f32
+    %z = arith.addf %y, %e : f32
+    kv.yield %z : f32
   } mask_mod {
   ^bb0(%r: index, %h: index, %p: index, %j: index):
     %dp = memref.load %doc[%r, %p] : memref<?x?xi32>

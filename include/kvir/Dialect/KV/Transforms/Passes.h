@@ -13,6 +13,8 @@ namespace kvir::kv {
 
 /// Patterns rewriting kv.cascade into per-level kv.prefill and kv.merge.
 void populateExpandCascadePatterns(mlir::RewritePatternSet &patterns);
+/// kv-canonicalize-variants' patterns.
+void populateCanonicalizeVariantsPatterns(mlir::RewritePatternSet &patterns);
 
 #define GEN_PASS_REGISTRATION
 #include "kvir/Dialect/KV/Transforms/Passes.h.inc"

@@ -22,6 +22,30 @@ def KVExpandCascade : Pass<"kv-expand-cascade"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def KVCanonicalizeVariants : Pass<"kv-canonicalize-variants"> {
+  let summary = "Rewrite regions that compute a built-in variant into it";
+  let description = [{
+    A `score_mod` or `mask_mod` region that computes one of the built-in
+    variants becomes the built-in, so that a user who writes the region gets
+    the same kernel (the same symbol, bit for bit the same results) as one
+    who writes the attribute:
+
+    | region                                          | becomes                          |
+    |-------------------------------------------------|----------------------------------|
+    | score_mod `c * tanh(s / c)` (c > 0 a constant)  | `logits_soft_cap = c`            |
+    | score_mod yielding `s`                          | (nothing)                        |
+    | mask_mod `p - j <= w`, `p - j < w + 1`, `j >= p - w` (w >= 0, signed) | `window_left = w` (the smaller of two) |
+    | mask_mod `j <= p` on kv.prefill / kv.cascade    | `causal`                         |
+    | mask_mod `j <= p` on kv.decode                  | (nothing: every key is)          |
+    | mask_mod yielding `true`                        | (nothing)                        |
+
+    Only whole regions are rewritten (the region is exactly the pattern);
+    kv.mla_decode has neither a soft cap nor a window. kv-to-nvvm runs it
+    first.
+  }];
+  let dependentDialects = ["::kvir::kv::KVDialect"];
+}
+
 def KVSpecializeLayout : Pass<"kv-specialize-layout"> {
   let summary = "Resolve preset KV layouts into explicit affine maps";
   let description = [{
