@@ -343,6 +343,29 @@ std::vector<GpuPrefillCase> prefillVariantCases() {
     };
     cases.push_back(c);
   }
+  // f32 prefills run their query rows on the decode kernel.
+  {
+    GpuPrefillCase c = makePrefill("F32QueryRowsSinksAlibiMaskMod",
+                                   makeSpec(16, 2, 64, DType::F32), 4,
+                                   DType::F32, "sm_86", 1807);
+    Rng rng(c.seed);
+    c.params.causal = true;
+    c.params.sinks = randomPerHead(rng, 4, -1.0, 4.0);
+    c.params.alibiSlopes = powerOfTwoAlibiSlopes(4);
+    c.variants.standardAlibi = true;
+    c.variants.maskMod =
+        R"(^bb0(%b: index, %h: index, %p: index, %j: index):
+      %c4 = arith.constant 4 : index
+      %r = arith.remui %j, %c4 : index
+      %c1 = arith.constant 1 : index
+      %keep = arith.cmpi ne, %r, %c1 : index
+      kv.yield %keep : i1)";
+    c.params.maskMod = [](int64_t, int64_t, int64_t, int64_t j) {
+      return j % 4 != 1;
+    };
+    c.batches = {PrefillBatch{{1, 7, 0, 33}, {1, 17, 0, 300}}};
+    cases.push_back(c);
+  }
   // Everything at once: RoPE, a window, a soft cap, a packed custom mask.
   {
     GpuPrefillCase c = makePrefill("AllVariantsRopeMaskF16",

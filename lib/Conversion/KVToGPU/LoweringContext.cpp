@@ -380,25 +380,6 @@ gpu_lowering::addWorkSchedule(PlanBuilder &plan, const WorkSchedulePlan &ws,
   return gridBatch;
 }
 
-std::optional<std::string>
-gpu_lowering::whyNoVariantKernel(Operation *op, StringRef kernel) {
-  auto variants = dyn_cast<kv::AttentionVariantOpInterface>(op);
-  if (!variants || !variants.hasVariants())
-    return std::nullopt;
-  SmallVector<StringRef> present;
-  if (variants.getSinks())
-    present.push_back("sinks");
-  if (variants.hasAlibi())
-    present.push_back("ALiBi");
-  if (!variants.getScoreMod().empty())
-    present.push_back("a score_mod region");
-  if (!variants.getMaskMod().empty())
-    present.push_back("a mask_mod region");
-  return "the " + kernel.str() + " kernel does not run " +
-         llvm::join(present, ", ") +
-         " yet (kv-to-loops does: kvir-runner runs such ops on host loops)";
-}
-
 SmallVector<std::string>
 gpu_lowering::addVariantArguments(PlanBuilder &plan, Operation *op,
                                   ValueRange variantOperands) {

@@ -169,11 +169,6 @@ std::optional<int64_t> int8ScaleChunkElements(kv::PagedViewOp view);
 std::optional<std::string> whyNoTransposedV(kv::PagedViewOp view,
                                             llvm::StringRef kernel);
 
-/// Why the `kernel` kernels cannot run `op`'s attention variants (sinks,
-/// ALiBi, score_mod / mask_mod regions), or nullopt when it has none.
-std::optional<std::string> whyNoVariantKernel(mlir::Operation *op,
-                                              llvm::StringRef kernel);
-
 /// Adds `op`'s variant operands (codegen::getVariantOperands) to `plan` as
 /// inputs: `sinks`, `alibi_slopes`, and `capture<i>` for what its regions
 /// use from above (memrefs as buffers, f32 as scalars); returns their

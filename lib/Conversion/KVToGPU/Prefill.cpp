@@ -535,12 +535,8 @@ gpu_lowering::whyNoPrefillKernel(kv::PrefillOp op,
   if (!isa_and_nonnull<kv::PagedViewOp, kv::RaggedViewOp>(viewOp))
     return std::string(
         "its KV is not a kv.paged_view or kv.ragged_view of the same function");
-  if (kvgpu::prefillTakesQueryRows(op)) {
-    if (std::optional<std::string> why =
-            whyNoVariantKernel(op, "f32 prefill (query rows)"))
-      return why;
+  if (kvgpu::prefillTakesQueryRows(op))
     return whyNoQueryRowsKernel(op, target);
-  }
   if (auto view = dyn_cast<kv::PagedViewOp>(viewOp)) {
     kv::PagedType kv = view.getType();
     // The layout's proven vector width covers the pools' strides too.
