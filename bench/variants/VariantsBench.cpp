@@ -73,8 +73,7 @@ std::unique_ptr<Problem> makeProblem(int64_t len, ref::AttentionParams params,
       stateTypeText(qHeads, spec.headDimV, spec.dtype, params.base);
   p->src.addLine("%s = kv.prefill " + qs + ", " + qo + ", " + kv + clauses +
                  " " + attentionAttrs(p->params) + " : " + p->src.typeOf(qs) +
-                 ", " + p->src.typeOf(qo) + ", " + kvType + " -> " +
-                 stateType);
+                 ", " + p->src.typeOf(qo) + ", " + kvType + " -> " + stateType);
   emitStore(p->src, "%s", stateType, p->out);
   return p;
 }
@@ -97,9 +96,8 @@ Measured run(Problem &p, const std::string &chip) {
   for (const std::string &r : result.reports)
     std::fprintf(stderr, "%s\n", r.c_str());
   m.traffic = sumTraffic(result.launches);
-  ref::State expected = ref::attention(p.q, p.qoIndptr,
-                                       ref::PagedSource(p.cache),
-                                       asKernelSees(p.params));
+  ref::State expected = ref::attention(
+      p.q, p.qoIndptr, ref::PagedSource(p.cache), asKernelSees(p.params));
   m.maxRelErr = maxRelativeError(p.out, expected);
   m.ok = result.reports.empty() && m.maxRelErr <= outputTolerance(DType::F16);
   return m;
@@ -153,8 +151,12 @@ int main(int argc, char **argv) {
   masked.captures = {{"doc", doc}};
   std::string type = "memref<" + std::to_string(len) + "xi32>";
   masked.maskMod = "^bb0(%b: index, %h: index, %p: index, %j: index):\n"
-                   "      %dp = memref.load $doc[%p] : " + type + "\n"
-                   "      %dj = memref.load $doc[%j] : " + type + "\n"
+                   "      %dp = memref.load $doc[%p] : " +
+                   type +
+                   "\n"
+                   "      %dj = memref.load $doc[%j] : " +
+                   type +
+                   "\n"
                    "      %same = arith.cmpi eq, %dp, %dj : i32\n"
                    "      kv.yield %same : i1";
   ref::AttentionParams base;
@@ -171,16 +173,19 @@ int main(int argc, char **argv) {
   // The same documents from arithmetic (doc = pos * docs / len): no
   // memory read by the region, so the bytes are the attention's own.
   VariantSource computed;
-  computed.maskMod =
-      "^bb0(%b: index, %h: index, %p: index, %j: index):\n"
-      "      %n = arith.constant " + std::to_string(docs) + " : index\n"
-      "      %l = arith.constant " + std::to_string(len) + " : index\n"
-      "      %pn = arith.muli %p, %n : index\n"
-      "      %jn = arith.muli %j, %n : index\n"
-      "      %dp = arith.divui %pn, %l : index\n"
-      "      %dj = arith.divui %jn, %l : index\n"
-      "      %same = arith.cmpi eq, %dp, %dj : index\n"
-      "      kv.yield %same : i1";
+  computed.maskMod = "^bb0(%b: index, %h: index, %p: index, %j: index):\n"
+                     "      %n = arith.constant " +
+                     std::to_string(docs) +
+                     " : index\n"
+                     "      %l = arith.constant " +
+                     std::to_string(len) +
+                     " : index\n"
+                     "      %pn = arith.muli %p, %n : index\n"
+                     "      %jn = arith.muli %j, %n : index\n"
+                     "      %dp = arith.divui %pn, %l : index\n"
+                     "      %dj = arith.divui %jn, %l : index\n"
+                     "      %same = arith.cmpi eq, %dp, %dj : index\n"
+                     "      kv.yield %same : i1";
   auto dense = makeProblem(len, base, {});
   auto document = makeProblem(len, maskedParams, masked);
   auto arithmetic = makeProblem(len, maskedParams, computed);
@@ -226,12 +231,11 @@ int main(int argc, char **argv) {
       "      %t = math.tanh %x : f32\n"
       "      %r = arith.mulf %c, %t : f32\n"
       "      kv.yield %r : f32";
-  regions.maskMod =
-      "^bb0(%b: index, %h: index, %p: index, %j: index):\n"
-      "      %w = arith.constant 511 : index\n"
-      "      %d = arith.subi %p, %j : index\n"
-      "      %in = arith.cmpi sle, %d, %w : index\n"
-      "      kv.yield %in : i1";
+  regions.maskMod = "^bb0(%b: index, %h: index, %p: index, %j: index):\n"
+                    "      %w = arith.constant 511 : index\n"
+                    "      %d = arith.subi %p, %j : index\n"
+                    "      %in = arith.cmpi sle, %d, %w : index\n"
+                    "      kv.yield %in : i1";
   ref::AttentionParams regionParams = base;
   regionParams.causal = true;
   std::printf("\nCompile time of a causal prefill (head dim 128, GQA 4) with "

@@ -231,10 +231,9 @@ WarpAttentionTile::State WarpAttentionTile::accumulate(const State &state,
   return next;
 }
 
-WarpAttentionTile::Final WarpAttentionTile::finalize(const State &state,
-                                                     kv::LseBase base,
-                                                     Value outputScale,
-                                                     ArrayRef<Value> sinkLogits) {
+WarpAttentionTile::Final
+WarpAttentionTile::finalize(const State &state, kv::LseBase base,
+                            Value outputScale, ArrayRef<Value> sinkLogits) {
   IRBuilder ir{b};
   int64_t dv8 = shape.headDimV / 8;
   Final f;

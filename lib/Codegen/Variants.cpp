@@ -84,12 +84,11 @@ Value VariantEmitter::alibiSlope(ImplicitLocOpBuilder &b, Value qHead) const {
   // 2^e with e = -8 (h + 1) / n below n, -4 (2 (h - n) + 1) / n above:
   // exact in f32 (n is a power of two), then one exp2.
   int64_t n = int64_t(1) << static_cast<int>(std::floor(std::log2(heads)));
-  Value h = arith::SIToFPOp::create(b, b.getF32Type(),
-                                    ir.toI32(qHead));
+  Value h = arith::SIToFPOp::create(b, b.getF32Type(), ir.toI32(qHead));
   Value low = ir.mul(ir.add(h, ir.f32(1.0)), ir.f32(-8.0 / double(n)));
-  Value high = ir.mul(ir.add(ir.mul(ir.sub(h, ir.f32(double(n))), ir.f32(2.0)),
-                             ir.f32(1.0)),
-                      ir.f32(-4.0 / double(n)));
+  Value high = ir.mul(
+      ir.add(ir.mul(ir.sub(h, ir.f32(double(n))), ir.f32(2.0)), ir.f32(1.0)),
+      ir.f32(-4.0 / double(n)));
   Value e = ir.select(ir.lt(qHead, ir.idx(n)), low, high);
   if (flavor == AttentionState::Flavor::ptxBase2)
     return ir.nvvmUnary("llvm.nvvm.ex2.approx.ftz.f", e);
@@ -102,8 +101,8 @@ Value VariantEmitter::modifyScore(ImplicitLocOpBuilder &b, Value s,
   IRBuilder ir{b};
   if (Value slope = alibiSlope(b, qHead)) {
     // slope * (j - p), the distance exact as an integer first.
-    Value distance = arith::SIToFPOp::create(
-        b, b.getF32Type(), ir.toI32(ir.sub(kvPos, qPos)));
+    Value distance = arith::SIToFPOp::create(b, b.getF32Type(),
+                                             ir.toI32(ir.sub(kvPos, qPos)));
     s = ir.add(s, ir.mul(slope, distance));
   }
   if (!scoreMod->empty())

@@ -17,8 +17,6 @@
 
 #include "TestUtil.h"
 
-#include <cmath>
-
 using namespace kvir::test;
 using namespace kvir::test::gpu;
 
@@ -59,9 +57,8 @@ void runCascadeCase(const CascadeCase &c) {
   std::string qs = src.addMemref("q", q);
   std::string stateType =
       stateTypeText(c.qHeads, spec.headDimV, spec.dtype, c.params.base);
-  std::vector<std::vector<int32_t>> indptrs =
-      emitCascade(src, qs, caches, shape.qoLens, c.params, stateType,
-                  c.variants);
+  std::vector<std::vector<int32_t>> indptrs = emitCascade(
+      src, qs, caches, shape.qoLens, c.params, stateType, c.variants);
   emitStore(src, "%s", stateType, out);
 
   RunResult result;
@@ -80,8 +77,8 @@ void runCascadeCase(const CascadeCase &c) {
     positions += name.rfind("cascade_positions_", 0) == 0;
   }
   EXPECT_GE(prefills, c.levels) << result.describeLaunches();
-  bool positional = c.params.windowLeft || c.params.rope ||
-                    !c.params.alibiSlopes.empty();
+  bool positional =
+      c.params.windowLeft || c.params.rope || !c.params.alibiSlopes.empty();
   EXPECT_EQ(positions, positional ? c.levels - 1 : 0)
       << result.describeLaunches();
   // The shared levels' prefills take 256-row query tiles (kv.shared_level),
@@ -208,12 +205,10 @@ std::vector<CascadeCase> cascadeCases() {
     c->params.causal = true;
     c->params.windowLeft = 120;
     Rng rng(7011);
-    for (int64_t h = 0; h < 8; ++h)
-      c->params.sinks.push_back(rng.uniform(-1.0, 5.0));
+    c->params.sinks = randomPerHead(rng, 8, -1.0, 5.0);
   }
   {
-    CascadeCase *c = add("TwoLevelsCausalAlibiSinksHndBlockTableP8D128G4F16",
-                         2,
+    CascadeCase *c = add("TwoLevelsCausalAlibiSinksHndBlockTableP8D128G4F16", 2,
                          makeSpec(8, 2, 128, DType::F16, Layout::HND,
                                   Storage::Combined, Table::BlockTable),
                          8, "sm_80", 7012);
@@ -221,10 +216,8 @@ std::vector<CascadeCase> cascadeCases() {
     c->params.base = Base::Two;
     c->variants.standardAlibi = true;
     Rng rng(7012);
-    for (int64_t h = 0; h < 8; ++h) {
-      c->params.sinks.push_back(rng.uniform(-1.0, 5.0));
-      c->params.alibiSlopes.push_back(std::exp2(-double(h + 1)));
-    }
+    c->params.sinks = randomPerHead(rng, 8, -1.0, 5.0);
+    c->params.alibiSlopes = alibiPaperSlopes(8);
   }
   {
     // An empty shared prefix.

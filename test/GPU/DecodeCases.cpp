@@ -60,8 +60,7 @@ void gpu::runGpuDecodeCase(const GpuDecodeCase &c) {
                 withConfig(attentionAttrs(c.params, /*withCausal=*/false,
                                           c.variants.standardAlibi),
                            c.config) +
-                " : " +
-                src.typeOf(qs) + ", " + kvType + " -> " + stateType);
+                " : " + src.typeOf(qs) + ", " + kvType + " -> " + stateType);
     emitStore(src, "%s", stateType, out);
 
     ref::State expected =
@@ -123,8 +122,8 @@ void gpu::runGpuDecodeCase(const GpuDecodeCase &c) {
                 uint32_t(c.qHeads / c.spec.kvHeads));
     EXPECT_TRUE(check(compareGpuState(out, expected, c.outType)));
     if (std::getenv("KVIR_UNIT_VERBOSE"))
-      std::printf("    batch %lld, %lld work items: %.2f s\n",
-                  (long long)batch, (long long)*items, seconds);
+      std::printf("    batch %lld, %lld work items: %.2f s\n", (long long)batch,
+                  (long long)*items, seconds);
   }
 }
 
@@ -137,10 +136,10 @@ int64_t gpu::minChunk(int64_t group, bool oneByte) {
 /// A small batch with one request long enough to be cut and a large batch
 /// of short requests, which no schedule cuts.
 std::vector<BatchRun> gpu::bothPaths(const std::string &chip, int64_t kvHeads,
-                                int64_t group, int64_t smallBatch,
-                                int64_t smallMaxLen, int64_t largeMaxLen,
-                                std::optional<int64_t> windowLeft,
-                                bool oneByte) {
+                                     int64_t group, int64_t smallBatch,
+                                     int64_t smallMaxLen, int64_t largeMaxLen,
+                                     std::optional<int64_t> windowLeft,
+                                     bool oneByte) {
   int64_t large = (2 * smCountOf(chip) + kvHeads - 1) / kvHeads;
   // A window of at most one chunk's keys leaves nothing to cut; any wider
   // one lets the long first request be cut (chunks split the visible keys).
@@ -151,7 +150,7 @@ std::vector<BatchRun> gpu::bothPaths(const std::string &chip, int64_t kvHeads,
 }
 
 GpuDecodeCase gpu::makeCase(std::string name, CacheSpec spec, int64_t qHeads,
-                       DType outType, std::string chip, uint64_t seed) {
+                            DType outType, std::string chip, uint64_t seed) {
   GpuDecodeCase c;
   c.name = std::move(name);
   c.spec = spec;

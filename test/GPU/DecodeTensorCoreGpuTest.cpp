@@ -14,8 +14,6 @@
 
 #include "TestUtil.h"
 
-#include <cmath>
-
 using namespace kvir::test;
 using namespace kvir::test::gpu;
 
@@ -64,8 +62,7 @@ void runCase(const TensorCoreDecodeCase &c) {
     src.addLine("%s = kv.decode " + qs + ", " + kv + variants + " " +
                 attentionAttrs(c.params, /*withCausal=*/false,
                                c.variants.standardAlibi) +
-                " : " +
-                src.typeOf(qs) + ", " + kvType + " -> " + stateType);
+                " : " + src.typeOf(qs) + ", " + kvType + " -> " + stateType);
     emitStore(src, "%s", stateType, out);
     RunResult result;
     ASSERT_TRUE(runGpu(src, {out.o, out.lse}, c.chip, {"kv.decode"}, result,
@@ -187,14 +184,11 @@ std::vector<TensorCoreDecodeCase> cases() {
     CacheSpec spec = makeSpec(16, 1, 192, DType::BF16, Layout::NHD,
                               Storage::Split, Table::CSR);
     spec.headDimV = 128;
-    TensorCoreDecodeCase *c =
-        add("SinksAlibiMaskModD192Dv128NhdSplitCsrG8BF16", spec, 8, "sm_90a",
-            9310);
+    TensorCoreDecodeCase *c = add("SinksAlibiMaskModD192Dv128NhdSplitCsrG8BF16",
+                                  spec, 8, "sm_90a", 9310);
     Rng rng(9310);
-    for (int64_t h = 0; h < 8; ++h) {
-      c->params.sinks.push_back(rng.uniform(-1.0, 5.0));
-      c->params.alibiSlopes.push_back(std::exp2(-double(h + 1)));
-    }
+    c->params.sinks = randomPerHead(rng, 8, -1.0, 5.0);
+    c->params.alibiSlopes = alibiPaperSlopes(8);
     c->variants.standardAlibi = true;
     c->variants.maskMod =
         R"(^bb0(%b: index, %h: index, %p: index, %j: index):

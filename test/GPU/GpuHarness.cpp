@@ -399,7 +399,6 @@ int64_t kvir::test::gpu::envInteger(const char *name, int64_t fallback) {
   return value ? std::strtoll(value, nullptr, 10) : fallback;
 }
 
-
 bool kvir::test::gpu::isSplitKernel(const std::string &name) {
   std::string stem = name.substr(0, name.rfind('_'));
   return stem.size() >= 6 && stem.compare(stem.size() - 6, 6, "_split") == 0;

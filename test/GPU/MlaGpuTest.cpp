@@ -14,8 +14,6 @@
 
 #include "TestUtil.h"
 
-#include <cmath>
-
 using namespace kvir::test;
 using namespace kvir::test::gpu;
 
@@ -98,9 +96,9 @@ void runMlaCase(const MlaCase &c) {
   if (!attrText.empty())
     attrText += "}";
   if (c.variants.standardAlibi)
-    attrText = attrText.empty() ? "{alibi}"
-                                : attrText.substr(0, attrText.size() - 1) +
-                                      ", alibi}";
+    attrText = attrText.empty()
+                   ? "{alibi}"
+                   : attrText.substr(0, attrText.size() - 1) + ", alibi}";
   rowsClause += emitVariants(src, c.variantParams, c.variants);
   src.addLine("%s = kv.mla_decode " + qn + ", " + qp + ", " + kv + rowsClause +
               " " + attrText + " : " + src.typeOf(qn) + ", " + src.typeOf(qp) +
@@ -131,10 +129,10 @@ void runMlaCase(const MlaCase &c) {
 
   ref::AttentionParams params;
   params.smScale = c.smScale;
-  ref::State expected = ref::mlaDecode(
-      qNope, qPe, cache, asKernelSees(params).smScale, c.base,
-      multiRow ? qoIndptr : std::vector<int32_t>{}, multiRow,
-      asKernelSees(c.variantParams));
+  ref::State expected =
+      ref::mlaDecode(qNope, qPe, cache, asKernelSees(params).smScale, c.base,
+                     multiRow ? qoIndptr : std::vector<int32_t>{}, multiRow,
+                     asKernelSees(c.variantParams));
   EXPECT_TRUE(check(compareGpuState(out, expected, c.dtype)));
 }
 
@@ -242,22 +240,19 @@ std::vector<MlaCase> mlaCases() {
   {
     // Variants: sinks with the standard ALiBi slopes, split-KV (sinks join
     // in the merge for cut requests, in the split kernel for whole ones).
-    MlaCase *c = add("H16SinksAlibiSplitCsrP64BF16", 16, DType::BF16,
-                     Table::CSR, 9012);
+    MlaCase *c =
+        add("H16SinksAlibiSplitCsrP64BF16", 16, DType::BF16, Table::CSR, 9012);
     c->kvLens = kEdgeLens;
     Rng rng(9012);
-    for (int64_t h = 0; h < 16; ++h) {
-      c->variantParams.sinks.push_back(rng.uniform(-1.0, 5.0));
-      // The ALiBi paper's slopes for 16 heads: 2^(-8 (h + 1) / 16).
-      c->variantParams.alibiSlopes.push_back(std::exp2(-0.5 * double(h + 1)));
-    }
+    c->variantParams.sinks = randomPerHead(rng, 16, -1.0, 5.0);
+    c->variantParams.alibiSlopes = alibiPaperSlopes(16);
     c->variants.standardAlibi = true;
   }
   {
     // Regions on causal rows: a mask_mod dropping every fifth key and a
     // score_mod reading a per-head table.
-    MlaCase *c = add("H16CausalRowsRegionsCsrP64F16", 16, DType::F16,
-                     Table::CSR, 9013);
+    MlaCase *c =
+        add("H16CausalRowsRegionsCsrP64F16", 16, DType::F16, Table::CSR, 9013);
     c->kvLens = {1, 2, 63, 64, 65, 4096};
     c->qoLens = {1, 2, 1, 4, 2, 4};
     Rng rng(9013);

@@ -93,9 +93,9 @@ void gpu::runGpuPrefillCase(const GpuPrefillCase &c) {
         attentionAttrs(c.params, true, c.variants.standardAlibi);
     if (!c.config.empty()) {
       std::string cfg = "kvgpu.config = " + c.config;
-      attrs = attrs.empty() ? "{" + cfg + "}"
-                            : attrs.substr(0, attrs.size() - 1) + ", " + cfg +
-                                  "}";
+      attrs = attrs.empty()
+                  ? "{" + cfg + "}"
+                  : attrs.substr(0, attrs.size() - 1) + ", " + cfg + "}";
     }
     src.addLine("%s = kv.prefill " + qs + ", " + qo + ", " + kv + maskClause +
                 " " + attrs + " : " + src.typeOf(qs) + ", " + src.typeOf(qo) +
@@ -107,10 +107,9 @@ void gpu::runGpuPrefillCase(const GpuPrefillCase &c) {
       params.mask = &mask;
     params.positions = positions;
     ref::State expected =
-        c.ragged
-            ? ref::attention(q, qoIndptr, ref::RaggedSource(rk, rv, kvIndptr),
-                             params)
-            : ref::attention(q, qoIndptr, ref::PagedSource(cache), params);
+        c.ragged ? ref::attention(q, qoIndptr,
+                                  ref::RaggedSource(rk, rv, kvIndptr), params)
+                 : ref::attention(q, qoIndptr, ref::PagedSource(cache), params);
     RunResult result;
     auto start = std::chrono::steady_clock::now();
     ASSERT_TRUE(runGpu(src, {out.o, out.lse}, c.chip, {"kv.prefill"}, result));
@@ -132,9 +131,9 @@ void gpu::runGpuPrefillCase(const GpuPrefillCase &c) {
       EXPECT_TRUE(check(compareGpuState(out, expected, c.outType)));
       continue;
     }
-    std::optional<int64_t> parts = result.planSize(
-        "kv.prefill", "num_partitions",
-        {{"nnz", rows}, {"qo_indptr_len", numRequests + 1}});
+    std::optional<int64_t> parts =
+        result.planSize("kv.prefill", "num_partitions",
+                        {{"nnz", rows}, {"qo_indptr_len", numRequests + 1}});
     ASSERT_TRUE(parts.has_value()) << "no kv.prefill launch plan";
     if (rows == 0) {
       // No query row: the merge grid is empty (no launch); the split
@@ -153,9 +152,9 @@ void gpu::runGpuPrefillCase(const GpuPrefillCase &c) {
     }
     // The P V mma takes P rounded to the KV type: an f32 output is as
     // precise as that type allows.
-    DType precision =
-        outputTolerance(c.outType) < outputTolerance(s.dtype) ? s.dtype
-                                                              : c.outType;
+    DType precision = outputTolerance(c.outType) < outputTolerance(s.dtype)
+                          ? s.dtype
+                          : c.outType;
     // int8 groups are dequantized into the KV type before the mma (as
     // OpenPPL's kernels do), and RoPE rotates q and K into it (as
     // FlashInfer's prefill does): their rounding in that type carries into
@@ -163,12 +162,23 @@ void gpu::runGpuPrefillCase(const GpuPrefillCase &c) {
     double lseTolerance = s.quant == Quant::Int8Group || c.params.rope
                               ? outputTolerance(s.dtype)
                               : 1e-3;
-    EXPECT_TRUE(
-        check(compareGpuState(out, expected, precision, lseTolerance)));
+    EXPECT_TRUE(check(compareGpuState(out, expected, precision, lseTolerance)));
     if (std::getenv("KVIR_UNIT_VERBOSE"))
       std::printf("%s    %lld requests, %lld rows, P = %lld: %.2f s\n",
-                  result.describeLaunches().c_str(),
-                  (long long)numRequests, (long long)rows, (long long)*parts,
-                  seconds);
+                  result.describeLaunches().c_str(), (long long)numRequests,
+                  (long long)rows, (long long)*parts, seconds);
   }
+}
+
+GpuPrefillCase gpu::makePrefillCase(std::string name, CacheSpec spec,
+                                    int64_t qHeads, DType outType,
+                                    std::string chip, uint64_t seed) {
+  GpuPrefillCase c;
+  c.name = std::move(name);
+  c.spec = spec;
+  c.qHeads = qHeads;
+  c.outType = outType;
+  c.chip = std::move(chip);
+  c.seed = seed;
+  return c;
 }

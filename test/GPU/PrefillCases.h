@@ -48,6 +48,9 @@ std::ostream &operator<<(std::ostream &os, const GpuPrefillCase &c);
 
 void runGpuPrefillCase(const GpuPrefillCase &c);
 
+GpuPrefillCase makePrefillCase(std::string name, CacheSpec spec, int64_t qHeads,
+                               DType outType, std::string chip, uint64_t seed);
+
 } // namespace kvir::test::gpu
 
 #endif // KVIR_TEST_GPU_PREFILLCASES_H

@@ -25,18 +25,6 @@ using namespace kvir::test::gpu;
 
 namespace {
 
-GpuPrefillCase makeCase(std::string name, CacheSpec spec, int64_t qHeads,
-                        DType outType, std::string chip, uint64_t seed) {
-  GpuPrefillCase c;
-  c.name = std::move(name);
-  c.spec = spec;
-  c.qHeads = qHeads;
-  c.outType = outType;
-  c.chip = std::move(chip);
-  c.seed = seed;
-  return c;
-}
-
 /// The lengths: qo_len {1, 7, 64, 65, 300} against kv_len
 /// {1, 17, 1000} (causal needs kv_len >= qo_len), and an empty request.
 PrefillBatch standardBatch(bool causal) {
@@ -53,16 +41,16 @@ std::vector<GpuPrefillCase> prefillCases() {
   };
   // The lengths through the 128 x 64 tiles of head dim 128.
   {
-    GpuPrefillCase c = makeCase("CausalNhdCsrP16D128G4F16",
-                                makeSpec(16, 2, 128, DType::F16), 8,
-                                DType::F16, "sm_80", 2001);
+    GpuPrefillCase c = makePrefillCase("CausalNhdCsrP16D128G4F16",
+                                       makeSpec(16, 2, 128, DType::F16), 8,
+                                       DType::F16, "sm_80", 2001);
     c.params.causal = true;
     add(c, {standardBatch(true)});
   }
   {
-    GpuPrefillCase c = makeCase("RaggedD128G1BF16", makeSpec(16, 2, 128,
-                                                             DType::BF16),
-                                2, DType::BF16, "sm_90a", 2002);
+    GpuPrefillCase c =
+        makePrefillCase("RaggedD128G1BF16", makeSpec(16, 2, 128, DType::BF16),
+                        2, DType::BF16, "sm_90a", 2002);
     c.ragged = true;
     c.params.base = Base::Two;
     add(c, {standardBatch(false)});
@@ -71,35 +59,36 @@ std::vector<GpuPrefillCase> prefillCases() {
   // requests), bool and bit-packed with blocks ending mid-byte.
   {
     GpuPrefillCase c =
-        makeCase("BoolMaskHndBlockTableP16D64G4F16",
-                 makeSpec(16, 2, 64, DType::F16, Layout::HND, Storage::Combined,
-                          Table::BlockTable),
-                 8, DType::F16, "sm_80", 2003);
+        makePrefillCase("BoolMaskHndBlockTableP16D64G4F16",
+                        makeSpec(16, 2, 64, DType::F16, Layout::HND,
+                                 Storage::Combined, Table::BlockTable),
+                        8, DType::F16, "sm_80", 2003);
     c.mask = MaskKind::Bool;
     add(c, {{{1, 7, 0, 64, 3, 9}, {1, 17, 5, 100, 2, 1}}});
   }
   {
-    GpuPrefillCase c = makeCase("CausalPackedMaskNhdCsrP1D64G8BF16",
-                                makeSpec(1, 1, 64, DType::BF16), 8, DType::BF16,
-                                "sm_86", 2004);
+    GpuPrefillCase c = makePrefillCase("CausalPackedMaskNhdCsrP1D64G8BF16",
+                                       makeSpec(1, 1, 64, DType::BF16), 8,
+                                       DType::BF16, "sm_86", 2004);
     c.params.causal = true;
     c.mask = MaskKind::Packed;
     add(c, {{{3, 7, 1, 13, 5, 2, 11}, {3, 9, 1, 19, 5, 7, 40}}});
   }
   // Sliding windows, with and without causal.
   {
-    GpuPrefillCase c = makeCase("CausalWindowNhdSplitCsrP64D128G8F16",
-                                makeSpec(64, 1, 128, DType::F16, Layout::NHD,
-                                         Storage::Split, Table::CSR),
-                                8, DType::F16, "sm_80", 2005);
+    GpuPrefillCase c =
+        makePrefillCase("CausalWindowNhdSplitCsrP64D128G8F16",
+                        makeSpec(64, 1, 128, DType::F16, Layout::NHD,
+                                 Storage::Split, Table::CSR),
+                        8, DType::F16, "sm_80", 2005);
     c.params.causal = true;
     c.params.windowLeft = 33;
     add(c, {{{65, 7, 1, 30}, {300, 64, 17, 30}}});
   }
   {
-    GpuPrefillCase c = makeCase("WindowZeroRaggedD64G1F16",
-                                makeSpec(16, 2, 64, DType::F16), 2, DType::F16,
-                                "sm_80", 2006);
+    GpuPrefillCase c = makePrefillCase("WindowZeroRaggedD64G1F16",
+                                       makeSpec(16, 2, 64, DType::F16), 2,
+                                       DType::F16, "sm_80", 2006);
     c.ragged = true;
     c.params.windowLeft = 0;
     add(c, {{{7, 20, 1}, {17, 20, 0}}});
@@ -107,18 +96,18 @@ std::vector<GpuPrefillCase> prefillCases() {
   // Rows at given positions (kv.prefill positions(...)), in no order within
   // a tile: causal and the window masked per row on every K/V tile.
   {
-    GpuPrefillCase c = makeCase("PositionsCausalWindowNhdCsrP16D128G4F16",
-                                makeSpec(16, 2, 128, DType::F16), 8,
-                                DType::F16, "sm_80", 2012);
+    GpuPrefillCase c = makePrefillCase(
+        "PositionsCausalWindowNhdCsrP16D128G4F16",
+        makeSpec(16, 2, 128, DType::F16), 8, DType::F16, "sm_80", 2012);
     c.params.causal = true;
     c.params.windowLeft = 40;
     c.positions = true;
     add(c, {{{37, 5, 1, 60}, {300, 9, 0, 130}}});
   }
   {
-    GpuPrefillCase c = makeCase("PositionsRaggedD64G2BF16Sm90a",
-                                makeSpec(16, 1, 64, DType::BF16), 2,
-                                DType::BF16, "sm_90a", 2013);
+    GpuPrefillCase c = makePrefillCase("PositionsRaggedD64G2BF16Sm90a",
+                                       makeSpec(16, 1, 64, DType::BF16), 2,
+                                       DType::BF16, "sm_90a", 2013);
     c.ragged = true;
     c.positions = true;
     c.params.causal = true;
@@ -127,10 +116,10 @@ std::vector<GpuPrefillCase> prefillCases() {
   // Soft cap, sm_scale, f32 output (stored from the fragments).
   {
     GpuPrefillCase c =
-        makeCase("SoftCapScaleHndBlockTableP16D128G4BF16ToF32",
-                 makeSpec(16, 2, 128, DType::BF16, Layout::HND,
-                          Storage::Combined, Table::BlockTable),
-                 8, DType::F32, "sm_80", 2007);
+        makePrefillCase("SoftCapScaleHndBlockTableP16D128G4BF16ToF32",
+                        makeSpec(16, 2, 128, DType::BF16, Layout::HND,
+                                 Storage::Combined, Table::BlockTable),
+                        8, DType::F32, "sm_80", 2007);
     c.params.softCap = 5.0;
     c.params.smScale = 0.2;
     c.params.causal = true;
@@ -138,17 +127,18 @@ std::vector<GpuPrefillCase> prefillCases() {
   }
   // Head dim 256: 64 x 32 tiles, queries reloaded from shared memory.
   {
-    GpuPrefillCase c = makeCase("CausalNhdSplitCsrP64D256G2F16",
-                                makeSpec(64, 2, 256, DType::F16, Layout::NHD,
-                                         Storage::Split, Table::CSR),
-                                4, DType::F16, "sm_90a", 2008);
+    GpuPrefillCase c =
+        makePrefillCase("CausalNhdSplitCsrP64D256G2F16",
+                        makeSpec(64, 2, 256, DType::F16, Layout::NHD,
+                                 Storage::Split, Table::CSR),
+                        4, DType::F16, "sm_90a", 2008);
     c.params.causal = true;
     add(c, {{{65, 7, 1}, {200, 17, 1}}});
   }
   {
-    GpuPrefillCase c = makeCase("BoolMaskRaggedD256G1BF16Base2",
-                                makeSpec(16, 1, 256, DType::BF16), 1,
-                                DType::BF16, "sm_80", 2009);
+    GpuPrefillCase c = makePrefillCase("BoolMaskRaggedD256G1BF16Base2",
+                                       makeSpec(16, 1, 256, DType::BF16), 1,
+                                       DType::BF16, "sm_80", 2009);
     c.ragged = true;
     c.mask = MaskKind::Bool;
     c.params.base = Base::Two;
@@ -159,8 +149,8 @@ std::vector<GpuPrefillCase> prefillCases() {
   {
     CacheSpec spec = makeSpec(16, 2, 192, DType::BF16);
     spec.headDimV = 128;
-    GpuPrefillCase c = makeCase("CausalRaggedD192Dv128G2BF16", spec, 4,
-                                DType::BF16, "sm_90a", 2031);
+    GpuPrefillCase c = makePrefillCase("CausalRaggedD192Dv128G2BF16", spec, 4,
+                                       DType::BF16, "sm_90a", 2031);
     c.ragged = true;
     c.params.causal = true;
     add(c, {{{65, 7, 1}, {200, 17, 1}}});
@@ -169,24 +159,24 @@ std::vector<GpuPrefillCase> prefillCases() {
     CacheSpec spec = makeSpec(16, 2, 192, DType::F16, Layout::NHD,
                               Storage::Split, Table::BlockTable);
     spec.headDimV = 128;
-    GpuPrefillCase c = makeCase("NhdSplitBlockTableD192Dv128G1F16", spec, 2,
-                                DType::F16, "sm_80", 2032);
+    GpuPrefillCase c = makePrefillCase("NhdSplitBlockTableD192Dv128G1F16", spec,
+                                       2, DType::F16, "sm_80", 2032);
     add(c, {{{33, 1, 7}, {90, 300, 20}}});
   }
   // Head dim 512 (and 384 / 512 unequal): 32-row tiles of 16 keys whose
   // warps split the value columns in slices of 128.
   {
-    GpuPrefillCase c = makeCase("CausalNhdCsrP16D512G2F16",
-                                makeSpec(16, 1, 512, DType::F16), 2,
-                                DType::F16, "sm_90a", 2033);
+    GpuPrefillCase c = makePrefillCase("CausalNhdCsrP16D512G2F16",
+                                       makeSpec(16, 1, 512, DType::F16), 2,
+                                       DType::F16, "sm_90a", 2033);
     c.params.causal = true;
     add(c, {{{17, 40, 1}, {50, 70, 1}}});
   }
   {
     CacheSpec spec = makeSpec(16, 2, 384, DType::BF16);
     spec.headDimV = 512;
-    GpuPrefillCase c = makeCase("RaggedD384Dv512G1BF16Sm86", spec, 2,
-                                DType::BF16, "sm_86", 2034);
+    GpuPrefillCase c = makePrefillCase("RaggedD384Dv512G1BF16Sm86", spec, 2,
+                                       DType::BF16, "sm_86", 2034);
     c.ragged = true;
     add(c, {{{9, 33}, {40, 1}}});
   }
@@ -194,27 +184,28 @@ std::vector<GpuPrefillCase> prefillCases() {
   // window (so each tile sees a few key tiles), and without causal over a
   // short KV.
   {
-    GpuPrefillCase c = makeCase("Qo8192CausalWindowRaggedD64G1F16",
-                                makeSpec(16, 1, 64, DType::F16), 1, DType::F16,
-                                "sm_80", 2010);
+    GpuPrefillCase c = makePrefillCase("Qo8192CausalWindowRaggedD64G1F16",
+                                       makeSpec(16, 1, 64, DType::F16), 1,
+                                       DType::F16, "sm_80", 2010);
     c.ragged = true;
     c.params.causal = true;
     c.params.windowLeft = 40;
     add(c, {{{8192, 3}, {8197, 3}}});
   }
   {
-    GpuPrefillCase c = makeCase("Qo8192NhdCsrP16D64G1F16",
-                                makeSpec(16, 1, 64, DType::F16), 1, DType::F16,
-                                "sm_90a", 2011);
+    GpuPrefillCase c = makePrefillCase("Qo8192NhdCsrP16D64G1F16",
+                                       makeSpec(16, 1, 64, DType::F16), 1,
+                                       DType::F16, "sm_90a", 2011);
     add(c, {{{8192}, {17}}});
   }
   // Many short requests over 8 KV heads: the tiles fill sm_80 (P == 1, the
   // direct kernel).
   {
-    GpuPrefillCase c = makeCase("DirectHndCsrP16D64G1F16",
-                                makeSpec(16, 8, 64, DType::F16, Layout::HND,
-                                         Storage::Combined, Table::CSR),
-                                8, DType::F16, "sm_80", 2012);
+    GpuPrefillCase c =
+        makePrefillCase("DirectHndCsrP16D64G1F16",
+                        makeSpec(16, 8, 64, DType::F16, Layout::HND,
+                                 Storage::Combined, Table::CSR),
+                        8, DType::F16, "sm_80", 2012);
     c.params.causal = true;
     std::vector<int64_t> qo(20, 16), kv(20, 40);
     qo[3] = 0;
@@ -224,28 +215,27 @@ std::vector<GpuPrefillCase> prefillCases() {
   // Other table forms and layouts.
   {
     GpuPrefillCase c =
-        makeCase("CausalNhdTokenTableP8D64G2F16",
-                 makeSpec(8, 2, 64, DType::F16, Layout::NHD, Storage::Combined,
-                          Table::TokenTable),
-                 4, DType::F16, "sm_80", 2013);
+        makePrefillCase("CausalNhdTokenTableP8D64G2F16",
+                        makeSpec(8, 2, 64, DType::F16, Layout::NHD,
+                                 Storage::Combined, Table::TokenTable),
+                        4, DType::F16, "sm_80", 2013);
     c.params.causal = true;
     add(c, {{{9, 1, 30}, {21, 3, 30}}});
   }
   {
     GpuPrefillCase c =
-        makeCase("LlamaTokenOffsetP64D128G4BF16",
-                 makeSpec(64, 2, 128, DType::BF16, Layout::Llama,
-                          Storage::Split, Table::TokenOffset),
-                 8, DType::BF16, "sm_86", 2014);
+        makePrefillCase("LlamaTokenOffsetP64D128G4BF16",
+                        makeSpec(64, 2, 128, DType::BF16, Layout::Llama,
+                                 Storage::Split, Table::TokenOffset),
+                        8, DType::BF16, "sm_86", 2014);
     add(c, {{{12, 5}, {50, 3}}});
   }
   {
     CacheSpec spec = makeSpec(5, 2, 64, DType::F16, Layout::PPL0,
                               Storage::Combined, Table::BlockTable);
     spec.layer = 1;
-    GpuPrefillCase c =
-        makeCase("CausalPpl0Layer1BlockTableP5D64G2F16", spec, 4, DType::F16,
-                 "sm_80", 2015);
+    GpuPrefillCase c = makePrefillCase("CausalPpl0Layer1BlockTableP5D64G2F16",
+                                       spec, 4, DType::F16, "sm_80", 2015);
     c.params.causal = true;
     add(c, {{{6, 11}, {13, 11}}});
   }
@@ -256,33 +246,34 @@ std::vector<GpuPrefillCase> prefillCases() {
                               Storage::Combined, Table::TokenTable);
     spec.layer = 1;
     spec.tableType = DType::I64;
-    GpuPrefillCase c = makeCase("CausalPpl2Layer1TokenTableI64P16D128G4F16",
-                                spec, 8, DType::F16, "sm_90a", 2017);
+    GpuPrefillCase c =
+        makePrefillCase("CausalPpl2Layer1TokenTableI64P16D128G4F16", spec, 8,
+                        DType::F16, "sm_90a", 2017);
     c.params.causal = true;
     add(c, {{{40, 1, 0}, {70, 33, 5}}});
   }
   {
-    GpuPrefillCase c = makeCase("RaggedI64D64G2BF16",
-                                makeSpec(16, 2, 64, DType::BF16), 4,
-                                DType::BF16, "sm_80", 2018);
+    GpuPrefillCase c =
+        makePrefillCase("RaggedI64D64G2BF16", makeSpec(16, 2, 64, DType::BF16),
+                        4, DType::BF16, "sm_80", 2018);
     c.ragged = true;
     c.spec.tableType = DType::I64;
     add(c, {{{17, 3}, {40, 3}}});
   }
   // Configurations given by hand: two 16-row tiles per warp.
   {
-    GpuPrefillCase c = makeCase("TwoRowTilesPerWarpCausalNhdCsrP16D64G4F16",
-                                makeSpec(16, 2, 64, DType::F16), 8, DType::F16,
-                                "sm_90a", 2016);
+    GpuPrefillCase c = makePrefillCase(
+        "TwoRowTilesPerWarpCausalNhdCsrP16D64G4F16",
+        makeSpec(16, 2, 64, DType::F16), 8, DType::F16, "sm_90a", 2016);
     c.params.causal = true;
     c.config = "#kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 4, "
                "stages = 2, q_in_registers = false, max_partitions = 4>";
     add(c, {{{40, 7, 1}, {90, 7, 3}}});
   }
   {
-    GpuPrefillCase c = makeCase("SmallTilesMaskRaggedD128G2BF16",
-                                makeSpec(16, 2, 128, DType::BF16), 4,
-                                DType::BF16, "sm_86", 2017);
+    GpuPrefillCase c = makePrefillCase("SmallTilesMaskRaggedD128G2BF16",
+                                       makeSpec(16, 2, 128, DType::BF16), 4,
+                                       DType::BF16, "sm_86", 2017);
     c.ragged = true;
     c.mask = MaskKind::Packed;
     c.config = "#kvgpu.prefill<q_tile = 32, kv_tile = 16, warps = 1, "
@@ -295,7 +286,7 @@ std::vector<GpuPrefillCase> prefillCases() {
   // output; int8 codes times their group's scale, rounded once). Slots
   // past kv_len hold NaN codes (fp8) / NaN scales (int8).
   {
-    GpuPrefillCase c = makeCase(
+    GpuPrefillCase c = makePrefillCase(
         "Fp8E4M3CausalNhdCsrP16D128G4F16",
         quantized(makeSpec(16, 2, 128, DType::F16), Quant::FP8E4M3), 8,
         DType::F16, "sm_80", 2030);
@@ -303,18 +294,18 @@ std::vector<GpuPrefillCase> prefillCases() {
     add(c, {standardBatch(true)});
   }
   {
-    GpuPrefillCase c = makeCase(
-        "Fp8E5M2WindowHndBlockTableP16D64G2BF16Sm90a",
-        quantized(makeSpec(16, 2, 64, DType::BF16, Layout::HND,
-                           Storage::Split, Table::BlockTable),
-                  Quant::FP8E5M2),
-        4, DType::BF16, "sm_90a", 2031);
+    GpuPrefillCase c =
+        makePrefillCase("Fp8E5M2WindowHndBlockTableP16D64G2BF16Sm90a",
+                        quantized(makeSpec(16, 2, 64, DType::BF16, Layout::HND,
+                                           Storage::Split, Table::BlockTable),
+                                  Quant::FP8E5M2),
+                        4, DType::BF16, "sm_90a", 2031);
     c.params.windowLeft = 40;
     c.params.softCap = 30.0;
     add(c, {standardBatch(false)});
   }
   {
-    GpuPrefillCase c = makeCase(
+    GpuPrefillCase c = makePrefillCase(
         "Int8G8CausalNhdCsrP16D128G4F16Sm86",
         quantized(makeSpec(16, 2, 128, DType::F16), Quant::Int8Group, 8), 8,
         DType::F16, "sm_86", 2032);
@@ -322,12 +313,12 @@ std::vector<GpuPrefillCase> prefillCases() {
     add(c, {standardBatch(true)});
   }
   {
-    GpuPrefillCase c = makeCase(
-        "Int8G16HndSplitTokenTableP8D256G1BF16ToF32",
-        quantized(makeSpec(8, 2, 256, DType::BF16, Layout::HND,
-                           Storage::Split, Table::TokenTable),
-                  Quant::Int8Group, 16),
-        2, DType::F32, "sm_90a", 2033);
+    GpuPrefillCase c =
+        makePrefillCase("Int8G16HndSplitTokenTableP8D256G1BF16ToF32",
+                        quantized(makeSpec(8, 2, 256, DType::BF16, Layout::HND,
+                                           Storage::Split, Table::TokenTable),
+                                  Quant::Int8Group, 16),
+                        2, DType::F32, "sm_90a", 2033);
     c.params.base = Base::Two;
     add(c, {{{1, 7, 0, 64, 33}, {17, 1, 17, 300, 500}}});
   }
@@ -336,29 +327,31 @@ std::vector<GpuPrefillCase> prefillCases() {
   // transposed per tile into the V tile the mma reads; ranges start on a
   // chunk (a window's keys before it are masked).
   {
-    GpuPrefillCase c = makeCase("VllmCausalBlockTableP16D128G4F16",
-                                makeSpec(16, 2, 128, DType::F16, Layout::VLLM,
-                                         Storage::Split, Table::BlockTable),
-                                8, DType::F16, "sm_80", 2040);
+    GpuPrefillCase c =
+        makePrefillCase("VllmCausalBlockTableP16D128G4F16",
+                        makeSpec(16, 2, 128, DType::F16, Layout::VLLM,
+                                 Storage::Split, Table::BlockTable),
+                        8, DType::F16, "sm_80", 2040);
     c.params.causal = true;
     add(c, {standardBatch(true)});
   }
   {
-    GpuPrefillCase c = makeCase("VllmWindowBlockTableP8D64G2BF16Sm90a",
-                                makeSpec(8, 2, 64, DType::BF16, Layout::VLLM,
-                                         Storage::Split, Table::BlockTable),
-                                4, DType::BF16, "sm_90a", 2041);
+    GpuPrefillCase c =
+        makePrefillCase("VllmWindowBlockTableP8D64G2BF16Sm90a",
+                        makeSpec(8, 2, 64, DType::BF16, Layout::VLLM,
+                                 Storage::Split, Table::BlockTable),
+                        4, DType::BF16, "sm_90a", 2041);
     c.params.causal = true;
     c.params.windowLeft = 37;
     add(c, {standardBatch(true)});
   }
   {
-    GpuPrefillCase c = makeCase(
-        "VllmFp8E4M3BlockTableP16D128G1F16ToF32",
-        quantized(makeSpec(16, 2, 128, DType::F16, Layout::VLLM,
-                           Storage::Split, Table::BlockTable),
-                  Quant::FP8E4M3),
-        2, DType::F32, "sm_86", 2042);
+    GpuPrefillCase c =
+        makePrefillCase("VllmFp8E4M3BlockTableP16D128G1F16ToF32",
+                        quantized(makeSpec(16, 2, 128, DType::F16, Layout::VLLM,
+                                           Storage::Split, Table::BlockTable),
+                                  Quant::FP8E4M3),
+                        2, DType::F32, "sm_86", 2042);
     c.params.softCap = 30.0;
     add(c, {standardBatch(false)});
   }
@@ -366,17 +359,17 @@ std::vector<GpuPrefillCase> prefillCases() {
   // after it arrives (after the conversion, for quantized KV), in place in
   // shared memory, rounded to the activation type as the mma reads it.
   {
-    GpuPrefillCase c = makeCase("RopeRotateHalfCausalNhdCsrP16D128G4F16",
-                                makeSpec(16, 2, 128, DType::F16), 8,
-                                DType::F16, "sm_80", 2050);
+    GpuPrefillCase c = makePrefillCase("RopeRotateHalfCausalNhdCsrP16D128G4F16",
+                                       makeSpec(16, 2, 128, DType::F16), 8,
+                                       DType::F16, "sm_80", 2050);
     c.params.causal = true;
     c.params.rope = ref::Rope{ref::RopeStyle::RotateHalf, 1e4, 1.0};
     add(c, {standardBatch(true)});
   }
   {
-    GpuPrefillCase c = makeCase("RopeInterleaveWindowRaggedD64G2BF16Sm90a",
-                                makeSpec(16, 2, 64, DType::BF16), 4,
-                                DType::BF16, "sm_90a", 2051);
+    GpuPrefillCase c = makePrefillCase(
+        "RopeInterleaveWindowRaggedD64G2BF16Sm90a",
+        makeSpec(16, 2, 64, DType::BF16), 4, DType::BF16, "sm_90a", 2051);
     c.ragged = true;
     c.params.windowLeft = 50;
     c.params.rope = ref::Rope{ref::RopeStyle::Interleave, 5e5, 0.5};
@@ -385,10 +378,11 @@ std::vector<GpuPrefillCase> prefillCases() {
   {
     // Llama 3.1's scaling on the first 64 of 128 dims; a request of 3000
     // keys.
-    GpuPrefillCase c = makeCase("RopeLlama31Rotary64CausalHndBlockTableP16D128G1F16",
-                                makeSpec(16, 2, 128, DType::F16, Layout::HND,
-                                         Storage::Split, Table::BlockTable),
-                                2, DType::F16, "sm_86", 2052);
+    GpuPrefillCase c =
+        makePrefillCase("RopeLlama31Rotary64CausalHndBlockTableP16D128G1F16",
+                        makeSpec(16, 2, 128, DType::F16, Layout::HND,
+                                 Storage::Split, Table::BlockTable),
+                        2, DType::F16, "sm_86", 2052);
     c.params.causal = true;
     c.params.rope = llama31Rope(ref::RopeStyle::RotateHalf, 64);
     add(c, {{{1, 70, 0, 9}, {3000, 2000, 5, 9}}});
@@ -396,9 +390,9 @@ std::vector<GpuPrefillCase> prefillCases() {
   {
     // Rows at given positions (a cascade level's): each query row turns to
     // its own.
-    GpuPrefillCase c = makeCase("RopeInterleaveRotary32PositionsCausalNhdCsrP16D64G4F16",
-                                makeSpec(16, 2, 64, DType::F16), 8,
-                                DType::F16, "sm_80", 2053);
+    GpuPrefillCase c = makePrefillCase(
+        "RopeInterleaveRotary32PositionsCausalNhdCsrP16D64G4F16",
+        makeSpec(16, 2, 64, DType::F16), 8, DType::F16, "sm_80", 2053);
     c.params.causal = true;
     c.positions = true;
     c.params.rope = ref::Rope{ref::RopeStyle::Interleave, 1e4, 1.0};
@@ -406,7 +400,7 @@ std::vector<GpuPrefillCase> prefillCases() {
     add(c, {standardBatch(true)});
   }
   {
-    GpuPrefillCase c = makeCase(
+    GpuPrefillCase c = makePrefillCase(
         "RopeRotateHalfRotary96Int8G8CausalNhdCsrP16D128G4F16",
         quantized(makeSpec(16, 2, 128, DType::F16), Quant::Int8Group, 8), 8,
         DType::F16, "sm_80", 2054);
@@ -416,7 +410,7 @@ std::vector<GpuPrefillCase> prefillCases() {
     add(c, {standardBatch(true)});
   }
   {
-    GpuPrefillCase c = makeCase(
+    GpuPrefillCase c = makePrefillCase(
         "RopeInterleaveVllmFp8E4M3BlockTableP16D128G1BF16",
         quantized(makeSpec(16, 2, 128, DType::BF16, Layout::VLLM,
                            Storage::Split, Table::BlockTable),
@@ -430,27 +424,29 @@ std::vector<GpuPrefillCase> prefillCases() {
   // group's heads in one block; f32 within 1e-5.
   {
     // (The emulator runs a block per row: shorter than the lengths.)
-    GpuPrefillCase c = makeCase("F32CausalNhdCsrP16D128G4",
-                                makeSpec(16, 2, 128, DType::F32), 8,
-                                DType::F32, "sm_80", 2060);
+    GpuPrefillCase c = makePrefillCase("F32CausalNhdCsrP16D128G4",
+                                       makeSpec(16, 2, 128, DType::F32), 8,
+                                       DType::F32, "sm_80", 2060);
     c.params.causal = true;
     add(c, {{{1, 7, 0, 64, 65, 17}, {1, 17, 0, 150, 200, 17}}});
   }
   {
-    GpuPrefillCase c = makeCase("F32WindowSoftCapHndBlockTableP8D64G2ToF16Base2",
-                                makeSpec(8, 2, 64, DType::F32, Layout::HND,
-                                         Storage::Split, Table::BlockTable),
-                                4, DType::F16, "sm_90a", 2061);
+    GpuPrefillCase c =
+        makePrefillCase("F32WindowSoftCapHndBlockTableP8D64G2ToF16Base2",
+                        makeSpec(8, 2, 64, DType::F32, Layout::HND,
+                                 Storage::Split, Table::BlockTable),
+                        4, DType::F16, "sm_90a", 2061);
     c.params.windowLeft = 40;
     c.params.softCap = 20.0;
     c.params.base = Base::Two;
     add(c, {standardBatch(false)});
   }
   {
-    GpuPrefillCase c = makeCase("F32PositionsCausalRopeTokenTableP4D256G1",
-                                makeSpec(4, 2, 256, DType::F32, Layout::NHD,
-                                         Storage::Combined, Table::TokenTable),
-                                2, DType::F32, "sm_86", 2062);
+    GpuPrefillCase c =
+        makePrefillCase("F32PositionsCausalRopeTokenTableP4D256G1",
+                        makeSpec(4, 2, 256, DType::F32, Layout::NHD,
+                                 Storage::Combined, Table::TokenTable),
+                        2, DType::F32, "sm_86", 2062);
     c.params.causal = true;
     c.positions = true;
     c.params.rope = ref::Rope{ref::RopeStyle::Interleave, 1e4, 1.0};
@@ -578,9 +574,9 @@ std::vector<GpuPrefillCase> prefillSweepCases() {
       }
       }
     }
-    GpuPrefillCase c = makeCase("", spec, group * kvHeads,
-                                outs[rng.integer(0, 2)],
-                                chips[rng.integer(0, 3)], sweepSeed + 1000);
+    GpuPrefillCase c =
+        makePrefillCase("", spec, group * kvHeads, outs[rng.integer(0, 2)],
+                        chips[rng.integer(0, 3)], sweepSeed + 1000);
     c.ragged = ragged;
     c.params.causal = rng.coin();
     randomizeAttention(rng, c.params, 100);

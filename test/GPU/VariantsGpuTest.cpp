@@ -1,4 +1,5 @@
-//===- VariantsGpuTest.cpp - Attention variants in the GPU kernels ---------===//
+//===- VariantsGpuTest.cpp - Attention variants in the GPU kernels
+//---------===//
 //
 // Sinks, ALiBi, score_mod and mask_mod regions compiled into the decode
 // kernels (direct, split + merge; DecodeCases.h) and the tensor-core
@@ -19,22 +20,6 @@ using namespace kvir::test::gpu;
 
 namespace {
 
-std::vector<double> randomPerHead(Rng &rng, int64_t heads, double lo,
-                                  double hi) {
-  std::vector<double> values;
-  for (int64_t h = 0; h < heads; ++h)
-    values.push_back(rng.uniform(lo, hi));
-  return values;
-}
-
-/// The ALiBi paper's slopes for a power-of-two head count: 2^(-8 i / n).
-std::vector<double> powerOfTwoAlibiSlopes(int64_t heads) {
-  std::vector<double> slopes;
-  for (int64_t h = 1; h <= heads; ++h)
-    slopes.push_back(std::pow(2.0, -8.0 * double(h) / double(heads)));
-  return slopes;
-}
-
 /// The longest request and the largest batch of a case's runs.
 std::pair<int64_t, int64_t> runBounds(const GpuDecodeCase &c) {
   int64_t batch = 0, len = 0;
@@ -52,37 +37,37 @@ std::vector<GpuDecodeCase> variantCases() {
   std::vector<GpuDecodeCase> cases;
   auto withRuns = [](GpuDecodeCase c, int64_t smallBatch, int64_t smallMaxLen,
                      int64_t largeMaxLen) {
-    c.runs = bothPaths(c.chip, c.spec.kvHeads, c.qHeads / c.spec.kvHeads,
-                       smallBatch, smallMaxLen, largeMaxLen,
-                       c.params.windowLeft);
+    c.runs =
+        bothPaths(c.chip, c.spec.kvHeads, c.qHeads / c.spec.kvHeads, smallBatch,
+                  smallMaxLen, largeMaxLen, c.params.windowLeft);
     return c;
   };
   // gpt-oss: bf16, head dim 64, GQA 8, sinks on every layer; a 128-key
   // window on every other layer (no request is cut), none on the rest (the
   // long request is split: sinks join in the merge kernel, once).
   {
-    GpuDecodeCase c = makeCase("GptOssSlidingSinksBF16",
-                               makeSpec(16, 2, 64, DType::BF16), 16,
-                               DType::BF16, "sm_90a", 1701);
+    GpuDecodeCase c =
+        makeCase("GptOssSlidingSinksBF16", makeSpec(16, 2, 64, DType::BF16), 16,
+                 DType::BF16, "sm_90a", 1701);
     Rng rng(c.seed);
     c.params.sinks = randomPerHead(rng, 16, -1.0, 5.0);
     c.params.windowLeft = 127;
     cases.push_back(withRuns(c, 4, 300, 40));
   }
   {
-    GpuDecodeCase c = makeCase("GptOssFullSinksBF16",
-                               makeSpec(16, 2, 64, DType::BF16), 16,
-                               DType::BF16, "sm_90a", 1702);
+    GpuDecodeCase c =
+        makeCase("GptOssFullSinksBF16", makeSpec(16, 2, 64, DType::BF16), 16,
+                 DType::BF16, "sm_90a", 1702);
     Rng rng(c.seed);
     c.params.sinks = randomPerHead(rng, 16, -1.0, 5.0);
     c.params.base = Base::Two;
     cases.push_back(withRuns(c, 4, 200, 30));
   }
   {
-    GpuDecodeCase c = makeCase("AlibiStandardF16Base2",
-                               makeSpec(16, 2, 128, DType::F16), 8, DType::F16,
-                               "sm_86", 1703);
-    c.params.alibiSlopes = powerOfTwoAlibiSlopes(8);
+    GpuDecodeCase c =
+        makeCase("AlibiStandardF16Base2", makeSpec(16, 2, 128, DType::F16), 8,
+                 DType::F16, "sm_86", 1703);
+    c.params.alibiSlopes = alibiPaperSlopes(8);
     c.variants.standardAlibi = true;
     c.params.base = Base::Two;
     cases.push_back(withRuns(c, 5, 150, 20));
@@ -99,9 +84,9 @@ std::vector<GpuDecodeCase> variantCases() {
   }
   // score_mod reads a per-head temperature captured from above.
   {
-    GpuDecodeCase c = makeCase("ScoreModPerHeadTableF16",
-                               makeSpec(16, 2, 128, DType::F16), 8, DType::F16,
-                               "sm_90a", 1705);
+    GpuDecodeCase c =
+        makeCase("ScoreModPerHeadTableF16", makeSpec(16, 2, 128, DType::F16), 8,
+                 DType::F16, "sm_90a", 1705);
     Rng rng(c.seed);
     std::vector<double> temperature = randomPerHead(rng, 8, 0.25, 2.0);
     Tensor table(DType::F32, {8});
@@ -127,9 +112,9 @@ std::vector<GpuDecodeCase> variantCases() {
   }
   // A per-request document mask: the query sees its own document's keys.
   {
-    GpuDecodeCase c = makeCase("DocumentMaskBF16",
-                               makeSpec(16, 2, 64, DType::BF16), 8,
-                               DType::BF16, "sm_86", 1706);
+    GpuDecodeCase c =
+        makeCase("DocumentMaskBF16", makeSpec(16, 2, 64, DType::BF16), 8,
+                 DType::BF16, "sm_86", 1706);
     c = withRuns(c, 4, 200, 30);
     auto [batch, len] = runBounds(c);
     Rng rng(c.seed);
@@ -147,12 +132,15 @@ std::vector<GpuDecodeCase> variantCases() {
     std::string type =
         "memref<" + std::to_string(batch) + "x" + std::to_string(len) + "xi32>";
     c.variants.captures = {{"doc", doc}};
-    c.variants.maskMod =
-        "^bb0(%b: index, %h: index, %p: index, %j: index):\n"
-        "      %dp = memref.load $doc[%b, %p] : " + type + "\n"
-        "      %dj = memref.load $doc[%b, %j] : " + type + "\n"
-        "      %same = arith.cmpi eq, %dp, %dj : i32\n"
-        "      kv.yield %same : i1";
+    c.variants.maskMod = "^bb0(%b: index, %h: index, %p: index, %j: index):\n"
+                         "      %dp = memref.load $doc[%b, %p] : " +
+                         type +
+                         "\n"
+                         "      %dj = memref.load $doc[%b, %j] : " +
+                         type +
+                         "\n"
+                         "      %same = arith.cmpi eq, %dp, %dj : i32\n"
+                         "      kv.yield %same : i1";
     c.params.maskMod = [docs](int64_t b, int64_t, int64_t p, int64_t j) {
       return docs[b][p] == docs[b][j];
     };
@@ -160,37 +148,18 @@ std::vector<GpuDecodeCase> variantCases() {
   }
   // Everything at once, with RoPE, a window and a soft cap beside them.
   {
-    GpuDecodeCase c = makeCase("AllVariantsRopeWindowF16",
-                               makeSpec(16, 2, 128, DType::F16), 8, DType::F16,
-                               "sm_90a", 1707);
+    GpuDecodeCase c =
+        makeCase("AllVariantsRopeWindowF16", makeSpec(16, 2, 128, DType::F16),
+                 8, DType::F16, "sm_90a", 1707);
     Rng rng(c.seed);
     c.params.sinks = randomPerHead(rng, 8, -1.0, 3.0);
-    c.params.alibiSlopes = powerOfTwoAlibiSlopes(8);
+    c.params.alibiSlopes = alibiPaperSlopes(8);
     c.variants.standardAlibi = true;
     c.params.softCap = 20.0;
     c.params.windowLeft = 300;
     c.params.rope = ref::Rope();
-    c.variants.scoreMod =
-        R"(^bb0(%s: f32, %b: index, %h: index, %p: index, %j: index):
-      %c = arith.constant 2.0e-2 : f32
-      %ji = arith.index_cast %j : index to i32
-      %jf = arith.sitofp %ji : i32 to f32
-      %bias = arith.mulf %jf, %c : f32
-      %r = arith.addf %s, %bias : f32
-      kv.yield %r : f32)";
-    c.params.scoreMod = [](double s, int64_t, int64_t, int64_t, int64_t j) {
-      return s + double(j) * double(2.0e-2f);
-    };
-    c.variants.maskMod =
-        R"(^bb0(%b: index, %h: index, %p: index, %j: index):
-      %c3 = arith.constant 3 : index
-      %r = arith.remui %j, %c3 : index
-      %c0 = arith.constant 0 : index
-      %keep = arith.cmpi ne, %r, %c0 : index
-      kv.yield %keep : i1)";
-    c.params.maskMod = [](int64_t, int64_t, int64_t, int64_t j) {
-      return j % 3 != 0;
-    };
+    addKeyBiasScoreMod(c.params, c.variants);
+    addEveryThirdKeyHidden(c.params, c.variants);
     cases.push_back(withRuns(c, 4, 150, 20));
   }
   return cases;
@@ -213,30 +182,19 @@ Tensor documentIds(Rng &rng, int64_t batch, int64_t len, double split,
   return doc;
 }
 
-GpuPrefillCase makePrefill(std::string name, CacheSpec spec, int64_t qHeads,
-                           DType outType, std::string chip, uint64_t seed) {
-  GpuPrefillCase c;
-  c.name = std::move(name);
-  c.spec = spec;
-  c.qHeads = qHeads;
-  c.outType = outType;
-  c.chip = std::move(chip);
-  c.seed = seed;
-  return c;
-}
-
 std::vector<GpuPrefillCase> prefillVariantCases() {
   std::vector<GpuPrefillCase> cases;
   // Causal batches (kv_len >= qo_len) with rows that see no key, one long
   // request, and a lone request few enough tiles to be split.
-  PrefillBatch causal{{1, 7, 0, 64, 65, 300, 17}, {1, 17, 0, 1000, 1000, 1000, 17}};
+  PrefillBatch causal{{1, 7, 0, 64, 65, 300, 17},
+                      {1, 17, 0, 1000, 1000, 1000, 17}};
   PrefillBatch lone{{7}, {1000}};
   // gpt-oss: sinks with a 128-key window; split requests take the sinks
   // in the merge.
   {
-    GpuPrefillCase c = makePrefill("GptOssSinksWindowBF16",
-                                   makeSpec(16, 2, 64, DType::BF16), 16,
-                                   DType::BF16, "sm_90a", 1801);
+    GpuPrefillCase c = makePrefillCase("GptOssSinksWindowBF16",
+                                       makeSpec(16, 2, 64, DType::BF16), 16,
+                                       DType::BF16, "sm_90a", 1801);
     Rng rng(c.seed);
     c.params.causal = true;
     c.params.windowLeft = 127;
@@ -245,10 +203,11 @@ std::vector<GpuPrefillCase> prefillVariantCases() {
     cases.push_back(c);
   }
   {
-    GpuPrefillCase c = makePrefill("AlibiStandardF16", makeSpec(16, 2, 128, DType::F16),
-                                   8, DType::F16, "sm_80", 1802);
+    GpuPrefillCase c =
+        makePrefillCase("AlibiStandardF16", makeSpec(16, 2, 128, DType::F16), 8,
+                        DType::F16, "sm_80", 1802);
     c.params.causal = true;
-    c.params.alibiSlopes = powerOfTwoAlibiSlopes(8);
+    c.params.alibiSlopes = alibiPaperSlopes(8);
     c.variants.standardAlibi = true;
     c.params.base = Base::Two;
     c.batches = {causal, lone};
@@ -256,38 +215,20 @@ std::vector<GpuPrefillCase> prefillVariantCases() {
   }
   // Gemma: soft cap and sliding window written as regions.
   {
-    GpuPrefillCase c = makePrefill("SoftCapWindowAsRegionsBF16",
-                                   makeSpec(16, 2, 128, DType::BF16), 4,
-                                   DType::BF16, "sm_90a", 1803);
+    GpuPrefillCase c = makePrefillCase("SoftCapWindowAsRegionsBF16",
+                                       makeSpec(16, 2, 128, DType::BF16), 4,
+                                       DType::BF16, "sm_90a", 1803);
     c.params.causal = true;
-    c.variants.scoreMod =
-        R"(^bb0(%s: f32, %b: index, %h: index, %p: index, %j: index):
-      %cap = arith.constant 5.0 : f32
-      %x = arith.divf %s, %cap : f32
-      %t = math.tanh %x : f32
-      %r = arith.mulf %cap, %t : f32
-      kv.yield %r : f32)";
-    c.variants.maskMod =
-        R"(^bb0(%b: index, %h: index, %p: index, %j: index):
-      %w = arith.constant 95 : index
-      %d = arith.subi %p, %j : index
-      %in = arith.cmpi sle, %d, %w : index
-      kv.yield %in : i1)";
-    c.params.scoreMod = [](double s, int64_t, int64_t, int64_t, int64_t) {
-      return 5.0 * std::tanh(s / 5.0);
-    };
-    c.params.maskMod = [](int64_t, int64_t, int64_t p, int64_t j) {
-      return j >= p - 95;
-    };
+    addSoftCapWindowRegions(c.params, c.variants, 5.0, 95);
     c.batches = {causal};
     cases.push_back(c);
   }
   // FlexAttention's document mask with a score_mod reading a per-head
   // table.
   {
-    GpuPrefillCase c = makePrefill("DocumentMaskScoreTableF16",
-                                   makeSpec(16, 2, 64, DType::F16), 8,
-                                   DType::F16, "sm_86", 1804);
+    GpuPrefillCase c = makePrefillCase("DocumentMaskScoreTableF16",
+                                       makeSpec(16, 2, 64, DType::F16), 8,
+                                       DType::F16, "sm_86", 1804);
     Rng rng(c.seed);
     c.params.causal = true;
     c.batches = {causal, lone};
@@ -312,15 +253,16 @@ std::vector<GpuPrefillCase> prefillVariantCases() {
     c.params.maskMod = [docs](int64_t b, int64_t, int64_t p, int64_t j) {
       return docs[b][p] == docs[b][j];
     };
-    c.params.scoreMod = [bias](double s, int64_t, int64_t h, int64_t,
-                               int64_t) { return s + double(float(bias[h])); };
+    c.params.scoreMod = [bias](double s, int64_t, int64_t h, int64_t, int64_t) {
+      return s + double(float(bias[h]));
+    };
     cases.push_back(c);
   }
   // Prefix-LM: bidirectional over each request's prefix, causal after.
   {
-    GpuPrefillCase c = makePrefill("PrefixLmBF16",
-                                   makeSpec(8, 1, 64, DType::BF16), 4,
-                                   DType::BF16, "sm_80", 1805);
+    GpuPrefillCase c =
+        makePrefillCase("PrefixLmBF16", makeSpec(8, 1, 64, DType::BF16), 4,
+                        DType::BF16, "sm_80", 1805);
     Rng rng(c.seed);
     c.batches = {causal};
     std::vector<int64_t> prefixes;
@@ -345,13 +287,13 @@ std::vector<GpuPrefillCase> prefillVariantCases() {
   }
   // f32 prefills run their query rows on the decode kernel.
   {
-    GpuPrefillCase c = makePrefill("F32QueryRowsSinksAlibiMaskMod",
-                                   makeSpec(16, 2, 64, DType::F32), 4,
-                                   DType::F32, "sm_86", 1807);
+    GpuPrefillCase c = makePrefillCase("F32QueryRowsSinksAlibiMaskMod",
+                                       makeSpec(16, 2, 64, DType::F32), 4,
+                                       DType::F32, "sm_86", 1807);
     Rng rng(c.seed);
     c.params.causal = true;
     c.params.sinks = randomPerHead(rng, 4, -1.0, 4.0);
-    c.params.alibiSlopes = powerOfTwoAlibiSlopes(4);
+    c.params.alibiSlopes = alibiPaperSlopes(4);
     c.variants.standardAlibi = true;
     c.variants.maskMod =
         R"(^bb0(%b: index, %h: index, %p: index, %j: index):
@@ -368,9 +310,9 @@ std::vector<GpuPrefillCase> prefillVariantCases() {
   }
   // Everything at once: RoPE, a window, a soft cap, a packed custom mask.
   {
-    GpuPrefillCase c = makePrefill("AllVariantsRopeMaskF16",
-                                   makeSpec(16, 2, 64, DType::F16), 8,
-                                   DType::F16, "sm_90a", 1806);
+    GpuPrefillCase c = makePrefillCase("AllVariantsRopeMaskF16",
+                                       makeSpec(16, 2, 64, DType::F16), 8,
+                                       DType::F16, "sm_90a", 1806);
     Rng rng(c.seed);
     c.params.causal = true;
     c.params.windowLeft = 200;
@@ -378,29 +320,10 @@ std::vector<GpuPrefillCase> prefillVariantCases() {
     c.params.rope = ref::Rope();
     c.mask = MaskKind::Packed;
     c.params.sinks = randomPerHead(rng, 8, -1.0, 3.0);
-    c.params.alibiSlopes = powerOfTwoAlibiSlopes(8);
+    c.params.alibiSlopes = alibiPaperSlopes(8);
     c.variants.standardAlibi = true;
-    c.variants.scoreMod =
-        R"(^bb0(%s: f32, %b: index, %h: index, %p: index, %j: index):
-      %c = arith.constant 2.0e-2 : f32
-      %ji = arith.index_cast %j : index to i32
-      %jf = arith.sitofp %ji : i32 to f32
-      %bias = arith.mulf %jf, %c : f32
-      %r = arith.addf %s, %bias : f32
-      kv.yield %r : f32)";
-    c.params.scoreMod = [](double s, int64_t, int64_t, int64_t, int64_t j) {
-      return s + double(j) * double(2.0e-2f);
-    };
-    c.variants.maskMod =
-        R"(^bb0(%b: index, %h: index, %p: index, %j: index):
-      %c3 = arith.constant 3 : index
-      %r = arith.remui %j, %c3 : index
-      %c0 = arith.constant 0 : index
-      %keep = arith.cmpi ne, %r, %c0 : index
-      kv.yield %keep : i1)";
-    c.params.maskMod = [](int64_t, int64_t, int64_t, int64_t j) {
-      return j % 3 != 0;
-    };
+    addKeyBiasScoreMod(c.params, c.variants);
+    addEveryThirdKeyHidden(c.params, c.variants);
     c.batches = {causal, lone};
     cases.push_back(c);
   }
@@ -434,9 +357,9 @@ namespace {
 /// mma.sync and global bytes of one call of a prefill of `len` rows over
 /// `len` keys (f16, head dim 64, GQA 2) with `maskMod` (none if empty),
 /// checked against the reference.
-std::pair<uint64_t, uint64_t> runDocumentPrefill(int64_t len,
-                                                 const std::string &maskMod,
-                                                 const ref::AttentionParams &params) {
+std::pair<uint64_t, uint64_t>
+runDocumentPrefill(int64_t len, const std::string &maskMod,
+                   const ref::AttentionParams &params) {
   CacheSpec spec = makeSpec(16, 1, 64, DType::F16);
   Rng rng(1901);
   PagedCache cache = makeCache(spec, {len}, rng);
@@ -451,9 +374,9 @@ std::pair<uint64_t, uint64_t> runDocumentPrefill(int64_t len,
   std::string stateType = stateTypeText(2, 64, spec.dtype, Base::E);
   std::string region =
       maskMod.empty() ? std::string() : " mask_mod {\n" + maskMod + "\n}";
-  src.addLine("%s = kv.prefill " + qs + ", " + qo + ", " + kv + region +
-              " : " + src.typeOf(qs) + ", " + src.typeOf(qo) + ", " + kvType +
-              " -> " + stateType);
+  src.addLine("%s = kv.prefill " + qs + ", " + qo + ", " + kv + region + " : " +
+              src.typeOf(qs) + ", " + src.typeOf(qo) + ", " + kvType + " -> " +
+              stateType);
   emitStore(src, "%s", stateType, out);
   RunResult result;
   EXPECT_TRUE(runGpu(src, {out.o, out.lse}, "sm_90a", {"kv.prefill"}, result));
@@ -479,16 +402,15 @@ TEST(GpuPrefillVariantsTiles, DocumentMaskSkipsHiddenTiles) {
   params.maskMod = [&](int64_t, int64_t, int64_t p, int64_t j) {
     return p * docs / len == j * docs / len;
   };
-  std::string mask =
-      "^bb0(%b: index, %h: index, %p: index, %j: index):\n"
-      "  %n = arith.constant 8 : index\n"
-      "  %l = arith.constant 1024 : index\n"
-      "  %pn = arith.muli %p, %n : index\n"
-      "  %jn = arith.muli %j, %n : index\n"
-      "  %dp = arith.divui %pn, %l : index\n"
-      "  %dj = arith.divui %jn, %l : index\n"
-      "  %same = arith.cmpi eq, %dp, %dj : index\n"
-      "  kv.yield %same : i1";
+  std::string mask = "^bb0(%b: index, %h: index, %p: index, %j: index):\n"
+                     "  %n = arith.constant 8 : index\n"
+                     "  %l = arith.constant 1024 : index\n"
+                     "  %pn = arith.muli %p, %n : index\n"
+                     "  %jn = arith.muli %j, %n : index\n"
+                     "  %dp = arith.divui %pn, %l : index\n"
+                     "  %dj = arith.divui %jn, %l : index\n"
+                     "  %same = arith.cmpi eq, %dp, %dj : index\n"
+                     "  kv.yield %same : i1";
   auto [maskedMma, maskedBytes] = runDocumentPrefill(len, mask, params);
   EXPECT_LT(double(maskedMma), 0.25 * double(denseMma))
       << maskedMma << " of " << denseMma;

@@ -7,7 +7,6 @@
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
 
-#include <cmath>
 #include <functional>
 
 using namespace kvir::test;
@@ -326,11 +325,10 @@ TEST(Cascade, TwoLevelsRopeInterleaveWindowF16) {
 // Sinks join each row's softmax once, after the levels merge (never once
 // per level); ALiBi sees positions in the concatenation of levels.
 TEST(Cascade, ThreeLevelsCausalSinksWindowBF16) {
-  runCascade(3, makeSpec(8, 1, 64, DType::BF16), /*causal=*/true, Base::Two,
-             4, 609, /*windowLeft=*/25, std::nullopt,
+  runCascade(3, makeSpec(8, 1, 64, DType::BF16), /*causal=*/true, Base::Two, 4,
+             609, /*windowLeft=*/25, std::nullopt,
              [](Rng &rng, ref::AttentionParams &params, VariantSource &) {
-               for (int h = 0; h < 4; ++h)
-                 params.sinks.push_back(rng.uniform(-1.0, 6.0));
+               params.sinks = randomPerHead(rng, 4, -1.0, 6.0);
              });
 }
 
@@ -339,11 +337,8 @@ TEST(Cascade, TwoLevelsCausalAlibiSinksF16) {
              610, std::nullopt, std::nullopt,
              [](Rng &rng, ref::AttentionParams &params, VariantSource &v) {
                v.standardAlibi = true;
-               for (int h = 0; h < 8; ++h) {
-                 // The ALiBi paper's slopes for 8 heads: 2^-1 .. 2^-8.
-                 params.alibiSlopes.push_back(std::ldexp(1.0, -(h + 1)));
-                 params.sinks.push_back(rng.uniform(0.0, 4.0));
-               }
+               params.alibiSlopes = alibiPaperSlopes(8);
+               params.sinks = randomPerHead(rng, 8, 0.0, 4.0);
              });
 }
 

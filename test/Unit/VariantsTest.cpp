@@ -1,4 +1,5 @@
-//===- VariantsTest.cpp - Attention variants against the reference ---------===//
+//===- VariantsTest.cpp - Attention variants against the reference
+//---------===//
 //
 // Sinks, ALiBi, score_mod and mask_mod regions on kv.decode and kv.prefill
 // (kv-to-loops), each against the reference's own statement of the variant:
@@ -14,33 +15,6 @@
 using namespace kvir::test;
 
 namespace {
-
-std::vector<double> randomPerHead(Rng &rng, int64_t heads, double lo,
-                                  double hi) {
-  std::vector<double> values;
-  for (int64_t h = 0; h < heads; ++h)
-    values.push_back(rng.uniform(lo, hi));
-  return values;
-}
-
-/// The ALiBi paper's slopes, as its reference code computes them.
-std::vector<double> paperAlibiSlopes(int64_t heads) {
-  auto powerOfTwoSlopes = [](int64_t n) {
-    double start = std::pow(2.0, -std::pow(2.0, -(std::log2(n) - 3)));
-    std::vector<double> s;
-    for (int64_t i = 0; i < n; ++i)
-      s.push_back(start * std::pow(start, double(i)));
-    return s;
-  };
-  int64_t n = 1;
-  while (n * 2 <= heads)
-    n *= 2;
-  std::vector<double> slopes = powerOfTwoSlopes(n);
-  std::vector<double> extra = powerOfTwoSlopes(2 * n);
-  for (int64_t i = 0; int64_t(slopes.size()) < heads; i += 2)
-    slopes.push_back(extra[i]);
-  return slopes;
-}
 
 // gpt-oss: bf16, head dim 64, 8 query heads per KV head, sinks on every
 // layer, a 128-key window on every other one.
@@ -97,7 +71,7 @@ TEST(Variants, AlibiStandardSlopesPrefill) {
   c.spec = makeSpec(16, 2, 64, DType::F16);
   c.qHeads = 12; // not a power of two: the paper's interleaved extra slopes
   c.params.causal = true;
-  c.params.alibiSlopes = paperAlibiSlopes(12);
+  c.params.alibiSlopes = alibiPaperSlopes(12);
   c.variants.standardAlibi = true;
   c.seed = 1705;
   runPrefillCase(c);
@@ -125,7 +99,8 @@ TEST(Variants, ScoreModPerHeadTableDecode) {
   for (int64_t h = 0; h < 4; ++h)
     table.set({h}, temperature[h]);
   c.variants.captures = {{"temperature", table}};
-  c.variants.scoreMod = R"(^bb0(%s: f32, %b: index, %h: index, %p: index, %j: index):
+  c.variants.scoreMod =
+      R"(^bb0(%s: f32, %b: index, %h: index, %p: index, %j: index):
       %t = memref.load $temperature[%h] : memref<4xf32>
       %r = arith.mulf %s, %t : f32
       kv.yield %r : f32)";
@@ -144,24 +119,7 @@ TEST(Variants, SoftCapAndWindowAsRegionsPrefill) {
   c.qHeads = 4;
   c.maxLen = 80;
   c.params.causal = true;
-  c.variants.scoreMod = R"(^bb0(%s: f32, %b: index, %h: index, %p: index, %j: index):
-      %cap = arith.constant 5.0 : f32
-      %x = arith.divf %s, %cap : f32
-      %t = math.tanh %x : f32
-      %r = arith.mulf %cap, %t : f32
-      kv.yield %r : f32)";
-  c.variants.maskMod = R"(^bb0(%b: index, %h: index, %p: index, %j: index):
-      %w = arith.constant 31 : index
-      %d = arith.subi %p, %j : index
-      %in = arith.cmpi sle, %d, %w : index
-      kv.yield %in : i1)";
-  // The reference states the built-ins: c tanh(s / c), and j >= p - w.
-  c.params.scoreMod = [](double s, int64_t, int64_t, int64_t, int64_t) {
-    return 5.0 * std::tanh(s / 5.0);
-  };
-  c.params.maskMod = [](int64_t, int64_t, int64_t p, int64_t j) {
-    return j >= p - 31;
-  };
+  addSoftCapWindowRegions(c.params, c.variants, 5.0, 31);
   c.seed = 1708;
   runPrefillCase(c);
 }
@@ -243,27 +201,10 @@ TEST(Variants, AllTogetherPrefill) {
   c.mask = MaskKind::Packed;
   Rng rng(1711);
   c.params.sinks = randomPerHead(rng, 4, -1.0, 3.0);
-  c.params.alibiSlopes = paperAlibiSlopes(4);
+  c.params.alibiSlopes = alibiPaperSlopes(4);
   c.variants.standardAlibi = true;
-  c.variants.scoreMod = R"(^bb0(%s: f32, %b: index, %h: index, %p: index, %j: index):
-      %c = arith.constant 2.0e-2 : f32
-      %ji = arith.index_cast %j : index to i32
-      %jf = arith.sitofp %ji : i32 to f32
-      %bias = arith.mulf %jf, %c : f32
-      %r = arith.addf %s, %bias : f32
-      kv.yield %r : f32)";
-  c.params.scoreMod = [](double s, int64_t, int64_t, int64_t, int64_t j) {
-    return s + double(j) * double(2.0e-2f);
-  };
-  c.variants.maskMod = R"(^bb0(%b: index, %h: index, %p: index, %j: index):
-      %c3 = arith.constant 3 : index
-      %r = arith.remui %j, %c3 : index
-      %c0 = arith.constant 0 : index
-      %keep = arith.cmpi ne, %r, %c0 : index
-      kv.yield %keep : i1)";
-  c.params.maskMod = [](int64_t, int64_t, int64_t, int64_t j) {
-    return j % 3 != 0;
-  };
+  addKeyBiasScoreMod(c.params, c.variants);
+  addEveryThirdKeyHidden(c.params, c.variants);
   c.seed = 1711;
   runPrefillCase(c);
 }

@@ -96,9 +96,9 @@ public:
   /// A change of one natural-unit logit (ALiBi, score_mod) by its
   /// fragment row (indexed like State::m) and column (key 2 (lane % 4) +
   /// column of the K tile).
-  using ElementMod = std::function<mlir::Value(
-      mlir::ImplicitLocOpBuilder &, mlir::Value logit, int64_t fragmentRow,
-      int64_t column)>;
+  using ElementMod =
+      std::function<mlir::Value(mlir::ImplicitLocOpBuilder &, mlir::Value logit,
+                                int64_t fragmentRow, int64_t column)>;
   /// Scales raw scores to logits in AttentionState's working base:
   /// sm_scale (times `scoreScale`, an f32 known at run time, if given),
   /// `mod` on each element, the soft cap, log2(e).

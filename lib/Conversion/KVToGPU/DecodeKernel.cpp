@@ -100,11 +100,11 @@ DecodeBuffers buildLayout(const DecodeKernelSpec &s, SharedMemoryLayout &layout,
     buf.vTiles = layout.add("v_tiles", {c.getStages(), tile, padded}, stored);
   buf.query =
       layout.add("query", {s.group(), padded}, s.qType.getElementType());
-  buf.meta = layout.add(
-      "meta",
-      {s.queryRows() ? kMetaRequest + 1
-                     : s.needsQueryPosition() ? kMetaPosition + 1 : 4},
-      i32);
+  buf.meta = layout.add("meta",
+                        {s.queryRows()            ? kMetaRequest + 1
+                         : s.needsQueryPosition() ? kMetaPosition + 1
+                                                  : 4},
+                        i32);
   // Page entries as the table stores them (i32, or OpenPPL's i64); token
   // offsets have none, a placeholder of i32.
   Type entry = kv::getPageEntryType(s.kv, s.kvTypes);
@@ -300,8 +300,7 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
     IRMapping operands;
     operands.map(getVariantOperands(spec.variants),
                  kf.getArguments().take_back(spec.variantTypes.size()));
-    variants.emplace(spec.variants, operands,
-                     AttentionState::Flavor::ptxBase2);
+    variants.emplace(spec.variants, operands, AttentionState::Flavor::ptxBase2);
   }
   // ALiBi and score_mod see the score in natural units.
   bool natural = variants && variants->modifiesScores();

@@ -43,9 +43,7 @@ struct DecodeKernelSpec {
   kv::AttentionVariantOpInterface variants;
   llvm::SmallVector<mlir::Type> variantTypes;
   /// Whether the kernel needs each query's position after its setup.
-  bool needsQueryPosition() const {
-    return rope || queryRows() || variants;
-  }
+  bool needsQueryPosition() const { return rope || queryRows() || variants; }
   /// A prefill's query rows (f32 KV, which mma.sync does not take): one
   /// block per (query row, KV head), the row's request found in qo_indptr,
   /// its position bottom-right or `positions`, its visible keys bound by

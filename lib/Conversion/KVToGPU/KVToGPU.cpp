@@ -37,7 +37,9 @@ using namespace kvir::gpu_lowering;
 std::optional<std::string>
 kvir::whyNoGpuKernel(Operation *op, const target::TargetInfo &target) {
   return TypeSwitch<Operation *, std::optional<std::string>>(op)
-      .Case([&](kv::DecodeOp decode) { return whyNoDecodeKernel(decode, target); })
+      .Case([&](kv::DecodeOp decode) {
+        return whyNoDecodeKernel(decode, target);
+      })
       .Case([&](kv::PrefillOp prefill) {
         return whyNoPrefillKernel(prefill, target);
       })

@@ -156,8 +156,8 @@ void buildMergeBody(const KernelFunc &kf, const MergeKernelSpec &spec) {
   // Sinks join each row's whole state once.
   if (spec.sinksType)
     merged = state.withSink(
-        merged, memref::LoadOp::create(b, kf.getArguments().back(),
-                                       ValueRange{head}));
+        merged,
+        memref::LoadOp::create(b, kf.getArguments().back(), ValueRange{head}));
   FinalState fin = state.finalize(merged, spec.outBase);
   Value o = fin.o;
   Type outElt = spec.outType.getElementType();
@@ -311,18 +311,16 @@ gpu::GPUFuncOp gpu_lowering::getMergeKernel(LoweringContext &context,
       "_" + typeName(spec.outType.getElementType()) +
       (spec.outBase == kv::LseBase::e ? "_base_e" : "_base_2");
   KernelIdentity id(stem);
-  id
-                           .add(spec.inOutputType)
-                           .add(spec.inLseType)
-                           .add(spec.outType)
-                           .add(spec.lseType)
-                           .add(kv::stringifyLseBase(spec.inBase))
-                           .add(kv::stringifyLseBase(spec.outBase))
-                           .add(int64_t(spec.numInputs))
-                           .add(spec.ragged ? "ragged" : "dense")
-                           .add(spec.singleRowsFinal ? "single rows final"
-                                                     : "every row merged")
-                           .add(context.getTarget().chip);
+  id.add(spec.inOutputType)
+      .add(spec.inLseType)
+      .add(spec.outType)
+      .add(spec.lseType)
+      .add(kv::stringifyLseBase(spec.inBase))
+      .add(kv::stringifyLseBase(spec.outBase))
+      .add(int64_t(spec.numInputs))
+      .add(spec.ragged ? "ragged" : "dense")
+      .add(spec.singleRowsFinal ? "single rows final" : "every row merged")
+      .add(context.getTarget().chip);
   if (spec.sinksType)
     id.add("sinks").add(spec.sinksType);
   std::string symbol = id.getSymbol();
@@ -362,6 +360,5 @@ std::optional<std::string> gpu_lowering::whyNoMergeKernel(Operation *op) {
 void gpu_lowering::populateMergePatterns(RewritePatternSet &patterns,
                                          LoweringContext &context) {
   patterns.add<MergeLowering<kv::MergeOp>, MergeLowering<kv::MergePartitionsOp>,
-               MergeLowering<kv::MergeSinksOp>>(patterns.getContext(),
-                                                context);
+               MergeLowering<kv::MergeSinksOp>>(patterns.getContext(), context);
 }

@@ -12,8 +12,8 @@
 #include "PrefillKernel.h"
 
 #include "kvir/Codegen/LaunchEmitter.h"
-#include "kvir/Codegen/Variants.h"
 #include "kvir/Codegen/QueryTiles.h"
+#include "kvir/Codegen/Variants.h"
 #include "kvir/Dialect/KV/IR/PoolLayout.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
@@ -322,11 +322,12 @@ static gpu::GPUFuncOp getPartialsMerge(LoweringContext &context,
 /// Adds `op`'s variant operands to `plan` and `bindings` and to the
 /// arguments of its attention kernels (`kernelArgs`) and, for the sinks, of
 /// its merge (`mergeArgs`).
-static void addVariantLaunchArguments(
-    Operation *op, PlanBuilder &plan, llvm::StringMap<Value> &bindings,
-    SmallVectorImpl<std::string> &names,
-    ArrayRef<SmallVectorImpl<StringRef> *> kernelArgs,
-    SmallVectorImpl<StringRef> &mergeArgs) {
+static void
+addVariantLaunchArguments(Operation *op, PlanBuilder &plan,
+                          llvm::StringMap<Value> &bindings,
+                          SmallVectorImpl<std::string> &names,
+                          ArrayRef<SmallVectorImpl<StringRef> *> kernelArgs,
+                          SmallVectorImpl<StringRef> &mergeArgs) {
   auto variants = cast<kv::AttentionVariantOpInterface>(op);
   if (!variants.hasVariants())
     return;
@@ -497,8 +498,8 @@ LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(
   SmallVector<StringRef> directArgs(inputs), splitArgs(inputs);
   directArgs.append({"out", "lse"});
   splitArgs.append({"work_items", "partial_out", "partial_lse", "out", "lse"});
-  SmallVector<StringRef> mergeArgs{"partial_out", "partial_lse",
-                                   "merge_indptr", "out", "lse"};
+  SmallVector<StringRef> mergeArgs{"partial_out", "partial_lse", "merge_indptr",
+                                   "out", "lse"};
   SmallVector<std::string> variantNames;
   addVariantLaunchArguments(op, plan, bindings, variantNames,
                             {&directArgs, &splitArgs}, mergeArgs);

@@ -33,8 +33,8 @@
 #include "kvir/Codegen/WarpOps.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 #include "kvir/Dialect/KV/Utils/Quantization.h"
-#include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
 #include "kvir/Dialect/KV/Utils/Visibility.h"
+#include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -139,8 +139,7 @@ Buffers buildLayout(const PrefillKernelSpec &s, SharedMemoryLayout &layout) {
   if (s.maskType)
     buf.maskScratch = layout.add("mask_scratch", {c.getNumThreads()}, i64);
   if (s.hasMaskMod())
-    buf.liveTiles =
-        layout.add("live_tiles", {2}, IntegerType::get(ctx, 32));
+    buf.liveTiles = layout.add("live_tiles", {2}, IntegerType::get(ctx, 32));
   return buf;
 }
 
@@ -271,10 +270,10 @@ SmallVector<Value> emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                          j.sub(w.kvLen, j.idx(1)));
       Value visible = rowValid[row];
       if (s.maskType)
-        visible = arith::AndIOp::create(
-            vb, visible,
-            kv::emitMaskBit(vb, a.mask, maskOffset, maskRows[row], key,
-                            w.kvLen));
+        visible =
+            arith::AndIOp::create(vb, visible,
+                                  kv::emitMaskBit(vb, a.mask, maskOffset,
+                                                  maskRows[row], key, w.kvLen));
       if (maskMod)
         visible = arith::AndIOp::create(
             vb, visible,
@@ -609,19 +608,19 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
     // neither loaded nor multiplied. Before tile n is issued, every thread
     // evaluates the region on its share of the tile's (row, key) pairs and
     // those that find a visible pair put n + 1 in slot n % 2 (atomic max);
-    // after a barrier the slot says whether the tile is live. (Slot n % 2 is read
-    // for tile n before the barrier after which tile n + 2 is marked.)
+    // after a barrier the slot says whether the tile is live. (Slot n % 2 is
+    // read for tile n before the barrier after which tile n + 2 is marked.)
     std::optional<VariantEmitter> tileMask;
     if (buf.liveTiles)
-      tileMask.emplace(s.variants,
-                       [&] {
-                         IRMapping operands;
-                         operands.map(getVariantOperands(s.variants),
-                                      kf.getArguments().take_back(
-                                          s.variantTypes.size()));
-                         return operands;
-                       }(),
-                       AttentionState::Flavor::ptxBase2);
+      tileMask.emplace(
+          s.variants,
+          [&] {
+            IRMapping operands;
+            operands.map(getVariantOperands(s.variants),
+                         kf.getArguments().take_back(s.variantTypes.size()));
+            return operands;
+          }(),
+          AttentionState::Flavor::ptxBase2);
     // The slots start below every tile's mark (shared memory starts
     // undefined).
     if (tileMask) {
@@ -645,10 +644,10 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
         Value firstQueryRow = k.divU(w.firstRow, g);
         Value rows = k.idx(cfg.getQTile());
         if (perQueryRow)
-          rows = k.add(k.sub(k.divU(k.add(w.firstRow, k.idx(cfg.getQTile() - 1)),
-                                    g),
-                             firstQueryRow),
-                       k.idx(1));
+          rows = k.add(
+              k.sub(k.divU(k.add(w.firstRow, k.idx(cfg.getQTile() - 1)), g),
+                    firstQueryRow),
+              k.idx(1));
         auto any = scf::ForOp::create(
             jb, thread, k.mul(rows, k.idx(kvTile)), k.idx(threads),
             ValueRange{arith::ConstantIntOp::create(jb, 0, 1)},
@@ -666,26 +665,26 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
               } else {
                 row = unpackRow(pb, s, w, kvHead, rowInTile);
               }
-              Value inTile = arith::AndIOp::create(pb, row.valid,
-                                                   x.lt(column, count));
+              Value inTile =
+                  arith::AndIOp::create(pb, row.valid, x.lt(column, count));
               // Past the tile the region sees its last key (in bounds).
               Value key = x.add(t0, x.minS(column, x.sub(count, x.idx(1))));
               Value seen = tileMask->visible(
                   pb, w.request, row.head,
                   queryPosition(pb, s, w, a, row.queryRow), key);
               scf::YieldOp::create(
-                  pb, ValueRange{arith::OrIOp::create(
-                          pb, found[0],
-                          arith::AndIOp::create(pb, inTile, seen))});
+                  pb,
+                  ValueRange{arith::OrIOp::create(
+                      pb, found[0], arith::AndIOp::create(pb, inTile, seen))});
             });
         // An atomic max: the threads that find pairs store the same value,
         // the slot's older one (tile n - 2's) is smaller.
         emitIf(jb, any.getResult(0), [&](ImplicitLocOpBuilder &mb) {
           IRBuilder m{mb};
-          memref::AtomicRMWOp::create(
-              mb, arith::AtomicRMWKind::maxs, m.toI32(m.add(index, m.idx(1))),
-              kf.getShared(*buf.liveTiles),
-              ValueRange{m.remU(index, m.idx(2))});
+          memref::AtomicRMWOp::create(mb, arith::AtomicRMWKind::maxs,
+                                      m.toI32(m.add(index, m.idx(1))),
+                                      kf.getShared(*buf.liveTiles),
+                                      ValueRange{m.remU(index, m.idx(2))});
         });
       });
     };
@@ -767,10 +766,11 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
       IRMapping operands;
       operands.map(getVariantOperands(s.variants),
                    kf.getArguments().take_back(s.variantTypes.size()));
-      variants.emplace(RowVariants{
-          VariantEmitter(s.variants, operands,
-                         AttentionState::Flavor::ptxBase2),
-          {}, {}});
+      variants.emplace(
+          RowVariants{VariantEmitter(s.variants, operands,
+                                     AttentionState::Flavor::ptxBase2),
+                      {},
+                      {}});
       for (int64_t t = 0; t < mTiles; ++t)
         for (int64_t h = 0; h < 2; ++h) {
           auto [r, queryRow] = fragmentRow(b, s, w, tile, t, h);
@@ -829,8 +829,7 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
           IRBuilder j{lb};
           ValueRange stateValues = tileMask ? carried.drop_back() : carried;
           WarpAttentionTile::State state =
-              WarpAttentionTile::State::unflatten(stateValues,
-                                                  tile.getShape());
+              WarpAttentionTile::State::unflatten(stateValues, tile.getShape());
           Value live = tileMask ? carried.back() : Value();
           Value stage = j.remU(i, j.idx(2));
           Value next = j.add(i, j.idx(1));
@@ -950,8 +949,8 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
             results = tile.accumulate(stepped, p, vTiles, vStage).flatten();
           } else {
             SmallVector<Value> kept = stepped.flatten();
-            auto accumulated = scf::IfOp::create(
-                b, ValueRange(kept).getTypes(), live, /*withElseRegion=*/true);
+            auto accumulated = scf::IfOp::create(b, ValueRange(kept).getTypes(),
+                                                 live, /*withElseRegion=*/true);
             {
               OpBuilder::InsertionGuard guard(b);
               b.setInsertionPointToEnd(accumulated.thenBlock());

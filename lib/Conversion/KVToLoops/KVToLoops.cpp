@@ -88,9 +88,15 @@ LogicalResult FunctionLowering::lowerOp(Operation *op) {
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](PagedViewOp) -> LogicalResult { return success(); })
       .Case([&](RaggedViewOp) -> LogicalResult { return success(); })
-      .Case([&](DecodeOp d) -> LogicalResult { return record(d, lowerDecode(b, d)); })
-      .Case([&](PrefillOp p) -> LogicalResult { return record(p, lowerPrefill(b, p)); })
-      .Case([&](MlaDecodeOp m) -> LogicalResult { return record(m, lowerMlaDecode(b, m)); })
+      .Case([&](DecodeOp d) -> LogicalResult {
+        return record(d, lowerDecode(b, d));
+      })
+      .Case([&](PrefillOp p) -> LogicalResult {
+        return record(p, lowerPrefill(b, p));
+      })
+      .Case([&](MlaDecodeOp m) -> LogicalResult {
+        return record(m, lowerMlaDecode(b, m));
+      })
       .Case([&](AppendOp a) -> LogicalResult { return lowerAppend(b, a); })
       .Case([&](CascadePositionsOp c) -> LogicalResult {
         return lowerCascadePositions(b, c);

@@ -139,29 +139,32 @@ StateBuffers loops::lowerMergeSinks(ImplicitLocOpBuilder &b, StateType type,
   StateBuffers out = allocState(b, type, rows);
   Value zero = indexConst(b, 0);
   Type outElt = type.getElementType();
-  forEachRowHead(b, rows, type.getHeads(), [&](ImplicitLocOpBuilder &b,
-                                              Value row, Value head) {
-    AttentionState state(b, AttentionState::Flavor::exactBaseE);
-    Value lse = state.convertLse(
-        memref::LoadOp::create(b, input.lse, ValueRange{row, head}),
-        type.getBase(), state.getWorkingBase());
-    // The normalized state is the partial state (lse, 1, o).
-    codegen::PartialState merged = state.mergeSink(
-        lse, f32Const(b, 1.0),
-        memref::LoadOp::create(b, sinks, ValueRange{head}));
-    forLoop(b, zero, indexConst(b, type.getHeadDimV()),
-            [&](ImplicitLocOpBuilder &b, Value d) {
-              AttentionState inner(b, AttentionState::Flavor::exactBaseE);
-              Value o = toF32(b, memref::LoadOp::create(
-                                     b, input.output, ValueRange{row, head, d}));
-              o = inner.normalize(arith::MulFOp::create(b, o, merged.acc),
-                                  merged.l);
-              memref::StoreOp::create(b, fromF32(b, o, outElt), out.output,
-                                      ValueRange{row, head, d});
-            });
-    memref::StoreOp::create(b, state.finalLse(merged.m, merged.l, type.getBase()),
-                            out.lse, ValueRange{row, head});
-  });
+  forEachRowHead(
+      b, rows, type.getHeads(),
+      [&](ImplicitLocOpBuilder &b, Value row, Value head) {
+        AttentionState state(b, AttentionState::Flavor::exactBaseE);
+        Value lse = state.convertLse(
+            memref::LoadOp::create(b, input.lse, ValueRange{row, head}),
+            type.getBase(), state.getWorkingBase());
+        // The normalized state is the partial state (lse, 1, o).
+        codegen::PartialState merged =
+            state.mergeSink(lse, f32Const(b, 1.0),
+                            memref::LoadOp::create(b, sinks, ValueRange{head}));
+        forLoop(b, zero, indexConst(b, type.getHeadDimV()),
+                [&](ImplicitLocOpBuilder &b, Value d) {
+                  AttentionState inner(b, AttentionState::Flavor::exactBaseE);
+                  Value o =
+                      toF32(b, memref::LoadOp::create(
+                                   b, input.output, ValueRange{row, head, d}));
+                  o = inner.normalize(arith::MulFOp::create(b, o, merged.acc),
+                                      merged.l);
+                  memref::StoreOp::create(b, fromF32(b, o, outElt), out.output,
+                                          ValueRange{row, head, d});
+                });
+        memref::StoreOp::create(
+            b, state.finalLse(merged.m, merged.l, type.getBase()), out.lse,
+            ValueRange{row, head});
+      });
   return out;
 }
 

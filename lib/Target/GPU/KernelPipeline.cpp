@@ -12,8 +12,8 @@
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -74,9 +74,8 @@ struct MathBitsAndFma : RewritePattern {
                                        rewriter.getI32IntegerAttr(int32_t(m)))
           .getResult();
     };
-    Value magnitude =
-        arith::AndIOp::create(rewriter, loc, bits(op->getOperand(0)),
-                              mask(0x7fffffffu));
+    Value magnitude = arith::AndIOp::create(
+        rewriter, loc, bits(op->getOperand(0)), mask(0x7fffffffu));
     Value result = magnitude;
     if (isa<math::CopySignOp>(op))
       result = arith::OrIOp::create(
@@ -106,8 +105,8 @@ struct ExpandKernelMath
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     math::populateExpansionPatterns(patterns);
-    populateMathPolynomialApproximationPatterns(
-        patterns, [](StringRef) { return true; });
+    populateMathPolynomialApproximationPatterns(patterns,
+                                                [](StringRef) { return true; });
     patterns.add<MathToNvvmIntrinsic, MathBitsAndFma>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();

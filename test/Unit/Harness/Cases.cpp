@@ -29,8 +29,7 @@ void kvir::test::runDecodeCase(const DecodeCase &c) {
     src.addLine("%s = kv.decode " + qs + ", " + kv + variants + " " +
                 attentionAttrs(c.params, /*withCausal=*/false,
                                c.variants.standardAlibi) +
-                " : " +
-                src.typeOf(qs) + ", " + kvType + " -> " + stateType);
+                " : " + src.typeOf(qs) + ", " + kvType + " -> " + stateType);
     emitStore(src, "%s", stateType, out);
     ASSERT_TRUE(runKernel(src, {out.o, out.lse}));
 
@@ -108,8 +107,8 @@ void kvir::test::runPrefillCase(const PrefillCase &c) {
     maskClause += emitVariants(src, c.params, c.variants);
     src.addLine("%s = kv.prefill " + qs + ", " + qo + ", " + kv + maskClause +
                 " " + attentionAttrs(c.params, true, c.variants.standardAlibi) +
-                " : " + src.typeOf(qs) + ", " +
-                src.typeOf(qo) + ", " + kvType + " -> " + stateType);
+                " : " + src.typeOf(qs) + ", " + src.typeOf(qo) + ", " + kvType +
+                " -> " + stateType);
     emitStore(src, "%s", stateType, out);
     ASSERT_TRUE(runKernel(src, {out.o, out.lse}));
 

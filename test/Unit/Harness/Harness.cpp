@@ -766,8 +766,8 @@ std::string kvir::test::emitVariants(KernelSource &src,
     for (size_t h = 0; h < values.size(); ++h)
       t.set({int64_t(h)}, values[h]);
     std::string ssa = src.addMemref(name, t);
-    clauses += std::string(" ") + name + "(" + ssa + " : " + src.typeOf(ssa) +
-               ")";
+    clauses +=
+        std::string(" ") + name + "(" + ssa + " : " + src.typeOf(ssa) + ")";
   };
   if (!params.sinks.empty())
     perHead("sinks", params.sinks);
@@ -789,6 +789,92 @@ std::string kvir::test::emitVariants(KernelSource &src,
   if (!variants.maskMod.empty())
     clauses += " mask_mod {\n" + substitute(variants.maskMod) + "\n}";
   return clauses;
+}
+
+std::vector<double> kvir::test::randomPerHead(Rng &rng, int64_t heads,
+                                              double lo, double hi) {
+  std::vector<double> values;
+  for (int64_t h = 0; h < heads; ++h)
+    values.push_back(rng.uniform(lo, hi));
+  return values;
+}
+
+std::vector<double> kvir::test::alibiPaperSlopes(int64_t heads) {
+  auto powerOfTwoSlopes = [](int64_t n) {
+    double start = std::pow(2.0, -std::pow(2.0, -(std::log2(n) - 3)));
+    std::vector<double> s;
+    for (int64_t i = 0; i < n; ++i)
+      s.push_back(start * std::pow(start, double(i)));
+    return s;
+  };
+  int64_t n = 1;
+  while (n * 2 <= heads)
+    n *= 2;
+  std::vector<double> slopes = powerOfTwoSlopes(n);
+  std::vector<double> extra = powerOfTwoSlopes(2 * n);
+  for (int64_t i = 0; int64_t(slopes.size()) < heads; i += 2)
+    slopes.push_back(extra[i]);
+  return slopes;
+}
+
+void kvir::test::addKeyBiasScoreMod(ref::AttentionParams &params,
+                                    VariantSource &source) {
+  source.scoreMod =
+      R"(^bb0(%s: f32, %b: index, %h: index, %p: index, %j: index):
+      %c = arith.constant 2.0e-2 : f32
+      %ji = arith.index_cast %j : index to i32
+      %jf = arith.sitofp %ji : i32 to f32
+      %bias = arith.mulf %jf, %c : f32
+      %r = arith.addf %s, %bias : f32
+      kv.yield %r : f32)";
+  params.scoreMod = [](double s, int64_t, int64_t, int64_t, int64_t j) {
+    return s + double(j) * double(2.0e-2f);
+  };
+}
+
+void kvir::test::addEveryThirdKeyHidden(ref::AttentionParams &params,
+                                        VariantSource &source) {
+  source.maskMod =
+      R"(^bb0(%b: index, %h: index, %p: index, %j: index):
+      %c3 = arith.constant 3 : index
+      %r = arith.remui %j, %c3 : index
+      %c0 = arith.constant 0 : index
+      %keep = arith.cmpi ne, %r, %c0 : index
+      kv.yield %keep : i1)";
+  params.maskMod = [](int64_t, int64_t, int64_t, int64_t j) {
+    return j % 3 != 0;
+  };
+}
+
+void kvir::test::addSoftCapWindowRegions(ref::AttentionParams &params,
+                                         VariantSource &source, double cap,
+                                         int64_t windowLeft) {
+  char capText[32];
+  std::snprintf(capText, sizeof(capText), "%.9e", cap);
+  source.scoreMod =
+      "^bb0(%s: f32, %b: index, %h: index, %p: index, %j: index):\n"
+      "      %cap = arith.constant " +
+      std::string(capText) +
+      " : f32\n"
+      "      %x = arith.divf %s, %cap : f32\n"
+      "      %t = math.tanh %x : f32\n"
+      "      %r = arith.mulf %cap, %t : f32\n"
+      "      kv.yield %r : f32";
+  source.maskMod = "^bb0(%b: index, %h: index, %p: index, %j: index):\n"
+                   "      %w = arith.constant " +
+                   std::to_string(windowLeft) +
+                   " : index\n"
+                   "      %d = arith.subi %p, %j : index\n"
+                   "      %in = arith.cmpi sle, %d, %w : index\n"
+                   "      kv.yield %in : i1";
+  // The reference states the built-ins: c tanh(s / c), and j >= p - w.
+  double c = float(cap);
+  params.scoreMod = [c](double s, int64_t, int64_t, int64_t, int64_t) {
+    return c * std::tanh(s / c);
+  };
+  params.maskMod = [windowLeft](int64_t, int64_t, int64_t p, int64_t j) {
+    return j >= p - windowLeft;
+  };
 }
 
 std::string kvir::test::attentionAttrs(const ref::AttentionParams &params,

@@ -175,6 +175,23 @@ emitCascade(KernelSource &src, const std::string &qName,
 /// `input.rope`, if any).
 void emitAppend(KernelSource &src, const ref::AppendInput &input,
                 const std::string &kv, const std::string &kvType);
+/// `heads` values uniform in [lo, hi) (sinks, slopes).
+std::vector<double> randomPerHead(Rng &rng, int64_t heads, double lo,
+                                  double hi);
+/// The ALiBi paper's slopes for `heads` query heads, computed as its
+/// reference code does (powers of 2^(-8 / n), the extra heads of a count
+/// that is not a power of two interleaved from the next power).
+std::vector<double> alibiPaperSlopes(int64_t heads);
+/// Two regions and what they mean, for tests that want every variant at
+/// once: score_mod s + 0.02 j, and a mask_mod hiding every third key.
+void addKeyBiasScoreMod(ref::AttentionParams &params, VariantSource &source);
+void addEveryThirdKeyHidden(ref::AttentionParams &params,
+                            VariantSource &source);
+/// Gemma's soft cap `cap` and sliding window `windowLeft` written as
+/// regions, and the reference's own statement of them.
+void addSoftCapWindowRegions(ref::AttentionParams &params,
+                             VariantSource &source, double cap,
+                             int64_t windowLeft);
 /// Adds the sinks, slopes and captures as arguments; returns the op's
 /// variant clauses (`sinks(...) alibi_slopes(...) score_mod {...}
 /// mask_mod {...}`, each when present) with a leading space, or "".

@@ -244,8 +244,7 @@ inline State decode(const Tensor &q, const KVSource &kv,
 /// other fields are ignored).
 State mlaDecode(const Tensor &qNope, const Tensor &qPe, const PagedCache &kv,
                 std::optional<double> smScale, Base base,
-                const std::vector<int32_t> &qoIndptr = {},
-                bool causal = false,
+                const std::vector<int32_t> &qoIndptr = {}, bool causal = false,
                 const AttentionParams &variants = AttentionParams());
 
 /// Cascade, computed as what it means: plain attention of each last-level

@@ -21,12 +21,11 @@ static LogicalResult verifyPerHead(Operation *op, Value value, StringRef what,
   auto type = dyn_cast<MemRefType>(value.getType());
   if (!type || type.getRank() != 1 || !type.getElementType().isF32())
     return op->emitOpError() << what << " must be a rank-1 memref of f32 "
-                             << "(one per query head), got "
-                             << value.getType();
+                             << "(one per query head), got " << value.getType();
   if (!type.isDynamicDim(0) && type.getDimSize(0) != heads)
-    return op->emitOpError() << what << " has " << type.getDimSize(0)
-                             << " entries, expected one per query head ("
-                             << heads << ")";
+    return op->emitOpError()
+           << what << " has " << type.getDimSize(0)
+           << " entries, expected one per query head (" << heads << ")";
   return success();
 }
 
@@ -66,15 +65,15 @@ static LogicalResult verifyModRegion(Operation *op, Region &region,
   if (!yield)
     return op->emitOpError() << name << " must end with kv.yield";
   if (yield.getValue().getType() != resultType)
-    return op->emitOpError() << name << " must yield " << resultType
-                             << ", got " << yield.getValue().getType();
+    return op->emitOpError() << name << " must yield " << resultType << ", got "
+                             << yield.getValue().getType();
   for (Operation &nested : block.without_terminator()) {
     std::optional<SmallVector<MemoryEffects::EffectInstance>> effects =
         getEffectsRecursively(&nested);
     if (!effects)
       return nested.emitOpError()
-             << "has unknown side effects; " << name << " of '"
-             << op->getName() << "' may only compute and read memory";
+             << "has unknown side effects; " << name << " of '" << op->getName()
+             << "' may only compute and read memory";
     for (const MemoryEffects::EffectInstance &effect : *effects)
       if (!isa<MemoryEffects::Read>(effect.getEffect()))
         return nested.emitOpError()
@@ -143,8 +142,7 @@ struct FoldSinksIntoAttention : OpRewritePattern<MergeSinksOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MergeSinksOp op,
                                 PatternRewriter &rewriter) const override {
-    auto producer =
-        op.getInput().getDefiningOp<AttentionVariantOpInterface>();
+    auto producer = op.getInput().getDefiningOp<AttentionVariantOpInterface>();
     if (!producer || producer.getSinks() || !op.getInput().hasOneUse())
       return failure();
     Value sinks = op.getSinks();
@@ -156,8 +154,8 @@ struct FoldSinksIntoAttention : OpRewritePattern<MergeSinksOp> {
       if (!before)
         return failure();
     }
-    rewriter.modifyOpInPlace(
-        producer, [&] { producer.getSinksMutable().assign(sinks); });
+    rewriter.modifyOpInPlace(producer,
+                             [&] { producer.getSinksMutable().assign(sinks); });
     rewriter.replaceOp(op, op.getInput());
     return success();
   }

@@ -35,8 +35,7 @@ Value yielded(Region &region) {
 /// ops the pattern matched) and constants.
 bool onlyOps(Region &region, ArrayRef<Operation *> used) {
   for (Operation &op : region.front().without_terminator())
-    if (!llvm::is_contained(used, &op) &&
-        !op.hasTrait<OpTrait::ConstantLike>())
+    if (!llvm::is_contained(used, &op) && !op.hasTrait<OpTrait::ConstantLike>())
       return false;
   return true;
 }
@@ -131,8 +130,7 @@ void clearRegion(PatternRewriter &rewriter, Region &region) {
 
 /// The rewrites for one op kind; ops without a soft cap or window attribute
 /// (kv.mla_decode) take only the ones that need none.
-template <typename OpTy>
-struct BuiltinRegions : OpRewritePattern<OpTy> {
+template <typename OpTy> struct BuiltinRegions : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
 
   static constexpr bool hasSoftCapAndWindow =
