@@ -189,8 +189,12 @@ KernelIdentity &KernelIdentity::add(Operation *op) {
   // Regions (score_mod, mask_mod) are code of the kernel: every nested op,
   // its attributes and result types, and where each operand comes from (a
   // block argument, an earlier result, a constant from above by its value,
-  // another value from above by its type).
-  DenseMap<Value, int64_t> numbering;
+  // another value from above by its type and which one it is: the op's own
+  // operands first, so that a region reading, say, the op's sinks (one
+  // kernel parameter) and one reading another buffer (two) differ).
+  DenseMap<Value, int64_t> numbering, captures;
+  for (Value operand : op->getOperands())
+    captures.try_emplace(operand, captures.size());
   for (Region &region : op->getRegions()) {
     if (region.empty())
       continue;
@@ -211,8 +215,12 @@ KernelIdentity &KernelIdentity::add(Operation *op) {
           continue;
         }
         Operation *def = operand.getDefiningOp();
-        if (def && def->hasTrait<OpTrait::ConstantLike>())
+        if (def && def->hasTrait<OpTrait::ConstantLike>()) {
           add(def->getAttrDictionary());
+        } else {
+          add("capture");
+          add(captures.try_emplace(operand, captures.size()).first->second);
+        }
         add(operand.getType());
       }
       for (Value result : nested->getResults()) {

@@ -34,6 +34,8 @@ struct Variant {
   /// optional custom mask, instead of a kv.decode.
   bool prefill = false;
   MaskKind mask = MaskKind::None;
+  /// Sinks and slopes come from params; regions and captures here.
+  VariantSource variants;
 };
 
 /// Both ops of `pair` in one function over a batch of 4 (the split path on
@@ -66,8 +68,10 @@ void runPair(const Variant &a, const Variant &b, int64_t qHeads,
     std::string qs = src.addMemref("q_" + tag, q);
     std::string stateType =
         stateTypeText(qHeads, v.spec.headDimV, v.outType, v.params.base);
-    std::string attrs =
-        withConfig(attentionAttrs(v.params, v.prefill), v.config);
+    std::string attrs = withConfig(
+        attentionAttrs(v.params, v.prefill, v.variants.standardAlibi),
+        v.config);
+    std::string clauses = emitVariants(src, v.params, v.variants);
     auto mask = std::make_shared<Tensor>();
     if (v.prefill) {
       std::string qo = src.addMemref("qo_" + tag, makeI32(qoIndptr));
@@ -78,12 +82,13 @@ void runPair(const Variant &a, const Variant &b, int64_t qHeads,
         maskClause = " mask(" + ms + " : " + src.typeOf(ms) + ")";
       }
       src.addLine("%s_" + tag + " = kv.prefill " + qs + ", " + qo + ", " +
-                  kv + maskClause + " " + attrs + " : " + src.typeOf(qs) +
+                  kv + maskClause + clauses + " " + attrs + " : " +
+                  src.typeOf(qs) +
                   ", " + src.typeOf(qo) + ", " + kvType + " -> " + stateType);
     } else {
-      src.addLine("%s_" + tag + " = kv.decode " + qs + ", " + kv + " " +
-                  attrs + " : " + src.typeOf(qs) + ", " + kvType + " -> " +
-                  stateType);
+      src.addLine("%s_" + tag + " = kv.decode " + qs + ", " + kv + clauses +
+                  " " + attrs + " : " + src.typeOf(qs) + ", " + kvType +
+                  " -> " + stateType);
     }
     std::string o = src.addMemref("out_" + tag, out.o);
     std::string l = src.addMemref("lse_" + tag, out.lse);
@@ -194,6 +199,79 @@ TEST(KernelIdentity, Config) {
   b.config = "#kvgpu.decode<vector = 8, threads_x = 8, threads_z = 8, "
              "tile_tokens = 16, stages = 3, max_partitions = 32>";
   runPair(a, b, 8, 2008);
+}
+
+// Variants: sinks, and regions that differ in an op, or only in which
+// values from above they read (one table read twice is one kernel
+// parameter, two tables of the same type two).
+TEST(KernelIdentity, Sinks) {
+  Variant a = base(), b = base();
+  Rng rng(2010);
+  b.params.sinks = randomPerHead(rng, 8, -1.0, 3.0);
+  runPair(a, b, 8, 2010);
+}
+
+TEST(KernelIdentity, ScoreModRegion) {
+  Variant a = base(), b = base();
+  Rng rng(2011);
+  std::vector<double> t = randomPerHead(rng, 8, 0.5, 1.5);
+  Tensor table(DType::F32, {8});
+  for (int64_t h = 0; h < 8; ++h)
+    table.set({h}, t[h]);
+  for (Variant *v : {&a, &b}) {
+    bool add = v == &b;
+    // (Arguments are named after their captures: one name per op.)
+    std::string name = add ? "tb" : "ta";
+    v->variants.captures = {{name, table}};
+    v->variants.scoreMod =
+        "^bb0(%s: f32, %b: index, %h: index, %p: index, %j: index):\n"
+        "  %x = memref.load $" + name + "[%h] : memref<8xf32>\n  %r = " +
+        (add ? "arith.addf" : "arith.mulf") +
+        " %s, %x : f32\n  kv.yield %r : f32";
+    v->params.scoreMod = [t, add](double s, int64_t, int64_t h, int64_t,
+                                  int64_t) {
+      double x = double(float(t[h]));
+      return add ? s + x : s * x;
+    };
+  }
+  runPair(a, b, 8, 2011);
+}
+
+TEST(KernelIdentity, RegionCaptures) {
+  Variant a = base(), b = base();
+  Rng rng(2012);
+  auto levels = [&] {
+    std::vector<int32_t> v;
+    Tensor t(DType::I32, {128});
+    for (int64_t i = 0; i < 128; ++i) {
+      v.push_back(int32_t(rng.integer(0, 3)));
+      t.set({i}, v.back());
+    }
+    return std::make_pair(v, t);
+  };
+  auto [keyLevel, keyTable] = levels();
+  auto [rowLevel, rowTable] = levels();
+  auto region = [](const std::string &keys, const std::string &rows) {
+    return "^bb0(%b: index, %h: index, %p: index, %j: index):\n"
+           "  %x = memref.load $" + keys + "[%j] : memref<128xi32>\n"
+           "  %y = memref.load $" + rows + "[%p] : memref<128xi32>\n"
+           "  %v = arith.cmpi ule, %x, %y : i32\n"
+           "  kv.yield %v : i1";
+  };
+  // a reads its one table twice; b reads a second one for the rows.
+  a.variants.captures = {{"ka", keyTable}};
+  a.variants.maskMod = region("ka", "ka");
+  a.params.maskMod = [keyLevel = keyLevel](int64_t, int64_t, int64_t p,
+                                           int64_t j) {
+    return keyLevel[j] <= keyLevel[p];
+  };
+  b.variants.captures = {{"kb", keyTable}, {"rb", rowTable}};
+  b.variants.maskMod = region("kb", "rb");
+  b.params.maskMod = [keyLevel = keyLevel, rowLevel = rowLevel](
+                         int64_t, int64_t, int64_t p, int64_t j) {
+    return keyLevel[j] <= rowLevel[p];
+  };
+  runPair(a, b, 8, 2012);
 }
 
 TEST(KernelIdentity, Chip) {
