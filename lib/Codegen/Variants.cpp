@@ -36,13 +36,6 @@ SmallVector<Value> codegen::getVariantOperands(Operation *op) {
   return values.takeVector();
 }
 
-double codegen::standardAlibiSlope(int64_t head, int64_t heads) {
-  int64_t n = int64_t(1) << static_cast<int>(std::floor(std::log2(heads)));
-  if (head < n)
-    return std::exp2(-8.0 * double(head + 1) / double(n));
-  return std::exp2(-4.0 * double(2 * (head - n) + 1) / double(n));
-}
-
 VariantEmitter::VariantEmitter(kv::AttentionVariantOpInterface op,
                                IRMapping operands,
                                AttentionState::Flavor flavor)
@@ -122,4 +115,21 @@ Value VariantEmitter::sinkLogit(ImplicitLocOpBuilder &b, Value qHead) const {
     return Value();
   return memref::LoadOp::create(b, operands.lookupOrDefault(sinks),
                                 ValueRange{qHead});
+}
+
+KernelVariants KernelVariants::of(Operation *op) {
+  KernelVariants variants;
+  auto withVariants = dyn_cast<kv::AttentionVariantOpInterface>(op);
+  if (!withVariants || !withVariants.hasVariants())
+    return variants;
+  variants.op = withVariants;
+  for (Value v : getVariantOperands(op))
+    variants.types.push_back(v.getType());
+  return variants;
+}
+
+VariantEmitter KernelVariants::bind(ValueRange kernelArguments) const {
+  IRMapping operands;
+  operands.map(getVariantOperands(op), kernelArguments.take_back(types.size()));
+  return VariantEmitter(op, operands, AttentionState::Flavor::ptxBase2);
 }

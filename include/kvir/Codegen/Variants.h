@@ -29,11 +29,6 @@ namespace kvir::codegen {
 /// from above (constants excepted).
 llvm::SmallVector<mlir::Value> getVariantOperands(mlir::Operation *op);
 
-/// The standard ALiBi slope of query head `head` of `heads` (the ALiBi
-/// paper's, as FlashInfer's get_alibi_slopes): with n the largest power of
-/// two <= heads, 2^(-8 (h + 1) / n) for h < n, else 2^(-4 (2 (h - n) + 1) / n).
-double standardAlibiSlope(int64_t head, int64_t heads);
-
 class VariantEmitter {
 public:
   /// `op`'s variants; `operands` maps getVariantOperands(op) to the values
@@ -80,6 +75,21 @@ private:
   bool standardAlibi = false;
   int64_t heads = 0;
   mlir::Region *scoreMod = nullptr, *maskMod = nullptr;
+};
+
+/// The variants a kernel of an attention op is built with: the op (null
+/// when it has none) and the types of its variant operands
+/// (getVariantOperands), the kernel's last parameters.
+struct KernelVariants {
+  kv::AttentionVariantOpInterface op;
+  llvm::SmallVector<mlir::Type> types;
+
+  /// `op`'s variants (empty when it has none).
+  static KernelVariants of(mlir::Operation *op);
+  explicit operator bool() const { return bool(op); }
+  /// The emitter inside a kernel built with them: the variant operands
+  /// are the last of `kernelArguments`.
+  VariantEmitter bind(mlir::ValueRange kernelArguments) const;
 };
 
 } // namespace kvir::codegen

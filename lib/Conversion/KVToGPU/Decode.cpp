@@ -122,14 +122,7 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
       spec.softCap = cap->convertToDouble();
     spec.windowLeft = op.getWindowLeft();
     spec.rope = op.getRopeAttr();
-    SmallVector<Value> variantOperands;
-    if (cast<kv::AttentionVariantOpInterface>(op.getOperation())
-            .hasVariants()) {
-      spec.variants = op;
-      variantOperands = getVariantOperands(op);
-      for (Value v : variantOperands)
-        spec.variantTypes.push_back(v.getType());
-    }
+    spec.variants = KernelVariants::of(op);
     if (kv.type.getQuant() == kv::Quant::int8_group)
       spec.scaleChunk = *int8ScaleChunkElements(view);
     std::string whyNot;
@@ -144,7 +137,7 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
         argTypes.append({s.outType, s.lseType});
         if (s.partitioned)
           argTypes.append({s.finalOutType, s.finalLseType});
-        llvm::append_range(argTypes, s.variantTypes);
+        llvm::append_range(argTypes, s.variants.types);
         KernelFunc kf = KernelFunc::create(module, symbol, argTypes, s.block(),
                                            decodeSharedLayout(s), op.getLoc());
         buildDecodeBody(kf, s);
@@ -210,8 +203,19 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     llvm::append_range(splitArgs, kvNames);
     directArgs.append({"out", "lse"});
     splitArgs.append({"work_items", "partial_out", "partial_lse", "out", "lse"});
+    llvm::StringMap<Value> bindings{
+        {"q", op.getQ()},
+        {"out", out},
+        {"lse", lse},
+        {"kv_lengths",
+         kv::emitLengthsBuffer(b, memref::DimOp::create(b, op.getQ(), 0),
+                               [&](ImplicitLocOpBuilder &ib, Value r) {
+                                 return kv::emitKvLen(ib, kv, r);
+                               })}};
+    for (auto [name, v] : llvm::zip(kvNames, kv.flatten()))
+      bindings[name] = v;
     SmallVector<std::string> variantNames =
-        addVariantArguments(plan, op, variantOperands);
+        addVariantArguments(plan, op, bindings);
     llvm::append_range(directArgs, variantNames);
     llvm::append_range(splitArgs, variantNames);
     SmallVector<StringRef> mergeArgs{"partial_out", "partial_lse",
@@ -230,19 +234,6 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
                    splitArgs);
     plan.addKernel("merge", mergeKernel, splitWhen,
                    {gridBatch, plan.cst(qHeads), plan.cst(1)}, mergeArgs);
-    llvm::StringMap<Value> bindings{{"q", op.getQ()},
-                                    {"out", out},
-                                    {"lse", lse},
-                                    {"kv_lengths",
-                                     kv::emitLengthsBuffer(
-                                         b, memref::DimOp::create(b, op.getQ(), 0),
-                                         [&](ImplicitLocOpBuilder &ib, Value r) {
-                                           return kv::emitKvLen(ib, kv, r);
-                                         })}};
-    for (auto [name, v] : llvm::zip(kvNames, kv.flatten()))
-      bindings[name] = v;
-    for (auto [name, v] : llvm::zip(variantNames, variantOperands))
-      bindings[name] = v;
     if (failed(context.launch(b, plan, bindings, op.getLoc())))
       return failure();
     memref::DeallocOp::create(b, bindings["kv_lengths"]);

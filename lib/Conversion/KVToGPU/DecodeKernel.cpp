@@ -296,12 +296,8 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   Value meta = kf.getShared(buf.meta), qShared = kf.getShared(buf.query);
   AttentionState state(b, AttentionState::Flavor::ptxBase2);
   std::optional<VariantEmitter> variants;
-  if (spec.variants) {
-    IRMapping operands;
-    operands.map(getVariantOperands(spec.variants),
-                 kf.getArguments().take_back(spec.variantTypes.size()));
-    variants.emplace(spec.variants, operands, AttentionState::Flavor::ptxBase2);
-  }
+  if (spec.variants)
+    variants.emplace(spec.variants.bind(kf.getArguments()));
   // ALiBi and score_mod see the score in natural units.
   bool natural = variants && variants->modifiesScores();
 

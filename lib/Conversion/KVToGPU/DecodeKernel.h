@@ -9,6 +9,7 @@
 #define KVIR_LIB_CONVERSION_KVTOGPU_DECODEKERNEL_H
 
 #include "kvir/Codegen/KernelFunc.h"
+#include "kvir/Codegen/Variants.h"
 #include "kvir/Dialect/KV/IR/KVOps.h"
 #include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
@@ -37,13 +38,13 @@ struct DecodeKernelSpec {
   std::optional<int64_t> windowLeft;
   /// On-the-fly RoPE (null without).
   kv::RopeAttr rope;
-  /// The op's variants (sinks, ALiBi, score_mod / mask_mod; null without),
-  /// and the types of the operands they take (codegen::getVariantOperands),
-  /// the kernel's last arguments.
-  kv::AttentionVariantOpInterface variants;
-  llvm::SmallVector<mlir::Type> variantTypes;
+  /// The op's variants (sinks, ALiBi, score_mod / mask_mod), their
+  /// operands the kernel's last arguments.
+  codegen::KernelVariants variants;
   /// Whether the kernel needs each query's position after its setup.
-  bool needsQueryPosition() const { return rope || queryRows() || variants; }
+  bool needsQueryPosition() const {
+    return rope || queryRows() || bool(variants);
+  }
   /// A prefill's query rows (f32 KV, which mma.sync does not take): one
   /// block per (query row, KV head), the row's request found in qo_indptr,
   /// its position bottom-right or `positions`, its visible keys bound by

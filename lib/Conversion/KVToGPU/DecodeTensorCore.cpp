@@ -46,7 +46,7 @@ describeTensorCoreDecode(kv::DecodeOp op, const target::TargetInfo &target,
                                  : 1.0 / std::sqrt(double(spec.headDim));
   if (auto cap = op.getLogitsSoftCap())
     spec.softCap = cap->convertToDouble();
-  describeVariants(op, spec);
+  spec.variants = KernelVariants::of(op);
   spec.base = state.getBase();
   spec.config = config;
   if (std::optional<std::string> why = whyNotPrefillSpec(spec, target)) {

@@ -2,6 +2,7 @@
 #include "LoweringContext.h"
 
 #include "kvir/Codegen/LaunchEmitter.h"
+#include "kvir/Codegen/Variants.h"
 #include "kvir/Dialect/KV/IR/PoolLayout.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
 
@@ -382,11 +383,13 @@ gpu_lowering::addWorkSchedule(PlanBuilder &plan, const WorkSchedulePlan &ws,
 
 SmallVector<std::string>
 gpu_lowering::addVariantArguments(PlanBuilder &plan, Operation *op,
-                                  ValueRange variantOperands) {
+                                  llvm::StringMap<Value> &bindings) {
   auto variants = cast<kv::AttentionVariantOpInterface>(op);
   SmallVector<std::string> names;
+  if (!variants.hasVariants())
+    return names;
   int64_t captures = 0;
-  for (Value v : variantOperands) {
+  for (Value v : codegen::getVariantOperands(op)) {
     std::string name;
     if (v == variants.getSinks())
       name = "sinks";
@@ -398,6 +401,7 @@ gpu_lowering::addVariantArguments(PlanBuilder &plan, Operation *op,
       plan.addBuffer(name, kvgpu::ArgRole::input, type);
     else
       plan.addScalar(name, v.getType());
+    bindings[name] = v;
     names.push_back(name);
   }
   return names;

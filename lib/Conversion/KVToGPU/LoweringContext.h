@@ -169,13 +169,14 @@ std::optional<int64_t> int8ScaleChunkElements(kv::PagedViewOp view);
 std::optional<std::string> whyNoTransposedV(kv::PagedViewOp view,
                                             llvm::StringRef kernel);
 
-/// Adds `op`'s variant operands (codegen::getVariantOperands) to `plan` as
-/// inputs: `sinks`, `alibi_slopes`, and `capture<i>` for what its regions
-/// use from above (memrefs as buffers, f32 as scalars); returns their
-/// names in that order.
+/// Adds `op`'s variant operands (codegen::getVariantOperands; none without
+/// variants) to `plan` as inputs and to `bindings`: `sinks`,
+/// `alibi_slopes`, and `capture<i>` for what its regions use from above
+/// (memrefs as buffers, f32 as scalars); returns their names in that order
+/// (the order of the kernels' last parameters).
 llvm::SmallVector<std::string>
 addVariantArguments(PlanBuilder &plan, mlir::Operation *op,
-                    mlir::ValueRange variantOperands);
+                    llvm::StringMap<mlir::Value> &bindings);
 
 /// Adds the pools and tables of a paged KV as input arguments of `plan`
 /// (pool, k_pool / v_pool, and the table form's names, with shapes over

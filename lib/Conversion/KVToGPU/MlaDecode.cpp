@@ -60,7 +60,7 @@ FailureOr<PrefillKernelSpec> describeMla(kv::MlaDecodeOp op,
   spec.smScale = op.getSmScale()
                      ? op.getSmScale()->convertToDouble()
                      : 1.0 / std::sqrt(double(spec.headDim + spec.peDim));
-  describeVariants(op, spec);
+  spec.variants = KernelVariants::of(op);
   spec.base = state.getBase();
   FailureOr<kvgpu::PrefillConfigAttr> config =
       kvgpu::getOrChooseMlaConfig(op, target, whyNot);

@@ -72,7 +72,7 @@ FailureOr<PrefillKernelSpec> describePrefill(kv::PrefillOp op,
                                  : 1.0 / std::sqrt(double(spec.headDim));
   if (auto cap = op.getLogitsSoftCap())
     spec.softCap = cap->convertToDouble();
-  describeVariants(op, spec);
+  spec.variants = KernelVariants::of(op);
   spec.base = state.getBase();
   FailureOr<kvgpu::PrefillConfigAttr> config =
       kvgpu::getOrChoosePrefillConfig(op, target, whyNot);
@@ -314,7 +314,8 @@ static gpu::GPUFuncOp getPartialsMerge(LoweringContext &context,
   merge.heads = spec.qHeads;
   merge.headDimV = spec.headDimV;
   if (spec.variants)
-    if (Value sinks = kv::AttentionVariantOpInterface(spec.variants).getSinks())
+    if (Value sinks =
+            kv::AttentionVariantOpInterface(spec.variants.op).getSinks())
       merge.sinksType = cast<MemRefType>(sinks.getType());
   return getMergeKernel(context, merge);
 }
@@ -328,16 +329,10 @@ addVariantLaunchArguments(Operation *op, PlanBuilder &plan,
                           SmallVectorImpl<std::string> &names,
                           ArrayRef<SmallVectorImpl<StringRef> *> kernelArgs,
                           SmallVectorImpl<StringRef> &mergeArgs) {
-  auto variants = cast<kv::AttentionVariantOpInterface>(op);
-  if (!variants.hasVariants())
-    return;
-  SmallVector<Value> operands = getVariantOperands(op);
-  names = addVariantArguments(plan, op, operands);
-  for (auto [name, v] : llvm::zip(names, operands))
-    bindings[name] = v;
+  names = addVariantArguments(plan, op, bindings);
   for (SmallVectorImpl<StringRef> *args : kernelArgs)
     llvm::append_range(*args, names);
-  if (variants.getSinks())
+  if (cast<kv::AttentionVariantOpInterface>(op).getSinks())
     mergeArgs.push_back("sinks");
 }
 

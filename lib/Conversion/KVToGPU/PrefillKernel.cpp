@@ -224,7 +224,7 @@ SmallVector<Value> loadRowPositions(ImplicitLocOpBuilder &b,
 /// (bound to the kernel's variant arguments) and each fragment row's query
 /// head and position (indexed like WarpAttentionTile::State::m).
 struct RowVariants {
-  VariantEmitter emitter;
+  const VariantEmitter &emitter;
   SmallVector<Value> heads, positions;
 };
 
@@ -434,17 +434,8 @@ gpu_lowering::prefillArgumentTypes(const PrefillKernelSpec &s) {
     types.push_back(IndexType::get(s.qType.getContext()));
   if (s.scheduled)
     types.append({s.finalOutType, s.finalLseType});
-  llvm::append_range(types, s.variantTypes);
+  llvm::append_range(types, s.variants.types);
   return types;
-}
-
-void gpu_lowering::describeVariants(Operation *op, PrefillKernelSpec &spec) {
-  auto variants = dyn_cast<kv::AttentionVariantOpInterface>(op);
-  if (!variants || !variants.hasVariants())
-    return;
-  spec.variants = variants;
-  for (Value v : getVariantOperands(op))
-    spec.variantTypes.push_back(v.getType());
 }
 
 void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
@@ -610,20 +601,13 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
     // those that find a visible pair put n + 1 in slot n % 2 (atomic max);
     // after a barrier the slot says whether the tile is live. (Slot n % 2 is
     // read for tile n before the barrier after which tile n + 2 is marked.)
-    std::optional<VariantEmitter> tileMask;
-    if (buf.liveTiles)
-      tileMask.emplace(
-          s.variants,
-          [&] {
-            IRMapping operands;
-            operands.map(getVariantOperands(s.variants),
-                         kf.getArguments().take_back(s.variantTypes.size()));
-            return operands;
-          }(),
-          AttentionState::Flavor::ptxBase2);
+    std::optional<VariantEmitter> variantCode;
+    if (s.variants)
+      variantCode.emplace(s.variants.bind(kf.getArguments()));
+    bool skipsTiles = buf.liveTiles.has_value();
     // The slots start below every tile's mark (shared memory starts
     // undefined).
-    if (tileMask) {
+    if (skipsTiles) {
       emitIf(b, ir.eq(thread, ir.idx(0)), [&](ImplicitLocOpBuilder &ib) {
         for (int64_t slot = 0; slot < 2; ++slot)
           memref::StoreOp::create(ib, IRBuilder{ib}.i32(0),
@@ -633,13 +617,13 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
       gpu::BarrierOp::create(b);
     }
     auto markTile = [&](ImplicitLocOpBuilder &ib, Value index) {
-      if (!tileMask)
+      if (!skipsTiles)
         return;
       ifTile(ib, index, [&](ImplicitLocOpBuilder &jb, Value t0, Value count) {
         IRBuilder k{jb};
         // The tile's packed rows, or, when the mask ignores the head, the
         // query rows they cover (G heads share one).
-        bool perQueryRow = !tileMask->maskReadsHead() && s.group() > 1;
+        bool perQueryRow = !variantCode->maskReadsHead() && s.group() > 1;
         Value g = k.idx(s.group());
         Value firstQueryRow = k.divU(w.firstRow, g);
         Value rows = k.idx(cfg.getQTile());
@@ -669,7 +653,7 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
                   arith::AndIOp::create(pb, row.valid, x.lt(column, count));
               // Past the tile the region sees its last key (in bounds).
               Value key = x.add(t0, x.minS(column, x.sub(count, x.idx(1))));
-              Value seen = tileMask->visible(
+              Value seen = variantCode->visible(
                   pb, w.request, row.head,
                   queryPosition(pb, s, w, a, row.queryRow), key);
               scf::YieldOp::create(
@@ -698,7 +682,7 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
     };
     auto issueIfLive = [&](ImplicitLocOpBuilder &ib, Value index,
                            kv::PoolRole role, Value live) {
-      if (!tileMask)
+      if (!skipsTiles)
         return issue(ib, index, role);
       emitIf(ib, live,
              [&](ImplicitLocOpBuilder &jb) { issue(jb, index, role); });
@@ -724,11 +708,11 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
     stageIds(b, ir.idx(0), ir.idx(0));
     stageIds(b, ir.idx(1), ir.idx(1));
     commitAsyncCopies(b);
-    if (tileMask)
+    if (skipsTiles)
       markTile(b, ir.idx(0));
     waitAsyncCopies(b, 0);
     gpu::BarrierOp::create(b);
-    Value liveFirst = tileMask ? readLive(b, ir.idx(0)) : Value();
+    Value liveFirst = skipsTiles ? readLive(b, ir.idx(0)) : Value();
     // RoPE: the query rows turn to their positions once, in place.
     std::optional<TileRotation> rotation;
     if (s.rope) {
@@ -763,14 +747,7 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
     // Variants: each fragment row's query head and position, once.
     std::optional<RowVariants> variants;
     if (s.variants) {
-      IRMapping operands;
-      operands.map(getVariantOperands(s.variants),
-                   kf.getArguments().take_back(s.variantTypes.size()));
-      variants.emplace(
-          RowVariants{VariantEmitter(s.variants, operands,
-                                     AttentionState::Flavor::ptxBase2),
-                      {},
-                      {}});
+      variants.emplace(RowVariants{*variantCode, {}, {}});
       for (int64_t t = 0; t < mTiles; ++t)
         for (int64_t h = 0; h < 2; ++h) {
           auto [r, queryRow] = fragmentRow(b, s, w, tile, t, h);
@@ -820,23 +797,23 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
     // live; a dead tile is neither loaded nor multiplied, the pipeline's
     // commit groups and barriers stay the same.
     SmallVector<Value> init = tile.initialState().flatten();
-    if (tileMask)
+    if (skipsTiles)
       init.push_back(liveFirst);
     auto loop = scf::ForOp::create(
         b, ir.idx(0), numTiles, ir.idx(1), init,
         [&](OpBuilder &nb, Location l, Value i, ValueRange carried) {
           ImplicitLocOpBuilder lb(l, nb);
           IRBuilder j{lb};
-          ValueRange stateValues = tileMask ? carried.drop_back() : carried;
+          ValueRange stateValues = skipsTiles ? carried.drop_back() : carried;
           WarpAttentionTile::State state =
               WarpAttentionTile::State::unflatten(stateValues, tile.getShape());
-          Value live = tileMask ? carried.back() : Value();
+          Value live = skipsTiles ? carried.back() : Value();
           Value stage = j.remU(i, j.idx(2));
           Value next = j.add(i, j.idx(1));
           markTile(lb, next);
           waitAsyncCopies(lb, s.isMla() ? 0 : 1);
           gpu::BarrierOp::create(lb);
-          Value liveNext = tileMask ? readLive(lb, next) : Value();
+          Value liveNext = skipsTiles ? readLive(lb, next) : Value();
           // Everyone is done with tile i - 1: its K/V stage and page-entry
           // slot take tile i + 1 and the entries of tile i + 2.
           issueIfLive(lb, next, kv::PoolRole::K, liveNext);
@@ -894,7 +871,7 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
           WarpAttentionTile::State stepped = state;
           SmallVector<Value> p;
           int64_t numStateValues = stateValues.size();
-          if (!tileMask) {
+          if (!skipsTiles) {
             SmallVector<Value> values = scoreTile(lb);
             stepped = WarpAttentionTile::State::unflatten(
                 ArrayRef<Value>(values).take_front(numStateValues),
@@ -945,7 +922,7 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
             vStage = j.idx(0);
           }
           SmallVector<Value> results;
-          if (!tileMask) {
+          if (!skipsTiles) {
             results = tile.accumulate(stepped, p, vTiles, vStage).flatten();
           } else {
             SmallVector<Value> kept = stepped.flatten();
@@ -973,7 +950,7 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
 
     // Step 4.
     WarpAttentionTile::State state = WarpAttentionTile::State::unflatten(
-        tileMask ? loop.getResults().drop_back() : loop.getResults(),
+        skipsTiles ? loop.getResults().drop_back() : loop.getResults(),
         tile.getShape());
     std::optional<SharedTile> outStage;
     if (s.stagesFinalOutput(

@@ -11,6 +11,7 @@
 #include "LoweringContext.h"
 
 #include "kvir/Codegen/KernelFunc.h"
+#include "kvir/Codegen/Variants.h"
 #include "kvir/Dialect/KV/IR/KVOps.h"
 #include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
@@ -49,11 +50,9 @@ struct PrefillKernelSpec {
   kv::RopeAttr rope;
   double smScale = 1.0;
   std::optional<double> softCap;
-  /// The op's variants (sinks, ALiBi, score_mod / mask_mod; null without)
-  /// and the types of the operands they take (codegen::getVariantOperands),
-  /// the kernel's last arguments. Sinks join final states only.
-  kv::AttentionVariantOpInterface variants;
-  llvm::SmallVector<mlir::Type> variantTypes;
+  /// The op's variants (sinks, ALiBi, score_mod / mask_mod), their
+  /// operands the kernel's last arguments. Sinks join final states only.
+  codegen::KernelVariants variants;
   kv::LseBase base = kv::LseBase::two;
   /// Partial states: f32 output and base-2 LSE per KV partition
   /// (blockIdx.z), into [P, nnz, Hq, Dv] and [P, nnz, Hq] workspaces.
@@ -75,7 +74,7 @@ struct PrefillKernelSpec {
   int64_t group() const { return qHeads / kvHeads; }
   /// Whether a mask_mod region hides keys (every tile is masked).
   bool hasMaskMod() const {
-    kv::AttentionVariantOpInterface v = variants;
+    kv::AttentionVariantOpInterface v = variants.op;
     return v && !v.getMaskMod().empty();
   }
   /// Quantized paged KV: codes staged by cp.async, converted per tile into
@@ -108,9 +107,6 @@ struct PrefillKernelSpec {
 /// Fills `spec`'s paged KV from `view`: its operand types, heads, head
 /// dims and element type (MLA: one KV head, ckv as V, kpe's width).
 void describePagedKV(kv::PagedViewOp view, PrefillKernelSpec &spec);
-
-/// Sets `spec`'s variants from `op` (nothing when it has none).
-void describeVariants(mlir::Operation *op, PrefillKernelSpec &spec);
 
 /// Sets the buffers the direct kernel writes: `outType` / `lseType`, or the
 /// state's own buffer types when null; fails (with the reason) when the

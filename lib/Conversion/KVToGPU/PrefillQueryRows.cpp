@@ -15,7 +15,6 @@
 #include "Patterns.h"
 
 #include "kvir/Codegen/LaunchEmitter.h"
-#include "kvir/Codegen/Variants.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
 
 #include <cmath>
@@ -52,11 +51,7 @@ DecodeKernelSpec describeQueryRows(kv::PrefillOp op, kvgpu::DecodeConfigAttr con
   spec.windowLeft = op.getWindowLeft();
   spec.causal = op.getCausal();
   spec.rope = op.getRopeAttr();
-  if (cast<kv::AttentionVariantOpInterface>(op.getOperation()).hasVariants()) {
-    spec.variants = op;
-    for (Value v : getVariantOperands(op))
-      spec.variantTypes.push_back(v.getType());
-  }
+  spec.variants = KernelVariants::of(op);
   spec.config = config;
   return spec;
 }
@@ -133,7 +128,7 @@ LogicalResult gpu_lowering::lowerPrefillQueryRows(kv::PrefillOp op,
         if (spec.positionsType)
           argTypes.push_back(spec.positionsType);
         argTypes.append({spec.outType, spec.lseType});
-        llvm::append_range(argTypes, spec.variantTypes);
+        llvm::append_range(argTypes, spec.variants.types);
         KernelFunc kf =
             KernelFunc::create(module, name, argTypes, spec.block(),
                                decodeSharedLayout(spec), op.getLoc());
@@ -169,14 +164,9 @@ LogicalResult gpu_lowering::lowerPrefillQueryRows(kv::PrefillOp op,
   plan.addBuffer("out", ArgRole::output, spec.outType, {plan.sym("nnz")});
   plan.addBuffer("lse", ArgRole::output, spec.lseType, {plan.sym("nnz")});
   args.append({"out", "lse"});
-  SmallVector<std::string> variantNames;
-  if (spec.variants) {
-    SmallVector<Value> operands = getVariantOperands(op);
-    variantNames = addVariantArguments(plan, op, operands);
-    for (auto [n, v] : llvm::zip(variantNames, operands))
-      bindings[n] = v;
-    llvm::append_range(args, variantNames);
-  }
+  SmallVector<std::string> variantNames =
+      addVariantArguments(plan, op, bindings);
+  llvm::append_range(args, variantNames);
   plan.setConfig(spec.config);
   plan.addKernel("rows", kernel, kvgpu::LaunchCondition::always,
                  {plan.sym("nnz"), plan.cst(kv.type.getKvHeads()), plan.cst(1)},
