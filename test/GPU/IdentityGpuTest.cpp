@@ -215,9 +215,7 @@ TEST(KernelIdentity, ScoreModRegion) {
   Variant a = base(), b = base();
   Rng rng(2011);
   std::vector<double> t = randomPerHead(rng, 8, 0.5, 1.5);
-  Tensor table(DType::F32, {8});
-  for (int64_t h = 0; h < 8; ++h)
-    table.set({h}, t[h]);
+  Tensor table = f32Vector(t);
   for (Variant *v : {&a, &b}) {
     bool add = v == &b;
     // (Arguments are named after their captures: one name per op.)

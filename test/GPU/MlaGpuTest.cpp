@@ -256,12 +256,8 @@ std::vector<MlaCase> mlaCases() {
     c->kvLens = {1, 2, 63, 64, 65, 4096};
     c->qoLens = {1, 2, 1, 4, 2, 4};
     Rng rng(9013);
-    std::vector<double> bias;
-    Tensor table(DType::F32, {16});
-    for (int64_t h = 0; h < 16; ++h) {
-      bias.push_back(rng.uniform(-1.0, 1.0));
-      table.set({h}, bias.back());
-    }
+    std::vector<double> bias = randomPerHead(rng, 16, -1.0, 1.0);
+    Tensor table = f32Vector(bias);
     c->variants.captures = {{"bias", table}};
     c->variants.scoreMod =
         R"(^bb0(%s: f32, %b: index, %h: index, %p: index, %j: index):

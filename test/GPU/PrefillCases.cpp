@@ -55,19 +55,7 @@ void gpu::runGpuPrefillCase(const GpuPrefillCase &c) {
       int64_t nnz = kvIndptr.back();
       rk = randomTensor(rng, s.dtype, {nnz, s.kvHeads, s.headDim});
       rv = randomTensor(rng, s.dtype, {nnz, s.kvHeads, s.headDimV});
-      std::string ks = src.addMemref("k", rk), vs = src.addMemref("v", rv);
-      // OpenPPL's kvstarts are int64 (the case's table type).
-      std::string is =
-          src.addMemref("kv_indptr", makeIndexArray(kvIndptr, s.tableType));
-      std::ostringstream t;
-      t << "!kv.ragged<kv_heads = " << s.kvHeads << ", head_dim = " << s.headDim
-        << ", head_dim_v = " << s.headDimV << ", dtype = " << mlirName(s.dtype)
-        << ">";
-      kvType = src.addAlias("kv_t", t.str());
-      kv = "%kv";
-      src.addLine(kv + " = kv.ragged_view " + ks + ", " + vs + ", " + is +
-                  " : " + src.typeOf(ks) + ", " + src.typeOf(vs) + ", " +
-                  src.typeOf(is) + " -> " + kvType);
+      kv = emitRaggedView(src, s, rk, rv, kvIndptr, kvType);
     } else {
       cache = makeCache(s, batch.kv, rng);
       kv = emitPagedView(src, cache, "kv", kvType);

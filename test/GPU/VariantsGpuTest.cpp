@@ -89,9 +89,7 @@ std::vector<GpuDecodeCase> variantCases() {
                  DType::F16, "sm_90a", 1705);
     Rng rng(c.seed);
     std::vector<double> temperature = randomPerHead(rng, 8, 0.25, 2.0);
-    Tensor table(DType::F32, {8});
-    for (int64_t h = 0; h < 8; ++h)
-      table.set({h}, temperature[h]);
+    Tensor table = f32Vector(temperature);
     c.variants.captures = {{"temperature", table}};
     // A soft cap of a tempered score: tanh in the kernel (a polynomial,
     // no libdevice).
@@ -235,9 +233,7 @@ std::vector<GpuPrefillCase> prefillVariantCases() {
     std::vector<std::vector<int32_t>> docs;
     Tensor doc = documentIds(rng, 7, 1000, 0.01, docs);
     std::vector<double> bias = randomPerHead(rng, 8, -0.5, 0.5);
-    Tensor table(DType::F32, {8});
-    for (int64_t h = 0; h < 8; ++h)
-      table.set({h}, bias[h]);
+    Tensor table = f32Vector(bias);
     c.variants.captures = {{"doc", doc}, {"bias", table}};
     c.variants.maskMod =
         R"(^bb0(%b: index, %h: index, %p: index, %j: index):

@@ -95,9 +95,7 @@ TEST(Variants, ScoreModPerHeadTableDecode) {
   c.qHeads = 4;
   Rng rng(1707);
   std::vector<double> temperature = randomPerHead(rng, 4, 0.25, 2.0);
-  Tensor table(DType::F32, {4});
-  for (int64_t h = 0; h < 4; ++h)
-    table.set({h}, temperature[h]);
+  Tensor table = f32Vector(temperature);
   c.variants.captures = {{"temperature", table}};
   c.variants.scoreMod =
       R"(^bb0(%s: f32, %b: index, %h: index, %p: index, %j: index):

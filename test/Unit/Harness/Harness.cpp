@@ -762,10 +762,7 @@ std::string kvir::test::emitVariants(KernelSource &src,
                                      const VariantSource &variants) {
   std::string clauses;
   auto perHead = [&](const char *name, const std::vector<double> &values) {
-    Tensor t(DType::F32, {int64_t(values.size())});
-    for (size_t h = 0; h < values.size(); ++h)
-      t.set({int64_t(h)}, values[h]);
-    std::string ssa = src.addMemref(name, t);
+    std::string ssa = src.addMemref(name, f32Vector(values));
     clauses +=
         std::string(" ") + name + "(" + ssa + " : " + src.typeOf(ssa) + ")";
   };
@@ -789,6 +786,31 @@ std::string kvir::test::emitVariants(KernelSource &src,
   if (!variants.maskMod.empty())
     clauses += " mask_mod {\n" + substitute(variants.maskMod) + "\n}";
   return clauses;
+}
+
+Tensor kvir::test::f32Vector(const std::vector<double> &values) {
+  Tensor t(DType::F32, {int64_t(values.size())});
+  for (size_t i = 0; i < values.size(); ++i)
+    t.set({int64_t(i)}, values[i]);
+  return t;
+}
+
+std::string kvir::test::emitRaggedView(KernelSource &src, const CacheSpec &s,
+                                       const Tensor &k, const Tensor &v,
+                                       const std::vector<int32_t> &kvIndptr,
+                                       std::string &typeAlias) {
+  std::string ks = src.addMemref("k", k), vs = src.addMemref("v", v);
+  std::string is =
+      src.addMemref("kv_indptr", makeIndexArray(kvIndptr, s.tableType));
+  std::ostringstream t;
+  t << "!kv.ragged<kv_heads = " << s.kvHeads << ", head_dim = " << s.headDim
+    << ", head_dim_v = " << s.headDimV << ", dtype = " << mlirName(s.dtype)
+    << ">";
+  typeAlias = src.addAlias("kv_t", t.str());
+  src.addLine("%kv = kv.ragged_view " + ks + ", " + vs + ", " + is + " : " +
+              src.typeOf(ks) + ", " + src.typeOf(vs) + ", " + src.typeOf(is) +
+              " -> " + typeAlias);
+  return "%kv";
 }
 
 std::vector<double> kvir::test::randomPerHead(Rng &rng, int64_t heads,

@@ -144,6 +144,14 @@ std::string stateTypeText(int64_t heads, int64_t headDimV, DType dtype,
 std::string emitPagedView(KernelSource &src, const PagedCache &cache,
                           const std::string &name, std::string &typeAlias,
                           bool staticSliceStrides = false);
+/// Adds ragged K [nnz, Hkv, D], V [nnz, Hkv, Dv] and `kvIndptr` (of
+/// `spec`'s table type, as OpenPPL's int64 kvstarts) as arguments and a
+/// kv.ragged_view of `spec`'s heads, dims and dtype; returns the view's SSA
+/// name and sets `typeAlias`.
+std::string emitRaggedView(KernelSource &src, const CacheSpec &spec,
+                           const Tensor &k, const Tensor &v,
+                           const std::vector<int32_t> &kvIndptr,
+                           std::string &typeAlias);
 /// Rows and keys per request of each level of a cascade.
 struct CascadeShape {
   std::vector<std::vector<int64_t>> qoLens, kvLens;
@@ -175,6 +183,8 @@ emitCascade(KernelSource &src, const std::string &qName,
 /// `input.rope`, if any).
 void emitAppend(KernelSource &src, const ref::AppendInput &input,
                 const std::string &kv, const std::string &kvType);
+/// An f32 vector of `values` (a per-head table).
+Tensor f32Vector(const std::vector<double> &values);
 /// `heads` values uniform in [lo, hi) (sinks, slopes).
 std::vector<double> randomPerHead(Rng &rng, int64_t heads, double lo,
                                   double hi);
