@@ -421,6 +421,7 @@ Emulator::getRuntimeSymbols(llvm::orc::MangleAndInterner interner) {
   add(map, interner, "kvir_check_token_table", &kvir_check_token_table);
   add(map, interner, "kvir_check_token_offset", &kvir_check_token_offset);
   add(map, interner, "kvir_check_query_rows", &kvir_check_query_rows);
+  add(map, interner, "kvir_check_topk", &kvir_check_topk);
   add(map, interner, "calloc", &kvemu_calloc);
   add(map, interner, "free", &kvemu_free);
   // The same allocators under the names lowerHostForEmulator renames to.

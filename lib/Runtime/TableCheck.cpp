@@ -5,8 +5,11 @@
 //===----------------------------------------------------------------------===//
 #include "kvir/Runtime/TableCheck.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -219,5 +222,49 @@ extern "C" int64_t kvir_check_query_rows(const int32_t *qo_indptr,
                     "prefill needs qo_len <= kv_len",
                     (long long)r, (long long)qoLen, kv_lengths[r]);
     }
+  return 0;
+}
+
+extern "C" int64_t kvir_check_topk(const int32_t *topk, int64_t rows,
+                                   int64_t k, const int32_t *qo_indptr,
+                                   const int32_t *kv_lengths, int64_t batch,
+                                   char *message, int64_t message_size) {
+  if (!qo_indptr && rows != batch)
+    return fail(message, message_size,
+                "topk has %lld rows for %lld requests of one query row each",
+                (long long)rows, (long long)batch);
+  if (qo_indptr && (qo_indptr[0] < 0 || qo_indptr[batch] > rows))
+    return fail(message, message_size,
+                "qo_indptr spans rows [%d, %d), outside topk's %lld rows",
+                qo_indptr[0], qo_indptr[batch], (long long)rows);
+  std::vector<std::pair<int32_t, int64_t>> listed;
+  for (int64_t r = 0; r < batch; ++r) {
+    int64_t first = qo_indptr ? qo_indptr[r] : r;
+    int64_t last = qo_indptr ? qo_indptr[r + 1] : r + 1;
+    for (int64_t row = first; row < last; ++row) {
+      listed.clear();
+      for (int64_t i = 0; i < k; ++i) {
+        int32_t key = topk[row * k + i];
+        if (key == -1)
+          continue;
+        if (key < 0 || key >= kv_lengths[r])
+          return fail(message, message_size,
+                      "topk[%lld][%lld] = %d is not a key of request %lld "
+                      "(kv_len %d) nor -1 (padding)",
+                      (long long)row, (long long)i, key, (long long)r,
+                      kv_lengths[r]);
+        listed.push_back({key, i});
+      }
+      std::sort(listed.begin(), listed.end());
+      for (size_t i = 1; i < listed.size(); ++i)
+        if (listed[i].first == listed[i - 1].first)
+          return fail(message, message_size,
+                      "topk[%lld] lists key %d twice (entries %lld and %lld); "
+                      "a row selects each key at most once",
+                      (long long)row, listed[i].first,
+                      (long long)listed[i - 1].second,
+                      (long long)listed[i].second);
+    }
+  }
   return 0;
 }

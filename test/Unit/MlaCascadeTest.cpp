@@ -26,6 +26,8 @@ struct MlaParams {
   /// Several query rows per request (1, 2 or 4) through rows(qo_indptr).
   bool multiRow = false;
   bool causal = false;
+  /// > 0: a random sparse selection of this many entries per query row.
+  int64_t topk = 0;
   uint64_t seed = 1;
 };
 
@@ -68,11 +70,18 @@ void runMla(const MlaParams &m) {
       std::string qo = src.addMemref("qo_indptr", makeI32(qoIndptr));
       rowsClause = " rows(" + qo + " : " + src.typeOf(qo) + ")";
     }
-    ref::AttentionParams attrs;
+    ref::AttentionParams attrs, variants;
     attrs.smScale = m.smScale;
     attrs.causal = m.causal;
+    if (m.topk) {
+      std::vector<int64_t> rowKvLens;
+      for (int64_t b = 0; b < batch; ++b)
+        rowKvLens.insert(rowKvLens.end(), qoLens[b], kvLens[b]);
+      variants.topk = randomTopk(rng, rowKvLens, m.topk);
+    }
     src.addLine("%s = kv.mla_decode " + qn + ", " + qp + ", " + kv +
-                rowsClause + " " + attentionAttrs(attrs) + " : " +
+                rowsClause + emitVariants(src, variants, {}) + " " +
+                attentionAttrs(attrs) + " : " +
                 src.typeOf(qn) + ", " + src.typeOf(qp) + ", " + kvType +
                 " -> " + stateType);
     emitStore(src, "%s", stateType, out);
@@ -80,7 +89,7 @@ void runMla(const MlaParams &m) {
     ref::State expected =
         ref::mlaDecode(qNope, qPe, cache, asKernelSees(attrs).smScale, m.base,
                        m.multiRow ? qoIndptr : std::vector<int32_t>{},
-                       m.causal);
+                       m.causal, variants);
     EXPECT_TRUE(check(compareState(out, expected, m.dtype)));
   }
 }
@@ -152,6 +161,28 @@ TEST(Mla, MultiRowCausalFp8E4M3F16) {
   m.causal = true;
   m.maxLen = 70;
   m.seed = 507;
+  runMla(m);
+}
+
+// DeepSeek-V3.2's sparse decode: each row sees only the keys its indexer
+// picked (2048 of them there; 24 of up to 100 here), -1 entries padding
+// them anywhere in the list.
+TEST(Mla, TopkDecodeBF16) {
+  MlaParams m;
+  m.dtype = DType::BF16;
+  m.heads = 16;
+  m.topk = 24;
+  m.seed = 517;
+  runMla(m);
+}
+
+TEST(Mla, TopkMultiRowCausalBlockTableF16) {
+  MlaParams m;
+  m.table = Table::BlockTable;
+  m.multiRow = true;
+  m.causal = true;
+  m.topk = 40;
+  m.seed = 518;
   runMla(m);
 }
 

@@ -144,6 +144,38 @@ TEST(TableCheck, QueryRows) {
             std::string::npos);
 }
 
+TEST(TableCheck, Topk) {
+  // Two requests of 3 and 5 keys; request 1 owns rows 1 and 2.
+  std::vector<int32_t> kvLens{3, 5}, indptr{0, 1, 3};
+  std::vector<int32_t> topk{2, -1, 0, -1, //
+                            4, 1, -1, 3,  //
+                            -1, -1, -1, -1};
+  auto check = [&](const int32_t *qo, int64_t rows) {
+    return run([&](char *m, int64_t n) {
+      return kvir_check_topk(topk.data(), rows, 4, qo, kvLens.data(), 2, m, n);
+    });
+  };
+  EXPECT_EQ(check(indptr.data(), 3).status, 0);
+  // One row per request: rows must equal the batch.
+  EXPECT_EQ(check(nullptr, 2).status, 0);
+  EXPECT_EQ(check(nullptr, 3).message,
+            "topk has 3 rows for 2 requests of one query row each");
+  topk[2] = 3; // request 0 has keys 0 .. 2
+  EXPECT_EQ(check(indptr.data(), 3).message,
+            "topk[0][2] = 3 is not a key of request 0 (kv_len 3) nor -1 "
+            "(padding)");
+  topk[2] = -2;
+  EXPECT_EQ(check(indptr.data(), 3).message,
+            "topk[0][2] = -2 is not a key of request 0 (kv_len 3) nor -1 "
+            "(padding)");
+  topk[2] = 0;
+  topk[10] = 4;
+  topk[8] = 4;
+  EXPECT_EQ(check(indptr.data(), 3).message,
+            "topk[2] lists key 4 twice (entries 0 and 2); a row selects each "
+            "key at most once");
+}
+
 TEST(TableCheck, MessageIsTruncatedNotOverflowed) {
   std::vector<int32_t> indptr{0, 1}, indices{9}, last{1};
   char small[8];

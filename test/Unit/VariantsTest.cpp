@@ -1,7 +1,8 @@
 //===- VariantsTest.cpp - Attention variants against the reference
 //---------===//
 //
-// Sinks, ALiBi, score_mod and mask_mod regions on kv.decode and kv.prefill
+// Sinks, ALiBi, score_mod and mask_mod regions and top-k sparse selection
+// on kv.decode and kv.prefill
 // (kv-to-loops), each against the reference's own statement of the variant:
 // gpt-oss (sinks with a 128-key window, and a full layer), ALiBi with the
 // standard and given slopes, a per-head table read by score_mod, soft cap
@@ -54,6 +55,33 @@ TEST(Variants, GptOssSlidingLayerPrefill) {
   c.params.sinks = randomPerHead(rng, 8, -1.0, 5.0);
   c.seed = 1703;
   runPrefillCase(c);
+}
+
+// Top-k sparse selection: each request sees the keys its list names (-1
+// entries anywhere), alone and with a window, ALiBi and sinks on top.
+TEST(Variants, TopkDecode) {
+  DecodeCase c;
+  c.spec = makeSpec(16, 2, 64, DType::F16);
+  c.qHeads = 8;
+  c.maxLen = 120;
+  c.topk = 32;
+  c.seed = 1712;
+  runDecodeCase(c);
+}
+
+TEST(Variants, TopkWindowAlibiSinksDecode) {
+  DecodeCase c;
+  c.spec = makeSpec(8, 1, 64, DType::F32, Layout::HND, Storage::Split,
+                    Table::BlockTable);
+  c.qHeads = 4;
+  c.maxLen = 90;
+  c.topk = 20;
+  c.params.windowLeft = 40;
+  Rng rng(1713);
+  c.params.alibiSlopes = randomPerHead(rng, 4, 0.01, 0.2);
+  c.params.sinks = randomPerHead(rng, 4, -1.0, 3.0);
+  c.seed = 1713;
+  runDecodeCase(c);
 }
 
 // A large sink dominates rows with few keys: rows keep a small output.

@@ -3,10 +3,11 @@
  * Checks a batch's page tables against the cache they index before kernels
  * or loops read them, so that a bad table is reported -- naming the request
  * and the entry -- instead of being read out of bounds. One function per
- * table form of !kv.paged (docs/Semantics.md, "Paged KV"), and one for the
- * query rows of a prefill. Plain C ABI, no LLVM: engines link
- * libKVIRRuntime and call these on the host; kvir's `kv-validate-tables`
- * pass emits the same calls into host code.
+ * table form of !kv.paged (docs/Semantics.md, "Paged KV"), one for the
+ * query rows of a prefill, and one for a sparse selection's key lists.
+ * Plain C ABI, no LLVM: engines link libKVIRRuntime and call these on the
+ * host; kvir's `kv-validate-tables` pass emits the same calls into host
+ * code.
  *
  * Every function returns 0 when the tables are valid, else
  * KVIR_TABLE_INVALID; then, with `message` non-null, it writes a
@@ -66,6 +67,14 @@ int64_t kvir_check_query_rows(const int32_t *qo_indptr, int64_t num_rows,
                               const int32_t *kv_lengths, int64_t batch,
                               int64_t causal, char *message,
                               int64_t message_size);
+
+/* A sparse selection topk[rows][k] (kv.decode / kv.mla_decode topk(...)):
+ * request r owns rows qo_indptr[r] .. qo_indptr[r + 1] (qo_indptr null: row
+ * r alone, rows == batch); every entry of its rows is -1 (padding) or a key
+ * index in [0, kv_lengths[r]), and no row lists a key twice. */
+int64_t kvir_check_topk(const int32_t *topk, int64_t rows, int64_t k,
+                        const int32_t *qo_indptr, const int32_t *kv_lengths,
+                        int64_t batch, char *message, int64_t message_size);
 
 #ifdef __cplusplus
 }

@@ -40,6 +40,7 @@ struct AttentionSpec {
   Value qoIndptr; // Null: one query row per request.
   Value mask;     // i1 (bool bytes) or i8 (bit-packed), or null.
   Value positions; // i32 per query row, or null: bottom-right alignment.
+  Value topk;      // i32 [rows, K]: each row's selected keys, or null.
   bool causal = false;
   double smScale = 1.0;
   std::optional<double> softCap;
@@ -133,11 +134,9 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
           memref::StoreOp::create(b, f32Const(b, 0.0), acc, d);
         });
 
-        // Online softmax over the visible keys.
-        ValueRange ml = forLoop(
-            b, lo, maxIndex(b, lo, hi),
-            ValueRange{f32Const(b, -INFINITY), f32Const(b, 0.0)},
-            [&](ImplicitLocOpBuilder &b, Value j, ValueRange state) {
+        // Online softmax over the visible keys: key j's step.
+        auto keyStep = [&](ImplicitLocOpBuilder &b, Value j,
+                           ValueRange state) -> SmallVector<Value> {
               Value m = state[0], l = state[1];
               auto update = [&](ImplicitLocOpBuilder &b) -> SmallVector<Value> {
                 Value dot = f32Const(b, 0.0);
@@ -225,7 +224,37 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
                     scf::YieldOp::create(nested, loc, ValueRange{m, l});
                   });
               return SmallVector<Value>(ifOp.getResults());
-            });
+        };
+        SmallVector<Value> init{f32Const(b, -INFINITY), f32Const(b, 0.0)};
+        SmallVector<Value> ml;
+        if (!spec.topk) {
+          ml = forLoop(b, lo, maxIndex(b, lo, hi), init, keyStep);
+        } else {
+          // The row's selected keys, in list order: -1 (padding) and keys
+          // outside [lo, hi) are skipped before anything reads them.
+          Value selected = memref::DimOp::create(b, spec.topk, 1);
+          ml = forLoop(
+              b, zero, selected, init,
+              [&](ImplicitLocOpBuilder &b, Value e,
+                  ValueRange state) -> SmallVector<Value> {
+                Value j = loadIndex(b, spec.topk, ValueRange{row, e});
+                Value inRange = arith::AndIOp::create(
+                    b,
+                    arith::CmpIOp::create(b, arith::CmpIPredicate::sge, j, lo),
+                    arith::CmpIOp::create(b, arith::CmpIPredicate::slt, j,
+                                          hi));
+                auto ifOp = scf::IfOp::create(
+                    b, inRange,
+                    [&](OpBuilder &nested, Location loc) {
+                      ImplicitLocOpBuilder ib(loc, nested);
+                      scf::YieldOp::create(ib, keyStep(ib, j, state));
+                    },
+                    [&](OpBuilder &nested, Location loc) {
+                      scf::YieldOp::create(nested, loc, state);
+                    });
+                return SmallVector<Value>(ifOp.getResults());
+              });
+        }
         Value m = ml[0], l = ml[1];
         AttentionState state(b, AttentionState::Flavor::exactBaseE);
         // A sink joins the denominator once, after every key.
@@ -296,6 +325,7 @@ FailureOr<StateBuffers> loops::lowerDecode(ImplicitLocOpBuilder &b,
   spec.headDimV = type.getHeadDimV();
   spec.qHeads = getQueryHeads(op.getQ());
   spec.groupSize = spec.qHeads / type.getKvHeads();
+  spec.topk = op.getTopk();
   setCommonAttrs(spec, op, type.getHeadDim());
   return emitAttention(b, spec);
 }
@@ -345,6 +375,7 @@ FailureOr<StateBuffers> loops::lowerMlaDecode(ImplicitLocOpBuilder &b,
   spec.groupSize = spec.qHeads;
   spec.qoIndptr = op.getQoIndptr();
   spec.causal = op.getCausal();
+  spec.topk = op.getTopk();
   spec.smScale =
       op.getSmScale()
           ? op.getSmScale()->convertToDouble()

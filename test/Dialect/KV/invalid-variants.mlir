@@ -230,8 +230,52 @@ func.func @captured_index(%q: memref<?x8x64xf16>, %kv: !csr, %n: index) {
 // The generic form allows an empty block.
 func.func @empty_block(%q: memref<?x8x64xf16>, %kv: !csr) {
   // expected-error @below {{mask_mod must end with kv.yield}}
-  %s = "kv.decode"(%q, %kv) <{operandSegmentSizes = array<i32: 1, 1, 0, 0>}> ({}, {
+  %s = "kv.decode"(%q, %kv) <{operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>}> ({}, {
   ^bb0(%b: index, %h: index, %p: index, %j: index):
   }) : (memref<?x8x64xf16>, !csr) -> !s
+  return
+}
+
+// -----
+
+!csr = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf16, base = 2>
+
+func.func @topk_type(%q: memref<?x8x64xf16>, %kv: !csr, %idx: memref<?x64xi64>) {
+  // expected-error @below {{topk must have element type 'i32', got 'memref<?x64xi64>'}}
+  %s = kv.decode %q, %kv topk(%idx : memref<?x64xi64>) : memref<?x8x64xf16>, !csr -> !s
+  return
+}
+
+// -----
+
+!csr = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf16, base = 2>
+
+func.func @topk_rank(%q: memref<?x8x64xf16>, %kv: !csr, %idx: memref<?xi32>) {
+  // expected-error @below {{topk must have rank 2, got 'memref<?xi32>'}}
+  %s = kv.decode %q, %kv topk(%idx : memref<?xi32>) : memref<?x8x64xf16>, !csr -> !s
+  return
+}
+
+// -----
+
+!csr = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<4x8x64xf16, base = 2>
+
+func.func @topk_rows(%q: memref<4x8x64xf16>, %kv: !csr, %idx: memref<3x64xi32>) {
+  // expected-error @below {{topk has 3 rows, expected one per query row (4)}}
+  %s = kv.decode %q, %kv topk(%idx : memref<3x64xi32>) : memref<4x8x64xf16>, !csr -> !s
+  return
+}
+
+// -----
+
+!mla = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = bf16, layout = nhd, storage = mla, table = block_table, pe_dim = 64>
+!sm = !kv.state<?x16x512xbf16, base = e>
+
+func.func @topk_empty(%qn: memref<?x16x512xbf16>, %qp: memref<?x16x64xbf16>, %kv: !mla, %idx: memref<?x0xi32>) {
+  // expected-error @below {{topk must list at least one key per row, got 'memref<?x0xi32>'}}
+  %s = kv.mla_decode %qn, %qp, %kv topk(%idx : memref<?x0xi32>) : memref<?x16x512xbf16>, memref<?x16x64xbf16>, !mla -> !sm
   return
 }

@@ -87,7 +87,7 @@ func.func @prefill_state_kv(%q: memref<?x4x8xf32>, %b: memref<?xi32>, %kv: !kv.s
 !rag = !kv.ragged<kv_heads = 1, head_dim = 8, head_dim_v = 8, dtype = f32>
 func.func @decode_ragged(%q: memref<?x4x8xf32>, %kv: !rag) {
   // expected-error @below {{'kv.decode' op operand #1 must be a paged KV cache: pools addressed through a page table, but got '!kv.ragged<kv_heads = 1, head_dim = 8, head_dim_v = 8, dtype = f32>'}}
-  %s = "kv.decode"(%q, %kv) <{operandSegmentSizes = array<i32: 1, 1, 0, 0>}> ({}, {}) : (memref<?x4x8xf32>, !rag) -> !kv.state<?x4x8xf32, base = e>
+  %s = "kv.decode"(%q, %kv) <{operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>}> ({}, {}) : (memref<?x4x8xf32>, !rag) -> !kv.state<?x4x8xf32, base = e>
   return
 }
 
@@ -95,7 +95,7 @@ func.func @decode_ragged(%q: memref<?x4x8xf32>, %kv: !rag) {
 
 func.func @decode_result(%q: memref<?x4x8xf32>, %kv: !kv.paged<page_size = 4, kv_heads = 1, head_dim = 8, head_dim_v = 8, dtype = f32, layout = nhd, storage = combined, table = csr>) {
   // expected-error @below {{'kv.decode' op result #0 must be an attention state: normalized output and log-sum-exp, but got 'memref<?x4x8xf32>'}}
-  %s = "kv.decode"(%q, %kv) <{operandSegmentSizes = array<i32: 1, 1, 0, 0>}> ({}, {}) : (memref<?x4x8xf32>, !kv.paged<page_size = 4, kv_heads = 1, head_dim = 8, head_dim_v = 8, dtype = f32, layout = nhd, storage = combined, table = csr>) -> memref<?x4x8xf32>
+  %s = "kv.decode"(%q, %kv) <{operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>}> ({}, {}) : (memref<?x4x8xf32>, !kv.paged<page_size = 4, kv_heads = 1, head_dim = 8, head_dim_v = 8, dtype = f32, layout = nhd, storage = combined, table = csr>) -> memref<?x4x8xf32>
   return
 }
 

@@ -14,7 +14,7 @@
 // GENERIC-LABEL: "func.func"
 // GENERIC: "kv.paged_view"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 2, 2, 0, 1, 1>}>
 // GENERIC: "kv.paged_view"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 3, 1, 0, 0>}>
-// GENERIC: "kv.decode"(%{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 0, 0>, rope = #kv.rope<interleave, theta = 1.000000e+04, scale = 1.000000e+00>, window_left = 3 : i64}>
+// GENERIC: "kv.decode"(%{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>, rope = #kv.rope<interleave, theta = 1.000000e+04, scale = 1.000000e+00>, window_left = 3 : i64}>
 // GENERIC: "kv.cascade"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{causal, operandSegmentSizes = array<i32: 1, 2, 2, 0, 0>}>
 // GENERIC: "kv.prefill"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0>}>
 // GENERIC: "kv.cascade_positions"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 2, 2, 1>}>
@@ -42,7 +42,7 @@ func.func @generic(%k: memref<?x4x1x8xf8E4M3FN>, %v: memref<?x4x1x8xf8E4M3FN>, %
       : (memref<?x4x1x8xf8E4M3FN>, memref<?x4x1x8xf8E4M3FN>, memref<?x?xi32>, memref<?xi32>, f32, f32) -> !fp8
   %i8 = "kv.paged_view"(%pool, %ip, %ix, %last, %scales) <{operandSegmentSizes = array<i32: 1, 3, 1, 0, 0>}>
       : (memref<?x2x4x1x8xi8>, memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?x2x4x1x2xf16>) -> !i8
-  %a = "kv.decode"(%q, %fp8) <{window_left = 3 : i64, rope = #kv.rope<interleave>, operandSegmentSizes = array<i32: 1, 1, 0, 0>}> ({}, {}) : (memref<?x2x8xf16>, !fp8) -> !s
+  %a = "kv.decode"(%q, %fp8) <{window_left = 3 : i64, rope = #kv.rope<interleave>, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>}> ({}, {}) : (memref<?x2x8xf16>, !fp8) -> !s
   %b = "kv.cascade"(%q, %qi, %qi, %fp8, %i8) <{causal, operandSegmentSizes = array<i32: 1, 2, 2, 0, 0>}> ({}, {})
       : (memref<?x2x8xf16>, memref<?xi32>, memref<?xi32>, !fp8, !i8) -> !s
   %c = "kv.prefill"(%q, %qi, %i8, %m) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0>}> ({}, {}) : (memref<?x2x8xf16>, memref<?xi32>, !i8, memref<?xi8>) -> !s

@@ -85,3 +85,19 @@ func.func @merge_sinks(%a: !s, %sinks: memref<8xf32>) -> !s {
   %r = kv.merge_sinks %a, %sinks : !s, memref<8xf32>
   return %r : !s
 }
+
+// Top-k sparse selection (DeepSeek-V3.2) on a decode and an MLA decode,
+// beside the other variants.
+// CHECK-LABEL: func.func @topk
+// CHECK: kv.decode %{{.*}}, %{{.*}} topk(%{{.*}} : memref<?x2048xi32>) sinks(%{{.*}} : memref<8xf32>) {window_left = 127 : i64}
+// CHECK: kv.mla_decode %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}} : memref<?xi32>) topk(%{{.*}} : memref<?x2048xi32>) {causal}
+func.func @topk(%q: memref<?x8x64xf16>, %kv: !csr, %idx: memref<?x2048xi32>,
+                %sinks: memref<8xf32>, %qn: memref<?x16x512xbf16>,
+                %qp: memref<?x16x64xbf16>, %mla: !mla, %qo: memref<?xi32>)
+    -> (!s, !sm) {
+  %a = kv.decode %q, %kv topk(%idx : memref<?x2048xi32>) sinks(%sinks : memref<8xf32>)
+      {window_left = 127 : i64} : memref<?x8x64xf16>, !csr -> !s
+  %b = kv.mla_decode %qn, %qp, %mla rows(%qo : memref<?xi32>) topk(%idx : memref<?x2048xi32>)
+      {causal} : memref<?x16x512xbf16>, memref<?x16x64xbf16>, !mla -> !sm
+  return %a, %b : !s, !sm
+}

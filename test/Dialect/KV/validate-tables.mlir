@@ -86,3 +86,29 @@ func.func @causal_prefill(%q: memref<?x2x64xf16>, %qo: memref<?xi32>, %k: memref
   %s = kv.prefill %q, %qo, %kv {causal} : memref<?x2x64xf16>, memref<?xi32>, !bt -> !kv.state<?x2x64xf16, base = e>
   return %s : !kv.state<?x2x64xf16, base = e>
 }
+
+// -----
+
+// A sparse selection's lists are checked against each request's kv_len:
+// one row per request (no qo_indptr), or the rows of rows(qo_indptr).
+!csr = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!mla = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = bf16, layout = nhd, storage = mla, table = block_table, pe_dim = 64>
+// CHECK-LABEL: func.func @topk
+// CHECK: call @kvir_check_csr(
+// CHECK: %[[LENS:.*]] = memref.alloc(%{{.*}}) : memref<?xi32>
+// CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: call @kvir_check_topk(%{{.*}}, %{{.*}}, %{{.*}}, %[[NULL]], %{{.*}}, %{{.*}},
+// CHECK: memref.dealloc %[[LENS]]
+// CHECK: kv.decode
+// CHECK: %[[LENS2:.*]] = memref.alloc(%{{.*}}) : memref<?xi32>
+// CHECK: call @kvir_check_topk(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}},
+// CHECK: memref.dealloc %[[LENS2]]
+// CHECK: kv.mla_decode
+func.func @topk(%q: memref<?x2x64xf16>, %pool: memref<?x2x16x1x64xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>, %last: memref<?xi32>, %idx: memref<?x2048xi32>,
+                %qn: memref<?x16x512xbf16>, %qp: memref<?x16x64xbf16>, %ckv: memref<?x64x512xbf16>, %kpe: memref<?x64x64xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %qo: memref<?xi32>, %idx2: memref<?x64xi32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x1x64xf16>) tables(%ip, %ix, %last : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !csr
+  %s = kv.decode %q, %kv topk(%idx : memref<?x2048xi32>) : memref<?x2x64xf16>, !csr -> !kv.state<?x2x64xf16, base = e>
+  %m = kv.paged_view pools(%ckv, %kpe : memref<?x64x512xbf16>, memref<?x64x64xbf16>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !mla
+  %t = kv.mla_decode %qn, %qp, %m rows(%qo : memref<?xi32>) topk(%idx2 : memref<?x64xi32>) : memref<?x16x512xbf16>, memref<?x16x64xbf16>, !mla -> !kv.state<?x16x512xbf16, base = e>
+  return
+}

@@ -25,7 +25,10 @@ void kvir::test::runDecodeCase(const DecodeCase &c) {
     std::string qs = src.addMemref("q", q);
     std::string stateType =
         stateTypeText(c.qHeads, c.spec.headDimV, outType, c.params.base);
-    std::string variants = emitVariants(src, c.params, c.variants);
+    ref::AttentionParams params = c.params;
+    if (c.topk)
+      params.topk = randomTopk(rng, kvLens, c.topk);
+    std::string variants = emitVariants(src, params, c.variants);
     src.addLine("%s = kv.decode " + qs + ", " + kv + variants + " " +
                 attentionAttrs(c.params, /*withCausal=*/false,
                                c.variants.standardAlibi) +
@@ -34,7 +37,7 @@ void kvir::test::runDecodeCase(const DecodeCase &c) {
     ASSERT_TRUE(runKernel(src, {out.o, out.lse}));
 
     ref::State expected =
-        ref::decode(q, ref::PagedSource(cache), asKernelSees(c.params));
+        ref::decode(q, ref::PagedSource(cache), asKernelSees(params));
     EXPECT_TRUE(check(compareState(out, expected, outType)));
   }
 }

@@ -24,6 +24,9 @@ struct DecodeCase {
   CacheOptions cacheOptions;
   int64_t batch = 5;
   int64_t maxLen = 40;
+  /// > 0: a random sparse selection of this many entries per request
+  /// (randomTopk).
+  int64_t topk = 0;
   /// Random batches run through the one compiled kernel.
   int repeats = 3;
   uint64_t seed = 1;

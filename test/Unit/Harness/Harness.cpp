@@ -761,6 +761,10 @@ std::string kvir::test::emitVariants(KernelSource &src,
                                      const ref::AttentionParams &params,
                                      const VariantSource &variants) {
   std::string clauses;
+  if (!params.topk.empty()) {
+    std::string ssa = src.addMemref("topk", topkTensor(params.topk));
+    clauses += " topk(" + ssa + " : " + src.typeOf(ssa) + ")";
+  }
   auto perHead = [&](const char *name, const std::vector<double> &values) {
     std::string ssa = src.addMemref(name, f32Vector(values));
     clauses +=
@@ -786,6 +790,37 @@ std::string kvir::test::emitVariants(KernelSource &src,
   if (!variants.maskMod.empty())
     clauses += " mask_mod {\n" + substitute(variants.maskMod) + "\n}";
   return clauses;
+}
+
+std::vector<std::vector<int32_t>>
+kvir::test::randomTopk(Rng &rng, const std::vector<int64_t> &rowKvLens,
+                       int64_t k) {
+  std::vector<std::vector<int32_t>> rows;
+  for (int64_t kvLen : rowKvLens) {
+    // Some of the row's keys, distinct, at random places among -1s.
+    int64_t most = std::min(k, kvLen);
+    int64_t count = most ? rng.integer((most + 1) / 2, most) : 0;
+    std::vector<int32_t> keys(kvLen);
+    for (int64_t j = 0; j < kvLen; ++j)
+      keys[j] = int32_t(j);
+    for (int64_t i = 0; i < count; ++i)
+      std::swap(keys[i], keys[rng.integer(i, kvLen - 1)]);
+    std::vector<int32_t> row(keys.begin(), keys.begin() + count);
+    row.resize(k, -1);
+    for (int64_t i = k - 1; i > 0; --i)
+      std::swap(row[i], row[rng.integer(0, i)]);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+Tensor kvir::test::topkTensor(const std::vector<std::vector<int32_t>> &rows) {
+  int64_t k = rows.empty() ? 0 : int64_t(rows.front().size());
+  Tensor t(DType::I32, {int64_t(rows.size()), k});
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (int64_t i = 0; i < k; ++i)
+      t.set({int64_t(r), i}, rows[r].at(i));
+  return t;
 }
 
 Tensor kvir::test::f32Vector(const std::vector<double> &values) {

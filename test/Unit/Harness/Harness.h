@@ -183,6 +183,13 @@ emitCascade(KernelSource &src, const std::string &qName,
 /// `input.rope`, if any).
 void emitAppend(KernelSource &src, const ref::AppendInput &input,
                 const std::string &kv, const std::string &kvType);
+/// A random sparse selection of `k` entries per query row: about half to
+/// all of min(k, kv_len) distinct keys of the row's request (`rowKvLens`),
+/// the rest -1, in random order.
+std::vector<std::vector<int32_t>>
+randomTopk(Rng &rng, const std::vector<int64_t> &rowKvLens, int64_t k);
+/// The [rows, k] i32 tensor of a selection.
+Tensor topkTensor(const std::vector<std::vector<int32_t>> &rows);
 /// An f32 vector of `values` (a per-head table).
 Tensor f32Vector(const std::vector<double> &values);
 /// `heads` values uniform in [lo, hi) (sinks, slopes).
@@ -202,9 +209,9 @@ void addEveryThirdKeyHidden(ref::AttentionParams &params,
 void addSoftCapWindowRegions(ref::AttentionParams &params,
                              VariantSource &source, double cap,
                              int64_t windowLeft);
-/// Adds the sinks, slopes and captures as arguments; returns the op's
-/// variant clauses (`sinks(...) alibi_slopes(...) score_mod {...}
-/// mask_mod {...}`, each when present) with a leading space, or "".
+/// Adds the selection, sinks, slopes and captures as arguments; returns the
+/// op's variant clauses (`topk(...) sinks(...) alibi_slopes(...) score_mod
+/// {...} mask_mod {...}`, each when present) with a leading space, or "".
 std::string emitVariants(KernelSource &src, const ref::AttentionParams &params,
                          const VariantSource &variants);
 /// The attribute dictionary of an attention op (`{...}` or empty), with

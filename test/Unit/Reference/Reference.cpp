@@ -373,6 +373,13 @@ private:
 };
 } // namespace
 
+bool AttentionParams::selects(int64_t row, int64_t j) const {
+  if (topk.empty())
+    return true;
+  const std::vector<int32_t> &listed = topk.at(row);
+  return std::find(listed.begin(), listed.end(), j) != listed.end();
+}
+
 State kvir::ref::attention(const Tensor &q, const std::vector<int32_t> &qoIndptr,
                            const KVSource &kv, const AttentionParams &params) {
   int64_t rows = q.dim(0), qHeads = q.dim(1);
@@ -425,6 +432,8 @@ State kvir::ref::attention(const Tensor &q, const std::vector<int32_t> &qoIndptr
             if (!mask.bit(i, j, kvLen))
               continue;
             if (params.maskMod && !params.maskMod(b, h, pos, j))
+              continue;
+            if (!params.selects(row, j))
               continue;
             double dot = 0.0;
             for (int64_t x = 0; x < d; ++x)
@@ -489,6 +498,8 @@ State kvir::ref::mlaDecode(const Tensor &qNope, const Tensor &qPe,
         std::vector<std::vector<double>> values;
         for (int64_t j = 0; j < visible; ++j) {
           if (variants.maskMod && !variants.maskMod(b, h, pos, j))
+            continue;
+          if (!variants.selects(row, j))
             continue;
           double dot = 0.0;
           for (int64_t x = 0; x < dc; ++x)

@@ -197,6 +197,11 @@ struct AttentionParams {
   std::vector<double> sinks, alibiSlopes;
   std::function<double(double, int64_t, int64_t, int64_t, int64_t)> scoreMod;
   std::function<bool(int64_t, int64_t, int64_t, int64_t)> maskMod;
+  /// Sparse selection: per query row, the keys it may see (-1 entries are
+  /// padding); empty: every key. A key is seen once however often listed.
+  std::vector<std::vector<int32_t>> topk;
+  /// Whether query row `row` may see key `j` by `topk`.
+  bool selects(int64_t row, int64_t j) const;
 };
 
 /// An attention state o[rows, heads, Dv], lse[rows, heads] (in its base).
@@ -240,7 +245,7 @@ inline State decode(const Tensor &q, const KVSource &kv,
 /// sm_scale defaults to 1 / sqrt(head_dim + pe_dim). One row per request, or
 /// request b owning rows qoIndptr[b] .. qoIndptr[b + 1] at positions
 /// kv_len - qo_len + i, `causal` hiding the keys after a row's position.
-/// `variants` adds its sinks, ALiBi slopes, scoreMod and maskMod (its
+/// `variants` adds its sinks, ALiBi slopes, scoreMod, maskMod and topk (its
 /// other fields are ignored).
 State mlaDecode(const Tensor &qNope, const Tensor &qPe, const PagedCache &kv,
                 std::optional<double> smScale, Base base,

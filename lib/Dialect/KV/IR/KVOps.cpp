@@ -319,10 +319,32 @@ verifyAttention(Operation *op, Value q, const KVShape &kv, StateType result,
   return success();
 }
 
+/// A sparse selection: i32 [rows, K], one row of K >= 1 entries per query
+/// row (`rows` of q).
+static LogicalResult verifyTopk(Operation *op, Value topk, int64_t rows) {
+  if (!topk)
+    return success();
+  if (failed(verifyI32Index(op, topk, "topk", 2)))
+    return failure();
+  auto type = cast<MemRefType>(topk.getType());
+  if (!compatibleDims(type.getDimSize(0), rows))
+    return op->emitOpError()
+           << "topk has " << type.getDimSize(0)
+           << " rows, expected one per query row (" << rows << ")";
+  if (type.getDimSize(1) == 0)
+    return op->emitOpError() << "topk must list at least one key per row, got "
+                             << type;
+  return success();
+}
+
 LogicalResult DecodeOp::verify() {
   PagedType kv = getKv().getType();
   if (kv.isMla())
     return emitOpError() << "reads a K/V cache; use kv.mla_decode for MLA";
+  auto q = dyn_cast<MemRefType>(getQ().getType());
+  if (q && q.getRank() >= 1 &&
+      failed(verifyTopk(getOperation(), getTopk(), q.getDimSize(0))))
+    return failure();
   return verifyAttention(getOperation(), getQ(), getKVShape(kv), getType(),
                          getSmScale(), getLogitsSoftCap(), getWindowLeft(),
                          getRopeAttr());
@@ -403,7 +425,7 @@ LogicalResult MlaDecodeOp::verify() {
     return emitOpError() << "causal needs rows(qo_indptr): with one query "
                          << "row per request every key is visible";
   }
-  return success();
+  return verifyTopk(op, getTopk(), nope.getDimSize(0));
 }
 
 /// The levels of a cascade (kv.cascade, kv.cascade_positions): at least

@@ -3,7 +3,8 @@
 // Emits calls to the table checks of kvir's runtime library
 // (include/kvir/Runtime/TableCheck.h) into host code: after each
 // kv.paged_view, the check of its table form; before each kv.prefill, the
-// check of its query rows. The runtime prints what is wrong; the host code
+// check of its query rows; before each top-k kv.decode / kv.mla_decode, the
+// check of its key lists (in range, -1 padding, no key twice). The runtime prints what is wrong; the host code
 // stops on a failed check.
 //
 //===----------------------------------------------------------------------===//
@@ -235,22 +236,58 @@ void checkQueryRows(PrefillOp op) {
   e.freeCopies();
 }
 
+/// A sparse selection's lists against the keys of their requests.
+void checkTopk(Operation *op, Value topk, Value q, Value kvValue,
+               Value qoIndptr) {
+  ImplicitLocOpBuilder b(op->getLoc(), op);
+  CheckEmitter e(b);
+  Value batch =
+      qoIndptr ? arith::SubIOp::create(b, e.dim(qoIndptr, 0),
+                                       arith::ConstantIndexOp::create(b, 1))
+                     .getResult()
+               : e.dim(q, 0);
+  Value lengths = emitKvLengths(b, kvValue, batch);
+  if (!lengths) {
+    op->emitWarning("kv-validate-tables: its KV is not a view of this "
+                    "function; the top-k lists are not checked");
+    return;
+  }
+  e.call("kvir_check_topk",
+         {e.pointer(topk), e.i64Of(e.dim(topk, 0)), e.i64Of(e.dim(topk, 1)),
+          qoIndptr ? e.pointer(qoIndptr) : e.null(), e.pointer(lengths),
+          e.i64Of(batch)});
+  memref::DeallocOp::create(b, lengths);
+  e.freeCopies();
+}
+
 struct KVValidateTablesPass
     : kvir::kv::impl::KVValidateTablesBase<KVValidateTablesPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<PagedViewOp> views;
     SmallVector<PrefillOp> prefills;
+    SmallVector<Operation *> selections;
     module.walk([&](Operation *op) {
       if (auto view = dyn_cast<PagedViewOp>(op))
         views.push_back(view);
       else if (auto prefill = dyn_cast<PrefillOp>(op))
         prefills.push_back(prefill);
+      else if (auto decode = dyn_cast<DecodeOp>(op); decode && decode.getTopk())
+        selections.push_back(op);
+      else if (auto mla = dyn_cast<MlaDecodeOp>(op); mla && mla.getTopk())
+        selections.push_back(op);
     });
     for (PagedViewOp view : views)
       checkView(view);
     for (PrefillOp prefill : prefills)
       checkQueryRows(prefill);
+    for (Operation *op : selections) {
+      if (auto decode = dyn_cast<DecodeOp>(op))
+        checkTopk(op, decode.getTopk(), decode.getQ(), decode.getKv(), {});
+      else if (auto mla = dyn_cast<MlaDecodeOp>(op))
+        checkTopk(op, mla.getTopk(), mla.getQNope(), mla.getKv(),
+                  mla.getQoIndptr());
+    }
   }
 };
 

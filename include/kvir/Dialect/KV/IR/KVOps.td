@@ -102,6 +102,12 @@ defvar KV_VariantFormat = [{
   (`alibi_slopes` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
   (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
 }];
+/// Sparse selection (kv.decode, kv.mla_decode): per query row, `topk` key
+/// indices into the request's keys.
+defvar KV_TopkOperand =
+    (ins Arg<Optional<AnyMemRef>, "selected keys per query row",
+             [MemRead]>:$topk);
+defvar KV_TopkFormat = [{ (`topk` `(` $topk^ `:` type($topk) `)`)? }];
 defvar KV_AttentionTraits = [AttrSizedOperandSegments,
                              DeclareOpInterfaceMethods<
                                  KV_AttentionVariantOpInterface>];
@@ -114,7 +120,11 @@ def KV_DecodeOp : KV_Op<"decode", KV_AttentionTraits> {
     `sm_scale` defaults to `1/sqrt(D)`; `logits_soft_cap` c > 0 applies
     `c * tanh(s / c)`; `window_left` w >= 0 keeps keys `j >= kv_len - 1 - w`;
     `rope` rotates q and k on the fly at their positions. The result's LSE
-    base and output type are those of the result type.
+    base and output type are those of the result type. With
+    `topk(%idx : memref<B x K x i32>)` the query sees only the keys its row
+    lists (DeepSeek-V3.2's indexer): `-1` entries are padding, every other
+    entry a key index in `[0, kv_len)` listed at most once; the other rules
+    (window, variants) apply to the listed keys.
 
     ```mlir
     %s = kv.decode %q, %kv {sm_scale = 0.0883883 : f32}
@@ -123,10 +133,11 @@ def KV_DecodeOp : KV_Op<"decode", KV_AttentionTraits> {
   }];
   let arguments = !con((ins Arg<AnyMemRef, "queries", [MemRead]>:$q,
                             KV_ReadKV<KV_PagedType>:$kv),
-                       KV_AttentionAttrs, KV_VariantOperands);
+                       KV_TopkOperand, KV_AttentionAttrs, KV_VariantOperands);
   let results = (outs KV_StateType:$result);
   let regions = KV_VariantRegions;
-  let assemblyFormat = !strconcat("$q `,` $kv ", KV_VariantFormat, [{
+  let assemblyFormat = !strconcat("$q `,` $kv ", KV_TopkFormat,
+                                  KV_VariantFormat, [{
     attr-dict `:` type($q) `,` type($kv) `->` type($result)
   }]);
   let hasVerifier = 1;
@@ -182,6 +193,8 @@ def KV_MlaDecodeOp : KV_Op<"mla_decode", KV_AttentionTraits> {
     `rows(qo_indptr)`, request `b` owns rows `qo_indptr[b] .. qo_indptr[b+1]`
     (speculative decoding, chunked prefill): row `i` sits at position
     `kv_len[b] - qo_len[b] + i` and `causal` hides the keys after it.
+    `topk(%idx : memref<rows x K x i32>)` selects each query row's keys as
+    kv.decode's does (FlashMLA's sparse decode).
 
     ```mlir
     %s = kv.mla_decode %q_nope, %q_pe, %kv rows(%qo : memref<?xi32>) {causal}
@@ -197,12 +210,12 @@ def KV_MlaDecodeOp : KV_Op<"mla_decode", KV_AttentionTraits> {
                                 [MemRead]>:$qo_indptr,
                             UnitAttr:$causal,
                             OptionalAttr<F32Attr>:$sm_scale),
-                       KV_VariantOperands);
+                       KV_TopkOperand, KV_VariantOperands);
   let results = (outs KV_StateType:$result);
   let regions = KV_VariantRegions;
   let assemblyFormat = !strconcat([{
     $q_nope `,` $q_pe `,` $kv (`rows` `(` $qo_indptr^ `:` type($qo_indptr) `)`)?
-  }], KV_VariantFormat, [{
+  }], KV_TopkFormat, KV_VariantFormat, [{
     attr-dict `:` type($q_nope) `,` type($q_pe) `,` type($kv) `->`
     type($result)
   }]);
