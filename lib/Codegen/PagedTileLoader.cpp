@@ -23,6 +23,29 @@ PagedTileLoader::PagedTileLoader(RaggedOperands ragged, Value tableBase,
     : ragged(ragged), tableBase(tableBase), kvHead(kvHead),
       tileTokens(tileTokens) {}
 
+void PagedTileLoader::setGather(TokenGather g) {
+  assert(kv.type && "gathering reads paged views");
+  gather = g;
+}
+
+Value PagedTileLoader::keyOf(ImplicitLocOpBuilder &b, Value idSlot,
+                             Value tile0, Value t) const {
+  IRBuilder ir{b};
+  if (!gathers())
+    return ir.add(tile0, t);
+  return ir.toIndex(memref::LoadOp::create(
+      b, gather.keyIds,
+      ValueRange{idSlot, ir.minS(t, ir.idx(tileTokens - 1))}));
+}
+
+Value PagedTileLoader::holdsKey(ImplicitLocOpBuilder &b, Value idSlot, Value r,
+                                Value count) const {
+  IRBuilder ir{b};
+  Value key = keyOf(b, idSlot, Value(), r);
+  return arith::AndIOp::create(
+      b, ir.lt(r, count), ir.cmp(arith::CmpIPredicate::sge, key, ir.idx(0)));
+}
+
 int64_t PagedTileLoader::pagesPerTile(int64_t pageSize, int64_t tileTokens) {
   return std::min(tileTokens, (tileTokens - 1 + pageSize - 1) / pageSize + 1);
 }
@@ -50,6 +73,7 @@ bool PagedTileLoader::stagesPageIds() const {
 void PagedTileLoader::stagePageIds(ImplicitLocOpBuilder &b, Value tile0,
                                    Value count, Value thread,
                                    int64_t numThreads) const {
+  assert(!gathers() && "gathering stages keys into slots");
   if (!stagesPageIds())
     return;
   IRBuilder ir{b};
@@ -81,6 +105,15 @@ SmallVector<Value> PagedTileLoader::pageIdIndices(Value idSlot, Value i) const {
 void PagedTileLoader::stagePageIdsAsync(ImplicitLocOpBuilder &b, Value slot,
                                         Value tile0, Value count, Value thread,
                                         int64_t numThreads) const {
+  if (gathers()) {
+    // A key's page entry depends on the key: two dependent loads, not one
+    // copy.
+    storePageIds(b, slot,
+                 loadPageIds(b, arith::ConstantIntOp::create(b, 1, 1), tile0,
+                             count, thread, numThreads),
+                 thread, numThreads);
+    return;
+  }
   if (!stagesPageIds())
     return;
   assert(hasPageIdSlots() && "asynchronous staging needs page-id slots");
@@ -107,11 +140,22 @@ void PagedTileLoader::stagePageIdsAsync(ImplicitLocOpBuilder &b, Value slot,
 }
 
 std::pair<Value, Value> PagedTileLoader::locate(ImplicitLocOpBuilder &b,
-                                                Value token, Value page0,
+                                                Value token, Value tile0,
                                                 Value idSlot) const {
   IRBuilder ir{b};
   Value entry;
+  if (gathers()) {
+    // Entry e of the tile: its key (none: key 0, read by nobody) and the
+    // entry of the key's page.
+    Value e = ir.sub(token, tile0);
+    Value key = ir.maxS(keyOf(b, idSlot, tile0, e), ir.idx(0));
+    if (stagesPageIds())
+      entry = ir.toIndex(
+          memref::LoadOp::create(b, pageIds, pageIdIndices(idSlot, e)));
+    return kv::emitLocateFromEntry(b, kv.type, entry, tableBase, key);
+  }
   if (stagesPageIds()) {
+    Value page0 = ir.divU(tile0, ir.idx(kv.type.getPageSize()));
     Value lp = ir.sub(ir.divU(token, ir.idx(kv.type.getPageSize())), page0);
     entry = ir.toIndex(
         memref::LoadOp::create(b, pageIds, pageIdIndices(idSlot, lp)));
@@ -134,11 +178,9 @@ PagedTileLoader::source(ImplicitLocOpBuilder &b, kv::PoolRole role,
 std::pair<Value, SmallVector<Value>>
 PagedTileLoader::address(ImplicitLocOpBuilder &b, kv::PoolRole role,
                          Value token, Value tile0, Value dim) const {
-  IRBuilder ir{b};
   Value page, slot;
   if (kv.type)
-    std::tie(page, slot) =
-        locate(b, token, ir.divU(tile0, ir.idx(kv.type.getPageSize())));
+    std::tie(page, slot) = locate(b, token, tile0);
   return source(b, role, token, page, slot, dim);
 }
 
@@ -147,6 +189,8 @@ SmallVector<Value> PagedTileLoader::loadPageIds(ImplicitLocOpBuilder &b,
                                               Value count, Value thread,
                                               int64_t numThreads) const {
   SmallVector<Value> entries;
+  if (gathers())
+    return loadGatheredIds(b, valid, tile0, count, thread, numThreads);
   if (!stagesPageIds())
     return entries;
   IRBuilder ir{b};
@@ -176,10 +220,84 @@ SmallVector<Value> PagedTileLoader::loadPageIds(ImplicitLocOpBuilder &b,
   return entries;
 }
 
+SmallVector<Value> PagedTileLoader::loadGatheredIds(ImplicitLocOpBuilder &b,
+                                                  Value valid, Value tile0,
+                                                  Value count, Value thread,
+                                                  int64_t numThreads) const {
+  IRBuilder ir{b};
+  SmallVector<Value> entries;
+  Type i32 = b.getI32Type();
+  Type entryType =
+      pageIds ? cast<MemRefType>(pageIds.getType()).getElementType() : i32;
+  for (int64_t k = 0; k * numThreads < tileTokens; ++k) {
+    Value i = ir.add(thread, ir.idx(k * numThreads));
+    Value needed = arith::AndIOp::create(b, valid, ir.lt(i, count));
+    auto none = [&](OpBuilder &nb, Location loc) {
+      ImplicitLocOpBuilder jb(loc, nb);
+      IRBuilder j{jb};
+      SmallVector<Value> values{j.i32(-1)};
+      if (stagesPageIds())
+        values.push_back(arith::ConstantOp::create(
+            jb, entryType, jb.getIntegerAttr(entryType, 0)));
+      scf::YieldOp::create(jb, values);
+    };
+    // Entry i's key, and its page's entry; -1 (and no table read) for
+    // padding and keys outside the request.
+    auto loaded = scf::IfOp::create(
+        b, needed,
+        [&](OpBuilder &nb, Location loc) {
+          ImplicitLocOpBuilder jb(loc, nb);
+          IRBuilder j{jb};
+          Value key = j.toIndex(memref::LoadOp::create(
+              jb, gather.selected, ValueRange{gather.row, j.add(tile0, i)}));
+          Value inRange = arith::AndIOp::create(
+              jb, j.cmp(arith::CmpIPredicate::sge, key, j.idx(0)),
+              j.lt(key, gather.kvLen));
+          auto found = scf::IfOp::create(
+              jb, inRange,
+              [&](OpBuilder &nb2, Location l2) {
+                ImplicitLocOpBuilder kb(l2, nb2);
+                IRBuilder x{kb};
+                SmallVector<Value> values{x.toI32(key)};
+                if (stagesPageIds())
+                  values.push_back(toEntryType(
+                      kb, kv::emitPageEntry(
+                              kb, kv, req, tableBase,
+                              x.divU(key, x.idx(kv.type.getPageSize())))));
+                scf::YieldOp::create(kb, values);
+              },
+              none);
+          scf::YieldOp::create(jb, found.getResults());
+        },
+        none);
+    llvm::append_range(entries, loaded.getResults());
+  }
+  return entries;
+}
+
 void PagedTileLoader::storePageIds(ImplicitLocOpBuilder &b, Value slot,
                                    ArrayRef<Value> entries, Value thread,
                                    int64_t numThreads) const {
   IRBuilder ir{b};
+  if (gathers()) {
+    // (key[, page entry]) per token of the tile.
+    size_t width = stagesPageIds() ? 2 : 1;
+    for (size_t k = 0; k * width < entries.size(); ++k) {
+      Value i = ir.add(thread, ir.idx(k * numThreads));
+      auto store = [&](ImplicitLocOpBuilder &jb) {
+        memref::StoreOp::create(jb, entries[k * width], gather.keyIds,
+                                ValueRange{slot, i});
+        if (width == 2)
+          memref::StoreOp::create(jb, entries[k * width + 1], pageIds,
+                                  pageIdIndices(slot, i));
+      };
+      if (int64_t(k + 1) * numThreads <= tileTokens)
+        store(b);
+      else
+        emitIf(b, ir.lt(i, ir.idx(tileTokens)), store);
+    }
+    return;
+  }
   int64_t maxPages = pagesPerTile(kv.type.getPageSize(), tileTokens);
   for (size_t k = 0; k < entries.size(); ++k) {
     Value entry = entries[k], i = ir.add(thread, ir.idx(k * numThreads));
@@ -203,7 +321,8 @@ void PagedTileLoader::copyTile(ImplicitLocOpBuilder &b,
                                ArrayRef<TileCopy> copies, Value stage,
                                Value tile0, Value count, Value thread,
                                int64_t numThreads, int64_t vec,
-                               const Dequantize &dequantize) const {
+                               const Dequantize &dequantize,
+                               Value idSlot) const {
   IRBuilder ir{b};
   int64_t width = copies.front().width, rows = copies.front().tile.rows;
   assert(llvm::all_of(copies,
@@ -212,9 +331,8 @@ void PagedTileLoader::copyTile(ImplicitLocOpBuilder &b,
                       }) &&
          "copies of one call share their shape");
   int64_t vecsPerRow = width / vec;
-  Value page0 =
-      kv.type ? ir.divU(tile0, ir.idx(kv.type.getPageSize())) : Value();
-  Value idSlot = hasPageIdSlots() ? stage : Value();
+  if (!idSlot && (hasPageIdSlots() || gathers()))
+    idSlot = stage;
   scf::ForOp::create(
       b, thread, ir.idx(rows * vecsPerRow), ir.idx(numThreads), ValueRange{},
       [&](OpBuilder &nb, Location loc, Value i, ValueRange) {
@@ -227,15 +345,16 @@ void PagedTileLoader::copyTile(ImplicitLocOpBuilder &b,
           types.push_back(VectorType::get(
               {vec}, cast<MemRefType>(copy.tile.memref.getType())
                          .getElementType()));
-        // Rows past the tile's tokens are zeros, read from nowhere.
+        // Rows past the tile's tokens (or of no key) are zeros, read from
+        // nowhere.
         auto rowsOrZeros = scf::IfOp::create(
-            jb, j.lt(t, count),
+            jb, gathers() ? holdsKey(jb, idSlot, t, count) : j.lt(t, count),
             [&](OpBuilder &nb2, Location l2) {
               ImplicitLocOpBuilder kb(l2, nb2);
               Value token = IRBuilder{kb}.add(tile0, t);
               Value page, slot;
               if (kv.type)
-                std::tie(page, slot) = locate(kb, token, page0, idSlot);
+                std::tie(page, slot) = locate(kb, token, tile0, idSlot);
               SmallVector<Value> values;
               for (const TileCopy &copy : copies) {
                 auto [from, indices] =
@@ -305,13 +424,12 @@ void PagedTileLoader::copyTileTransposedAsync(
     ImplicitLocOpBuilder &b, kv::PoolRole role, const SharedTile &tile,
     Value stage, Value tile0, Value count, int64_t width, Value thread,
     int64_t numThreads) const {
-  IRBuilder ir{b};
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
   int64_t ce = tile.chunkElements();
   assert(kv.type && kv.type.getPageSize() % ce == 0 &&
          "transposed chunks stay within a page");
+  assert(!gathers() && "transposed chunks are consecutive tokens");
   int64_t chunksPerDim = tileTokens / ce, total = width * chunksPerDim;
-  Value page0 = ir.divU(tile0, ir.idx(kv.type.getPageSize()));
   Value idSlot = hasPageIdSlots() ? stage : Value();
   auto emit = [&](ImplicitLocOpBuilder &jb, Value i) {
     IRBuilder j{jb};
@@ -323,7 +441,7 @@ void PagedTileLoader::copyTileTransposedAsync(
     // A chunk of no valid token reads nothing, from the tile's first token.
     Value token =
         j.add(tile0, j.select(j.lt(first, count), first, j.idx(0)));
-    auto [page, slot] = locate(jb, token, page0, idSlot);
+    auto [page, slot] = locate(jb, token, tile0, idSlot);
     auto [from, indices] = source(jb, role, token, page, slot, dim);
     nvgpu::DeviceAsyncCopyOp::create(
         jb, tokenType, tile.memref, tile.elementIndices(jb, stage, dim, first),
@@ -336,11 +454,9 @@ void PagedTileLoader::copyTileTransposedAsync(
 void PagedTileLoader::copyTileAsync(ImplicitLocOpBuilder &b,
                                     ArrayRef<TileCopy> copies, Value stage,
                                     Value tile0, Value count, Value thread,
-                                    int64_t numThreads) const {
-  IRBuilder ir{b};
-  Value page0 =
-      kv.type ? ir.divU(tile0, ir.idx(kv.type.getPageSize())) : Value();
-  Value idSlot = hasPageIdSlots() ? stage : Value();
+                                    int64_t numThreads, Value idSlot) const {
+  if (!idSlot && (hasPageIdSlots() || gathers()))
+    idSlot = stage;
   for (const TileCopy &copy : copies) {
     // Rows past the tile's tokens read nothing (source size 0: the chunk
     // is zero-filled), from a clamped address inside the request.
@@ -350,11 +466,13 @@ void PagedTileLoader::copyTileAsync(ImplicitLocOpBuilder &b,
           j.add(tile0, j.minS(r, j.maxS(j.sub(count, j.idx(1)), j.idx(0))));
       Value page, slot;
       if (kv.type)
-        std::tie(page, slot) = locate(jb, token, page0, idSlot);
+        std::tie(page, slot) = locate(jb, token, tile0, idSlot);
       return this->source(jb, copy.role, token, page, slot, dim);
     };
     copyRowsAsync(b, copy.tile, stage, copy.width, thread, numThreads, source,
-                  [&](ImplicitLocOpBuilder &jb, Value r) {
+                  [&](ImplicitLocOpBuilder &jb, Value r) -> Value {
+                    if (gathers())
+                      return holdsKey(jb, idSlot, r, count);
                     return IRBuilder{jb}.lt(r, count);
                   });
   }

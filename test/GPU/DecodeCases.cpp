@@ -55,7 +55,10 @@ void gpu::runGpuDecodeCase(const GpuDecodeCase &c) {
     std::string qs = src.addMemref("q", q);
     std::string stateType =
         stateTypeText(c.qHeads, c.spec.headDimV, c.outType, c.params.base);
-    std::string variants = emitVariants(src, c.params, c.variants);
+    ref::AttentionParams params = c.params;
+    if (c.topk)
+      params.topk = randomTopk(rng, kvLens, c.topk);
+    std::string variants = emitVariants(src, params, c.variants);
     src.addLine("%s = kv.decode " + qs + ", " + kv + variants + " " +
                 withConfig(attentionAttrs(c.params, /*withCausal=*/false,
                                           c.variants.standardAlibi),
@@ -64,7 +67,7 @@ void gpu::runGpuDecodeCase(const GpuDecodeCase &c) {
     emitStore(src, "%s", stateType, out);
 
     ref::State expected =
-        ref::decode(q, ref::PagedSource(cache), asKernelSees(c.params));
+        ref::decode(q, ref::PagedSource(cache), asKernelSees(params));
     RunResult result;
     auto start = std::chrono::steady_clock::now();
     ASSERT_TRUE(runGpu(src, {out.o, out.lse}, c.chip, {"kv.decode"}, result,
@@ -76,7 +79,8 @@ void gpu::runGpuDecodeCase(const GpuDecodeCase &c) {
 
     // The split-KV choice (the plan's work schedule, for these lengths) and
     // the kernels that carried it out.
-    std::optional<int64_t> items = result.scheduledItems("kv.decode", kvLens);
+    std::optional<int64_t> items = result.scheduledItems(
+        "kv.decode", c.topk ? std::vector<int64_t>(batch, c.topk) : kvLens);
     ASSERT_TRUE(items.has_value()) << "no kv.decode work schedule";
     bool split = *items > batch;
     std::vector<std::string> names = result.kernelNames();

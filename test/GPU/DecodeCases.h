@@ -51,6 +51,9 @@ struct GpuDecodeCase {
   int64_t graphMaxBatch = 0;
   /// fp8 scales and value ranges.
   CacheOptions cacheOptions;
+  /// > 0: a random sparse selection of this many entries per request
+  /// (randomTopk); the work schedule then sees `topk` entries per request.
+  int64_t topk = 0;
 };
 
 std::ostream &operator<<(std::ostream &os, const GpuDecodeCase &c);

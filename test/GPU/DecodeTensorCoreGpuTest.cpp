@@ -29,6 +29,9 @@ struct TensorCoreDecodeCase {
   std::string chip = "sm_90a";
   int64_t graphMaxBatch = 0;
   uint64_t seed = 1;
+  /// > 0: a random sparse selection of this many entries per request; the
+  /// second batch is then 24 requests of up to 700 keys.
+  int64_t topk = 0;
 };
 
 std::ostream &operator<<(std::ostream &os, const TensorCoreDecodeCase &c) {
@@ -43,7 +46,9 @@ void runCase(const TensorCoreDecodeCase &c) {
   // than the chip has SMs, none cut.
   std::vector<std::vector<int64_t>> batches{
       {1500, 0, 1, 37, 64, 65},
-      randomLengths(rng, c.graphMaxBatch ? c.graphMaxBatch : 140, 70)};
+      c.topk ? randomLengths(rng, 24, 700)
+             : randomLengths(rng, c.graphMaxBatch ? c.graphMaxBatch : 140,
+                             70)};
   for (const std::vector<int64_t> &kvLens : batches) {
     int64_t batch = kvLens.size();
     SCOPED_TRACE("batch of " + std::to_string(batch));
@@ -58,7 +63,10 @@ void runCase(const TensorCoreDecodeCase &c) {
     std::string qs = src.addMemref("q", q);
     std::string stateType = stateTypeText(c.qHeads, c.spec.headDimV,
                                           c.spec.dtype, c.params.base);
-    std::string variants = emitVariants(src, c.params, c.variants);
+    ref::AttentionParams params = c.params;
+    if (c.topk)
+      params.topk = randomTopk(rng, kvLens, c.topk);
+    std::string variants = emitVariants(src, params, c.variants);
     src.addLine("%s = kv.decode " + qs + ", " + kv + variants + " " +
                 attentionAttrs(c.params, /*withCausal=*/false,
                                c.variants.standardAlibi) +
@@ -72,7 +80,8 @@ void runCase(const TensorCoreDecodeCase &c) {
     ASSERT_FALSE(names.empty());
     EXPECT_EQ(names.front().rfind("decode_tc_", 0), 0u)
         << result.describeLaunches();
-    std::optional<int64_t> items = result.scheduledItems("kv.decode", kvLens);
+    std::optional<int64_t> items = result.scheduledItems(
+        "kv.decode", c.topk ? std::vector<int64_t>(batch, c.topk) : kvLens);
     ASSERT_TRUE(items.has_value()) << "no kv.decode work schedule";
     // The long request is cut; the many short ones are not (fixed grids
     // always launch the split kernel and the merge).
@@ -85,8 +94,8 @@ void runCase(const TensorCoreDecodeCase &c) {
     if (batch < 10 && !c.graphMaxBatch)
       EXPECT_GT(*items, batch);
     EXPECT_EQ(int64_t(result.launches.front().grid.y), c.spec.kvHeads);
-    ref::State expected = ref::decode(q, ref::PagedSource(cache),
-                                      asKernelSees(c.params));
+    ref::State expected =
+        ref::decode(q, ref::PagedSource(cache), asKernelSees(params));
     // int8 groups are dequantized into the KV type before the mma, and
     // RoPE rotates q and K into it: the LSE carries that type's rounding.
     double lseTolerance = c.spec.quant == Quant::Int8Group || c.params.rope
@@ -199,6 +208,17 @@ std::vector<TensorCoreDecodeCase> cases() {
     c->params.maskMod = [](int64_t, int64_t, int64_t p, int64_t j) {
       return j >= p - 400;
     };
+  }
+  // Top-k sparse selection on head dims only tensor cores take: 512
+  // entries per request, cut into chunks for the short batch.
+  {
+    CacheSpec spec = makeSpec(16, 1, 192, DType::BF16, Layout::NHD,
+                              Storage::Split, Table::BlockTable);
+    spec.headDimV = 128;
+    TensorCoreDecodeCase *c =
+        add("Topk512D192Dv128NhdBlockTableG8BF16", spec, 8, "sm_90a", 9311);
+    c->topk = 512;
+    c->params.windowLeft = 900;
   }
   return all;
 }

@@ -46,6 +46,9 @@ struct MlaCase {
   /// score_mod / mask_mod), regions and captures in `variants`.
   ref::AttentionParams variantParams;
   VariantSource variants;
+  /// > 0: a random sparse selection of this many entries per query row
+  /// (randomTopk); the work schedule then sees `topk` entries per request.
+  int64_t topk = 0;
 };
 
 std::ostream &operator<<(std::ostream &os, const MlaCase &c) {
@@ -99,7 +102,14 @@ void runMlaCase(const MlaCase &c) {
     attrText = attrText.empty()
                    ? "{alibi}"
                    : attrText.substr(0, attrText.size() - 1) + ", alibi}";
-  rowsClause += emitVariants(src, c.variantParams, c.variants);
+  ref::AttentionParams variantParams = c.variantParams;
+  if (c.topk) {
+    std::vector<int64_t> rowKvLens;
+    for (size_t b = 0; b < c.kvLens.size(); ++b)
+      rowKvLens.insert(rowKvLens.end(), qoLens[b], c.kvLens[b]);
+    variantParams.topk = randomTopk(rng, rowKvLens, c.topk);
+  }
+  rowsClause += emitVariants(src, variantParams, c.variants);
   src.addLine("%s = kv.mla_decode " + qn + ", " + qp + ", " + kv + rowsClause +
               " " + attrText + " : " + src.typeOf(qn) + ", " + src.typeOf(qp) +
               ", " + kvType + " -> " + stateType);
@@ -117,8 +127,9 @@ void runMlaCase(const MlaCase &c) {
   if (split && !multiRow) {
     // One row per request: the work schedule for these lengths chose the
     // split, and the split kernel ran one block per item (per query tile).
-    std::optional<int64_t> items =
-        result.scheduledItems("kv.mla_decode", c.kvLens);
+    std::optional<int64_t> items = result.scheduledItems(
+        "kv.mla_decode",
+        c.topk ? std::vector<int64_t>(c.kvLens.size(), c.topk) : c.kvLens);
     ASSERT_TRUE(items.has_value()) << "no kv.mla_decode work schedule";
     if (!c.graphMaxBatch)
       EXPECT_GT(*items, int64_t(c.kvLens.size()));
@@ -132,7 +143,7 @@ void runMlaCase(const MlaCase &c) {
   ref::State expected =
       ref::mlaDecode(qNope, qPe, cache, asKernelSees(params).smScale, c.base,
                      multiRow ? qoIndptr : std::vector<int32_t>{}, multiRow,
-                     asKernelSees(c.variantParams));
+                     asKernelSees(variantParams));
   EXPECT_TRUE(check(compareGpuState(out, expected, c.dtype)));
 }
 
@@ -278,6 +289,29 @@ std::vector<MlaCase> mlaCases() {
     c->variantParams.maskMod = [](int64_t, int64_t, int64_t, int64_t j) {
       return j % 5 != 0;
     };
+  }
+  {
+    // DeepSeek-V3.2's sparse decode: 512 selected entries per request
+    // (-1 padding anywhere), split over the entries, with sinks and ALiBi
+    // at the gathered keys' positions.
+    MlaCase *c =
+        add("H32Topk512SplitSinksAlibiCsrP64BF16", 32, DType::BF16, Table::CSR,
+            9014);
+    c->kvLens = {0, 1, 65, 700, 3000};
+    c->topk = 512;
+    Rng rng(9014);
+    c->variantParams.sinks = randomPerHead(rng, 32, -1.0, 3.0);
+    c->variantParams.alibiSlopes = randomPerHead(rng, 32, 0.001, 0.02);
+  }
+  {
+    // Causal query rows (speculative decoding), each with its own list: a
+    // query tile holds one row's 16 heads.
+    MlaCase *c = add("H16TopkCausalRowsBlockTableF16", 16, DType::F16,
+                     Table::BlockTable, 9015);
+    c->kvLens = {5, 64, 300, 1000};
+    c->qoLens = {1, 2, 4, 1};
+    c->topk = 128;
+    c->expectSplit = false;
   }
   return cases;
 }

@@ -144,6 +144,33 @@ std::vector<GpuDecodeCase> variantCases() {
     };
     cases.push_back(c);
   }
+  // Top-k sparse selection (DeepSeek-V3.2's indexer on a GQA model): 64
+  // entries of requests up to 300 keys long, with RoPE (keys turn by their
+  // gathered positions) and an fp8 cache; then 320 entries cut into chunks
+  // (the merge adds the sinks), with a window, ALiBi and sinks on the keys
+  // they select.
+  {
+    GpuDecodeCase c = makeCase("TopkRopeFp8E4M3F16",
+                               makeSpec(16, 2, 128, DType::F16), 8,
+                               DType::F16, "sm_90a", 1708);
+    c.spec.quant = Quant::FP8E4M3;
+    c.params.rope = ref::Rope();
+    c.topk = 64;
+    c.runs = {BatchRun{8, 300, {}, false}};
+    cases.push_back(c);
+  }
+  {
+    GpuDecodeCase c = makeCase("TopkSplitWindowAlibiSinksBF16",
+                               makeSpec(16, 2, 64, DType::BF16), 4,
+                               DType::BF16, "sm_86", 1709);
+    Rng rng(c.seed);
+    c.params.sinks = randomPerHead(rng, 4, -1.0, 3.0);
+    c.params.alibiSlopes = randomPerHead(rng, 4, 0.001, 0.05);
+    c.params.windowLeft = 500;
+    c.topk = 320;
+    c.runs = {BatchRun{2, 900, {}, true, 850}};
+    cases.push_back(c);
+  }
   // Everything at once, with RoPE, a window and a soft cap beside them.
   {
     GpuDecodeCase c =

@@ -6,6 +6,9 @@
 // RUN: not kvir-runner %s --validate-tables -e causal_rows --entry-point-result=void --shared-libs=%mlir_runner_libs 2>&1 | FileCheck %s --check-prefix=CAUSAL
 // RUN: kvir-runner %s --validate-tables -e good_i64 --entry-point-result=void --shared-libs=%mlir_runner_libs | FileCheck %s --check-prefix=GOOD64
 // RUN: not kvir-runner %s --validate-tables -e block_table_i64_huge --entry-point-result=void --shared-libs=%mlir_runner_libs 2>&1 | FileCheck %s --check-prefix=HUGE
+// RUN: kvir-runner %s --validate-tables -e topk_good --entry-point-result=void --shared-libs=%mlir_runner_libs | FileCheck %s --check-prefix=TOPK
+// RUN: not kvir-runner %s --validate-tables -e topk_repeated --entry-point-result=void --shared-libs=%mlir_runner_libs 2>&1 | FileCheck %s --check-prefix=TWICE
+// RUN: not kvir-runner %s --validate-tables -e topk_past_keys --entry-point-result=void --shared-libs=%mlir_runner_libs 2>&1 | FileCheck %s --check-prefix=PAST
 
 // kvir-runner --validate-tables checks every page table before a kv op
 // reads it and stops, naming the request and the entry, instead of reading
@@ -26,6 +29,13 @@
 // GOOD64: rank = 2 offset = 0 sizes = [2, 1]
 // GOOD64-NEXT: {{\[\[}}0]
 // GOOD64-NEXT: {{\[}}1]
+// Top-k lists: request 1 (6 keys) selects 3 of them and two -1s, so its
+// lse is log2(3) = 1.58496; a key listed twice, or one past kv_len, stops.
+// TOPK: rank = 2 offset = 0 sizes = [2, 1]
+// TOPK-NEXT: {{\[\[}}-inf]
+// TOPK-NEXT: {{\[}}1.58496]
+// TWICE: kvir: invalid page table: topk[1] lists key 5 twice (entries 0 and 3); a row selects each key at most once
+// PAST: kvir: invalid page table: topk[1][2] = 6 is not a key of request 1 (kv_len 6) nor -1 (padding)
 // HUGE: kvir: invalid page table: request 1: block_table[1][0] = 2147483647 names a page past the pool (2 pages of 4 tokens)
 
 !bt = !kv.paged<page_size = 4, kv_heads = 1, head_dim = 2, head_dim_v = 2, dtype = f32, layout = nhd, storage = split, table = block_table>
@@ -173,5 +183,46 @@ func.func @block_table_i64_huge() {
   %bt = memref.get_global @bt64_huge : memref<2x1xi64>
   %lens = memref.get_global @lens64 : memref<2xi64>
   call @decode_bt_i64(%bt, %lens) : (memref<2x1xi64>, memref<2xi64>) -> ()
+  return
+}
+
+func.func @decode_topk(%sel: memref<2x5xi32>) {
+  %k = memref.get_global @k : memref<2x4x1x2xf32>
+  %v = memref.get_global @v : memref<2x4x1x2xf32>
+  %q = memref.get_global @q : memref<2x1x2xf32>
+  %ip = memref.get_global @indptr_ok : memref<3xi32>
+  %ix = memref.get_global @indices_ok : memref<2xi32>
+  %last = memref.get_global @last_ok : memref<2xi32>
+  %o = memref.alloc() : memref<2x1x2xf32>
+  %lse = memref.alloc() : memref<2x1xf32>
+  %kv = kv.paged_view pools(%k, %v : memref<2x4x1x2xf32>, memref<2x4x1x2xf32>)
+      tables(%ip, %ix, %last : memref<3xi32>, memref<2xi32>, memref<2xi32>) : !csr
+  %s = kv.decode %q, %kv topk(%sel : memref<2x5xi32>) : memref<2x1x2xf32>, !csr -> !s2
+  kv.store_state %s, %o, %lse : !s2, memref<2x1x2xf32>, memref<2x1xf32>
+  %u = memref.cast %lse : memref<2x1xf32> to memref<*xf32>
+  call @printMemrefF32(%u) : (memref<*xf32>) -> ()
+  memref.dealloc %o : memref<2x1x2xf32>
+  memref.dealloc %lse : memref<2x1xf32>
+  return
+}
+
+memref.global "private" constant @topk_ok : memref<2x5xi32> = dense<[[-1, -1, -1, -1, -1], [5, -1, 0, 2, -1]]>
+func.func @topk_good() {
+  %t = memref.get_global @topk_ok : memref<2x5xi32>
+  call @decode_topk(%t) : (memref<2x5xi32>) -> ()
+  return
+}
+
+memref.global "private" constant @topk_twice : memref<2x5xi32> = dense<[[-1, -1, -1, -1, -1], [5, -1, 0, 5, -1]]>
+func.func @topk_repeated() {
+  %t = memref.get_global @topk_twice : memref<2x5xi32>
+  call @decode_topk(%t) : (memref<2x5xi32>) -> ()
+  return
+}
+
+memref.global "private" constant @topk_past : memref<2x5xi32> = dense<[[-1, -1, -1, -1, -1], [5, -1, 6, 2, -1]]>
+func.func @topk_past_keys() {
+  %t = memref.get_global @topk_past : memref<2x5xi32>
+  call @decode_topk(%t) : (memref<2x5xi32>) -> ()
   return
 }

@@ -14,6 +14,12 @@
 // Works for paged views (any table form, any layout whose head dim is
 // contiguous) and for ragged K/V.
 //
+// Gathering (top-k sparse selection): the tokens of a tile are entries of
+// a row's key list rather than consecutive keys. Each staged entry holds
+// its key (-1: none, for padding and keys outside the request) and, for
+// page-table forms, the entry of that key's page; every copy locates its
+// row through them and zero-fills the rows of no key without reading.
+//
 //===----------------------------------------------------------------------===//
 #ifndef KVIR_CODEGEN_PAGEDTILELOADER_H
 #define KVIR_CODEGEN_PAGEDTILELOADER_H
@@ -41,6 +47,14 @@ struct TileCopy {
   int64_t width = 0;
 };
 
+/// A gathering loader's key lists: token t of a tile is entry t of row
+/// `row` of `selected` (i32 [rows, K]); entries outside [0, kvLen) select
+/// nothing. `keyIds` (i32 [slots][tileTokens], shared) holds the staged
+/// keys, slot by slot like the page entries.
+struct TokenGather {
+  mlir::Value selected, row, kvLen, keyIds;
+};
+
 class PagedTileLoader {
 public:
   /// Maps a vector loaded from a pool (storage type) to the tile's element
@@ -59,9 +73,26 @@ public:
   PagedTileLoader(RaggedOperands ragged, mlir::Value tableBase,
                   mlir::Value kvHead, int64_t tileTokens);
 
+  /// Gathers the tile's tokens through `gather`'s key lists (paged views
+  /// only; not with copyTileTransposedAsync). The page-id buffer then holds
+  /// one entry per tile token: idEntriesPerTile(..., true).
+  void setGather(TokenGather gather);
+  bool gathers() const { return bool(gather.selected); }
+
   /// The most pages `tileTokens` consecutive tokens can touch, wherever
   /// they start.
   static int64_t pagesPerTile(int64_t pageSize, int64_t tileTokens);
+  /// Page-id entries staged per tile: pagesPerTile, or one per token when
+  /// gathering.
+  static int64_t idEntriesPerTile(int64_t pageSize, int64_t tileTokens,
+                                  bool gathers) {
+    return gathers ? tileTokens : pagesPerTile(pageSize, tileTokens);
+  }
+
+  /// The key of row `t` of the tile starting at token `tile0` (index): tile0
+  /// + t, or, gathering, the key staged in slot `idSlot` (-1: none).
+  mlir::Value keyOf(mlir::ImplicitLocOpBuilder &b, mlir::Value idSlot,
+                    mlir::Value tile0, mlir::Value t) const;
   /// Whether the tile's tokens are found through staged page entries.
   bool stagesPageIds() const;
 
@@ -101,10 +132,13 @@ public:
   /// `vec` elements per load (the width the layout allows), and zeros into
   /// its rows [count, tile rows), spread over `numThreads` threads. Needs
   /// staged page ids (from slot `stage` with a [slots][entries] buffer).
+  /// `idSlot`: the page-id slot of the tile's entries when it is not
+  /// `stage` (a gathering pipeline keeps one more slot of keys than stages).
   void copyTile(mlir::ImplicitLocOpBuilder &b, llvm::ArrayRef<TileCopy> copies,
                 mlir::Value stage, mlir::Value tile0, mlir::Value count,
                 mlir::Value thread, int64_t numThreads, int64_t vec,
-                const Dequantize &dequantize = nullptr) const;
+                const Dequantize &dequantize = nullptr,
+                mlir::Value idSlot = {}) const;
 
   /// Asynchronous: issues cp.async copies, one of the tile's chunks each, of
   /// the rows of tokens [tile0, tile0 + count) into stage `stage` of each
@@ -112,10 +146,12 @@ public:
   /// zero-filling its rows [count, tile rows). The caller commits them as a
   /// group (commitAsyncCopies). Needs staged page ids (paged) and a head dim
   /// contiguous in the tiles' chunks; `count` >= 1. With a [slots][entries]
-  /// page-id buffer, the tile's entries are read from slot `stage`.
+  /// page-id buffer, the tile's entries are read from slot `stage` (or
+  /// `idSlot`, as copyTile).
   void copyTileAsync(mlir::ImplicitLocOpBuilder &b, llvm::ArrayRef<TileCopy> copies,
                 mlir::Value stage, mlir::Value tile0, mlir::Value count,
-                mlir::Value thread, int64_t numThreads) const;
+                mlir::Value thread, int64_t numThreads,
+                mlir::Value idSlot = {}) const;
 
   /// Asynchronous, for a pool whose consecutive slots of a page (not dims)
   /// are contiguous (vLLM's V pool [blocks, H, D, block]): copies dims
@@ -139,6 +175,11 @@ public:
           mlir::Value tile0, mlir::Value dim) const;
 
 private:
+  /// loadPageIds when gathering: (key, page entry) per token of the tile.
+  llvm::SmallVector<mlir::Value>
+  loadGatheredIds(mlir::ImplicitLocOpBuilder &b, mlir::Value valid,
+                  mlir::Value tile0, mlir::Value count, mlir::Value thread,
+                  int64_t numThreads) const;
   /// `entry` (an index) as the staged page entries' type (the table's).
   mlir::Value toEntryType(mlir::ImplicitLocOpBuilder &b,
                           mlir::Value entry) const;
@@ -147,11 +188,15 @@ private:
   std::pair<mlir::Value, llvm::SmallVector<mlir::Value>>
   source(mlir::ImplicitLocOpBuilder &b, kv::PoolRole role, mlir::Value token,
          mlir::Value page, mlir::Value slot, mlir::Value dim) const;
-  /// (page, slot) of `token` of the tile whose first logical page is
-  /// `page0`, its entries in page-id slot `idSlot` (null: a 1-D buffer).
+  /// (page, slot) of `token` of the tile starting at `tile0`, its entries
+  /// in page-id slot `idSlot` (null: a 1-D buffer).
   std::pair<mlir::Value, mlir::Value>
-  locate(mlir::ImplicitLocOpBuilder &b, mlir::Value token, mlir::Value page0,
+  locate(mlir::ImplicitLocOpBuilder &b, mlir::Value token, mlir::Value tile0,
          mlir::Value idSlot = {}) const;
+  /// Gathering: whether row `r` of the tile holds a key (r < count and a
+  /// key staged in `idSlot`).
+  mlir::Value holdsKey(mlir::ImplicitLocOpBuilder &b, mlir::Value idSlot,
+                       mlir::Value r, mlir::Value count) const;
   /// The first logical page tokens [tile0, tile0 + count) touch, and how
   /// many pages they touch (count >= 1).
   std::pair<mlir::Value, mlir::Value>
@@ -164,6 +209,7 @@ private:
 
   kv::PagedOperands kv;
   RaggedOperands ragged;
+  TokenGather gather;
   mlir::Value req, tableBase, kvHead, pageIds;
   int64_t tileTokens;
 };

@@ -320,15 +320,8 @@ void buildAppendBody(const KernelFunc &kf, const AppendKernelSpec &s) {
   IRBuilder ir{b};
   Value k = kf.getArgument(0), v = kf.getArgument(1);
   Value batchIndices = kf.getArgument(2), positions = kf.getArgument(3);
-  kv::PagedOperands kv;
-  {
-    kv::PagedOperands shape;
-    shape.type = s.kv;
-    shape.pools.resize(s.kv.getNumPools());
-    shape.tables.resize(s.kv.getNumTables());
-    shape.scales.resize(s.kv.getNumScalePools());
-    kv = shape.withValues(kf.getArguments().slice(4, s.kvTypes.size()));
-  }
+  kv::PagedOperands kv = kv::PagedOperands::fromFlattened(
+      s.kv, kf.getArguments().slice(4, s.kvTypes.size()));
   int64_t heads = s.kv.getKvHeads();
   int64_t unitsPerRow = s.kUnits() + s.vUnits();
   Value unit = ir.add(ir.mul(gpu::BlockIdOp::create(b, gpu::Dimension::x),

@@ -67,7 +67,7 @@ std::string decodeKernelSymbol(kv::DecodeOp op, const DecodeKernelSpec &s,
       (kv.isQuantized() ? kv::stringifyQuant(kv.getQuant()).str() + "_"
                         : std::string()) +
       typeName(s.outType.getElementType()) + (s.rope ? "_rope" : "") +
-      (s.partitioned ? "_split" : "");
+      (s.gathers() ? "_topk" : "") + (s.partitioned ? "_split" : "");
   KernelIdentity id(stem);
   id.add(op.getOperation())
       .add(s.outType)
@@ -77,6 +77,8 @@ std::string decodeKernelSymbol(kv::DecodeOp op, const DecodeKernelSpec &s,
       .add(target.chip);
   for (Type t : s.kvTypes)
     id.add(t);
+  if (s.gathers())
+    id.add(s.topkType);
   if (s.partitioned)
     id.add(s.finalOutType).add(s.finalLseType);
   return id.getSymbol();
@@ -123,6 +125,8 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     spec.windowLeft = op.getWindowLeft();
     spec.rope = op.getRopeAttr();
     spec.variants = KernelVariants::of(op);
+    if (Value topk = op.getTopk())
+      spec.topkType = cast<MemRefType>(topk.getType());
     if (kv.type.getQuant() == kv::Quant::int8_group)
       spec.scaleChunk = *int8ScaleChunkElements(view);
     std::string whyNot;
@@ -132,6 +136,8 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
       return context.getOrBuildKernel(symbol, [&](gpu::GPUModuleOp module) {
         SmallVector<Type> argTypes{s.qType};
         llvm::append_range(argTypes, s.kvTypes);
+        if (s.gathers())
+          argTypes.push_back(s.topkType);
         if (s.partitioned)
           argTypes.push_back(workItemsType(b.getContext()));
         argTypes.append({s.outType, s.lseType});
@@ -188,7 +194,8 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     work.targetItems = schedule.targetItems;
     work.granule = schedule.granule;
     work.minChunk = schedule.minChunk;
-    work.windowLeft = spec.windowLeft.value_or(-1);
+    // A window bounds the keys of a range, not the entries of a list.
+    work.windowLeft = spec.gathers() ? -1 : spec.windowLeft.value_or(-1);
     work.maxPartitions = spec.config.getMaxPartitions();
     work.blocksPerItem = hkv;
     work.fixedBatch = fixedBatch;
@@ -201,6 +208,12 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     SmallVector<StringRef> directArgs{"q"}, splitArgs{"q"};
     llvm::append_range(directArgs, kvNames);
     llvm::append_range(splitArgs, kvNames);
+    if (spec.gathers()) {
+      plan.addBuffer("topk", ArgRole::input, spec.topkType,
+                     {plan.sym("batch")}, {"", "topk_len"});
+      directArgs.push_back("topk");
+      splitArgs.push_back("topk");
+    }
     directArgs.append({"out", "lse"});
     splitArgs.append({"work_items", "partial_out", "partial_lse", "out", "lse"});
     llvm::StringMap<Value> bindings{
@@ -210,10 +223,16 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
         {"kv_lengths",
          kv::emitLengthsBuffer(b, memref::DimOp::create(b, op.getQ(), 0),
                                [&](ImplicitLocOpBuilder &ib, Value r) {
+                                 // A selection's work is its list's entries.
+                                 if (Value topk = op.getTopk())
+                                   return Value(
+                                       memref::DimOp::create(ib, topk, 1));
                                  return kv::emitKvLen(ib, kv, r);
                                })}};
     for (auto [name, v] : llvm::zip(kvNames, kv.flatten()))
       bindings[name] = v;
+    if (Value topk = op.getTopk())
+      bindings["topk"] = topk;
     SmallVector<std::string> variantNames =
         addVariantArguments(plan, op, bindings);
     llvm::append_range(directArgs, variantNames);
@@ -278,6 +297,9 @@ gpu_lowering::whyNoDecodeKernel(kv::DecodeOp op,
   spec.qHeads = spec.qType.getDimSize(1);
   spec.rope = op.getRopeAttr();
   spec.config = *config;
+  if (op.getTopk() && kvgpu::transposedVChunk(kv))
+    return std::string("top-k gathers single tokens, and vLLM's transposed V "
+                       "pool is read in chunks of consecutive slots");
   return whyNotDecodeKernelSpec(view, spec);
 }
 

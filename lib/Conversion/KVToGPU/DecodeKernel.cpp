@@ -47,7 +47,7 @@ using namespace kvir::gpu_lowering;
 namespace {
 
 /// Slots of the meta buffer past the token range and table base.
-constexpr int64_t kMetaPosition = 4, kMetaRequest = 5;
+constexpr int64_t kMetaPosition = 4, kMetaRequest = 5, kMetaKvLen = 6;
 
 /// Indices of the kernel's shared buffers in its layout.
 struct DecodeBuffers {
@@ -59,10 +59,14 @@ struct DecodeBuffers {
   /// i32: token range start, end, table base of the request, first
   /// visible token (the start is aligned down for transposed V); with RoPE
   /// or query rows, then the query's position (kv_len - 1 for a decode);
-  /// with query rows, then the row's request.
+  /// with query rows, then the row's request; gathering, then (after an
+  /// unused request slot) the request's kv_len.
   unsigned meta = 0;
-  /// [stages, pagesPerTile] i32 table entries of the tiles' pages.
+  /// [idSlots, idEntriesPerTile] table entries of the tiles' pages (one
+  /// per token when gathering).
   unsigned pageIds = 0;
+  /// gathers(): [idSlots, tile] i32 keys of the tiles' entries.
+  std::optional<unsigned> keyIds;
   /// threads_z > 1: the z-lanes' partial states, [tz * group] f32 m and l,
   /// [tz * group, padded] f32 acc.
   std::optional<unsigned> zMax, zSum, zAcc;
@@ -101,17 +105,21 @@ DecodeBuffers buildLayout(const DecodeKernelSpec &s, SharedMemoryLayout &layout,
   buf.query =
       layout.add("query", {s.group(), padded}, s.qType.getElementType());
   buf.meta = layout.add("meta",
-                        {s.queryRows()            ? kMetaRequest + 1
+                        {s.gathers()              ? kMetaKvLen + 1
+                         : s.queryRows()          ? kMetaRequest + 1
                          : s.needsQueryPosition() ? kMetaPosition + 1
                                                   : 4},
                         i32);
   // Page entries as the table stores them (i32, or OpenPPL's i64); token
   // offsets have none, a placeholder of i32.
   Type entry = kv::getPageEntryType(s.kv, s.kvTypes);
-  buf.pageIds = layout.add(
-      "page_ids",
-      {c.getStages(), PagedTileLoader::pagesPerTile(s.kv.getPageSize(), tile)},
-      entry ? entry : i32);
+  buf.pageIds = layout.add("page_ids",
+                           {s.idSlots(), PagedTileLoader::idEntriesPerTile(
+                                             s.kv.getPageSize(), tile,
+                                             s.gathers())},
+                           entry ? entry : i32);
+  if (s.gathers())
+    buf.keyIds = layout.add("key_ids", {s.idSlots(), tile}, i32);
   if (c.getThreadsZ() > 1) {
     int64_t slots = c.getThreadsZ() * s.group();
     buf.zMax = layout.add("z_max", {slots}, f32);
@@ -221,17 +229,11 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   Value q = kf.getArgument(0);
   unsigned next = 1;
   Value qoIndptr = spec.queryRows() ? kf.getArgument(next++) : Value();
-  kv::PagedOperands kv;
-  {
-    kv::PagedOperands shape;
-    shape.type = kvType;
-    shape.pools.resize(kvType.getNumPools());
-    shape.tables.resize(kvType.getNumTables());
-    shape.scales.resize(kvType.getNumScalePools());
-    kv = shape.withValues(kf.getArguments().slice(next, spec.kvTypes.size()));
-  }
+  kv::PagedOperands kv = kv::PagedOperands::fromFlattened(
+      kvType, kf.getArguments().slice(next, spec.kvTypes.size()));
   next += spec.kvTypes.size();
   Value positions = spec.positionsType ? kf.getArgument(next++) : Value();
+  Value topk = spec.gathers() ? kf.getArgument(next++) : Value();
   Value workItems = spec.partitioned ? kf.getArgument(next++) : Value();
   Value out = kf.getArgument(next), lseOut = kf.getArgument(next + 1);
   Value finalOut = spec.partitioned ? kf.getArgument(next + 2) : out;
@@ -334,21 +336,27 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
     else if (qoIndptr)
       position = kv::emitQueryPosition(ib, table.kvLen, qoLen, queryRow);
     // The visible keys: [position - window_left, position] (causal), or
-    // all of [0, kv_len).
+    // all of [0, kv_len). Gathering: the entries of the request's list
+    // (each key is masked on its own).
     Value first = k.idx(0), end = table.kvLen;
-    if (spec.windowLeft)
-      first = k.maxS(first, k.sub(position, k.idx(*spec.windowLeft)));
-    if (spec.causal)
-      end = k.maxS(k.minS(end, k.add(position, k.idx(1))), k.idx(0));
-    first = k.minS(first, end);
+    if (topk) {
+      end = memref::DimOp::create(ib, topk, 1);
+    } else {
+      if (spec.windowLeft)
+        first = k.maxS(first, k.sub(position, k.idx(*spec.windowLeft)));
+      if (spec.causal)
+        end = k.maxS(k.minS(end, k.add(position, k.idx(1))), k.idx(0));
+      first = k.minS(first, end);
+    }
     Value start = first;
     if (numChunks) {
       // Chunks split the visible keys, not [0, kv_len): with a sliding
       // window, all of them still get work.
-      Value chunkTokens = arith::CeilDivUIOp::create(
-          ib, k.sub(table.kvLen, first), numChunks);
-      start = k.minS(k.add(first, k.mul(chunk, chunkTokens)), table.kvLen);
-      end = k.minS(k.add(start, chunkTokens), table.kvLen);
+      Value limit = end;
+      Value chunkTokens =
+          arith::CeilDivUIOp::create(ib, k.sub(limit, first), numChunks);
+      start = k.minS(k.add(first, k.mul(chunk, chunkTokens)), limit);
+      end = k.minS(k.add(start, chunkTokens), limit);
     }
     // Transposed V chunks start on multiples of their tokens (of sectors
     // where tiles are whole sectors): the range starts there, and the
@@ -359,8 +367,10 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
     SmallVector<Value> metaValues{start, end, table.base, visible};
     if (spec.needsQueryPosition())
       metaValues.push_back(position);
-    if (qoIndptr)
+    if (qoIndptr || topk)
       metaValues.push_back(request);
+    if (topk)
+      metaValues.push_back(table.kvLen);
     for (auto [i, v] : llvm::enumerate(metaValues))
       memref::StoreOp::create(ib, k.toI32(v), meta, ValueRange{k.idx(i)});
     scf::YieldOp::create(ib);
@@ -456,6 +466,10 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   }
   PagedTileLoader loader(kv, req, tableBase, kvHead, tile,
                          kf.getShared(buf.pageIds));
+  if (topk)
+    loader.setGather(
+        {topk, qRow, metaAt(kMetaKvLen), kf.getShared(*buf.keyIds)});
+  int64_t idSlots = spec.idSlots();
   Value numTiles =
       arith::CeilDivUIOp::create(b, ir.sub(end, start), ir.idx(tile));
   auto tileRange = [&](ImplicitLocOpBuilder &ib, Value index) {
@@ -471,6 +485,7 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
     emitIf(ib, k.lt(index, numTiles), [&](ImplicitLocOpBuilder &jb) {
       auto [t0, count] = tileRange(jb, index);
       Value stage = IRBuilder{jb}.remU(index, IRBuilder{jb}.idx(stages));
+      Value idSlot = IRBuilder{jb}.remU(index, IRBuilder{jb}.idx(idSlots));
       SmallVector<TileCopy> copies{TileCopy{kv::PoolRole::K, kTiles, headDim}};
       if (vChunk)
         loader.copyTileTransposedAsync(jb, kv::PoolRole::V, vTiles, stage, t0,
@@ -482,9 +497,11 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
             {TileCopy{kv::PoolRole::KScale, *kScales, headDim / quantGroup},
              TileCopy{kv::PoolRole::VScale, *vScales, headDim / quantGroup}});
       if (asyncRows)
-        loader.copyTileAsync(jb, copies, stage, t0, count, lane, numThreads);
+        loader.copyTileAsync(jb, copies, stage, t0, count, lane, numThreads,
+                             idSlot);
       else
-        loader.copyTile(jb, copies, stage, t0, count, lane, numThreads, vec);
+        loader.copyTile(jb, copies, stage, t0, count, lane, numThreads, vec,
+                        nullptr, idSlot);
     });
   };
   auto loadIds = [&](ImplicitLocOpBuilder &ib, Value index) {
@@ -495,7 +512,7 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   auto storeIds = [&](ImplicitLocOpBuilder &ib, Value index,
                       ArrayRef<Value> entries) {
     IRBuilder k{ib};
-    loader.storePageIds(ib, k.remU(index, k.idx(stages)), entries, lane,
+    loader.storePageIds(ib, k.remU(index, k.idx(idSlots)), entries, lane,
                         numThreads);
   };
 
@@ -655,13 +672,12 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   }
   Value queryPosition =
       spec.needsQueryPosition() ? metaAt(kMetaPosition) : Value();
-  // Key row `t` of the tile starting at token t0, rotated where RoPE is on.
-  // Key row `t` of the staged tile starting at token t0, rotated.
-  auto rotatedKeyRow = [&](ImplicitLocOpBuilder &jb, Value stage, Value t0,
+  // Key row `t` of the staged tile, rotated by its key's position `key`.
+  auto rotatedKeyRow = [&](ImplicitLocOpBuilder &jb, Value stage, Value key,
                            Value t) -> Value {
     Value row = rowOf(jb, kTiles, stage, t);
     IRBuilder k{jb};
-    Value relative = k.sub(k.add(t0, t), queryPosition);
+    Value relative = k.sub(key, queryPosition);
     return scf::IfOp::create(
                jb, rotates,
                [&](OpBuilder &nb, Location l) {
@@ -692,7 +708,9 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   std::optional<SharedTile> kRotated;
   if (buf.kRotated)
     kRotated = SharedTile{kf.getShared(*buf.kRotated), tile, padded, false};
-  auto rotateTile = [&](ImplicitLocOpBuilder &ib, Value stage, Value t0) {
+  // The key of tile row t (its position, for RoPE, masks and variants).
+  using KeyOf = function_ref<Value(ImplicitLocOpBuilder &, Value)>;
+  auto rotateTile = [&](ImplicitLocOpBuilder &ib, Value stage, KeyOf keyOf) {
     IRBuilder k{ib};
     scf::ForOp::create(
         ib, k.add(y, k.mul(k.idx(group), z)), k.idx(tile),
@@ -700,18 +718,18 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
         [&](OpBuilder &nb, Location l, Value t, ValueRange) {
           ImplicitLocOpBuilder jb(l, nb);
           vector::StoreOp::create(
-              jb, rotatedKeyRow(jb, stage, t0, t), kRotated->memref,
+              jb, rotatedKeyRow(jb, stage, keyOf(jb, t), t), kRotated->memref,
               kRotated->elementIndices(jb, Value(), t, dim0));
           scf::YieldOp::create(jb);
         });
   };
   // Key row `t` as the scores read it.
-  auto keyRow = [&](ImplicitLocOpBuilder &jb, Value stage, Value t0,
+  auto keyRow = [&](ImplicitLocOpBuilder &jb, Value stage, Value key,
                     Value t) -> Value {
     if (!rope)
       return rowOf(jb, kTiles, stage, t);
     if (!kRotated)
-      return rotatedKeyRow(jb, stage, t0, t);
+      return rotatedKeyRow(jb, stage, key, t);
     return vector::LoadOp::create(jb, vecF32, kRotated->memref,
                                   kRotated->elementIndices(jb, Value(), t,
                                                            dim0))
@@ -743,15 +761,21 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
           gpu::BarrierOp::create(ib);
         }
         auto [t0, count] = tileRange(ib, i);
+        Value idSlot = k.remU(i, k.idx(idSlots)), tileStart = t0;
+        auto keyOf = [&](ImplicitLocOpBuilder &jb, Value t) {
+          return loader.keyOf(jb, idSlot, tileStart, t);
+        };
         // Everyone is done with the previous tile's rotated rows (the
         // barrier above).
         if (kRotated) {
-          rotateTile(ib, stage, t0);
+          rotateTile(ib, stage, keyOf);
           gpu::BarrierOp::create(ib);
         }
         SmallVector<Value> tokens, logits;
         for (int64_t j = 0; j < tokensPerLane; ++j) {
           Value t = k.add(k.idx(j * tz), z);
+          // Gathering: -1 for an entry of no key.
+          Value key = keyOf(ib, t);
           Value score;
           if (int8 && vec % quantGroup == 0 && !rope) {
             // A dot product per group of the codes, times its scale: one
@@ -775,20 +799,33 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
               score = score ? k.fma(scale, part, score) : k.mul(scale, part);
             }
           } else {
-            score = k.dot(qVec, keyRow(ib, stage, t0, t));
+            score = k.dot(qVec, keyRow(ib, stage, key, t));
           }
           score = warpReduce(ib, score, tx, WarpReduction::sum);
           // The regions read the key's position: past the tile's end they
-          // see its last key instead (its logit is masked below).
-          Value keyPosition =
-              variants ? k.minS(k.add(t0, t), k.sub(k.add(t0, count), k.idx(1)))
-                       : Value();
+          // see its last key instead, for no key key 0 (their logits are
+          // masked below).
+          Value keyPosition;
+          if (variants)
+            keyPosition =
+                topk ? k.maxS(key, k.idx(0))
+                     : k.minS(key, k.sub(k.add(t0, count), k.idx(1)));
           if (natural)
             score = variants->modifyScore(ib, score, req, head, queryPosition,
                                           keyPosition);
           score = tileState.finishLogit(score, spec.softCap, natural);
           tokens.push_back(t);
           Value visible = k.lt(t, count);
+          if (topk) {
+            // The entry's key exists; the window applies key by key.
+            visible = arith::AndIOp::create(
+                ib, visible, k.cmp(arith::CmpIPredicate::sge, key, k.idx(0)));
+            if (spec.windowLeft)
+              visible = arith::AndIOp::create(
+                  ib, visible,
+                  k.cmp(arith::CmpIPredicate::sge, key,
+                        k.sub(queryPosition, k.idx(*spec.windowLeft))));
+          }
           if (variants)
             if (Value kept = variants->visible(ib, req, head, queryPosition,
                                                keyPosition))

@@ -41,9 +41,18 @@ struct DecodeKernelSpec {
   /// The op's variants (sinks, ALiBi, score_mod / mask_mod), their
   /// operands the kernel's last arguments.
   codegen::KernelVariants variants;
+  /// Top-k sparse selection: i32 [B, K] key lists (null without). The
+  /// block's tokens are the entries of its request's list, gathered
+  /// (PagedTileLoader's gathering), each key masked on its own.
+  mlir::MemRefType topkType;
+  bool gathers() const { return bool(topkType); }
+  /// Stages of page entries (and keys) in flight: one more than the tile
+  /// stages when gathering, so that a tile's keys stay put while it is
+  /// scored.
+  int64_t idSlots() const { return config.getStages() + (gathers() ? 1 : 0); }
   /// Whether the kernel needs each query's position after its setup.
   bool needsQueryPosition() const {
-    return rope || queryRows() || bool(variants);
+    return rope || queryRows() || bool(variants) || gathers();
   }
   /// A prefill's query rows (f32 KV, which mma.sync does not take): one
   /// block per (query row, KV head), the row's request found in qo_indptr,
@@ -121,7 +130,8 @@ std::optional<std::string> whyNotDecodeRope(kv::RopeAttr rope, int64_t headDim,
 
 /// Builds the body of a kernel created with decodeSharedLayout: arguments
 /// q, [qo_indptr], the KV operands (PagedOperands::flatten), [positions],
-/// [work items], out, lse, [final out, final lse], the variant operands;
+/// [topk], [work items], out, lse, [final out, final lse], the variant
+/// operands;
 /// launched on (requests, query rows or work items, KV heads) blocks of
 /// spec.block() threads.
 void buildDecodeBody(const codegen::KernelFunc &kf,

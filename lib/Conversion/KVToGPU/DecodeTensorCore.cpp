@@ -47,6 +47,8 @@ describeTensorCoreDecode(kv::DecodeOp op, const target::TargetInfo &target,
   if (auto cap = op.getLogitsSoftCap())
     spec.softCap = cap->convertToDouble();
   spec.variants = KernelVariants::of(op);
+  if (Value topk = op.getTopk())
+    spec.topkType = cast<MemRefType>(topk.getType());
   spec.base = state.getBase();
   spec.config = config;
   if (std::optional<std::string> why = whyNotPrefillSpec(spec, target)) {
@@ -66,7 +68,8 @@ std::string kernelSymbol(kv::DecodeOp op, const PrefillKernelSpec &s,
       std::to_string(kv.getPageSize()) + "_h" + std::to_string(s.qHeads) +
       "x" + std::to_string(s.kvHeads) + "_d" + std::to_string(s.headDim) +
       "x" + std::to_string(s.headDimV) + "_" + typeName(s.kvElementType) +
-      "_" + typeName(s.outType.getElementType()) + (s.rope ? "_rope" : "");
+      "_" + typeName(s.outType.getElementType()) + (s.rope ? "_rope" : "") +
+      (s.gathers() ? "_topk" : "");
   return tensorCoreKernelSymbol(stem, op, s, target);
 }
 
@@ -166,7 +169,7 @@ LogicalResult gpu_lowering::lowerDecodeOnTensorCores(
   auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
   if (failed(emitOneRowTensorCoreLaunches(
           b, context, op, spec, {{"q", op.getQ()}},
-          kv::PagedOperands::fromView(view), out, lse,
+          kv::PagedOperands::fromView(view), op.getTopk(), out, lse,
           [&](const PrefillKernelSpec &s) {
             return kernelSymbol(op, s, target);
           })))

@@ -61,12 +61,25 @@ FailureOr<PrefillKernelSpec> describeMla(kv::MlaDecodeOp op,
                      ? op.getSmScale()->convertToDouble()
                      : 1.0 / std::sqrt(double(spec.headDim + spec.peDim));
   spec.variants = KernelVariants::of(op);
+  if (Value topk = op.getTopk())
+    spec.topkType = cast<MemRefType>(topk.getType());
   spec.base = state.getBase();
   FailureOr<kvgpu::PrefillConfigAttr> config =
       kvgpu::getOrChooseMlaConfig(op, target, whyNot);
   if (failed(config))
     return failure();
   spec.config = *config;
+  // A gathered tile reads one query row's list: its rows are that row's
+  // heads.
+  if (spec.gathers() && !spec.oneRowPerRequest() &&
+      spec.qHeads % config->getQTile()) {
+    whyNot = "top-k with rows(...) needs each query tile within one query "
+             "row: " +
+             std::to_string(spec.qHeads) +
+             " heads are not a multiple of the tile's " +
+             std::to_string(config->getQTile()) + " rows";
+    return failure();
+  }
   if (std::optional<std::string> why = whyNotPrefillSpec(spec, target)) {
     whyNot = *why;
     return failure();
@@ -82,7 +95,8 @@ std::string mlaKernelSymbol(kv::MlaDecodeOp op, const PrefillKernelSpec &s,
       "_d" + std::to_string(s.headDim) + "_pe" + std::to_string(s.peDim) +
       "_" + typeName(s.kvElementType) + "_" +
       typeName(s.outType.getElementType()) +
-      (s.oneRowPerRequest() ? "" : "_rows") + (s.causal ? "_causal" : "");
+      (s.oneRowPerRequest() ? "" : "_rows") + (s.causal ? "_causal" : "") +
+      (s.gathers() ? "_topk" : "");
   return tensorCoreKernelSymbol(stem, op, s, target);
 }
 
@@ -110,7 +124,7 @@ struct MlaDecodeLowering : OpRewritePattern<kv::MlaDecodeOp> {
       if (failed(emitOneRowTensorCoreLaunches(
               b, context, op, spec,
               {{"q_nope", op.getQNope()}, {"q_pe", op.getQPe()}},
-              kv::PagedOperands::fromView(view), out, lse,
+              kv::PagedOperands::fromView(view), op.getTopk(), out, lse,
               [&](const PrefillKernelSpec &s) {
                 return mlaKernelSymbol(op, s, target);
               })))
@@ -143,6 +157,13 @@ struct MlaDecodeLowering : OpRewritePattern<kv::MlaDecodeOp> {
       for (auto [name, v] : llvm::zip(kvNames, kv.flatten()))
         bindings[name] = v;
       llvm::append_range(names, kvNames);
+      if (Value topk = op.getTopk()) {
+        plan.addBuffer("topk", ArgRole::input,
+                       cast<MemRefType>(topk.getType()), {plan.sym("nnz")},
+                       {"", "topk_len"});
+        bindings["topk"] = topk;
+        names.push_back("topk");
+      }
       return names;
     };
     if (failed(emitTensorCoreLaunches(b, context, op, spec, out, lse,

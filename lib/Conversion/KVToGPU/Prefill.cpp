@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Patterns.h"
-#include "PrefillKernel.h"
+#include "PrefillKernelParts.h"
 
 #include "kvir/Codegen/LaunchEmitter.h"
 #include "kvir/Codegen/QueryTiles.h"
@@ -237,6 +237,8 @@ std::string gpu_lowering::tensorCoreKernelSymbol(StringRef stem, Operation *op,
       .add(target.chip);
   for (Type t : s.kvTypes)
     id.add(t);
+  if (s.gathers())
+    id.add(s.topkType);
   if (s.scheduled)
     id.add(s.finalOutType).add(s.finalLseType);
   return id.getSymbol();
@@ -376,10 +378,20 @@ LogicalResult gpu_lowering::emitTensorCoreLaunches(
                       ? tiles.numSlotsOneRowEach(plan.sym("batch"))
                       : tiles.numSlots(plan.sym("nnz"), plan.sym("batch")));
   int64_t hkv = spec.kvHeads;
+  // A selection's entries bound the partitions worth launching: each takes
+  // at least kMinPartitionKeys of them.
+  SizeExprAttr maxPartitions = plan.cst(spec.config.getMaxPartitions());
+  if (spec.gathers())
+    maxPartitions = SizeExprAttr::min(
+        {maxPartitions,
+         SizeExprAttr::max(
+             {plan.cst(1), SizeExprAttr::ceilDiv(
+                               plan.sym("topk_len"),
+                               plan.cst(prefill::kMinPartitionKeys))})});
   plan.defineSize(
       "num_partitions",
       SizeExprAttr::min(
-          {plan.cst(spec.config.getMaxPartitions()),
+          {maxPartitions,
            SizeExprAttr::max(
                {plan.cst(1),
                 SizeExprAttr::floorDiv(
@@ -418,7 +430,7 @@ LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(
     ImplicitLocOpBuilder &b, LoweringContext &context, Operation *op,
     const PrefillKernelSpec &spec,
     ArrayRef<std::pair<StringRef, Value>> queries, kv::PagedOperands kv,
-    Value out, Value lse,
+    Value topk, Value out, Value lse,
     llvm::function_ref<std::string(const PrefillKernelSpec &)> symbol) {
   const target::TargetInfo &target = context.getTarget();
   auto build = [&](const PrefillKernelSpec &s) {
@@ -490,6 +502,12 @@ LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(
   plan.addBuffer("partial_lse", ArgRole::workspace, split.lseType,
                  {plan.sym("max_work")});
   llvm::append_range(inputs, kvNames);
+  if (topk) {
+    plan.addBuffer("topk", ArgRole::input, cast<MemRefType>(topk.getType()),
+                   {plan.sym("batch")}, {"", "topk_len"});
+    inputs.push_back("topk");
+    bindings["topk"] = topk;
+  }
   SmallVector<StringRef> directArgs(inputs), splitArgs(inputs);
   directArgs.append({"out", "lse"});
   splitArgs.append({"work_items", "partial_out", "partial_lse", "out", "lse"});
@@ -513,7 +531,10 @@ LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(
                  {gridBatch, plan.cst(spec.qHeads), plan.cst(1)}, mergeArgs);
   bindings["kv_lengths"] = kv::emitLengthsBuffer(
       b, memref::DimOp::create(b, queries.front().second, 0),
-      [&](ImplicitLocOpBuilder &ib, Value r) {
+      [&](ImplicitLocOpBuilder &ib, Value r) -> Value {
+        // A selection's work is its list's entries.
+        if (topk)
+          return memref::DimOp::create(ib, topk, 1);
         return kv::emitKvLen(ib, kv, r);
       });
   for (auto [name, v] : llvm::zip(kvNames, kv.flatten()))

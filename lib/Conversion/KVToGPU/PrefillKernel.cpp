@@ -70,6 +70,8 @@ struct Buffers {
   unsigned q = 0, k = 0, meta = 0;
   /// v without MLA; q_pe and kpe with it.
   std::optional<unsigned> v, qPe, kpe, pageIds, maskScratch, outStage;
+  /// gathers(): [idSlots, kvTile] i32 keys of the tiles' entries.
+  std::optional<unsigned> keyIds;
   /// mask_mod: the last K/V tile each of two slots found live (index + 1).
   std::optional<unsigned> liveTiles;
   /// Quantized KV: the code rings, and int8 groups' scale rings.
@@ -130,15 +132,19 @@ Buffers buildLayout(const PrefillKernelSpec &s, SharedMemoryLayout &layout) {
     buf.outStage = layout.add("o_stage", {c.getQTile(), s.headDimV},
                               finalOut.getElementType());
   if (s.paged && s.paged.getTable() != kv::TableForm::token_offset)
-    buf.pageIds = layout.add(
-        "page_ids",
-        {c.getStages(),
-         PagedTileLoader::pagesPerTile(s.paged.getPageSize(), c.getKvTile())},
-        kv::getPageEntryType(s.paged, s.kvTypes));
+    buf.pageIds =
+        layout.add("page_ids",
+                   {s.idSlots(), PagedTileLoader::idEntriesPerTile(
+                                     s.paged.getPageSize(), c.getKvTile(),
+                                     s.gathers())},
+                   kv::getPageEntryType(s.paged, s.kvTypes));
+  if (s.gathers())
+    buf.keyIds = layout.add("key_ids", {s.idSlots(), c.getKvTile()},
+                            IntegerType::get(ctx, 32));
   buf.meta = layout.add("meta", {kMetaSlots}, i64);
   if (s.maskType)
     buf.maskScratch = layout.add("mask_scratch", {c.getNumThreads()}, i64);
-  if (s.hasMaskMod())
+  if (s.skipsTiles())
     buf.liveTiles = layout.add("live_tiles", {2}, IntegerType::get(ctx, 32));
   return buf;
 }
@@ -158,9 +164,10 @@ std::pair<Value, Value> kvTileRange(ImplicitLocOpBuilder &b,
 Value needsMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                 const Work &w, Value t0) {
   IRBuilder ir{b};
-  // Rows at given positions: any tile may cross a row's diagonal or window.
+  // Rows at given positions: any tile may cross a row's diagonal or window;
+  // gathered keys come in any order.
   if (s.maskType || (s.positionsType && (s.causal || s.windowLeft)) ||
-      s.hasMaskMod())
+      s.hasMaskMod() || s.gathers())
     return arith::ConstantIntOp::create(b, 1, 1);
   Value tileEnd = ir.add(t0, ir.idx(s.config.getKvTile()));
   Value need = ir.cmp(arith::CmpIPredicate::sgt, tileEnd, w.end);
@@ -228,20 +235,27 @@ struct RowVariants {
   SmallVector<Value> heads, positions;
 };
 
+/// The key of row `e` of the current K/V tile: t0 + e, or the gathered
+/// one (-1: none).
+using TileKeyOf = function_ref<Value(ImplicitLocOpBuilder &, Value)>;
+
 /// The -inf mask of K/V tile [t0, ...) for the warp's fragment rows: keys
 /// in [start, end) of the partition, causal (key <= position), the window
 /// (key >= position - w) as per-row bounds; the custom mask bit by bit.
 /// Positions are `rowPositions` (loadRowPositions) when given, else
-/// bottom-right.
+/// bottom-right. Gathering, the bounds keep the partition's entries and
+/// each gathered key is checked (exists, causal, window) on its own.
 SmallVector<Value> emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                             const Work &w, const Arguments &a,
                             WarpAttentionTile &tile, ArrayRef<Value> logits,
                             ArrayRef<Value> rowPositions, Value maskOffset,
-                            Value t0, const RowVariants *variants) {
+                            Value t0, const RowVariants *variants,
+                            TileKeyOf keyOf) {
   IRBuilder ir{b};
   int64_t mTiles = tile.getShape().mTiles;
   Value keyBase = ir.add(t0, ir.mul(tile.getMma().getThreadInGroup(), ir.idx(2)));
   auto relative = [&](Value key) { return ir.toI32(ir.sub(key, keyBase)); };
+  SmallVector<Value> positions;
   SmallVector<WarpAttentionTile::RowKeys> rows;
   SmallVector<Value> maskRows, rowValid;
   for (int64_t t = 0; t < mTiles; ++t)
@@ -252,23 +266,43 @@ SmallVector<Value> emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                                               ir.divU(r, ir.idx(s.group())))
                       : rowPositions[2 * t + h];
       Value lo = t0, hi = w.end;
-      if (s.causal)
+      if (s.causal && !s.gathers())
         hi = ir.minS(hi, ir.add(pos, ir.idx(1)));
-      if (s.windowLeft)
+      if (s.windowLeft && !s.gathers())
         lo = ir.maxS(lo, ir.sub(pos, ir.idx(*s.windowLeft)));
       rows.push_back({relative(lo), relative(hi)});
+      positions.push_back(pos);
       maskRows.push_back(clampedRow);
       rowValid.push_back(ir.lt(r, w.packedRows));
     }
   WarpAttentionTile::CustomVisibility custom;
   bool maskMod = variants && variants->emitter.hasMask();
-  if (s.maskType || maskMod)
+  if (s.maskType || maskMod || s.gathers())
     custom = [&](ImplicitLocOpBuilder &vb, int64_t row, int64_t column) {
       IRBuilder j{vb};
       // Keys past the request are rejected by `hi`; clamp their reads.
       Value key = j.minS(j.add(keyBase, j.idx(column)),
                          j.sub(w.kvLen, j.idx(1)));
       Value visible = rowValid[row];
+      if (s.gathers()) {
+        // The entry's key (entries past the partition are rejected by
+        // `hi`): it exists, and the row's causal and window rules hold.
+        Value gathered =
+            keyOf(vb, j.sub(j.add(keyBase, j.idx(column)), t0));
+        visible = arith::AndIOp::create(
+            vb, visible,
+            j.cmp(arith::CmpIPredicate::sge, gathered, j.idx(0)));
+        if (s.causal)
+          visible = arith::AndIOp::create(
+              vb, visible,
+              j.cmp(arith::CmpIPredicate::sle, gathered, positions[row]));
+        if (s.windowLeft)
+          visible = arith::AndIOp::create(
+              vb, visible,
+              j.cmp(arith::CmpIPredicate::sge, gathered,
+                    j.sub(positions[row], j.idx(*s.windowLeft))));
+        key = j.maxS(gathered, j.idx(0));
+      }
       if (s.maskType)
         visible =
             arith::AndIOp::create(vb, visible,
@@ -426,6 +460,8 @@ gpu_lowering::prefillArgumentTypes(const PrefillKernelSpec &s) {
     types.push_back(s.maskType);
   if (s.positionsType)
     types.push_back(s.positionsType);
+  if (s.gathers())
+    types.push_back(s.topkType);
   if (s.scheduled)
     types.push_back(MemRefType::get({ShapedType::kDynamic, 4},
                                     IntegerType::get(s.qType.getContext(), 32)));
@@ -548,6 +584,16 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
                                   buf.pageIds ? kf.getShared(*buf.pageIds)
                                               : Value())
                 : PagedTileLoader(a.ragged, w.base, kvHead, kvTile);
+    // Gathering: the tile's query row (a tile lies within one) lists the
+    // keys.
+    if (a.topk)
+      loader.setGather({a.topk,
+                        ir.add(w.qoStart, ir.divU(w.firstRow, ir.idx(s.group()))),
+                        w.kvLen, kf.getShared(*buf.keyIds)});
+    int64_t idSlots = s.idSlots();
+    auto idSlotOf = [&](ImplicitLocOpBuilder &ib, Value index) {
+      return IRBuilder{ib}.remU(index, IRBuilder{ib}.idx(idSlots));
+    };
     Value numTiles =
         arith::CeilDivUIOp::create(b, ir.sub(w.end, w.start), ir.idx(kvTile));
     auto ifTile = [&](ImplicitLocOpBuilder &ib, Value index,
@@ -560,10 +606,11 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
                body(jb, t0, count);
              });
     };
-    auto stageIds = [&](ImplicitLocOpBuilder &ib, Value index, Value slot) {
-      if (buf.pageIds)
+    auto stageIds = [&](ImplicitLocOpBuilder &ib, Value index) {
+      if (buf.pageIds || buf.keyIds)
         ifTile(ib, index, [&](ImplicitLocOpBuilder &jb, Value t0, Value count) {
-          loader.stagePageIdsAsync(jb, slot, t0, count, thread, threads);
+          loader.stagePageIdsAsync(jb, idSlotOf(jb, index), t0, count, thread,
+                                   threads);
         });
     };
     auto issue = [&](ImplicitLocOpBuilder &ib, Value index, kv::PoolRole role) {
@@ -591,7 +638,8 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
         }
         if (isK && s.isMla())
           copies.push_back({kv::PoolRole::V, *kpeTiles, s.peDim});
-        loader.copyTileAsync(jb, copies, stage, t0, count, thread, threads);
+        loader.copyTileAsync(jb, copies, stage, t0, count, thread, threads,
+                             idSlotOf(jb, index));
       });
     };
 
@@ -604,7 +652,7 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
     std::optional<VariantEmitter> variantCode;
     if (s.variants)
       variantCode.emplace(s.variants.bind(kf.getArguments()));
-    bool skipsTiles = buf.liveTiles.has_value();
+    bool skipsTiles = s.skipsTiles();
     // The slots start below every tile's mark (shared memory starts
     // undefined).
     if (skipsTiles) {
@@ -705,8 +753,8 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
     copyQuery(qTile, a.q, s.headDim);
     if (s.isMla())
       copyQuery(*qPeTile, a.qPe, s.peDim);
-    stageIds(b, ir.idx(0), ir.idx(0));
-    stageIds(b, ir.idx(1), ir.idx(1));
+    stageIds(b, ir.idx(0));
+    stageIds(b, ir.idx(1));
     commitAsyncCopies(b);
     if (skipsTiles)
       markTile(b, ir.idx(0));
@@ -758,19 +806,23 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
                                    : rowPositions[2 * t + h]);
         }
     }
-    // ALiBi and score_mod on each natural-unit logit of the tile at t0.
-    auto scoreMods = [&](Value t0) -> WarpAttentionTile::ElementMod {
+    // ALiBi and score_mod on each natural-unit logit of the tile at t0
+    // (its keys by `keyOf`).
+    auto scoreMods = [&](Value t0,
+                         std::function<Value(ImplicitLocOpBuilder &, Value)>
+                             keyOf) -> WarpAttentionTile::ElementMod {
       if (!variants || !variants->emitter.modifiesScores())
         return nullptr;
-      return [&, t0](ImplicitLocOpBuilder &eb, Value logit, int64_t row,
-                     int64_t column) {
+      return [&, t0, keyOf](ImplicitLocOpBuilder &eb, Value logit, int64_t row,
+                            int64_t column) {
         IRBuilder k{eb};
-        // Keys past the request read the tables at its last key (their
-        // logits are masked).
-        Value key = k.minS(
-            k.add(k.add(t0, k.mul(tile.getMma().getThreadInGroup(), k.idx(2))),
-                  k.idx(column)),
-            k.sub(w.kvLen, k.idx(1)));
+        // Keys past the request read the tables at its last key, entries of
+        // no key at key 0 (their logits are masked).
+        Value e = k.add(k.mul(tile.getMma().getThreadInGroup(), k.idx(2)),
+                        k.idx(column));
+        Value key = s.gathers()
+                        ? k.maxS(keyOf(eb, e), k.idx(0))
+                        : k.minS(k.add(t0, e), k.sub(w.kvLen, k.idx(1)));
         return variants->emitter.modifyScore(eb, logit, w.request,
                                              variants->heads[row],
                                              variants->positions[row], key);
@@ -817,7 +869,7 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
           // Everyone is done with tile i - 1: its K/V stage and page-entry
           // slot take tile i + 1 and the entries of tile i + 2.
           issueIfLive(lb, next, kv::PoolRole::K, liveNext);
-          stageIds(lb, j.add(i, j.idx(2)), stage);
+          stageIds(lb, j.add(i, j.idx(2)));
           commitAsyncCopies(lb);
 
           // Quantized: everyone is done with the value tiles of tile
@@ -830,6 +882,11 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
           }
           std::pair<Value, Value> range = kvTileRange(lb, s, w, i);
           Value t0 = range.first, tileCount = range.second;
+          Value idSlot = idSlotOf(lb, i);
+          std::function<Value(ImplicitLocOpBuilder &, Value)> keyOf =
+              [&loader, idSlot, t0](ImplicitLocOpBuilder &kb, Value e) {
+                return loader.keyOf(kb, idSlot, t0, e);
+              };
           // RoPE: the tile's keys turn to their positions, in place (the
           // barrier above: everyone is done with tile i - 1's scores).
           if (rotation) {
@@ -837,7 +894,7 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
                 lb, kTiles, kStage, [&](ImplicitLocOpBuilder &jb, Value t) {
                   IRBuilder k{jb};
                   return RopeRowPosition{k.lt(t, tileCount),
-                                         k.add(t0, t)};
+                                         k.maxS(keyOf(jb, t), k.idx(0))};
                 });
             gpu::BarrierOp::create(lb);
           }
@@ -848,7 +905,8 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
             if (s.isMla())
               scores = tile.scores({}, *qPeTile, *kpeTiles, stage, scores);
             SmallVector<Value> logits = tile.logits(
-                scores, s.smScale, s.softCap, kValueScale, scoreMods(t0));
+                scores, s.smScale, s.softCap, kValueScale,
+                scoreMods(t0, keyOf));
             SmallVector<Type> types(logits.size(), mma.getAccType());
             auto masked = scf::IfOp::create(
                 sb, needsMask(sb, s, w, t0),
@@ -857,7 +915,7 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
                   scf::YieldOp::create(
                       ib, emitMask(ib, s, w, a, tile, logits, rowPositions,
                                    maskOffset, t0,
-                                   variants ? &*variants : nullptr));
+                                   variants ? &*variants : nullptr, keyOf));
                 },
                 [&](OpBuilder &mb, Location ml) {
                   scf::YieldOp::create(mb, ml, logits);

@@ -71,12 +71,25 @@ struct PrefillKernelSpec {
   /// (int8ScaleChunkElements).
   int64_t scaleChunk = 0;
 
+  /// Top-k sparse selection (kv.mla_decode, kv.decode on tensor cores):
+  /// i32 [rows, K] key lists, or null. A query tile lies within one query
+  /// row (its heads); its K/V tiles are entries of that row's list,
+  /// gathered (PagedTileLoader's gathering) and masked key by key.
+  mlir::MemRefType topkType;
+
   int64_t group() const { return qHeads / kvHeads; }
+  bool gathers() const { return bool(topkType); }
+  /// Slots of staged page entries (and keys): a gathering kernel keeps a
+  /// tile's keys while it is scored, one slot more than the two stages.
+  int64_t idSlots() const { return config.getStages() + (gathers() ? 1 : 0); }
   /// Whether a mask_mod region hides keys (every tile is masked).
   bool hasMaskMod() const {
     kv::AttentionVariantOpInterface v = variants.op;
     return v && !v.getMaskMod().empty();
   }
+  /// Whether tiles mask_mod hides from every row are skipped (not when
+  /// gathering: the lists chose the keys).
+  bool skipsTiles() const { return hasMaskMod() && !gathers(); }
   /// Quantized paged KV: codes staged by cp.async, converted per tile into
   /// one K and one V tile of `kvElementType` that the mma reads.
   bool quantizedKV() const { return paged && paged.isQuantized(); }
@@ -134,8 +147,8 @@ std::optional<std::string> whyNotPrefillSpec(const PrefillKernelSpec &spec,
 codegen::SharedMemoryLayout prefillSharedLayout(const PrefillKernelSpec &spec);
 
 /// The kernel's arguments: q, [q_pe], [qo_indptr], the KV operands, [mask],
-/// [work_items], out, lse, [num_partitions], [final out, final lse], the
-/// variant operands.
+/// [positions], [topk], [work_items], out, lse, [num_partitions], [final
+/// out, final lse], the variant operands.
 llvm::SmallVector<mlir::Type> prefillArgumentTypes(const PrefillKernelSpec &spec);
 
 /// Builds the body of a kernel created with the two above. Launched on
@@ -174,13 +187,15 @@ mlir::LogicalResult emitTensorCoreLaunches(
 /// kernel runs when no request is cut, else the scheduled split kernel (one
 /// block per item and query tile of its request; whole requests written
 /// final) and the ragged merge. `queries` are the query buffers, in kernel
-/// argument order (the first one's rows are the batch); with fixed grids
-/// (graph-max-batch) the split kernel and the merge always run.
+/// argument order (the first one's rows are the batch); `topk` the op's
+/// selection or null (the schedule then sees its entries per request);
+/// with fixed grids (graph-max-batch) the split kernel and the merge
+/// always run.
 mlir::LogicalResult emitOneRowTensorCoreLaunches(
     mlir::ImplicitLocOpBuilder &b, LoweringContext &context,
     mlir::Operation *op, const PrefillKernelSpec &spec,
     llvm::ArrayRef<std::pair<llvm::StringRef, mlir::Value>> queries,
-    kv::PagedOperands kv, mlir::Value out, mlir::Value lse,
+    kv::PagedOperands kv, mlir::Value topk, mlir::Value out, mlir::Value lse,
     llvm::function_ref<std::string(const PrefillKernelSpec &)> symbol);
 
 } // namespace kvir::gpu_lowering

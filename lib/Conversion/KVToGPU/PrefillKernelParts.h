@@ -42,7 +42,7 @@ enum MetaSlot : int64_t {
 
 /// The kernel's arguments, named.
 struct Arguments {
-  Value q, qPe, qoIndptr, mask, positions, workItems, out, lse,
+  Value q, qPe, qoIndptr, mask, positions, topk, workItems, out, lse,
       numPartitions, finalOut, finalLse;
   kv::PagedOperands paged;
   codegen::RaggedOperands ragged;

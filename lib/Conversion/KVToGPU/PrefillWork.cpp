@@ -37,21 +37,17 @@ Arguments prefill::bindArguments(const KernelFunc &kf,
   if (!s.oneRowPerRequest())
     a.qoIndptr = kf.getArgument(next++);
   ValueRange kvArgs = kf.getArguments().slice(next, s.kvTypes.size());
-  if (s.paged) {
-    kv::PagedOperands shape;
-    shape.type = s.paged;
-    shape.pools.resize(s.paged.getNumPools());
-    shape.tables.resize(s.paged.getNumTables());
-    shape.scales.resize(s.paged.getNumScalePools());
-    a.paged = shape.withValues(kvArgs);
-  } else {
+  if (s.paged)
+    a.paged = kv::PagedOperands::fromFlattened(s.paged, kvArgs);
+  else
     a.ragged = {kvArgs[0], kvArgs[1], kvArgs[2]};
-  }
   next += s.kvTypes.size();
   if (s.maskType)
     a.mask = kf.getArgument(next++);
   if (s.positionsType)
     a.positions = kf.getArgument(next++);
+  if (s.gathers())
+    a.topk = kf.getArgument(next++);
   if (s.scheduled)
     a.workItems = kf.getArgument(next++);
   a.out = kf.getArgument(next++);
@@ -194,6 +190,12 @@ Work prefill::emitBlockWork(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
         if (int64_t chunk = s.transposedVChunk())
           lo = j.sub(lo, j.remU(lo, j.idx(chunk)));
         hi = j.maxS(lo, hi);
+        // Gathering: the entries of the row's list (each key is masked on
+        // its own).
+        if (a.topk) {
+          lo = j.idx(0);
+          hi = memref::DimOp::create(ib, a.topk, 1);
+        }
         Value start = lo, end = hi;
         if (piece) {
           // Pieces of whole K/V tiles; partitions take at least

@@ -11,3 +11,30 @@ func.func @merge_sinks_unstored(%o0: memref<?x8x64xf16>, %l0: memref<?x8xf32>, %
   %m = kv.merge_sinks %a, %sinks : !s, memref<8xf32>
   return %m : !s
 }
+
+// -----
+
+// Top-k gathers single tokens; vLLM's V pool is read in chunks of slots.
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = vllm, storage = split, table = block_table>
+!s = !kv.state<?x8x128xf16, base = e>
+func.func @topk_vllm(%q: memref<?x8x128xf16>, %k: memref<?x2x16x16x8xf16>, %v: memref<?x2x128x16xf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %idx: memref<?x64xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%k, %v : memref<?x2x16x16x8xf16>, memref<?x2x128x16xf16>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.decode' op has no GPU kernel: top-k gathers single tokens, and vLLM's transposed V pool is read in chunks of consecutive slots}}
+  %s = kv.decode %q, %kv topk(%idx : memref<?x64xi32>) : memref<?x8x128xf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x128xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+// A gathered query tile holds one query row's heads: 24 heads do not fill
+// whole tiles of 16.
+!mla = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = bf16, layout = nhd, storage = mla, table = block_table, pe_dim = 64>
+!sm = !kv.state<?x24x512xbf16, base = e>
+func.func @topk_rows_heads(%qn: memref<?x24x512xbf16>, %qp: memref<?x24x64xbf16>, %ckv: memref<?x64x512xbf16>, %kpe: memref<?x64x64xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %qo: memref<?xi32>, %idx: memref<?x128xi32>, %o: memref<?x24x512xbf16>, %l: memref<?x24xf32>) {
+  %kv = kv.paged_view pools(%ckv, %kpe : memref<?x64x512xbf16>, memref<?x64x64xbf16>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !mla
+  // expected-error @below {{'kv.mla_decode' op has no GPU kernel: top-k with rows(...) needs each query tile within one query row: 24 heads are not a multiple of the tile's 32 rows}}
+  %s = kv.mla_decode %qn, %qp, %kv rows(%qo : memref<?xi32>) topk(%idx : memref<?x128xi32>) : memref<?x24x512xbf16>, memref<?x24x64xbf16>, !mla -> !sm
+  kv.store_state %s, %o, %l : !sm, memref<?x24x512xbf16>, memref<?x24xf32>
+  return
+}

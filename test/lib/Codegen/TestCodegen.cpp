@@ -14,6 +14,11 @@
 //                    tile, through a `test.kv_type` paged cache into
 //                    out[b, t, :], synchronously or with a `test.stages`-
 //                    stage cp.async pipeline (rows past kv_len zero-filled)
+//   paged_gather     PagedTileLoader gathering: copies the rows of the keys
+//                    request b lists in topk[b, :] (`test.tile` entries a
+//                    tile, cp.async with `test.async`, else loads) into
+//                    out[b, e, :]; entries of no key (-1, past kv_len)
+//                    zero-filled
 //   attention_state  AttentionState (`test.flavor` exact / ptx) on a host
 //                    function: merges (o, lse) pairs, an online update,
 //                    finalize
@@ -186,6 +191,74 @@ void buildMmaChain(gpu::GPUFuncOp stub) {
   }
 }
 
+/// Arguments: the paged operands (as PagedOperands::flatten()), topk[B, K]
+/// i32, out[B, K, D] of the cache's dtype. Grid (B), 128 threads.
+void buildPagedGather(gpu::GPUFuncOp stub) {
+  auto type = cast<kv::PagedType>(
+      cast<TypeAttr>(stub->getAttr("test.kv_type")).getValue());
+  bool async = stub->hasAttr("test.async");
+  int64_t tile = intAttr(stub, "test.tile", 16);
+  int64_t d = type.getHeadDim(), threads = 128;
+  Type elt = type.getDtype(), i32 = IntegerType::get(stub.getContext(), 32);
+  SharedMemoryLayout layout;
+  layout.add("k", {1, tile, d}, elt);
+  layout.add("page_ids",
+             {1, PagedTileLoader::idEntriesPerTile(type.getPageSize(), tile,
+                                                   /*gathers=*/true)},
+             i32);
+  layout.add("key_ids", {1, tile}, i32);
+  unsigned numKvArgs = stub.getNumArguments() - 2;
+  KernelFunc kf = replaceKernel(stub, {threads, 1, 1}, layout);
+  ImplicitLocOpBuilder b = kf.getBuilder();
+  IRBuilder ir{b};
+  kv::PagedOperands kv = kv::PagedOperands::fromFlattened(
+      type, kf.getArguments().take_front(numKvArgs));
+  Value topk = kf.getArgument(numKvArgs), out = kf.getArgument(numKvArgs + 1);
+  Value thread = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value req = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  kv::RequestTable table = kv::emitRequestTable(b, kv, req);
+  PagedTileLoader loader(kv, req, table.base, ir.idx(0), tile,
+                         kf.getShared(1));
+  loader.setGather({topk, req, table.kvLen, kf.getShared(2)});
+  Value shared = kf.getShared(0), zero = ir.idx(0);
+  SharedTile sharedTile{shared, tile, d, /*swizzled=*/async};
+  Value entries = memref::DimOp::create(b, topk, 1);
+  scf::ForOp::create(
+      b, zero, entries, ir.idx(tile), ValueRange{},
+      [&](OpBuilder &nb, Location l, Value tile0, ValueRange) {
+        ImplicitLocOpBuilder ib(l, nb);
+        IRBuilder j{ib};
+        Value count = j.minS(j.idx(tile), j.sub(entries, tile0));
+        loader.stagePageIdsAsync(ib, zero, tile0, count, thread, threads);
+        gpu::BarrierOp::create(ib);
+        TileCopy copy{kv::PoolRole::K, sharedTile, d};
+        if (async) {
+          loader.copyTileAsync(ib, {copy}, zero, tile0, count, thread,
+                               threads);
+          commitAsyncCopies(ib);
+          waitAsyncCopies(ib, 0);
+        } else {
+          loader.copyTile(ib, {copy}, zero, tile0, count, thread, threads,
+                          128 / elt.getIntOrFloatBitWidth());
+        }
+        gpu::BarrierOp::create(ib);
+        scf::ForOp::create(
+            ib, thread, j.mul(count, j.idx(d)), j.idx(threads), ValueRange{},
+            [&](OpBuilder &nb2, Location l2, Value i, ValueRange) {
+              ImplicitLocOpBuilder jb(l2, nb2);
+              IRBuilder k{jb};
+              Value r = k.divU(i, k.idx(d)), c = k.remU(i, k.idx(d));
+              Value v = memref::LoadOp::create(
+                  jb, shared, sharedTile.elementIndices(jb, zero, r, c));
+              memref::StoreOp::create(jb, v, out,
+                                      ValueRange{req, k.add(tile0, r), c});
+              scf::YieldOp::create(jb);
+            });
+        gpu::BarrierOp::create(ib);
+        scf::YieldOp::create(ib);
+      });
+}
+
 /// Arguments: the paged operands (as PagedOperands::flatten()), then
 /// out[B, T, D] of the cache's dtype. Grid (B), 128 threads.
 void buildPagedCopy(gpu::GPUFuncOp stub) {
@@ -206,13 +279,8 @@ void buildPagedCopy(gpu::GPUFuncOp stub) {
   KernelFunc kf = replaceKernel(stub, {threads, 1, 1}, layout);
   ImplicitLocOpBuilder b = kf.getBuilder();
   IRBuilder ir{b};
-  kv::PagedOperands shape;
-  shape.type = type;
-  shape.pools.resize(type.getNumPools());
-  shape.tables.resize(type.getNumTables());
-  shape.scales.resize(type.getNumScalePools());
-  kv::PagedOperands kv =
-      shape.withValues(kf.getArguments().take_front(numKvArgs));
+  kv::PagedOperands kv = kv::PagedOperands::fromFlattened(
+      type, kf.getArguments().take_front(numKvArgs));
   Value out = kf.getArgument(numKvArgs);
   Value thread = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value req = gpu::BlockIdOp::create(b, gpu::Dimension::x);
@@ -535,6 +603,8 @@ struct TestCodegenPass
         buildMmaChain(kernel);
       else if (component == "paged_copy")
         buildPagedCopy(kernel);
+      else if (component == "paged_gather")
+        buildPagedGather(kernel);
       else if (component == "kernel_func")
         buildKernelFunc(kernel);
       else if (component == "query_tiles")

@@ -50,6 +50,16 @@ PagedOperands PagedOperands::withValues(ValueRange values) const {
   return kv;
 }
 
+PagedOperands PagedOperands::fromFlattened(PagedType type,
+                                          ValueRange values) {
+  PagedOperands shape;
+  shape.type = type;
+  shape.pools.resize(type.getNumPools());
+  shape.tables.resize(type.getNumTables());
+  shape.scales.resize(type.getNumScalePools());
+  return shape.withValues(values);
+}
+
 Value PagedOperands::pool(PoolRole role) const {
   if (role == PoolRole::KScale || role == PoolRole::VScale)
     return scales[getPoolOperandIndex(type, role)];

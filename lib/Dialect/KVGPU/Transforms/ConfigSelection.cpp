@@ -431,8 +431,10 @@ bool kvgpu::decodePrefersTensorCores(kv::DecodeOp op,
   // precision), so it keeps the ops it can take.
   if (op.getRopeAttr())
     return false;
-  // Attention variants (sinks, ALiBi, regions) run on the decode kernel.
-  if (cast<kv::AttentionVariantOpInterface>(op.getOperation()).hasVariants())
+  // Attention variants (sinks, ALiBi, regions) and top-k selections run on
+  // the decode kernel.
+  if (cast<kv::AttentionVariantOpInterface>(op.getOperation()).hasVariants() ||
+      op.getTopk())
     return false;
   // The tensor-core kernel multiplies P (the softmax weights) by V in the
   // KV type, which a state of that type absorbs; a wider state (f32, or
@@ -513,7 +515,9 @@ kvgpu::chooseMlaConfig(kv::MlaDecodeOp op, const target::TargetInfo &target,
   // 256 columns for 64-row tiles (8 warps, no spills), four of 128 for
   // smaller tiles.
   int64_t heads = cast<MemRefType>(op.getQNope().getType()).getDimSize(1);
-  int64_t rows = op.getQoIndptr() ? 64 : llvm::alignTo(heads, 16);
+  // A top-k tile gathers one query row's keys: it holds that row's heads.
+  int64_t rows = op.getQoIndptr() && !op.getTopk() ? 64
+                                                   : llvm::alignTo(heads, 16);
   int64_t qTile = std::min<int64_t>(64, rows), kvTile = 32;
   auto build = [&] {
     int64_t valueWarps = qTile == 64 ? 2 : 4;

@@ -29,6 +29,9 @@ struct PagedOperands {
   llvm::SmallVector<mlir::Value> flatten() const;
   /// The inverse of flatten() over `values` (same type, same counts).
   PagedOperands withValues(mlir::ValueRange values) const;
+  /// The operands of a view of `type` from their flatten() order (e.g. a
+  /// kernel's arguments).
+  static PagedOperands fromFlattened(PagedType type, mlir::ValueRange values);
 
   mlir::Value pool(PoolRole role) const;
 };
