@@ -8,13 +8,20 @@
 //     mask: `docs` equal documents, so a density of 1 / docs; the ids
 //     computed, or read from a table) against the same prefill without
 //     the mask: mma.sync executed and global bytes (emulator counters);
+//   * top-k sparse selection: an MLA decode (ckv 512 + kpe 64, bf16, 16
+//     heads, pages of 64) and a GQA decode (bf16, head dim 128, 8 query /
+//     1 KV heads, pages of 16) of `--topk-batch` requests of `--topk-len`
+//     keys each, every request selecting `--topk` of them, against the
+//     same decodes reading every key: global bytes against the ideal (the
+//     selected K/V rows, q, the lists and the outputs);
 //   * compile time: kvir-opt --kv-to-ptx + kvir-translate of a prefill
 //     with soft cap and sliding window written as score_mod / mask_mod
 //     regions against the same prefill with the built-in attributes, and
 //     their registers (ptxas, when present).
 //
 // Prints markdown (bench/RESULTS.md keeps the last run). Usage:
-//   kvir-variants-bench [--len N] [--docs N] [--chip sm_90a] [--no-ptxas]
+//   kvir-variants-bench [--len N] [--docs N] [--topk N] [--topk-len N]
+//                       [--topk-batch N] [--chip sm_90a] [--no-ptxas]
 //
 //===----------------------------------------------------------------------===//
 #include "BenchSupport.h"
@@ -103,10 +110,95 @@ Measured run(Problem &p, const std::string &chip) {
   return m;
 }
 
+/// `k` distinct keys of [0, len) in random order.
+std::vector<int32_t> distinctKeys(Rng &rng, int64_t len, int64_t k) {
+  std::vector<int32_t> keys(len);
+  for (int64_t j = 0; j < len; ++j)
+    keys[j] = int32_t(j);
+  for (int64_t i = 0; i < k; ++i)
+    std::swap(keys[i], keys[rng.integer(i, len - 1)]);
+  keys.resize(k);
+  return keys;
+}
+
+struct SparseRun {
+  Traffic traffic;
+  double maxRelErr = 0;
+  bool ok = false;
+};
+
+/// An MLA decode (`mla`) or a GQA decode of `batch` requests of `len` keys
+/// over one cache, with each request's `selected` keys as topk(...) or
+/// (empty) every key.
+SparseRun runSparse(bool mla, int64_t batch, int64_t len,
+                    const std::vector<std::vector<int32_t>> &selected,
+                    const std::string &chip) {
+  CacheSpec spec = benchSpec();
+  int64_t heads = mla ? 16 : 8;
+  if (mla) {
+    spec.pageSize = 64;
+    spec.kvHeads = 1;
+    spec.headDim = spec.headDimV = 512;
+    spec.peDim = 64;
+    spec.storage = Storage::MLA;
+    spec.table = Table::BlockTable;
+  } else {
+    spec.kvHeads = 1;
+    spec.table = Table::BlockTable;
+  }
+  spec.dtype = DType::BF16;
+  Rng rng(11);
+  PagedCache cache = makeCache(spec, std::vector<int64_t>(batch, len), rng);
+  KernelSource src{mla ? "mla_decode" : "decode"};
+  std::string kvType;
+  std::string kv = emitPagedView(src, cache, "kv", kvType);
+  ref::AttentionParams params;
+  params.topk = selected;
+  std::string clauses = emitVariants(src, params, {});
+  std::string stateType = stateTypeText(heads, spec.headDimV, spec.dtype,
+                                        Base::E);
+  Tensor q = randomTensor(rng, spec.dtype, {batch, heads, spec.headDim},
+                          mla ? 0.5 : 2.0);
+  Tensor qPe;
+  StateBuffers out = makeStateBuffers(batch, heads, spec.headDimV, spec.dtype);
+  std::string qs = src.addMemref("q", q);
+  if (mla) {
+    qPe = randomTensor(rng, spec.dtype, {batch, heads, spec.peDim}, 2.0);
+    std::string qp = src.addMemref("q_pe", qPe);
+    src.addLine("%s = kv.mla_decode " + qs + ", " + qp + ", " + kv + clauses +
+                " : " + src.typeOf(qs) + ", " + src.typeOf(qp) + ", " +
+                kvType + " -> " + stateType);
+  } else {
+    src.addLine("%s = kv.decode " + qs + ", " + kv + clauses + " : " +
+                src.typeOf(qs) + ", " + kvType + " -> " + stateType);
+  }
+  emitStore(src, "%s", stateType, out);
+  SparseRun r;
+  RunResult result;
+  ::testing::AssertionResult ran =
+      runGpu(src, {out.o, out.lse}, chip,
+             {mla ? "kv.mla_decode" : "kv.decode"}, result);
+  if (!ran) {
+    std::fprintf(stderr, "%s\n", ran.message());
+    return r;
+  }
+  for (const std::string &report : result.reports)
+    std::fprintf(stderr, "%s\n", report.c_str());
+  r.traffic = sumTraffic(result.launches);
+  ref::State expected =
+      mla ? ref::mlaDecode(q, qPe, cache, std::nullopt, Base::E, {}, false,
+                           params)
+          : ref::decode(q, ref::PagedSource(cache), asKernelSees(params));
+  r.maxRelErr = maxRelativeError(out, expected);
+  r.ok = result.reports.empty() && r.maxRelErr <= outputTolerance(DType::BF16);
+  return r;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   int64_t len = 2048, docs = 10;
+  int64_t topk = 2048, topkLen = 32768, topkBatch = 2;
   std::string chip = "sm_90a";
   bool usePtxas = true;
   for (int i = 1; i < argc; ++i) {
@@ -122,20 +214,29 @@ int main(int argc, char **argv) {
       len = std::atoll(value().c_str());
     else if (a == "--docs")
       docs = std::atoll(value().c_str());
+    else if (a == "--topk")
+      topk = std::atoll(value().c_str());
+    else if (a == "--topk-len")
+      topkLen = std::atoll(value().c_str());
+    else if (a == "--topk-batch")
+      topkBatch = std::atoll(value().c_str());
     else if (a == "--chip")
       chip = value();
     else if (a == "--no-ptxas")
       usePtxas = false;
     else {
       std::fprintf(stderr,
-                   "usage: %s [--len N] [--docs N] [--chip sm_90a] "
+                   "usage: %s [--len N] [--docs N] [--topk N] "
+                   "[--topk-len N] [--topk-batch N] [--chip sm_90a] "
                    "[--no-ptxas]\n",
                    argv[0]);
       return 2;
     }
   }
-  if (len < 1 || docs < 1 || docs > len) {
-    std::fprintf(stderr, "need 1 <= docs <= len\n");
+  if (len < 1 || docs < 1 || docs > len || topk < 1 || topk > topkLen ||
+      topkBatch < 1) {
+    std::fprintf(stderr,
+                 "need 1 <= docs <= len, 1 <= topk <= topk-len, a batch\n");
     return 2;
   }
   bool allOk = true;
@@ -216,6 +317,56 @@ int main(int argc, char **argv) {
               "thread's access counted (no cache model): a region that reads "
               "a table adds its reads for each (row, key) pair it decides, "
               "which a GPU's L1 mostly serves.\n");
+
+  // Top-k: bytes against the ideal and against reading every key.
+  {
+    Rng rng(13);
+    std::vector<std::vector<int32_t>> lists;
+    for (int64_t b = 0; b < topkBatch; ++b)
+      lists.push_back(distinctKeys(rng, topkLen, topk));
+    std::printf("\nTop-k sparse selection: %lld requests of %lld keys, each "
+                "selecting %lld (bf16, block tables), %s: global bytes "
+                "(loaded + stored) against the ideal (the selected K/V rows, "
+                "q, the lists and the outputs) and against the same decode "
+                "reading every key.\n\n",
+                (long long)topkBatch, (long long)topkLen, (long long)topk,
+                chip.c_str());
+    std::printf("| op | keys read | global bytes | ideal bytes | bytes / "
+                "ideal | bytes / dense | max rel err |\n"
+                "|---|---|---|---|---|---|---|\n");
+    for (bool mla : {true, false}) {
+      SparseRun sparse = runSparse(mla, topkBatch, topkLen, lists, chip);
+      SparseRun full = runSparse(mla, topkBatch, topkLen, {}, chip);
+      allOk &= sparse.ok && full.ok;
+      // Per key: ckv + kpe (MLA) or K + V rows of the KV head; per request:
+      // q (and q_pe), the output and LSE, the list.
+      int64_t heads = mla ? 16 : 8;
+      int64_t rowBytes = mla ? (512 + 64) * 2 : 2 * 128 * 2;
+      int64_t qBytes = heads * (mla ? 512 + 64 : 128) * 2;
+      int64_t outBytes = heads * (mla ? 512 : 128) * 2 + heads * 4;
+      auto ideal = [&](int64_t keys, bool lists) {
+        return topkBatch * (keys * rowBytes + qBytes + outBytes +
+                            (lists ? topk * 4 : 0));
+      };
+      auto row = [&](const char *name, const SparseRun &x, int64_t keys,
+                     bool withLists) {
+        uint64_t bytes = x.traffic.loaded + x.traffic.stored;
+        std::printf("| %s | %lld | %llu | %lld | %.3f | %.3f | %.1e%s |\n",
+                    name, (long long)keys, (unsigned long long)bytes,
+                    (long long)ideal(keys, withLists),
+                    double(bytes) / double(ideal(keys, withLists)),
+                    double(bytes) /
+                        double(full.traffic.loaded + full.traffic.stored),
+                    x.maxRelErr, x.ok ? "" : " **FAIL**");
+      };
+      row(mla ? "kv.mla_decode topk" : "kv.decode topk", sparse, topk, true);
+      row(mla ? "kv.mla_decode (every key)" : "kv.decode (every key)", full,
+          topkLen, false);
+    }
+    std::printf("\nThe bytes past the ideal: page-table entries (one per "
+                "selected key), split-KV's f32 partial states and their "
+                "merge.\n");
+  }
 
   // Compile time: regions against the built-in attributes.
   Toolbox tools(argv[0], usePtxas);
