@@ -363,6 +363,25 @@ TEST(Cascade, ThreeLevelsCausalSinksWindowBF16) {
              });
 }
 
+// Regions on a cascade: every level's prefill sees its rows in the
+// cascade's frame (last-level request, concatenated positions).
+TEST(Cascade, ThreeLevelsCausalRegionsF16) {
+  runCascade(3, makeSpec(16, 1, 64, DType::F16), /*causal=*/true, Base::E, 4,
+             611, std::nullopt, std::nullopt,
+             [](Rng &rng, ref::AttentionParams &params, VariantSource &v) {
+               addRequestRegions(rng, params, v, 5);
+             });
+}
+
+TEST(Cascade, TwoLevelsRegionsWindowAlibiRopeF32) {
+  runCascade(2, makeSpec(8, 2, 64, DType::F32), /*causal=*/true, Base::Two, 4,
+             612, /*windowLeft=*/30, ref::Rope(),
+             [](Rng &rng, ref::AttentionParams &params, VariantSource &v) {
+               addRequestRegions(rng, params, v, 5);
+               params.alibiSlopes = randomPerHead(rng, 4, 0.01, 0.1);
+             });
+}
+
 TEST(Cascade, TwoLevelsCausalAlibiSinksF16) {
   runCascade(2, makeSpec(16, 2, 64, DType::F16), /*causal=*/true, Base::E, 8,
              610, std::nullopt, std::nullopt,

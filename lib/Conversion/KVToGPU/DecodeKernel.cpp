@@ -48,6 +48,9 @@ namespace {
 
 /// Slots of the meta buffer past the token range and table base.
 constexpr int64_t kMetaPosition = 4, kMetaRequest = 5, kMetaKvLen = 6;
+/// With a frame: the row's request, position and key shift in it.
+constexpr int64_t kMetaFrameRequest = 7, kMetaFramePosition = 8,
+                  kMetaKeyShift = 9;
 
 /// Indices of the kernel's shared buffers in its layout.
 struct DecodeBuffers {
@@ -60,7 +63,8 @@ struct DecodeBuffers {
   /// visible token (the start is aligned down for transposed V); with RoPE
   /// or query rows, then the query's position (kv_len - 1 for a decode);
   /// with query rows, then the row's request; gathering, then (after an
-  /// unused request slot) the request's kv_len.
+  /// unused request slot) the request's kv_len; with a frame, then (after
+  /// unused slots) the row's request, position and key shift in it.
   unsigned meta = 0;
   /// [idSlots, idEntriesPerTile] table entries of the tiles' pages (one
   /// per token when gathering).
@@ -105,7 +109,8 @@ DecodeBuffers buildLayout(const DecodeKernelSpec &s, SharedMemoryLayout &layout,
   buf.query =
       layout.add("query", {s.group(), padded}, s.qType.getElementType());
   buf.meta = layout.add("meta",
-                        {s.gathers()              ? kMetaKvLen + 1
+                        {s.framePositionsType     ? kMetaKeyShift + 1
+                         : s.gathers()            ? kMetaKvLen + 1
                          : s.queryRows()          ? kMetaRequest + 1
                          : s.needsQueryPosition() ? kMetaPosition + 1
                                                   : 4},
@@ -233,6 +238,11 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
       kvType, kf.getArguments().slice(next, spec.kvTypes.size()));
   next += spec.kvTypes.size();
   Value positions = spec.positionsType ? kf.getArgument(next++) : Value();
+  Value frameIndptr, framePositions;
+  if (spec.framePositionsType) {
+    frameIndptr = kf.getArgument(next++);
+    framePositions = kf.getArgument(next++);
+  }
   Value topk = spec.gathers() ? kf.getArgument(next++) : Value();
   Value workItems = spec.partitioned ? kf.getArgument(next++) : Value();
   Value out = kf.getArgument(next), lseOut = kf.getArgument(next + 1);
@@ -367,10 +377,15 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
     SmallVector<Value> metaValues{start, end, table.base, visible};
     if (spec.needsQueryPosition())
       metaValues.push_back(position);
-    if (qoIndptr || topk)
+    if (qoIndptr || topk || framePositions)
       metaValues.push_back(request);
-    if (topk)
+    if (topk || framePositions)
       metaValues.push_back(table.kvLen);
+    if (framePositions) {
+      kv::FrameRow frame =
+          kv::emitFrameRow(ib, frameIndptr, framePositions, qRow, position);
+      metaValues.append({frame.request, frame.position, frame.keyShift});
+    }
     for (auto [i, v] : llvm::enumerate(metaValues))
       memref::StoreOp::create(ib, k.toI32(v), meta, ValueRange{k.idx(i)});
     scf::YieldOp::create(ib);
@@ -672,6 +687,14 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   }
   Value queryPosition =
       spec.needsQueryPosition() ? metaAt(kMetaPosition) : Value();
+  // The variants' request and query position (in the frame, if any) and the
+  // shift of key positions into it.
+  Value variantRequest = req, variantPosition = queryPosition, keyShift;
+  if (framePositions) {
+    variantRequest = metaAt(kMetaFrameRequest);
+    variantPosition = metaAt(kMetaFramePosition);
+    keyShift = metaAt(kMetaKeyShift);
+  }
   // Key row `t` of the staged tile, rotated by its key's position `key`.
   auto rotatedKeyRow = [&](ImplicitLocOpBuilder &jb, Value stage, Value key,
                            Value t) -> Value {
@@ -806,12 +829,16 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
           // see its last key instead, for no key key 0 (their logits are
           // masked below).
           Value keyPosition;
-          if (variants)
+          if (variants) {
             keyPosition =
                 topk ? k.maxS(key, k.idx(0))
                      : k.minS(key, k.sub(k.add(t0, count), k.idx(1)));
+            if (keyShift)
+              keyPosition = k.add(keyPosition, keyShift);
+          }
           if (natural)
-            score = variants->modifyScore(ib, score, req, head, queryPosition,
+            score = variants->modifyScore(ib, score, variantRequest, head,
+                                          variantPosition,
                                           keyPosition);
           score = tileState.finishLogit(score, spec.softCap, natural);
           tokens.push_back(t);
@@ -827,7 +854,8 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
                         k.sub(queryPosition, k.idx(*spec.windowLeft))));
           }
           if (variants)
-            if (Value kept = variants->visible(ib, req, head, queryPosition,
+            if (Value kept = variants->visible(ib, variantRequest, head,
+                                               variantPosition,
                                                keyPosition))
               visible = arith::AndIOp::create(ib, visible, kept);
           // Transposed V: the range starts up to a chunk early.

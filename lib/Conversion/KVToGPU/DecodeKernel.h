@@ -60,6 +60,9 @@ struct DecodeKernelSpec {
   /// `causal` and the window. Arguments q, qo_indptr, the KV operands,
   /// [positions], out, lse; never partitioned.
   mlir::MemRefType qoIndptrType, positionsType;
+  /// Query rows: the variants' frame (kv.prefill frame(indptr, positions)),
+  /// or null.
+  mlir::MemRefType frameIndptrType, framePositionsType;
   bool causal = false;
   bool queryRows() const { return bool(qoIndptrType); }
   kvgpu::DecodeConfigAttr config;
@@ -130,8 +133,8 @@ std::optional<std::string> whyNotDecodeRope(kv::RopeAttr rope, int64_t headDim,
 
 /// Builds the body of a kernel created with decodeSharedLayout: arguments
 /// q, [qo_indptr], the KV operands (PagedOperands::flatten), [positions],
-/// [topk], [work items], out, lse, [final out, final lse], the variant
-/// operands;
+/// [frame indptr, frame positions], [topk], [work items], out, lse, [final
+/// out, final lse], the variant operands;
 /// launched on (requests, query rows or work items, KV heads) blocks of
 /// spec.block() threads.
 void buildDecodeBody(const codegen::KernelFunc &kf,

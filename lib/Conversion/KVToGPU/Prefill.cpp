@@ -61,6 +61,10 @@ FailureOr<PrefillKernelSpec> describePrefill(kv::PrefillOp op,
     spec.maskType = cast<MemRefType>(mask.getType());
   if (Value positions = op.getPositions())
     spec.positionsType = cast<MemRefType>(positions.getType());
+  if (Value framePositions = op.getFramePositions()) {
+    spec.frameIndptrType = cast<MemRefType>(op.getFrameIndptr().getType());
+    spec.framePositionsType = cast<MemRefType>(framePositions.getType());
+  }
   kv::StateType state = op.getType();
   if (failed(describeStateBuffers(state, outType, lseType, spec, whyNot)))
     return failure();
@@ -103,7 +107,7 @@ std::string prefillKernelSymbol(kv::PrefillOp op, const PrefillKernelSpec &s,
                        : std::string()) +
       typeName(s.outType.getElementType()) +
       (s.causal ? "_causal" : "") + (s.positionsType ? "_positions" : "") +
-      (s.rope ? "_rope" : "");
+      (s.framePositionsType ? "_frame" : "") + (s.rope ? "_rope" : "");
   return tensorCoreKernelSymbol(stem, op, s, target);
 }
 
@@ -169,6 +173,15 @@ struct PrefillLowering : OpRewritePattern<kv::PrefillOp> {
                        {plan.sym("nnz")});
         names.push_back("positions");
         bindings["positions"] = op.getPositions();
+      }
+      if (spec.framePositionsType) {
+        plan.addBuffer("frame_indptr", ArgRole::input, spec.frameIndptrType,
+                       {}, {"frame_indptr_len"});
+        plan.addBuffer("frame_positions", ArgRole::input,
+                       spec.framePositionsType, {plan.sym("nnz")});
+        names.append({"frame_indptr", "frame_positions"});
+        bindings["frame_indptr"] = op.getFrameIndptr();
+        bindings["frame_positions"] = op.getFramePositions();
       }
       return names;
     };
@@ -239,6 +252,8 @@ std::string gpu_lowering::tensorCoreKernelSymbol(StringRef stem, Operation *op,
     id.add(t);
   if (s.gathers())
     id.add(s.topkType);
+  if (s.framePositionsType)
+    id.add(s.frameIndptrType).add(s.framePositionsType);
   if (s.scheduled)
     id.add(s.finalOutType).add(s.finalLseType);
   return id.getSymbol();

@@ -229,11 +229,33 @@ SmallVector<Value> loadRowPositions(ImplicitLocOpBuilder &b,
 
 /// The variants of an op as the warp's fragment rows see them: the emitter
 /// (bound to the kernel's variant arguments) and each fragment row's query
-/// head and position (indexed like WarpAttentionTile::State::m).
+/// head, request and position in the variants' frame, and the shift of its
+/// keys' positions into the frame (null without a frame; indexed like
+/// WarpAttentionTile::State::m).
 struct RowVariants {
   const VariantEmitter &emitter;
-  SmallVector<Value> heads, positions;
+  SmallVector<Value> heads, requests, positions, keyShifts;
+
+  /// Key `key` of fragment row `row` as the variants see it.
+  Value key(ImplicitLocOpBuilder &b, int64_t row, Value key) const {
+    return keyShifts[row] ? IRBuilder{b}.add(key, keyShifts[row]) : key;
+  }
+  Value visible(ImplicitLocOpBuilder &b, int64_t row, Value key) const {
+    return emitter.visible(b, requests[row], heads[row], positions[row],
+                           this->key(b, row, key));
+  }
 };
+
+/// Query row `queryRow` of the request (at `position`) in the variants'
+/// frame: its request, position and key shift (the op's own without a
+/// frame).
+kv::FrameRow frameRow(ImplicitLocOpBuilder &b, const Work &w,
+                      const Arguments &a, Value queryRow, Value position) {
+  if (!a.framePositions)
+    return {w.request, position, Value()};
+  return kv::emitFrameRow(b, a.frameIndptr, a.framePositions,
+                          IRBuilder{b}.add(w.qoStart, queryRow), position);
+}
 
 /// The key of row `e` of the current K/V tile: t0 + e, or the gathered
 /// one (-1: none).
@@ -309,10 +331,8 @@ SmallVector<Value> emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                                   kv::emitMaskBit(vb, a.mask, maskOffset,
                                                   maskRows[row], key, w.kvLen));
       if (maskMod)
-        visible = arith::AndIOp::create(
-            vb, visible,
-            variants->emitter.visible(vb, w.request, variants->heads[row],
-                                      variants->positions[row], key));
+        visible = arith::AndIOp::create(vb, visible,
+                                        variants->visible(vb, row, key));
       return visible;
     };
   return tile.mask(b, logits, rows, custom);
@@ -460,6 +480,8 @@ gpu_lowering::prefillArgumentTypes(const PrefillKernelSpec &s) {
     types.push_back(s.maskType);
   if (s.positionsType)
     types.push_back(s.positionsType);
+  if (s.framePositionsType)
+    types.append({s.frameIndptrType, s.framePositionsType});
   if (s.gathers())
     types.push_back(s.topkType);
   if (s.scheduled)
@@ -701,9 +723,13 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
                   arith::AndIOp::create(pb, row.valid, x.lt(column, count));
               // Past the tile the region sees its last key (in bounds).
               Value key = x.add(t0, x.minS(column, x.sub(count, x.idx(1))));
-              Value seen = variantCode->visible(
-                  pb, w.request, row.head,
-                  queryPosition(pb, s, w, a, row.queryRow), key);
+              kv::FrameRow frame =
+                  frameRow(pb, w, a, row.queryRow,
+                           queryPosition(pb, s, w, a, row.queryRow));
+              if (frame.keyShift)
+                key = x.add(key, frame.keyShift);
+              Value seen = variantCode->visible(pb, frame.request, row.head,
+                                                frame.position, key);
               scf::YieldOp::create(
                   pb,
                   ValueRange{arith::OrIOp::create(
@@ -795,15 +821,19 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
     // Variants: each fragment row's query head and position, once.
     std::optional<RowVariants> variants;
     if (s.variants) {
-      variants.emplace(RowVariants{*variantCode, {}, {}});
+      variants.emplace(RowVariants{*variantCode, {}, {}, {}, {}});
       for (int64_t t = 0; t < mTiles; ++t)
         for (int64_t h = 0; h < 2; ++h) {
           auto [r, queryRow] = fragmentRow(b, s, w, tile, t, h);
           variants->heads.push_back(ir.add(ir.mul(kvHead, ir.idx(s.group())),
                                            ir.remU(r, ir.idx(s.group()))));
-          variants->positions.push_back(
+          kv::FrameRow frame = frameRow(
+              b, w, a, queryRow,
               rowPositions.empty() ? queryPosition(b, s, w, a, queryRow)
                                    : rowPositions[2 * t + h]);
+          variants->requests.push_back(frame.request);
+          variants->positions.push_back(frame.position);
+          variants->keyShifts.push_back(frame.keyShift);
         }
     }
     // ALiBi and score_mod on each natural-unit logit of the tile at t0
@@ -823,9 +853,9 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
         Value key = s.gathers()
                         ? k.maxS(keyOf(eb, e), k.idx(0))
                         : k.minS(k.add(t0, e), k.sub(w.kvLen, k.idx(1)));
-        return variants->emitter.modifyScore(eb, logit, w.request,
-                                             variants->heads[row],
-                                             variants->positions[row], key);
+        return variants->emitter.modifyScore(
+            eb, logit, variants->requests[row], variants->heads[row],
+            variants->positions[row], variants->key(eb, row, key));
       };
     };
     // fp8: scores are dot products with values 1 / fp8HalfScale of the

@@ -42,6 +42,9 @@ struct PrefillKernelSpec {
   /// rows of a tile are then in no order, so every K/V tile of the
   /// request is read and causal / window are masked per row.
   mlir::MemRefType positionsType;
+  /// The variants' frame (kv.prefill frame(indptr, positions): a cascade's
+  /// requests and concatenated positions), or null.
+  mlir::MemRefType frameIndptrType, framePositionsType;
   int64_t qHeads = 0;
   bool causal = false;
   std::optional<int64_t> windowLeft;
@@ -147,8 +150,8 @@ std::optional<std::string> whyNotPrefillSpec(const PrefillKernelSpec &spec,
 codegen::SharedMemoryLayout prefillSharedLayout(const PrefillKernelSpec &spec);
 
 /// The kernel's arguments: q, [q_pe], [qo_indptr], the KV operands, [mask],
-/// [positions], [topk], [work_items], out, lse, [num_partitions], [final
-/// out, final lse], the variant operands.
+/// [positions], [frame indptr, frame positions], [topk], [work_items], out,
+/// lse, [num_partitions], [final out, final lse], the variant operands.
 llvm::SmallVector<mlir::Type> prefillArgumentTypes(const PrefillKernelSpec &spec);
 
 /// Builds the body of a kernel created with the two above. Launched on

@@ -42,8 +42,8 @@ enum MetaSlot : int64_t {
 
 /// The kernel's arguments, named.
 struct Arguments {
-  Value q, qPe, qoIndptr, mask, positions, topk, workItems, out, lse,
-      numPartitions, finalOut, finalLse;
+  Value q, qPe, qoIndptr, mask, positions, frameIndptr, framePositions, topk,
+      workItems, out, lse, numPartitions, finalOut, finalLse;
   kv::PagedOperands paged;
   codegen::RaggedOperands ragged;
 };

@@ -39,6 +39,10 @@ DecodeKernelSpec describeQueryRows(kv::PrefillOp op, kvgpu::DecodeConfigAttr con
   spec.qoIndptrType = cast<MemRefType>(op.getQoIndptr().getType());
   if (Value positions = op.getPositions())
     spec.positionsType = cast<MemRefType>(positions.getType());
+  if (Value framePositions = op.getFramePositions()) {
+    spec.frameIndptrType = cast<MemRefType>(op.getFrameIndptr().getType());
+    spec.framePositionsType = cast<MemRefType>(framePositions.getType());
+  }
   spec.outType = outType;
   spec.lseType = lseType;
   spec.qHeads = spec.qType.getDimSize(1);
@@ -67,7 +71,8 @@ std::string queryRowsKernelSymbol(kv::PrefillOp op, const DecodeKernelSpec &s,
       "x" + std::to_string(kv.getKvHeads()) + "_d" +
       std::to_string(kv.getHeadDim()) + "_" + typeName(kv.getDtype()) + "_" +
       typeName(s.outType.getElementType()) + (s.causal ? "_causal" : "") +
-      (s.positionsType ? "_positions" : "") + (s.rope ? "_rope" : "");
+      (s.positionsType ? "_positions" : "") +
+      (s.framePositionsType ? "_frame" : "") + (s.rope ? "_rope" : "");
   KernelIdentity id(stem);
   id.add(op.getOperation())
       .add(s.outType)
@@ -77,6 +82,8 @@ std::string queryRowsKernelSymbol(kv::PrefillOp op, const DecodeKernelSpec &s,
       .add(target.chip);
   if (s.positionsType)
     id.add(s.positionsType);
+  if (s.framePositionsType)
+    id.add(s.frameIndptrType).add(s.framePositionsType);
   for (Type t : s.kvTypes)
     id.add(t);
   return id.getSymbol();
@@ -127,6 +134,8 @@ LogicalResult gpu_lowering::lowerPrefillQueryRows(kv::PrefillOp op,
         llvm::append_range(argTypes, spec.kvTypes);
         if (spec.positionsType)
           argTypes.push_back(spec.positionsType);
+        if (spec.framePositionsType)
+          argTypes.append({spec.frameIndptrType, spec.framePositionsType});
         argTypes.append({spec.outType, spec.lseType});
         llvm::append_range(argTypes, spec.variants.types);
         KernelFunc kf =
@@ -160,6 +169,15 @@ LogicalResult gpu_lowering::lowerPrefillQueryRows(kv::PrefillOp op,
                    {plan.sym("nnz")});
     bindings["positions"] = op.getPositions();
     args.push_back("positions");
+  }
+  if (spec.framePositionsType) {
+    plan.addBuffer("frame_indptr", ArgRole::input, spec.frameIndptrType, {},
+                   {"frame_indptr_len"});
+    plan.addBuffer("frame_positions", ArgRole::input, spec.framePositionsType,
+                   {plan.sym("nnz")});
+    bindings["frame_indptr"] = op.getFrameIndptr();
+    bindings["frame_positions"] = op.getFramePositions();
+    args.append({"frame_indptr", "frame_positions"});
   }
   plan.addBuffer("out", ArgRole::output, spec.outType, {plan.sym("nnz")});
   plan.addBuffer("lse", ArgRole::output, spec.lseType, {plan.sym("nnz")});

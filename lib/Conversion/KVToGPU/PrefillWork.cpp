@@ -46,6 +46,10 @@ Arguments prefill::bindArguments(const KernelFunc &kf,
     a.mask = kf.getArgument(next++);
   if (s.positionsType)
     a.positions = kf.getArgument(next++);
+  if (s.framePositionsType) {
+    a.frameIndptr = kf.getArgument(next++);
+    a.framePositions = kf.getArgument(next++);
+  }
   if (s.gathers())
     a.topk = kf.getArgument(next++);
   if (s.scheduled)

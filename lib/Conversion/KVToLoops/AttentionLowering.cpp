@@ -41,6 +41,8 @@ struct AttentionSpec {
   Value mask;     // i1 (bool bytes) or i8 (bit-packed), or null.
   Value positions; // i32 per query row, or null: bottom-right alignment.
   Value topk;      // i32 [rows, K]: each row's selected keys, or null.
+  /// The variants' frame (kv.prefill frame(...)), or null.
+  Value frameIndptr, framePositions;
   bool causal = false;
   double smScale = 1.0;
   std::optional<double> softCap;
@@ -97,6 +99,15 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
                                  : emitQueryPosition(b, kvLen, qoLen, i);
       std::pair<Value, Value> range =
           emitVisibleKeyRange(b, pos, kvLen, spec.causal, spec.windowLeft);
+      // The variants see the row and its keys in their frame.
+      FrameRow frame{req, pos, Value()};
+      if (spec.framePositions)
+        frame = emitFrameRow(b, spec.frameIndptr, spec.framePositions, row,
+                             pos);
+      auto frameKey = [&](ImplicitLocOpBuilder &b, Value j) -> Value {
+        return frame.keyShift ? arith::AddIOp::create(b, j, frame.keyShift)
+                              : j;
+      };
       Value lo = range.first, hi = range.second;
       forLoop(b, zero, indexConst(b, spec.qHeads), [&](ImplicitLocOpBuilder &b,
                                                        Value head) {
@@ -190,7 +201,8 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
                 Value s =
                     arith::MulFOp::create(b, dot, f32Const(b, spec.smScale));
                 if (variants.modifiesScores())
-                  s = variants.modifyScore(b, s, req, head, pos, j);
+                  s = variants.modifyScore(b, s, frame.request, head,
+                                           frame.position, frameKey(b, j));
                 s = state.finishLogit(s, spec.softCap);
                 AttentionState::Rescale r = state.rescale(m, s);
                 Value mNew = r.m, alpha = r.alpha;
@@ -209,7 +221,9 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
               Value visible =
                   spec.mask ? emitMaskBit(b, spec.mask, maskOffset, i, j, kvLen)
                             : Value();
-              if (Value modded = variants.visible(b, req, head, pos, j))
+              if (Value modded =
+                      variants.visible(b, frame.request, head, frame.position,
+                                       frameKey(b, j)))
                 visible = visible ? arith::AndIOp::create(b, visible, modded)
                                   : modded;
               if (!visible)
@@ -354,6 +368,8 @@ FailureOr<StateBuffers> loops::lowerPrefill(ImplicitLocOpBuilder &b,
   spec.qoIndptr = op.getQoIndptr();
   spec.mask = op.getMask();
   spec.positions = op.getPositions();
+  spec.frameIndptr = op.getFrameIndptr();
+  spec.framePositions = op.getFramePositions();
   spec.causal = op.getCausal();
   setCommonAttrs(spec, op, headDim);
   return emitAttention(b, spec);

@@ -133,3 +133,33 @@ func.func @sinks_alibi(%q: memref<?x8x64xf16>, %qi0: memref<?xi32>, %qi1: memref
       : memref<?x8x64xf16> -> !s
   return %s : !s
 }
+
+// -----
+
+// Regions see each row as a row of its last-level request at its position
+// in the concatenation of levels: every level's prefill gets a copy of the
+// regions and that frame (the last level's qo_indptr, level 0's
+// positions), the shared level its own positions too.
+!p = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf16, base = 2>
+// CHECK-LABEL: func.func @regions
+// CHECK-SAME: (%{{[^:]*}}: memref<?x8x64xf16>, %[[I0:[^:]*]]: memref<?xi32>, %[[I1:[^:]*]]: memref<?xi32>, %{{[^:]*}}: !kv.paged<{{.*}}>, %{{[^:]*}}: !kv.paged<{{.*}}>, %[[DOC:[^:]*]]: memref<?xi32>)
+// CHECK: kv.cascade_positions {{.*}} into %[[POS:.*]] : memref<?xi32>
+// CHECK: %[[L0:.*]] = kv.prefill %{{.*}}, %[[I0]], %{{.*}} positions(%[[POS]] : memref<?xi32>) frame(%[[I1]], %[[POS]] : memref<?xi32>, memref<?xi32>) mask_mod {
+// CHECK: memref.load %[[DOC]]
+// CHECK: } {kv.shared_level}
+// CHECK: %[[L1:.*]] = kv.prefill %{{.*}}, %[[I1]], %{{.*}} frame(%[[I1]], %[[POS]] : memref<?xi32>, memref<?xi32>) mask_mod {
+// CHECK: memref.load %[[DOC]]
+// CHECK: } {causal}
+// CHECK: kv.merge %[[L0]], %[[L1]]
+func.func @regions(%q: memref<?x8x64xf16>, %qi0: memref<?xi32>, %qi1: memref<?xi32>, %kv0: !p, %kv1: !p, %doc: memref<?xi32>) -> !s {
+  %s = kv.cascade %q levels(%qi0, %qi1 : memref<?xi32>, memref<?xi32>)
+      kvs(%kv0, %kv1 : !p, !p) mask_mod {
+  ^bb0(%b: index, %h: index, %p: index, %j: index):
+    %dp = memref.load %doc[%p] : memref<?xi32>
+    %dj = memref.load %doc[%j] : memref<?xi32>
+    %same = arith.cmpi eq, %dp, %dj : i32
+    kv.yield %same : i1
+  } {causal} : memref<?x8x64xf16> -> !s
+  return %s : !s
+}

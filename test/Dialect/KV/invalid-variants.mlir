@@ -279,3 +279,25 @@ func.func @topk_empty(%qn: memref<?x16x512xbf16>, %qp: memref<?x16x64xbf16>, %kv
   %s = kv.mla_decode %qn, %qp, %kv topk(%idx : memref<?x0xi32>) : memref<?x16x512xbf16>, memref<?x16x64xbf16>, !mla -> !sm
   return
 }
+
+// -----
+
+!csr = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf16, base = 2>
+
+func.func @frame_type(%q: memref<?x8x64xf16>, %qo: memref<?xi32>, %kv: !csr, %fi: memref<?xi64>, %fp: memref<?xi32>) {
+  // expected-error @below {{frame indptr must have element type 'i32', got 'memref<?xi64>'}}
+  %s = kv.prefill %q, %qo, %kv frame(%fi, %fp : memref<?xi64>, memref<?xi32>) : memref<?x8x64xf16>, memref<?xi32>, !csr -> !s
+  return
+}
+
+// -----
+
+!csr = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<8x8x64xf16, base = 2>
+
+func.func @frame_rows(%q: memref<8x8x64xf16>, %qo: memref<?xi32>, %kv: !csr, %fi: memref<?xi32>, %fp: memref<6xi32>) {
+  // expected-error @below {{frame positions has 6 entries, expected one per query row (8)}}
+  %s = kv.prefill %q, %qo, %kv frame(%fi, %fp : memref<?xi32>, memref<6xi32>) : memref<8x8x64xf16>, memref<?xi32>, !csr -> !s
+  return
+}

@@ -16,9 +16,9 @@
 // GENERIC: "kv.paged_view"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 3, 1, 0, 0>}>
 // GENERIC: "kv.decode"(%{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>, rope = #kv.rope<interleave, theta = 1.000000e+04, scale = 1.000000e+00>, window_left = 3 : i64}>
 // GENERIC: "kv.cascade"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{causal, operandSegmentSizes = array<i32: 1, 2, 2, 0, 0>}>
-// GENERIC: "kv.prefill"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0>}>
+// GENERIC: "kv.prefill"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0, 0>}>
 // GENERIC: "kv.cascade_positions"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 2, 2, 1>}>
-// GENERIC: "kv.prefill"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0>, window_left = 2 : i64}>
+// GENERIC: "kv.prefill"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0, 0, 0>, window_left = 2 : i64}>
 // GENERIC: "kv.merge"(%{{.*}}, %{{.*}}, %{{.*}})
 // GENERIC: "kv.store_state"(%{{.*}}, %{{.*}}, %{{.*}})
 
@@ -45,10 +45,10 @@ func.func @generic(%k: memref<?x4x1x8xf8E4M3FN>, %v: memref<?x4x1x8xf8E4M3FN>, %
   %a = "kv.decode"(%q, %fp8) <{window_left = 3 : i64, rope = #kv.rope<interleave>, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>}> ({}, {}) : (memref<?x2x8xf16>, !fp8) -> !s
   %b = "kv.cascade"(%q, %qi, %qi, %fp8, %i8) <{causal, operandSegmentSizes = array<i32: 1, 2, 2, 0, 0>}> ({}, {})
       : (memref<?x2x8xf16>, memref<?xi32>, memref<?xi32>, !fp8, !i8) -> !s
-  %c = "kv.prefill"(%q, %qi, %i8, %m) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0>}> ({}, {}) : (memref<?x2x8xf16>, memref<?xi32>, !i8, memref<?xi8>) -> !s
+  %c = "kv.prefill"(%q, %qi, %i8, %m) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0, 0>}> ({}, {}) : (memref<?x2x8xf16>, memref<?xi32>, !i8, memref<?xi8>) -> !s
   "kv.cascade_positions"(%qi, %qi, %fp8, %i8, %pos) <{operandSegmentSizes = array<i32: 2, 2, 1>}>
       : (memref<?xi32>, memref<?xi32>, !fp8, !i8, memref<?xi32>) -> ()
-  %e = "kv.prefill"(%q, %qi, %i8, %pos) <{window_left = 2 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0>}> ({}, {}) : (memref<?x2x8xf16>, memref<?xi32>, !i8, memref<?xi32>) -> !s
+  %e = "kv.prefill"(%q, %qi, %i8, %pos) <{window_left = 2 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0, 0, 0>}> ({}, {}) : (memref<?x2x8xf16>, memref<?xi32>, !i8, memref<?xi32>) -> !s
   %d = "kv.merge"(%a, %b, %c, %e) : (!s, !s, !s, !s) -> !s
   "kv.store_state"(%d, %o, %lse) : (!s, memref<?x2x8xf16>, memref<?x2xf32>) -> ()
   return

@@ -101,3 +101,17 @@ func.func @topk(%q: memref<?x8x64xf16>, %kv: !csr, %idx: memref<?x2048xi32>,
       {causal} : memref<?x16x512xbf16>, memref<?x16x64xbf16>, !mla -> !sm
   return %a, %b : !s, !sm
 }
+
+// A prefill in a cascade's frame (what kv-expand-cascade writes).
+// CHECK-LABEL: func.func @frame
+// CHECK: kv.prefill %{{.*}}, %{{.*}}, %{{.*}} positions(%{{.*}} : memref<?xi32>) frame(%{{.*}}, %{{.*}} : memref<?xi32>, memref<?xi32>) mask_mod {
+func.func @frame(%q: memref<?x8x64xf16>, %qo: memref<?xi32>, %kv: !csr,
+                 %pos: memref<?xi32>, %fi: memref<?xi32>, %fp: memref<?xi32>) -> !s {
+  %s = kv.prefill %q, %qo, %kv positions(%pos : memref<?xi32>)
+      frame(%fi, %fp : memref<?xi32>, memref<?xi32>) mask_mod {
+  ^bb0(%b: index, %h: index, %p: index, %j: index):
+    %c = arith.cmpi ule, %j, %p : index
+    kv.yield %c : i1
+  } : memref<?x8x64xf16>, memref<?xi32>, !csr -> !s
+  return %s : !s
+}

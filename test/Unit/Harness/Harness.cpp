@@ -903,6 +903,33 @@ void kvir::test::addEveryThirdKeyHidden(ref::AttentionParams &params,
   };
 }
 
+void kvir::test::addRequestRegions(Rng &rng, ref::AttentionParams &params,
+                                   VariantSource &v, int64_t requests) {
+  std::vector<double> bias = randomPerHead(rng, requests, -1.0, 1.0);
+  v.captures = {{"bias", f32Vector(bias)}};
+  std::string type = "memref<" + std::to_string(requests) + "xf32>";
+  v.scoreMod = "^bb0(%s: f32, %b: index, %h: index, %p: index, %j: index):\n"
+               "      %x = memref.load $bias[%b] : " +
+               type +
+               "\n"
+               "      %r = arith.addf %s, %x : f32\n"
+               "      kv.yield %r : f32";
+  v.maskMod = R"(^bb0(%b: index, %h: index, %p: index, %j: index):
+      %bp = arith.addi %b, %p : index
+      %bpj = arith.addi %bp, %j : index
+      %c4 = arith.constant 4 : index
+      %r = arith.remui %bpj, %c4 : index
+      %c0 = arith.constant 0 : index
+      %keep = arith.cmpi ne, %r, %c0 : index
+      kv.yield %keep : i1)";
+  params.scoreMod = [bias](double s, int64_t b, int64_t, int64_t, int64_t) {
+    return s + double(float(bias[b]));
+  };
+  params.maskMod = [](int64_t b, int64_t, int64_t p, int64_t j) {
+    return (b + p + j) % 4 != 0;
+  };
+}
+
 void kvir::test::addSoftCapWindowRegions(ref::AttentionParams &params,
                                          VariantSource &source, double cap,
                                          int64_t windowLeft) {

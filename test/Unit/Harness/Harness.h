@@ -204,6 +204,11 @@ std::vector<double> alibiPaperSlopes(int64_t heads);
 void addKeyBiasScoreMod(ref::AttentionParams &params, VariantSource &source);
 void addEveryThirdKeyHidden(ref::AttentionParams &params,
                             VariantSource &source);
+/// Regions that read the row's request: a score_mod adding a per-request
+/// bias (a table of `requests` entries) and a mask_mod keeping key j of row
+/// p of request b iff (b + p + j) % 4 != 0, and their reference meaning.
+void addRequestRegions(Rng &rng, ref::AttentionParams &params,
+                       VariantSource &source, int64_t requests);
 /// Gemma's soft cap `cap` and sliding window `windowLeft` written as
 /// regions, and the reference's own statement of them.
 void addSoftCapWindowRegions(ref::AttentionParams &params,

@@ -375,6 +375,18 @@ LogicalResult PrefillOp::verify() {
                            << " entries, expected one per query row ("
                            << q.getDimSize(0) << ")";
   }
+  if (Value framePositions = getFramePositions()) {
+    if (failed(verifyI32Index(op, getFrameIndptr(), "frame indptr")) ||
+        failed(verifyI32Index(op, framePositions, "frame positions")))
+      return failure();
+    auto q = cast<MemRefType>(getQ().getType());
+    auto type = cast<MemRefType>(framePositions.getType());
+    if (q.getRank() >= 1 &&
+        !compatibleDims(type.getDimSize(0), q.getDimSize(0)))
+      return emitOpError() << "frame positions has " << type.getDimSize(0)
+                           << " entries, expected one per query row ("
+                           << q.getDimSize(0) << ")";
+  }
   return verifyAttention(op, getQ(), getKVShape(getKv().getType()), getType(),
                          getSmScale(), getLogitsSoftCap(), getWindowLeft(),
                          getRopeAttr());

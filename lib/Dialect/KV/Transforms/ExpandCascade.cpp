@@ -19,23 +19,17 @@ struct ExpandCascade : OpRewritePattern<CascadeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(CascadeOp op,
                                 PatternRewriter &rewriter) const override {
-    // A region sees the row's own request and positions in the
-    // concatenation of its levels; a level's prefill knows neither.
-    if (!op.getScoreMod().empty() || !op.getMaskMod().empty())
-      return op.emitOpError()
-             << "score_mod / mask_mod regions on a cascade are not supported "
-             << "yet: a level's prefill sees its own request and level-local "
-             << "key positions, not the row's request and its positions in "
-             << "the concatenation of levels";
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     unsigned numLevels = op.getKvs().size();
+    bool regions = !op.getScoreMod().empty() || !op.getMaskMod().empty();
     // A row sits after its keys of every level: a shared level's rows see
     // its keys from the positions their later levels give them, which the
-    // window, RoPE and ALiBi read (causal hides none of a shared level's
-    // keys).
+    // window, RoPE, ALiBi and the regions read (causal hides none of a
+    // shared level's keys).
     bool positional = op.getWindowLeft() || op.getRopeAttr() || op.getAlibi() ||
-                      op.getAlibiSlopes();
+                      op.getAlibiSlopes() || regions;
     SmallVector<Value> positions(numLevels);
+    Value concatenated;
     if (positional && numLevels > 1) {
       auto q = cast<MemRefType>(op.getQ().getType());
       auto type = MemRefType::get({q.getDimSize(0)}, b.getI32Type());
@@ -48,7 +42,14 @@ struct ExpandCascade : OpRewritePattern<CascadeOp> {
                                    op.getKvs().drop_front(level),
                                    positions[level]);
       }
+      // The regions see each row as a row of its last-level request at its
+      // position in the concatenation of all levels (level 0's positions),
+      // and each key at its position there: every level's prefill gets
+      // that frame.
+      if (regions)
+        concatenated = positions[0];
     }
+    Value frameIndptr = concatenated ? op.getQoIndptrs().back() : Value();
     SmallVector<Value> levelStates;
     for (unsigned level = 0; level < numLevels; ++level) {
       // Earlier levels are shared prefixes entirely in the past of every
@@ -56,10 +57,17 @@ struct ExpandCascade : OpRewritePattern<CascadeOp> {
       bool causal = op.getCausal() && level + 1 == numLevels;
       auto prefill = PrefillOp::create(
           b, op.getType(), op.getQ(), op.getQoIndptrs()[level],
-          op.getKvs()[level], /*mask=*/Value(), positions[level], causal,
-          op.getSmScaleAttr(), op.getLogitsSoftCapAttr(),
-          op.getWindowLeftAttr(), op.getRopeAttr(), /*sinks=*/Value(),
-          op.getAlibiSlopes(), op.getAlibi());
+          op.getKvs()[level], /*mask=*/Value(), positions[level], frameIndptr,
+          concatenated, causal, op.getSmScaleAttr(),
+          op.getLogitsSoftCapAttr(), op.getWindowLeftAttr(), op.getRopeAttr(),
+          /*sinks=*/Value(), op.getAlibiSlopes(), op.getAlibi());
+      // The regions, in every level: captured values stay what they are.
+      for (auto [from, to] :
+           {std::pair<Region *, Region *>{&op.getScoreMod(),
+                                          &prefill.getScoreMod()},
+            {&op.getMaskMod(), &prefill.getMaskMod()}})
+        if (!from->empty())
+          rewriter.cloneRegionBefore(*from, *to, to->end());
       // Levels before the last are shared by all their rows' requests.
       if (level + 1 < numLevels)
         prefill->setAttr(KVDialect::getSharedLevelAttrName(),

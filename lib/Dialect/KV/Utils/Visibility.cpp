@@ -113,3 +113,24 @@ Value kvir::kv::emitMaskBlockSize(ImplicitLocOpBuilder &b, Value mask,
   return arith::DivUIOp::create(b, arith::AddIOp::create(b, bits, cst(b, 7)),
                                 cst(b, 8));
 }
+
+FrameRow kvir::kv::emitFrameRow(ImplicitLocOpBuilder &b, Value frameIndptr,
+                                Value framePositions, Value row,
+                                Value position) {
+  // The last request starting at or below the row: empty requests share
+  // their start with the next one, and the search over the starts alone
+  // stays in bounds.
+  Value requests =
+      arith::SubIOp::create(b, memref::DimOp::create(b, frameIndptr, 0),
+                            cst(b, 1));
+  FrameRow frame;
+  frame.request = emitLastAtOrBelow(
+      b, requests,
+      [&](ImplicitLocOpBuilder &ib, Value i) {
+        return loadIndexValue(ib, frameIndptr, i);
+      },
+      row);
+  frame.position = loadIndexValue(b, framePositions, row);
+  frame.keyShift = arith::SubIOp::create(b, frame.position, position);
+  return frame;
+}

@@ -158,6 +158,12 @@ def KV_PrefillOp : KV_Op<"prefill", KV_AttentionTraits> {
     starting at a byte boundary) for an `i8` memref. `rope` rotates the
     query row at `p_i` and key `j` at `j`.
 
+    `frame(%indptr, %pos : memref<?xi32>, memref<?xi32>)` gives the
+    variants (ALiBi, score_mod, mask_mod) other coordinates, those of a
+    cascade's concatenated levels (kv-expand-cascade writes it): row `r`
+    is a row of request `b'` of `indptr` at position `pos[r]`, and key `j`
+    sits at `j + pos[r] - p_r`.
+
     ```mlir
     %s = kv.prefill %q, %qo_indptr, %kv mask(%m : memref<?xi8>) {causal}
         : memref<?x32x128xf16>, memref<?xi32>, !kv.paged<...>
@@ -172,6 +178,12 @@ def KV_PrefillOp : KV_Op<"prefill", KV_AttentionTraits> {
                                 [MemRead]>:$mask,
                             Arg<Optional<AnyMemRef>, "query row positions",
                                 [MemRead]>:$positions,
+                            Arg<Optional<AnyMemRef>,
+                                "the variants' query row offsets",
+                                [MemRead]>:$frame_indptr,
+                            Arg<Optional<AnyMemRef>,
+                                "the variants' query row positions",
+                                [MemRead]>:$frame_positions,
                             UnitAttr:$causal),
                        KV_AttentionAttrs, KV_VariantOperands);
   let results = (outs KV_StateType:$result);
@@ -179,6 +191,8 @@ def KV_PrefillOp : KV_Op<"prefill", KV_AttentionTraits> {
   let assemblyFormat = !strconcat([{
     $q `,` $qo_indptr `,` $kv (`mask` `(` $mask^ `:` type($mask) `)`)?
     (`positions` `(` $positions^ `:` type($positions) `)`)?
+    (`frame` `(` $frame_indptr^ `,` $frame_positions `:`
+       type($frame_indptr) `,` type($frame_positions) `)`)?
   }], KV_VariantFormat, [{
     attr-dict `:` type($q) `,` type($qo_indptr) `,` type($kv) `->` type($result)
   }]);

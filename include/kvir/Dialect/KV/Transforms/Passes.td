@@ -17,6 +17,10 @@ def KVExpandCascade : Pass<"kv-expand-cascade"> {
     tiles. With a window or RoPE, each shared level's prefill also takes
     its rows' positions in the concatenation of the levels from it on
     (`kv.cascade_positions` into a new buffer, freed after the merge).
+    score_mod / mask_mod regions are copied into every level's prefill with
+    the cascade's frame (`frame(last-level qo_indptr, level-0 positions)`):
+    they see each row as a row of its last-level request at its position
+    in the concatenation of all levels, and each key at its position there.
   }];
   let dependentDialects = ["::kvir::kv::KVDialect",
                            "::mlir::memref::MemRefDialect"];

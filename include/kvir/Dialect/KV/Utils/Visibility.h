@@ -35,6 +35,20 @@ mlir::Value emitCascadeRowPosition(mlir::ImplicitLocOpBuilder &b,
                                    llvm::ArrayRef<mlir::Value> qoIndptrs,
                                    llvm::ArrayRef<PagedOperands> levels);
 
+/// A query row in a prefill's frame (kv.prefill frame(indptr, positions)):
+/// the request and position the variants see, and the shift from the op's
+/// key positions to the frame's.
+struct FrameRow {
+  mlir::Value request, position, keyShift;
+};
+/// Row `row` (an index) at position `position` in the frame of
+/// `frameIndptr` / `framePositions`: the last request of frameIndptr
+/// starting at or below the row, framePositions[row], and
+/// framePositions[row] - position.
+FrameRow emitFrameRow(mlir::ImplicitLocOpBuilder &b, mlir::Value frameIndptr,
+                      mlir::Value framePositions, mlir::Value row,
+                      mlir::Value position);
+
 /// The keys [lo, hi) a row at `position` may see under `causal`
 /// (j <= position) and `windowLeft` (j >= position - w), within
 /// [0, kvLen). hi may be below lo (no key).
