@@ -71,6 +71,9 @@ struct DecodeBuffers {
   unsigned pageIds = 0;
   /// gathers(): [idSlots, tile] i32 keys of the tiles' entries.
   std::optional<unsigned> keyIds;
+  /// skipsTiles(): [stages + 1] i32, slot n % (stages + 1) holding n + 1
+  /// once some key of tile n is visible to some head.
+  std::optional<unsigned> liveTiles;
   /// threads_z > 1: the z-lanes' partial states, [tz * group] f32 m and l,
   /// [tz * group, padded] f32 acc.
   std::optional<unsigned> zMax, zSum, zAcc;
@@ -125,6 +128,8 @@ DecodeBuffers buildLayout(const DecodeKernelSpec &s, SharedMemoryLayout &layout,
                            entry ? entry : i32);
   if (s.gathers())
     buf.keyIds = layout.add("key_ids", {s.idSlots(), tile}, i32);
+  if (s.skipsTiles())
+    buf.liveTiles = layout.add("live_tiles", {c.getStages() + 1}, i32);
   if (c.getThreadsZ() > 1) {
     int64_t slots = c.getThreadsZ() * s.group();
     buf.zMax = layout.add("z_max", {slots}, f32);
@@ -388,6 +393,12 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
     }
     for (auto [i, v] : llvm::enumerate(metaValues))
       memref::StoreOp::create(ib, k.toI32(v), meta, ValueRange{k.idx(i)});
+    // The live-tile slots start below every tile's mark (shared memory
+    // starts undefined).
+    if (buf.liveTiles)
+      for (int64_t slot = 0; slot <= cfg.getStages(); ++slot)
+        memref::StoreOp::create(ib, k.i32(0), kf.getShared(*buf.liveTiles),
+                                ValueRange{k.idx(slot)});
     scf::YieldOp::create(ib);
   });
   auto qVecType = VectorType::get({vec}, spec.qType.getElementType());
@@ -424,6 +435,16 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   Value visibleStart = metaAt(3);
   if (spec.queryRows())
     req = metaAt(kMetaRequest);
+  Value queryPosition =
+      spec.needsQueryPosition() ? metaAt(kMetaPosition) : Value();
+  // The variants' request and query position (in the frame, if any) and the
+  // shift of key positions into it.
+  Value variantRequest = req, variantPosition = queryPosition, keyShift;
+  if (framePositions) {
+    variantRequest = metaAt(kMetaFrameRequest);
+    variantPosition = metaAt(kMetaFramePosition);
+    keyShift = metaAt(kMetaKeyShift);
+  }
   auto vecF32 = VectorType::get({vec}, f32);
   Value zeroVec = ir.splat(ir.f32(0.0), vec);
   // The query, scaled so that scores come out in the working base's units
@@ -531,17 +552,79 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
                         numThreads);
   };
 
-  // The prologue: the entries of tiles 0 ... stages - 1 (one round trip),
-  // then tiles 0 ... stages - 2, one commit group each.
+  // mask_mod: K/V tiles it hides from every head of the block are neither
+  // loaded nor scored. A tile is marked `stages` tiles ahead (before the
+  // barrier that precedes its copies): every thread evaluates the region on
+  // its share of the tile's (head, key) pairs (one head when the region
+  // ignores it) and those that find a visible pair put n + 1 in slot
+  // n % (stages + 1) (an atomic max: the slot's older mark is smaller).
+  auto markTile = [&](ImplicitLocOpBuilder &ib, Value index) {
+    if (!buf.liveTiles)
+      return;
+    emitIf(
+        ib, IRBuilder{ib}.lt(index, numTiles), [&](ImplicitLocOpBuilder &jb) {
+          IRBuilder k{jb};
+          std::pair<Value, Value> range = tileRange(jb, index);
+          Value t0 = range.first, count = range.second;
+          int64_t heads = variants->maskReadsHead() ? group : 1;
+          auto any = scf::ForOp::create(
+              jb, lane, k.idx(heads * tile), k.idx(numThreads),
+              ValueRange{arith::ConstantIntOp::create(jb, 0, 1)},
+              [&](OpBuilder &nb, Location l, Value pair, ValueRange found) {
+                ImplicitLocOpBuilder pb(l, nb);
+                IRBuilder x{pb};
+                Value t = x.remU(pair, x.idx(tile));
+                Value pairHead = x.add(x.mul(kvHead, x.idx(group)),
+                                       x.divU(pair, x.idx(tile)));
+                // Past the tile the region sees its last key (in bounds).
+                Value key = x.add(t0, x.minS(t, x.sub(count, x.idx(1))));
+                if (keyShift)
+                  key = x.add(key, keyShift);
+                Value seen = variants->visible(pb, variantRequest, pairHead,
+                                               variantPosition, key);
+                scf::YieldOp::create(
+                    pb, ValueRange{arith::OrIOp::create(
+                            pb, found[0],
+                            arith::AndIOp::create(pb, x.lt(t, count), seen))});
+              });
+          emitIf(jb, any.getResult(0), [&](ImplicitLocOpBuilder &mb) {
+            IRBuilder m{mb};
+            memref::AtomicRMWOp::create(
+                mb, arith::AtomicRMWKind::maxs, m.toI32(m.add(index, m.idx(1))),
+                kf.getShared(*buf.liveTiles),
+                ValueRange{m.remU(index, m.idx(stages + 1))});
+          });
+        });
+  };
+  // Whether tile `index` is live (after its mark and a barrier).
+  auto isLive = [&](ImplicitLocOpBuilder &ib, Value index) -> Value {
+    IRBuilder k{ib};
+    Value slot =
+        memref::LoadOp::create(ib, kf.getShared(*buf.liveTiles),
+                               ValueRange{k.remU(index, k.idx(stages + 1))});
+    return arith::AndIOp::create(ib, k.lt(index, numTiles),
+                                 k.eq(slot, k.toI32(k.add(index, k.idx(1)))));
+  };
+  auto issueIfLive = [&](ImplicitLocOpBuilder &ib, Value index) {
+    if (!buf.liveTiles)
+      return issueTile(ib, index);
+    emitIf(ib, isLive(ib, index),
+           [&](ImplicitLocOpBuilder &jb) { issueTile(jb, index); });
+  };
+
+  // The prologue: the entries of tiles 0 ... stages - 1 (one round trip)
+  // and their marks, then tiles 0 ... stages - 2, one commit group each.
   {
     SmallVector<SmallVector<Value>> entries;
     for (int64_t i = 0; i < stages; ++i)
       entries.push_back(loadIds(b, ir.idx(i)));
     for (int64_t i = 0; i < stages; ++i)
       storeIds(b, ir.idx(i), entries[i]);
+    for (int64_t i = 0; i < stages; ++i)
+      markTile(b, ir.idx(i));
     gpu::BarrierOp::create(b);
     for (int64_t i = 0; i + 1 < stages; ++i) {
-      issueTile(b, ir.idx(i));
+      issueIfLive(b, ir.idx(i));
       commitAsyncCopies(b);
     }
   }
@@ -685,16 +768,6 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
       partnerSign = ir.splat(ir.select(low, ir.f32(1.0), ir.f32(-1.0)), vec);
     }
   }
-  Value queryPosition =
-      spec.needsQueryPosition() ? metaAt(kMetaPosition) : Value();
-  // The variants' request and query position (in the frame, if any) and the
-  // shift of key positions into it.
-  Value variantRequest = req, variantPosition = queryPosition, keyShift;
-  if (framePositions) {
-    variantRequest = metaAt(kMetaFrameRequest);
-    variantPosition = metaAt(kMetaFramePosition);
-    keyShift = metaAt(kMetaKeyShift);
-  }
   // Key row `t` of the staged tile, rotated by its key's position `key`.
   auto rotatedKeyRow = [&](ImplicitLocOpBuilder &jb, Value stage, Value key,
                            Value t) -> Value {
@@ -766,108 +839,132 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
         IRBuilder k{ib};
         waitAsyncCopies(ib, stages - 2);
         gpu::BarrierOp::create(ib);
-        issueTile(ib, k.add(i, k.idx(stages - 1)));
+        issueIfLive(ib, k.add(i, k.idx(stages - 1)));
         commitAsyncCopies(ib);
         Value ahead = k.add(i, k.idx(stages));
         SmallVector<Value> entries = loadIds(ib, ahead);
-
-        AttentionState tileState(ib, AttentionState::Flavor::ptxBase2);
-        Value stage = k.remU(i, k.idx(stages));
-        // Everyone is done with the previous tile's V rows and decoded
-        // tiles (the barrier above): transpose and decode this one for all.
-        if (vRows) {
-          transposeV(ib, stage);
-          gpu::BarrierOp::create(ib);
-        }
-        if (kDecoded) {
-          decodeTile(ib, stage);
-          gpu::BarrierOp::create(ib);
-        }
-        auto [t0, count] = tileRange(ib, i);
-        Value idSlot = k.remU(i, k.idx(idSlots)), tileStart = t0;
-        auto keyOf = [&](ImplicitLocOpBuilder &jb, Value t) {
-          return loader.keyOf(jb, idSlot, tileStart, t);
-        };
-        // Everyone is done with the previous tile's rotated rows (the
-        // barrier above).
-        if (kRotated) {
-          rotateTile(ib, stage, keyOf);
-          gpu::BarrierOp::create(ib);
-        }
-        SmallVector<Value> tokens, logits;
-        for (int64_t j = 0; j < tokensPerLane; ++j) {
-          Value t = k.add(k.idx(j * tz), z);
-          // Gathering: -1 for an entry of no key.
-          Value key = keyOf(ib, t);
-          Value score;
-          if (int8 && vec % quantGroup == 0 && !rope) {
-            // A dot product per group of the codes, times its scale: one
-            // multiply per group instead of one per dim.
-            Value scales;
-            Value codes = rowOf(ib, kTiles, stage, t, /*scaled=*/false,
-                                &scales);
-            for (int64_t g = 0; g < vec / quantGroup; ++g) {
-              auto slice = [&](Value v) {
-                return vector::ExtractStridedSliceOp::create(
-                           ib, v, ArrayRef<int64_t>{g * quantGroup},
-                           ArrayRef<int64_t>{quantGroup}, ArrayRef<int64_t>{1})
-                    .getResult();
-              };
-              Value scale = kv::toF32(
-                  ib, vector::ExtractOp::create(ib, scales, g).getResult());
-              // Lanes past the head dim read scales nobody wrote.
-              if (paddedLanes)
-                scale = k.select(activeX, scale, k.f32(0.0));
-              Value part = k.dot(slice(qVec), slice(codes));
-              score = score ? k.fma(scale, part, score) : k.mul(scale, part);
+        // (Tile i - 1's slot: everyone read its mark before the barrier.)
+        markTile(ib, ahead);
+        PartialState kept{carried[0], carried[1], carried[2]};
+        // Scores tile i and updates the state (block-uniform: a dead tile
+        // skips it whole, barriers included).
+        auto scoreTile = [&](ImplicitLocOpBuilder &ib) -> PartialState {
+          IRBuilder k{ib};
+          AttentionState tileState(ib, AttentionState::Flavor::ptxBase2);
+          Value stage = k.remU(i, k.idx(stages));
+          // Everyone is done with the previous tile's V rows and decoded
+          // tiles (the barrier above): transpose and decode this one for all.
+          if (vRows) {
+            transposeV(ib, stage);
+            gpu::BarrierOp::create(ib);
+          }
+          if (kDecoded) {
+            decodeTile(ib, stage);
+            gpu::BarrierOp::create(ib);
+          }
+          auto [t0, count] = tileRange(ib, i);
+          Value idSlot = k.remU(i, k.idx(idSlots)), tileStart = t0;
+          auto keyOf = [&](ImplicitLocOpBuilder &jb, Value t) {
+            return loader.keyOf(jb, idSlot, tileStart, t);
+          };
+          // Everyone is done with the previous tile's rotated rows (the
+          // barrier above).
+          if (kRotated) {
+            rotateTile(ib, stage, keyOf);
+            gpu::BarrierOp::create(ib);
+          }
+          SmallVector<Value> tokens, logits;
+          for (int64_t j = 0; j < tokensPerLane; ++j) {
+            Value t = k.add(k.idx(j * tz), z);
+            // Gathering: -1 for an entry of no key.
+            Value key = keyOf(ib, t);
+            Value score;
+            if (int8 && vec % quantGroup == 0 && !rope) {
+              // A dot product per group of the codes, times its scale: one
+              // multiply per group instead of one per dim.
+              Value scales;
+              Value codes =
+                  rowOf(ib, kTiles, stage, t, /*scaled=*/false, &scales);
+              for (int64_t g = 0; g < vec / quantGroup; ++g) {
+                auto slice = [&](Value v) {
+                  return vector::ExtractStridedSliceOp::create(
+                             ib, v, ArrayRef<int64_t>{g * quantGroup},
+                             ArrayRef<int64_t>{quantGroup},
+                             ArrayRef<int64_t>{1})
+                      .getResult();
+                };
+                Value scale = kv::toF32(
+                    ib, vector::ExtractOp::create(ib, scales, g).getResult());
+                // Lanes past the head dim read scales nobody wrote.
+                if (paddedLanes)
+                  scale = k.select(activeX, scale, k.f32(0.0));
+                Value part = k.dot(slice(qVec), slice(codes));
+                score = score ? k.fma(scale, part, score) : k.mul(scale, part);
+              }
+            } else {
+              score = k.dot(qVec, keyRow(ib, stage, key, t));
             }
-          } else {
-            score = k.dot(qVec, keyRow(ib, stage, key, t));
-          }
-          score = warpReduce(ib, score, tx, WarpReduction::sum);
-          // The regions read the key's position: past the tile's end they
-          // see its last key instead, for no key key 0 (their logits are
-          // masked below).
-          Value keyPosition;
-          if (variants) {
-            keyPosition =
-                topk ? k.maxS(key, k.idx(0))
-                     : k.minS(key, k.sub(k.add(t0, count), k.idx(1)));
-            if (keyShift)
-              keyPosition = k.add(keyPosition, keyShift);
-          }
-          if (natural)
-            score = variants->modifyScore(ib, score, variantRequest, head,
-                                          variantPosition,
-                                          keyPosition);
-          score = tileState.finishLogit(score, spec.softCap, natural);
-          tokens.push_back(t);
-          Value visible = k.lt(t, count);
-          if (topk) {
-            // The entry's key exists; the window applies key by key.
-            visible = arith::AndIOp::create(
-                ib, visible, k.cmp(arith::CmpIPredicate::sge, key, k.idx(0)));
-            if (spec.windowLeft)
+            score = warpReduce(ib, score, tx, WarpReduction::sum);
+            // The regions read the key's position: past the tile's end they
+            // see its last key instead, for no key key 0 (their logits are
+            // masked below).
+            Value keyPosition;
+            if (variants) {
+              keyPosition =
+                  topk ? k.maxS(key, k.idx(0))
+                       : k.minS(key, k.sub(k.add(t0, count), k.idx(1)));
+              if (keyShift)
+                keyPosition = k.add(keyPosition, keyShift);
+            }
+            if (natural)
+              score = variants->modifyScore(ib, score, variantRequest, head,
+                                            variantPosition, keyPosition);
+            score = tileState.finishLogit(score, spec.softCap, natural);
+            tokens.push_back(t);
+            Value visible = k.lt(t, count);
+            if (topk) {
+              // The entry's key exists; the window applies key by key.
+              visible = arith::AndIOp::create(
+                  ib, visible, k.cmp(arith::CmpIPredicate::sge, key, k.idx(0)));
+              if (spec.windowLeft)
+                visible = arith::AndIOp::create(
+                    ib, visible,
+                    k.cmp(arith::CmpIPredicate::sge, key,
+                          k.sub(queryPosition, k.idx(*spec.windowLeft))));
+            }
+            if (variants)
+              if (Value kept = variants->visible(ib, variantRequest, head,
+                                                 variantPosition, keyPosition))
+                visible = arith::AndIOp::create(ib, visible, kept);
+            // Transposed V: the range starts up to a chunk early.
+            if (vChunk)
               visible = arith::AndIOp::create(
                   ib, visible,
-                  k.cmp(arith::CmpIPredicate::sge, key,
-                        k.sub(queryPosition, k.idx(*spec.windowLeft))));
+                  k.cmp(arith::CmpIPredicate::sge, k.add(t0, t), visibleStart));
+            logits.push_back(k.select(visible, score, negInf));
           }
-          if (variants)
-            if (Value kept = variants->visible(ib, variantRequest, head,
-                                               variantPosition,
-                                               keyPosition))
-              visible = arith::AndIOp::create(ib, visible, kept);
-          // Transposed V: the range starts up to a chunk early.
-          if (vChunk)
-            visible = arith::AndIOp::create(
-                ib, visible,
-                k.cmp(arith::CmpIPredicate::sge, k.add(t0, t), visibleStart));
-          logits.push_back(k.select(visible, score, negInf));
+          return tileState.updateTile(kept, logits, [&](int64_t j) {
+            return rowOf(ib, vSource, stage, tokens[j]);
+          });
+        };
+        PartialState updated = kept;
+        if (!buf.liveTiles) {
+          updated = scoreTile(ib);
+        } else {
+          auto scored = scf::IfOp::create(
+              ib, isLive(ib, i),
+              [&](OpBuilder &nb2, Location l2) {
+                ImplicitLocOpBuilder jb(l2, nb2);
+                PartialState s = scoreTile(jb);
+                scf::YieldOp::create(jb, ValueRange{s.m, s.l, s.acc});
+              },
+              [&](OpBuilder &nb2, Location l2) {
+                scf::YieldOp::create(nb2, l2,
+                                     ValueRange{kept.m, kept.l, kept.acc});
+              });
+          updated = {scored.getResult(0), scored.getResult(1),
+                     scored.getResult(2)};
         }
-        PartialState updated = tileState.updateTile(
-            {carried[0], carried[1], carried[2]}, logits,
-            [&](int64_t j) { return rowOf(ib, vSource, stage, tokens[j]); });
 
         storeIds(ib, ahead, entries);
         scf::YieldOp::create(ib,

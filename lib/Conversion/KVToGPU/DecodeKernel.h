@@ -50,6 +50,13 @@ struct DecodeKernelSpec {
   /// stages when gathering, so that a tile's keys stay put while it is
   /// scored.
   int64_t idSlots() const { return config.getStages() + (gathers() ? 1 : 0); }
+  /// Whether K/V tiles a mask_mod hides from every head of the block are
+  /// neither loaded nor scored (not when gathering: the lists chose the
+  /// keys).
+  bool skipsTiles() const {
+    kv::AttentionVariantOpInterface v = variants.op;
+    return v && !v.getMaskMod().empty() && !gathers();
+  }
   /// Whether the kernel needs each query's position after its setup.
   bool needsQueryPosition() const {
     return rope || queryRows() || bool(variants) || gathers();

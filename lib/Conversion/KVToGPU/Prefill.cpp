@@ -105,8 +105,8 @@ std::string prefillKernelSymbol(kv::PrefillOp op, const PrefillKernelSpec &s,
       typeName(s.kvElementType) + "_" +
       (s.quantizedKV() ? kv::stringifyQuant(s.paged.getQuant()).str() + "_"
                        : std::string()) +
-      typeName(s.outType.getElementType()) +
-      (s.causal ? "_causal" : "") + (s.positionsType ? "_positions" : "") +
+      typeName(s.outType.getElementType()) + (s.causal ? "_causal" : "") +
+      (s.positionsType ? "_positions" : "") +
       (s.framePositionsType ? "_frame" : "") + (s.rope ? "_rope" : "");
   return tensorCoreKernelSymbol(stem, op, s, target);
 }
@@ -175,8 +175,8 @@ struct PrefillLowering : OpRewritePattern<kv::PrefillOp> {
         bindings["positions"] = op.getPositions();
       }
       if (spec.framePositionsType) {
-        plan.addBuffer("frame_indptr", ArgRole::input, spec.frameIndptrType,
-                       {}, {"frame_indptr_len"});
+        plan.addBuffer("frame_indptr", ArgRole::input, spec.frameIndptrType, {},
+                       {"frame_indptr_len"});
         plan.addBuffer("frame_positions", ArgRole::input,
                        spec.framePositionsType, {plan.sym("nnz")});
         names.append({"frame_indptr", "frame_positions"});

@@ -331,8 +331,8 @@ SmallVector<Value> emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                                   kv::emitMaskBit(vb, a.mask, maskOffset,
                                                   maskRows[row], key, w.kvLen));
       if (maskMod)
-        visible = arith::AndIOp::create(vb, visible,
-                                        variants->visible(vb, row, key));
+        visible =
+            arith::AndIOp::create(vb, visible, variants->visible(vb, row, key));
       return visible;
     };
   return tile.mask(b, logits, rows, custom);

@@ -67,9 +67,9 @@ std::string queryRowsKernelSymbol(kv::PrefillOp op, const DecodeKernelSpec &s,
       "prefill_rows_" + kv::stringifyLayoutKind(kv.getLayout()).str() + "_" +
       kv::stringifyStorage(kv.getStorage()).str() + "_" +
       kv::stringifyTableForm(kv.getTable()).str() + "_p" +
-      std::to_string(kv.getPageSize()) + "_h" + std::to_string(s.qHeads) +
-      "x" + std::to_string(kv.getKvHeads()) + "_d" +
-      std::to_string(kv.getHeadDim()) + "_" + typeName(kv.getDtype()) + "_" +
+      std::to_string(kv.getPageSize()) + "_h" + std::to_string(s.qHeads) + "x" +
+      std::to_string(kv.getKvHeads()) + "_d" + std::to_string(kv.getHeadDim()) +
+      "_" + typeName(kv.getDtype()) + "_" +
       typeName(s.outType.getElementType()) + (s.causal ? "_causal" : "") +
       (s.positionsType ? "_positions" : "") +
       (s.framePositionsType ? "_frame" : "") + (s.rope ? "_rope" : "");

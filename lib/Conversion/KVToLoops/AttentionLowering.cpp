@@ -102,11 +102,10 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
       // The variants see the row and its keys in their frame.
       FrameRow frame{req, pos, Value()};
       if (spec.framePositions)
-        frame = emitFrameRow(b, spec.frameIndptr, spec.framePositions, row,
-                             pos);
+        frame =
+            emitFrameRow(b, spec.frameIndptr, spec.framePositions, row, pos);
       auto frameKey = [&](ImplicitLocOpBuilder &b, Value j) -> Value {
-        return frame.keyShift ? arith::AddIOp::create(b, j, frame.keyShift)
-                              : j;
+        return frame.keyShift ? arith::AddIOp::create(b, j, frame.keyShift) : j;
       };
       Value lo = range.first, hi = range.second;
       forLoop(b, zero, indexConst(b, spec.qHeads), [&](ImplicitLocOpBuilder &b,
@@ -221,9 +220,8 @@ static FailureOr<StateBuffers> emitAttention(ImplicitLocOpBuilder &b,
               Value visible =
                   spec.mask ? emitMaskBit(b, spec.mask, maskOffset, i, j, kvLen)
                             : Value();
-              if (Value modded =
-                      variants.visible(b, frame.request, head, frame.position,
-                                       frameKey(b, j)))
+              if (Value modded = variants.visible(
+                      b, frame.request, head, frame.position, frameKey(b, j)))
                 visible = visible ? arith::AndIOp::create(b, visible, modded)
                                   : modded;
               if (!visible)

@@ -58,14 +58,13 @@ struct ExpandCascade : OpRewritePattern<CascadeOp> {
       auto prefill = PrefillOp::create(
           b, op.getType(), op.getQ(), op.getQoIndptrs()[level],
           op.getKvs()[level], /*mask=*/Value(), positions[level], frameIndptr,
-          concatenated, causal, op.getSmScaleAttr(),
-          op.getLogitsSoftCapAttr(), op.getWindowLeftAttr(), op.getRopeAttr(),
+          concatenated, causal, op.getSmScaleAttr(), op.getLogitsSoftCapAttr(),
+          op.getWindowLeftAttr(), op.getRopeAttr(),
           /*sinks=*/Value(), op.getAlibiSlopes(), op.getAlibi());
       // The regions, in every level: captured values stay what they are.
-      for (auto [from, to] :
-           {std::pair<Region *, Region *>{&op.getScoreMod(),
-                                          &prefill.getScoreMod()},
-            {&op.getMaskMod(), &prefill.getMaskMod()}})
+      for (auto [from, to] : {std::pair<Region *, Region *>{
+                                  &op.getScoreMod(), &prefill.getScoreMod()},
+                              {&op.getMaskMod(), &prefill.getMaskMod()}})
         if (!from->empty())
           rewriter.cloneRegionBefore(*from, *to, to->end());
       // Levels before the last are shared by all their rows' requests.

@@ -120,9 +120,8 @@ FrameRow kvir::kv::emitFrameRow(ImplicitLocOpBuilder &b, Value frameIndptr,
   // The last request starting at or below the row: empty requests share
   // their start with the next one, and the search over the starts alone
   // stays in bounds.
-  Value requests =
-      arith::SubIOp::create(b, memref::DimOp::create(b, frameIndptr, 0),
-                            cst(b, 1));
+  Value requests = arith::SubIOp::create(
+      b, memref::DimOp::create(b, frameIndptr, 0), cst(b, 1));
   FrameRow frame;
   frame.request = emitLastAtOrBelow(
       b, requests,
