@@ -233,10 +233,10 @@ extern "C" int64_t kvir_check_topk(const int32_t *topk, int64_t rows,
     return fail(message, message_size,
                 "topk has %lld rows for %lld requests of one query row each",
                 (long long)rows, (long long)batch);
-  if (qo_indptr && (qo_indptr[0] < 0 || qo_indptr[batch] > rows))
-    return fail(message, message_size,
-                "qo_indptr spans rows [%d, %d), outside topk's %lld rows",
-                qo_indptr[0], qo_indptr[batch], (long long)rows);
+  if (qo_indptr)
+    if (int64_t e = checkIndptr(qo_indptr, "qo_indptr", batch, rows,
+                                "the topk rows", message, message_size))
+      return e;
   std::vector<std::pair<int32_t, int64_t>> listed;
   for (int64_t r = 0; r < batch; ++r) {
     int64_t first = qo_indptr ? qo_indptr[r] : r;

@@ -160,6 +160,14 @@ TEST(TableCheck, Topk) {
   EXPECT_EQ(check(nullptr, 2).status, 0);
   EXPECT_EQ(check(nullptr, 3).message,
             "topk has 3 rows for 2 requests of one query row each");
+  // Rows outside the lists, or a decreasing qo_indptr, are caught before
+  // any list is read.
+  std::vector<int32_t> past{0, 1, 4}, decreasing{0, 3, 2};
+  EXPECT_EQ(check(past.data(), 3).message,
+            "qo_indptr[2] = 4 exceeds the 3 entries of the topk rows");
+  EXPECT_EQ(check(decreasing.data(), 3).message,
+            "request 1: qo_indptr[2] = 2 < qo_indptr[1] = 3, expected a "
+            "non-decreasing qo_indptr");
   topk[2] = 3; // request 0 has keys 0 .. 2
   EXPECT_EQ(check(indptr.data(), 3).message,
             "topk[0][2] = 3 is not a key of request 0 (kv_len 3) nor -1 "

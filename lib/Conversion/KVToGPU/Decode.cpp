@@ -296,6 +296,11 @@ gpu_lowering::whyNoDecodeKernel(kv::DecodeOp op,
   spec.qType = cast<MemRefType>(op.getQ().getType());
   spec.qHeads = spec.qType.getDimSize(1);
   spec.rope = op.getRopeAttr();
+  // What sizes the kernel's shared memory: the selection's key slots and
+  // the live-tile marks.
+  spec.variants = KernelVariants::of(op);
+  if (Value topk = op.getTopk())
+    spec.topkType = cast<MemRefType>(topk.getType());
   spec.config = *config;
   if (op.getTopk() && kvgpu::transposedVChunk(kv))
     return std::string("top-k gathers single tokens, and vLLM's transposed V "

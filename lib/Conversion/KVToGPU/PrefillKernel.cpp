@@ -440,6 +440,11 @@ void transposeTile(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
 std::optional<std::string>
 gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
                                 const target::TargetInfo &target) {
+  // (Tensor-core decodes and MLA take no transposed V today; prefills take
+  // no selection.)
+  if (s.gathers() && s.transposedVChunk())
+    return std::string("top-k gathers single tokens, and vLLM's transposed V "
+                       "pool is read in chunks of consecutive slots");
   if (s.headDim % 16 || s.headDimV % 16 || s.peDim % 16 ||
       s.valueSlice() % 16)
     return "head dims " + std::to_string(s.headDim) + " / " +

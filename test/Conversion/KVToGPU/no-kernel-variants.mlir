@@ -38,3 +38,4 @@ func.func @topk_rows_heads(%qn: memref<?x24x512xbf16>, %qp: memref<?x24x64xbf16>
   kv.store_state %s, %o, %l : !sm, memref<?x24x512xbf16>, memref<?x24xf32>
   return
 }
+

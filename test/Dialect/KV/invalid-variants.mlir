@@ -301,3 +301,15 @@ func.func @frame_rows(%q: memref<8x8x64xf16>, %qo: memref<?xi32>, %kv: !csr, %fi
   %s = kv.prefill %q, %qo, %kv frame(%fi, %fp : memref<?xi32>, memref<6xi32>) : memref<8x8x64xf16>, memref<?xi32>, !csr -> !s
   return
 }
+
+// -----
+
+!csr = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+!s = !kv.state<?x8x64xf16, base = 2>
+
+// The generic form can give half a frame.
+func.func @frame_half(%q: memref<?x8x64xf16>, %qo: memref<?xi32>, %kv: !csr, %fi: memref<?xi32>) {
+  // expected-error @below {{frame needs both its indptr and its positions}}
+  %s = "kv.prefill"(%q, %qo, %kv, %fi) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 1, 0, 0, 0>}> ({}, {}) : (memref<?x8x64xf16>, memref<?xi32>, !csr, memref<?xi32>) -> !s
+  return
+}

@@ -319,6 +319,21 @@ verifyAttention(Operation *op, Value q, const KVShape &kv, StateType result,
   return success();
 }
 
+/// An i32 vector of one entry per query row (of q, when ranked).
+static LogicalResult verifyPerQueryRow(Operation *op, Value value,
+                                       StringRef what, Value q) {
+  if (failed(verifyI32Index(op, value, what)))
+    return failure();
+  auto qType = dyn_cast<MemRefType>(q.getType());
+  auto type = cast<MemRefType>(value.getType());
+  if (qType && qType.getRank() >= 1 &&
+      !compatibleDims(type.getDimSize(0), qType.getDimSize(0)))
+    return op->emitOpError() << what << " has " << type.getDimSize(0)
+                             << " entries, expected one per query row ("
+                             << qType.getDimSize(0) << ")";
+  return success();
+}
+
 /// A sparse selection: i32 [rows, K], one row of K >= 1 entries per query
 /// row (`rows` of q).
 static LogicalResult verifyTopk(Operation *op, Value topk, int64_t rows) {
@@ -342,8 +357,8 @@ LogicalResult DecodeOp::verify() {
   if (kv.isMla())
     return emitOpError() << "reads a K/V cache; use kv.mla_decode for MLA";
   auto q = dyn_cast<MemRefType>(getQ().getType());
-  if (q && q.getRank() >= 1 &&
-      failed(verifyTopk(getOperation(), getTopk(), q.getDimSize(0))))
+  int64_t rows = q && q.getRank() >= 1 ? q.getDimSize(0) : ShapedType::kDynamic;
+  if (failed(verifyTopk(getOperation(), getTopk(), rows)))
     return failure();
   return verifyAttention(getOperation(), getQ(), getKVShape(kv), getType(),
                          getSmScale(), getLogitsSoftCap(), getWindowLeft(),
@@ -364,29 +379,16 @@ LogicalResult PrefillOp::verify() {
       return emitOpError() << "mask must be i1 (one byte per bool) or i8 "
                            << "(bit-packed), got " << mask.getType();
   }
-  if (Value positions = getPositions()) {
-    if (failed(verifyI32Index(op, positions, "positions")))
+  if (Value positions = getPositions())
+    if (failed(verifyPerQueryRow(op, positions, "positions", getQ())))
       return failure();
-    auto q = cast<MemRefType>(getQ().getType());
-    auto type = cast<MemRefType>(positions.getType());
-    if (q.getRank() >= 1 &&
-        !compatibleDims(type.getDimSize(0), q.getDimSize(0)))
-      return emitOpError() << "positions has " << type.getDimSize(0)
-                           << " entries, expected one per query row ("
-                           << q.getDimSize(0) << ")";
-  }
-  if (Value framePositions = getFramePositions()) {
+  if (bool(getFrameIndptr()) != bool(getFramePositions()))
+    return emitOpError() << "frame needs both its indptr and its positions";
+  if (Value framePositions = getFramePositions())
     if (failed(verifyI32Index(op, getFrameIndptr(), "frame indptr")) ||
-        failed(verifyI32Index(op, framePositions, "frame positions")))
+        failed(
+            verifyPerQueryRow(op, framePositions, "frame positions", getQ())))
       return failure();
-    auto q = cast<MemRefType>(getQ().getType());
-    auto type = cast<MemRefType>(framePositions.getType());
-    if (q.getRank() >= 1 &&
-        !compatibleDims(type.getDimSize(0), q.getDimSize(0)))
-      return emitOpError() << "frame positions has " << type.getDimSize(0)
-                           << " entries, expected one per query row ("
-                           << q.getDimSize(0) << ")";
-  }
   return verifyAttention(op, getQ(), getKVShape(getKv().getType()), getType(),
                          getSmScale(), getLogitsSoftCap(), getWindowLeft(),
                          getRopeAttr());
