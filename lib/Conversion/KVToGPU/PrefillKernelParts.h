@@ -13,6 +13,10 @@
 
 #include "kvir/Codegen/AttentionTile.h"
 #include "kvir/Codegen/PagedTileLoader.h"
+#include "kvir/Codegen/Variants.h"
+#include "kvir/Dialect/KV/Utils/Visibility.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
 
 #include <functional>
 
@@ -81,6 +85,77 @@ struct PackedRow {
 /// r % G of KV head `kvHead`'s group).
 PackedRow unpackRow(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                     const Work &w, Value kvHead, Value rowInTile);
+
+/// Whether K/V tile [t0, t0 + kvTile) needs per-element masks: it crosses
+/// the partition's end, the diagonal of the tile's first row, the window
+/// of its last row, or a custom mask (or a region, or gathered keys)
+/// applies.
+Value needsMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
+                const Work &w, Value t0);
+
+/// The thread's fragment row (t, h) of the warp: its packed row in the
+/// request, and its query row clamped into the request (rows past it read
+/// in bounds; their results are never stored).
+std::pair<Value, Value> fragmentRow(ImplicitLocOpBuilder &b,
+                                    const PrefillKernelSpec &s, const Work &w,
+                                    codegen::WarpAttentionTile &tile, int64_t t,
+                                    int64_t h);
+
+/// The position of query row `queryRow` of the request (valid rows only):
+/// given, or bottom-right.
+Value queryPosition(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
+                    const Work &w, const Arguments &a, Value queryRow);
+
+/// The given positions of the thread's fragment rows, loaded once before
+/// the K/V loop (empty without positions).
+llvm::SmallVector<Value> loadRowPositions(ImplicitLocOpBuilder &b,
+                                          const PrefillKernelSpec &s,
+                                          const Work &w, const Arguments &a,
+                                          codegen::WarpAttentionTile &tile);
+
+/// The variants of an op as the warp's fragment rows see them: the emitter
+/// (bound to the kernel's variant arguments) and each fragment row's query
+/// head, request and position in the variants' frame, and the shift of its
+/// keys' positions into the frame (null without a frame; indexed like
+/// WarpAttentionTile::State::m).
+struct RowVariants {
+  const codegen::VariantEmitter &emitter;
+  llvm::SmallVector<Value> heads, requests, positions, keyShifts;
+
+  /// Key `key` of fragment row `row` as the variants see it.
+  Value key(ImplicitLocOpBuilder &b, int64_t row, Value key) const {
+    return keyShifts[row]
+               ? mlir::arith::AddIOp::create(b, key, keyShifts[row]).getResult()
+               : key;
+  }
+  Value visible(ImplicitLocOpBuilder &b, int64_t row, Value key) const {
+    return emitter.visible(b, requests[row], heads[row], positions[row],
+                           this->key(b, row, key));
+  }
+};
+
+/// Query row `queryRow` of the request (at `position`) in the variants'
+/// frame: its request, position and key shift (the op's own without a
+/// frame).
+kv::FrameRow frameRow(ImplicitLocOpBuilder &b, const Work &w,
+                      const Arguments &a, Value queryRow, Value position);
+
+/// The key of row `e` of the current K/V tile: t0 + e, or the gathered
+/// one (-1: none).
+using TileKeyOf = llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)>;
+
+/// The -inf mask of K/V tile [t0, ...) for the warp's fragment rows: keys
+/// in [start, end) of the partition, causal (key <= position), the window
+/// (key >= position - w) as per-row bounds; the custom mask bit by bit.
+/// Positions are `rowPositions` (loadRowPositions) when given, else
+/// bottom-right. Gathering, the bounds keep the partition's entries and
+/// each gathered key is checked (exists, causal, window) on its own.
+llvm::SmallVector<Value>
+emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s, const Work &w,
+         const Arguments &a, codegen::WarpAttentionTile &tile,
+         llvm::ArrayRef<Value> logits, llvm::ArrayRef<Value> rowPositions,
+         Value maskOffset, Value t0, const RowVariants *variants,
+         TileKeyOf keyOf);
 
 // Where a block writes its rows' states.
 struct Destination {
