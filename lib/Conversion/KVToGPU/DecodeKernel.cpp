@@ -22,6 +22,7 @@
 
 #include "kvir/Codegen/AttentionState.h"
 #include "kvir/Codegen/IRBuilder.h"
+#include "kvir/Codegen/LiveTileMarks.h"
 #include "kvir/Codegen/PagedTileLoader.h"
 #include "kvir/Codegen/Rope.h"
 #include "kvir/Codegen/SharedTile.h"
@@ -142,6 +143,12 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   // ALiBi and score_mod see the score in natural units.
   bool natural = variants && variants->modifiesScores();
 
+  // Tile skipping's marks: slots for the tiles from the one scored to the
+  // one marked, `stages` tiles ahead.
+  std::optional<LiveTileMarks> marks;
+  if (buf.liveTiles)
+    marks.emplace(kf.getShared(*buf.liveTiles), cfg.getStages() + 1);
+
   // Once per block: thread 0 reads the request's table entries and derives
   // the block's token range (its partition's share of the visible keys);
   // the z == 0 threads stage the group's queries.
@@ -219,10 +226,8 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
       memref::StoreOp::create(ib, k.toI32(v), meta, ValueRange{k.idx(i)});
     // The live-tile slots start below every tile's mark (shared memory
     // starts undefined).
-    if (buf.liveTiles)
-      for (int64_t slot = 0; slot <= cfg.getStages(); ++slot)
-        memref::StoreOp::create(ib, k.i32(0), kf.getShared(*buf.liveTiles),
-                                ValueRange{k.idx(slot)});
+    if (marks)
+      marks->clear(ib);
     scf::YieldOp::create(ib);
   });
   auto qVecType = VectorType::get({vec}, spec.qType.getElementType());
@@ -383,7 +388,7 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   // ignores it) and those that find a visible pair put n + 1 in slot
   // n % (stages + 1) (an atomic max: the slot's older mark is smaller).
   auto markTile = [&](ImplicitLocOpBuilder &ib, Value index) {
-    if (!buf.liveTiles)
+    if (!marks)
       return;
     emitIf(
         ib, IRBuilder{ib}.lt(index, numTiles), [&](ImplicitLocOpBuilder &jb) {
@@ -411,26 +416,15 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
                             pb, found[0],
                             arith::AndIOp::create(pb, x.lt(t, count), seen))});
               });
-          emitIf(jb, any.getResult(0), [&](ImplicitLocOpBuilder &mb) {
-            IRBuilder m{mb};
-            memref::AtomicRMWOp::create(
-                mb, arith::AtomicRMWKind::maxs, m.toI32(m.add(index, m.idx(1))),
-                kf.getShared(*buf.liveTiles),
-                ValueRange{m.remU(index, m.idx(stages + 1))});
-          });
+          marks->mark(jb, index, any.getResult(0));
         });
   };
   // Whether tile `index` is live (after its mark and a barrier).
   auto isLive = [&](ImplicitLocOpBuilder &ib, Value index) -> Value {
-    IRBuilder k{ib};
-    Value slot =
-        memref::LoadOp::create(ib, kf.getShared(*buf.liveTiles),
-                               ValueRange{k.remU(index, k.idx(stages + 1))});
-    return arith::AndIOp::create(ib, k.lt(index, numTiles),
-                                 k.eq(slot, k.toI32(k.add(index, k.idx(1)))));
+    return marks->isLive(ib, index, numTiles);
   };
   auto issueIfLive = [&](ImplicitLocOpBuilder &ib, Value index) {
-    if (!buf.liveTiles)
+    if (!marks)
       return issueTile(ib, index);
     emitIf(ib, isLive(ib, index),
            [&](ImplicitLocOpBuilder &jb) { issueTile(jb, index); });
@@ -772,7 +766,7 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
           });
         };
         PartialState updated = kept;
-        if (!buf.liveTiles) {
+        if (!marks) {
           updated = scoreTile(ib);
         } else {
           auto scored = scf::IfOp::create(

@@ -26,6 +26,7 @@
 
 #include "kvir/Codegen/AttentionTile.h"
 #include "kvir/Codegen/IRBuilder.h"
+#include "kvir/Codegen/LiveTileMarks.h"
 #include "kvir/Codegen/PagedTileLoader.h"
 #include "kvir/Codegen/QueryTiles.h"
 #include "kvir/Codegen/Rope.h"
@@ -500,15 +501,11 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
     if (s.variants)
       variantCode.emplace(s.variants.bind(kf.getArguments()));
     bool skipsTiles = s.skipsTiles();
-    // The slots start below every tile's mark (shared memory starts
-    // undefined).
+    std::optional<LiveTileMarks> marks;
     if (skipsTiles) {
-      emitIf(b, ir.eq(thread, ir.idx(0)), [&](ImplicitLocOpBuilder &ib) {
-        for (int64_t slot = 0; slot < 2; ++slot)
-          memref::StoreOp::create(ib, IRBuilder{ib}.i32(0),
-                                  kf.getShared(*buf.liveTiles),
-                                  ValueRange{IRBuilder{ib}.idx(slot)});
-      });
+      marks.emplace(kf.getShared(*buf.liveTiles), 2);
+      emitIf(b, ir.eq(thread, ir.idx(0)),
+             [&](ImplicitLocOpBuilder &ib) { marks->clear(ib); });
       gpu::BarrierOp::create(b);
     }
     auto markTile = [&](ImplicitLocOpBuilder &ib, Value index) {
@@ -560,24 +557,12 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
                   ValueRange{arith::OrIOp::create(
                       pb, found[0], arith::AndIOp::create(pb, inTile, seen))});
             });
-        // An atomic max: the threads that find pairs store the same value,
-        // the slot's older one (tile n - 2's) is smaller.
-        emitIf(jb, any.getResult(0), [&](ImplicitLocOpBuilder &mb) {
-          IRBuilder m{mb};
-          memref::AtomicRMWOp::create(mb, arith::AtomicRMWKind::maxs,
-                                      m.toI32(m.add(index, m.idx(1))),
-                                      kf.getShared(*buf.liveTiles),
-                                      ValueRange{m.remU(index, m.idx(2))});
-        });
+        marks->mark(jb, index, any.getResult(0));
       });
     };
     // Whether tile `index` is live (after markTile and a barrier).
     auto readLive = [&](ImplicitLocOpBuilder &ib, Value index) -> Value {
-      IRBuilder k{ib};
-      Value slot = memref::LoadOp::create(ib, kf.getShared(*buf.liveTiles),
-                                          ValueRange{k.remU(index, k.idx(2))});
-      return arith::AndIOp::create(ib, k.lt(index, numTiles),
-                                   k.eq(slot, k.toI32(k.add(index, k.idx(1)))));
+      return marks->isLive(ib, index, numTiles);
     };
     auto issueIfLive = [&](ImplicitLocOpBuilder &ib, Value index,
                            kv::PoolRole role, Value live) {
