@@ -208,31 +208,21 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     SmallVector<StringRef> directArgs{"q"}, splitArgs{"q"};
     llvm::append_range(directArgs, kvNames);
     llvm::append_range(splitArgs, kvNames);
-    if (spec.gathers()) {
-      plan.addBuffer("topk", ArgRole::input, spec.topkType,
-                     {plan.sym("batch")}, {"", "topk_len"});
-      directArgs.push_back("topk");
-      splitArgs.push_back("topk");
-    }
-    directArgs.append({"out", "lse"});
-    splitArgs.append({"work_items", "partial_out", "partial_lse", "out", "lse"});
     llvm::StringMap<Value> bindings{
         {"q", op.getQ()},
         {"out", out},
         {"lse", lse},
-        {"kv_lengths",
-         kv::emitLengthsBuffer(b, memref::DimOp::create(b, op.getQ(), 0),
-                               [&](ImplicitLocOpBuilder &ib, Value r) {
-                                 // A selection's work is its list's entries.
-                                 if (Value topk = op.getTopk())
-                                   return Value(
-                                       memref::DimOp::create(ib, topk, 1));
-                                 return kv::emitKvLen(ib, kv, r);
-                               })}};
+        {"kv_lengths", emitScheduleLengths(b, op.getQ(), kv, op.getTopk())}};
+    if (Value topk = op.getTopk()) {
+      addTopkArgument(plan, topk, "batch", bindings);
+      directArgs.push_back("topk");
+      splitArgs.push_back("topk");
+    }
+    directArgs.append({"out", "lse"});
+    splitArgs.append(
+        {"work_items", "partial_out", "partial_lse", "out", "lse"});
     for (auto [name, v] : llvm::zip(kvNames, kv.flatten()))
       bindings[name] = v;
-    if (Value topk = op.getTopk())
-      bindings["topk"] = topk;
     SmallVector<std::string> variantNames =
         addVariantArguments(plan, op, bindings);
     llvm::append_range(directArgs, variantNames);

@@ -406,3 +406,23 @@ gpu_lowering::addVariantArguments(PlanBuilder &plan, Operation *op,
   }
   return names;
 }
+
+void gpu_lowering::addTopkArgument(PlanBuilder &plan, Value topk,
+                                   StringRef rows,
+                                   llvm::StringMap<Value> &bindings) {
+  plan.addBuffer("topk", kvgpu::ArgRole::input,
+                 cast<MemRefType>(topk.getType()), {plan.sym(rows)},
+                 {"", "topk_len"});
+  bindings["topk"] = topk;
+}
+
+Value gpu_lowering::emitScheduleLengths(ImplicitLocOpBuilder &b, Value queries,
+                                        const kv::PagedOperands &kv,
+                                        Value topk) {
+  return kv::emitLengthsBuffer(b, memref::DimOp::create(b, queries, 0),
+                               [&](ImplicitLocOpBuilder &ib, Value r) -> Value {
+                                 if (topk)
+                                   return memref::DimOp::create(ib, topk, 1);
+                                 return kv::emitKvLen(ib, kv, r);
+                               });
+}

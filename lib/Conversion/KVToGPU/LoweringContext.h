@@ -185,6 +185,18 @@ addVariantArguments(PlanBuilder &plan, mlir::Operation *op,
 llvm::SmallVector<llvm::StringRef> addPagedKVArguments(PlanBuilder &plan,
                                                        const kv::PagedOperands &kv);
 
+/// Adds a top-k selection `topk` ([rows, K] i32; its rows the size `rows`,
+/// K the size `topk_len`) to `plan` as the input `topk` and to `bindings`.
+void addTopkArgument(PlanBuilder &plan, mlir::Value topk, llvm::StringRef rows,
+                     llvm::StringMap<mlir::Value> &bindings);
+
+/// The work schedule's host-side lengths for the requests of `kv` (one per
+/// row of `queries`): each request's kv_len, or with a top-k selection the
+/// entries of its list (K), which are the kernels' work.
+mlir::Value emitScheduleLengths(mlir::ImplicitLocOpBuilder &b,
+                                mlir::Value queries,
+                                const kv::PagedOperands &kv, mlir::Value topk);
+
 /// A split-KV plan's work schedule (include/kvir/Runtime/WorkSchedule.h).
 struct WorkSchedulePlan {
   /// kvir_schedule_work's parameters: the items the chip runs at once, the

@@ -158,10 +158,7 @@ struct MlaDecodeLowering : OpRewritePattern<kv::MlaDecodeOp> {
         bindings[name] = v;
       llvm::append_range(names, kvNames);
       if (Value topk = op.getTopk()) {
-        plan.addBuffer("topk", ArgRole::input,
-                       cast<MemRefType>(topk.getType()), {plan.sym("nnz")},
-                       {"", "topk_len"});
-        bindings["topk"] = topk;
+        addTopkArgument(plan, topk, "nnz", bindings);
         names.push_back("topk");
       }
       return names;

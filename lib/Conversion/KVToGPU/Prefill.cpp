@@ -518,10 +518,8 @@ LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(
                  {plan.sym("max_work")});
   llvm::append_range(inputs, kvNames);
   if (topk) {
-    plan.addBuffer("topk", ArgRole::input, cast<MemRefType>(topk.getType()),
-                   {plan.sym("batch")}, {"", "topk_len"});
+    addTopkArgument(plan, topk, "batch", bindings);
     inputs.push_back("topk");
-    bindings["topk"] = topk;
   }
   SmallVector<StringRef> directArgs(inputs), splitArgs(inputs);
   directArgs.append({"out", "lse"});
@@ -544,14 +542,8 @@ LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(
                  splitArgs);
   plan.addKernel("merge", mergeKernel, splitWhen,
                  {gridBatch, plan.cst(spec.qHeads), plan.cst(1)}, mergeArgs);
-  bindings["kv_lengths"] = kv::emitLengthsBuffer(
-      b, memref::DimOp::create(b, queries.front().second, 0),
-      [&](ImplicitLocOpBuilder &ib, Value r) -> Value {
-        // A selection's work is its list's entries.
-        if (topk)
-          return memref::DimOp::create(ib, topk, 1);
-        return kv::emitKvLen(ib, kv, r);
-      });
+  bindings["kv_lengths"] =
+      emitScheduleLengths(b, queries.front().second, kv, topk);
   for (auto [name, v] : llvm::zip(kvNames, kv.flatten()))
     bindings[name] = v;
   if (failed(context.launch(b, plan, bindings, op->getLoc())))
