@@ -11,8 +11,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "kvir/Target/Host/JitTarget.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -201,11 +201,9 @@ const Compiled *compileForEmulator(kvir_module &m, const std::string &func,
     return nullptr;
   }
   ExecutionEngineOptions engineOptions;
-  auto transformer = makeOptimizingTransformer(0, 0, nullptr);
-  engineOptions.transformer = transformer;
-  engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::None;
   engineOptions.enablePerfNotificationListener = false;
-  auto engine = ExecutionEngine::create(*module, engineOptions);
+  auto engine = kvir::target::createJitEngine(
+      *module, /*irOptLevel=*/0, llvm::CodeGenOptLevel::None, engineOptions);
   if (!engine) {
     diags.fail("JIT compilation of '" + func +
                "' failed: " + llvm::toString(engine.takeError()));

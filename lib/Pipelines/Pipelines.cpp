@@ -5,6 +5,7 @@
 #include "kvir/Dialect/KV/Transforms/Passes.h"
 #include "kvir/Dialect/KVGPU/Transforms/Passes.h"
 #include "kvir/Target/GPU/KernelPipeline.h"
+#include "kvir/Target/Host/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -92,6 +93,9 @@ void kvir::buildHostToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  // The same results on every host CPU (no f16/bf16 libcalls, no
+  // backend-chosen fusion or rounding).
+  pm.addPass(target::createLLVMHostIndependentFloat());
 }
 
 void kvir::buildKVLowerToLLVMPipeline(OpPassManager &pm) {

@@ -6,6 +6,7 @@
 #include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
 #include "kvir/Dialect/KVGPU/Transforms/Passes.h"
 #include "kvir/Pipelines/Pipelines.h"
+#include "kvir/Target/Host/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -81,6 +82,7 @@ void kvir::registerAllPasses() {
   kv::registerKVPasses();
   kvgpu::registerKVGPUPasses();
   registerKVIRConversionPasses();
+  target::registerKVIRHostPasses();
   registerKVIRPipelines();
 }
 

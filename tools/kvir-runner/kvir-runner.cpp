@@ -12,6 +12,7 @@
 #include "kvir/Emulator/Emulator.h"
 #include "kvir/Emulator/HostLowering.h"
 #include "kvir/Pipelines/Pipelines.h"
+#include "kvir/Target/Host/JitTarget.h"
 #include "kvir/Registration/InitAll.h"
 
 #include "mlir/ExecutionEngine/JitRunner.h"
@@ -20,6 +21,8 @@
 #include "llvm/Support/InitLLVM.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/TargetSelect.h"
 #include "kvir/Dialect/KV/Transforms/Passes.h"
@@ -95,6 +98,20 @@ static void printStats() {
   llvm::errs() << "]\n";
 }
 
+/// The CPU the host code is compiled for (KVIR_JIT_CPU); the emulator's
+/// kernels take it from the same place.
+static kvir::target::JitTarget jitTarget;
+
+/// The default translation, with every function pinned to jitTarget:
+/// JitRunner builds its own target machine, for the host.
+static std::unique_ptr<llvm::Module> translateForJitTarget(Operation *op,
+                                                           llvm::LLVMContext &ctx) {
+  std::unique_ptr<llvm::Module> module = translateModuleToLLVMIR(op, ctx);
+  if (module)
+    jitTarget.pinFunctions(*module);
+  return module;
+}
+
 static llvm::orc::SymbolMap
 runtimeSymbols(llvm::orc::MangleAndInterner interner) {
   return kvir::emu::Emulator::get().getRuntimeSymbols(interner);
@@ -109,8 +126,18 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   kvir::registerEverything(registry);
 
+  llvm::Expected<kvir::target::JitTarget> target =
+      kvir::target::JitTarget::fromEnvironment();
+  if (!target) {
+    llvm::errs() << "kvir-runner: " << llvm::toString(target.takeError())
+                 << "\n";
+    return 1;
+  }
+  jitTarget = *target;
+
   JitRunnerConfig config;
   config.mlirTransformer = lowerForEmulator;
+  config.llvmModuleBuilder = translateForJitTarget;
   // runtimesymbolMap is a function_ref: it must refer to a function that
   // outlives JitRunnerMain, not to a temporary lambda.
   config.runtimesymbolMap = runtimeSymbols;

@@ -4,8 +4,8 @@
 #include "kvir/Pipelines/Pipelines.h"
 #include "kvir/Registration/InitAll.h"
 
+#include "kvir/Target/Host/JitTarget.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -74,13 +74,10 @@ JitKernel::compile(const std::string &source, const std::string &funcName) {
   if (mlir::failed(pm.run(*module)))
     return fail("kv-to-LLVM pipeline failed");
 
-  mlir::ExecutionEngineOptions options;
   // Moderate optimization keeps both compile time (tens of milliseconds per
   // kernel) and run time of the scalar loop nests small.
-  auto transformer = mlir::makeOptimizingTransformer(1, 0, nullptr);
-  options.transformer = transformer;
-  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Less;
-  auto engine = mlir::ExecutionEngine::create(*module, options);
+  auto engine = kvir::target::createJitEngine(*module, /*irOptLevel=*/1,
+                                              llvm::CodeGenOptLevel::Less);
   if (!engine) {
     std::string message = llvm::toString(engine.takeError());
     diagStream << message;
