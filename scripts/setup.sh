@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   cmake ninja-build ccache git
   clang-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
-  libgtest-dev libboost-context-dev libclang-rt-22-dev
+  libgtest-dev libboost-context-dev libclang-rt-22-dev libllvmlibc-22-dev
   python3 python3-numpy python3-pytest python3-torch
 )
 

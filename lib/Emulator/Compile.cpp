@@ -3,12 +3,12 @@
 #include "kvir/Emulator/Instrument.h"
 #include "kvir/Dialect/KVGPU/Transforms/Passes.h"
 #include "kvir/Target/GPU/KernelPipeline.h"
+#include "kvir/Target/Host/JitTarget.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
@@ -111,7 +111,7 @@ static FailureOr<CompiledModule *> compile(gpu::GPUModuleOp gpuModule) {
                << ", which PTX compiled without a CUDA path leaves "
                   "unresolved";
   FailureOr<InstrumentedModule> info = instrumentKernelModule(*kernels);
-  if (failed(info))
+  if (failed(info) || failed(makeHostIndependent(*kernels)))
     return failure();
 
   auto compiled = std::make_unique<CompiledModule>();
@@ -152,18 +152,12 @@ static FailureOr<CompiledModule *> compile(gpu::GPUModuleOp gpuModule) {
         fn.getCConv() == LLVM::cconv::CConv::PTX_Device)
       fn.setCConv(LLVM::cconv::CConv::C);
   }
-  // options.transformer is a function_ref: the transformer must outlive
-  // ExecutionEngine::create, which applies it.
-  std::function<llvm::Error(llvm::Module *)> optimize =
-      makeOptimizingTransformer(/*optLevel=*/2, /*sizeLevel=*/0,
-                                /*targetMachine=*/nullptr);
   ExecutionEngineOptions options;
-  options.transformer = optimize;
-  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Default;
   options.enablePerfNotificationListener = false;
   if (getenv("KVEMU_DUMP"))
     kernels->print(llvm::errs());
-  auto engine = ExecutionEngine::create(*kernels, options);
+  auto engine = kvir::target::createJitEngine(
+      *kernels, /*irOptLevel=*/2, llvm::CodeGenOptLevel::Default, options);
   if (!engine)
     return gpuModule.emitError(
                "emulator: JIT compilation of the kernels failed: ")

@@ -11,6 +11,7 @@
 #include "kvir/Runtime/WorkSchedule.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
+#include "HostMath.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -294,31 +295,28 @@ void mgpuMemHostUnregister(void *) {}
 
 } // extern "C"
 
-// libdevice functions kernels lowered by convert-gpu-to-nvvm may call.
+// libdevice functions kernels lowered by convert-gpu-to-nvvm may call: the
+// transcendentals are HostMath's (the same on every host), the rest exact.
 extern "C" {
-#define KVEMU_UNARY(name, fn)                                                  \
+#define KVEMU_EXACT(name, fn)                                                  \
   static float kvemu_##name##f(float x) { return fn(x); }                      \
   static double kvemu_##name(double x) { return fn(x); }
-KVEMU_UNARY(exp, std::exp)
-KVEMU_UNARY(exp2, std::exp2)
-KVEMU_UNARY(log, std::log)
-KVEMU_UNARY(log2, std::log2)
-KVEMU_UNARY(sqrt, std::sqrt)
-KVEMU_UNARY(rsqrt, 1.0 / std::sqrt)
-KVEMU_UNARY(tanh, std::tanh)
-KVEMU_UNARY(sin, std::sin)
-KVEMU_UNARY(cos, std::cos)
-KVEMU_UNARY(fabs, std::fabs)
-KVEMU_UNARY(floor, std::floor)
-KVEMU_UNARY(ceil, std::ceil)
-KVEMU_UNARY(erf, std::erf)
-KVEMU_UNARY(expm1, std::expm1)
-KVEMU_UNARY(log1p, std::log1p)
-#undef KVEMU_UNARY
-static float kvemu_powf(float x, float y) { return std::pow(x, y); }
-static double kvemu_pow(double x, double y) { return std::pow(x, y); }
-static float kvemu_fmaxf(float x, float y) { return std::fmax(x, y); }
-static float kvemu_fminf(float x, float y) { return std::fmin(x, y); }
+KVEMU_EXACT(sqrt, std::sqrt)
+KVEMU_EXACT(fabs, std::fabs)
+KVEMU_EXACT(floor, std::floor)
+KVEMU_EXACT(ceil, std::ceil)
+#undef KVEMU_EXACT
+// One rounding of the double 1 / sqrt(x) (IEEE sqrt and division).
+static float kvemu_rsqrtf(float x) {
+  return float(1.0 / std::sqrt(double(x)));
+}
+static double kvemu_rsqrt(double x) { return 1.0 / std::sqrt(x); }
+static float kvemu_fmaxf(float x, float y) {
+  return kvir::emu::math::maxNumber(x, y);
+}
+static float kvemu_fminf(float x, float y) {
+  return kvir::emu::math::minNumber(x, y);
+}
 }
 
 // Declared in Hooks.cpp / Memory.cpp.
@@ -374,19 +372,19 @@ llvm::orc::SymbolMap hookSymbols(llvm::orc::MangleAndInterner interner) {
 #define KVEMU_NV(name)                                                         \
   add(map, interner, "__nv_" #name "f", &kvemu_##name##f);                     \
   add(map, interner, "__nv_" #name, &kvemu_##name);
-  // clang-format off
-  KVEMU_NV(exp) KVEMU_NV(exp2) KVEMU_NV(log) KVEMU_NV(log2) KVEMU_NV(sqrt)
-  KVEMU_NV(rsqrt) KVEMU_NV(tanh) KVEMU_NV(sin) KVEMU_NV(cos) KVEMU_NV(fabs)
-  KVEMU_NV(floor) KVEMU_NV(ceil) KVEMU_NV(erf) KVEMU_NV(expm1) KVEMU_NV(log1p)
-  KVEMU_NV(pow)
-  // clang-format on
+  KVEMU_NV(sqrt) KVEMU_NV(rsqrt) KVEMU_NV(fabs) KVEMU_NV(floor) KVEMU_NV(ceil)
 #undef KVEMU_NV
-                  add(map, interner, "__nv_fmaxf", &kvemu_fmaxf);
+  add(map, interner, "__nv_fmaxf", &kvemu_fmaxf);
+  add(map, interner, "__nv_fminf", &kvemu_fminf);
+  // __nv_expf, __nv_erf, ...: exp, exp2, expm1, log, log2, log1p, sin, cos,
+  // tanh, erf, pow in both precisions.
+  math::addSymbols(map, interner, "__nv_");
+  // The math intrinsics the instrumentation turns into calls.
+  math::addSymbols(map, interner, kabi::kMathPrefix);
   // gpu.printf and assertions in kernels (convert-gpu-to-nvvm lowers them
   // to CUDA's device-side vprintf and __assertfail).
   add(map, interner, "vprintf", &kvemu_vprintf);
   add(map, interner, "__assertfail", &kvemu_assertfail);
-  add(map, interner, "__nv_fminf", &kvemu_fminf);
   return map;
 }
 

@@ -15,6 +15,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -349,15 +350,21 @@ namespace {
 /// so that a kernel that overflows its stack faults instead of silently
 /// overwriting its neighbour's. The fault is reported by a SIGSEGV handler.
 struct StackPool {
-  static constexpr size_t kGuard = 64 * 1024;
+  /// mprotect works in pages, whose size is the host's (4 KiB on x86-64,
+  /// 4, 16 or 64 KiB on AArch64): stacks and guards are whole pages.
+  static size_t pageBytes() {
+    static const size_t bytes = size_t(sysconf(_SC_PAGESIZE));
+    return bytes;
+  }
+  static size_t guardBytes() { return llvm::alignTo(64 * 1024, pageBytes()); }
   char *base = nullptr;
   size_t count = 0, stackBytes = 0, mapped = 0;
 
-  size_t stride() const { return kGuard + stackBytes; }
-  char *stackLo(size_t i) const { return base + i * stride() + kGuard; }
+  size_t stride() const { return guardBytes() + stackBytes; }
+  char *stackLo(size_t i) const { return base + i * stride() + guardBytes(); }
 
   bool reserve(size_t n, size_t bytes) {
-    bytes = llvm::alignTo(bytes, 4096);
+    bytes = llvm::alignTo(bytes, pageBytes());
     if (base && n <= count && bytes == stackBytes)
       return true;
     if (base)
@@ -381,7 +388,7 @@ struct StackPool {
     if (!base || addr < uintptr_t(base) || addr >= uintptr_t(base) + mapped)
       return -1;
     size_t offset = addr - uintptr_t(base);
-    return offset % stride() < kGuard ? long(offset / stride()) : -1;
+    return offset % stride() < guardBytes() ? long(offset / stride()) : -1;
   }
 };
 StackPool stackPool;
@@ -469,7 +476,13 @@ llvm::LogicalResult kvir::emu::runLaunch(const KernelHandle &kernel, Dim3 grid,
                       "': invalid launch configuration: " + invalid);
     return llvm::failure();
   }
-  if (sharedBytes + kSharedArenaOffset > kSharedWindow || !sharedWindowBase()) {
+  if (!sharedWindowBase()) {
+    reports.push_back("kvir-emu: cannot map the emulator's " +
+                      std::to_string(kSharedWindow >> 20) +
+                      " MiB shared-memory window: " + std::strerror(errno));
+    return llvm::failure();
+  }
+  if (sharedBytes + kSharedArenaOffset > kSharedWindow) {
     reports.push_back("kvir-emu: kernel '" + kernel.name +
                       "': " + std::to_string(sharedBytes) +
                       " bytes of shared memory exceed the emulator's window");
@@ -478,7 +491,9 @@ llvm::LogicalResult kvir::emu::runLaunch(const KernelHandle &kernel, Dim3 grid,
   // Only the pages a fiber touches get committed.
   if (!stackPool.reserve(numThreads, stackBytes)) {
     reports.push_back("kvir-emu: kernel '" + kernel.name +
-                      "': cannot map fiber stacks");
+                      "': cannot map " + std::to_string(numThreads) + " fiber "
+                      "stacks of " + std::to_string(stackBytes) +
+                      " bytes: " + std::strerror(errno));
     return llvm::failure();
   }
   installSegvHandler();

@@ -34,6 +34,16 @@ struct InstrumentedModule {
 mlir::FailureOr<InstrumentedModule>
 instrumentKernelModule(mlir::ModuleOp module);
 
+/// Makes an instrumented kernel module compute the same bits on every host
+/// CPU (docs/Emulator.md, "The same results on every host"): runs
+/// llvm-host-independent-float, turns the math intrinsics whose host code
+/// would call the host's libm (exp, exp2, log, log2, sin, cos, tanh, pow)
+/// into calls of the emulator's own (lib/Emulator/HostMath.h), and fails,
+/// naming the op, on one it has none for and on calls of external functions
+/// other than the emulator's runtime, libdevice, vprintf and __assertfail
+/// (which a GPU kernel could not call either).
+mlir::LogicalResult makeHostIndependent(mlir::ModuleOp module);
+
 } // namespace kvir::emu
 
 #endif // KVIR_EMULATOR_INSTRUMENT_H

@@ -33,6 +33,10 @@ constexpr const char *kTrap = "__kvemu_trap";                 // void(u32 site)
 // most negative dividend): PTX gives an unspecified value; the emulator
 // reports the kernel. `fault`: 0 none, 1 division by zero, 2 overflow.
 constexpr const char *kDivide = "__kvemu_divide";             // void(u32 fault, u32 site)
+// Math functions that compute the same bits on every host, by C name:
+// "__kvemu_math_exp2f" is float(float), "__kvemu_math_pow" double(double,
+// double) (lib/Emulator/HostMath.h lists them).
+constexpr const char *kMathPrefix = "__kvemu_math_";
 
 /// __kvemu_sreg selectors.
 enum Sreg : uint32_t {
