@@ -72,7 +72,36 @@ DoubleDouble divide(DoubleDouble a, double b) {
   return fastTwoSum(q, r / b);
 }
 
-/// tanh(x) = expm1(2|x|) / (expm1(2|x|) + 2), signed; about 1.5 ulp.
+DoubleDouble divide(DoubleDouble a, DoubleDouble b) {
+  double q = a.hi / b.hi;
+  DoubleDouble qb = multiply(b, {q, 0.0});
+  DoubleDouble r = add(a, {-qb.hi, -qb.lo});
+  return fastTwoSum(q, r.hi / b.hi);
+}
+
+DoubleDouble scale(DoubleDouble a, int exponent) {
+  return {std::ldexp(a.hi, exponent), std::ldexp(a.lo, exponent)};
+}
+
+/// e^(-a) for 0 <= a < 700 in double-double: a = k ln 2 + r, |r| <= ln 2 / 2,
+/// e^(-r) by its Taylor series (30 terms: below 2^-110).
+DoubleDouble expNegative(DoubleDouble a) {
+  const DoubleDouble ln2 = {0x1.62e42fefa39efp-1, 0x1.abc9e3b39803fp-56};
+  double k = std::nearbyint(a.hi / ln2.hi);
+  DoubleDouble kLn2 = twoProduct(ln2.hi, k);
+  kLn2 = fastTwoSum(kLn2.hi, kLn2.lo + k * ln2.lo);
+  DoubleDouble r = add(a, {-kLn2.hi, -kLn2.lo});
+  DoubleDouble minusR = {-r.hi, -r.lo};
+  DoubleDouble term = {1.0, 0.0}, sum = term;
+  for (int n = 1; n <= 30; ++n) {
+    term = divide(multiply(term, minusR), double(n));
+    sum = add(sum, term);
+  }
+  return scale(sum, -int(k));
+}
+
+/// tanh|x| = (1 - e^(-2|x|)) / (1 + e^(-2|x|)) in double-double, signed:
+/// only the final rounding is left.
 double tanhDouble(double x) {
   double a = std::fabs(x);
   if (a != a)
@@ -81,13 +110,14 @@ double tanhDouble(double x) {
     return std::copysign(1.0, x);
   if (a < 0x1p-28) // tanh x = x - x^3/3 + ...: x rounds the same
     return x;
-  double t = __kvir_libc_expm1(2.0 * a);
-  return std::copysign(t / (t + 2.0), x);
+  DoubleDouble e = expNegative({2.0 * a, 0.0});
+  DoubleDouble r = divide(add({1.0, 0.0}, {-e.hi, -e.lo}), add({1.0, 0.0}, e));
+  return std::copysign(r.hi + r.lo, x);
 }
 
 /// erf(x) = 2/sqrt(pi) e^(-x^2) sum_n 2^n x^(2n+1) / (1 3 ... (2n+1)): a
-/// series of positive terms, summed in double-double, with e^(-x^2) from a
-/// correctly rounded exp and x^2 exact; within about 1 ulp.
+/// series of positive terms, everything in double-double (x^2 exact), so
+/// only the final rounding is left: within about half an ulp.
 double erfDouble(double x) {
   double a = std::fabs(x);
   if (a != a)
@@ -101,9 +131,7 @@ double erfDouble(double x) {
     term = divide(multiply(term, twiceSquare), 2.0 * n + 3.0);
     sum = add(sum, term);
   }
-  // e^(-hi - lo) = e^(-hi) (1 - lo + ...), |lo| < 2^-50.
-  double e = __kvir_libc_exp(-square.hi);
-  DoubleDouble damping = fastTwoSum(e, -e * square.lo);
+  DoubleDouble damping = expNegative(square);
   const DoubleDouble twoOverSqrtPi = {0x1.20dd750429b6dp+0,
                                       0x1.1ae3a914fed80p-56};
   DoubleDouble r = multiply(multiply(sum, damping), twoOverSqrtPi);

@@ -7,8 +7,8 @@
 // (llvm-libc, libllvmlibc-22-dev), correctly rounded, so no host's libm,
 // with its CPU-dependent variants (glibc selects FMA versions at run time),
 // is ever called; tanh and erf in double, which llvm-libc 22 lacks, are
-// kvir's own from correctly rounded parts and exact double-double
-// arithmetic (kvir is compiled without floating-point contraction).
+// kvir's own in double-double arithmetic, rounded once (kvir is compiled
+// without floating-point contraction, so Dekker's products stay exact).
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVIR_LIB_EMULATOR_HOSTMATH_H

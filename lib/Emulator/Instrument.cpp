@@ -560,8 +560,9 @@ LogicalResult Instrumenter::rewriteNvvm(Operation *op) {
 }
 
 /// NVVM approximation intrinsics called by name (llvm.call_intrinsic) run
-/// as the host's exact functions: the emulator may be more precise than the
-/// GPU, never less.
+/// as exact functions (LLVM math intrinsics, which makeHostIndependent
+/// makes correctly rounded calls): the emulator may be more precise than
+/// the GPU, never less.
 LogicalResult Instrumenter::rewriteNvvmIntrinsics() {
   SmallVector<LLVM::CallIntrinsicOp> calls;
   module.walk([&](LLVM::CallIntrinsicOp op) {
@@ -591,11 +592,11 @@ LogicalResult Instrumenter::rewriteNvvmIntrinsics() {
 }
 
 /// NVVM intrinsics kernels call by name (llvm.call_intrinsic), e.g. the
-/// ex2.approx / lg2.approx kvir's attention kernels use. The host computes
-/// them with the corresponding LLVM intrinsics, i.e. correctly rounded or
-/// within libm's error, where PTX's .approx forms differ by a few ulp (PTX
-/// ISA, "Floating Point Instructions: ex2": about 2 ulp for ex2.approx.f32):
-/// results agree with a GPU to about that, not bit for bit.
+/// ex2.approx / lg2.approx kvir's attention kernels use. They become the
+/// corresponding LLVM intrinsics, which makeHostIndependent turns into
+/// correctly rounded functions, where PTX's .approx forms differ by a few
+/// ulp (PTX ISA, "Floating Point Instructions: ex2": about 2 ulp for
+/// ex2.approx.f32): results agree with a GPU to about that, not bit for bit.
 LogicalResult Instrumenter::rewriteIntrinsic(LLVM::CallIntrinsicOp op) {
   StringRef name = op.getIntrin();
   name.consume_front("llvm.nvvm.");
