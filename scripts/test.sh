@@ -3,8 +3,10 @@
 # integration, emulator kernels), the gtests (kv-to-loops and the GPU
 # kernels in the emulator against an independent double-precision reference,
 # seeded random sweeps among them; the emulator against PTX models), the
-# Python package's pytest suite, an install + find_package(KVIR) consumer,
-# the installed Python package, the C and C++ example engines against the
+# Python package's pytest suite, the same emulated results on a baseline
+# x86-64 CPU (scripts/host-independence.sh), an install +
+# find_package(KVIR) consumer, the installed Python package, the C and C++
+# example engines against the
 # installed kvir, the demo, and scripts/sanitize.sh
 # (the suites under ASan + UBSan, then scripts/fuzz.sh).
 # Exits non-zero on any failure and ends with a one-line summary.
@@ -60,6 +62,19 @@ rc=${PIPESTATUS[0]}
 read -r py_pass py_fail < <(pytest_counts "$log" "$rc")
 report python "$py_pass" "$py_fail"
 unset KVIR_CAPI_LIBRARY KVIR_RUNTIME_LIBRARY
+
+# The same bits on every host CPU: the golden records, then the suites once
+# more on baseline x86-64 (scripts/host-independence.sh, docs/Emulator.md).
+log="$BUILD/host-independence.log"
+scripts/host-independence.sh 2>&1 | tee "$log" | grep -vE "^== "
+h_pass=$(sed -n 's/^host-independence: \([0-9]*\) passed, \([0-9]*\) failed/\1/p' "$log")
+h_fail=$(sed -n 's/^host-independence: \([0-9]*\) passed, \([0-9]*\) failed/\2/p' "$log")
+if [ -z "$h_pass" ]; then
+  tail -n 30 "$log"
+  h_pass=0
+  h_fail=1
+fi
+report host-independence "$h_pass" "$h_fail"
 
 # Install, then build and run a consumer through find_package(KVIR).
 install_ok=0

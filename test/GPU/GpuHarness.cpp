@@ -1,6 +1,7 @@
 //===- GpuHarness.cpp - kv functions as emulated GPU kernels --------------===//
 #include "GpuHarness.h"
 #include "CaseDump.h"
+#include "Golden.h"
 #include "kvir/Runtime/WorkSchedule.h"
 
 #include "kvir/Pipelines/Pipelines.h"
@@ -10,8 +11,8 @@
 #include "kvir/Registration/InitAll.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "kvir/Target/Host/JitTarget.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -114,12 +115,10 @@ GpuKernel::compile(const std::string &source, const std::string &funcName,
     return fail("lowering the host code for the emulator failed");
 
   mlir::ExecutionEngineOptions options;
-  // The host code only allocates and launches: no need to optimize it.
-  auto transformer = mlir::makeOptimizingTransformer(0, 0, nullptr);
-  options.transformer = transformer;
-  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::None;
   options.enablePerfNotificationListener = false;
-  auto engine = mlir::ExecutionEngine::create(*module, options);
+  // The host code only allocates and launches: no need to optimize it.
+  auto engine = kvir::target::createJitEngine(
+      *module, /*irOptLevel=*/0, llvm::CodeGenOptLevel::None, options);
   if (!engine) {
     diagStream << llvm::toString(engine.takeError());
     return fail("ExecutionEngine creation failed");
@@ -234,6 +233,9 @@ std::string RunResult::describeLaunches() const {
   emu.options().exitOnError = false;
   emu.options().recordLaunches = caseDumpEnabled();
   emu.clearResults();
+  std::vector<std::string> argumentsBefore;
+  if (golden::enabled())
+    argumentsBefore = golden::describeArguments(src);
   llvm::Error err = (*kernel)->call(src.args());
   if (!err && caseDumpEnabled())
     dumpCase(src, chip, graphMaxBatch);
@@ -241,6 +243,8 @@ std::string RunResult::describeLaunches() const {
   result.launches = emu.getLaunchStats();
   result.reports = emu.getReports();
   emu.clearResults();
+  if (!err && golden::enabled())
+    golden::recordCall(src, argumentsBefore, outputs, result);
   if (err)
     return ::testing::AssertionFailure()
            << "call failed: " << llvm::toString(std::move(err)) << "\n"

@@ -1,4 +1,5 @@
 // RUN: kvir-runner %S/../../../examples/decode.mlir -e main --entry-point-result=void --shared-libs=%mlir_runner_libs --emu-stats 2> %t.stats | /usr/bin/python3 %S/../../../examples/decode_reference.py | FileCheck %s
+// RUN: sed 's/f16/bf16/g' %S/../../../examples/decode.mlir | kvir-runner - -e main --entry-point-result=void --shared-libs=%mlir_runner_libs | %python %S/../../../examples/decode_reference.py --dtype bf16 | FileCheck %s --check-prefix=BF16
 // RUN: FileCheck %s --check-prefix=STATS --input-file=%t.stats
 
 // examples/decode.mlir (FlashInfer-shaped: Hq 32 over Hkv 8, head_dim 128,
@@ -10,6 +11,10 @@
 
 // CHECK: max relative error of out vs float64 numpy: {{.*}} (tolerance 2e-3)
 // CHECK: max absolute error of lse vs float64 numpy: {{.*}} (tolerance 1e-3)
+
+// The same with bf16 KV, queries and output.
+// BF16: max relative error of out vs float64 numpy: {{.*}} (tolerance 1.6e-2)
+// BF16: max absolute error of lse vs float64 numpy: {{.*}} (tolerance 1e-3)
 
 // Batch 4 over 8 KV heads on sm_90a (the runner's default chip): the work
 // schedule cuts the 300-key request into 2 chunks (at least 64 x 4 = 256
