@@ -50,6 +50,9 @@ static LogicalResult callHostMath(Operation *op, StringRef name,
     return op->emitError("the emulator's ") << symbol << " is declared "
                                                "with another type";
   auto vector = dyn_cast<VectorType>(type);
+  if (vector && vector.isScalable())
+    return op->emitError("the emulator cannot execute '")
+           << op->getName() << "' on a scalable vector";
   if (!vector) {
     Value r = LLVM::CallOp::create(b, loc, *fn, op->getOperands()).getResult();
     op->getResult(0).replaceAllUsesWith(r);

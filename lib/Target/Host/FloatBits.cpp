@@ -26,8 +26,12 @@ unsigned FloatBits::widthOf(Value v) {
 }
 
 Value FloatBits::intConstant(unsigned width, uint64_t value) {
-  Type element = builder.getIntegerType(width);
-  Attribute attr = IntegerAttr::get(element, APInt(width, value));
+  return intConstant(APInt(width, value));
+}
+
+Value FloatBits::intConstant(const APInt &value) {
+  Type element = builder.getIntegerType(value.getBitWidth());
+  Attribute attr = IntegerAttr::get(element, value);
   Type type = shaped(element);
   if (auto vector = dyn_cast<VectorType>(type))
     attr = DenseElementsAttr::get(vector, attr);

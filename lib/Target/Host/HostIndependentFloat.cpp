@@ -29,6 +29,12 @@ bool hasNarrowOperand(Operation *op) {
   return llvm::any_of(op->getOperandTypes(), isNarrowFloat);
 }
 
+/// Scalable vectors have no element count to unroll reductions over.
+bool isScalable(Value v) {
+  auto vector = dyn_cast<VectorType>(v.getType());
+  return vector && vector.isScalable();
+}
+
 /// fpext from f16 / bf16.
 struct ExpandNarrowExtend : OpRewritePattern<LLVM::FPExtOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -216,7 +222,7 @@ struct NarrowReduction : RewritePattern {
     if (!isa<LLVM::vector_reduce_fadd, LLVM::vector_reduce_fmul,
              LLVM::vector_reduce_fmax, LLVM::vector_reduce_fmin,
              LLVM::vector_reduce_fmaximum, LLVM::vector_reduce_fminimum>(op) ||
-        !hasNarrowOperand(op))
+        !hasNarrowOperand(op) || isScalable(op->getOperands().back()))
       return failure();
     Location loc = op->getLoc();
     Value start, vector = op->getOperands().back();
@@ -304,10 +310,8 @@ Value saturatingToInt(OpBuilder &b, Location loc, Operation *op) {
                 .getResult();
   Value isNan = LLVM::FCmpOp::create(b, loc, FCmpPredicate::uno, x, x);
   Value value = LLVM::SelectOp::create(
-      b, loc, tooHigh, bits.intConstant(width, maxInt.getZExtValue()),
-      LLVM::SelectOp::create(b, loc, tooLow,
-                             bits.intConstant(width, minInt.getZExtValue()),
-                             raw));
+      b, loc, tooHigh, bits.intConstant(maxInt),
+      LLVM::SelectOp::create(b, loc, tooLow, bits.intConstant(minInt), raw));
   return LLVM::SelectOp::create(b, loc, isNan, bits.intConstant(width, 0),
                                 value);
 }
@@ -322,6 +326,9 @@ void pinBackendChoices(Operation *root) {
         op->setAttr(fmf.getFastmathAttrName(),
                     LLVM::FastmathFlagsAttr::get(op->getContext(),
                                                  LLVM::FastmathFlags::none));
+    if (isa<LLVM::vector_reduce_fmax, LLVM::vector_reduce_fmin>(op) &&
+        isScalable(op->getOperand(0)))
+      return;
     if (isa<LLVM::FMulAddOp, LLVM::MaxNumOp, LLVM::MinNumOp,
             LLVM::vector_reduce_fmax, LLVM::vector_reduce_fmin,
             LLVM::FPToSIOp, LLVM::FPToUIOp>(op))

@@ -75,9 +75,32 @@ static LogicalResult checkCastable(Operation *at, Type type) {
                     "aggregate argument or result is not supported";
 }
 
+/// Fails at the first value whose type holds a narrow float where no bits
+/// type can replace it (inside an identified struct).
+static LogicalResult checkRetypable(LLVM::LLVMFuncOp fn) {
+  WalkResult result = fn.walk([](Operation *op) {
+    auto bad = [](Type t) { return !toBits(t); };
+    if (llvm::any_of(op->getResultTypes(), bad) ||
+        llvm::any_of(op->getOperandTypes(), bad)) {
+      op->emitError("llvm-host-independent-float: f16/bf16 inside an "
+                    "identified struct is not supported");
+      return WalkResult::interrupt();
+    }
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        if (llvm::any_of(block.getArgumentTypes(), bad)) {
+          op->emitError("llvm-host-independent-float: f16/bf16 inside an "
+                        "identified struct is not supported");
+          return WalkResult::interrupt();
+        }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
 LogicalResult kvir::target::host::carryNarrowFloatsAsBits(LLVM::LLVMFuncOp fn) {
-  if (fn.isExternal())
-    return success();
+  if (fn.isExternal() || failed(checkRetypable(fn)))
+    return failure(!fn.isExternal());
   OpBuilder b(fn.getContext());
   // Boundaries keep their types: arguments and call results are cast to
   // bits where they appear, call operands and returned values back.

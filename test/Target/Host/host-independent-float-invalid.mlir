@@ -26,3 +26,22 @@ llvm.func @aggregate(%p: !llvm.ptr) {
   llvm.call @take(%s) : (!llvm.struct<(bf16, i32)>) -> ()
   llvm.return
 }
+
+// -----
+
+// An identified struct holding bf16 cannot be rewritten to bits.
+llvm.func @identified(%p: !llvm.ptr) {
+  // expected-error @+1 {{f16/bf16 inside an identified struct is not supported}}
+  %s = llvm.load %p : !llvm.ptr -> !llvm.struct<"pair", (bf16, i32)>
+  llvm.store %s, %p : !llvm.struct<"pair", (bf16, i32)>, !llvm.ptr
+  llvm.return
+}
+
+// -----
+
+// A reduction over a scalable vector of bf16 cannot be unrolled.
+llvm.func @scalable(%v: vector<[4]xbf16>, %s: bf16) -> bf16 {
+  // expected-error @+1 {{'llvm.intr.vector.reduce.fadd' on f16/bf16 values would compile to code that depends on the host CPU}}
+  %r = "llvm.intr.vector.reduce.fadd"(%s, %v) : (bf16, vector<[4]xbf16>) -> bf16
+  llvm.return %r : bf16
+}

@@ -184,3 +184,14 @@ llvm.func @array_constant(%p: !llvm.ptr) {
   llvm.store %e, %p : vector<2xf16>, !llvm.ptr
   llvm.return
 }
+
+// -----
+
+// Saturation for any width: i128 gets its own limits.
+// CHECK-LABEL: llvm.func @to_i128
+// CHECK: llvm.fptosi %{{.*}} : f32 to i128
+// CHECK: llvm.mlir.constant(170141183460469231731687303715884105727 : i128)
+llvm.func @to_i128(%x: f32) -> i128 {
+  %r = llvm.fptosi %x : f32 to i128
+  llvm.return %r : i128
+}

@@ -42,6 +42,7 @@ public:
   /// `element` with the shape of `like`.
   mlir::Type shaped(mlir::Type element) const;
   mlir::Value intConstant(unsigned width, uint64_t value);
+  mlir::Value intConstant(const llvm::APInt &value);
   mlir::Value floatConstant(mlir::Type element, double value);
 
   /// f16 / bf16 -> f32 (exact; a signaling NaN becomes quiet).
