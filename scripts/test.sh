@@ -67,13 +67,8 @@ unset KVIR_CAPI_LIBRARY KVIR_RUNTIME_LIBRARY
 # more on baseline x86-64 (scripts/host-independence.sh, docs/Emulator.md).
 log="$BUILD/host-independence.log"
 scripts/host-independence.sh 2>&1 | tee "$log" | grep -vE "^== "
-h_pass=$(sed -n 's/^host-independence: \([0-9]*\) passed, \([0-9]*\) failed/\1/p' "$log")
-h_fail=$(sed -n 's/^host-independence: \([0-9]*\) passed, \([0-9]*\) failed/\2/p' "$log")
-if [ -z "$h_pass" ]; then
-  tail -n 30 "$log"
-  h_pass=0
-  h_fail=1
-fi
+read -r h_pass h_fail < <(summary_counts "$log" host-independence)
+grep -q "^host-independence: " "$log" || tail -n 30 "$log"
 report host-independence "$h_pass" "$h_fail"
 
 # Install, then build and run a consumer through find_package(KVIR).
@@ -141,13 +136,8 @@ report demo "$demo_ok" $((1 - demo_ok))
 if [ "${KVIR_SKIP_SANITIZE:-0}" != 1 ]; then
   log="$BUILD/sanitize.log"
   scripts/sanitize.sh 2>&1 | tee "$log" | grep -E "^(==|kvir-fuzz|fuzz)"
-  s_pass=$(sed -n 's/^sanitizers: \([0-9]*\) passed, \([0-9]*\) failed/\1/p' "$log")
-  s_fail=$(sed -n 's/^sanitizers: \([0-9]*\) passed, \([0-9]*\) failed/\2/p' "$log")
-  if [ -z "$s_pass" ]; then
-    tail -n 40 "$log"
-    s_pass=0
-    s_fail=1
-  fi
+  read -r s_pass s_fail < <(summary_counts "$log" sanitizers)
+  grep -q "^sanitizers: " "$log" || tail -n 40 "$log"
   report sanitizers "$s_pass" "$s_fail"
 fi
 

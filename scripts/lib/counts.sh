@@ -25,6 +25,20 @@ gtest_counts() {
   echo "$pass $fail"
 }
 
+# summary_counts LOG NAME: "PASSED FAILED" of a script that ends with
+# "NAME: N passed, M failed" (scripts/sanitize.sh, host-independence.sh);
+# no such line counts as one failure.
+summary_counts() {
+  local log=$1 name=$2 pass fail
+  pass=$(sed -n "s/^$name: \([0-9]*\) passed, \([0-9]*\) failed/\1/p" "$log")
+  fail=$(sed -n "s/^$name: \([0-9]*\) passed, \([0-9]*\) failed/\2/p" "$log")
+  if [ -z "$pass" ]; then
+    pass=0
+    fail=1
+  fi
+  echo "$pass $fail"
+}
+
 # lit_counts LOG: "PASSED FAILED" of a `lit -sv` log (unsupported tests count
 # as passed; a run with no result counts as a failure).
 lit_counts() {
