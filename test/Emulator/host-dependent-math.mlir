@@ -1,11 +1,14 @@
 // RUN: not kvir-runner %s -e main --entry-point-result=void \
 // RUN:   --shared-libs=%mlir_runner_libs 2>&1 | FileCheck %s
+// RUN: not kvir-opt %s --kv-to-ptx 2>&1 | FileCheck %s
 
-// The emulator computes the same bits on every host CPU (docs/Emulator.md).
-// A math function it has no host-independent version of, which the host
-// JIT would turn into a call of the host's libm, is rejected at the op.
+// An LLVM math intrinsic PTX has no instruction for (here tan, which would
+// be a libm call) is rejected at the op by the kernel pipeline, for the
+// emulator and for PTX alike: LLVM's NVPTX backend would end the process,
+// and the emulator would have to call the host's libm, whose results
+// differ from CPU to CPU (docs/Emulator.md).
 
-// CHECK: host-dependent-math.mlir":[[@LINE+8]]:{{[0-9]+}}): error: the emulator has no host-independent 'llvm.intr.tan'
+// CHECK: host-dependent-math.mlir{{"?}}:[[@LINE+8]]:{{[0-9]+}}{{\)?}}: error: 'llvm.intr.tan' op cannot be compiled for the GPU: PTX has no instruction for it
 // CHECK-NOT: Stack dump
 
 module attributes {gpu.container_module} {

@@ -122,6 +122,68 @@ struct ExpandKernelMath
       signalPassFailure();
   }
 };
+/// Why LLVM's NVPTX backend cannot compile `op`, or "" when it can. The
+/// backend reports such an op by exiting the process (LLVMContext::emitError
+/// without a handler, from inside gpu-module-to-binary), so kernels are
+/// checked before: LLVM math intrinsics PTX has no instruction for (they
+/// would be libm calls; kvir's kernels call no libdevice), the .approx ones
+/// without `afn` or for types PTX lacks, and conversions between floats and
+/// integers wider than 64 bits. (Found with llc-22 for sm_80 and sm_90.)
+std::string whyNotLowerableToPtx(Operation *op) {
+  Type type = op->getNumResults() ? op->getResult(0).getType() : Type();
+  Type element = type ? getElementTypeOrSelf(type) : Type();
+  auto approx = [&]() {
+    auto fmf = dyn_cast<LLVM::FastmathFlagsInterface>(op);
+    return fmf && fmf.getFastmathAttr() &&
+           LLVM::bitEnumContainsAll(fmf.getFastmathAttr().getValue(),
+                                    LLVM::FastmathFlags::afn);
+  };
+  if (isa<LLVM::ExpOp, LLVM::Exp10Op, LLVM::LogOp, LLVM::Log2Op,
+          LLVM::Log10Op, LLVM::TanOp, LLVM::SinhOp, LLVM::CoshOp,
+          LLVM::ASinOp, LLVM::ACosOp, LLVM::ATanOp, LLVM::ATan2Op,
+          LLVM::PowOp>(op))
+    return "PTX has no instruction for it (use the math dialect op, which "
+           "kvir expands, or an NVVM .approx intrinsic)";
+  if (isa<LLVM::Exp2Op>(op) && element &&
+      !isa<Float32Type, Float16Type, BFloat16Type>(element))
+    return "PTX's ex2 takes f32, f16 and bf16 only";
+  if (isa<LLVM::SinOp, LLVM::CosOp, LLVM::SincosOp>(op) &&
+      (!approx() || !isa<Float32Type, Float16Type>(element)))
+    return "PTX computes it only approximately (sin.approx / cos.approx, "
+           "f32 and f16): mark it `afn`";
+  if (isa<LLVM::TanhOp>(op) && (!approx() || !element.isF32()))
+    return "PTX computes it only approximately (tanh.approx.f32): mark it "
+           "`afn`";
+  if (isa<LLVM::FPToSIOp, LLVM::FPToUIOp, LLVM::SIToFPOp, LLVM::UIToFPOp>(
+          op)) {
+    for (Type t : {op->getOperand(0).getType(), type})
+      if (auto integer = dyn_cast<IntegerType>(getElementTypeOrSelf(t));
+          integer && integer.getWidth() > 64)
+        return "PTX converts between floats and integers of up to 64 bits";
+  }
+  return "";
+}
+
+/// Fails, at the op and saying why, on an op of the kernels that LLVM's
+/// NVPTX backend cannot compile (whyNotLowerableToPtx): an error instead of
+/// the backend ending the process, in kv-to-ptx and the emulator alike (a
+/// kernel the emulator runs must compile to PTX).
+struct CheckPtxLowerable
+    : PassWrapper<CheckPtxLowerable, OperationPass<gpu::GPUModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckPtxLowerable)
+  StringRef getArgument() const override { return "kvir-check-ptx-lowerable"; }
+  void runOnOperation() override {
+    WalkResult result = getOperation()->walk([](Operation *op) {
+      std::string why = whyNotLowerableToPtx(op);
+      if (why.empty())
+        return WalkResult::advance();
+      op->emitOpError() << "cannot be compiled for the GPU: " << why;
+      return WalkResult::interrupt();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+};
 } // namespace
 
 void kvir::target::addLoopLoweringPasses(OpPassManager &pm) {
@@ -152,6 +214,7 @@ void kvir::target::buildGpuKernelLoweringPipeline(OpPassManager &modulePm) {
   kernels.addPass(createUBToLLVMConversionPass());
   kernels.addPass(createReconcileUnrealizedCastsPass());
   kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(std::make_unique<CheckPtxLowerable>());
 }
 
 void kvir::target::addNVVMTarget(OpPassManager &modulePm,
