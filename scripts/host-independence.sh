@@ -27,12 +27,10 @@ export KVIR_GOLDEN_DIR="$ROOT/test/GPU/golden"
 
 # gtest_run NAME BINARY [ARGS...]: one gtest run, reported as NAME.
 gtest_run() {
-  local name=$1 bin=$2 log="$BUILD/host-independence-$1.log" rc
+  local name=$1 bin=$2 log="$BUILD/host-independence-$1.log"
   shift 2
-  "$BUILD/bin/$bin" --gtest_brief=1 "$@" > "$log" 2>&1
-  rc=$?
+  read -r p f < <(gtest_sharded "$log" "$BUILD/bin/$bin" "$@")
   grep -E "^\[  FAILED|Failure|golden record" "$log" | head -n 20
-  read -r p f < <(gtest_counts "$log" "$rc")
   report "$name" "$p" "$f"
 }
 

@@ -23,9 +23,7 @@ export UBSAN_OPTIONS="print_stacktrace=1"
 source "$ROOT/scripts/lib/counts.sh"
 for suite in kvir-unit-tests kvir-emulator-tests; do
   log="$BUILD/$suite.log"
-  "$BUILD/bin/$suite" --gtest_brief=1 > "$log" 2>&1
-  rc=$?
-  read -r g_pass g_fail < <(gtest_counts "$log" "$rc")
+  read -r g_pass g_fail < <(gtest_sharded "$log" "$BUILD/bin/$suite")
   [ "$g_fail" -ne 0 ] && tail -n 40 "$log"
   report "$suite (sanitized)" "$g_pass" "$g_fail"
 done

@@ -25,6 +25,39 @@ gtest_counts() {
   echo "$pass $fail"
 }
 
+# gtest_sharded LOG BINARY [ARGS...]: runs a gtest binary as one shard per
+# core (GTEST_TOTAL_SHARDS; the tests are independent processes' worth of
+# work, compile-bound, and share no files), each shard to LOG.N, all of them
+# then to LOG; prints "PASSED FAILED" summed over the shards.
+gtest_sharded() {
+  local log=$1 bin=$2 shards i p f rc pass=0 fail=0
+  shift 2
+  shards=${KVIR_TEST_SHARDS:-$(nproc)}
+  local pids=()
+  for ((i = 0; i < shards; i++)); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i \
+      "$bin" --gtest_brief=1 "$@" > "$log.$i" 2>&1 &
+    pids+=($!)
+  done
+  : > "$log"
+  for ((i = 0; i < shards; i++)); do
+    wait "${pids[$i]}"
+    rc=$?
+    # A filter can leave a shard nothing to run.
+    if [ "$rc" -eq 0 ] && grep -q '^\[==========\] 0 tests from' "$log.$i"; then
+      p=0 f=0
+    else
+      read -r p f < <(gtest_counts "$log.$i" "$rc")
+    fi
+    pass=$((pass + p))
+    fail=$((fail + f))
+    cat "$log.$i" >> "$log"
+    rm -f "$log.$i"
+  done
+  if [ "$pass" -eq 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
+  echo "$pass $fail"
+}
+
 # summary_counts LOG NAME: "PASSED FAILED" of a script that ends with
 # "NAME: N passed, M failed" (scripts/sanitize.sh, host-independence.sh);
 # no such line counts as one failure.
