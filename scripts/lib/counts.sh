@@ -19,7 +19,7 @@ gtest_counts() {
   local log=$1 rc=$2 pass fail
   pass=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
   pass=${pass:-0}
-  fail=$(grep -cE '^\[  FAILED  \] [A-Za-z_]' "$log")
+  fail=$(grep -cE '^\[  FAILED  \] [A-Za-z_]' "$log" || true)
   if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
   if [ "$pass" -eq 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
   echo "$pass $fail"

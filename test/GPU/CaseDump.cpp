@@ -3,7 +3,9 @@
 
 #include "kvir/Emulator/Emulator.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/xxhash.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -80,6 +82,24 @@ json::Object viewOf(const LastCase &c, const Tensor &t) {
 } // namespace
 
 bool kvir::test::gpu::caseDumpEnabled() { return dumpRoot() != nullptr; }
+
+void kvir::test::gpu::collectModule(const std::string &text,
+                                    const std::string &chip,
+                                    int64_t graphMaxBatch) {
+  const char *dir = std::getenv("KVIR_COLLECT_MODULES");
+  if (!dir)
+    return;
+  std::string header = "// kvir-gate: chip=" + chip +
+                       " graph-max-batch=" + std::to_string(graphMaxBatch) +
+                       "\n";
+  std::string contents = header + text;
+  std::string name =
+      llvm::utohexstr(llvm::xxh3_64bits(contents), /*LowerCase=*/true);
+  llvm::sys::fs::create_directories(dir);
+  std::string path = std::string(dir) + "/" + name + ".mlir";
+  if (!llvm::sys::fs::exists(path))
+    writeFile(path, contents.data(), contents.size());
+}
 
 void kvir::test::gpu::dumpCase(const KernelSource &src, const std::string &chip,
                                int64_t graphMaxBatch) {

@@ -28,6 +28,12 @@ bool caseDumpEnabled();
 /// `src` compiled for `chip`, with fixed grids for `graphMaxBatch` if > 0).
 void dumpCase(const KernelSource &src, const std::string &chip,
               int64_t graphMaxBatch);
+/// With KVIR_COLLECT_MODULES=<dir> set (scripts/ptx-gate.sh), writes the
+/// source runGpu compiles as <dir>/<digest>.mlir, its first line
+/// "// kvir-gate: chip=<chip> graph-max-batch=<n>": the inputs of the PTX
+/// gate, which compiles them before and after a change.
+void collectModule(const std::string &text, const std::string &chip,
+                   int64_t graphMaxBatch);
 /// Adds a reference check of `got` to the last case written.
 void dumpStateCheck(const StateBuffers &got, const ref::State &expected,
                     double outputTolerance, double lseTolerance);

@@ -225,6 +225,7 @@ std::string RunResult::describeLaunches() const {
   for (Tensor t : outputs)
     t.poison();
   std::string text = src.text();
+  collectModule(text, chip, graphMaxBatch);
   auto kernel =
       getGpuKernel(text, src.getName(), chip, mustLower, graphMaxBatch);
   if (!kernel)
