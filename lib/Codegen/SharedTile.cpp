@@ -8,26 +8,24 @@
 using namespace mlir;
 using namespace kvir::codegen;
 
-int64_t SharedTile::chunkElements() const {
+TileLayout SharedTile::layout() const {
   auto type = cast<MemRefType>(memref.getType());
-  return chunkBytes * 8 / type.getElementTypeBitWidth();
+  TileLayout layout;
+  layout.rows = rows;
+  layout.cols = cols;
+  layout.elementBits = type.getElementTypeBitWidth();
+  layout.stages = type.getRank() == 3 ? type.getDimSize(0) : 1;
+  layout.swizzle = swizzled ? Swizzle::XorChunks : Swizzle::None;
+  layout.chunkBytes = chunkBytes;
+  return layout;
 }
+
+int64_t SharedTile::chunkElements() const { return layout().chunkElements(); }
 
 /// The physical chunk of logical chunk `chunk` in `row`.
 static Value physicalChunk(ImplicitLocOpBuilder &b, const SharedTile &tile,
                            Value row, Value chunk) {
-  if (!tile.swizzled)
-    return chunk;
-  // Chunks permute within aligned groups of `span` that divide the row: a
-  // row of 10 or 12 chunks (head dim 80 or 96) swizzles in pairs or fours,
-  // never past its end.
-  int64_t chunks = tile.chunksPerRow();
-  int64_t span = std::min<int64_t>(8, chunks & -chunks);
-  if (span <= 1)
-    return chunk;
-  IRBuilder ir{b};
-  Value phase = arith::AndIOp::create(b, row, ir.idx(span - 1));
-  return arith::XOrIOp::create(b, chunk, phase);
+  return tile.layout().emitPhysicalChunk(b, row, chunk);
 }
 
 SmallVector<Value> SharedTile::chunkIndices(ImplicitLocOpBuilder &b,
@@ -62,7 +60,7 @@ SmallVector<Value> SharedTile::elementIndices(ImplicitLocOpBuilder &b,
 }
 
 bool SharedTile::hasLinearSwizzle() const {
-  return swizzled && chunksPerRow() % 8 == 0;
+  return swizzled && layout().xorSpan() == 8;
 }
 
 Value SharedTile::stageOffset(ImplicitLocOpBuilder &b, Value stage) const {
@@ -74,9 +72,9 @@ Value SharedTile::stageOffset(ImplicitLocOpBuilder &b, Value stage) const {
 
 Value SharedTile::laneOffset(ImplicitLocOpBuilder &b, Value row,
                              Value chunk) const {
+  assert(hasLinearSwizzle() && "lane offsets need whole groups of 8 chunks");
   IRBuilder ir{b};
-  Value phys = arith::XOrIOp::create(
-      b, chunk, arith::AndIOp::create(b, row, ir.idx(7)));
+  Value phys = physicalChunk(b, *this, row, chunk);
   return ir.add(ir.mul(row, ir.idx(cols)),
                 ir.mul(phys, ir.idx(chunkElements())));
 }

@@ -13,6 +13,8 @@
 #ifndef KVIR_CODEGEN_SHAREDTILE_H
 #define KVIR_CODEGEN_SHAREDTILE_H
 
+#include "kvir/Codegen/TileLayout.h"
+
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -27,6 +29,9 @@ struct SharedTile {
   /// rows than 16 bytes, such as an int8 cache's scales, take 4 or 8).
   int64_t chunkBytes = 16;
 
+  /// The tile's layout (xor-chunks when swizzled): every address below is
+  /// its.
+  TileLayout layout() const;
   /// Elements per chunk.
   int64_t chunkElements() const;
   int64_t chunksPerRow() const { return cols / chunkElements(); }

@@ -31,6 +31,11 @@
 //                    `test.scale`, `test.head_dim`): thread x writes the
 //                    cos and sin of pair x % (head_dim / 2) at position
 //                    positions[x / (head_dim / 2)]
+//   tile_layout      TileLayout (`test.swizzle`, `test.rows`, `test.cols`,
+//                    `test.stages`, `test.element_bits`): 128 threads
+//                    store each element's logical index (stage, row, col
+//                    in row-major order) in a shared tile at the layout's
+//                    address, then copy the tile's memory out as it lies
 //   tile_rotation    TileRotation (`test.style`, `test.rotary_dim`) of 128
 //                    threads: a [16, 64] f16 tile copied into shared
 //                    memory (swizzled), row r rotated to positions[r] in
@@ -45,6 +50,7 @@
 #include "kvir/Codegen/QueryTiles.h"
 #include "kvir/Codegen/Rope.h"
 #include "kvir/Codegen/SharedTile.h"
+#include "kvir/Codegen/TileLayout.h"
 #include "kvir/Codegen/WarpOps.h"
 #include "kvir/Dialect/KV/IR/KVOps.h"
 #include "kvir/Dialect/KV/Utils/Quantization.h"
@@ -411,6 +417,61 @@ void buildKernelFunc(gpu::GPUFuncOp stub) {
   KernelFunc::create(module, name + "_dynamic", args, {128, 1, 1}, big);
 }
 
+/// `body(builder, i)` for i = thread, thread + step, ... < end.
+void forStrided(ImplicitLocOpBuilder &b, Value thread, int64_t end,
+                int64_t step,
+                function_ref<void(ImplicitLocOpBuilder &, Value)> body) {
+  IRBuilder ir{b};
+  scf::ForOp::create(b, thread, ir.idx(end), ir.idx(step), ValueRange{},
+                     [&](OpBuilder &nb, Location l, Value i, ValueRange) {
+                       ImplicitLocOpBuilder lb(l, nb);
+                       body(lb, i);
+                       scf::YieldOp::create(lb);
+                     });
+}
+
+/// tile_layout: (out: memref<?xi32>) holding the shared tile's elements
+/// zero-extended, in memory order.
+void buildTileLayout(gpu::GPUFuncOp stub) {
+  TileLayout layout;
+  layout.rows = intAttr(stub, "test.rows", 8);
+  layout.cols = intAttr(stub, "test.cols", 64);
+  layout.stages = intAttr(stub, "test.stages", 1);
+  layout.elementBits = intAttr(stub, "test.element_bits", 16);
+  auto name = stub->getAttrOfType<StringAttr>("test.swizzle");
+  std::optional<Swizzle> swizzle =
+      symbolizeSwizzle(name ? name.getValue() : "none");
+  if (!swizzle)
+    return (void)stub.emitError("unknown test.swizzle");
+  layout.swizzle = *swizzle;
+  if (std::string why = layout.whyInvalid(); !why.empty())
+    return (void)stub.emitError(why);
+  Type elt = IntegerType::get(stub.getContext(), layout.elementBits);
+  int64_t total = layout.stages * layout.rows * layout.cols;
+  SharedMemoryLayout shared;
+  shared.add("tile", {total}, elt, layout.alignment());
+  KernelFunc kf = replaceKernel(stub, {128, 1, 1}, shared);
+  ImplicitLocOpBuilder b = kf.getBuilder();
+  Value tile = kf.getShared(0), out = kf.getArgument(0);
+  Value thread = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  forStrided(b, thread, total, 128, [&](ImplicitLocOpBuilder &lb, Value e) {
+    IRBuilder ir{lb};
+    Value stage = ir.divU(e, ir.idx(layout.rows * layout.cols));
+    Value row = ir.remU(ir.divU(e, ir.idx(layout.cols)), ir.idx(layout.rows));
+    Value col = ir.remU(e, ir.idx(layout.cols));
+    Value at = layout.emitElementOffset(lb, stage, row, col);
+    Value v = arith::IndexCastOp::create(lb, elt, e);
+    memref::StoreOp::create(lb, v, tile, at);
+  });
+  gpu::BarrierOp::create(b);
+  forStrided(b, thread, total, 128, [&](ImplicitLocOpBuilder &lb, Value i) {
+    Value v = memref::LoadOp::create(lb, tile, i);
+    if (layout.elementBits < 32)
+      v = arith::ExtUIOp::create(lb, lb.getI32Type(), v);
+    memref::StoreOp::create(lb, v, out, i);
+  });
+}
+
 /// query_tiles: (qo_indptr: memref<?xi32>, out: memref<?x5xi32>), one
 /// thread per block.
 void buildQueryTiles(gpu::GPUFuncOp stub) {
@@ -613,6 +674,8 @@ struct TestCodegenPass
         buildRope(kernel);
       else if (component == "fp8_decode")
         buildFp8Decode(kernel);
+      else if (component == "tile_layout")
+        buildTileLayout(kernel);
       else if (component == "tile_rotation")
         buildTileRotation(kernel);
       else {
