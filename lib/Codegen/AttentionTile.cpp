@@ -12,6 +12,9 @@ using namespace mlir;
 using namespace kvir;
 using namespace kvir::codegen;
 
+/// Where the accumulators' elements lie (the MMA atom's fragment layout).
+static const FragmentLayout kAcc = MmaTile::accLayout();
+
 SmallVector<Value> WarpAttentionTile::State::flatten() const {
   SmallVector<Value> values(m);
   llvm::append_range(values, l);
@@ -21,7 +24,7 @@ SmallVector<Value> WarpAttentionTile::State::flatten() const {
 
 WarpAttentionTile::State
 WarpAttentionTile::State::unflatten(ValueRange values, const Shape &shape) {
-  int64_t rows = 2 * shape.mTiles;
+  int64_t rows = kAcc.rowSlots(shape.mTiles);
   State s;
   s.m.assign(values.begin(), values.begin() + rows);
   s.l.assign(values.begin() + rows, values.begin() + 2 * rows);
@@ -39,11 +42,11 @@ WarpAttentionTile::WarpAttentionTile(ImplicitLocOpBuilder &b, MmaTile &mma,
 WarpAttentionTile::State WarpAttentionTile::initialState() {
   IRBuilder ir{b};
   State s;
-  for (int64_t r = 0; r < 2 * shape.mTiles; ++r) {
+  for (int64_t r = 0; r < kAcc.rowSlots(shape.mTiles); ++r) {
     s.m.push_back(ir.f32(-INFINITY));
     s.l.push_back(ir.f32(0.0));
   }
-  for (int64_t i = 0; i < shape.mTiles * shape.headDimV / 8; ++i)
+  for (int64_t i = 0; i < shape.mTiles * shape.headDimV / kAcc.atomCols; ++i)
     s.o.push_back(mma.zeroAcc());
   return s;
 }
@@ -53,7 +56,8 @@ SmallVector<Value> WarpAttentionTile::loadQuery(const SharedTile &q) {
   SmallVector<Value> frags;
   for (int64_t t = 0; t < shape.mTiles; ++t)
     for (int64_t k = 0; k < shape.headDim / 16; ++k)
-      frags.push_back(mma.loadA(q, Value(), ir.add(rowOffset, ir.idx(16 * t)),
+      frags.push_back(mma.loadA(q, Value(),
+                                ir.add(rowOffset, ir.idx(kAcc.atomRows * t)),
                                 16 * k));
   return frags;
 }
@@ -63,7 +67,7 @@ SmallVector<Value> WarpAttentionTile::scores(ArrayRef<Value> queryFragments,
                                              const SharedTile &k, Value stage,
                                              ArrayRef<Value> partial) {
   IRBuilder ir{b};
-  int64_t kSteps = q.cols / 16, n8 = shape.kvTile / 8;
+  int64_t kSteps = q.cols / 16, n8 = shape.kvTile / kAcc.atomCols;
   SmallVector<Value> s = partial.empty()
                              ? SmallVector<Value>(shape.mTiles * n8,
                                                   mma.zeroAcc())
@@ -73,7 +77,8 @@ SmallVector<Value> WarpAttentionTile::scores(ArrayRef<Value> queryFragments,
     SmallVector<Value> a;
     for (int64_t t = 0; t < shape.mTiles; ++t)
       a.push_back(queryFragments.empty()
-                      ? mma.loadA(q, Value(), ir.add(rowOffset, ir.idx(16 * t)),
+                      ? mma.loadA(q, Value(),
+                                  ir.add(rowOffset, ir.idx(kAcc.atomRows * t)),
                                   16 * ks)
                       : queryFragments[t * kSteps + ks]);
     for (int64_t n = 0; n < n8; n += 2) {
@@ -91,9 +96,11 @@ SmallVector<Value> WarpAttentionTile::scores(ArrayRef<Value> queryFragments,
 std::pair<Value, Value> WarpAttentionTile::elementCoords(int64_t t, int64_t h,
                                                          int64_t n, int64_t j) {
   IRBuilder ir{b};
-  auto [row, col] = mma.accCoord(h, j);
-  return {ir.add(rowOffset, ir.add(row, ir.idx(16 * t))),
-          ir.add(col, ir.idx(8 * n))};
+  const LaneFragment &fragment = mma.getAccFragment();
+  const FragmentLayout &layout = fragment.getLayout();
+  Value row = fragment.atomRow(b, h), col = fragment.atomCol(b, j);
+  return {ir.add(rowOffset, ir.add(row, ir.idx(layout.atomRows * t))),
+          ir.add(col, ir.idx(layout.atomCols * n))};
 }
 
 SmallVector<Value> WarpAttentionTile::mask(ImplicitLocOpBuilder &b,
@@ -101,23 +108,24 @@ SmallVector<Value> WarpAttentionTile::mask(ImplicitLocOpBuilder &b,
                                            ArrayRef<RowKeys> rows,
                                            const CustomVisibility &custom) {
   IRBuilder ir{b};
-  int64_t n8 = shape.kvTile / 8;
+  int64_t n8 = shape.kvTile / kAcc.atomCols;
   Value negInf = ir.f32(-INFINITY);
   SmallVector<Value> masked;
   for (int64_t t = 0; t < shape.mTiles; ++t)
     for (int64_t n = 0; n < n8; ++n) {
       Value acc = logits[t * n8 + n];
-      for (int64_t h = 0; h < 2; ++h)
-        for (int64_t j = 0; j < 2; ++j) {
-          const RowKeys &row = rows[2 * t + h];
-          int64_t column = 8 * n + j;
+      for (int64_t h = 0; h < kAcc.rowsPerLane; ++h)
+        for (int64_t j = 0; j < kAcc.colsPerLane; ++j) {
+          const RowKeys &row = rows[kAcc.rowSlot(t, h)];
+          int64_t column = kAcc.atomCols * n + j;
           Value c = ir.i32(column);
           Value visible = arith::AndIOp::create(
               b, ir.cmp(arith::CmpIPredicate::sle, row.lo, c),
               ir.lt(c, row.hi));
           if (custom)
             visible = arith::AndIOp::create(b, visible,
-                                            custom(b, 2 * t + h, column));
+                                            custom(b, kAcc.rowSlot(t, h),
+                                                   column));
           Value v = vector::ExtractOp::create(b, acc, ArrayRef<int64_t>{h, j});
           v = ir.select(visible, v, negInf);
           acc = vector::InsertOp::create(b, v, acc, ArrayRef<int64_t>{h, j});
@@ -138,16 +146,16 @@ SmallVector<Value> WarpAttentionTile::logits(ArrayRef<Value> scores,
       ir.f32(smScale * math.logitPrescale(softCap.has_value(), natural));
   if (scoreScale)
     scale = ir.mul(scale, scoreScale);
-  int64_t n8 = shape.kvTile / 8;
+  int64_t n8 = shape.kvTile / kAcc.atomCols;
   SmallVector<Value> out;
   for (auto [i, s] : llvm::enumerate(scores)) {
     Value x = ir.mul(s, ir.splatLike(scale, s));
     if (mod) {
       int64_t t = int64_t(i) / n8, n = int64_t(i) % n8;
-      for (int64_t h = 0; h < 2; ++h)
-        for (int64_t j = 0; j < 2; ++j) {
+      for (int64_t h = 0; h < kAcc.rowsPerLane; ++h)
+        for (int64_t j = 0; j < kAcc.colsPerLane; ++j) {
           Value v = vector::ExtractOp::create(b, x, ArrayRef<int64_t>{h, j});
-          v = mod(b, v, 2 * t + h, 8 * n + j);
+          v = mod(b, v, kAcc.rowSlot(t, h), kAcc.atomCols * n + j);
           x = vector::InsertOp::create(b, v, x, ArrayRef<int64_t>{h, j});
         }
     }
@@ -164,13 +172,14 @@ Value WarpAttentionTile::rowPair(Value x0, Value x1) {
 std::pair<WarpAttentionTile::State, SmallVector<Value>>
 WarpAttentionTile::softmax(const State &state, ArrayRef<Value> logits) {
   IRBuilder ir{b};
-  int64_t n8 = shape.kvTile / 8, dv8 = shape.headDimV / 8;
+  int64_t n8 = shape.kvTile / kAcc.atomCols;
+  int64_t dv8 = shape.headDimV / kAcc.atomCols;
   State next = state;
   SmallVector<Value> p;
   for (int64_t t = 0; t < shape.mTiles; ++t) {
     ArrayRef<Value> s = logits.slice(t * n8, n8);
     Value alpha[2], ref[2];
-    for (int64_t h = 0; h < 2; ++h) {
+    for (int64_t h = 0; h < kAcc.rowsPerLane; ++h) {
       // The row's max over this lane's columns, then over its quad.
       Value rowMax;
       for (Value acc : s) {
@@ -179,9 +188,10 @@ WarpAttentionTile::softmax(const State &state, ArrayRef<Value> logits) {
                                               pair);
         rowMax = rowMax ? arith::MaximumFOp::create(b, rowMax, m).getResult() : m;
       }
-      rowMax = warpReduce(b, rowMax, 4, WarpReduction::max);
-      AttentionState::Rescale r = math.rescale(state.m[2 * t + h], rowMax);
-      next.m[2 * t + h] = r.m;
+      rowMax = warpReduce(b, rowMax, kAcc.lanesPerRow, WarpReduction::max);
+      AttentionState::Rescale r =
+          math.rescale(state.m[kAcc.rowSlot(t, h)], rowMax);
+      next.m[kAcc.rowSlot(t, h)] = r.m;
       alpha[h] = r.alpha;
       ref[h] = r.ref;
     }
@@ -191,7 +201,7 @@ WarpAttentionTile::softmax(const State &state, ArrayRef<Value> logits) {
     for (Value acc : s) {
       Value w = math.weightAt(acc, refs);
       weights.push_back(w);
-      for (int64_t h = 0; h < 2; ++h) {
+      for (int64_t h = 0; h < kAcc.rowsPerLane; ++h) {
         Value pair = vector::ExtractOp::create(b, w, ArrayRef<int64_t>{h});
         Value part = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
                                                  pair);
@@ -199,8 +209,9 @@ WarpAttentionTile::softmax(const State &state, ArrayRef<Value> logits) {
       }
     }
     // Row sums stay per lane (the quad reduces them once, at the end).
-    for (int64_t h = 0; h < 2; ++h)
-      next.l[2 * t + h] = ir.add(ir.mul(state.l[2 * t + h], alpha[h]), sum[h]);
+    for (int64_t h = 0; h < kAcc.rowsPerLane; ++h)
+      next.l[kAcc.rowSlot(t, h)] =
+          ir.add(ir.mul(state.l[kAcc.rowSlot(t, h)], alpha[h]), sum[h]);
     Value alphas = rowPair(alpha[0], alpha[1]);
     for (int64_t d = 0; d < dv8; ++d)
       next.o[t * dv8 + d] = ir.mul(state.o[t * dv8 + d], alphas);
@@ -215,7 +226,7 @@ WarpAttentionTile::State WarpAttentionTile::accumulate(const State &state,
                                                        const SharedTile &v,
                                                        Value stage) {
   IRBuilder ir{b};
-  int64_t k16 = shape.kvTile / 16, dv8 = shape.headDimV / 8;
+  int64_t k16 = shape.kvTile / 16, dv8 = shape.headDimV / kAcc.atomCols;
   State next = state;
   for (int64_t j = 0; j < k16; ++j)
     for (int64_t d = 0; d < dv8; d += 2) {
@@ -235,16 +246,18 @@ WarpAttentionTile::Final
 WarpAttentionTile::finalize(const State &state, kv::LseBase base,
                             Value outputScale, ArrayRef<Value> sinkLogits) {
   IRBuilder ir{b};
-  int64_t dv8 = shape.headDimV / 8;
+  int64_t dv8 = shape.headDimV / kAcc.atomCols;
   Final f;
   for (int64_t t = 0; t < shape.mTiles; ++t) {
     Value l[2], alpha[2];
-    for (int64_t h = 0; h < 2; ++h) {
-      l[h] = warpReduce(b, state.l[2 * t + h], 4, WarpReduction::sum);
-      Value m = state.m[2 * t + h];
+    for (int64_t h = 0; h < kAcc.rowsPerLane; ++h) {
+      l[h] = warpReduce(b, state.l[kAcc.rowSlot(t, h)], kAcc.lanesPerRow,
+                        WarpReduction::sum);
+      Value m = state.m[kAcc.rowSlot(t, h)];
       // The sink joins the row's whole sum (after the quad's reduction).
       if (!sinkLogits.empty()) {
-        PartialState merged = math.mergeSink(m, l[h], sinkLogits[2 * t + h]);
+        PartialState merged =
+            math.mergeSink(m, l[h], sinkLogits[kAcc.rowSlot(t, h)]);
         m = merged.m;
         l[h] = merged.l;
         alpha[h] = merged.acc;

@@ -12,11 +12,8 @@ using namespace mlir;
 using namespace kvir::codegen;
 
 MmaTile::MmaTile(ImplicitLocOpBuilder &b, Type elementType, Value lane)
-    : b(b), elementType(elementType), lane(lane) {
-  IRBuilder ir{b};
-  group = ir.divU(lane, ir.idx(4));
-  threadInGroup = ir.remU(lane, ir.idx(4));
-}
+    : b(b), elementType(elementType), lane(lane),
+      acc(b, accLayout(), lane) {}
 
 VectorType MmaTile::getAType() const {
   return VectorType::get({4, 2}, elementType);
@@ -167,7 +164,5 @@ Value MmaTile::accumulatorsToA(Value acc0, Value acc1) {
 }
 
 std::pair<Value, Value> MmaTile::accCoord(int64_t i, int64_t j) {
-  IRBuilder ir{b};
-  return {ir.add(group, ir.idx(8 * i)),
-          ir.add(ir.mul(threadInGroup, ir.idx(2)), ir.idx(j))};
+  return {acc.atomRow(b, i), acc.atomCol(b, j)};
 }

@@ -18,6 +18,7 @@
 #ifndef KVIR_CODEGEN_MMATILE_H
 #define KVIR_CODEGEN_MMATILE_H
 
+#include "kvir/Codegen/FragmentLayout.h"
 #include "kvir/Codegen/SharedTile.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -61,9 +62,11 @@ public:
   /// Row and column (within the 16 x 8 tile) of accumulator element
   /// [i][j], i, j in {0, 1}.
   std::pair<mlir::Value, mlir::Value> accCoord(int64_t i, int64_t j);
-  /// The lane's group g = lane / 4 and thread-in-group t = lane % 4.
-  mlir::Value getGroup() const { return group; }
-  mlir::Value getThreadInGroup() const { return threadInGroup; }
+  /// The accumulators' fragment layout (FragmentLayout::mmaM16N8), and the
+  /// lane's view of it: element [h][j] of accumulator (t, n) is the lane's
+  /// row h of m-tile t and column j of n-tile n.
+  static FragmentLayout accLayout() { return FragmentLayout::mmaM16N8(); }
+  const LaneFragment &getAccFragment() const { return acc; }
 
 private:
   mlir::Value ldmatrixX4(const SharedTile &tile, mlir::Value stage,
@@ -73,7 +76,8 @@ private:
 
   mlir::ImplicitLocOpBuilder &b;
   mlir::Type elementType;
-  mlir::Value lane, group, threadInGroup;
+  mlir::Value lane;
+  LaneFragment acc;
 };
 
 } // namespace kvir::codegen

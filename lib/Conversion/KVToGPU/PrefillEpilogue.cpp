@@ -30,7 +30,8 @@ void prefill::emitEpilogue(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                            const WarpAttentionTile::Final &fin, Value warpRow0,
                            Value kvHead, const Destination &dest, Value lane) {
   IRBuilder ir{b};
-  int64_t mTiles = tile.getShape().mTiles, dv8 = s.valueSlice() / 8;
+  FragmentLayout acc = MmaTile::accLayout();
+  int64_t mTiles = tile.getShape().mTiles, dv8 = s.valueSlice() / acc.atomCols;
   Type outElt = cast<MemRefType>(dest.out.getType()).getElementType();
   const SharedTile *stage = dest.stage;
   // The warp's value columns start at `valueOffset`; the warps of the first
@@ -39,15 +40,15 @@ void prefill::emitEpilogue(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
   Value writesLse = ir.eq(valueOffset, ir.idx(0));
   auto rowIndices = [&](const PackedRow &p) { return dest.rows(b, p); };
   for (int64_t t = 0; t < mTiles; ++t)
-    for (int64_t h = 0; h < 2; ++h) {
+    for (int64_t h = 0; h < acc.rowsPerLane; ++h) {
       Value rowInTile = tile.elementCoords(t, h, 0, 0).first;
       PackedRow p = unpackRow(b, s, w, kvHead, rowInTile);
       // The LSE: one lane of the quad.
       Value first = arith::AndIOp::create(
-          b, ir.eq(mma.getThreadInGroup(), ir.idx(0)), writesLse);
+          b, mma.getAccFragment().isRowLeader(b), writesLse);
       emitIf(b, arith::AndIOp::create(b, p.valid, first),
              [&](ImplicitLocOpBuilder &ib) {
-               memref::StoreOp::create(ib, fin.lse[2 * t + h], dest.lse,
+               memref::StoreOp::create(ib, fin.lse[acc.rowSlot(t, h)], dest.lse,
                                        rowIndices(p));
              });
       if (stage)
@@ -78,7 +79,7 @@ void prefill::emitEpilogue(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
   auto halfPair = VectorType::get({2}, outElt);
   for (int64_t t = 0; t < mTiles; ++t)
     for (int64_t d = 0; d < dv8; ++d)
-      for (int64_t h = 0; h < 2; ++h) {
+      for (int64_t h = 0; h < acc.rowsPerLane; ++h) {
         auto [row, col] = tile.elementCoords(t, h, d, 0);
         Value v = arith::TruncFOp::create(
             b, halfPair,
@@ -90,7 +91,7 @@ void prefill::emitEpilogue(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
             .setAlignment(4);
       }
   NVVM::SyncWarpOp::create(b, ir.i32(-1));
-  int64_t chunks = s.valueSlice() / 8, total = 16 * mTiles * chunks;
+  int64_t chunks = s.valueSlice() / 8, total = acc.tileRows(mTiles) * chunks;
   auto chunkType = VectorType::get({8}, outElt);
   for (int64_t k = 0; k * 32 < total; ++k) {
     Value i = ir.add(lane, ir.idx(32 * k));

@@ -615,7 +615,9 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
     Value lane = ir.remU(thread, ir.idx(32));
     Value warp = ir.divU(thread, ir.idx(32));
     int64_t rowWarps = cfg.getRowWarps();
-    Value warpRow0 = ir.mul(ir.remU(warp, ir.idx(rowWarps)), ir.idx(16 * mTiles));
+    FragmentLayout acc = MmaTile::accLayout();
+    Value warpRow0 = ir.mul(ir.remU(warp, ir.idx(rowWarps)),
+                            ir.idx(acc.tileRows(mTiles)));
     Value valueOffset;
     if (cfg.getValueWarps() > 1)
       valueOffset =
@@ -633,14 +635,14 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
     if (s.variants) {
       variants.emplace(RowVariants{*variantCode, {}, {}, {}, {}});
       for (int64_t t = 0; t < mTiles; ++t)
-        for (int64_t h = 0; h < 2; ++h) {
+        for (int64_t h = 0; h < acc.rowsPerLane; ++h) {
           auto [r, queryRow] = fragmentRow(b, s, w, tile, t, h);
           variants->heads.push_back(ir.add(ir.mul(kvHead, ir.idx(s.group())),
                                            ir.remU(r, ir.idx(s.group()))));
           kv::FrameRow frame = frameRow(
               b, w, a, queryRow,
               rowPositions.empty() ? queryPosition(b, s, w, a, queryRow)
-                                   : rowPositions[2 * t + h]);
+                                   : rowPositions[acc.rowSlot(t, h)]);
           variants->requests.push_back(frame.request);
           variants->positions.push_back(frame.position);
           variants->keyShifts.push_back(frame.keyShift);
@@ -658,7 +660,7 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
         IRBuilder k{eb};
         // Keys past the request read the tables at its last key, entries of
         // no key at key 0 (their logits are masked).
-        Value e = k.add(k.mul(tile.getMma().getThreadInGroup(), k.idx(2)),
+        Value e = k.add(tile.getMma().getAccFragment().firstCol(eb),
                         k.idx(column));
         Value key = s.gathers()
                         ? k.maxS(keyOf(eb, e), k.idx(0))

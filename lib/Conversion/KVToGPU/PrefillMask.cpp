@@ -46,8 +46,8 @@ std::pair<Value, Value> fragmentRow(ImplicitLocOpBuilder &b,
                                     int64_t h) {
   IRBuilder ir{b};
   Value r = ir.add(w.firstRow,
-                   ir.add(tile.getRowOffset(), ir.add(tile.getMma().getGroup(),
-                                                      ir.idx(16 * t + 8 * h))));
+                   ir.add(tile.getRowOffset(),
+                          tile.getMma().getAccFragment().row(b, t, h)));
   Value queryRow = ir.divU(r, ir.idx(s.group()));
   return {r, ir.minS(queryRow, ir.sub(w.qoLen, ir.idx(1)))};
 }
@@ -70,7 +70,7 @@ SmallVector<Value> loadRowPositions(ImplicitLocOpBuilder &b,
   if (!a.positions)
     return positions;
   for (int64_t t = 0; t < tile.getShape().mTiles; ++t)
-    for (int64_t h = 0; h < 2; ++h) {
+    for (int64_t h = 0; h < MmaTile::accLayout().rowsPerLane; ++h) {
       Value row = fragmentRow(b, s, w, tile, t, h).second;
       positions.push_back(ir.toIndex(memref::LoadOp::create(
           b, a.positions, ValueRange{ir.add(w.qoStart, row)})));
@@ -94,19 +94,19 @@ SmallVector<Value> emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                             TileKeyOf keyOf) {
   IRBuilder ir{b};
   int64_t mTiles = tile.getShape().mTiles;
-  Value keyBase =
-      ir.add(t0, ir.mul(tile.getMma().getThreadInGroup(), ir.idx(2)));
+  FragmentLayout acc = MmaTile::accLayout();
+  Value keyBase = ir.add(t0, tile.getMma().getAccFragment().firstCol(b));
   auto relative = [&](Value key) { return ir.toI32(ir.sub(key, keyBase)); };
   SmallVector<Value> positions;
   SmallVector<WarpAttentionTile::RowKeys> rows;
   SmallVector<Value> maskRows, rowValid;
   for (int64_t t = 0; t < mTiles; ++t)
-    for (int64_t h = 0; h < 2; ++h) {
+    for (int64_t h = 0; h < MmaTile::accLayout().rowsPerLane; ++h) {
       auto [r, clampedRow] = fragmentRow(b, s, w, tile, t, h);
       Value pos = rowPositions.empty()
                       ? kv::emitQueryPosition(b, w.kvLen, w.qoLen,
                                               ir.divU(r, ir.idx(s.group())))
-                      : rowPositions[2 * t + h];
+                      : rowPositions[acc.rowSlot(t, h)];
       Value lo = t0, hi = w.end;
       if (s.causal && !s.gathers())
         hi = ir.minS(hi, ir.add(pos, ir.idx(1)));
