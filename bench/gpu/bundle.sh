@@ -9,6 +9,7 @@
 #   kvir/      the Python package (python/kvir); batch_decode.py, its example,
 #              with its kernels in kvir-cache/;
 #   *.py, run_device.sh.
+# KVIR_CASE_FILTER overrides prepare_cases.sh's gtest filter.
 #   bundle.sh <bundle dir> [chip]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -27,7 +28,7 @@ rm -rf "$out"
 mkdir -p "$out/cases" "$out/lib"
 all="$(mktemp -d)"
 trap 'rm -rf "$all"' EXIT
-"$ROOT/bench/gpu/prepare_cases.sh" "$all" >/dev/null
+"$ROOT/bench/gpu/prepare_cases.sh" "$all" ${KVIR_CASE_FILTER:+"$KVIR_CASE_FILTER"} >/dev/null
 for dir in "$all"/*/; do
   name="$(basename "$dir")"
   kb="$(du -sk "$dir" | cut -f1)"
@@ -37,7 +38,8 @@ for dir in "$all"/*/; do
 done
 "$ROOT/bench/gpu/timing_modules.sh" "$out/modules" "$chip" >/dev/null
 cp "${KVIR_BUILD_DIR:-$ROOT/build}/lib/libkvir_runtime.so" "$out/lib/"
-cp "$ROOT"/bench/gpu/*.py "$ROOT/bench/gpu/run_device.sh" "$out/"
+cp "$ROOT"/bench/gpu/*.py "$ROOT"/bench/gpu/*.cu "$ROOT/bench/gpu/run_device.sh" \
+  "$out/"
 # kvir's Python package (its GPU path needs no LLVM: kernels come from the
 # bundle's manifests or the package's cache).
 mkdir -p "$out/kvir"

@@ -11,8 +11,10 @@ out="$1"
 filter="${2:-Matrix/*:States/*:GpuMlaAppend.*}"
 rm -rf "$out"
 mkdir -p "$out"
-KVIR_DUMP_CASES="$out" "$BUILD/bin/kvir-gpu-tests" --gtest_brief=1 \
-  --gtest_filter="$filter"
+source "$ROOT/scripts/lib/counts.sh"
+read -r p f < <(KVIR_DUMP_CASES="$out" gtest_sharded "$out.log" \
+                "$BUILD/bin/kvir-gpu-tests" --gtest_filter="$filter")
+echo "prepare_cases: $p tests passed, $f failed"
 for dir in "$out"/*/; do
   read -r chip graph < <(/usr/bin/python3 -c '
 import json, sys

@@ -11,8 +11,11 @@
 #                  a prefill case;  ncu.txt: one decode kernel under ncu.
 #   python.txt     examples/python/batch_decode.py on torch CUDA tensors,
 #                  its kernels from the bundle's kernel cache (python step).
+#   tma_swizzle.txt where TMA's swizzles put a tile's elements
+#                  (tma_swizzle_probe.cu, built there with nvcc; probe step,
+#                  sm_90 only), read by test/Unit/TileLayoutTest.cpp.
 # KVIR_GPU_STEPS picks steps (default: device python replay timing sanitizer
-# ncu),
+# ncu; probe on request),
 # KVIR_GPU_SELECT the timed modules (a regex; default all).
 #   run_device.sh [bundle dir]
 set -uo pipefail
@@ -34,6 +37,22 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem \
 $PY -c 'import torch, numpy; print("torch", torch.__version__, "cuda", torch.version.cuda, "numpy", numpy.__version__)'
 fi
 
+if want probe; then
+step "TMA swizzle probe"
+if nvcc -O2 -arch=sm_90a -o "$OUT/tma_swizzle_probe" "$B/tma_swizzle_probe.cu" -lcuda; then
+  # swizzle rows cols box_cols offset: the aligned tiles first, then the
+  # same boxes started past the swizzle's 1024-byte boundary.
+  for c in "128 16 128 64 0" "64 16 64 32 0" "32 16 32 16 0" "0 16 64 64 0" \
+           "128 8 256 64 0" "128 16 64 64 128" "128 16 64 64 512" \
+           "64 16 32 32 256"; do
+    timeout 30 "$OUT/tma_swizzle_probe" $c >> "$OUT/tma_swizzle.txt" 2>&1 ||
+      echo "probe $c: exit $?" >> "$OUT/tma_swizzle.txt"
+  done
+  rm -f "$OUT/tma_swizzle_probe"
+  cut -c1-100 "$OUT/tma_swizzle.txt"
+fi
+fi
+
 if want python; then
 step "the Python package on the GPU (examples/python/batch_decode.py)"
 KVIR_CACHE_DIR="$B/kvir-cache" KVIR_RUNTIME_LIBRARY="$B/lib/libkvir_runtime.so" \
@@ -42,7 +61,7 @@ fi
 
 if want replay; then
 step "replay of the emulated test cases"
-timeout 120 $PY "$B/replay_cases.py" --json "$OUT/replay.json" "$B"/cases/*/
+timeout "${KVIR_REPLAY_TIMEOUT:-120}" $PY "$B/replay_cases.py" --json "$OUT/replay.json" "$B"/cases/*/
 fi
 
 if want timing; then

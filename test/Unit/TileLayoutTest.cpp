@@ -17,7 +17,12 @@
 
 #include "gtest/gtest.h"
 
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
 #include <set>
+#include <sstream>
+#include <vector>
 
 using namespace kvir::codegen;
 
@@ -208,6 +213,85 @@ TEST(FragmentLayout, MmaM16N8IsTheIsaTable) {
   EXPECT_EQ(l.rowSlots(3), 6);
   EXPECT_EQ(l.rowSlot(2, 1), 5);
   EXPECT_EQ(l.tileRows(3), 48);
+}
+
+} // namespace
+
+namespace {
+
+struct Probe {
+  int64_t swizzle = 0, rows = 0, cols = 0, boxCols = 0, offset = 0;
+  std::vector<int64_t> values;
+};
+
+/// The probes recorded on an H100 (test/Unit/data/tma-swizzle-h100.txt).
+std::vector<Probe> readProbes() {
+  std::ifstream in(KVIR_UNIT_DATA_DIR "/tma-swizzle-h100.txt");
+  std::vector<Probe> probes;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#')
+      continue;
+    Probe p;
+    std::istringstream s(line.substr(line.find(':') + 1));
+    if (std::sscanf(line.c_str(),
+                    "probe swizzle=%" SCNd64 " rows=%" SCNd64 " cols=%" SCNd64
+                    " box_cols=%" SCNd64 " offset=%" SCNd64,
+                    &p.swizzle, &p.rows, &p.cols, &p.boxCols,
+                    &p.offset) != 5)
+      continue;
+    for (int64_t v; s >> v;)
+      p.values.push_back(v);
+    probes.push_back(p);
+  }
+  return probes;
+}
+
+Swizzle swizzleOfBytes(int64_t bytes) {
+  switch (bytes) {
+  case 32:
+    return Swizzle::B32;
+  case 64:
+    return Swizzle::B64;
+  case 128:
+    return Swizzle::B128;
+  default:
+    return Swizzle::None;
+  }
+}
+
+// Silicon: where an H100's TMA (cp.async.bulk.tensor with a tensor map of
+// each swizzle mode, boxes of the swizzle's span placed one after another)
+// put each element of a u16 matrix. TileLayout must say the same for tiles
+// at the atom's alignment; past it, the hardware's pattern follows the
+// absolute address bits (why a layout asks for its alignment, and what the
+// emulator models).
+TEST(TileLayout, IsWhereAnH100sTmaPutsEachElement) {
+  std::vector<Probe> probes = readProbes();
+  ASSERT_EQ(probes.size(), 8u) << "test/Unit/data/tma-swizzle-h100.txt";
+  int aligned = 0, offset = 0;
+  for (const Probe &p : probes) {
+    ASSERT_EQ(int64_t(p.values.size()), p.rows * p.cols);
+    TileLayout l = make(p.rows, p.cols, 16, 1, swizzleOfBytes(p.swizzle));
+    ASSERT_EQ(l.whyInvalid(), "");
+    for (int64_t r = 0; r < p.rows; ++r)
+      for (int64_t c = 0; c < p.cols; ++c) {
+        int64_t at;
+        if (p.offset == 0) {
+          at = l.byteOffset(0, r, c);
+        } else {
+          int64_t span = swizzleSpanBytes(l.swizzle);
+          at = isaSwizzle(p.offset + blockedAddress(l, 0, r, c), span) -
+               p.offset;
+        }
+        ASSERT_EQ(p.values[at / 2], r * p.cols + c)
+            << "swizzle " << p.swizzle << " offset " << p.offset << " ("
+            << r << ", " << c << ")";
+      }
+    ++(p.offset ? offset : aligned);
+  }
+  EXPECT_EQ(aligned, 5);
+  EXPECT_EQ(offset, 3);
 }
 
 } // namespace
