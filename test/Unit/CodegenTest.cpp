@@ -177,8 +177,24 @@ TEST(SharedMemoryLayout, PlacesBuffersAtTheirAlignment) {
 TEST(TargetInfo, ResolvesChipsExactly) {
   EXPECT_EQ(target::TargetInfo::lookup("sm_90a")->smCount, 132);
   EXPECT_EQ(target::TargetInfo::lookup("sm_80")->smCount, 108);
-  EXPECT_TRUE(target::TargetInfo::lookup("sm_90a")->hasWgmma);
-  EXPECT_FALSE(target::TargetInfo::lookup("sm_90")->hasWgmma);
+  using target::CopyAtom;
+  using target::MmaAtom;
+  const target::TargetInfo *hopper = target::TargetInfo::lookup("sm_90a");
+  const target::TargetInfo *sm90 = target::TargetInfo::lookup("sm_90");
+  const target::TargetInfo *ampere = target::TargetInfo::lookup("sm_80");
+  // wgmma needs the arch-specific target; TMA does not.
+  EXPECT_EQ(hopper->mmaAtoms.front(), MmaAtom::WgmmaM64NK16);
+  EXPECT_FALSE(sm90->has(MmaAtom::WgmmaM64NK16));
+  EXPECT_TRUE(sm90->has(CopyAtom::Tma));
+  EXPECT_FALSE(ampere->has(CopyAtom::Tma));
+  for (const target::TargetInfo &t : target::TargetInfo::all()) {
+    EXPECT_TRUE(t.has(MmaAtom::MmaSyncM16N8K16)) << t.chip.str();
+    EXPECT_EQ(t.whyNoMmaSyncKernels(), "") << t.chip.str();
+  }
+  target::TargetInfo bare = *ampere;
+  bare.copyAtoms = {};
+  EXPECT_EQ(bare.whyNoMmaSyncKernels(), "sm_80 has no mma.sync / cp.async");
+  EXPECT_EQ(target::stringifyMmaAtom(MmaAtom::WgmmaM64NK16), "wgmma.m64nNk16");
   EXPECT_EQ(target::TargetInfo::lookup("sm_90a "), nullptr);
   EXPECT_EQ(target::TargetInfo::lookup("sm_70"), nullptr);
   EXPECT_EQ(target::TargetInfo::supportedChips(),

@@ -136,8 +136,8 @@ gpu_lowering::whyNoTensorCoreDecode(kv::DecodeOp op,
   if (kv.getQuant() == kv::Quant::int8_group && !int8ScaleChunkElements(view))
     return prefix + "int8 scale rows not contiguous in chunks of at least 4 "
                     "bytes (the kernel copies scales with cp.async)";
-  if (!target.hasMmaSync || !target.hasCpAsync)
-    return prefix + target.chip.str() + " has no mma.sync / cp.async";
+  if (std::string why = target.whyNoMmaSyncKernels(); !why.empty())
+    return prefix + why;
   MemRefType outType, lseType;
   if (kv::StoreStateOp store = findStateDestination(op).store) {
     outType = cast<MemRefType>(store.getOutput().getType());

@@ -204,8 +204,8 @@ gpu_lowering::whyNoMlaKernel(kv::MlaDecodeOp op,
     if (std::optional<std::string> why =
             whyNot16ByteRows(what, cast<MemRefType>(v.getType())))
       return why;
-  if (!target.hasMmaSync || !target.hasCpAsync)
-    return target.chip.str() + " has no mma.sync / cp.async";
+  if (std::string why = target.whyNoMmaSyncKernels(); !why.empty())
+    return why;
   MemRefType outType, lseType;
   if (kv::StoreStateOp store = findStateDestination(op).store) {
     outType = cast<MemRefType>(store.getOutput().getType());

@@ -609,8 +609,8 @@ gpu_lowering::whyNoPrefillKernel(kv::PrefillOp op,
   auto qType = cast<MemRefType>(op.getQ().getType());
   if (std::optional<std::string> why = whyNot16ByteRows("q", qType))
     return why;
-  if (!target.hasMmaSync || !target.hasCpAsync)
-    return target.chip.str() + " has no mma.sync / cp.async";
+  if (std::string why = target.whyNoMmaSyncKernels(); !why.empty())
+    return why;
   // The buffers the kernel would write: those of the kv.store_state it
   // writes through, if any.
   MemRefType outType, lseType;

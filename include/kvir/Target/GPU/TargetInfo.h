@@ -2,9 +2,11 @@
 //
 // One record per supported chip: the numbers every stage that sizes work
 // needs (SM count for split-KV, shared memory and registers for configs and
-// occupancy, DRAM bandwidth for the bench's time estimates) and the
-// instructions it has (mma.sync, cp.async, wgmma). Every pass and tool that
-// takes a `chip` option resolves it here, once, with the same diagnostic.
+// occupancy, DRAM bandwidth for the bench's time estimates) and the atoms
+// kernels can be built from there: its MMA atoms and copy atoms, each list
+// in order of preference. Every pass and tool that takes a `chip` option
+// resolves it here, once, with the same diagnostic; every lowering asks the
+// same queries of it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVIR_TARGET_GPU_TARGETINFO_H
@@ -18,6 +20,23 @@
 #include <string>
 
 namespace kvir::target {
+
+/// The MMA instructions kernels are composed from.
+enum class MmaAtom : uint8_t {
+  /// wgmma.mma_async m64nNk16 (sm_90a).
+  WgmmaM64NK16,
+  /// mma.sync m16n8k16 with ldmatrix (sm_80+).
+  MmaSyncM16N8K16,
+};
+/// The instructions that copy tiles from global to shared memory.
+enum class CopyAtom : uint8_t {
+  /// cp.async.bulk.tensor with a tensor map (sm_90).
+  Tma,
+  /// cp.async of 4, 8 or 16 bytes (sm_80+).
+  CpAsync,
+};
+llvm::StringRef stringifyMmaAtom(MmaAtom atom);
+llvm::StringRef stringifyCopyAtom(CopyAtom atom);
 
 struct TargetInfo {
   /// The chip as nvvm-attach-target and ptxas spell it: "sm_90a".
@@ -36,9 +55,16 @@ struct TargetInfo {
   int64_t maxBlocksPerSM;
   /// Peak DRAM bandwidth of the part, bytes per second.
   double dramBytesPerSecond;
-  bool hasMmaSync;
-  bool hasCpAsync;
-  bool hasWgmma;
+  /// The chip's MMA and copy atoms, most preferred first.
+  llvm::ArrayRef<MmaAtom> mmaAtoms;
+  llvm::ArrayRef<CopyAtom> copyAtoms;
+
+  bool has(MmaAtom atom) const;
+  bool has(CopyAtom atom) const;
+  /// Why the tensor-core kernels of today (mma.sync m16n8k16 fed by
+  /// cp.async: prefill, MLA, the tensor-core decode) cannot run on this
+  /// chip ("sm_75 has no mma.sync / cp.async"), or "" if they can.
+  std::string whyNoMmaSyncKernels() const;
 
   /// The most static shared memory a kernel may declare.
   static constexpr int64_t kStaticSharedLimit = 48 * 1024;

@@ -423,7 +423,7 @@ bool kvgpu::decodePrefersTensorCores(kv::DecodeOp op,
   int64_t qHeads = cast<MemRefType>(op.getQ().getType()).getDimSize(1);
   Type dtype = paged.getDtype();
   if (qHeads / paged.getKvHeads() < kTensorCoreDecodeMinGroup ||
-      !target.hasMmaSync || !target.hasCpAsync || paged.isQuantized() ||
+      !target.whyNoMmaSyncKernels().empty() || paged.isQuantized() ||
       !(dtype.isF16() || dtype.isBF16()))
     return false;
   // RoPE: the tensor-core kernel rotates q and K into the KV type before
