@@ -29,21 +29,23 @@ Value FloatBits::intConstant(unsigned width, uint64_t value) {
   return intConstant(APInt(width, value));
 }
 
+/// `scalar` (of type `element`), splat to the shape of the values.
+static Value shapedConstant(OpBuilder &builder, Location loc, Type type,
+                            Attribute scalar) {
+  if (auto vector = dyn_cast<VectorType>(type))
+    scalar = DenseElementsAttr::get(vector, scalar);
+  return LLVM::ConstantOp::create(builder, loc, type, scalar);
+}
+
 Value FloatBits::intConstant(const APInt &value) {
   Type element = builder.getIntegerType(value.getBitWidth());
-  Attribute attr = IntegerAttr::get(element, value);
-  Type type = shaped(element);
-  if (auto vector = dyn_cast<VectorType>(type))
-    attr = DenseElementsAttr::get(vector, attr);
-  return LLVM::ConstantOp::create(builder, loc, type, attr);
+  return shapedConstant(builder, loc, shaped(element),
+                        IntegerAttr::get(element, value));
 }
 
 Value FloatBits::floatConstant(Type element, double value) {
-  Attribute attr = FloatAttr::get(element, value);
-  Type type = shaped(element);
-  if (auto vector = dyn_cast<VectorType>(type))
-    attr = DenseElementsAttr::get(vector, attr);
-  return LLVM::ConstantOp::create(builder, loc, type, attr);
+  return shapedConstant(builder, loc, shaped(element),
+                        FloatAttr::get(element, value));
 }
 
 Value FloatBits::bitcast(Value v, Type element) {
