@@ -60,16 +60,15 @@ collect)
   read -r p f < <(KVIR_COLLECT_MODULES="$GATE/modules" \
                   gtest_sharded "$GATE/collect.log" "$BUILD/bin/kvir-gpu-tests")
   echo "GPU tests: $p passed, $f failed"
-  for m in "$ROOT"/examples/*.mlir; do
-    { echo "// kvir-gate: chip=sm_90a graph-max-batch=0"; cat "$m"; } \
-      > "$GATE/modules/example_$(basename "$m")"
-  done
+  # add_input PREFIX FILE: a module compiled without fixed grids.
+  add_input() {
+    { echo "// kvir-gate: chip=sm_90a graph-max-batch=0"; cat "$2"; } \
+      > "$GATE/modules/$1_$(basename "$2")"
+  }
+  for m in "$ROOT"/examples/*.mlir; do add_input example "$m"; done
   bench=$(mktemp -d)
   "$ROOT/bench/gpu/timing_modules.sh" "$bench" sm_90a > /dev/null
-  for m in "$bench"/*.mlir; do
-    { echo "// kvir-gate: chip=sm_90a graph-max-batch=0"; cat "$m"; } \
-      > "$GATE/modules/bench_$(basename "$m")"
-  done
+  for m in "$bench"/*.mlir; do add_input bench "$m"; done
   rm -rf "$bench"
   echo "ptx-gate: $(ls "$GATE/modules" | wc -l) modules in $GATE/modules"
   ;;

@@ -17,7 +17,7 @@ FragmentLayout FragmentLayout::mmaM16N8() {
 }
 
 int64_t FragmentLayout::row(int64_t lane, int64_t t, int64_t h) const {
-  return t * atomRows + h * rowStep + lane / lanesPerRow;
+  return rowOffset(t, h) + lane / lanesPerRow;
 }
 
 int64_t FragmentLayout::col(int64_t lane, int64_t n, int64_t j) const {
@@ -39,7 +39,7 @@ Value LaneFragment::atomRow(ImplicitLocOpBuilder &b, int64_t h) const {
 
 Value LaneFragment::row(ImplicitLocOpBuilder &b, int64_t t, int64_t h) const {
   IRBuilder ir{b};
-  return ir.add(rowInAtom, ir.idx(layout.row(/*lane=*/0, t, h)));
+  return ir.add(rowInAtom, ir.idx(layout.rowOffset(t, h)));
 }
 
 Value LaneFragment::firstCol(ImplicitLocOpBuilder &b) const {

@@ -35,6 +35,10 @@ struct FragmentLayout {
   int64_t rowSlot(int64_t t, int64_t h) const { return t * rowsPerLane + h; }
   /// The rows of mTiles atoms stacked.
   int64_t tileRows(int64_t mTiles) const { return mTiles * atomRows; }
+  /// How far row h of m-tile t lies below a lane's row in the first atom.
+  int64_t rowOffset(int64_t t, int64_t h) const {
+    return t * atomRows + h * rowStep;
+  }
   /// The row and column of element (h, j) of atom (t, n) in lane `lane`.
   int64_t row(int64_t lane, int64_t t, int64_t h) const;
   int64_t col(int64_t lane, int64_t n, int64_t j) const;
@@ -61,12 +65,9 @@ public:
   /// Whether the lane is the first of the lanes sharing its rows (one
   /// lane writes a row's scalar results).
   mlir::Value isRowLeader(mlir::ImplicitLocOpBuilder &b) const;
-  /// lane / lanesPerRow and lane % lanesPerRow.
-  mlir::Value getRowInAtom() const { return rowInAtom; }
-  mlir::Value getLaneInRow() const { return laneInRow; }
-
 private:
   FragmentLayout layout;
+  /// lane / lanesPerRow and lane % lanesPerRow.
   mlir::Value rowInAtom, laneInRow;
 };
 

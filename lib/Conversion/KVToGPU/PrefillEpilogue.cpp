@@ -31,7 +31,8 @@ void prefill::emitEpilogue(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                            Value kvHead, const Destination &dest, Value lane) {
   IRBuilder ir{b};
   FragmentLayout acc = MmaTile::accLayout();
-  int64_t mTiles = tile.getShape().mTiles, dv8 = s.valueSlice() / acc.atomCols;
+  int64_t mTiles = tile.getShape().mTiles;
+  int64_t dv8 = s.valueSlice() / acc.atomCols;
   Type outElt = cast<MemRefType>(dest.out.getType()).getElementType();
   const SharedTile *stage = dest.stage;
   // The warp's value columns start at `valueOffset`; the warps of the first
@@ -48,8 +49,8 @@ void prefill::emitEpilogue(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
           b, mma.getAccFragment().isRowLeader(b), writesLse);
       emitIf(b, arith::AndIOp::create(b, p.valid, first),
              [&](ImplicitLocOpBuilder &ib) {
-               memref::StoreOp::create(ib, fin.lse[acc.rowSlot(t, h)], dest.lse,
-                                       rowIndices(p));
+               memref::StoreOp::create(ib, fin.lse[acc.rowSlot(t, h)],
+                                       dest.lse, rowIndices(p));
              });
       if (stage)
         continue;
@@ -91,7 +92,8 @@ void prefill::emitEpilogue(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
             .setAlignment(4);
       }
   NVVM::SyncWarpOp::create(b, ir.i32(-1));
-  int64_t chunks = s.valueSlice() / 8, total = acc.tileRows(mTiles) * chunks;
+  int64_t chunks = s.valueSlice() / 8;
+  int64_t total = acc.tileRows(mTiles) * chunks;
   auto chunkType = VectorType::get({8}, outElt);
   for (int64_t k = 0; k * 32 < total; ++k) {
     Value i = ir.add(lane, ir.idx(32 * k));

@@ -69,8 +69,9 @@ SmallVector<Value> loadRowPositions(ImplicitLocOpBuilder &b,
   SmallVector<Value> positions;
   if (!a.positions)
     return positions;
+  FragmentLayout acc = MmaTile::accLayout();
   for (int64_t t = 0; t < tile.getShape().mTiles; ++t)
-    for (int64_t h = 0; h < MmaTile::accLayout().rowsPerLane; ++h) {
+    for (int64_t h = 0; h < acc.rowsPerLane; ++h) {
       Value row = fragmentRow(b, s, w, tile, t, h).second;
       positions.push_back(ir.toIndex(memref::LoadOp::create(
           b, a.positions, ValueRange{ir.add(w.qoStart, row)})));
@@ -101,7 +102,7 @@ SmallVector<Value> emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
   SmallVector<WarpAttentionTile::RowKeys> rows;
   SmallVector<Value> maskRows, rowValid;
   for (int64_t t = 0; t < mTiles; ++t)
-    for (int64_t h = 0; h < MmaTile::accLayout().rowsPerLane; ++h) {
+    for (int64_t h = 0; h < acc.rowsPerLane; ++h) {
       auto [r, clampedRow] = fragmentRow(b, s, w, tile, t, h);
       Value pos = rowPositions.empty()
                       ? kv::emitQueryPosition(b, w.kvLen, w.qoLen,
