@@ -5,10 +5,10 @@
 // through a CSR page table over scattered pages, stages the tile's page ids
 // once per page, copies the K rows into shared memory and writes them back
 // to out[b, t, :]. Synchronously (vector loads; tiles of 16 and of 32
-// tokens, the latter spanning 3 pages) and through a 2- and a 3-stage
-// cp.async pipeline into swizzled tiles, where rows past kv_len are
-// zero-filled without being read. The host checks every element against
-// the table: pool[page][0][slot][0][d] = 10000 page + 100 slot + d.
+// tokens, the latter spanning 3 pages) and through a 2-, 3- and 4-stage
+// cp.async pipeline (CpAsyncPipeline) into swizzled tiles, where rows past
+// kv_len are zero-filled without being read. The host checks every element
+// against the table: pool[page][0][slot][0][d] = 10000 page + 100 slot + d.
 
 // IR-LABEL: gpu.func @copy_sync16
 // IR: vector.load %{{.*}} : memref<?x2x16x1x64xf32>, vector<4xf32>
@@ -44,6 +44,10 @@ module attributes {gpu.container_module} {
     }
     gpu.func @copy_async3(%pool: memref<?x2x16x1x64xf32>, %indptr: memref<?xi32>, %indices: memref<?xi32>, %last: memref<?xi32>, %out: memref<?x?x64xf32>) kernel
         attributes {test.component = "paged_copy", test.kv_type = !kv, test.tile = 16 : i64, test.stages = 3 : i64} {
+      gpu.return
+    }
+    gpu.func @copy_async4(%pool: memref<?x2x16x1x64xf32>, %indptr: memref<?xi32>, %indices: memref<?xi32>, %last: memref<?xi32>, %out: memref<?x?x64xf32>) kernel
+        attributes {test.component = "paged_copy", test.kv_type = !kv, test.tile = 16 : i64, test.stages = 4 : i64} {
       gpu.return
     }
   }
@@ -195,6 +199,14 @@ module attributes {gpu.container_module} {
     // CHECK-NEXT: cp.async, 3 stages: 0
     vector.print str "cp.async, 3 stages: "
     vector.print %bad3 : i32
+
+    call @poison(%out) : (memref<?x?x64xf32>) -> ()
+    gpu.launch_func @kernels::@copy_async4 blocks in (%c3, %c1, %c1) threads in (%c128, %c1, %c1)
+        args(%pool : memref<?x2x16x1x64xf32>, %ip : memref<?xi32>, %ix : memref<?xi32>, %ls : memref<?xi32>, %out : memref<?x?x64xf32>)
+    %bad4 = call @check(%pool, %out, %c16, %true) : (memref<?x2x16x1x64xf32>, memref<?x?x64xf32>, index, i1) -> i32
+    // CHECK-NEXT: cp.async, 4 stages: 0
+    vector.print str "cp.async, 4 stages: "
+    vector.print %bad4 : i32
     return
   }
 }

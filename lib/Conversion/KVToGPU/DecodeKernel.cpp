@@ -24,6 +24,7 @@
 #include "kvir/Codegen/IRBuilder.h"
 #include "kvir/Codegen/LiveTileMarks.h"
 #include "kvir/Codegen/PagedTileLoader.h"
+#include "kvir/Codegen/Pipeline.h"
 #include "kvir/Codegen/Rope.h"
 #include "kvir/Codegen/SharedTile.h"
 #include "kvir/Codegen/Variants.h"
@@ -304,6 +305,7 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
   // they are stored to its page-id slot (slot = stage), so their latency
   // hides behind the scoring of a tile.
   int64_t stages = cfg.getStages(), padded = tx * vec;
+  CpAsyncPipeline pipeline(stages);
   SharedTile kTiles{kf.getShared(buf.kTiles), tile, padded,
                     /*swizzled=*/false};
   int64_t vChunk = spec.transposedVChunk();
@@ -349,7 +351,7 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
     IRBuilder k{ib};
     emitIf(ib, k.lt(index, numTiles), [&](ImplicitLocOpBuilder &jb) {
       auto [t0, count] = tileRange(jb, index);
-      Value stage = IRBuilder{jb}.remU(index, IRBuilder{jb}.idx(stages));
+      Value stage = pipeline.stageOf(jb, index);
       Value idSlot = IRBuilder{jb}.remU(index, IRBuilder{jb}.idx(idSlots));
       SmallVector<TileCopy> copies{TileCopy{kv::PoolRole::K, kTiles, headDim}};
       if (vChunk)
@@ -441,9 +443,9 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
     for (int64_t i = 0; i < stages; ++i)
       markTile(b, ir.idx(i));
     gpu::BarrierOp::create(b);
-    for (int64_t i = 0; i + 1 < stages; ++i) {
+    for (int64_t i = 0; i < pipeline.tilesAhead(); ++i) {
       issueIfLive(b, ir.idx(i));
-      commitAsyncCopies(b);
+      pipeline.commit(b);
     }
   }
 
@@ -655,10 +657,9 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
       [&](OpBuilder &nb, Location l, Value i, ValueRange carried) {
         ImplicitLocOpBuilder ib(l, nb);
         IRBuilder k{ib};
-        waitAsyncCopies(ib, stages - 2);
-        gpu::BarrierOp::create(ib);
-        issueIfLive(ib, k.add(i, k.idx(stages - 1)));
-        commitAsyncCopies(ib);
+        pipeline.wait(ib);
+        issueIfLive(ib, k.add(i, k.idx(pipeline.tilesAhead())));
+        pipeline.commit(ib);
         Value ahead = k.add(i, k.idx(stages));
         SmallVector<Value> entries = loadIds(ib, ahead);
         // (Tile i - 1's slot: everyone read its mark before the barrier.)
@@ -669,7 +670,7 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
         auto scoreTile = [&](ImplicitLocOpBuilder &ib) -> PartialState {
           IRBuilder k{ib};
           AttentionState tileState(ib, AttentionState::Flavor::ptxBase2);
-          Value stage = k.remU(i, k.idx(stages));
+          Value stage = pipeline.stageOf(ib, i);
           // Everyone is done with the previous tile's V rows and decoded
           // tiles (the barrier above): transpose and decode this one for all.
           if (vRows) {
@@ -788,7 +789,7 @@ void gpu_lowering::buildDecodeBody(const KernelFunc &kf,
         scf::YieldOp::create(ib,
                              ValueRange{updated.m, updated.l, updated.acc});
       });
-  waitAsyncCopies(b, 0);
+  pipeline.drain(b);
   // fp8: V was accumulated as scaled codes; v_scale applies once.
   Value acc = tileLoop.getResult(2);
   if (fp8)

@@ -1,9 +1,11 @@
 //===- PrefillKernelParts.h - The prefill kernel's pieces ------*- C++ -*-===//
 //
-// What the pieces of the tensor-core prefill kernel (PrefillKernel.cpp: the
-// shared layout and the K/V pipeline) share with PrefillWork.cpp (step 1:
-// where a block's tile, keys and work item are) and PrefillEpilogue.cpp
-// (step 4: where its rows' states go).
+// What the pieces of the tensor-core prefill kernel share: its shared
+// layout and skeleton (PrefillKernel.cpp), step 1 (PrefillWork.cpp: where
+// a block's tile, keys and work item are), the K/V stream and tile
+// skipping (PrefillKVStream.cpp), the mainloop (PrefillMainloop.cpp), the
+// masks (PrefillMask.cpp) and step 4 (PrefillEpilogue.cpp: where its rows'
+// states go).
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVIR_LIB_CONVERSION_KVTOGPU_PREFILLKERNELPARTS_H
@@ -12,7 +14,10 @@
 #include "PrefillKernel.h"
 
 #include "kvir/Codegen/AttentionTile.h"
+#include "kvir/Codegen/LiveTileMarks.h"
 #include "kvir/Codegen/PagedTileLoader.h"
+#include "kvir/Codegen/Pipeline.h"
+#include "kvir/Codegen/Rope.h"
 #include "kvir/Codegen/Variants.h"
 #include "kvir/Dialect/KV/Utils/Visibility.h"
 
@@ -24,6 +29,24 @@ namespace kvir::gpu_lowering::prefill {
 
 using mlir::ImplicitLocOpBuilder;
 using mlir::Value;
+
+/// Indices of the kernel's shared buffers in its layout.
+struct Buffers {
+  unsigned q = 0, k = 0, meta = 0;
+  /// v without MLA; q_pe and kpe with it.
+  std::optional<unsigned> v, qPe, kpe, pageIds, maskScratch, outStage;
+  /// gathers(): [idSlots, kvTile] i32 keys of the tiles' entries.
+  std::optional<unsigned> keyIds;
+  /// mask_mod: the last K/V tile each of two slots found live (index + 1).
+  std::optional<unsigned> liveTiles;
+  /// Quantized KV: the code rings, and int8 groups' scale rings.
+  std::optional<unsigned> kCodes, vCodes, kScales, vScales;
+};
+
+/// Adds the kernel's shared buffers to `layout` (the one source of its
+/// shared memory: prefillSharedLayout and the body both call it).
+Buffers buildLayout(const PrefillKernelSpec &s,
+                    codegen::SharedMemoryLayout &layout);
 
 /// Split-KV never cuts a tile's keys into partitions of fewer keys.
 constexpr int64_t kMinPartitionKeys = 256;
@@ -156,6 +179,133 @@ emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s, const Work &w,
          llvm::ArrayRef<Value> logits, llvm::ArrayRef<Value> rowPositions,
          Value maskOffset, Value t0, const RowVariants *variants,
          TileKeyOf keyOf);
+
+/// A quantized tile's rings and the value tile its codes become.
+struct QuantizedTile {
+  codegen::SharedTile codes;
+  std::optional<codegen::SharedTile> scales;
+  codegen::SharedTile values;
+};
+
+/// Step 3's producer side: the partition's K/V tiles as they stream
+/// through shared memory. PagedTileLoader gives the rows' addresses (page
+/// tables, gathers, ragged rows), the pipeline's stages hold the tiles
+/// (K and V a commit group each; MLA one K/V tile), and the tiles staged
+/// as codes (quantized KV) or transposed (vLLM's V pool) are converted
+/// into the one K or V tile the mma reads.
+class KVTileStream {
+public:
+  /// Builds at `b` what the stream computes once (the loader's bases, the
+  /// gather's query row, the tile count).
+  KVTileStream(ImplicitLocOpBuilder &b, const codegen::KernelFunc &kf,
+               const PrefillKernelSpec &s, const Buffers &buf,
+               const Arguments &a, const Work &w, Value kvHead, Value thread);
+
+  const codegen::CpAsyncPipeline &getPipeline() const { return pipeline; }
+  Value getNumTiles() const { return numTiles; }
+  /// The tiles the mma reads: K (MLA: ckv, also the value tile), kpe
+  /// (MLA) and V.
+  const codegen::SharedTile &kTiles() const { return k; }
+  const codegen::SharedTile &vTiles() const { return v; }
+  const std::optional<codegen::SharedTile> &kpeTiles() const { return kpe; }
+
+  /// The first key and key count of tile `index` of the partition.
+  std::pair<Value, Value> range(ImplicitLocOpBuilder &b, Value index) const;
+  /// The slot of tile `index`'s staged page entries (and keys).
+  Value idSlot(ImplicitLocOpBuilder &b, Value index) const;
+  /// The key of row `e` of the tile whose first key is `t0` (entries in
+  /// `idSlot`): t0 + e, or the gathered one (-1: none).
+  Value keyOf(ImplicitLocOpBuilder &b, Value idSlot, Value t0,
+              Value e) const {
+    return loader.keyOf(b, idSlot, t0, e);
+  }
+  /// Builds `body(t0, count)` where tile `index` exists.
+  void ifTile(ImplicitLocOpBuilder &b, Value index,
+              llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value)>
+                  body) const;
+
+  /// Producer: stages tile `index`'s page entries (or gathered keys), when
+  /// the tables have them.
+  void stageIds(ImplicitLocOpBuilder &b, Value index) const;
+  /// Producer: issues the `role` part (K: K, with MLA's kpe; V: V) of tile
+  /// `index` into its stage.
+  void issue(ImplicitLocOpBuilder &b, Value index, kv::PoolRole role) const;
+  /// Consumer: the stage the mma reads K (V) of the tile in stage `stage`
+  /// from: `stage`, or, where the ring holds codes or transposed rows, the
+  /// one converted tile, written by the block (barrier after).
+  Value prepareK(ImplicitLocOpBuilder &b, Value stage) const;
+  Value prepareV(ImplicitLocOpBuilder &b, Value stage) const;
+
+private:
+  const PrefillKernelSpec &s;
+  const Work &w;
+  Value thread;
+  codegen::CpAsyncPipeline pipeline;
+  codegen::SharedTile k, v;
+  std::optional<codegen::SharedTile> kpe, vTransposed;
+  std::optional<QuantizedTile> kQuant, vQuant;
+  bool hasIds;
+  codegen::PagedTileLoader loader;
+  Value numTiles;
+};
+
+/// mask_mod: K/V tiles it hides from every row of the block's tile are
+/// neither loaded nor multiplied. Before tile n is issued, every thread
+/// evaluates the region on its share of the tile's (row, key) pairs and
+/// those that find a visible pair mark it live (LiveTileMarks, two
+/// slots); after a barrier the slot says whether the tile is live. (Slot
+/// n % 2 is read for tile n before the barrier after which tile n + 2 is
+/// marked.)
+class TileSkipping {
+public:
+  /// Clears the marks (thread 0, then a barrier).
+  TileSkipping(ImplicitLocOpBuilder &b, const codegen::KernelFunc &kf,
+               const PrefillKernelSpec &s, const Buffers &buf,
+               const Arguments &a, const Work &w, const KVTileStream &stream,
+               const codegen::VariantEmitter &variants, Value kvHead,
+               Value thread);
+  /// Marks tile `index` live if the region shows any of its keys to any
+  /// row of the block's tile.
+  void mark(ImplicitLocOpBuilder &b, Value index) const;
+  /// Whether tile `index` is live (after `mark` and a barrier).
+  Value isLive(ImplicitLocOpBuilder &b, Value index) const;
+
+private:
+  const PrefillKernelSpec &s;
+  const Arguments &a;
+  const Work &w;
+  const KVTileStream &stream;
+  const codegen::VariantEmitter &variants;
+  Value kvHead, thread;
+  codegen::LiveTileMarks marks;
+};
+
+/// What the mainloop reads besides the K/V stream: the query tile(s), the
+/// warp's query fragments (empty: read from the tile per K/V tile), its
+/// rows' positions (loadRowPositions), the variants' rows (null without),
+/// RoPE (null without), fp8's score scale (null without) and where the
+/// request's custom mask starts.
+struct MainloopInputs {
+  const codegen::SharedTile &qTile;
+  const codegen::SharedTile *qPeTile;
+  llvm::ArrayRef<Value> qFrags, rowPositions;
+  const RowVariants *variants;
+  const codegen::TileRotation *rotation;
+  Value kValueScale, maskOffset;
+};
+
+/// Step 3: the K/V tiles of the partition, tile K/V tile i+1 in flight
+/// while tile i is scored (S = Q K^T, masked only where a tile needs it,
+/// the online softmax) and accumulated (O += P V); mask_mod's dead tiles
+/// (`skipping`, null without) neither loaded nor multiplied. The
+/// pipeline's prologue (K/V tile 0) is issued, `liveFirst` says whether
+/// tile 0 is live. Builds through `b`, the builder `tile` was made with;
+/// returns the rows' final running state.
+codegen::WarpAttentionTile::State
+emitMainloop(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
+             const Work &w, const Arguments &a, const KVTileStream &stream,
+             const TileSkipping *skipping, codegen::WarpAttentionTile &tile,
+             const MainloopInputs &in, Value liveFirst);
 
 // Where a block writes its rows' states.
 struct Destination {

@@ -47,6 +47,7 @@
 #include "kvir/Codegen/KernelFunc.h"
 #include "kvir/Codegen/MmaTile.h"
 #include "kvir/Codegen/PagedTileLoader.h"
+#include "kvir/Codegen/Pipeline.h"
 #include "kvir/Codegen/QueryTiles.h"
 #include "kvir/Codegen/Rope.h"
 #include "kvir/Codegen/SharedTile.h"
@@ -337,6 +338,10 @@ void buildPagedCopy(gpu::GPUFuncOp stub) {
   // its use; its rows [count, tile) are zero-filled, and the write-back
   // copies them too (a tile past kv_len is all zeros).
   Value numTiles = arith::CeilDivSIOp::create(b, table.kvLen, ir.idx(tile));
+  // The refill comes first: it takes the stage the previous iteration's
+  // last barrier released.
+  CpAsyncPipeline pipeline(stages, /*groupsPerTile=*/1,
+                           CpAsyncPipeline::Refill::beforeWait);
   auto issue = [&](ImplicitLocOpBuilder &ib, Value t) {
     IRBuilder j{ib};
     Value tile0 = j.mul(t, j.idx(tile));
@@ -349,26 +354,23 @@ void buildPagedCopy(gpu::GPUFuncOp stub) {
       loader.stagePageIds(jb, tile0, count, thread, threads);
       gpu::BarrierOp::create(jb);
       loader.copyTileAsync(jb, {TileCopy{kv::PoolRole::K, sharedTile, d}},
-                           k.remU(t, k.idx(stages)), tile0, count, thread,
+                           pipeline.stageOf(jb, t), tile0, count, thread,
                            threads);
       gpu::BarrierOp::create(jb);
       scf::YieldOp::create(jb);
     });
-    // One group per tile, empty past the last, so wait counts stay fixed.
-    commitAsyncCopies(ib);
+    pipeline.commit(ib);
   };
-  for (int64_t s = 0; s + 1 < stages; ++s)
+  for (int64_t s = 0; s < pipeline.tilesAhead(); ++s)
     issue(b, ir.idx(s));
   scf::ForOp::create(
       b, ir.idx(0), numTiles, ir.idx(1), ValueRange{},
       [&](OpBuilder &nb, Location l, Value t, ValueRange) {
         ImplicitLocOpBuilder ib(l, nb);
         IRBuilder j{ib};
-        issue(ib, j.add(t, j.idx(stages - 1)));
-        // Tile t's group is the oldest of the `stages` committed since.
-        waitAsyncCopies(ib, stages - 1);
-        gpu::BarrierOp::create(ib);
-        writeBack(ib, j.remU(t, j.idx(stages)), j.mul(t, j.idx(tile)),
+        issue(ib, j.add(t, j.idx(pipeline.tilesAhead())));
+        pipeline.wait(ib);
+        writeBack(ib, pipeline.stageOf(ib, t), j.mul(t, j.idx(tile)),
                   j.idx(tile));
         gpu::BarrierOp::create(ib);
         scf::YieldOp::create(ib);

@@ -1,0 +1,265 @@
+//===- PrefillMainloop.cpp - The prefill kernel's K/V loop ----------------===//
+//
+// Step 3 of the tensor-core prefill kernel (PrefillKernel.cpp): per K/V
+// tile i, in the K/V stream's two-stage pipeline: wait for K_i, issue
+// K_{i+1} (with the page entries of tile i + 2), S = Q K_i^T, mask only
+// where a tile crosses the diagonal, the window, the partition's end or a
+// custom mask, the online softmax on the fragments; wait for V_i, issue
+// V_{i+1}, O += P V_i (WarpAttentionTile). Quantized or transposed rings are
+// converted into the tiles the mma reads after each wait (KVTileStream).
+//
+//===----------------------------------------------------------------------===//
+#include "PrefillKernelParts.h"
+
+#include "kvir/Codegen/IRBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace kvir;
+using namespace kvir::codegen;
+using namespace kvir::gpu_lowering;
+using namespace kvir::gpu_lowering::prefill;
+
+namespace {
+
+using KeyFn = std::function<Value(ImplicitLocOpBuilder &, Value)>;
+using State = WarpAttentionTile::State;
+
+class Mainloop {
+public:
+  Mainloop(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s, const Work &w,
+           const Arguments &a, const KVTileStream &stream,
+           const TileSkipping *skipping, WarpAttentionTile &tile,
+           const MainloopInputs &in)
+      : b(b), s(s), w(w), a(a), stream(stream), skipping(skipping), tile(tile),
+        in(in) {}
+
+  State run(Value liveFirst);
+
+private:
+  /// Iteration i: the carried state (and, skipping, whether tile i is
+  /// live) to the values it yields.
+  SmallVector<Value> iteration(ImplicitLocOpBuilder &lb, Value i,
+                               ValueRange carried);
+  /// S = Q K^T of the tile at t0 (K in `kStage`, MLA's kpe in `stage`),
+  /// masked, and the online softmax: the new state, flattened, then P.
+  SmallVector<Value> scoreTile(ImplicitLocOpBuilder &sb, const State &state,
+                               Value t0, Value kStage, Value stage,
+                               const KeyFn &keyOf);
+  /// scoreTile, or, for a dead tile, the state kept and a P never used.
+  std::pair<State, SmallVector<Value>>
+  scoreIfLive(ImplicitLocOpBuilder &lb, const State &state, Value live,
+              Value t0, Value kStage, Value stage, const KeyFn &keyOf);
+  /// O += P V, or, for a dead tile, the state kept.
+  SmallVector<Value> accumulateIfLive(const State &stepped, ArrayRef<Value> p,
+                                      Value live, Value vStage);
+  /// ALiBi and score_mod on each natural-unit logit of the tile at t0 (its
+  /// keys by `keyOf`), or null.
+  WarpAttentionTile::ElementMod scoreMod(Value t0, const KeyFn &keyOf) const;
+
+  /// The builder the tile builds through (it moves into regions built
+  /// through it).
+  ImplicitLocOpBuilder &b;
+  const PrefillKernelSpec &s;
+  const Work &w;
+  const Arguments &a;
+  const KVTileStream &stream;
+  const TileSkipping *skipping;
+  WarpAttentionTile &tile;
+  const MainloopInputs &in;
+};
+
+WarpAttentionTile::ElementMod Mainloop::scoreMod(Value t0,
+                                                 const KeyFn &keyOf) const {
+  const RowVariants *variants = in.variants;
+  if (!variants || !variants->emitter.modifiesScores())
+    return nullptr;
+  return [this, variants, t0, keyOf](ImplicitLocOpBuilder &eb, Value logit,
+                                     int64_t row, int64_t column) {
+    IRBuilder k{eb};
+    // Keys past the request read the tables at its last key, entries of
+    // no key at key 0 (their logits are masked).
+    Value e = k.add(tile.getMma().getAccFragment().firstCol(eb), k.idx(column));
+    Value key = s.gathers() ? k.maxS(keyOf(eb, e), k.idx(0))
+                            : k.minS(k.add(t0, e), k.sub(w.kvLen, k.idx(1)));
+    return variants->emitter.modifyScore(
+        eb, logit, variants->requests[row], variants->heads[row],
+        variants->positions[row], variants->key(eb, row, key));
+  };
+}
+
+SmallVector<Value> Mainloop::scoreTile(ImplicitLocOpBuilder &sb,
+                                       const State &state, Value t0,
+                                       Value kStage, Value stage,
+                                       const KeyFn &keyOf) {
+  SmallVector<Value> scores =
+      tile.scores(in.qFrags, in.qTile, stream.kTiles(), kStage);
+  if (s.isMla())
+    scores = tile.scores({}, *in.qPeTile, *stream.kpeTiles(), stage, scores);
+  SmallVector<Value> logits = tile.logits(scores, s.smScale, s.softCap,
+                                          in.kValueScale, scoreMod(t0, keyOf));
+  auto masked = scf::IfOp::create(
+      sb, needsMask(sb, s, w, t0),
+      [&](OpBuilder &mb, Location ml) {
+        ImplicitLocOpBuilder ib(ml, mb);
+        scf::YieldOp::create(ib, emitMask(ib, s, w, a, tile, logits,
+                                          in.rowPositions, in.maskOffset, t0,
+                                          in.variants, keyOf));
+      },
+      [&](OpBuilder &mb, Location ml) {
+        scf::YieldOp::create(mb, ml, logits);
+      });
+  auto [stepped, p] =
+      tile.softmax(state, SmallVector<Value>(masked.getResults()));
+  SmallVector<Value> values = stepped.flatten();
+  llvm::append_range(values, p);
+  return values;
+}
+
+std::pair<State, SmallVector<Value>>
+Mainloop::scoreIfLive(ImplicitLocOpBuilder &lb, const State &state, Value live,
+                      Value t0, Value kStage, Value stage, const KeyFn &keyOf) {
+  SmallVector<Value> stateValues = state.flatten();
+  int64_t numStateValues = stateValues.size();
+  auto split = [&](ValueRange values) {
+    return std::make_pair(
+        State::unflatten(values.take_front(numStateValues), tile.getShape()),
+        SmallVector<Value>(values.drop_front(numStateValues)));
+  };
+  if (!skipping) {
+    SmallVector<Value> values = scoreTile(lb, state, t0, kStage, stage, keyOf);
+    return split(values);
+  }
+  // A dead tile keeps the state; its P is never used. (`b`, the builder
+  // the tile and fragments build through, moves into each branch.)
+  MmaTile &mma = tile.getMma();
+  SmallVector<Type> types(ValueRange(stateValues).getTypes());
+  int64_t numP = tile.getShape().mTiles * (tile.getShape().kvTile / 16);
+  types.append(numP, mma.getAType());
+  auto scored = scf::IfOp::create(b, types, live, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(scored.thenBlock());
+    scf::YieldOp::create(b, scoreTile(b, state, t0, kStage, stage, keyOf));
+    b.setInsertionPointToEnd(scored.elseBlock());
+    SmallVector<Value> values(stateValues);
+    Value zero = arith::ConstantOp::create(b, mma.getAType(),
+                                           b.getZeroAttr(mma.getAType()));
+    values.append(numP, zero);
+    scf::YieldOp::create(b, values);
+  }
+  return split(scored.getResults());
+}
+
+SmallVector<Value> Mainloop::accumulateIfLive(const State &stepped,
+                                              ArrayRef<Value> p, Value live,
+                                              Value vStage) {
+  if (!skipping)
+    return tile.accumulate(stepped, p, stream.vTiles(), vStage).flatten();
+  SmallVector<Value> kept = stepped.flatten();
+  auto accumulated = scf::IfOp::create(b, ValueRange(kept).getTypes(), live,
+                                       /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(accumulated.thenBlock());
+    scf::YieldOp::create(
+        b, tile.accumulate(stepped, p, stream.vTiles(), vStage).flatten());
+    b.setInsertionPointToEnd(accumulated.elseBlock());
+    scf::YieldOp::create(b, kept);
+  }
+  return SmallVector<Value>(accumulated.getResults());
+}
+
+SmallVector<Value> Mainloop::iteration(ImplicitLocOpBuilder &lb, Value i,
+                                       ValueRange carried) {
+  IRBuilder j{lb};
+  const CpAsyncPipeline &pipeline = stream.getPipeline();
+  ValueRange stateValues = skipping ? carried.drop_back() : carried;
+  State state = State::unflatten(stateValues, tile.getShape());
+  Value live = skipping ? carried.back() : Value();
+  Value stage = pipeline.stageOf(lb, i);
+  Value next = j.add(i, j.idx(1));
+  if (skipping)
+    skipping->mark(lb, next);
+  pipeline.wait(lb);
+  Value liveNext = skipping ? skipping->isLive(lb, next) : Value();
+  auto issueIfLive = [&](kv::PoolRole role) {
+    if (!skipping)
+      return stream.issue(lb, next, role);
+    emitIf(lb, liveNext,
+           [&](ImplicitLocOpBuilder &jb) { stream.issue(jb, next, role); });
+  };
+  // Everyone is done with tile i - 1: its K/V stage and page-entry slot
+  // take tile i + 1 and the entries of tile i + 2.
+  issueIfLive(kv::PoolRole::K);
+  stream.stageIds(lb, j.add(i, j.idx(2)));
+  pipeline.commit(lb);
+
+  // Quantized: everyone is done with the value tiles of tile i - 1 (the
+  // barrier above); this tile's K codes become them.
+  Value kStage = stream.prepareK(lb, stage);
+  auto [t0, tileCount] = stream.range(lb, i);
+  Value idSlot = stream.idSlot(lb, i);
+  KeyFn keyOf = [this, idSlot, t0 = t0](ImplicitLocOpBuilder &kb, Value e) {
+    return stream.keyOf(kb, idSlot, t0, e);
+  };
+  // RoPE: the tile's keys turn to their positions, in place (the barrier
+  // above: everyone is done with tile i - 1's scores).
+  if (in.rotation) {
+    Value count = tileCount;
+    in.rotation->apply(lb, stream.kTiles(), kStage,
+                       [&](ImplicitLocOpBuilder &jb, Value t) {
+                         IRBuilder k{jb};
+                         return RopeRowPosition{k.lt(t, count),
+                                                k.maxS(keyOf(jb, t), k.idx(0))};
+                       });
+    gpu::BarrierOp::create(lb);
+  }
+  auto [stepped, p] = scoreIfLive(lb, state, live, t0, kStage, stage, keyOf);
+
+  if (!s.isMla()) {
+    pipeline.wait(lb);
+    issueIfLive(kv::PoolRole::V);
+    pipeline.commit(lb);
+  }
+  Value vStage = stream.prepareV(lb, stage);
+  SmallVector<Value> results = accumulateIfLive(stepped, p, live, vStage);
+  if (skipping)
+    results.push_back(liveNext);
+  return results;
+}
+
+State Mainloop::run(Value liveFirst) {
+  IRBuilder ir{b};
+  // Groups in flight at the top of iteration i: K_i, V_i (MLA: K/V tile
+  // i, whose ckv part is V). The loop carries the rows' state and
+  // (mask_mod) whether tile i is live; a dead tile is neither loaded nor
+  // multiplied, the pipeline's commit groups and barriers stay the same.
+  SmallVector<Value> init = tile.initialState().flatten();
+  if (skipping)
+    init.push_back(liveFirst);
+  auto loop = scf::ForOp::create(
+      b, ir.idx(0), stream.getNumTiles(), ir.idx(1), init,
+      [&](OpBuilder &nb, Location l, Value i, ValueRange carried) {
+        ImplicitLocOpBuilder lb(l, nb);
+        scf::YieldOp::create(lb, iteration(lb, i, carried));
+      });
+  stream.getPipeline().drain(b);
+  return State::unflatten(skipping ? loop.getResults().drop_back()
+                                   : loop.getResults(),
+                          tile.getShape());
+}
+
+} // namespace
+
+WarpAttentionTile::State
+prefill::emitMainloop(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
+                      const Work &w, const Arguments &a,
+                      const KVTileStream &stream, const TileSkipping *skipping,
+                      WarpAttentionTile &tile, const MainloopInputs &in,
+                      Value liveFirst) {
+  return Mainloop(b, s, w, a, stream, skipping, tile, in).run(liveFirst);
+}
