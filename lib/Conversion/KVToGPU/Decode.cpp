@@ -88,6 +88,38 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
   DecodeLowering(MLIRContext *ctx, LoweringContext &context)
       : OpRewritePattern(ctx), context(context) {}
 
+  /// The direct kernel of `op` writing `outType` / `lseType`.
+  static DecodeKernelSpec describeDecode(kv::DecodeOp op, MemRefType outType,
+                                         MemRefType lseType,
+                                         const target::TargetInfo &target) {
+    auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
+    kv::PagedOperands kv = kv::PagedOperands::fromView(view);
+    DecodeKernelSpec spec;
+    spec.kv = kv.type;
+    for (Value v : kv.flatten())
+      spec.kvTypes.push_back(v.getType());
+    spec.qType = cast<MemRefType>(op.getQ().getType());
+    spec.outType = outType;
+    spec.lseType = lseType;
+    spec.qHeads = spec.qType.getDimSize(1);
+    spec.base = op.getType().getBase();
+    spec.smScale = op.getSmScale()
+                       ? op.getSmScale()->convertToDouble()
+                       : 1.0 / std::sqrt(double(kv.type.getHeadDim()));
+    if (auto cap = op.getLogitsSoftCap())
+      spec.softCap = cap->convertToDouble();
+    spec.windowLeft = op.getWindowLeft();
+    spec.rope = op.getRopeAttr();
+    spec.variants = KernelVariants::of(op);
+    if (Value topk = op.getTopk())
+      spec.topkType = cast<MemRefType>(topk.getType());
+    if (kv.type.getQuant() == kv::Quant::int8_group)
+      spec.scaleChunk = *int8ScaleChunkElements(view);
+    std::string whyNot;
+    spec.config = *kvgpu::getOrChooseDecodeConfig(op, target, whyNot);
+    return spec;
+  }
+
   LogicalResult matchAndRewrite(kv::DecodeOp op,
                                 PatternRewriter &rewriter) const override {
     const target::TargetInfo &target = context.getTarget();
@@ -109,42 +141,14 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     Value out = outputs.getOutput(), lse = outputs.getLse();
 
-    DecodeKernelSpec spec;
-    spec.kv = kv.type;
-    for (Value v : kv.flatten())
-      spec.kvTypes.push_back(v.getType());
-    spec.qType = qType;
-    spec.outType = cast<MemRefType>(out.getType());
-    spec.lseType = cast<MemRefType>(lse.getType());
-    spec.qHeads = qHeads;
-    spec.base = stateType.getBase();
-    spec.smScale = op.getSmScale() ? op.getSmScale()->convertToDouble()
-                                   : 1.0 / std::sqrt(double(headDim));
-    if (auto cap = op.getLogitsSoftCap())
-      spec.softCap = cap->convertToDouble();
-    spec.windowLeft = op.getWindowLeft();
-    spec.rope = op.getRopeAttr();
-    spec.variants = KernelVariants::of(op);
-    if (Value topk = op.getTopk())
-      spec.topkType = cast<MemRefType>(topk.getType());
-    if (kv.type.getQuant() == kv::Quant::int8_group)
-      spec.scaleChunk = *int8ScaleChunkElements(view);
-    std::string whyNot;
-    spec.config = *kvgpu::getOrChooseDecodeConfig(op, target, whyNot);
+    DecodeKernelSpec spec = describeDecode(op, cast<MemRefType>(out.getType()),
+                                           cast<MemRefType>(lse.getType()),
+                                           target);
 
     auto build = [&](const DecodeKernelSpec &s, StringRef symbol) {
       return context.getOrBuildKernel(symbol, [&](gpu::GPUModuleOp module) {
-        SmallVector<Type> argTypes{s.qType};
-        llvm::append_range(argTypes, s.kvTypes);
-        if (s.gathers())
-          argTypes.push_back(s.topkType);
-        if (s.partitioned)
-          argTypes.push_back(workItemsType(b.getContext()));
-        argTypes.append({s.outType, s.lseType});
-        if (s.partitioned)
-          argTypes.append({s.finalOutType, s.finalLseType});
-        llvm::append_range(argTypes, s.variants.types);
-        KernelFunc kf = KernelFunc::create(module, symbol, argTypes, s.block(),
+        KernelFunc kf = KernelFunc::create(module, symbol,
+                                           decodeArgumentTypes(s), s.block(),
                                            decodeSharedLayout(s), op.getLoc());
         buildDecodeBody(kf, s);
         return kf;

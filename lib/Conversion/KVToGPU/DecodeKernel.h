@@ -138,12 +138,15 @@ std::optional<std::string> whyNotDecodeKernelSpec(kv::PagedViewOp view,
 std::optional<std::string> whyNotDecodeRope(kv::RopeAttr rope, int64_t headDim,
                                             int64_t vector);
 
-/// Builds the body of a kernel created with decodeSharedLayout: arguments
-/// q, [qo_indptr], the KV operands (PagedOperands::flatten), [positions],
-/// [frame indptr, frame positions], [topk], [work items], out, lse, [final
-/// out, final lse], the variant operands;
-/// launched on (requests, query rows or work items, KV heads) blocks of
-/// spec.block() threads.
+/// The kernel's arguments: q, [qo_indptr], the KV operands
+/// (PagedOperands::flatten), [positions], [frame indptr, frame positions],
+/// [topk], [work items], out, lse, [final out, final lse], the variant
+/// operands. (One list gives these types and the body's binding.)
+llvm::SmallVector<mlir::Type> decodeArgumentTypes(const DecodeKernelSpec &spec);
+
+/// Builds the body of a kernel created with decodeArgumentTypes and
+/// decodeSharedLayout, launched on (requests, query rows or work items, KV
+/// heads) blocks of spec.block() threads.
 void buildDecodeBody(const codegen::KernelFunc &kf,
                      const DecodeKernelSpec &spec);
 

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "DecodeKernelParts.h"
+#include "LoweringContext.h"
 
 #include "kvir/Codegen/PagedTileLoader.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
@@ -17,6 +18,42 @@ using namespace kvir::gpu_lowering;
 using namespace kvir::gpu_lowering::decode;
 
 namespace {
+
+/// Where an argument binds: one named value, or a member of a group.
+enum class Binding { single, kvOperand, variantOperand };
+
+/// The kernel's arguments in order, one call of `arg(type, binding,
+/// field)` each (`field` for single values).
+void listArguments(
+    const DecodeKernelSpec &s,
+    function_ref<void(Type, Binding, Value DecodeArguments::*)> arg) {
+  auto single = [&](Type type, Value DecodeArguments::*field) {
+    arg(type, Binding::single, field);
+  };
+  single(s.qType, &DecodeArguments::q);
+  if (s.queryRows())
+    single(s.qoIndptrType, &DecodeArguments::qoIndptr);
+  for (Type type : s.kvTypes)
+    arg(type, Binding::kvOperand, nullptr);
+  if (s.positionsType)
+    single(s.positionsType, &DecodeArguments::positions);
+  if (s.framePositionsType) {
+    single(s.frameIndptrType, &DecodeArguments::frameIndptr);
+    single(s.framePositionsType, &DecodeArguments::framePositions);
+  }
+  if (s.gathers())
+    single(s.topkType, &DecodeArguments::topk);
+  if (s.partitioned)
+    single(workItemsType(s.qType.getContext()), &DecodeArguments::workItems);
+  single(s.outType, &DecodeArguments::out);
+  single(s.lseType, &DecodeArguments::lse);
+  if (s.partitioned) {
+    single(s.finalOutType, &DecodeArguments::finalOut);
+    single(s.finalLseType, &DecodeArguments::finalLse);
+  }
+  for (Type type : s.variants.types)
+    arg(type, Binding::variantOperand, nullptr);
+}
 
 /// The buffers, with or without a rotated K tile.
 DecodeBuffers addBuffers(const DecodeKernelSpec &s, SharedMemoryLayout &layout,
@@ -148,4 +185,34 @@ gpu_lowering::whyNotDecodeConfig(const DecodeKernelSpec &s) {
            " bytes of shared memory, over the 48 KB the decode kernel may "
            "declare";
   return std::nullopt;
+}
+
+SmallVector<Type>
+gpu_lowering::decodeArgumentTypes(const DecodeKernelSpec &s) {
+  SmallVector<Type> types;
+  listArguments(s, [&](Type type, Binding, Value DecodeArguments::*) {
+    types.push_back(type);
+  });
+  return types;
+}
+
+DecodeArguments decode::bindDecodeArguments(const KernelFunc &kf,
+                                            const DecodeKernelSpec &s) {
+  DecodeArguments a;
+  unsigned index = 0;
+  std::optional<unsigned> firstKv;
+  listArguments(s, [&](Type, Binding binding, Value DecodeArguments::*field) {
+    if (binding == Binding::single)
+      a.*field = kf.getArgument(index);
+    else if (binding == Binding::kvOperand && !firstKv)
+      firstKv = index;
+    ++index;
+  });
+  a.kv = kv::PagedOperands::fromFlattened(
+      s.kv, kf.getArguments().slice(*firstKv, s.kvTypes.size()));
+  if (!s.partitioned) {
+    a.finalOut = a.out;
+    a.finalLse = a.lse;
+  }
+  return a;
 }

@@ -130,17 +130,9 @@ LogicalResult gpu_lowering::lowerPrefillQueryRows(kv::PrefillOp op,
   std::string name = queryRowsKernelSymbol(op, spec, target);
   gpu::GPUFuncOp kernel =
       context.getOrBuildKernel(name, [&](gpu::GPUModuleOp module) {
-        SmallVector<Type> argTypes{spec.qType, spec.qoIndptrType};
-        llvm::append_range(argTypes, spec.kvTypes);
-        if (spec.positionsType)
-          argTypes.push_back(spec.positionsType);
-        if (spec.framePositionsType)
-          argTypes.append({spec.frameIndptrType, spec.framePositionsType});
-        argTypes.append({spec.outType, spec.lseType});
-        llvm::append_range(argTypes, spec.variants.types);
-        KernelFunc kf =
-            KernelFunc::create(module, name, argTypes, spec.block(),
-                               decodeSharedLayout(spec), op.getLoc());
+        KernelFunc kf = KernelFunc::create(
+            module, name, decodeArgumentTypes(spec), spec.block(),
+            decodeSharedLayout(spec), op.getLoc());
         buildDecodeBody(kf, spec);
         return kf;
       });
