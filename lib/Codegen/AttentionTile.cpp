@@ -12,9 +12,6 @@ using namespace mlir;
 using namespace kvir;
 using namespace kvir::codegen;
 
-/// Where the accumulators' elements lie (the MMA atom's fragment layout).
-static const FragmentLayout kAcc = MmaTile::accLayout();
-
 SmallVector<Value> WarpAttentionTile::State::flatten() const {
   SmallVector<Value> values(m);
   llvm::append_range(values, l);
@@ -23,8 +20,8 @@ SmallVector<Value> WarpAttentionTile::State::flatten() const {
 }
 
 WarpAttentionTile::State
-WarpAttentionTile::State::unflatten(ValueRange values, const Shape &shape) {
-  int64_t rows = kAcc.rowSlots(shape.mTiles);
+WarpAttentionTile::unflatten(ValueRange values) const {
+  int64_t rows = mma.accLayout().rowSlots(shape.mTiles);
   State s;
   s.m.assign(values.begin(), values.begin() + rows);
   s.l.assign(values.begin() + rows, values.begin() + 2 * rows);
@@ -32,69 +29,76 @@ WarpAttentionTile::State::unflatten(ValueRange values, const Shape &shape) {
   return s;
 }
 
-WarpAttentionTile::WarpAttentionTile(ImplicitLocOpBuilder &b, MmaTile &mma,
-                                     Shape shape, Value rowOffset,
-                                     Value valueOffset)
-    : b(b), mma(mma), shape(shape), rowOffset(rowOffset),
-      valueOffset(valueOffset),
-      math(b, AttentionState::Flavor::ptxBase2) {}
+WarpAttentionTile::WarpAttentionTile(const MmaAtom &mma, Shape shape,
+                                     Value rowOffset, Value valueOffset)
+    : mma(mma), shape(shape), rowOffset(rowOffset), valueOffset(valueOffset) {}
 
-WarpAttentionTile::State WarpAttentionTile::initialState() {
+WarpAttentionTile::State
+WarpAttentionTile::initialState(ImplicitLocOpBuilder &b) const {
   IRBuilder ir{b};
+  const FragmentLayout &fragment = mma.accLayout();
   State s;
-  for (int64_t r = 0; r < kAcc.rowSlots(shape.mTiles); ++r) {
+  for (int64_t r = 0; r < fragment.rowSlots(shape.mTiles); ++r) {
     s.m.push_back(ir.f32(-INFINITY));
     s.l.push_back(ir.f32(0.0));
   }
-  for (int64_t i = 0; i < shape.mTiles * shape.headDimV / kAcc.atomCols; ++i)
-    s.o.push_back(mma.zeroAcc());
+  for (int64_t i = 0; i < shape.mTiles * shape.headDimV / fragment.atomCols; ++i)
+    s.o.push_back(mma.zeroAcc(b));
   return s;
 }
 
-SmallVector<Value> WarpAttentionTile::loadQuery(const SharedTile &q) {
+SmallVector<Value> WarpAttentionTile::loadQuery(ImplicitLocOpBuilder &b,
+                                                const SharedTile &q) const {
   IRBuilder ir{b};
+  const FragmentLayout &fragment = mma.accLayout();
+  int64_t kStep = mma.getK();
   SmallVector<Value> frags;
   for (int64_t t = 0; t < shape.mTiles; ++t)
-    for (int64_t k = 0; k < shape.headDim / 16; ++k)
-      frags.push_back(mma.loadA(q, Value(),
-                                ir.add(rowOffset, ir.idx(kAcc.atomRows * t)),
-                                16 * k));
+    for (int64_t k = 0; k < shape.headDim / kStep; ++k)
+      frags.push_back(mma.loadA(b, q, Value(),
+                                ir.add(rowOffset, ir.idx(fragment.atomRows * t)),
+                                kStep * k));
   return frags;
 }
 
-SmallVector<Value> WarpAttentionTile::scores(ArrayRef<Value> queryFragments,
+SmallVector<Value> WarpAttentionTile::scores(ImplicitLocOpBuilder &b,
+                                             ArrayRef<Value> queryFragments,
                                              const SharedTile &q,
                                              const SharedTile &k, Value stage,
-                                             ArrayRef<Value> partial) {
+                                             ArrayRef<Value> partial) const {
   IRBuilder ir{b};
-  int64_t kSteps = q.cols / 16, n8 = shape.kvTile / kAcc.atomCols;
+  const FragmentLayout &fragment = mma.accLayout();
+  int64_t kStep = mma.getK();
+  int64_t kSteps = q.cols / kStep, n8 = shape.kvTile / fragment.atomCols;
   SmallVector<Value> s = partial.empty()
                              ? SmallVector<Value>(shape.mTiles * n8,
-                                                  mma.zeroAcc())
+                                                  mma.zeroAcc(b))
                              : SmallVector<Value>(partial);
   for (int64_t ks = 0; ks < kSteps; ++ks) {
     // The A fragments of this k step, shared by every key pair below.
     SmallVector<Value> a;
     for (int64_t t = 0; t < shape.mTiles; ++t)
       a.push_back(queryFragments.empty()
-                      ? mma.loadA(q, Value(),
-                                  ir.add(rowOffset, ir.idx(kAcc.atomRows * t)),
-                                  16 * ks)
+                      ? mma.loadA(b, q, Value(),
+                                  ir.add(rowOffset, ir.idx(fragment.atomRows * t)),
+                                  kStep * ks)
                       : queryFragments[t * kSteps + ks]);
     for (int64_t n = 0; n < n8; n += 2) {
-      auto [b0, b1] = mma.loadBRows(k, stage, ir.idx(8 * n), 16 * ks);
+      auto [b0, b1] =
+          mma.loadBRows(b, k, stage, ir.idx(fragment.atomCols * n), kStep * ks);
       for (int64_t t = 0; t < shape.mTiles; ++t) {
         Value &s0 = s[t * n8 + n], &s1 = s[t * n8 + n + 1];
-        s0 = mma.mma(a[t], b0, s0);
-        s1 = mma.mma(a[t], b1, s1);
+        s0 = mma.mma(b, a[t], b0, s0);
+        s1 = mma.mma(b, a[t], b1, s1);
       }
     }
   }
   return s;
 }
 
-std::pair<Value, Value> WarpAttentionTile::elementCoords(int64_t t, int64_t h,
-                                                         int64_t n, int64_t j) {
+std::pair<Value, Value>
+WarpAttentionTile::elementCoords(ImplicitLocOpBuilder &b, int64_t t, int64_t h,
+                                 int64_t n, int64_t j) const {
   IRBuilder ir{b};
   const LaneFragment &fragment = mma.getAccFragment();
   const FragmentLayout &layout = fragment.getLayout();
@@ -106,25 +110,26 @@ std::pair<Value, Value> WarpAttentionTile::elementCoords(int64_t t, int64_t h,
 SmallVector<Value> WarpAttentionTile::mask(ImplicitLocOpBuilder &b,
                                            ArrayRef<Value> logits,
                                            ArrayRef<RowKeys> rows,
-                                           const CustomVisibility &custom) {
+                                           const CustomVisibility &custom) const {
   IRBuilder ir{b};
-  int64_t n8 = shape.kvTile / kAcc.atomCols;
+  const FragmentLayout &fragment = mma.accLayout();
+  int64_t n8 = shape.kvTile / fragment.atomCols;
   Value negInf = ir.f32(-INFINITY);
   SmallVector<Value> masked;
   for (int64_t t = 0; t < shape.mTiles; ++t)
     for (int64_t n = 0; n < n8; ++n) {
       Value acc = logits[t * n8 + n];
-      for (int64_t h = 0; h < kAcc.rowsPerLane; ++h)
-        for (int64_t j = 0; j < kAcc.colsPerLane; ++j) {
-          const RowKeys &row = rows[kAcc.rowSlot(t, h)];
-          int64_t column = kAcc.atomCols * n + j;
+      for (int64_t h = 0; h < fragment.rowsPerLane; ++h)
+        for (int64_t j = 0; j < fragment.colsPerLane; ++j) {
+          const RowKeys &row = rows[fragment.rowSlot(t, h)];
+          int64_t column = fragment.atomCols * n + j;
           Value c = ir.i32(column);
           Value visible = arith::AndIOp::create(
               b, ir.cmp(arith::CmpIPredicate::sle, row.lo, c),
               ir.lt(c, row.hi));
           if (custom)
             visible = arith::AndIOp::create(b, visible,
-                                            custom(b, kAcc.rowSlot(t, h),
+                                            custom(b, fragment.rowSlot(t, h),
                                                    column));
           Value v = vector::ExtractOp::create(b, acc, ArrayRef<int64_t>{h, j});
           v = ir.select(visible, v, negInf);
@@ -135,27 +140,30 @@ SmallVector<Value> WarpAttentionTile::mask(ImplicitLocOpBuilder &b,
   return masked;
 }
 
-SmallVector<Value> WarpAttentionTile::logits(ArrayRef<Value> scores,
+SmallVector<Value> WarpAttentionTile::logits(ImplicitLocOpBuilder &b,
+                                             ArrayRef<Value> scores,
                                              double smScale,
                                              std::optional<double> softCap,
                                              Value scoreScale,
-                                             const ElementMod &mod) {
+                                             const ElementMod &mod) const {
   IRBuilder ir{b};
+  const FragmentLayout &fragment = mma.accLayout();
+  AttentionState math(b, AttentionState::Flavor::ptxBase2);
   bool natural = bool(mod);
   Value scale =
       ir.f32(smScale * math.logitPrescale(softCap.has_value(), natural));
   if (scoreScale)
     scale = ir.mul(scale, scoreScale);
-  int64_t n8 = shape.kvTile / kAcc.atomCols;
+  int64_t n8 = shape.kvTile / fragment.atomCols;
   SmallVector<Value> out;
   for (auto [i, s] : llvm::enumerate(scores)) {
     Value x = ir.mul(s, ir.splatLike(scale, s));
     if (mod) {
       int64_t t = int64_t(i) / n8, n = int64_t(i) % n8;
-      for (int64_t h = 0; h < kAcc.rowsPerLane; ++h)
-        for (int64_t j = 0; j < kAcc.colsPerLane; ++j) {
+      for (int64_t h = 0; h < fragment.rowsPerLane; ++h)
+        for (int64_t j = 0; j < fragment.colsPerLane; ++j) {
           Value v = vector::ExtractOp::create(b, x, ArrayRef<int64_t>{h, j});
-          v = mod(b, v, kAcc.rowSlot(t, h), kAcc.atomCols * n + j);
+          v = mod(b, v, fragment.rowSlot(t, h), fragment.atomCols * n + j);
           x = vector::InsertOp::create(b, v, x, ArrayRef<int64_t>{h, j});
         }
     }
@@ -164,22 +172,26 @@ SmallVector<Value> WarpAttentionTile::logits(ArrayRef<Value> scores,
   return out;
 }
 
-Value WarpAttentionTile::rowPair(Value x0, Value x1) {
+Value WarpAttentionTile::rowPair(ImplicitLocOpBuilder &b, Value x0,
+                                 Value x1) const {
   return vector::FromElementsOp::create(b, mma.getAccType(),
                                         ValueRange{x0, x0, x1, x1});
 }
 
 std::pair<WarpAttentionTile::State, SmallVector<Value>>
-WarpAttentionTile::softmax(const State &state, ArrayRef<Value> logits) {
+WarpAttentionTile::softmax(ImplicitLocOpBuilder &b, const State &state,
+                           ArrayRef<Value> logits) const {
   IRBuilder ir{b};
-  int64_t n8 = shape.kvTile / kAcc.atomCols;
-  int64_t dv8 = shape.headDimV / kAcc.atomCols;
+  const FragmentLayout &fragment = mma.accLayout();
+  AttentionState math(b, AttentionState::Flavor::ptxBase2);
+  int64_t n8 = shape.kvTile / fragment.atomCols;
+  int64_t dv8 = shape.headDimV / fragment.atomCols;
   State next = state;
   SmallVector<Value> p;
   for (int64_t t = 0; t < shape.mTiles; ++t) {
     ArrayRef<Value> s = logits.slice(t * n8, n8);
     Value alpha[2], ref[2];
-    for (int64_t h = 0; h < kAcc.rowsPerLane; ++h) {
+    for (int64_t h = 0; h < fragment.rowsPerLane; ++h) {
       // The row's max over this lane's columns, then over its quad.
       Value rowMax;
       for (Value acc : s) {
@@ -188,20 +200,20 @@ WarpAttentionTile::softmax(const State &state, ArrayRef<Value> logits) {
                                               pair);
         rowMax = rowMax ? arith::MaximumFOp::create(b, rowMax, m).getResult() : m;
       }
-      rowMax = warpReduce(b, rowMax, kAcc.lanesPerRow, WarpReduction::max);
+      rowMax = warpReduce(b, rowMax, fragment.lanesPerRow, WarpReduction::max);
       AttentionState::Rescale r =
-          math.rescale(state.m[kAcc.rowSlot(t, h)], rowMax);
-      next.m[kAcc.rowSlot(t, h)] = r.m;
+          math.rescale(state.m[fragment.rowSlot(t, h)], rowMax);
+      next.m[fragment.rowSlot(t, h)] = r.m;
       alpha[h] = r.alpha;
       ref[h] = r.ref;
     }
-    Value refs = rowPair(ref[0], ref[1]);
+    Value refs = rowPair(b, ref[0], ref[1]);
     SmallVector<Value> weights;
     Value sum[2];
     for (Value acc : s) {
       Value w = math.weightAt(acc, refs);
       weights.push_back(w);
-      for (int64_t h = 0; h < kAcc.rowsPerLane; ++h) {
+      for (int64_t h = 0; h < fragment.rowsPerLane; ++h) {
         Value pair = vector::ExtractOp::create(b, w, ArrayRef<int64_t>{h});
         Value part = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
                                                  pair);
@@ -209,63 +221,69 @@ WarpAttentionTile::softmax(const State &state, ArrayRef<Value> logits) {
       }
     }
     // Row sums stay per lane (the quad reduces them once, at the end).
-    for (int64_t h = 0; h < kAcc.rowsPerLane; ++h)
-      next.l[kAcc.rowSlot(t, h)] =
-          ir.add(ir.mul(state.l[kAcc.rowSlot(t, h)], alpha[h]), sum[h]);
-    Value alphas = rowPair(alpha[0], alpha[1]);
+    for (int64_t h = 0; h < fragment.rowsPerLane; ++h)
+      next.l[fragment.rowSlot(t, h)] =
+          ir.add(ir.mul(state.l[fragment.rowSlot(t, h)], alpha[h]), sum[h]);
+    Value alphas = rowPair(b, alpha[0], alpha[1]);
     for (int64_t d = 0; d < dv8; ++d)
       next.o[t * dv8 + d] = ir.mul(state.o[t * dv8 + d], alphas);
     for (int64_t j = 0; j < n8; j += 2)
-      p.push_back(mma.accumulatorsToA(weights[j], weights[j + 1]));
+      p.push_back(mma.accumulatorsToA(b, weights[j], weights[j + 1]));
   }
   return {next, p};
 }
 
-WarpAttentionTile::State WarpAttentionTile::accumulate(const State &state,
-                                                       ArrayRef<Value> p,
-                                                       const SharedTile &v,
-                                                       Value stage) {
+WarpAttentionTile::State
+WarpAttentionTile::accumulate(ImplicitLocOpBuilder &b, const State &state,
+                              ArrayRef<Value> p, const SharedTile &v,
+                              Value stage) const {
   IRBuilder ir{b};
-  int64_t k16 = shape.kvTile / 16, dv8 = shape.headDimV / kAcc.atomCols;
+  const FragmentLayout &fragment = mma.accLayout();
+  int64_t kStep = mma.getK();
+  int64_t k16 = shape.kvTile / kStep, dv8 = shape.headDimV / fragment.atomCols;
   State next = state;
   for (int64_t j = 0; j < k16; ++j)
     for (int64_t d = 0; d < dv8; d += 2) {
-      auto [b0, b1] =
-          mma.loadBCols(v, stage, ir.idx(16 * j), 8 * d, valueOffset);
+      auto [b0, b1] = mma.loadBCols(b, v, stage, ir.idx(kStep * j),
+                                    fragment.atomCols * d, valueOffset);
       for (int64_t t = 0; t < shape.mTiles; ++t) {
         Value a = p[t * k16 + j];
         Value &o0 = next.o[t * dv8 + d], &o1 = next.o[t * dv8 + d + 1];
-        o0 = mma.mma(a, b0, o0);
-        o1 = mma.mma(a, b1, o1);
+        o0 = mma.mma(b, a, b0, o0);
+        o1 = mma.mma(b, a, b1, o1);
       }
     }
   return next;
 }
 
 WarpAttentionTile::Final
-WarpAttentionTile::finalize(const State &state, kv::LseBase base,
-                            Value outputScale, ArrayRef<Value> sinkLogits) {
+WarpAttentionTile::finalize(ImplicitLocOpBuilder &b, const State &state,
+                            kv::LseBase base, Value outputScale,
+                            ArrayRef<Value> sinkLogits) const {
   IRBuilder ir{b};
-  int64_t dv8 = shape.headDimV / kAcc.atomCols;
+  const FragmentLayout &fragment = mma.accLayout();
+  AttentionState math(b, AttentionState::Flavor::ptxBase2);
+  int64_t dv8 = shape.headDimV / fragment.atomCols;
   Final f;
   for (int64_t t = 0; t < shape.mTiles; ++t) {
     Value l[2], alpha[2];
-    for (int64_t h = 0; h < kAcc.rowsPerLane; ++h) {
-      l[h] = warpReduce(b, state.l[kAcc.rowSlot(t, h)], kAcc.lanesPerRow,
+    for (int64_t h = 0; h < fragment.rowsPerLane; ++h) {
+      l[h] = warpReduce(b, state.l[fragment.rowSlot(t, h)], fragment.lanesPerRow,
                         WarpReduction::sum);
-      Value m = state.m[kAcc.rowSlot(t, h)];
+      Value m = state.m[fragment.rowSlot(t, h)];
       // The sink joins the row's whole sum (after the quad's reduction).
       if (!sinkLogits.empty()) {
         PartialState merged =
-            math.mergeSink(m, l[h], sinkLogits[kAcc.rowSlot(t, h)]);
+            math.mergeSink(m, l[h], sinkLogits[fragment.rowSlot(t, h)]);
         m = merged.m;
         l[h] = merged.l;
         alpha[h] = merged.acc;
       }
       f.lse.push_back(math.finalLse(m, l[h], base));
     }
-    Value ls = rowPair(l[0], l[1]);
-    Value alphas = sinkLogits.empty() ? Value() : rowPair(alpha[0], alpha[1]);
+    Value ls = rowPair(b, l[0], l[1]);
+    Value alphas =
+        sinkLogits.empty() ? Value() : rowPair(b, alpha[0], alpha[1]);
     for (int64_t d = 0; d < dv8; ++d) {
       Value acc = state.o[t * dv8 + d];
       if (alphas)

@@ -1,9 +1,10 @@
 //===- AttentionTile.h - A warp's rows of FlashAttention-2 ------*- C++ -*-===//
 //
-// The tensor-core form of attention for one warp: its `mTiles` 16-row mma
+// The tensor-core form of attention for one warp: its `mTiles` M-row mma
 // tiles of a query tile (in shared memory), scored against K tiles and
 // accumulated against V tiles (in shared memory, SharedTile layout), all on
-// m16n8k16 fragments (MmaTile):
+// an MMA atom's fragments (MmaAtom; MmaSyncAtom's m16n8k16 today), every
+// element placed by the atom's accumulator FragmentLayout:
 //   S = Q K^T    ldmatrix Q as A (or A fragments kept in registers), K rows
 //                as B; f32 accumulators [mTiles][kvTile / 8];
 //   mask         -inf where a caller's predicate of (row, key) says so;
@@ -22,7 +23,7 @@
 #define KVIR_CODEGEN_ATTENTIONTILE_H
 
 #include "kvir/Codegen/AttentionState.h"
-#include "kvir/Codegen/MmaTile.h"
+#include "kvir/Codegen/MmaAtom.h"
 
 #include <functional>
 #include <optional>
@@ -45,35 +46,38 @@ public:
   struct State {
     llvm::SmallVector<mlir::Value> m, l, o;
     llvm::SmallVector<mlir::Value> flatten() const;
-    static State unflatten(mlir::ValueRange values, const Shape &shape);
   };
+  /// The state whose flatten() is `values`.
+  State unflatten(mlir::ValueRange values) const;
 
   /// `rowOffset` is the warp's first row in the query tile; the warp
   /// accumulates value columns [valueOffset, valueOffset + headDimV) (null:
-  /// 0; else a multiple of 64, see MmaTile::loadBCols). Ops are built at
-  /// `b`'s insertion point as it moves (regions built through `b`, e.g.
-  /// scf.for bodies, receive them).
-  WarpAttentionTile(mlir::ImplicitLocOpBuilder &b, MmaTile &mma, Shape shape,
-                    mlir::Value rowOffset, mlir::Value valueOffset = {});
+  /// 0; else as MmaAtom::loadBCols takes it). Every method builds at the
+  /// builder it is given.
+  WarpAttentionTile(const MmaAtom &mma, Shape shape, mlir::Value rowOffset,
+                    mlir::Value valueOffset = {});
 
   /// m = -inf, l = 0, O = 0.
-  State initialState();
+  State initialState(mlir::ImplicitLocOpBuilder &b) const;
 
-  /// The A fragments [mTiles][headDim / 16] of the warp's query rows.
-  llvm::SmallVector<mlir::Value> loadQuery(const SharedTile &q);
+  /// The A fragments [mTiles][headDim / K] of the warp's query rows.
+  llvm::SmallVector<mlir::Value> loadQuery(mlir::ImplicitLocOpBuilder &b,
+                                           const SharedTile &q) const;
   /// Raw scores <q, k> [mTiles][kvTile / 8] over the `q.cols` dims of `q`
   /// and K tile `stage`, from `queryFragments` (loadQuery) or, if empty,
   /// from `q` directly, added to `partial` (scores of other dims, e.g. MLA's
   /// rotary part) when given.
   llvm::SmallVector<mlir::Value>
-  scores(llvm::ArrayRef<mlir::Value> queryFragments, const SharedTile &q,
+  scores(mlir::ImplicitLocOpBuilder &b,
+         llvm::ArrayRef<mlir::Value> queryFragments, const SharedTile &q,
          const SharedTile &k, mlir::Value stage,
-         llvm::ArrayRef<mlir::Value> partial = {});
+         llvm::ArrayRef<mlir::Value> partial = {}) const;
 
   /// Where fragment element (m-tile t, row half h, n8 tile n, column j)
   /// lies: the row in the query tile and the key in the K tile.
-  std::pair<mlir::Value, mlir::Value> elementCoords(int64_t t, int64_t h,
-                                                    int64_t n, int64_t j);
+  std::pair<mlir::Value, mlir::Value>
+  elementCoords(mlir::ImplicitLocOpBuilder &b, int64_t t, int64_t h, int64_t n,
+                int64_t j) const;
   /// The keys of a fragment row that may be visible, relative to the
   /// lane's first column 2 (lane % 4) (element (n, j) of the row is key
   /// 2 (lane % 4) + 8 n + j of the K tile): element (n, j) passes when
@@ -85,13 +89,12 @@ public:
   };
   using CustomVisibility = std::function<mlir::Value(
       mlir::ImplicitLocOpBuilder &, int64_t fragmentRow, int64_t column)>;
-  /// Sets the logits of keys a fragment row does not see to -inf, building
-  /// at `at` (e.g. inside a branch taken only for tiles that need it).
-  /// `rows` is indexed like State::m.
-  llvm::SmallVector<mlir::Value> mask(mlir::ImplicitLocOpBuilder &at,
-                                      llvm::ArrayRef<mlir::Value> logits,
-                                      llvm::ArrayRef<RowKeys> rows,
-                                      const CustomVisibility &custom = nullptr);
+  /// Sets the logits of keys a fragment row does not see to -inf. `rows`
+  /// is indexed like State::m.
+  llvm::SmallVector<mlir::Value>
+  mask(mlir::ImplicitLocOpBuilder &b, llvm::ArrayRef<mlir::Value> logits,
+       llvm::ArrayRef<RowKeys> rows,
+       const CustomVisibility &custom = nullptr) const;
 
   /// A change of one natural-unit logit (ALiBi, score_mod) by its
   /// fragment row (indexed like State::m) and column (key 2 (lane % 4) +
@@ -102,21 +105,22 @@ public:
   /// Scales raw scores to logits in AttentionState's working base:
   /// sm_scale (times `scoreScale`, an f32 known at run time, if given),
   /// `mod` on each element, the soft cap, log2(e).
-  llvm::SmallVector<mlir::Value> logits(llvm::ArrayRef<mlir::Value> scores,
-                                        double smScale,
-                                        std::optional<double> softCap,
-                                        mlir::Value scoreScale = {},
-                                        const ElementMod &mod = nullptr);
+  llvm::SmallVector<mlir::Value>
+  logits(mlir::ImplicitLocOpBuilder &b, llvm::ArrayRef<mlir::Value> scores,
+         double smScale, std::optional<double> softCap,
+         mlir::Value scoreScale = {}, const ElementMod &mod = nullptr) const;
 
   /// The online softmax step over a tile's logits: the new running max and
   /// row sums, O rescaled; returns the state and P as A fragments
-  /// [mTiles][kvTile / 16].
+  /// [mTiles][kvTile / K].
   std::pair<State, llvm::SmallVector<mlir::Value>>
-  softmax(const State &state, llvm::ArrayRef<mlir::Value> logits);
+  softmax(mlir::ImplicitLocOpBuilder &b, const State &state,
+          llvm::ArrayRef<mlir::Value> logits) const;
 
   /// O += P V with the warp's columns of V tile `stage`.
-  State accumulate(const State &state, llvm::ArrayRef<mlir::Value> p,
-                   const SharedTile &v, mlir::Value stage);
+  State accumulate(mlir::ImplicitLocOpBuilder &b, const State &state,
+                   llvm::ArrayRef<mlir::Value> p, const SharedTile &v,
+                   mlir::Value stage) const;
 
   struct Final {
     /// Normalized O fragments [mTiles][headDimV / 8], and the LSE of each
@@ -126,24 +130,24 @@ public:
   /// `outputScale` (an f32, if given) multiplies the normalized O; a sink
   /// logit per fragment row (natural units, indexed like State::m), if
   /// given, joins each row's sum once.
-  Final finalize(const State &state, kv::LseBase base,
-                 mlir::Value outputScale = {},
-                 llvm::ArrayRef<mlir::Value> sinkLogits = {});
+  Final finalize(mlir::ImplicitLocOpBuilder &b, const State &state,
+                 kv::LseBase base, mlir::Value outputScale = {},
+                 llvm::ArrayRef<mlir::Value> sinkLogits = {}) const;
 
   const Shape &getShape() const { return shape; }
-  MmaTile &getMma() { return mma; }
+  const MmaAtom &getMma() const { return mma; }
   mlir::Value getRowOffset() const { return rowOffset; }
   mlir::Value getValueOffset() const { return valueOffset; }
 
 private:
-  mlir::ImplicitLocOpBuilder &b;
-  MmaTile &mma;
-  Shape shape;
-  mlir::Value rowOffset, valueOffset;
-  AttentionState math;
   /// The per-row values of fragment row pair (2 t, 2 t + 1) spread over an
   /// accumulator's shape: [[x0, x0], [x1, x1]].
-  mlir::Value rowPair(mlir::Value x0, mlir::Value x1);
+  mlir::Value rowPair(mlir::ImplicitLocOpBuilder &b, mlir::Value x0,
+                      mlir::Value x1) const;
+
+  const MmaAtom &mma;
+  Shape shape;
+  mlir::Value rowOffset, valueOffset;
 };
 
 } // namespace kvir::codegen

@@ -26,11 +26,12 @@ using namespace kvir::gpu_lowering::prefill;
 
 /// Step 4: the normalized output and LSE of the warp's valid rows.
 void prefill::emitEpilogue(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
-                           const Work &w, MmaTile &mma, WarpAttentionTile &tile,
+                           const Work &w, const WarpAttentionTile &tile,
                            const WarpAttentionTile::Final &fin, Value warpRow0,
                            Value kvHead, const Destination &dest, Value lane) {
   IRBuilder ir{b};
-  FragmentLayout acc = MmaTile::accLayout();
+  const MmaAtom &mma = tile.getMma();
+  const FragmentLayout &acc = mma.accLayout();
   int64_t mTiles = tile.getShape().mTiles;
   int64_t dv8 = s.valueSlice() / acc.atomCols;
   Type outElt = cast<MemRefType>(dest.out.getType()).getElementType();
@@ -42,7 +43,7 @@ void prefill::emitEpilogue(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
   auto rowIndices = [&](const PackedRow &p) { return dest.rows(b, p); };
   for (int64_t t = 0; t < mTiles; ++t)
     for (int64_t h = 0; h < acc.rowsPerLane; ++h) {
-      Value rowInTile = tile.elementCoords(t, h, 0, 0).first;
+      Value rowInTile = tile.elementCoords(b, t, h, 0, 0).first;
       PackedRow p = unpackRow(b, s, w, kvHead, rowInTile);
       // The LSE: one lane of the quad.
       Value first = arith::AndIOp::create(
@@ -63,12 +64,14 @@ void prefill::emitEpilogue(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
           Value v = vector::ExtractOp::create(ib, fin.o[t * dv8 + d],
                                               ArrayRef<int64_t>{h});
           if (!outElt.isF32())
-            v = arith::TruncFOp::create(ib, VectorType::get({2}, outElt), v);
+            v = arith::TruncFOp::create(
+                ib, VectorType::get({acc.colsPerLane}, outElt), v);
           SmallVector<Value> idx = rowIndices(p);
-          idx.push_back(IRBuilder{ib}.add(tile.elementCoords(t, h, d, 0).second,
-                                          valueOffset));
+          idx.push_back(IRBuilder{ib}.add(
+              tile.elementCoords(ib, t, h, d, 0).second, valueOffset));
           vector::StoreOp::create(ib, v, dest.out, idx)
-              .setAlignment(2 * outElt.getIntOrFloatBitWidth() / 8);
+              .setAlignment(acc.colsPerLane * outElt.getIntOrFloatBitWidth() /
+                            8);
         }
       });
     }
@@ -77,19 +80,20 @@ void prefill::emitEpilogue(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
   // 16-bit: the warp's rows through shared memory (its own rows only, so
   // a warp barrier orders the accesses), then 16-byte stores.
   NVVM::SyncWarpOp::create(b, ir.i32(-1));
-  auto halfPair = VectorType::get({2}, outElt);
+  // A lane's columns of a row, in the output type.
+  auto laneRow = VectorType::get({acc.colsPerLane}, outElt);
   for (int64_t t = 0; t < mTiles; ++t)
     for (int64_t d = 0; d < dv8; ++d)
       for (int64_t h = 0; h < acc.rowsPerLane; ++h) {
-        auto [row, col] = tile.elementCoords(t, h, d, 0);
+        auto [row, col] = tile.elementCoords(b, t, h, d, 0);
         Value v = arith::TruncFOp::create(
-            b, halfPair,
+            b, laneRow,
             vector::ExtractOp::create(b, fin.o[t * dv8 + d],
                                       ArrayRef<int64_t>{h}));
         vector::StoreOp::create(
             b, v, stage->memref,
             stage->elementIndices(b, Value(), row, ir.add(col, valueOffset)))
-            .setAlignment(4);
+            .setAlignment(acc.colsPerLane * outElt.getIntOrFloatBitWidth() / 8);
       }
   NVVM::SyncWarpOp::create(b, ir.i32(-1));
   int64_t chunks = s.valueSlice() / 8;

@@ -24,6 +24,7 @@
 #include "PrefillKernelParts.h"
 
 #include "kvir/Codegen/AttentionTile.h"
+#include "kvir/Codegen/MmaSyncAtom.h"
 #include "kvir/Codegen/IRBuilder.h"
 #include "kvir/Codegen/Rope.h"
 #include "kvir/Codegen/Variants.h"
@@ -135,8 +136,10 @@ gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
   if (s.gathers() && s.transposedVChunk())
     return std::string("top-k gathers single tokens, and vLLM's transposed V "
                        "pool is read in chunks of consecutive slots");
-  if (s.headDim % 16 || s.headDimV % 16 || s.peDim % 16 ||
-      s.valueSlice() % 16)
+  // Every dim is whole k steps of the atom (and whole pairs of its n).
+  constexpr int64_t k = MmaSyncAtom::kK;
+  static_assert(MmaSyncAtom::kK == 2 * MmaSyncAtom::kN);
+  if (s.headDim % k || s.headDimV % k || s.peDim % k || s.valueSlice() % k)
     return "head dims " + std::to_string(s.headDim) + " / " +
            std::to_string(s.headDimV) +
            (s.peDim ? " + " + std::to_string(s.peDim) : std::string()) +
@@ -207,7 +210,7 @@ public:
         part(part), requestRows(std::move(requestRows)),
         itemRows(std::move(itemRows)) {}
 
-  /// Builds the steps at `b`, which the tile builds through.
+  /// Builds the steps at `b`.
   void emit(ImplicitLocOpBuilder &b);
 
 private:
@@ -220,11 +223,11 @@ private:
                      std::optional<TileRotation> &rotation);
   /// Each fragment row's query head, request, position and key shift as
   /// the variants see them, once.
-  RowVariants rowVariants(ImplicitLocOpBuilder &b, WarpAttentionTile &tile,
+  RowVariants rowVariants(ImplicitLocOpBuilder &b, const WarpAttentionTile &tile,
                           const VariantEmitter &emitter,
                           ArrayRef<Value> rowPositions);
   /// Step 4: the final (or partial) states of the warp's rows.
-  void emitStates(ImplicitLocOpBuilder &b, WarpAttentionTile &tile,
+  void emitStates(ImplicitLocOpBuilder &b, const WarpAttentionTile &tile,
                   const WarpAttentionTile::State &state,
                   const RowVariants *variants, Value vValueScale,
                   Value warpRow0, Value lane, const SharedTile &qTile);
@@ -282,11 +285,11 @@ Value PrefillBlock::emitPrologue(ImplicitLocOpBuilder &b,
 }
 
 RowVariants PrefillBlock::rowVariants(ImplicitLocOpBuilder &b,
-                                      WarpAttentionTile &tile,
+                                      const WarpAttentionTile &tile,
                                       const VariantEmitter &emitter,
                                       ArrayRef<Value> rowPositions) {
   IRBuilder ir{b};
-  FragmentLayout acc = MmaTile::accLayout();
+  const FragmentLayout &acc = tile.getMma().accLayout();
   RowVariants variants{emitter, {}, {}, {}, {}};
   for (int64_t t = 0; t < tile.getShape().mTiles; ++t)
     for (int64_t h = 0; h < acc.rowsPerLane; ++h) {
@@ -304,7 +307,7 @@ RowVariants PrefillBlock::rowVariants(ImplicitLocOpBuilder &b,
   return variants;
 }
 
-void PrefillBlock::emitStates(ImplicitLocOpBuilder &b, WarpAttentionTile &tile,
+void PrefillBlock::emitStates(ImplicitLocOpBuilder &b, const WarpAttentionTile &tile,
                               const WarpAttentionTile::State &state,
                               const RowVariants *variants, Value vValueScale,
                               Value warpRow0, Value lane,
@@ -324,9 +327,8 @@ void PrefillBlock::emitStates(ImplicitLocOpBuilder &b, WarpAttentionTile &tile,
       for (Value head : variants->heads)
         sinks.push_back(variants->emitter.sinkLogit(eb, head));
     WarpAttentionTile::Final fin =
-        tile.finalize(state, base, vValueScale, sinks);
-    emitEpilogue(eb, s, w, tile.getMma(), tile, fin, warpRow0, kvHead, dest,
-                 lane);
+        tile.finalize(eb, state, base, vValueScale, sinks);
+    emitEpilogue(eb, s, w, tile, fin, warpRow0, kvHead, dest, lane);
   };
   Destination final{s.scheduled ? a.finalOut : a.out,
                     s.scheduled ? a.finalLse : a.lse, requestRows, Value(),
@@ -338,16 +340,16 @@ void PrefillBlock::emitStates(ImplicitLocOpBuilder &b, WarpAttentionTile &tile,
   } else if (!s.scheduled) {
     epilogue(b, s.base, final, /*final=*/true);
   } else {
-    // A whole request is final; a chunk of one a partial state. (`b`
-    // moves into each branch: the tile and fragments build through it.)
+    // A whole request is final; a chunk of one a partial state.
     auto whole = scf::IfOp::create(b, ir.eq(w.numChunks, ir.idx(1)),
                                    /*withElseRegion=*/true);
-    b.setInsertionPoint(whole.thenBlock()->getTerminator());
-    epilogue(b, s.base, final, /*final=*/true);
-    b.setInsertionPoint(whole.elseBlock()->getTerminator());
-    epilogue(b, kv::LseBase::two, {a.out, a.lse, itemRows, Value()},
+    auto wholeB =
+        ImplicitLocOpBuilder::atBlockTerminator(b.getLoc(), whole.thenBlock());
+    epilogue(wholeB, s.base, final, /*final=*/true);
+    auto chunkB =
+        ImplicitLocOpBuilder::atBlockTerminator(b.getLoc(), whole.elseBlock());
+    epilogue(chunkB, kv::LseBase::two, {a.out, a.lse, itemRows, Value()},
              /*final=*/false);
-    b.setInsertionPointAfter(whole);
   }
 }
 
@@ -382,18 +384,18 @@ void PrefillBlock::emit(ImplicitLocOpBuilder &b) {
   Value warp = ir.divU(thread, ir.idx(32));
   int64_t rowWarps = cfg.getRowWarps();
   Value warpRow0 = ir.mul(ir.remU(warp, ir.idx(rowWarps)),
-                          ir.idx(MmaTile::accLayout().tileRows(mTiles)));
+                          ir.idx(MmaSyncAtom::layout().tileRows(mTiles)));
   Value valueOffset;
   if (cfg.getValueWarps() > 1)
     valueOffset =
         ir.mul(ir.divU(warp, ir.idx(rowWarps)), ir.idx(s.valueSlice()));
-  MmaTile mma(b, s.kvElementType, lane);
-  WarpAttentionTile tile(b, mma,
+  MmaSyncAtom mma(b, s.kvElementType, lane);
+  WarpAttentionTile tile(mma,
                          {mTiles, cfg.getKvTile(), s.headDim, s.valueSlice()},
                          warpRow0, valueOffset);
   SmallVector<Value> qFrags;
   if (cfg.getQInRegisters())
-    qFrags = tile.loadQuery(qTile);
+    qFrags = tile.loadQuery(b, qTile);
   SmallVector<Value> rowPositions = loadRowPositions(b, s, w, a, tile);
   std::optional<RowVariants> variants;
   if (s.variants)

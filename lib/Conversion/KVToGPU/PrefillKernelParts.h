@@ -121,7 +121,7 @@ Value needsMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
 /// in bounds; their results are never stored).
 std::pair<Value, Value> fragmentRow(ImplicitLocOpBuilder &b,
                                     const PrefillKernelSpec &s, const Work &w,
-                                    codegen::WarpAttentionTile &tile, int64_t t,
+                                    const codegen::WarpAttentionTile &tile, int64_t t,
                                     int64_t h);
 
 /// The position of query row `queryRow` of the request (valid rows only):
@@ -134,7 +134,7 @@ Value queryPosition(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
 llvm::SmallVector<Value> loadRowPositions(ImplicitLocOpBuilder &b,
                                           const PrefillKernelSpec &s,
                                           const Work &w, const Arguments &a,
-                                          codegen::WarpAttentionTile &tile);
+                                          const codegen::WarpAttentionTile &tile);
 
 /// The variants of an op as the warp's fragment rows see them: the emitter
 /// (bound to the kernel's variant arguments) and each fragment row's query
@@ -175,7 +175,7 @@ using TileKeyOf = llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)>;
 /// each gathered key is checked (exists, causal, window) on its own.
 llvm::SmallVector<Value>
 emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s, const Work &w,
-         const Arguments &a, codegen::WarpAttentionTile &tile,
+         const Arguments &a, const codegen::WarpAttentionTile &tile,
          llvm::ArrayRef<Value> logits, llvm::ArrayRef<Value> rowPositions,
          Value maskOffset, Value t0, const RowVariants *variants,
          TileKeyOf keyOf);
@@ -299,12 +299,11 @@ struct MainloopInputs {
 /// the online softmax) and accumulated (O += P V); mask_mod's dead tiles
 /// (`skipping`, null without) neither loaded nor multiplied. The
 /// pipeline's prologue (K/V tile 0) is issued, `liveFirst` says whether
-/// tile 0 is live. Builds through `b`, the builder `tile` was made with;
-/// returns the rows' final running state.
+/// tile 0 is live. Builds at `b`; returns the rows' final running state.
 codegen::WarpAttentionTile::State
 emitMainloop(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
              const Work &w, const Arguments &a, const KVTileStream &stream,
-             const TileSkipping *skipping, codegen::WarpAttentionTile &tile,
+             const TileSkipping *skipping, const codegen::WarpAttentionTile &tile,
              const MainloopInputs &in, Value liveFirst);
 
 // Where a block writes its rows' states.
@@ -324,8 +323,7 @@ struct Destination {
 
 /// Step 4: the normalized output and LSE of the warp's valid rows.
 void emitEpilogue(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
-                  const Work &w, codegen::MmaTile &mma,
-                  codegen::WarpAttentionTile &tile,
+                  const Work &w, const codegen::WarpAttentionTile &tile,
                   const codegen::WarpAttentionTile::Final &fin, Value warpRow0,
                   Value kvHead, const Destination &dest, Value lane);
 

@@ -30,14 +30,13 @@ using State = WarpAttentionTile::State;
 
 class Mainloop {
 public:
-  Mainloop(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s, const Work &w,
-           const Arguments &a, const KVTileStream &stream,
-           const TileSkipping *skipping, WarpAttentionTile &tile,
-           const MainloopInputs &in)
-      : b(b), s(s), w(w), a(a), stream(stream), skipping(skipping), tile(tile),
+  Mainloop(const PrefillKernelSpec &s, const Work &w, const Arguments &a,
+           const KVTileStream &stream, const TileSkipping *skipping,
+           const WarpAttentionTile &tile, const MainloopInputs &in)
+      : s(s), w(w), a(a), stream(stream), skipping(skipping), tile(tile),
         in(in) {}
 
-  State run(Value liveFirst);
+  State run(ImplicitLocOpBuilder &b, Value liveFirst);
 
 private:
   /// Iteration i: the carried state (and, skipping, whether tile i is
@@ -54,21 +53,19 @@ private:
   scoreIfLive(ImplicitLocOpBuilder &lb, const State &state, Value live,
               Value t0, Value kStage, Value stage, const KeyFn &keyOf);
   /// O += P V, or, for a dead tile, the state kept.
-  SmallVector<Value> accumulateIfLive(const State &stepped, ArrayRef<Value> p,
+  SmallVector<Value> accumulateIfLive(ImplicitLocOpBuilder &lb,
+                                      const State &stepped, ArrayRef<Value> p,
                                       Value live, Value vStage);
   /// ALiBi and score_mod on each natural-unit logit of the tile at t0 (its
   /// keys by `keyOf`), or null.
   WarpAttentionTile::ElementMod scoreMod(Value t0, const KeyFn &keyOf) const;
 
-  /// The builder the tile builds through (it moves into regions built
-  /// through it).
-  ImplicitLocOpBuilder &b;
   const PrefillKernelSpec &s;
   const Work &w;
   const Arguments &a;
   const KVTileStream &stream;
   const TileSkipping *skipping;
-  WarpAttentionTile &tile;
+  const WarpAttentionTile &tile;
   const MainloopInputs &in;
 };
 
@@ -96,10 +93,11 @@ SmallVector<Value> Mainloop::scoreTile(ImplicitLocOpBuilder &sb,
                                        Value kStage, Value stage,
                                        const KeyFn &keyOf) {
   SmallVector<Value> scores =
-      tile.scores(in.qFrags, in.qTile, stream.kTiles(), kStage);
+      tile.scores(sb, in.qFrags, in.qTile, stream.kTiles(), kStage);
   if (s.isMla())
-    scores = tile.scores({}, *in.qPeTile, *stream.kpeTiles(), stage, scores);
-  SmallVector<Value> logits = tile.logits(scores, s.smScale, s.softCap,
+    scores =
+        tile.scores(sb, {}, *in.qPeTile, *stream.kpeTiles(), stage, scores);
+  SmallVector<Value> logits = tile.logits(sb, scores, s.smScale, s.softCap,
                                           in.kValueScale, scoreMod(t0, keyOf));
   auto masked = scf::IfOp::create(
       sb, needsMask(sb, s, w, t0),
@@ -113,7 +111,7 @@ SmallVector<Value> Mainloop::scoreTile(ImplicitLocOpBuilder &sb,
         scf::YieldOp::create(mb, ml, logits);
       });
   auto [stepped, p] =
-      tile.softmax(state, SmallVector<Value>(masked.getResults()));
+      tile.softmax(sb, state, SmallVector<Value>(masked.getResults()));
   SmallVector<Value> values = stepped.flatten();
   llvm::append_range(values, p);
   return values;
@@ -125,51 +123,51 @@ Mainloop::scoreIfLive(ImplicitLocOpBuilder &lb, const State &state, Value live,
   SmallVector<Value> stateValues = state.flatten();
   int64_t numStateValues = stateValues.size();
   auto split = [&](ValueRange values) {
-    return std::make_pair(
-        State::unflatten(values.take_front(numStateValues), tile.getShape()),
-        SmallVector<Value>(values.drop_front(numStateValues)));
+    return std::make_pair(tile.unflatten(values.take_front(numStateValues)),
+                          SmallVector<Value>(values.drop_front(numStateValues)));
   };
   if (!skipping) {
     SmallVector<Value> values = scoreTile(lb, state, t0, kStage, stage, keyOf);
     return split(values);
   }
-  // A dead tile keeps the state; its P is never used. (`b`, the builder
-  // the tile and fragments build through, moves into each branch.)
-  MmaTile &mma = tile.getMma();
+  // A dead tile keeps the state; its P is never used.
+  const MmaAtom &mma = tile.getMma();
   SmallVector<Type> types(ValueRange(stateValues).getTypes());
-  int64_t numP = tile.getShape().mTiles * (tile.getShape().kvTile / 16);
+  int64_t numP =
+      tile.getShape().mTiles * (tile.getShape().kvTile / mma.getK());
   types.append(numP, mma.getAType());
-  auto scored = scf::IfOp::create(b, types, live, /*withElseRegion=*/true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToEnd(scored.thenBlock());
-    scf::YieldOp::create(b, scoreTile(b, state, t0, kStage, stage, keyOf));
-    b.setInsertionPointToEnd(scored.elseBlock());
-    SmallVector<Value> values(stateValues);
-    Value zero = arith::ConstantOp::create(b, mma.getAType(),
-                                           b.getZeroAttr(mma.getAType()));
-    values.append(numP, zero);
-    scf::YieldOp::create(b, values);
-  }
+  auto scored = scf::IfOp::create(lb, types, live, /*withElseRegion=*/true);
+  auto thenB =
+      ImplicitLocOpBuilder::atBlockEnd(lb.getLoc(), scored.thenBlock());
+  scf::YieldOp::create(thenB,
+                       scoreTile(thenB, state, t0, kStage, stage, keyOf));
+  auto elseB =
+      ImplicitLocOpBuilder::atBlockEnd(lb.getLoc(), scored.elseBlock());
+  SmallVector<Value> values(stateValues);
+  Value zero = arith::ConstantOp::create(elseB, mma.getAType(),
+                                         elseB.getZeroAttr(mma.getAType()));
+  values.append(numP, zero);
+  scf::YieldOp::create(elseB, values);
   return split(scored.getResults());
 }
 
-SmallVector<Value> Mainloop::accumulateIfLive(const State &stepped,
+SmallVector<Value> Mainloop::accumulateIfLive(ImplicitLocOpBuilder &lb,
+                                              const State &stepped,
                                               ArrayRef<Value> p, Value live,
                                               Value vStage) {
   if (!skipping)
-    return tile.accumulate(stepped, p, stream.vTiles(), vStage).flatten();
+    return tile.accumulate(lb, stepped, p, stream.vTiles(), vStage).flatten();
   SmallVector<Value> kept = stepped.flatten();
-  auto accumulated = scf::IfOp::create(b, ValueRange(kept).getTypes(), live,
+  auto accumulated = scf::IfOp::create(lb, ValueRange(kept).getTypes(), live,
                                        /*withElseRegion=*/true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToEnd(accumulated.thenBlock());
-    scf::YieldOp::create(
-        b, tile.accumulate(stepped, p, stream.vTiles(), vStage).flatten());
-    b.setInsertionPointToEnd(accumulated.elseBlock());
-    scf::YieldOp::create(b, kept);
-  }
+  auto thenB =
+      ImplicitLocOpBuilder::atBlockEnd(lb.getLoc(), accumulated.thenBlock());
+  scf::YieldOp::create(
+      thenB,
+      tile.accumulate(thenB, stepped, p, stream.vTiles(), vStage).flatten());
+  auto elseB =
+      ImplicitLocOpBuilder::atBlockEnd(lb.getLoc(), accumulated.elseBlock());
+  scf::YieldOp::create(elseB, kept);
   return SmallVector<Value>(accumulated.getResults());
 }
 
@@ -178,7 +176,7 @@ SmallVector<Value> Mainloop::iteration(ImplicitLocOpBuilder &lb, Value i,
   IRBuilder j{lb};
   const CpAsyncPipeline &pipeline = stream.getPipeline();
   ValueRange stateValues = skipping ? carried.drop_back() : carried;
-  State state = State::unflatten(stateValues, tile.getShape());
+  State state = tile.unflatten(stateValues);
   Value live = skipping ? carried.back() : Value();
   Value stage = pipeline.stageOf(lb, i);
   Value next = j.add(i, j.idx(1));
@@ -226,19 +224,20 @@ SmallVector<Value> Mainloop::iteration(ImplicitLocOpBuilder &lb, Value i,
     pipeline.commit(lb);
   }
   Value vStage = stream.prepareV(lb, stage);
-  SmallVector<Value> results = accumulateIfLive(stepped, p, live, vStage);
+  SmallVector<Value> results =
+      accumulateIfLive(lb, stepped, p, live, vStage);
   if (skipping)
     results.push_back(liveNext);
   return results;
 }
 
-State Mainloop::run(Value liveFirst) {
+State Mainloop::run(ImplicitLocOpBuilder &b, Value liveFirst) {
   IRBuilder ir{b};
   // Groups in flight at the top of iteration i: K_i, V_i (MLA: K/V tile
   // i, whose ckv part is V). The loop carries the rows' state and
   // (mask_mod) whether tile i is live; a dead tile is neither loaded nor
   // multiplied, the pipeline's commit groups and barriers stay the same.
-  SmallVector<Value> init = tile.initialState().flatten();
+  SmallVector<Value> init = tile.initialState(b).flatten();
   if (skipping)
     init.push_back(liveFirst);
   auto loop = scf::ForOp::create(
@@ -248,9 +247,8 @@ State Mainloop::run(Value liveFirst) {
         scf::YieldOp::create(lb, iteration(lb, i, carried));
       });
   stream.getPipeline().drain(b);
-  return State::unflatten(skipping ? loop.getResults().drop_back()
-                                   : loop.getResults(),
-                          tile.getShape());
+  return tile.unflatten(skipping ? loop.getResults().drop_back()
+                                 : loop.getResults());
 }
 
 } // namespace
@@ -259,7 +257,7 @@ WarpAttentionTile::State
 prefill::emitMainloop(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                       const Work &w, const Arguments &a,
                       const KVTileStream &stream, const TileSkipping *skipping,
-                      WarpAttentionTile &tile, const MainloopInputs &in,
+                      const WarpAttentionTile &tile, const MainloopInputs &in,
                       Value liveFirst) {
-  return Mainloop(b, s, w, a, stream, skipping, tile, in).run(liveFirst);
+  return Mainloop(s, w, a, stream, skipping, tile, in).run(b, liveFirst);
 }

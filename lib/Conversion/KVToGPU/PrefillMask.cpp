@@ -42,7 +42,7 @@ Value needsMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
 
 std::pair<Value, Value> fragmentRow(ImplicitLocOpBuilder &b,
                                     const PrefillKernelSpec &s, const Work &w,
-                                    WarpAttentionTile &tile, int64_t t,
+                                    const WarpAttentionTile &tile, int64_t t,
                                     int64_t h) {
   IRBuilder ir{b};
   Value r = ir.add(w.firstRow,
@@ -64,12 +64,12 @@ Value queryPosition(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
 SmallVector<Value> loadRowPositions(ImplicitLocOpBuilder &b,
                                     const PrefillKernelSpec &s, const Work &w,
                                     const Arguments &a,
-                                    WarpAttentionTile &tile) {
+                                    const WarpAttentionTile &tile) {
   IRBuilder ir{b};
   SmallVector<Value> positions;
   if (!a.positions)
     return positions;
-  FragmentLayout acc = MmaTile::accLayout();
+  const FragmentLayout &acc = tile.getMma().accLayout();
   for (int64_t t = 0; t < tile.getShape().mTiles; ++t)
     for (int64_t h = 0; h < acc.rowsPerLane; ++h) {
       Value row = fragmentRow(b, s, w, tile, t, h).second;
@@ -89,13 +89,13 @@ kv::FrameRow frameRow(ImplicitLocOpBuilder &b, const Work &w,
 
 SmallVector<Value> emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                             const Work &w, const Arguments &a,
-                            WarpAttentionTile &tile, ArrayRef<Value> logits,
+                            const WarpAttentionTile &tile, ArrayRef<Value> logits,
                             ArrayRef<Value> rowPositions, Value maskOffset,
                             Value t0, const RowVariants *variants,
                             TileKeyOf keyOf) {
   IRBuilder ir{b};
   int64_t mTiles = tile.getShape().mTiles;
-  FragmentLayout acc = MmaTile::accLayout();
+  const FragmentLayout &acc = tile.getMma().accLayout();
   Value keyBase = ir.add(t0, tile.getMma().getAccFragment().firstCol(b));
   auto relative = [&](Value key) { return ir.toI32(ir.sub(key, keyBase)); };
   SmallVector<Value> positions;

@@ -6,9 +6,11 @@
 // itself and compare the results with its own reference:
 //
 //   warp_reduce      WarpOps: sum and max over groups of `test.lanes` lanes
-//   mma_gemm         MmaTile: C[16, N] = A[16, K] B[N, K]^T, ldmatrix.x4 from
-//                    swizzled shared tiles, mma.sync m16n8k16
-//   mma_chain        MmaTile: O = round(A B^T) V, the accumulators rounded to
+//   mma_gemm         MmaAtom (MmaSyncAtom): C[16, N] = A[16, K] B[N, K]^T,
+//                    ldmatrix.x4 from swizzled shared tiles, mma.sync
+//                    m16n8k16, the accumulators stored by the atom's
+//                    fragment layout
+//   mma_chain        MmaAtom: O = round(A B^T) V, the accumulators rounded to
 //                    an A fragment (P V from registers), V by ldmatrix.trans
 //   paged_copy       PagedTileLoader: copies request b's tokens, tile by
 //                    tile, through a `test.kv_type` paged cache into
@@ -45,7 +47,7 @@
 #include "kvir/Codegen/AttentionState.h"
 #include "kvir/Codegen/IRBuilder.h"
 #include "kvir/Codegen/KernelFunc.h"
-#include "kvir/Codegen/MmaTile.h"
+#include "kvir/Codegen/MmaSyncAtom.h"
 #include "kvir/Codegen/PagedTileLoader.h"
 #include "kvir/Codegen/Pipeline.h"
 #include "kvir/Codegen/QueryTiles.h"
@@ -121,17 +123,20 @@ void stageMatrix(ImplicitLocOpBuilder &b, Value lane, Value global,
 }
 
 /// Stores an accumulator pair (n [n0, n0 + 16)) into out[16, N].
-void storeAccPair(ImplicitLocOpBuilder &b, MmaTile &mma, Value out,
+void storeAccPair(ImplicitLocOpBuilder &b, const MmaAtom &mma, Value out,
                   ArrayRef<Value> accs, int64_t n0) {
   IRBuilder ir{b};
+  const LaneFragment &fragment = mma.getAccFragment();
+  const FragmentLayout &layout = fragment.getLayout();
   for (auto [half, acc] : llvm::enumerate(accs))
-    for (int64_t i = 0; i < 2; ++i)
-      for (int64_t j = 0; j < 2; ++j) {
-        auto [row, col] = mma.accCoord(i, j);
+    for (int64_t i = 0; i < layout.rowsPerLane; ++i)
+      for (int64_t j = 0; j < layout.colsPerLane; ++j) {
+        Value row = fragment.atomRow(b, i), col = fragment.atomCol(b, j);
         Value v = vector::ExtractOp::create(b, acc, ArrayRef<int64_t>{i, j});
         memref::StoreOp::create(
             b, v, out,
-            ValueRange{row, ir.add(col, ir.idx(n0 + 8 * int64_t(half)))});
+            ValueRange{row, ir.add(col, ir.idx(n0 + layout.atomCols *
+                                                        int64_t(half)))});
       }
 }
 
@@ -152,14 +157,15 @@ void buildMmaGemm(gpu::GPUFuncOp stub) {
   stageMatrix(b, lane, kf.getArgument(0), aTile);
   stageMatrix(b, lane, kf.getArgument(1), bTile);
   gpu::BarrierOp::create(b);
-  MmaTile mma(b, elt, lane);
-  for (int64_t n0 = 0; n0 < n; n0 += 16) {
-    Value acc0 = mma.zeroAcc(), acc1 = mma.zeroAcc();
-    for (int64_t k0 = 0; k0 < k; k0 += 16) {
-      Value a = mma.loadA(aTile, Value(), ir.idx(0), k0);
-      auto [b0, b1] = mma.loadBRows(bTile, Value(), ir.idx(n0), k0);
-      acc0 = mma.mma(a, b0, acc0);
-      acc1 = mma.mma(a, b1, acc1);
+  MmaSyncAtom atom(b, elt, lane);
+  const MmaAtom &mma = atom;
+  for (int64_t n0 = 0; n0 < n; n0 += 2 * mma.getN()) {
+    Value acc0 = mma.zeroAcc(b), acc1 = mma.zeroAcc(b);
+    for (int64_t k0 = 0; k0 < k; k0 += mma.getK()) {
+      Value a = mma.loadA(b, aTile, Value(), ir.idx(0), k0);
+      auto [b0, b1] = mma.loadBRows(b, bTile, Value(), ir.idx(n0), k0);
+      acc0 = mma.mma(b, a, b0, acc0);
+      acc1 = mma.mma(b, a, b1, acc1);
     }
     storeAccPair(b, mma, kf.getArgument(2), {acc0, acc1}, n0);
   }
@@ -185,15 +191,17 @@ void buildMmaChain(gpu::GPUFuncOp stub) {
   stageMatrix(b, lane, kf.getArgument(1), bTile);
   stageMatrix(b, lane, kf.getArgument(2), vTile);
   gpu::BarrierOp::create(b);
-  MmaTile mma(b, elt, lane);
-  Value a = mma.loadA(aTile, Value(), ir.idx(0), 0);
-  auto [b0, b1] = mma.loadBRows(bTile, Value(), ir.idx(0), 0);
-  Value p = mma.accumulatorsToA(mma.mma(a, b0, mma.zeroAcc()),
-                                mma.mma(a, b1, mma.zeroAcc()));
-  for (int64_t n0 = 0; n0 < dv; n0 += 16) {
-    auto [v0, v1] = mma.loadBCols(vTile, Value(), ir.idx(0), n0);
+  MmaSyncAtom atom(b, elt, lane);
+  const MmaAtom &mma = atom;
+  Value a = mma.loadA(b, aTile, Value(), ir.idx(0), 0);
+  auto [b0, b1] = mma.loadBRows(b, bTile, Value(), ir.idx(0), 0);
+  Value p = mma.accumulatorsToA(b, mma.mma(b, a, b0, mma.zeroAcc(b)),
+                                mma.mma(b, a, b1, mma.zeroAcc(b)));
+  for (int64_t n0 = 0; n0 < dv; n0 += 2 * mma.getN()) {
+    auto [v0, v1] = mma.loadBCols(b, vTile, Value(), ir.idx(0), n0);
     storeAccPair(b, mma, kf.getArgument(3),
-                 {mma.mma(p, v0, mma.zeroAcc()), mma.mma(p, v1, mma.zeroAcc())},
+                 {mma.mma(b, p, v0, mma.zeroAcc(b)),
+                  mma.mma(b, p, v1, mma.zeroAcc(b))},
                  n0);
   }
 }

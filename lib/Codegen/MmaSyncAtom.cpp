@@ -1,5 +1,5 @@
-//===- MmaTile.cpp - Tensor-core fragments of m16n8k16 --------------------===//
-#include "kvir/Codegen/MmaTile.h"
+//===- MmaSyncAtom.cpp - mma.sync m16n8k16 fed by ldmatrix ----------------===//
+#include "kvir/Codegen/MmaSyncAtom.h"
 #include "kvir/Codegen/IRBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -11,18 +11,41 @@
 using namespace mlir;
 using namespace kvir::codegen;
 
-MmaTile::MmaTile(ImplicitLocOpBuilder &b, Type elementType, Value lane)
-    : b(b), elementType(elementType), lane(lane),
-      acc(b, accLayout(), lane) {}
+Value MmaAtom::zeroAcc(ImplicitLocOpBuilder &b) const {
+  return arith::ConstantOp::create(
+      b, getAccType(), DenseElementsAttr::get(getAccType(), 0.0f));
+}
 
-VectorType MmaTile::getAType() const {
+MmaSyncAtom::MmaSyncAtom(ImplicitLocOpBuilder &b, Type elementType,
+                         Value lane)
+    : MmaAtom(LaneFragment(b, layout(), lane)), elementType(elementType),
+      lane(lane) {}
+
+VectorType MmaSyncAtom::getAType() const {
   return VectorType::get({4, 2}, elementType);
 }
-VectorType MmaTile::getBType() const {
+VectorType MmaSyncAtom::getBType() const {
   return VectorType::get({2, 2}, elementType);
 }
-VectorType MmaTile::getAccType() const {
-  return VectorType::get({2, 2}, Float32Type::get(b.getContext()));
+VectorType MmaSyncAtom::getAccType() const {
+  return VectorType::get({2, 2}, Float32Type::get(elementType.getContext()));
+}
+
+std::optional<std::string>
+MmaSyncAtom::whyNotOperand(const SharedTile &tile) const {
+  TileLayout layout = tile.layout();
+  if (layout.elementBits != 16)
+    return "ldmatrix feeds mma.sync m16n8k16 16-bit elements, not " +
+           std::to_string(layout.elementBits) + "-bit ones";
+  if (layout.chunkBytes != 16)
+    return "ldmatrix reads rows of 16-byte chunks, not " +
+           std::to_string(layout.chunkBytes) + "-byte ones";
+  if (layout.swizzle != Swizzle::None && layout.swizzle != Swizzle::XorChunks)
+    return "ldmatrix addresses of the " +
+           stringifySwizzle(layout.swizzle).str() +
+           " swizzle are not generated; the mma.sync kernels lay tiles out "
+           "as xor-chunks";
+  return std::nullopt;
 }
 
 /// The lane's share of an ldmatrix.x4 over a 16 x 16 block: row r = lane % 8
@@ -43,9 +66,10 @@ static std::pair<Value, Value> x4Lane(ImplicitLocOpBuilder &b, Value lane,
 /// row addresses of matrix j; register j of lane l holds row l / 4,
 /// elements 2 (l % 4) and + 1 of matrix j (transposed: column l / 4, rows
 /// 2 (l % 4) and + 1).
-Value MmaTile::ldmatrixX4(const SharedTile &tile, Value stage, Value row0,
-                          int64_t col0, bool rowsByLowBit, bool transpose,
-                          Value colBase) {
+Value MmaSyncAtom::ldmatrixX4(ImplicitLocOpBuilder &b, const SharedTile &tile,
+                              Value stage, Value row0, int64_t col0,
+                              bool rowsByLowBit, bool transpose,
+                              Value colBase) const {
   IRBuilder ir{b};
   auto [laneRow, laneChunk] = x4Lane(b, lane, rowsByLowBit);
   int64_t chunk0 = col0 / tile.chunkElements();
@@ -75,7 +99,8 @@ Value MmaTile::ldmatrixX4(const SharedTile &tile, Value stage, Value row0,
                                    /*numTiles=*/4);
 }
 
-std::pair<Value, Value> MmaTile::splitX4(Value v) {
+std::pair<Value, Value> MmaSyncAtom::splitX4(ImplicitLocOpBuilder &b,
+                                             Value v) const {
   auto half = [&](int64_t row) -> Value {
     return vector::ExtractStridedSliceOp::create(
         b, v, ArrayRef<int64_t>{row, 0}, ArrayRef<int64_t>{2, 2},
@@ -84,32 +109,36 @@ std::pair<Value, Value> MmaTile::splitX4(Value v) {
   return {half(0), half(2)};
 }
 
-Value MmaTile::loadA(const SharedTile &tile, Value stage, Value row0,
-                     int64_t k0) {
+Value MmaSyncAtom::loadA(ImplicitLocOpBuilder &b, const SharedTile &tile,
+                         Value stage, Value row0, int64_t k0) const {
   // Matrices: rows 0-7 / 8-15 (j % 2) by k 0-7 / 8-15 (j / 2): a0a1, a2a3,
   // a4a5, a6a7.
-  return ldmatrixX4(tile, stage, row0, k0, /*rowsByLowBit=*/true,
+  return ldmatrixX4(b, tile, stage, row0, k0, /*rowsByLowBit=*/true,
                     /*transpose=*/false);
 }
 
-std::pair<Value, Value> MmaTile::loadBRows(const SharedTile &tile,
-                                           Value stage, Value n0, int64_t k0) {
+std::pair<Value, Value> MmaSyncAtom::loadBRows(ImplicitLocOpBuilder &b,
+                                               const SharedTile &tile,
+                                               Value stage, Value n0,
+                                               int64_t k0) const {
   // Matrices: n 0-7 / 8-15 (j / 2) by k 0-7 / 8-15 (j % 2): (b0b1, b2b3) of
   // the first n8 fragment, then of the second.
-  return splitX4(ldmatrixX4(tile, stage, n0, k0, /*rowsByLowBit=*/false,
-                            /*transpose=*/false));
+  return splitX4(b, ldmatrixX4(b, tile, stage, n0, k0,
+                               /*rowsByLowBit=*/false, /*transpose=*/false));
 }
 
-std::pair<Value, Value> MmaTile::loadBCols(const SharedTile &tile,
-                                           Value stage, Value k0, int64_t n0,
-                                           Value nBase) {
+std::pair<Value, Value> MmaSyncAtom::loadBCols(ImplicitLocOpBuilder &b,
+                                               const SharedTile &tile,
+                                               Value stage, Value k0,
+                                               int64_t n0, Value nBase) const {
   // Transposed matrices: k 0-7 / 8-15 (j % 2) by n 0-7 / 8-15 (j / 2); a
   // lane receives k = 2 (l % 4) and + 1 at n = l / 4, the B layout.
-  return splitX4(ldmatrixX4(tile, stage, k0, n0, /*rowsByLowBit=*/true,
-                            /*transpose=*/true, nBase));
+  return splitX4(b, ldmatrixX4(b, tile, stage, k0, n0, /*rowsByLowBit=*/true,
+                               /*transpose=*/true, nBase));
 }
 
-Value MmaTile::mma(Value a, Value bFrag, Value acc) {
+Value MmaSyncAtom::mma(ImplicitLocOpBuilder &b, Value a, Value bFrag,
+                       Value acc) const {
   if (!elementType.isBF16())
     return nvgpu::MmaSyncOp::create(b, a, bFrag, acc,
                                     ArrayRef<int64_t>{16, 8, 16});
@@ -146,23 +175,15 @@ Value MmaTile::mma(Value a, Value bFrag, Value acc) {
   return vector::FromElementsOp::create(b, getAccType(), elements);
 }
 
-Value MmaTile::zeroAcc() {
-  return arith::ConstantOp::create(
-      b, getAccType(), DenseElementsAttr::get(getAccType(), 0.0f));
-}
-
-Value MmaTile::accumulatorsToA(Value acc0, Value acc1) {
+Value MmaSyncAtom::accumulatorsToA(ImplicitLocOpBuilder &b, Value acc0,
+                                   Value acc1) const {
   VectorType half = getBType();
-  Value a = arith::ConstantOp::create(
-      b, getAType(), b.getZeroAttr(getAType()));
+  Value a =
+      arith::ConstantOp::create(b, getAType(), b.getZeroAttr(getAType()));
   Value t0 = arith::TruncFOp::create(b, half, acc0);
   Value t1 = arith::TruncFOp::create(b, half, acc1);
   a = vector::InsertStridedSliceOp::create(b, t0, a, ArrayRef<int64_t>{0, 0},
                                            ArrayRef<int64_t>{1, 1});
   return vector::InsertStridedSliceOp::create(b, t1, a, ArrayRef<int64_t>{2, 0},
                                               ArrayRef<int64_t>{1, 1});
-}
-
-std::pair<Value, Value> MmaTile::accCoord(int64_t i, int64_t j) {
-  return {acc.atomRow(b, i), acc.atomCol(b, j)};
 }
