@@ -28,6 +28,7 @@
 #include "kvir/Codegen/IRBuilder.h"
 #include "kvir/Codegen/Rope.h"
 #include "kvir/Codegen/Variants.h"
+#include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 #include "kvir/Dialect/KV/Utils/Quantization.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
 
@@ -56,76 +57,28 @@ bool PrefillKernelSpec::outputReusesQueryTile() const {
          outType.getElementType() == qType.getElementType();
 }
 
+kvgpu::TensorCoreLayoutShape prefill::layoutShape(const PrefillKernelSpec &s) {
+  kvgpu::TensorCoreLayoutShape shape;
+  shape.config = s.config;
+  shape.headDim = s.headDim;
+  shape.headDimV = s.headDimV;
+  shape.peDim = s.peDim;
+  shape.qElement = s.qType.getElementType();
+  shape.kvElement = s.kvElementType;
+  shape.paged = s.paged;
+  if (s.paged)
+    shape.pageEntry = kv::getPageEntryType(s.paged, s.kvTypes);
+  shape.finalOutElement =
+      (s.scheduled ? s.finalOutType : s.outType).getElementType();
+  shape.gathers = s.gathers();
+  shape.mask = bool(s.maskType);
+  shape.skipsTiles = s.skipsTiles();
+  return shape;
+}
+
 Buffers prefill::buildLayout(const PrefillKernelSpec &s,
-                            SharedMemoryLayout &layout) {
-  MLIRContext *ctx = s.qType.getContext();
-  Type i64 = IntegerType::get(ctx, 64);
-  kvgpu::PrefillConfigAttr c = s.config;
-  Buffers buf;
-  buf.q = layout.add("q_tile", {c.getQTile(), s.headDim},
-                     s.qType.getElementType());
-  if (s.isMla())
-    buf.qPe = layout.add("q_pe_tile", {c.getQTile(), s.peDim},
-                         s.qType.getElementType());
-  // Quantized KV: codes (and scales) stream through the stage ring; each
-  // tile is converted into one K and one V tile of values. So is a
-  // transposed V ring (vLLM's V pool) into one V tile.
-  int64_t kStages = s.quantizedKV() ? 1 : c.getStages();
-  int64_t vStages = s.convertsV() ? 1 : c.getStages();
-  buf.k = layout.add(s.isMla() ? "ckv_tiles" : "k_tiles",
-                     {kStages, c.getKvTile(), s.headDim},
-                     s.kvElementType);
-  if (s.isMla())
-    buf.kpe = layout.add("kpe_tiles", {c.getStages(), c.getKvTile(), s.peDim},
-                         s.kvElementType);
-  else
-    buf.v = layout.add("v_tiles", {vStages, c.getKvTile(), s.headDimV},
-                       s.kvElementType);
-  if (s.quantizedKV())
-    buf.kCodes =
-        layout.add("k_codes", {c.getStages(), c.getKvTile(), s.headDim},
-                   s.paged.getStorageElementType());
-  if (s.transposedVChunk())
-    buf.vCodes = layout.add(
-        "v_transposed",
-        {c.getStages(), s.headDimV,
-         c.getKvTile() + kvgpu::transposedVPad(s.paged, c.getKvTile())},
-        s.paged.getStorageElementType());
-  else if (s.quantizedKV())
-    buf.vCodes = layout.add("v_codes",
-                            {c.getStages(), c.getKvTile(), s.headDimV},
-                            s.paged.getStorageElementType());
-  if (s.int8Groups()) {
-    int64_t g = s.paged.getQuantGroup();
-    buf.kScales = layout.add("k_scales",
-                             {c.getStages(), c.getKvTile(), s.headDim / g},
-                             s.kvElementType);
-    buf.vScales = layout.add("v_scales",
-                             {c.getStages(), c.getKvTile(), s.headDimV / g},
-                             s.kvElementType);
-  }
-  MemRefType finalOut = s.scheduled ? s.finalOutType : s.outType;
-  if (s.stagesFinalOutput(finalOut.getElementType()) &&
-      (s.headDimV != s.headDim ||
-       finalOut.getElementType() != s.qType.getElementType()))
-    buf.outStage = layout.add("o_stage", {c.getQTile(), s.headDimV},
-                              finalOut.getElementType());
-  if (s.paged && s.paged.getTable() != kv::TableForm::token_offset)
-    buf.pageIds =
-        layout.add("page_ids",
-                   {s.idSlots(), PagedTileLoader::idEntriesPerTile(
-                                     s.paged.getPageSize(), c.getKvTile(),
-                                     s.gathers())},
-                   kv::getPageEntryType(s.paged, s.kvTypes));
-  if (s.gathers())
-    buf.keyIds = layout.add("key_ids", {s.idSlots(), c.getKvTile()},
-                            IntegerType::get(ctx, 32));
-  buf.meta = layout.add("meta", {kMetaSlots}, i64);
-  if (s.maskType)
-    buf.maskScratch = layout.add("mask_scratch", {c.getNumThreads()}, i64);
-  if (s.skipsTiles())
-    buf.liveTiles = layout.add("live_tiles", {2}, IntegerType::get(ctx, 32));
-  return buf;
+                             SharedMemoryLayout &layout) {
+  return kvgpu::addTensorCoreBuffers(layoutShape(s), layout);
 }
 
 std::optional<std::string>

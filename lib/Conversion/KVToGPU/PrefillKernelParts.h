@@ -20,6 +20,7 @@
 #include "kvir/Codegen/Rope.h"
 #include "kvir/Codegen/Variants.h"
 #include "kvir/Dialect/KV/Utils/Visibility.h"
+#include "kvir/Dialect/KVGPU/Transforms/TensorCoreLayout.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
@@ -31,20 +32,13 @@ using mlir::ImplicitLocOpBuilder;
 using mlir::Value;
 
 /// Indices of the kernel's shared buffers in its layout.
-struct Buffers {
-  unsigned q = 0, k = 0, meta = 0;
-  /// v without MLA; q_pe and kpe with it.
-  std::optional<unsigned> v, qPe, kpe, pageIds, maskScratch, outStage;
-  /// gathers(): [idSlots, kvTile] i32 keys of the tiles' entries.
-  std::optional<unsigned> keyIds;
-  /// mask_mod: the last K/V tile each of two slots found live (index + 1).
-  std::optional<unsigned> liveTiles;
-  /// Quantized KV: the code rings, and int8 groups' scale rings.
-  std::optional<unsigned> kCodes, vCodes, kScales, vScales;
-};
+using Buffers = kvgpu::TensorCoreBuffers;
 
-/// Adds the kernel's shared buffers to `layout` (the one source of its
-/// shared memory: prefillSharedLayout and the body both call it).
+/// What the kernel's shared memory depends on, from its spec.
+kvgpu::TensorCoreLayoutShape layoutShape(const PrefillKernelSpec &s);
+
+/// Adds the kernel's shared buffers to `layout`: the one definition
+/// (kvgpu::addTensorCoreBuffers) the config chooser sizes configs by.
 Buffers buildLayout(const PrefillKernelSpec &s,
                     codegen::SharedMemoryLayout &layout);
 
@@ -66,6 +60,8 @@ enum MetaSlot : int64_t {
   MetaPartialRow, // and its workspace row
   kMetaSlots
 };
+static_assert(kMetaSlots == kvgpu::kTensorCoreMetaSlots,
+              "the layout's bookkeeping holds every meta slot");
 
 /// The kernel's arguments, named.
 struct Arguments {

@@ -1,5 +1,7 @@
 //===- ConfigSelection.cpp - Per-op, per-chip GPU configurations ----------===//
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
+#include "kvir/Dialect/KVGPU/Transforms/TensorCoreLayout.h"
+#include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 #include "kvir/Dialect/KV/IR/PoolLayout.h"
 
 #include <cmath>
@@ -213,117 +215,100 @@ kvgpu::getOrChooseDecodeConfig(kv::DecodeOp op,
   return chooseDecodeConfig(op, target, whyNot);
 }
 
-namespace {
-/// What a tensor-core kernel's shared memory depends on.
-struct TileShape {
-  int64_t headDim, headDimV, peDim;
-  Type dtype, outType;
-  bool hasMask;
-  /// Quantized KV: its codes' bits (0: none) and an int8 group's dims.
-  int64_t codeBits = 0, quantGroup = 0;
-  /// The paged type when V is staged transposed (vLLM's V pool), or null.
-  kv::PagedType transposedV;
-};
-} // namespace
-
-/// The tiles of a paged KV (prefill, or decode on tensor cores): head dims,
-/// element type, and the rings quantized codes or a transposed V take.
-static TileShape pagedTileShape(kv::PagedType paged, Type outType,
-                                bool hasMask) {
-  int64_t codeBits =
-      paged.isQuantized()
-          ? int64_t(paged.getStorageElementType().getIntOrFloatBitWidth())
-          : 0;
-  return {paged.getHeadDim(),
-          paged.getHeadDimV(),
-          0,
-          paged.getDtype(),
-          outType,
-          hasMask,
-          codeBits,
-          paged.getQuantGroup(),
-          transposedVChunk(paged) ? paged : kv::PagedType()};
+/// Whether mask_mod hides keys of `op` (whose kernel skips dead tiles unless
+/// it gathers).
+static bool hasMaskMod(Operation *op) {
+  auto variants = dyn_cast<kv::AttentionVariantOpInterface>(op);
+  return variants && variants.hasVariants() && !variants.getMaskMod().empty();
 }
 
-/// Head dims and element type of the KV a prefill reads.
-static TileShape tileShape(kv::PrefillOp op) {
-  Type kvType = op.getKv().getType();
-  Type outType = op.getType().getElementType();
-  if (auto paged = dyn_cast<kv::PagedType>(kvType))
-    return pagedTileShape(paged, outType, bool(op.getMask()));
-  auto ragged = cast<kv::RaggedType>(kvType);
-  return {ragged.getHeadDim(), ragged.getHeadDimV(), 0,
-          ragged.getDtype(),   outType,              bool(op.getMask()),
-          0,                   0,                    kv::PagedType()};
+/// The layout shape of a tensor-core kernel over the paged KV `kv` (its
+/// view's operands give the page entries' type; without them, the wider
+/// i64) writing states of `stateType`.
+static TensorCoreLayoutShape pagedLayoutShape(Value kv, Type qElement,
+                                              kv::StateType stateType,
+                                              PrefillConfigAttr config) {
+  auto paged = cast<kv::PagedType>(kv.getType());
+  TensorCoreLayoutShape s;
+  s.config = config;
+  s.paged = paged;
+  s.headDim = paged.getHeadDim();
+  s.headDimV = paged.isMla() ? paged.getHeadDim() : paged.getHeadDimV();
+  s.peDim = paged.isMla() ? paged.getPeDim() : 0;
+  s.qElement = qElement;
+  s.kvElement = paged.getDtype();
+  s.finalOutElement = stateType.getElementType();
+  s.pageEntry = IntegerType::get(kv.getContext(), 64);
+  if (auto view = kv.getDefiningOp<kv::PagedViewOp>())
+    s.pageEntry = kv::getPageEntryType(
+        paged, ValueRange(kv::PagedOperands::fromView(view).flatten())
+                   .getTypes());
+  return s;
 }
 
-/// MLA: ckv is K's first headDim dims and V; kpe the other peDim.
-static TileShape tileShape(kv::MlaDecodeOp op) {
-  kv::PagedType kv = op.getKv().getType();
-  return {kv.getHeadDim(),
-          0,
-          kv.getPeDim(),
-          kv.getDtype(),
-          op.getType().getElementType(),
-          false,
-          0,
-          0,
-          kv::PagedType()};
+/// The direct kernel of `op` with `config`: the largest of the op's
+/// kernels (a split kernel writes f32 partial states, staging nothing).
+static TensorCoreLayoutShape layoutShape(kv::PrefillOp op,
+                                         PrefillConfigAttr config) {
+  Type qElement = cast<MemRefType>(op.getQ().getType()).getElementType();
+  TensorCoreLayoutShape s;
+  if (isa<kv::PagedType>(op.getKv().getType())) {
+    s = pagedLayoutShape(op.getKv(), qElement, op.getType(), config);
+  } else {
+    auto ragged = cast<kv::RaggedType>(op.getKv().getType());
+    s.config = config;
+    s.headDim = ragged.getHeadDim();
+    s.headDimV = ragged.getHeadDimV();
+    s.qElement = qElement;
+    s.kvElement = ragged.getDtype();
+    s.finalOutElement = op.getType().getElementType();
+  }
+  s.mask = bool(op.getMask());
+  s.skipsTiles = hasMaskMod(op);
+  return s;
 }
 
-static int64_t sharedBytesBound(PrefillConfigAttr config, const TileShape &t) {
-  int64_t elementBytes = t.dtype.getIntOrFloatBitWidth() / 8;
-  int64_t qTile = config.getQTile(), kvTile = config.getKvTile();
-  int64_t qWidth = t.headDim + t.peDim;
-  // Quantized KV: a ring of codes (and int8 scales) and one K and one V
-  // tile of their values in the activation type; a transposed V ring
-  // (vLLM's V pool) and one V tile likewise.
-  int64_t stages = config.getStages();
-  int64_t kStages = t.codeBits ? 1 : stages;
-  int64_t vStages = t.codeBits || t.transposedV ? 1 : stages;
-  int64_t bytes = elementBytes * (qTile * qWidth + kStages * kvTile * qWidth +
-                                  vStages * kvTile * t.headDimV);
-  int64_t codeBytes = t.codeBits ? t.codeBits / 8 : elementBytes;
-  auto scaleBytes = [&](int64_t dims) {
-    return t.quantGroup ? dims / t.quantGroup * elementBytes : 0;
-  };
-  if (t.codeBits)
-    bytes += stages * kvTile * (qWidth * codeBytes + scaleBytes(qWidth));
-  if (t.transposedV)
-    bytes += stages * t.headDimV *
-             (kvTile + transposedVPad(t.transposedV, kvTile)) * codeBytes;
-  else if (t.codeBits)
-    bytes +=
-        stages * kvTile * (t.headDimV * codeBytes + scaleBytes(t.headDimV));
-  // 16-bit outputs are staged for 16-byte stores, in the query tile when it
-  // has the output's shape and type.
-  int64_t outWidth = t.peDim ? t.headDim : t.headDimV;
-  if (t.outType.getIntOrFloatBitWidth() == 16 &&
-      (outWidth != t.headDim || t.outType != t.dtype))
-    bytes += 2 * qTile * outWidth;
-  // Page ids (at most one per key of each stage), the mask's per-thread
-  // scratch, the block's bookkeeping and each buffer's alignment.
-  bytes += 4 * config.getStages() * kvTile;
-  if (t.hasMask)
-    bytes += 8 * config.getNumThreads();
-  return bytes + 512;
+static TensorCoreLayoutShape layoutShape(kv::MlaDecodeOp op,
+                                         PrefillConfigAttr config) {
+  TensorCoreLayoutShape s = pagedLayoutShape(
+      op.getKv(), cast<MemRefType>(op.getQNope().getType()).getElementType(),
+      op.getType(), config);
+  s.gathers = bool(op.getTopk());
+  s.skipsTiles = hasMaskMod(op) && !s.gathers;
+  return s;
 }
 
-int64_t kvgpu::prefillSharedBytesBound(PrefillConfigAttr config,
-                                       kv::PrefillOp op) {
-  return sharedBytesBound(config, tileShape(op));
+static TensorCoreLayoutShape layoutShape(kv::DecodeOp op,
+                                         PrefillConfigAttr config) {
+  TensorCoreLayoutShape s = pagedLayoutShape(
+      op.getKv(), cast<MemRefType>(op.getQ().getType()).getElementType(),
+      op.getType(), config);
+  s.gathers = bool(op.getTopk());
+  s.skipsTiles = hasMaskMod(op) && !s.gathers;
+  return s;
 }
 
-int64_t kvgpu::mlaSharedBytesBound(PrefillConfigAttr config,
-                                   kv::MlaDecodeOp op) {
-  return sharedBytesBound(config, tileShape(op));
+int64_t kvgpu::prefillSharedBytes(PrefillConfigAttr config,
+                                  kv::PrefillOp op) {
+  return tensorCoreSharedBytes(layoutShape(op, config));
+}
+
+int64_t kvgpu::mlaSharedBytes(PrefillConfigAttr config, kv::MlaDecodeOp op) {
+  return tensorCoreSharedBytes(layoutShape(op, config));
 }
 
 FailureOr<PrefillConfigAttr>
 kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
                            std::string &whyNot) {
-  TileShape shape = tileShape(op);
-  int64_t headDim = shape.headDim, headDimV = shape.headDimV;
+  Type kvType = op.getKv().getType();
+  int64_t headDim, headDimV;
+  if (auto paged = dyn_cast<kv::PagedType>(kvType)) {
+    headDim = paged.getHeadDim();
+    headDimV = paged.getHeadDimV();
+  } else {
+    headDim = cast<kv::RaggedType>(kvType).getHeadDim();
+    headDimV = cast<kv::RaggedType>(kvType).getHeadDimV();
+  }
   if (headDim % 16 || headDimV % 16) {
     whyNot = "no prefill configuration: head dims " + std::to_string(headDim) +
              " and " + std::to_string(headDimV) +
@@ -351,7 +336,7 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
           whyNot, op.getContext(), qTile, kvTile, valueWarps * (qTile / 16),
           int64_t(2), /*q_in_registers=*/false, int64_t(16), valueWarps);
       if (failed(config) ||
-          prefillSharedBytesBound(*config, op) <= target.maxSharedBytesPerBlock)
+          prefillSharedBytes(*config, op) <= target.maxSharedBytesPerBlock)
         break;
     }
     return config;
@@ -378,7 +363,7 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
   // then 16-key tiles (head dim 256 over vLLM's transposed V ring on
   // sm_86).
   auto tooLarge = [&] {
-    return prefillSharedBytesBound(*config, op) > target.maxSharedBytesPerBlock;
+    return prefillSharedBytes(*config, op) > target.maxSharedBytesPerBlock;
   };
   while (succeeded(config) && qTile > 16 && tooLarge())
     config = build(qTile /= 2);
@@ -486,9 +471,8 @@ kvgpu::chooseTensorCoreDecodeConfig(kv::DecodeOp op,
         valueWarps);
     if (failed(config))
       return config;
-    TileShape shape =
-        pagedTileShape(paged, op.getType().getElementType(), false);
-    if (sharedBytesBound(*config, shape) <= target.maxSharedBytesPerBlock)
+    if (tensorCoreSharedBytes(layoutShape(op, *config)) <=
+        target.maxSharedBytesPerBlock)
       break;
   }
   return config;
@@ -529,7 +513,7 @@ kvgpu::chooseMlaConfig(kv::MlaDecodeOp op, const target::TargetInfo &target,
   FailureOr<PrefillConfigAttr> config = build();
   // Shorter K/V tiles, then fewer rows, where shared memory is short.
   while (succeeded(config) &&
-         mlaSharedBytesBound(*config, op) > target.maxSharedBytesPerBlock &&
+         mlaSharedBytes(*config, op) > target.maxSharedBytesPerBlock &&
          (kvTile > 16 || qTile > 16)) {
     if (kvTile > 16)
       kvTile /= 2;

@@ -114,12 +114,10 @@ mlir::FailureOr<PrefillConfigAttr>
 getOrChoosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
                          std::string &whyNot);
 
-/// An upper bound of the shared memory the prefill kernel of `op` with
-/// `config` takes: the query tile, the K and V stages, the output staging
-/// tile where the output cannot reuse the query tile, page ids, the mask's
-/// scratch and bookkeeping. convert-kv-to-gpu checks the exact layout; the
-/// bound keeps kv-tile's choice within it.
-int64_t prefillSharedBytesBound(PrefillConfigAttr config, kv::PrefillOp op);
+/// The shared memory the tensor-core kernel of `op` with `config` takes,
+/// from the kernel's own layout (TensorCoreLayout.h): the largest of its
+/// kernels, the direct one.
+int64_t prefillSharedBytes(PrefillConfigAttr config, kv::PrefillOp op);
 
 /// The configuration of the tensor-core MLA kernel of `op` on `target`
 /// (a #kvgpu.prefill whose value_warps split ckv's value columns), or
@@ -133,9 +131,8 @@ mlir::FailureOr<PrefillConfigAttr>
 getOrChooseMlaConfig(kv::MlaDecodeOp op, const target::TargetInfo &target,
                      std::string &whyNot);
 
-/// prefillSharedBytesBound for the MLA kernel: the query tile and K/V tiles
-/// are ckv + kpe wide; the ckv tile is the value tile.
-int64_t mlaSharedBytesBound(PrefillConfigAttr config, kv::MlaDecodeOp op);
+/// prefillSharedBytes for the MLA kernel.
+int64_t mlaSharedBytes(PrefillConfigAttr config, kv::MlaDecodeOp op);
 
 /// The configuration kv-tile would attach to `op`, or failure (with the
 /// reason) when none fits or the op takes none.

@@ -1,0 +1,79 @@
+//===- TensorCoreLayout.h - Tensor-core kernels' shared memory -*- C++ -*-===//
+//
+// The one definition of what the tensor-core attention kernel (prefill,
+// MLA, decode on tensor cores) keeps in shared memory. The kernel builds
+// its buffers from it (convert-kv-to-gpu); the config chooser sizes a
+// candidate config by it (kv-tile, and configs chosen during the
+// lowering), so the two cannot disagree.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KVIR_DIALECT_KVGPU_TRANSFORMS_TENSORCORELAYOUT_H
+#define KVIR_DIALECT_KVGPU_TRANSFORMS_TENSORCORELAYOUT_H
+
+#include "kvir/Codegen/KernelFunc.h"
+#include "kvir/Dialect/KV/IR/KVOps.h"
+#include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
+
+#include <optional>
+
+namespace kvir::kvgpu {
+
+/// The i64 slots of the block's bookkeeping buffer (`meta`).
+constexpr int64_t kTensorCoreMetaSlots = 11;
+
+/// What the kernel's shared memory depends on.
+struct TensorCoreLayoutShape {
+  PrefillConfigAttr config;
+  /// K (MLA: ckv), V and MLA's rotary part.
+  int64_t headDim = 0, headDimV = 0, peDim = 0;
+  /// q's element type and the activation type the mma reads K/V in.
+  mlir::Type qElement, kvElement;
+  /// Paged KV (null: ragged K/V rows).
+  kv::PagedType paged;
+  /// The element type of the page entries the kernel stages (its table's),
+  /// unused without a paged table of entries.
+  mlir::Type pageEntry;
+  /// The element type of the final outputs the kernel writes (16-bit ones
+  /// are staged for 16-byte stores), or null: partial states only.
+  mlir::Type finalOutElement;
+  /// Top-k key lists, a custom mask, mask_mod's tile skipping.
+  bool gathers = false, mask = false, skipsTiles = false;
+
+  /// Slots of staged page entries (and keys): a gathering kernel keeps a
+  /// tile's keys while it is scored, one slot more than the stages.
+  int64_t idSlots() const { return config.getStages() + (gathers ? 1 : 0); }
+  bool isMla() const { return peDim > 0; }
+  bool quantized() const { return paged && paged.isQuantized(); }
+  bool int8Groups() const {
+    return paged && paged.getQuant() == kv::Quant::int8_group;
+  }
+  /// vLLM's V pool: slots per chunk of the transposed V ring, else 0.
+  int64_t transposedVChunk() const;
+  /// Whether V arrives in a ring of its own (codes, or transposed rows),
+  /// converted per tile into one V tile.
+  bool convertsV() const { return quantized() || transposedVChunk(); }
+};
+
+/// Indices of the kernel's shared buffers in its layout.
+struct TensorCoreBuffers {
+  unsigned q = 0, k = 0, meta = 0;
+  /// v without MLA; q_pe and kpe with it.
+  std::optional<unsigned> v, qPe, kpe, pageIds, maskScratch, outStage;
+  /// Gathering: [idSlots, kvTile] i32 keys of the tiles' entries.
+  std::optional<unsigned> keyIds;
+  /// mask_mod: the last K/V tile each of two slots found live (index + 1).
+  std::optional<unsigned> liveTiles;
+  /// Quantized KV: the code rings, and int8 groups' scale rings.
+  std::optional<unsigned> kCodes, vCodes, kScales, vScales;
+};
+
+/// Adds the kernel's buffers to `layout`, in KernelFunc::getShared order.
+TensorCoreBuffers addTensorCoreBuffers(const TensorCoreLayoutShape &shape,
+                                       codegen::SharedMemoryLayout &layout);
+
+/// The shared bytes of the kernel of `shape`.
+int64_t tensorCoreSharedBytes(const TensorCoreLayoutShape &shape);
+
+} // namespace kvir::kvgpu
+
+#endif // KVIR_DIALECT_KVGPU_TRANSFORMS_TENSORCORELAYOUT_H
