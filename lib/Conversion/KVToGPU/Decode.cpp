@@ -92,29 +92,12 @@ struct DecodeLowering : OpRewritePattern<kv::DecodeOp> {
   static DecodeKernelSpec describeDecode(kv::DecodeOp op, MemRefType outType,
                                          MemRefType lseType,
                                          const target::TargetInfo &target) {
-    auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
-    kv::PagedOperands kv = kv::PagedOperands::fromView(view);
-    DecodeKernelSpec spec;
-    spec.kv = kv.type;
-    for (Value v : kv.flatten())
-      spec.kvTypes.push_back(v.getType());
-    spec.qType = cast<MemRefType>(op.getQ().getType());
-    spec.outType = outType;
-    spec.lseType = lseType;
-    spec.qHeads = spec.qType.getDimSize(1);
-    spec.base = op.getType().getBase();
-    spec.smScale = op.getSmScale()
-                       ? op.getSmScale()->convertToDouble()
-                       : 1.0 / std::sqrt(double(kv.type.getHeadDim()));
-    if (auto cap = op.getLogitsSoftCap())
-      spec.softCap = cap->convertToDouble();
-    spec.windowLeft = op.getWindowLeft();
-    spec.rope = op.getRopeAttr();
-    spec.variants = KernelVariants::of(op);
+    DecodeKernelSpec spec = describeDecodeKernel(op, outType, lseType);
     if (Value topk = op.getTopk())
       spec.topkType = cast<MemRefType>(topk.getType());
-    if (kv.type.getQuant() == kv::Quant::int8_group)
-      spec.scaleChunk = *int8ScaleChunkElements(view);
+    if (spec.kv.getQuant() == kv::Quant::int8_group)
+      spec.scaleChunk = *int8ScaleChunkElements(
+          op.getKv().getDefiningOp<kv::PagedViewOp>());
     std::string whyNot;
     spec.config = *kvgpu::getOrChooseDecodeConfig(op, target, whyNot);
     return spec;

@@ -14,6 +14,9 @@
 #include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
 
+#include "kvir/Dialect/KV/Utils/PagedAddressing.h"
+
+#include <cmath>
 #include <optional>
 #include <string>
 
@@ -114,6 +117,34 @@ struct DecodeKernelSpec {
   }
 };
 
+
+/// The spec parts every op on the decode kernel shares (kv.decode, a
+/// prefill's query rows): the view's KV, q, the outputs `outType` /
+/// `lseType`, heads, base, scale, soft cap, window, RoPE, variants.
+template <typename OpTy>
+DecodeKernelSpec describeDecodeKernel(OpTy op, mlir::MemRefType outType,
+                                      mlir::MemRefType lseType) {
+  auto view = op.getKv().template getDefiningOp<kv::PagedViewOp>();
+  kv::PagedOperands kv = kv::PagedOperands::fromView(view);
+  DecodeKernelSpec spec;
+  spec.kv = kv.type;
+  for (mlir::Value v : kv.flatten())
+    spec.kvTypes.push_back(v.getType());
+  spec.qType = mlir::cast<mlir::MemRefType>(op.getQ().getType());
+  spec.outType = outType;
+  spec.lseType = lseType;
+  spec.qHeads = spec.qType.getDimSize(1);
+  spec.base = op.getType().getBase();
+  spec.smScale = op.getSmScale()
+                     ? op.getSmScale()->convertToDouble()
+                     : 1.0 / std::sqrt(double(kv.type.getHeadDim()));
+  if (auto cap = op.getLogitsSoftCap())
+    spec.softCap = cap->convertToDouble();
+  spec.windowLeft = op.getWindowLeft();
+  spec.rope = op.getRopeAttr();
+  spec.variants = codegen::KernelVariants::of(op);
+  return spec;
+}
 
 /// The kernel's shared buffers, in KernelFunc::getShared order.
 codegen::SharedMemoryLayout decodeSharedLayout(const DecodeKernelSpec &spec);

@@ -119,31 +119,50 @@ gpu_lowering::prefillSharedLayout(const PrefillKernelSpec &spec) {
   return layout;
 }
 
+void prefill::listArguments(
+    const PrefillKernelSpec &s,
+    function_ref<void(Type, ArgumentBinding, Value Arguments::*)> arg) {
+  auto single = [&](Type type, Value Arguments::*field) {
+    arg(type, ArgumentBinding::single, field);
+  };
+  MLIRContext *ctx = s.qType.getContext();
+  single(s.qType, &Arguments::q);
+  if (s.isMla())
+    single(s.qPeType, &Arguments::qPe);
+  if (!s.oneRowPerRequest())
+    single(s.qoIndptrType, &Arguments::qoIndptr);
+  for (Type type : s.kvTypes)
+    arg(type, ArgumentBinding::kvOperand, nullptr);
+  if (s.maskType)
+    single(s.maskType, &Arguments::mask);
+  if (s.positionsType)
+    single(s.positionsType, &Arguments::positions);
+  if (s.framePositionsType) {
+    single(s.frameIndptrType, &Arguments::frameIndptr);
+    single(s.framePositionsType, &Arguments::framePositions);
+  }
+  if (s.gathers())
+    single(s.topkType, &Arguments::topk);
+  if (s.scheduled)
+    single(workItemsType(ctx), &Arguments::workItems);
+  single(s.outType, &Arguments::out);
+  single(s.lseType, &Arguments::lse);
+  if (s.partitioned)
+    single(IndexType::get(ctx), &Arguments::numPartitions);
+  if (s.scheduled) {
+    single(s.finalOutType, &Arguments::finalOut);
+    single(s.finalLseType, &Arguments::finalLse);
+  }
+  for (Type type : s.variants.types)
+    arg(type, ArgumentBinding::variantOperand, nullptr);
+}
+
 SmallVector<Type>
 gpu_lowering::prefillArgumentTypes(const PrefillKernelSpec &s) {
-  SmallVector<Type> types{s.qType};
-  if (s.isMla())
-    types.push_back(s.qPeType);
-  if (!s.oneRowPerRequest())
-    types.push_back(s.qoIndptrType);
-  llvm::append_range(types, s.kvTypes);
-  if (s.maskType)
-    types.push_back(s.maskType);
-  if (s.positionsType)
-    types.push_back(s.positionsType);
-  if (s.framePositionsType)
-    types.append({s.frameIndptrType, s.framePositionsType});
-  if (s.gathers())
-    types.push_back(s.topkType);
-  if (s.scheduled)
-    types.push_back(MemRefType::get({ShapedType::kDynamic, 4},
-                                    IntegerType::get(s.qType.getContext(), 32)));
-  types.append({s.outType, s.lseType});
-  if (s.partitioned)
-    types.push_back(IndexType::get(s.qType.getContext()));
-  if (s.scheduled)
-    types.append({s.finalOutType, s.finalLseType});
-  llvm::append_range(types, s.variants.types);
+  SmallVector<Type> types;
+  listArguments(s, [&](Type type, ArgumentBinding, Value Arguments::*) {
+    types.push_back(type);
+  });
   return types;
 }
 

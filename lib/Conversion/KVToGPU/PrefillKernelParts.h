@@ -71,6 +71,17 @@ struct Arguments {
   codegen::RaggedOperands ragged;
 };
 
+/// Where an argument binds: one named value, or a member of a group.
+enum class ArgumentBinding { single, kvOperand, variantOperand };
+
+/// The kernel's arguments in order, one call of `arg(type, binding,
+/// field)` each (`field` for single values): the one list that
+/// prefillArgumentTypes and bindArguments read.
+void listArguments(
+    const PrefillKernelSpec &s,
+    llvm::function_ref<void(mlir::Type, ArgumentBinding, Value Arguments::*)>
+        arg);
+
 Arguments bindArguments(const codegen::KernelFunc &kf,
                         const PrefillKernelSpec &s);
 

@@ -29,13 +29,7 @@ namespace {
 /// The kernel of `op`'s query rows writing `out` / `lse`.
 DecodeKernelSpec describeQueryRows(kv::PrefillOp op, kvgpu::DecodeConfigAttr config,
                                    MemRefType outType, MemRefType lseType) {
-  auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
-  kv::PagedOperands kv = kv::PagedOperands::fromView(view);
-  DecodeKernelSpec spec;
-  spec.kv = kv.type;
-  for (Value v : kv.flatten())
-    spec.kvTypes.push_back(v.getType());
-  spec.qType = cast<MemRefType>(op.getQ().getType());
+  DecodeKernelSpec spec = describeDecodeKernel(op, outType, lseType);
   spec.qoIndptrType = cast<MemRefType>(op.getQoIndptr().getType());
   if (Value positions = op.getPositions())
     spec.positionsType = cast<MemRefType>(positions.getType());
@@ -43,19 +37,7 @@ DecodeKernelSpec describeQueryRows(kv::PrefillOp op, kvgpu::DecodeConfigAttr con
     spec.frameIndptrType = cast<MemRefType>(op.getFrameIndptr().getType());
     spec.framePositionsType = cast<MemRefType>(framePositions.getType());
   }
-  spec.outType = outType;
-  spec.lseType = lseType;
-  spec.qHeads = spec.qType.getDimSize(1);
-  spec.base = op.getType().getBase();
-  spec.smScale = op.getSmScale()
-                     ? op.getSmScale()->convertToDouble()
-                     : 1.0 / std::sqrt(double(kv.type.getHeadDim()));
-  if (auto cap = op.getLogitsSoftCap())
-    spec.softCap = cap->convertToDouble();
-  spec.windowLeft = op.getWindowLeft();
   spec.causal = op.getCausal();
-  spec.rope = op.getRopeAttr();
-  spec.variants = KernelVariants::of(op);
   spec.config = config;
   return spec;
 }

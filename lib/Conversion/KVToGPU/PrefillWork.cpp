@@ -30,38 +30,21 @@ using namespace kvir::gpu_lowering::prefill;
 Arguments prefill::bindArguments(const KernelFunc &kf,
                                  const PrefillKernelSpec &s) {
   Arguments a;
-  unsigned next = 0;
-  a.q = kf.getArgument(next++);
-  if (s.isMla())
-    a.qPe = kf.getArgument(next++);
-  if (!s.oneRowPerRequest())
-    a.qoIndptr = kf.getArgument(next++);
-  ValueRange kvArgs = kf.getArguments().slice(next, s.kvTypes.size());
+  unsigned index = 0;
+  std::optional<unsigned> firstKv;
+  listArguments(s, [&](Type, ArgumentBinding binding,
+                       Value Arguments::*field) {
+    if (binding == ArgumentBinding::single)
+      a.*field = kf.getArgument(index);
+    else if (binding == ArgumentBinding::kvOperand && !firstKv)
+      firstKv = index;
+    ++index;
+  });
+  ValueRange kvArgs = kf.getArguments().slice(*firstKv, s.kvTypes.size());
   if (s.paged)
     a.paged = kv::PagedOperands::fromFlattened(s.paged, kvArgs);
   else
     a.ragged = {kvArgs[0], kvArgs[1], kvArgs[2]};
-  next += s.kvTypes.size();
-  if (s.maskType)
-    a.mask = kf.getArgument(next++);
-  if (s.positionsType)
-    a.positions = kf.getArgument(next++);
-  if (s.framePositionsType) {
-    a.frameIndptr = kf.getArgument(next++);
-    a.framePositions = kf.getArgument(next++);
-  }
-  if (s.gathers())
-    a.topk = kf.getArgument(next++);
-  if (s.scheduled)
-    a.workItems = kf.getArgument(next++);
-  a.out = kf.getArgument(next++);
-  a.lse = kf.getArgument(next++);
-  if (s.partitioned)
-    a.numPartitions = kf.getArgument(next++);
-  if (s.scheduled) {
-    a.finalOut = kf.getArgument(next++);
-    a.finalLse = kf.getArgument(next++);
-  }
   return a;
 }
 

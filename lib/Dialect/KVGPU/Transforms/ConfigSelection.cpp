@@ -268,24 +268,27 @@ static TensorCoreLayoutShape layoutShape(kv::PrefillOp op,
   return s;
 }
 
-static TensorCoreLayoutShape layoutShape(kv::MlaDecodeOp op,
-                                         PrefillConfigAttr config) {
+/// MLA and the tensor-core decode: paged, with an optional top-k
+/// selection (whose kernels gather, never skip tiles).
+template <typename OpTy>
+static TensorCoreLayoutShape selectingLayoutShape(OpTy op, Value q,
+                                                  PrefillConfigAttr config) {
   TensorCoreLayoutShape s = pagedLayoutShape(
-      op.getKv(), cast<MemRefType>(op.getQNope().getType()).getElementType(),
+      op.getKv(), cast<MemRefType>(q.getType()).getElementType(),
       op.getType(), config);
   s.gathers = bool(op.getTopk());
   s.skipsTiles = hasMaskMod(op) && !s.gathers;
   return s;
 }
 
+static TensorCoreLayoutShape layoutShape(kv::MlaDecodeOp op,
+                                         PrefillConfigAttr config) {
+  return selectingLayoutShape(op, op.getQNope(), config);
+}
+
 static TensorCoreLayoutShape layoutShape(kv::DecodeOp op,
                                          PrefillConfigAttr config) {
-  TensorCoreLayoutShape s = pagedLayoutShape(
-      op.getKv(), cast<MemRefType>(op.getQ().getType()).getElementType(),
-      op.getType(), config);
-  s.gathers = bool(op.getTopk());
-  s.skipsTiles = hasMaskMod(op) && !s.gathers;
-  return s;
+  return selectingLayoutShape(op, op.getQ(), config);
 }
 
 int64_t kvgpu::prefillSharedBytes(PrefillConfigAttr config,
