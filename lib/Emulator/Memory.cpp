@@ -127,7 +127,9 @@ static std::string threadOf(BlockRun &b, uint32_t linearPlusOne) {
 /// accesses (epochs); bar.warp.sync orders those of its members (the warp
 /// vector clocks of GpuThread). Two accesses to a shared byte in the same
 /// epoch by different threads, at least one a store, that no bar.warp.sync
-/// orders, race. Atomics are not recorded. Up to two readers per byte are
+/// orders, race; so do an atomic and a plain access (the PTX memory model:
+/// conflicting accesses that are not both strong form a data race), not
+/// two atomics. Up to two readers and two atomic updaters per byte are
 /// remembered. Each pair of sites is reported once per launch.
 static bool ordered(BlockRun &b, const GpuThread &t, uint32_t other,
                     uint32_t otherClock) {
@@ -135,63 +137,122 @@ static bool ordered(BlockRun &b, const GpuThread &t, uint32_t other,
   return o.warp == t.warp && t.clock[o.lane] >= otherClock;
 }
 
-static void checkRace(BlockRun &b, GpuThread &t, uint64_t offset,
-                      uint64_t bytes, bool store, uint32_t site) {
+namespace {
+/// The kind of a shared-memory access, for the race checks.
+enum class Access { load, store, atomic };
+
+/// An earlier access of another thread that an access races with.
+struct Conflict {
+  uint32_t thread = 0, site = 0;
+  Access kind = Access::load;
+};
+} // namespace
+
+/// The first access recorded in `sh` (this epoch) that `t`'s access of
+/// `kind` races with.
+static Conflict findConflict(BlockRun &b, GpuThread &t,
+                             const BlockRun::Shadow &sh, Access kind) {
+  uint32_t me = t.linear + 1, epoch = b.epoch;
+  auto races = [&](uint32_t other, uint32_t clock) {
+    return other && other != me && !ordered(b, t, other, clock);
+  };
+  // Plain stores race with everything; loads with stores and atomics;
+  // atomics with plain accesses.
+  if (sh.writeEpoch == epoch && races(sh.writer, sh.writerClock))
+    return {sh.writer, sh.writerSite, Access::store};
+  if (kind != Access::load && sh.readEpoch == epoch) {
+    if (races(sh.reader, sh.readerClock))
+      return {sh.reader, sh.readerSite, Access::load};
+    if (races(sh.reader2, sh.reader2Clock))
+      return {sh.reader2, sh.reader2Site, Access::load};
+  }
+  if (kind != Access::atomic && sh.atomicEpoch == epoch) {
+    if (races(sh.atomic, sh.atomicClock))
+      return {sh.atomic, sh.atomicSite, Access::atomic};
+    if (races(sh.atomic2, sh.atomic2Clock))
+      return {sh.atomic2, sh.atomic2Site, Access::atomic};
+  }
+  return {};
+}
+
+/// Records `t`'s access of `kind` in `sh`.
+static void recordAccess(BlockRun &b, GpuThread &t, BlockRun::Shadow &sh,
+                         Access kind, uint32_t site) {
   uint32_t me = t.linear + 1, epoch = b.epoch, myClock = t.clock[t.lane];
+  if (kind == Access::store) {
+    sh.writer = me;
+    sh.writerSite = site;
+    sh.writerClock = myClock;
+    sh.writeEpoch = epoch;
+    return;
+  }
+  // Loads and atomics keep the two first distinct threads of the epoch.
+  bool isLoad = kind == Access::load;
+  uint32_t &first = isLoad ? sh.reader : sh.atomic;
+  uint32_t &firstSite = isLoad ? sh.readerSite : sh.atomicSite;
+  uint32_t &firstClock = isLoad ? sh.readerClock : sh.atomicClock;
+  uint32_t &second = isLoad ? sh.reader2 : sh.atomic2;
+  uint32_t &secondSite = isLoad ? sh.reader2Site : sh.atomic2Site;
+  uint32_t &secondClock = isLoad ? sh.reader2Clock : sh.atomic2Clock;
+  uint32_t &kindEpoch = isLoad ? sh.readEpoch : sh.atomicEpoch;
+  bool seenNow = kindEpoch == epoch;
+  if (!seenNow || first == me) {
+    kindEpoch = epoch;
+    first = me;
+    firstSite = site;
+    firstClock = myClock;
+    if (!seenNow)
+      second = 0;
+  } else if (!second || second == me) {
+    second = me;
+    secondSite = site;
+    secondClock = myClock;
+  }
+}
+
+static const char *accessVerb(Access kind, bool past) {
+  switch (kind) {
+  case Access::load:
+    return past ? "read" : "reads";
+  case Access::store:
+    return past ? "wrote" : "writes";
+  case Access::atomic:
+    return past ? "updated atomically" : "updates atomically";
+  }
+  return "";
+}
+
+static void checkRace(BlockRun &b, GpuThread &t, uint64_t offset,
+                      uint64_t bytes, Access kind, uint32_t site) {
+  uint32_t me = t.linear + 1;
   bool reported = false;
   for (uint64_t i = offset; i < offset + bytes; ++i) {
     BlockRun::Shadow &sh = b.shadow[i];
-    bool readNow = sh.readEpoch == epoch;
     if (!reported) {
-      uint32_t other = 0, otherSite = 0;
-      bool otherWrote = false;
-      if (sh.writeEpoch == epoch && sh.writer != me &&
-          !ordered(b, t, sh.writer, sh.writerClock)) {
-        other = sh.writer;
-        otherSite = sh.writerSite;
-        otherWrote = true;
-      } else if (store && readNow && sh.reader != me &&
-                 !ordered(b, t, sh.reader, sh.readerClock)) {
-        other = sh.reader;
-        otherSite = sh.readerSite;
-      } else if (store && readNow && sh.reader2 && sh.reader2 != me &&
-                 !ordered(b, t, sh.reader2, sh.reader2Clock)) {
-        other = sh.reader2;
-        otherSite = sh.reader2Site;
-      }
-      if (other) {
+      Conflict other = findConflict(b, t, sh, kind);
+      if (other.thread) {
         reported = true;
-        if (!b.racesSeen.insert({otherWrote, site, otherSite}).second) {
+        bool otherWrote = other.kind != Access::load;
+        if (!b.racesSeen.insert({otherWrote, site, other.site}).second) {
           ++b.racesNotShown;
         } else {
-          const char *kind = store && otherWrote ? "write/write" : "read/write";
-          report(std::string("shared-memory ") + kind + " race: thread " +
-                 threadOf(b, me) + " " + (store ? "writes" : "reads") +
+          const char *what =
+              kind == Access::atomic || other.kind == Access::atomic
+                  ? "atomic/plain"
+              : kind == Access::store && other.kind == Access::store
+                  ? "write/write"
+                  : "read/write";
+          report(std::string("shared-memory ") + what + " race: thread " +
+                 threadOf(b, me) + " " + accessVerb(kind, false) +
                  " shared offset " + std::to_string(i) + ", which thread " +
-                 threadOf(b, other) + (otherWrote ? " wrote" : " read") +
-                 " since the last barrier\n  " + describeThread() + "\n  at " +
-                 describeSite(site) + "\n  other access at " +
-                 describeSite(otherSite));
+                 threadOf(b, other.thread) + " " +
+                 accessVerb(other.kind, true) + " since the last barrier\n  " +
+                 describeThread() + "\n  at " + describeSite(site) +
+                 "\n  other access at " + describeSite(other.site));
         }
       }
     }
-    if (store) {
-      sh.writer = me;
-      sh.writerSite = site;
-      sh.writerClock = myClock;
-      sh.writeEpoch = epoch;
-    } else if (!readNow || sh.reader == me) {
-      sh.readEpoch = epoch;
-      sh.reader = me;
-      sh.readerSite = site;
-      sh.readerClock = myClock;
-      if (!readNow)
-        sh.reader2 = 0;
-    } else if (!sh.reader2 || sh.reader2 == me) {
-      sh.reader2 = me;
-      sh.reader2Site = site;
-      sh.reader2Clock = myClock;
-    }
+    recordAccess(b, t, sh, kind, site);
   }
 }
 
@@ -328,8 +389,11 @@ void kvir::emu::checkAccess(const void *ptr, uint64_t bytes, uint32_t flags,
                std::to_string(offset) + "; the block has " +
                std::to_string(b.sharedBytes) + " bytes of shared memory",
            site);
-    if (!(flags & kabi::Atomic))
-      checkRace(b, t, offset, bytes, store, site);
+    checkRace(b, t, offset, bytes,
+              flags & kabi::Atomic ? Access::atomic
+              : store              ? Access::store
+                                   : Access::load,
+              site);
     (store ? b.stats->sharedBytesStored : b.stats->sharedBytesLoaded) += bytes;
     track(b, t, addr, bytes, /*shared=*/true, site);
     return;
@@ -364,7 +428,7 @@ void kvir::emu::markAsyncCopyDestination(BlockRun &b, GpuThread &t,
   // Out-of-bounds destinations are reported when the copy lands.
   if (addr < arena || addr + copy.size > arena + b.sharedBytes)
     return;
-  checkRace(b, t, addr - arena, copy.size, /*store=*/true, copy.site);
+  checkRace(b, t, addr - arena, copy.size, Access::store, copy.site);
 }
 
 void kvir::emu::markPendingCopies(BlockRun &b, GpuThread &t) {

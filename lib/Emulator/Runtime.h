@@ -119,13 +119,16 @@ struct BlockRun {
   char *shared = nullptr;
   uint64_t sharedBytes = 0;
   uint32_t epoch = 1;
-  /// Race shadow, one entry per shared byte: the last writer and up to two
-  /// distinct readers since the last barrier (epoch), as linear thread id + 1
+  /// Race shadow, one entry per shared byte: the last writer, up to two
+  /// distinct readers and up to two distinct threads that updated it
+  /// atomically since the last barrier (epoch), as linear thread id + 1
   /// with the access site and the thread's own clock segment.
   struct Shadow {
     uint32_t writeEpoch, writer, writerSite, writerClock;
     uint32_t readEpoch, reader, readerSite, readerClock;
     uint32_t reader2, reader2Site, reader2Clock;
+    uint32_t atomicEpoch, atomic, atomicSite, atomicClock;
+    uint32_t atomic2, atomic2Site, atomic2Clock;
   };
   std::vector<Shadow> shadow;
   /// Races already reported (kind, site, other site) and how many more were

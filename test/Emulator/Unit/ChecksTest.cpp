@@ -50,6 +50,27 @@ module attributes {gpu.container_module} {
       memref.store %v, %s[%c0] : memref<32xi32, #gpu.address_space<workgroup>>
       gpu.return
     }
+    // s[0] = max over the threads of t (atomically), then every thread
+    // reads s[0], after a barrier if %sync.
+    gpu.func @chk_atomic_max(%out: memref<?xi32>, %sync: i1)
+        workgroup(%s: memref<32xi32, #gpu.address_space<workgroup>>) kernel {
+      %t = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %zero = arith.constant 0 : i32
+      %first = arith.cmpi eq, %t, %c0 : index
+      scf.if %first {
+        memref.store %zero, %s[%c0] : memref<32xi32, #gpu.address_space<workgroup>>
+      }
+      gpu.barrier
+      %v = arith.index_cast %t : index to i32
+      %old = memref.atomic_rmw maxs %v, %s[%c0] : (i32, memref<32xi32, #gpu.address_space<workgroup>>) -> i32
+      scf.if %sync {
+        gpu.barrier
+      }
+      %r = memref.load %s[%c0] : memref<32xi32, #gpu.address_space<workgroup>>
+      memref.store %r, %out[%t] : memref<?xi32>
+      gpu.return
+    }
     // s[t + 1] (one past the end for the last thread).
     gpu.func @chk_shared_oob(%out: memref<?xi32>)
         workgroup(%s: memref<32xi32, #gpu.address_space<workgroup>>) kernel {
@@ -239,6 +260,28 @@ TEST_F(ChecksTest, OwnDataNeedsNoBarrier) {
   EXPECT_TRUE(
       llvm::succeeded(launch("chk_shared", {1, 1, 1}, {32, 1, 1}, args)))
       << reports();
+}
+
+// Atomic updates of one word by every thread do not race with each other;
+// a plain read of the word in the same epoch races with them (PTX's memory
+// model: conflicting accesses that are not both atomic are a data race).
+TEST_F(ChecksTest, AtomicsOrderedOnlyAmongThemselves) {
+  Buffer<int32_t> out(64, -1);
+  Args synced;
+  synced.memref(out).scalar<bool>(true);
+  ASSERT_TRUE(
+      llvm::succeeded(launch("chk_atomic_max", {1, 1, 1}, {64, 1, 1}, synced)))
+      << reports();
+  for (int t = 0; t < 64; ++t)
+    EXPECT_EQ(out[t], 63);
+  Args racing;
+  racing.memref(out).scalar<bool>(false);
+  expectReport(launch("chk_atomic_max", {1, 1, 1}, {64, 1, 1}, racing),
+               {"shared-memory atomic/plain race: thread",
+                "reads shared "
+                "offset 0, which thread",
+                "updated atomically since the last "
+                "barrier"});
 }
 
 TEST_F(ChecksTest, WriteWriteRaceReportedOnce) {
