@@ -11,11 +11,6 @@
 using namespace mlir;
 using namespace kvir::codegen;
 
-Value MmaAtom::zeroAcc(ImplicitLocOpBuilder &b) const {
-  return arith::ConstantOp::create(
-      b, getAccType(), DenseElementsAttr::get(getAccType(), 0.0f));
-}
-
 MmaSyncAtom::MmaSyncAtom(ImplicitLocOpBuilder &b, Type elementType,
                          Value lane)
     : MmaAtom(LaneFragment(b, layout(), lane)), elementType(elementType),

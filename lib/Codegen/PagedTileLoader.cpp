@@ -423,14 +423,17 @@ void codegen::copyRowsAsync(
 void PagedTileLoader::copyTileTransposedAsync(
     ImplicitLocOpBuilder &b, kv::PoolRole role, const SharedTile &tile,
     Value stage, Value tile0, Value count, int64_t width, Value thread,
-    int64_t numThreads) const {
+    int64_t numThreads, Value idSlot) const {
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
   int64_t ce = tile.chunkElements();
   assert(kv.type && kv.type.getPageSize() % ce == 0 &&
          "transposed chunks stay within a page");
   assert(!gathers() && "transposed chunks are consecutive tokens");
   int64_t chunksPerDim = tileTokens / ce, total = width * chunksPerDim;
-  Value idSlot = hasPageIdSlots() ? stage : Value();
+  if (!hasPageIdSlots())
+    idSlot = Value();
+  else if (!idSlot)
+    idSlot = stage;
   auto emit = [&](ImplicitLocOpBuilder &jb, Value i) {
     IRBuilder j{jb};
     // Consecutive threads take consecutive chunks of one dim: a warp's
@@ -476,4 +479,13 @@ void PagedTileLoader::copyTileAsync(ImplicitLocOpBuilder &b,
                     return IRBuilder{jb}.lt(r, count);
                   });
   }
+}
+
+std::pair<Value, Value> kvir::codegen::tileKeys(ImplicitLocOpBuilder &b,
+                                                Value start, Value end,
+                                                Value index,
+                                                int64_t tileTokens) {
+  IRBuilder ir{b};
+  Value t0 = ir.add(start, ir.mul(index, ir.idx(tileTokens)));
+  return {t0, ir.minS(ir.idx(tileTokens), ir.sub(end, t0))};
 }

@@ -313,6 +313,30 @@ std::vector<MlaCase> mlaCases() {
     c->topk = 128;
     c->expectSplit = false;
   }
+  // Deeper rings given by hand over 16-key tiles: a tile's gathered keys
+  // and page entries ride S - 1 tiles ahead of its copies and stay until it
+  // is scored (2S - 1 slots); split over partitions (4 stages) and not.
+  {
+    MlaCase *c = add("H16TopkThreeStagesBlockTableP16F16", 16, DType::F16,
+                     Table::BlockTable, 9016);
+    c->kvLens = {5, 64, 300, 1000};
+    c->qoLens = {1, 2, 4, 1};
+    c->topk = 128;
+    c->pageSize = 16;
+    c->config = "#kvgpu.prefill<q_tile = 16, kv_tile = 16, warps = 4, "
+                "stages = 3, q_in_registers = false, max_partitions = 1, "
+                "value_warps = 4>";
+    c->expectSplit = false;
+  }
+  {
+    MlaCase *c = add("H32FourStagesSplitTokenTableP64BF16Sm80", 32, DType::BF16,
+                     Table::TokenTable, 9017);
+    c->kvLens = {65, 1, 300, 0, 40};
+    c->chip = "sm_80";
+    c->config = "#kvgpu.prefill<q_tile = 32, kv_tile = 16, warps = 8, "
+                "stages = 4, q_in_registers = false, max_partitions = 4, "
+                "value_warps = 4>";
+  }
   return cases;
 }
 

@@ -355,6 +355,80 @@ std::vector<GpuPrefillCase> prefillCases() {
     c.params.softCap = 30.0;
     add(c, {standardBatch(false)});
   }
+  // Deeper rings (3 and 4 stages) given by hand, over 16-key tiles so that
+  // requests span many more tiles than stages: each tile's page entries
+  // ride with a K group S - 1 tiles earlier (token tables: one per key),
+  // code rings and vLLM's transposed V ring stream S tiles, split-KV
+  // partitions start the schedule at their first key, and requests
+  // shorter than the prologue issue empty groups.
+  auto deepConfig = [](int64_t qTile, int64_t warps, int64_t stages,
+                       int64_t partitions) {
+    return "#kvgpu.prefill<q_tile = " + std::to_string(qTile) +
+           ", kv_tile = 16, warps = " + std::to_string(warps) +
+           ", stages = " + std::to_string(stages) +
+           ", q_in_registers = true, max_partitions = " +
+           std::to_string(partitions) + ">";
+  };
+  const PrefillBatch deepBatch{{1, 7, 0, 40, 3, 20}, {1, 17, 5, 300, 40, 129}};
+  {
+    GpuPrefillCase c = makePrefillCase("ThreeStagesCausalNhdCsrP16D64G4F16",
+                                       makeSpec(16, 2, 64, DType::F16), 8,
+                                       DType::F16, "sm_80", 2050);
+    c.params.causal = true;
+    c.config = deepConfig(64, 4, 3, 1);
+    add(c, {deepBatch});
+  }
+  {
+    GpuPrefillCase c =
+        makePrefillCase("FourStagesSplitTokenTableP4D128G2BF16",
+                        makeSpec(4, 2, 128, DType::BF16, Layout::HND,
+                                 Storage::Split, Table::TokenTable),
+                        4, DType::BF16, "sm_90a", 2051);
+    c.params.windowLeft = 70;
+    c.config = deepConfig(32, 2, 4, 4);
+    add(c, {deepBatch});
+  }
+  {
+    GpuPrefillCase c = makePrefillCase(
+        "FourStagesFp8E4M3PackedMaskBlockTableP8D64G2BF16",
+        quantized(makeSpec(8, 2, 64, DType::BF16, Layout::NHD,
+                           Storage::Combined, Table::BlockTable),
+                  Quant::FP8E4M3),
+        4, DType::BF16, "sm_86", 2052);
+    c.mask = MaskKind::Packed;
+    c.config = deepConfig(32, 2, 4, 2);
+    add(c, {deepBatch});
+  }
+  {
+    GpuPrefillCase c = makePrefillCase(
+        "ThreeStagesInt8G8RopeCausalNhdCsrP16D64G4F16",
+        quantized(makeSpec(16, 2, 64, DType::F16), Quant::Int8Group, 8), 8,
+        DType::F16, "sm_90a", 2053);
+    c.params.causal = true;
+    c.params.rope = ref::Rope{ref::RopeStyle::RotateHalf, 1e4, 1.0};
+    c.config = deepConfig(64, 4, 3, 1);
+    add(c, {deepBatch});
+  }
+  {
+    GpuPrefillCase c =
+        makePrefillCase("FourStagesVllmCausalBlockTableP16D64G2F16",
+                        makeSpec(16, 2, 64, DType::F16, Layout::VLLM,
+                                 Storage::Split, Table::BlockTable),
+                        4, DType::F16, "sm_80", 2054);
+    c.params.causal = true;
+    c.config = deepConfig(32, 2, 4, 2);
+    add(c, {deepBatch});
+  }
+  {
+    GpuPrefillCase c = makePrefillCase(
+        "ThreeStagesRaggedPositionsD64G2BF16ToF32",
+        makeSpec(16, 2, 64, DType::BF16), 4, DType::F32, "sm_86", 2055);
+    c.ragged = true;
+    c.positions = true;
+    c.params.causal = true;
+    c.config = deepConfig(32, 2, 3, 4);
+    add(c, {deepBatch});
+  }
   // On-the-fly RoPE: the block rotates its query tile once and each K tile
   // after it arrives (after the conversion, for quantized KV), in place in
   // shared memory, rounded to the activation type as the mma reads it.

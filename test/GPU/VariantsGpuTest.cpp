@@ -281,6 +281,37 @@ std::vector<GpuPrefillCase> prefillVariantCases() {
     };
     cases.push_back(c);
   }
+  // A document mask that also shows every row the first 64 keys (sink
+  // tokens), over a 4-stage ring of 16-key tiles: the marks of tiles
+  // 0 ... 2 precede the loop, each iteration marks tile i + 3 (the live
+  // first tiles are marked while earlier marks are read), and dead tiles in
+  // flight are neither loaded nor multiplied.
+  {
+    GpuPrefillCase c = makePrefillCase("SinkTokensDocumentMaskFourStagesBF16",
+                                       makeSpec(16, 2, 64, DType::BF16), 8,
+                                       DType::BF16, "sm_90a", 1808);
+    Rng rng(c.seed);
+    c.params.causal = true;
+    c.batches = {PrefillBatch{{1, 7, 0, 64, 40}, {1, 17, 0, 700, 1000}}, lone};
+    std::vector<std::vector<int32_t>> docs;
+    Tensor doc = documentIds(rng, 7, 1000, 0.02, docs);
+    c.variants.captures = {{"doc", doc}};
+    c.variants.maskMod =
+        R"(^bb0(%b: index, %h: index, %p: index, %j: index):
+      %dp = memref.load $doc[%b, %p] : memref<7x1000xi32>
+      %dj = memref.load $doc[%b, %j] : memref<7x1000xi32>
+      %same = arith.cmpi eq, %dp, %dj : i32
+      %c64 = arith.constant 64 : index
+      %sink = arith.cmpi ult, %j, %c64 : index
+      %v = arith.ori %same, %sink : i1
+      kv.yield %v : i1)";
+    c.params.maskMod = [docs](int64_t b, int64_t, int64_t p, int64_t j) {
+      return docs[b][p] == docs[b][j] || j < 64;
+    };
+    c.config = "#kvgpu.prefill<q_tile = 64, kv_tile = 16, warps = 4, "
+               "stages = 4, q_in_registers = true, max_partitions = 2>";
+    cases.push_back(c);
+  }
   // Prefix-LM: bidirectional over each request's prefix, causal after.
   {
     GpuPrefillCase c =

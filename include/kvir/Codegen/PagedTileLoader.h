@@ -161,12 +161,14 @@ public:
   /// one chunk of tile.chunkElements() tokens of one dim per cp.async; tokens
   /// from `count` on are zero-filled (a chunk's source size stops at `count`).
   /// tile0 and the page size are multiples of the chunk's tokens, so that no
-  /// chunk crosses a page; `count` >= 1.
+  /// chunk crosses a page; `count` >= 1. With a [slots][entries] page-id
+  /// buffer, the tile's entries are read from slot `stage` (or `idSlot`).
   void copyTileTransposedAsync(mlir::ImplicitLocOpBuilder &b, kv::PoolRole role,
                                const SharedTile &tile, mlir::Value stage,
                                mlir::Value tile0, mlir::Value count,
                                int64_t width, mlir::Value thread,
-                               int64_t numThreads) const;
+                               int64_t numThreads,
+                               mlir::Value idSlot = {}) const;
 
   /// The memref and indices of element `dim` of `role` at token `token`
   /// (staged page ids must be current for paged requests).
@@ -233,6 +235,13 @@ void copyRowsAsync(mlir::ImplicitLocOpBuilder &b, const SharedTile &tile,
                    llvm::function_ref<mlir::Value(mlir::ImplicitLocOpBuilder &,
                                                   mlir::Value row)>
                        valid);
+
+/// Tile `index` of keys [start, end) cut into tiles of `tileTokens`: its
+/// first key and its key count (the last tile's may be short).
+std::pair<mlir::Value, mlir::Value> tileKeys(mlir::ImplicitLocOpBuilder &b,
+                                             mlir::Value start, mlir::Value end,
+                                             mlir::Value index,
+                                             int64_t tileTokens);
 
 /// cp.async.commit_group: the copies this thread issued since the last
 /// commit form one group (possibly empty, so that a pipeline's wait depths

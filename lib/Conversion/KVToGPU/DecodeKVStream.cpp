@@ -63,9 +63,7 @@ DecodeKVStream::DecodeKVStream(ImplicitLocOpBuilder &b, const DecodeBlock &blk,
 
 std::pair<Value, Value> DecodeKVStream::range(ImplicitLocOpBuilder &b,
                                               Value index) const {
-  IRBuilder k{b};
-  Value t0 = k.add(blk.start, k.mul(index, k.idx(blk.tile)));
-  return std::make_pair(t0, k.minS(k.idx(blk.tile), k.sub(blk.end, t0)));
+  return tileKeys(b, blk.start, blk.end, index, blk.tile);
 }
 
 Value DecodeKVStream::idSlot(ImplicitLocOpBuilder &b, Value index) const {

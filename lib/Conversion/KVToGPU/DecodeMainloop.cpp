@@ -30,10 +30,10 @@ namespace {
 class Mainloop {
 public:
   Mainloop(const DecodeBlock &blk, const DecodeKVStream &stream,
-           const DecodeKeyRows &rows, Value qVec)
-      : blk(blk), stream(stream), rows(rows), qVec(qVec) {}
+           const DecodeKeyRows &rows, Value qVec, Value negInf)
+      : blk(blk), stream(stream), rows(rows), qVec(qVec), negInf(negInf) {}
 
-  PartialState run(ImplicitLocOpBuilder &b, Value zeroVec, Value negInf);
+  PartialState run(ImplicitLocOpBuilder &b, Value zeroVec);
 
 private:
   /// Iteration i, from the carried state to the one it yields.
@@ -120,7 +120,7 @@ PartialState Mainloop::scoreTile(ImplicitLocOpBuilder &ib, Value i,
   // (the barrier at the top): transpose and decode this one for all.
   rows.prepare(ib, stage);
   auto [t0, count] = stream.range(ib, i);
-  Value idSlot = k.remU(i, k.idx(blk.spec.idSlots())), tileStart = t0;
+  Value idSlot = stream.idSlot(ib, i), tileStart = t0;
   auto keyOf = [&](ImplicitLocOpBuilder &jb, Value t) {
     return stream.keyOf(jb, idSlot, tileStart, t);
   };
@@ -187,9 +187,7 @@ PartialState Mainloop::iteration(ImplicitLocOpBuilder &ib, Value i,
   return updated;
 }
 
-PartialState Mainloop::run(ImplicitLocOpBuilder &b, Value zeroVec,
-                           Value negInf) {
-  this->negInf = negInf;
+PartialState Mainloop::run(ImplicitLocOpBuilder &b, Value zeroVec) {
   IRBuilder ir{b};
   auto tileLoop = scf::ForOp::create(
       b, ir.idx(0), stream.getNumTiles(), ir.idx(1),
@@ -211,5 +209,5 @@ PartialState decode::emitDecodeMainloop(ImplicitLocOpBuilder &b,
                                         const DecodeKVStream &stream,
                                         const DecodeKeyRows &rows, Value qVec,
                                         Value zeroVec, Value negInf) {
-  return Mainloop(blk, stream, rows, qVec).run(b, zeroVec, negInf);
+  return Mainloop(blk, stream, rows, qVec, negInf).run(b, zeroVec);
 }

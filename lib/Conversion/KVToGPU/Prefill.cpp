@@ -303,10 +303,9 @@ static gpu::GPUFuncOp buildTensorCoreKernel(LoweringContext &context,
                                             const PrefillKernelSpec &spec,
                                             StringRef name) {
   return context.getOrBuildKernel(name, [&](gpu::GPUModuleOp module) {
-    KernelFunc kf = KernelFunc::create(
-        module, name, prefillArgumentTypes(spec),
-        {spec.config.getNumThreads(), 1, 1}, prefillSharedLayout(spec),
-        op->getLoc());
+    KernelFunc kf = KernelFunc::create(module, name, prefillArgumentTypes(spec),
+                                       {spec.roles().getNumThreads(), 1, 1},
+                                       prefillSharedLayout(spec), op->getLoc());
     buildPrefillBody(kf, spec);
     return kf;
   });

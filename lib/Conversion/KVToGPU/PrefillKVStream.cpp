@@ -140,7 +140,7 @@ KVTileStream::KVTileStream(ImplicitLocOpBuilder &b, const KernelFunc &kf,
       v(s.isMla() ? k
                   : SharedTile{kf.getShared(*buf.v), s.config.getKvTile(),
                                s.headDimV}),
-      hasIds(buf.pageIds || buf.keyIds),
+      idSlots(layoutShape(s).idSlots()), hasIds(buf.pageIds || buf.keyIds),
       loader(makeLoader(kf, s, buf, a, w, kvHead)) {
   IRBuilder ir{b};
   int64_t kvTile = s.config.getKvTile();
@@ -186,15 +186,12 @@ KVTileStream::KVTileStream(ImplicitLocOpBuilder &b, const KernelFunc &kf,
 
 std::pair<Value, Value> KVTileStream::range(ImplicitLocOpBuilder &b,
                                             Value index) const {
-  IRBuilder ir{b};
-  int64_t kvTile = s.config.getKvTile();
-  Value t0 = ir.add(w.start, ir.mul(index, ir.idx(kvTile)));
-  return {t0, ir.minS(ir.idx(kvTile), ir.sub(w.end, t0))};
+  return tileKeys(b, w.start, w.end, index, s.config.getKvTile());
 }
 
 Value KVTileStream::idSlot(ImplicitLocOpBuilder &b, Value index) const {
   IRBuilder ir{b};
-  return ir.remU(index, ir.idx(s.idSlots()));
+  return ir.remU(index, ir.idx(idSlots));
 }
 
 void KVTileStream::ifTile(
@@ -215,15 +212,65 @@ void KVTileStream::stageIds(ImplicitLocOpBuilder &b, Value index) const {
   });
 }
 
+void KVTileStream::stageFirstIds(ImplicitLocOpBuilder &b) const {
+  IRBuilder ir{b};
+  for (int64_t n = 0; n < pipeline.getStages(); ++n)
+    stageIds(b, ir.idx(n));
+}
+
+void KVTileStream::issuePrologue(ImplicitLocOpBuilder &b,
+                                 ArrayRef<Value> live) const {
+  IRBuilder ir{b};
+  int64_t stages = pipeline.getStages();
+  for (int64_t m = 0; m + 1 < stages; ++m) {
+    Value liveM = live.empty() ? Value() : live[m];
+    issue(b, ir.idx(m), kv::PoolRole::K, liveM);
+    // The entries of tiles S ... 2S - 3; tile 2S - 2's ride with the loop's
+    // first K group.
+    if (m + stages <= 2 * stages - 3)
+      stageIds(b, ir.idx(m + stages));
+    pipeline.commit(b);
+    if (!s.isMla()) {
+      issue(b, ir.idx(m), kv::PoolRole::V, liveM);
+      pipeline.commit(b);
+    }
+  }
+}
+
+Value KVTileStream::aheadOf(ImplicitLocOpBuilder &b, Value i) const {
+  IRBuilder ir{b};
+  return ir.add(i, ir.idx(pipeline.tilesAhead()));
+}
+
+void KVTileStream::refillK(ImplicitLocOpBuilder &b, Value i, Value ahead,
+                           Value live) const {
+  IRBuilder ir{b};
+  issue(b, ahead, kv::PoolRole::K, live);
+  stageIds(b, ir.add(i, ir.idx(2 * pipeline.tilesAhead())));
+  pipeline.commit(b);
+}
+
+void KVTileStream::refillV(ImplicitLocOpBuilder &b, Value ahead,
+                           Value live) const {
+  issue(b, ahead, kv::PoolRole::V, live);
+  pipeline.commit(b);
+}
+
 void KVTileStream::issue(ImplicitLocOpBuilder &b, Value index,
-                         kv::PoolRole role) const {
+                         kv::PoolRole role, Value live) const {
+  if (live) {
+    emitIf(b, live,
+           [&](ImplicitLocOpBuilder &jb) { issue(jb, index, role, Value()); });
+    return;
+  }
   int64_t threads = s.config.getNumThreads();
   ifTile(b, index, [&](ImplicitLocOpBuilder &jb, Value t0, Value count) {
     Value stage = pipeline.stageOf(jb, index);
     bool isK = role == kv::PoolRole::K;
     if (!isK && vTransposed) {
       loader.copyTileTransposedAsync(jb, role, *vTransposed, stage, t0, count,
-                                     s.headDimV, thread, threads);
+                                     s.headDimV, thread, threads,
+                                     idSlot(jb, index));
       return;
     }
     SmallVector<TileCopy> copies;
@@ -272,7 +319,8 @@ TileSkipping::TileSkipping(ImplicitLocOpBuilder &b, const KernelFunc &kf,
                            const VariantEmitter &variants, Value kvHead,
                            Value thread)
     : s(s), a(a), w(w), stream(stream), variants(variants), kvHead(kvHead),
-      thread(thread), marks(kf.getShared(*buf.liveTiles), 2) {
+      thread(thread),
+      marks(kf.getShared(*buf.liveTiles), layoutShape(s).liveTileSlots()) {
   IRBuilder ir{b};
   emitIf(b, ir.eq(thread, ir.idx(0)),
          [&](ImplicitLocOpBuilder &ib) { marks.clear(ib); });

@@ -8,8 +8,8 @@
 //      them; with a custom mask the block sums the mask blocks of the
 //      requests before its own;
 //   2. the prologue (here): the query tile (GQA heads packed into rows) and
-//      the page-table entries of the first two K/V tiles arrive by
-//      cp.async; K/V tile 0 is issued;
+//      the page-table entries of the first S K/V tiles arrive by cp.async;
+//      K/V tiles 0 ... S - 2 of the S-stage ring are issued;
 //   3. the mainloop (PrefillMainloop.cpp) over the K/V stream
 //      (PrefillKVStream.cpp: addressing, the cp.async pipeline, the
 //      conversion of quantized and transposed rings, tile skipping), the
@@ -43,19 +43,6 @@ using namespace kvir;
 using namespace kvir::codegen;
 using namespace kvir::gpu_lowering;
 using namespace kvir::gpu_lowering::prefill;
-
-bool PrefillKernelSpec::stagesOutput() const {
-  return !partitioned && !scheduled && stagesFinalOutput(outType.getElementType());
-}
-
-bool PrefillKernelSpec::stagesFinalOutput(Type outElement) const {
-  return outElement.getIntOrFloatBitWidth() == 16;
-}
-
-bool PrefillKernelSpec::outputReusesQueryTile() const {
-  return headDimV == headDim &&
-         outType.getElementType() == qType.getElementType();
-}
 
 kvgpu::TensorCoreLayoutShape prefill::layoutShape(const PrefillKernelSpec &s) {
   kvgpu::TensorCoreLayoutShape shape;
@@ -109,7 +96,7 @@ gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
     return std::to_string(shared) + " bytes of shared memory, over the " +
            std::to_string(target.maxSharedBytesPerBlock) + " a block of " +
            target.chip.str() + " may use";
-  return std::nullopt;
+  return s.roles().whyNot(target);
 }
 
 codegen::SharedMemoryLayout
@@ -186,18 +173,39 @@ public:
   void emit(ImplicitLocOpBuilder &b);
 
 private:
-  /// Step 2: the query tile(s) and the page entries of tiles 0 and 1 in
-  /// one group, waited for; tile 0's mark (skipping); RoPE on the query.
-  /// Returns whether tile 0 is live (skipping; else null).
-  Value emitPrologue(ImplicitLocOpBuilder &b, const KVTileStream &stream,
-                     const TileSkipping *skipping, const SharedTile &qTile,
-                     const SharedTile *qPeTile,
-                     std::optional<TileRotation> &rotation);
+  /// Step 2: the query tile(s) and the page entries of tiles 0 ... S - 1
+  /// in one group, waited for; the marks of tiles 0 ... S - 2 (skipping);
+  /// RoPE on the query. Returns whether tiles 0 ... S - 2 are live
+  /// (skipping; else none).
+  SmallVector<Value> emitPrologue(ImplicitLocOpBuilder &b,
+                                  const KVTileStream &stream,
+                                  const TileSkipping *skipping,
+                                  const SharedTile &qTile,
+                                  const SharedTile *qPeTile,
+                                  std::optional<TileRotation> &rotation);
   /// Each fragment row's query head, request, position and key shift as
   /// the variants see them, once.
   RowVariants rowVariants(ImplicitLocOpBuilder &b, const WarpAttentionTile &tile,
                           const VariantEmitter &emitter,
                           ArrayRef<Value> rowPositions);
+  /// What the block sets up for its warps: the query tile(s), the K/V
+  /// stream, tile skipping, RoPE and the variants' code (null without),
+  /// which of the prologue's tiles are live, the custom mask's offset.
+  struct Staged {
+    const SharedTile &qTile;
+    const SharedTile *qPeTile;
+    const KVTileStream &stream;
+    const TileSkipping *skipping;
+    const TileRotation *rotation;
+    const VariantEmitter *variantCode;
+    ArrayRef<Value> liveAhead;
+    Value maskOffset;
+  };
+  /// The kernel's one warp role: each warp's rows through the pipeline's
+  /// prologue, the mainloop and the epilogue (`warp`: its warp in the
+  /// role).
+  void emitAttentionWarps(ImplicitLocOpBuilder &b, const Staged &staged,
+                          Value lane, Value warp);
   /// Step 4: the final (or partial) states of the warp's rows.
   void emitStates(ImplicitLocOpBuilder &b, const WarpAttentionTile &tile,
                   const WarpAttentionTile::State &state,
@@ -213,12 +221,11 @@ private:
   RowsFn requestRows, itemRows;
 };
 
-Value PrefillBlock::emitPrologue(ImplicitLocOpBuilder &b,
-                                 const KVTileStream &stream,
-                                 const TileSkipping *skipping,
-                                 const SharedTile &qTile,
-                                 const SharedTile *qPeTile,
-                                 std::optional<TileRotation> &rotation) {
+SmallVector<Value>
+PrefillBlock::emitPrologue(ImplicitLocOpBuilder &b, const KVTileStream &stream,
+                           const TileSkipping *skipping,
+                           const SharedTile &qTile, const SharedTile *qPeTile,
+                           std::optional<TileRotation> &rotation) {
   IRBuilder ir{b};
   int64_t threads = s.config.getNumThreads();
   auto copyQuery = [&](const SharedTile &tile, Value source, int64_t width) {
@@ -236,14 +243,18 @@ Value PrefillBlock::emitPrologue(ImplicitLocOpBuilder &b,
   copyQuery(qTile, a.q, s.headDim);
   if (qPeTile)
     copyQuery(*qPeTile, a.qPe, s.peDim);
-  stream.stageIds(b, ir.idx(0));
-  stream.stageIds(b, ir.idx(1));
+  stream.stageFirstIds(b);
   stream.getPipeline().commit(b);
+  int64_t tilesAhead = stream.getPipeline().tilesAhead();
   if (skipping)
-    skipping->mark(b, ir.idx(0));
+    for (int64_t n = 0; n < tilesAhead; ++n)
+      skipping->mark(b, ir.idx(n));
   stream.getPipeline().drain(b);
   gpu::BarrierOp::create(b);
-  Value liveFirst = skipping ? skipping->isLive(b, ir.idx(0)) : Value();
+  SmallVector<Value> liveAhead;
+  if (skipping)
+    for (int64_t n = 0; n < tilesAhead; ++n)
+      liveAhead.push_back(skipping->isLive(b, ir.idx(n)));
   // RoPE: the query rows turn to their positions once, in place.
   if (s.rope) {
     rotation.emplace(b, s.rope, s.headDim, thread, threads);
@@ -253,7 +264,7 @@ Value PrefillBlock::emitPrologue(ImplicitLocOpBuilder &b,
     });
     gpu::BarrierOp::create(b);
   }
-  return liveFirst;
+  return liveAhead;
 }
 
 RowVariants PrefillBlock::rowVariants(ImplicitLocOpBuilder &b,
@@ -328,7 +339,6 @@ void PrefillBlock::emitStates(ImplicitLocOpBuilder &b, const WarpAttentionTile &
 void PrefillBlock::emit(ImplicitLocOpBuilder &b) {
   IRBuilder ir{b};
   kvgpu::PrefillConfigAttr cfg = s.config;
-  int64_t mTiles = cfg.getWarpRowTiles();
   Value maskOffset;
   if (s.maskType)
     maskOffset = emitMaskOffset(b, s, a, kf.getShared(*buf.maskScratch),
@@ -347,13 +357,34 @@ void PrefillBlock::emit(ImplicitLocOpBuilder &b) {
                      thread);
   const TileSkipping *skips = skipping ? &*skipping : nullptr;
   std::optional<TileRotation> rotation;
-  Value liveFirst = emitPrologue(b, stream, skips, qTile,
-                                 qPeTile ? &*qPeTile : nullptr, rotation);
+  SmallVector<Value> liveAhead = emitPrologue(
+      b, stream, skips, qTile, qPeTile ? &*qPeTile : nullptr, rotation);
 
-  // Warp w owns rows of row warp w % rowWarps and the value columns of
-  // slice w / rowWarps.
   Value lane = ir.remU(thread, ir.idx(32));
   Value warp = ir.divU(thread, ir.idx(32));
+  Staged staged{qTile,
+                qPeTile ? &*qPeTile : nullptr,
+                stream,
+                skips,
+                rotation ? &*rotation : nullptr,
+                variantCode ? &*variantCode : nullptr,
+                liveAhead,
+                maskOffset};
+  s.roles().emit(b, warp,
+                 [&](ImplicitLocOpBuilder &rb, unsigned, Value roleWarp) {
+                   emitAttentionWarps(rb, staged, lane, roleWarp);
+                 });
+}
+
+void PrefillBlock::emitAttentionWarps(ImplicitLocOpBuilder &b,
+                                      const Staged &staged, Value lane,
+                                      Value warp) {
+  IRBuilder ir{b};
+  kvgpu::PrefillConfigAttr cfg = s.config;
+  int64_t mTiles = cfg.getWarpRowTiles();
+  const KVTileStream &stream = staged.stream;
+  // Warp w owns rows of row warp w % rowWarps and the value columns of
+  // slice w / rowWarps.
   int64_t rowWarps = cfg.getRowWarps();
   Value warpRow0 = ir.mul(ir.remU(warp, ir.idx(rowWarps)),
                           ir.idx(MmaSyncAtom::layout().tileRows(mTiles)));
@@ -367,11 +398,11 @@ void PrefillBlock::emit(ImplicitLocOpBuilder &b) {
                          warpRow0, valueOffset);
   SmallVector<Value> qFrags;
   if (cfg.getQInRegisters())
-    qFrags = tile.loadQuery(b, qTile);
+    qFrags = tile.loadQuery(b, staged.qTile);
   SmallVector<Value> rowPositions = loadRowPositions(b, s, w, a, tile);
   std::optional<RowVariants> variants;
   if (s.variants)
-    variants.emplace(rowVariants(b, tile, *variantCode, rowPositions));
+    variants.emplace(rowVariants(b, tile, *staged.variantCode, rowPositions));
   // fp8: scores are dot products with values 1 / fp8HalfScale of the
   // codes' (the stream's conversion), read k_scale of theirs; outputs
   // v_scale.
@@ -381,34 +412,21 @@ void PrefillBlock::emit(ImplicitLocOpBuilder &b) {
     kValueScale = ir.mul(a.paged.kScale, half);
     vValueScale = ir.mul(a.paged.vScale, half);
   }
-  // The pipeline's prologue: K_0 and V_0, a commit group each (MLA: one
-  // K/V tile).
-  auto issueFirst = [&](kv::PoolRole role) {
-    Value first = ir.idx(0);
-    if (!skips)
-      return stream.issue(b, first, role);
-    emitIf(b, liveFirst,
-           [&](ImplicitLocOpBuilder &jb) { stream.issue(jb, first, role); });
-  };
-  issueFirst(kv::PoolRole::K);
-  stream.getPipeline().commit(b);
-  if (!s.isMla()) {
-    issueFirst(kv::PoolRole::V);
-    stream.getPipeline().commit(b);
-  }
+  // The pipeline's prologue: K/V tiles 0 ... S - 2.
+  stream.issuePrologue(b, staged.liveAhead);
 
   const RowVariants *rowVars = variants ? &*variants : nullptr;
-  MainloopInputs in{qTile,        qPeTile ? &*qPeTile : nullptr,
-                    qFrags,       rowPositions,
-                    rowVars,      rotation ? &*rotation : nullptr,
-                    kValueScale,  maskOffset};
-  WarpAttentionTile::State state =
-      emitMainloop(b, s, w, a, stream, skips, tile, in, liveFirst);
+  MainloopInputs in{staged.qTile, staged.qPeTile,   qFrags,
+                    rowPositions, rowVars,          staged.rotation,
+                    kValueScale,  staged.maskOffset};
+  WarpAttentionTile::State state = emitMainloop(
+      b, s, w, a, stream, staged.skipping, tile, in, staged.liveAhead);
   // Warps of other value slices may still read the query tile that stages
   // the output.
   if (cfg.getValueWarps() > 1)
     gpu::BarrierOp::create(b);
-  emitStates(b, tile, state, rowVars, vValueScale, warpRow0, lane, qTile);
+  emitStates(b, tile, state, rowVars, vValueScale, warpRow0, lane,
+             staged.qTile);
 }
 
 } // namespace

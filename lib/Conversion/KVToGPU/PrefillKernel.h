@@ -12,9 +12,11 @@
 
 #include "kvir/Codegen/KernelFunc.h"
 #include "kvir/Codegen/Variants.h"
+#include "kvir/Codegen/WarpRoles.h"
 #include "kvir/Dialect/KV/IR/KVOps.h"
 #include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
+#include "kvir/Dialect/KVGPU/Transforms/TensorCoreLayout.h"
 
 #include <optional>
 
@@ -82,9 +84,6 @@ struct PrefillKernelSpec {
 
   int64_t group() const { return qHeads / kvHeads; }
   bool gathers() const { return bool(topkType); }
-  /// Slots of staged page entries (and keys): a gathering kernel keeps a
-  /// tile's keys while it is scored, one slot more than the two stages.
-  int64_t idSlots() const { return config.getStages() + (gathers() ? 1 : 0); }
   /// Whether a mask_mod region hides keys (every tile is masked).
   bool hasMaskMod() const {
     kv::AttentionVariantOpInterface v = variants.op;
@@ -112,12 +111,16 @@ struct PrefillKernelSpec {
   bool oneRowPerRequest() const { return !qoIndptrType; }
   /// The value columns each warp accumulates.
   int64_t valueSlice() const { return headDimV / config.getValueWarps(); }
-  /// Whether the output is staged through shared memory for 16-byte
-  /// stores (16-bit outputs), and whether the query tile can hold it.
-  bool stagesOutput() const;
-  /// The same for a final output of element type `outElement`.
-  bool stagesFinalOutput(mlir::Type outElement) const;
-  bool outputReusesQueryTile() const;
+  /// The kernel's warp roles: one, whose warps each copy, score and
+  /// accumulate their rows.
+  codegen::WarpRoles roles() const {
+    return codegen::WarpRoles::single("attention", config.getWarps());
+  }
+  /// Whether a final output of element type `outElement` is staged
+  /// through shared memory for 16-byte stores (the layout's rule).
+  bool stagesFinalOutput(mlir::Type outElement) const {
+    return kvgpu::stagesOutputInShared(outElement);
+  }
 };
 
 /// Fills `spec`'s paged KV from `view`: its operand types, heads, head

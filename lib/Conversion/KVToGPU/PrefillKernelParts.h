@@ -231,12 +231,23 @@ public:
               llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value)>
                   body) const;
 
-  /// Producer: stages tile `index`'s page entries (or gathered keys), when
-  /// the tables have them.
-  void stageIds(ImplicitLocOpBuilder &b, Value index) const;
-  /// Producer: issues the `role` part (K: K, with MLA's kpe; V: V) of tile
-  /// `index` into its stage.
-  void issue(ImplicitLocOpBuilder &b, Value index, kv::PoolRole role) const;
+  /// The schedule of a ring of S stages (K and V a commit group each; MLA
+  /// one K/V tile): tile n's page entries (or gathered keys) ride with an
+  /// earlier K group, so that they have landed when tile n is issued. The
+  /// prologue's first group (with the query tile) stages those of tiles
+  /// 0 ... S - 1 (`stageFirstIds`); `issuePrologue` issues tiles
+  /// 0 ... S - 2, K tile m with the entries of tile m + S; iteration i
+  /// refills the stage of tile i - 1 with tile i + S - 1 (`refillK`, with
+  /// the entries of tile i + 2S - 2, after the wait for K_i; `refillV` after
+  /// the wait for V_i). `live` (null: every tile) says whether mask_mod
+  /// left the tile live: a dead one is not loaded, its groups are still
+  /// committed.
+  void stageFirstIds(ImplicitLocOpBuilder &b) const;
+  void issuePrologue(ImplicitLocOpBuilder &b, llvm::ArrayRef<Value> live) const;
+  /// The tile iteration `i` refills a stage with: i + S - 1 (`ahead`).
+  Value aheadOf(ImplicitLocOpBuilder &b, Value i) const;
+  void refillK(ImplicitLocOpBuilder &b, Value i, Value ahead, Value live) const;
+  void refillV(ImplicitLocOpBuilder &b, Value ahead, Value live) const;
   /// Consumer: the stage the mma reads K (V) of the tile in stage `stage`
   /// from: `stage`, or, where the ring holds codes or transposed rows, the
   /// one converted tile, written by the block (barrier after).
@@ -244,6 +255,14 @@ public:
   Value prepareV(ImplicitLocOpBuilder &b, Value stage) const;
 
 private:
+  /// Stages tile `index`'s page entries (or gathered keys), when the
+  /// tables have them.
+  void stageIds(ImplicitLocOpBuilder &b, Value index) const;
+  /// Issues the `role` part (K: K, with MLA's kpe; V: V) of tile `index`
+  /// into its stage, where `live` (null: always) holds.
+  void issue(ImplicitLocOpBuilder &b, Value index, kv::PoolRole role,
+             Value live) const;
+
   const PrefillKernelSpec &s;
   const Work &w;
   Value thread;
@@ -251,6 +270,7 @@ private:
   codegen::SharedTile k, v;
   std::optional<codegen::SharedTile> kpe, vTransposed;
   std::optional<QuantizedTile> kQuant, vQuant;
+  int64_t idSlots;
   bool hasIds;
   codegen::PagedTileLoader loader;
   Value numTiles;
@@ -259,10 +279,11 @@ private:
 /// mask_mod: K/V tiles it hides from every row of the block's tile are
 /// neither loaded nor multiplied. Before tile n is issued, every thread
 /// evaluates the region on its share of the tile's (row, key) pairs and
-/// those that find a visible pair mark it live (LiveTileMarks, two
-/// slots); after a barrier the slot says whether the tile is live. (Slot
-/// n % 2 is read for tile n before the barrier after which tile n + 2 is
-/// marked.)
+/// those that find a visible pair mark it live (LiveTileMarks, one slot
+/// per stage); after a barrier the slot says whether the tile is live.
+/// (The prologue marks tiles 0 ... S - 2 before one barrier; iteration i
+/// marks tile i + S - 1, whose slot was last read before the barrier of
+/// iteration i - 1.)
 class TileSkipping {
 public:
   /// Clears the marks (thread 0, then a barrier).
@@ -301,17 +322,19 @@ struct MainloopInputs {
   Value kValueScale, maskOffset;
 };
 
-/// Step 3: the K/V tiles of the partition, tile K/V tile i+1 in flight
-/// while tile i is scored (S = Q K^T, masked only where a tile needs it,
-/// the online softmax) and accumulated (O += P V); mask_mod's dead tiles
-/// (`skipping`, null without) neither loaded nor multiplied. The
-/// pipeline's prologue (K/V tile 0) is issued, `liveFirst` says whether
-/// tile 0 is live. Builds at `b`; returns the rows' final running state.
+/// Step 3: the K/V tiles of the partition, tiles i + 1 ... i + S - 1 in
+/// flight while tile i is scored (S = Q K^T, masked only where a tile
+/// needs it, the online softmax) and accumulated (O += P V); mask_mod's
+/// dead tiles (`skipping`, null without) neither loaded nor multiplied.
+/// The pipeline's prologue (tiles 0 ... S - 2) is issued; with skipping,
+/// `liveAhead` says which of them are live. Builds at `b`; returns the
+/// rows' final running state.
 codegen::WarpAttentionTile::State
-emitMainloop(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
-             const Work &w, const Arguments &a, const KVTileStream &stream,
-             const TileSkipping *skipping, const codegen::WarpAttentionTile &tile,
-             const MainloopInputs &in, Value liveFirst);
+emitMainloop(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s, const Work &w,
+             const Arguments &a, const KVTileStream &stream,
+             const TileSkipping *skipping,
+             const codegen::WarpAttentionTile &tile, const MainloopInputs &in,
+             llvm::ArrayRef<Value> liveAhead);
 
 // Where a block writes its rows' states.
 struct Destination {

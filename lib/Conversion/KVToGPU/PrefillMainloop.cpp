@@ -1,12 +1,13 @@
 //===- PrefillMainloop.cpp - The prefill kernel's K/V loop ----------------===//
 //
 // Step 3 of the tensor-core prefill kernel (PrefillKernel.cpp): per K/V
-// tile i, in the K/V stream's two-stage pipeline: wait for K_i, issue
-// K_{i+1} (with the page entries of tile i + 2), S = Q K_i^T, mask only
-// where a tile crosses the diagonal, the window, the partition's end or a
-// custom mask, the online softmax on the fragments; wait for V_i, issue
-// V_{i+1}, O += P V_i (WarpAttentionTile). Quantized or transposed rings are
-// converted into the tiles the mma reads after each wait (KVTileStream).
+// tile i, in the K/V stream's S-stage pipeline: wait for K_i, issue
+// K_{i+S-1} (with the page entries of tile i + 2S - 2), S = Q K_i^T, mask
+// only where a tile crosses the diagonal, the window, the partition's end
+// or a custom mask, the online softmax on the fragments; wait for V_i,
+// issue V_{i+S-1}, O += P V_i (WarpAttentionTile). Quantized or transposed
+// rings are converted into the tiles the mma reads after each wait
+// (KVTileStream).
 //
 //===----------------------------------------------------------------------===//
 #include "PrefillKernelParts.h"
@@ -36,7 +37,7 @@ public:
       : s(s), w(w), a(a), stream(stream), skipping(skipping), tile(tile),
         in(in) {}
 
-  State run(ImplicitLocOpBuilder &b, Value liveFirst);
+  State run(ImplicitLocOpBuilder &b, ArrayRef<Value> liveAhead);
 
 private:
   /// Iteration i: the carried state (and, skipping, whether tile i is
@@ -173,28 +174,21 @@ SmallVector<Value> Mainloop::accumulateIfLive(ImplicitLocOpBuilder &lb,
 
 SmallVector<Value> Mainloop::iteration(ImplicitLocOpBuilder &lb, Value i,
                                        ValueRange carried) {
-  IRBuilder j{lb};
   const CpAsyncPipeline &pipeline = stream.getPipeline();
-  ValueRange stateValues = skipping ? carried.drop_back() : carried;
-  State state = tile.unflatten(stateValues);
-  Value live = skipping ? carried.back() : Value();
+  // Skipping, the loop carries whether tiles i ... i + S - 2 are live.
+  int64_t numLive = skipping ? pipeline.tilesAhead() : 0;
+  State state = tile.unflatten(carried.drop_back(numLive));
+  ValueRange liveAhead = carried.take_back(numLive);
+  Value live = skipping ? liveAhead.front() : Value();
   Value stage = pipeline.stageOf(lb, i);
-  Value next = j.add(i, j.idx(1));
+  Value ahead = stream.aheadOf(lb, i);
   if (skipping)
-    skipping->mark(lb, next);
+    skipping->mark(lb, ahead);
   pipeline.wait(lb);
-  Value liveNext = skipping ? skipping->isLive(lb, next) : Value();
-  auto issueIfLive = [&](kv::PoolRole role) {
-    if (!skipping)
-      return stream.issue(lb, next, role);
-    emitIf(lb, liveNext,
-           [&](ImplicitLocOpBuilder &jb) { stream.issue(jb, next, role); });
-  };
+  Value liveNew = skipping ? skipping->isLive(lb, ahead) : Value();
   // Everyone is done with tile i - 1: its K/V stage and page-entry slot
-  // take tile i + 1 and the entries of tile i + 2.
-  issueIfLive(kv::PoolRole::K);
-  stream.stageIds(lb, j.add(i, j.idx(2)));
-  pipeline.commit(lb);
+  // take tile i + S - 1 and the entries of tile i + 2S - 2.
+  stream.refillK(lb, i, ahead, liveNew);
 
   // Quantized: everyone is done with the value tiles of tile i - 1 (the
   // barrier above); this tile's K codes become them.
@@ -220,26 +214,27 @@ SmallVector<Value> Mainloop::iteration(ImplicitLocOpBuilder &lb, Value i,
 
   if (!s.isMla()) {
     pipeline.wait(lb);
-    issueIfLive(kv::PoolRole::V);
-    pipeline.commit(lb);
+    stream.refillV(lb, ahead, liveNew);
   }
   Value vStage = stream.prepareV(lb, stage);
   SmallVector<Value> results =
       accumulateIfLive(lb, stepped, p, live, vStage);
-  if (skipping)
-    results.push_back(liveNext);
+  if (skipping) {
+    llvm::append_range(results, liveAhead.drop_front());
+    results.push_back(liveNew);
+  }
   return results;
 }
 
-State Mainloop::run(ImplicitLocOpBuilder &b, Value liveFirst) {
+State Mainloop::run(ImplicitLocOpBuilder &b, ArrayRef<Value> liveAhead) {
   IRBuilder ir{b};
-  // Groups in flight at the top of iteration i: K_i, V_i (MLA: K/V tile
-  // i, whose ckv part is V). The loop carries the rows' state and
-  // (mask_mod) whether tile i is live; a dead tile is neither loaded nor
-  // multiplied, the pipeline's commit groups and barriers stay the same.
+  // Groups in flight at the top of iteration i: K and V of tiles i ...
+  // i + S - 2 (MLA: K/V tiles, whose ckv part is V). The loop carries the
+  // rows' state and (mask_mod) whether tiles i ... i + S - 2 are live; a
+  // dead tile is neither loaded nor multiplied, the pipeline's commit
+  // groups and barriers stay the same.
   SmallVector<Value> init = tile.initialState(b).flatten();
-  if (skipping)
-    init.push_back(liveFirst);
+  llvm::append_range(init, liveAhead);
   auto loop = scf::ForOp::create(
       b, ir.idx(0), stream.getNumTiles(), ir.idx(1), init,
       [&](OpBuilder &nb, Location l, Value i, ValueRange carried) {
@@ -247,8 +242,7 @@ State Mainloop::run(ImplicitLocOpBuilder &b, Value liveFirst) {
         scf::YieldOp::create(lb, iteration(lb, i, carried));
       });
   stream.getPipeline().drain(b);
-  return tile.unflatten(skipping ? loop.getResults().drop_back()
-                                 : loop.getResults());
+  return tile.unflatten(loop.getResults().drop_back(liveAhead.size()));
 }
 
 } // namespace
@@ -258,6 +252,6 @@ prefill::emitMainloop(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                       const Work &w, const Arguments &a,
                       const KVTileStream &stream, const TileSkipping *skipping,
                       const WarpAttentionTile &tile, const MainloopInputs &in,
-                      Value liveFirst) {
-  return Mainloop(s, w, a, stream, skipping, tile, in).run(b, liveFirst);
+                      ArrayRef<Value> liveAhead) {
+  return Mainloop(s, w, a, stream, skipping, tile, in).run(b, liveAhead);
 }

@@ -124,8 +124,13 @@ func.func private @warp_rows() attributes {c = #kvgpu.prefill<q_tile = 128, kv_t
 
 // -----
 
-// expected-error @below {{prefill config stages must be 2 (K/V tile i + 1 loads while tile i is computed), got 3}}
-func.func private @stages() attributes {c = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 3, q_in_registers = true, max_partitions = 16>}
+// expected-error @below {{prefill config stages must be in [2, 4] (K/V tiles i + 1 ... i + stages - 1 load while tile i is computed), got 5}}
+func.func private @stages() attributes {c = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 5, q_in_registers = true, max_partitions = 16>}
+
+// -----
+
+// expected-error @below {{prefill config stages must be in [2, 4] (K/V tiles i + 1 ... i + stages - 1 load while tile i is computed), got 1}}
+func.func private @one_stage() attributes {c = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 1, q_in_registers = true, max_partitions = 16>}
 
 // -----
 

@@ -55,6 +55,7 @@
 #include "kvir/Codegen/SharedTile.h"
 #include "kvir/Codegen/TileLayout.h"
 #include "kvir/Codegen/WarpOps.h"
+#include "kvir/Codegen/WarpRoles.h"
 #include "kvir/Dialect/KV/IR/KVOps.h"
 #include "kvir/Dialect/KV/Utils/Quantization.h"
 
@@ -102,6 +103,31 @@ void buildWarpReduce(gpu::GPUFuncOp stub) {
                           kf.getArgument(1), lane);
   memref::StoreOp::create(b, warpReduce(b, x, lanes, WarpReduction::max),
                           kf.getArgument(2), lane);
+}
+
+/// WarpRoles: roles of `test.role_warps` warps; every thread stores
+/// 1000 role + 32 (its warp in the role) + lane at out[thread], every role
+/// through its own branch.
+void buildWarpRoles(gpu::GPUFuncOp stub) {
+  SmallVector<WarpRole> list;
+  for (auto [i, warps] :
+       llvm::enumerate(stub->getAttrOfType<DenseI64ArrayAttr>("test.role_warps")
+                           .asArrayRef()))
+    list.push_back({"role" + std::to_string(i), warps, 0});
+  WarpRoles roles(list);
+  KernelFunc kf = replaceKernel(stub, {roles.getNumThreads(), 1, 1}, {});
+  ImplicitLocOpBuilder b = kf.getBuilder();
+  IRBuilder ir{b};
+  Value thread = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value lane = ir.remU(thread, ir.idx(32));
+  roles.emit(b, ir.divU(thread, ir.idx(32)),
+             [&](ImplicitLocOpBuilder &rb, unsigned role, Value warp) {
+               IRBuilder r{rb};
+               Value code = r.add(r.idx(1000 * int64_t(role)),
+                                  r.add(r.mul(warp, r.idx(32)), lane));
+               memref::StoreOp::create(rb, r.toI32(code), kf.getArgument(0),
+                                       thread);
+             });
 }
 
 /// Copies a [rows, cols] global matrix into a swizzled shared tile, one
@@ -688,6 +714,8 @@ struct TestCodegenPass
         buildTileLayout(kernel);
       else if (component == "tile_rotation")
         buildTileRotation(kernel);
+      else if (component == "warp_roles")
+        buildWarpRoles(kernel);
       else {
         op->emitError("unknown test.component '") << component << "'";
         return signalPassFailure();

@@ -113,9 +113,10 @@ PrefillConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << "16-row mma tiles of the " << qTile
                        << "-row query tile, got " << rowWarps
                        << " warps along the rows";
-  if (stages != 2)
-    return emitError() << "prefill config stages must be 2 (K/V tile i + 1 "
-                       << "loads while tile i is computed), got " << stages;
+  if (stages < 2 || stages > 4)
+    return emitError() << "prefill config stages must be in [2, 4] (K/V "
+                       << "tiles i + 1 ... i + stages - 1 load while tile i "
+                       << "is computed), got " << stages;
   if (maxPartitions <= 0 || maxPartitions > kMaxGridDimYZ)
     return emitError() << "prefill config max_partitions must be in [1, "
                        << kMaxGridDimYZ << "] (a grid dim), got "

@@ -300,6 +300,44 @@ int64_t kvgpu::mlaSharedBytes(PrefillConfigAttr config, kv::MlaDecodeOp op) {
   return tensorCoreSharedBytes(layoutShape(op, config));
 }
 
+/// The ring depth of a tensor-core config (2 ... 4 stages), by Little's
+/// law as the decode's: the tiles in flight while one is computed
+/// (stages - 1) carry the SM's share of bandwidth x latency, for one block
+/// per SM (small batches, where a deep ring matters). A stage is added only
+/// where the kernel still fits the chip's shared memory per block and as
+/// many blocks stay resident. `bytesOf` sizes a config by the kernel's own
+/// layout; what a stage costs is the difference it makes.
+static FailureOr<PrefillConfigAttr>
+withRingDepth(FailureOr<PrefillConfigAttr> config,
+              const target::TargetInfo &target,
+              function_ref<int64_t(PrefillConfigAttr)> bytesOf) {
+  if (failed(config))
+    return config;
+  auto withStages = [&](int64_t stages) {
+    PrefillConfigAttr c = *config;
+    return PrefillConfigAttr::get(c.getContext(), c.getQTile(), c.getKvTile(),
+                                  c.getWarps(), stages, c.getQInRegisters(),
+                                  c.getMaxPartitions(), c.getValueWarps());
+  };
+  int64_t threads = config->getNumThreads();
+  double need = target.bytesInFlightPerSM();
+  PrefillConfigAttr chosen = *config;
+  int64_t bytes = bytesOf(chosen);
+  while (chosen.getStages() < 4) {
+    PrefillConfigAttr deeper = withStages(chosen.getStages() + 1);
+    int64_t deeperBytes = bytesOf(deeper);
+    int64_t stageBytes = deeperBytes - bytes;
+    if (double((chosen.getStages() - 1) * stageBytes) >= need ||
+        deeperBytes > target.maxSharedBytesPerBlock ||
+        target.residentBlocks(threads, 0, deeperBytes) <
+            target.residentBlocks(threads, 0, bytes))
+      break;
+    chosen = deeper;
+    bytes = deeperBytes;
+  }
+  return chosen;
+}
+
 FailureOr<PrefillConfigAttr>
 kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
                            std::string &whyNot) {
@@ -322,6 +360,7 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
   // 16-row tile's accumulators of 512 columns would take 256 registers per
   // lane), as MLA's kernel does.
   int64_t valueWarps = headDimV > 256 ? headDimV / 128 : 1;
+  auto bytesOf = [&](PrefillConfigAttr c) { return prefillSharedBytes(c, op); };
   if (std::max(headDim, headDimV) > 1024 ||
       (valueWarps > 1 && headDimV % 128)) {
     whyNot = "no prefill configuration for head dims " +
@@ -342,7 +381,7 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
           prefillSharedBytes(*config, op) <= target.maxSharedBytesPerBlock)
         break;
     }
-    return config;
+    return withRingDepth(config, target, bytesOf);
   }
   // FlashInfer's shapes: 128 query rows against 64 keys up to D = 128, one
   // 16-row mma tile per warp so that S, O and Q's fragments stay in
@@ -377,7 +416,7 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
     while (succeeded(config) && qTile > 16 && tooLarge())
       config = build(qTile /= 2);
   }
-  return config;
+  return withRingDepth(config, target, bytesOf);
 }
 
 FailureOr<PrefillConfigAttr>
@@ -478,7 +517,9 @@ kvgpu::chooseTensorCoreDecodeConfig(kv::DecodeOp op,
         target.maxSharedBytesPerBlock)
       break;
   }
-  return config;
+  return withRingDepth(config, target, [&](PrefillConfigAttr c) {
+    return tensorCoreSharedBytes(layoutShape(op, c));
+  });
 }
 
 FailureOr<PrefillConfigAttr>
@@ -524,7 +565,9 @@ kvgpu::chooseMlaConfig(kv::MlaDecodeOp op, const target::TargetInfo &target,
       qTile /= 2;
     config = build();
   }
-  return config;
+  return withRingDepth(config, target, [&](PrefillConfigAttr c) {
+    return mlaSharedBytes(c, op);
+  });
 }
 
 FailureOr<PrefillConfigAttr>

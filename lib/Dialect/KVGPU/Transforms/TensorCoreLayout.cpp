@@ -61,7 +61,7 @@ kvgpu::addTensorCoreBuffers(const TensorCoreLayoutShape &s,
   addKVBuffers(s, layout, buf);
   // 16-bit outputs are staged for 16-byte stores, in the query tile when it
   // has the output's shape and type.
-  if (s.finalOutElement && s.finalOutElement.getIntOrFloatBitWidth() == 16 &&
+  if (stagesOutputInShared(s.finalOutElement) &&
       (s.headDimV != s.headDim || s.finalOutElement != s.qElement))
     buf.outStage = layout.add("o_stage", {c.getQTile(), s.headDimV},
                               s.finalOutElement);
@@ -77,7 +77,7 @@ kvgpu::addTensorCoreBuffers(const TensorCoreLayoutShape &s,
   if (s.mask)
     buf.maskScratch = layout.add("mask_scratch", {c.getNumThreads()}, i64);
   if (s.skipsTiles)
-    buf.liveTiles = layout.add("live_tiles", {2}, i32);
+    buf.liveTiles = layout.add("live_tiles", {s.liveTileSlots()}, i32);
   return buf;
 }
 

@@ -21,6 +21,13 @@ namespace kvir::kvgpu {
 /// The i64 slots of the block's bookkeeping buffer (`meta`).
 constexpr int64_t kTensorCoreMetaSlots = 11;
 
+/// Whether the kernel stages a final output of element type `outElement`
+/// through shared memory, for 16-byte stores: 16-bit outputs (f32 ones are
+/// stored from the fragments, a quad writing a whole 32-byte sector).
+inline bool stagesOutputInShared(mlir::Type outElement) {
+  return outElement && outElement.getIntOrFloatBitWidth() == 16;
+}
+
 /// What the kernel's shared memory depends on.
 struct TensorCoreLayoutShape {
   PrefillConfigAttr config;
@@ -39,9 +46,19 @@ struct TensorCoreLayoutShape {
   /// Top-k key lists, a custom mask, mask_mod's tile skipping.
   bool gathers = false, mask = false, skipsTiles = false;
 
-  /// Slots of staged page entries (and keys): a gathering kernel keeps a
-  /// tile's keys while it is scored, one slot more than the stages.
-  int64_t idSlots() const { return config.getStages() + (gathers ? 1 : 0); }
+  /// Slots of staged page entries (and keys). With S stages, tile n's
+  /// entries arrive with K tile n - S + 1 (or in the prologue) and are
+  /// read when tile n is issued, S - 1 tiles later; the prologue stages
+  /// those of tiles 0 ... 2S - 3 before the loop's first barrier:
+  /// 2 (S - 1) slots. A gathering kernel also reads a tile's keys while it
+  /// is scored: one slot more.
+  int64_t idSlots() const {
+    return 2 * (config.getStages() - 1) + (gathers ? 1 : 0);
+  }
+  /// mask_mod's live-tile marks: the prologue marks tiles 0 ... S - 2
+  /// before one barrier, and the loop's first mark (tile S - 1) may land
+  /// while tile 0's is still read: S slots.
+  int64_t liveTileSlots() const { return config.getStages(); }
   bool isMla() const { return peDim > 0; }
   bool quantized() const { return paged && paged.isQuantized(); }
   bool int8Groups() const {
@@ -61,7 +78,8 @@ struct TensorCoreBuffers {
   std::optional<unsigned> v, qPe, kpe, pageIds, maskScratch, outStage;
   /// Gathering: [idSlots, kvTile] i32 keys of the tiles' entries.
   std::optional<unsigned> keyIds;
-  /// mask_mod: the last K/V tile each of two slots found live (index + 1).
+  /// mask_mod: the last K/V tile each of liveTileSlots() slots found live
+  /// (index + 1).
   std::optional<unsigned> liveTiles;
   /// Quantized KV: the code rings, and int8 groups' scale rings.
   std::optional<unsigned> kCodes, vCodes, kScales, vScales;
