@@ -336,20 +336,16 @@ static gpu::GPUFuncOp getPartialsMerge(LoweringContext &context,
   return getMergeKernel(context, merge);
 }
 
-/// Adds `op`'s variant operands to `plan` and `bindings` and to the
-/// arguments of its attention kernels (`kernelArgs`) and, for the sinks, of
-/// its merge (`mergeArgs`).
-static void
+/// Adds `op`'s variant operands to `plan` and `bindings` and, for the
+/// sinks, to the arguments of its merge (`mergeArgs`); returns their names.
+static SmallVector<std::string>
 addVariantLaunchArguments(Operation *op, PlanBuilder &plan,
                           llvm::StringMap<Value> &bindings,
-                          SmallVectorImpl<std::string> &names,
-                          ArrayRef<SmallVectorImpl<StringRef> *> kernelArgs,
                           SmallVectorImpl<StringRef> &mergeArgs) {
-  names = addVariantArguments(plan, op, bindings);
-  for (SmallVectorImpl<StringRef> *args : kernelArgs)
-    llvm::append_range(*args, names);
+  SmallVector<std::string> names = addVariantArguments(plan, op, bindings);
   if (cast<kv::AttentionVariantOpInterface>(op).getSinks())
     mergeArgs.push_back("sinks");
+  return names;
 }
 
 LogicalResult gpu_lowering::emitTensorCoreLaunches(
@@ -380,7 +376,7 @@ LogicalResult gpu_lowering::emitTensorCoreLaunches(
   using kvgpu::ArgRole;
   using kvgpu::SizeExprAttr;
   llvm::StringMap<Value> bindings{{"out", out}, {"lse", lse}};
-  SmallVector<StringRef> directArgs = addInputs(plan, bindings);
+  SmallVector<StringRef> inputs = addInputs(plan, bindings);
   plan.addBuffer("out", ArgRole::output, spec.outType, {plan.sym("nnz")});
   plan.addBuffer("lse", ArgRole::output, spec.lseType, {plan.sym("nnz")});
   // Block slots of the query tiles; partitions while the tiles of all KV
@@ -420,13 +416,13 @@ LogicalResult gpu_lowering::emitTensorCoreLaunches(
                  {plan.sym("num_partitions"), plan.sym("nnz")});
   plan.addBuffer("partial_lse", ArgRole::workspace, split.lseType,
                  {plan.sym("num_partitions"), plan.sym("nnz")});
-  SmallVector<StringRef> splitArgs(directArgs);
-  directArgs.append({"out", "lse"});
-  splitArgs.append({"partial_out", "partial_lse", "num_partitions"});
   SmallVector<StringRef> mergeArgs{"partial_out", "partial_lse", "out", "lse"};
-  SmallVector<std::string> variantNames;
-  addVariantLaunchArguments(op, plan, bindings, variantNames,
-                            {&directArgs, &splitArgs}, mergeArgs);
+  SmallVector<std::string> variantNames =
+      addVariantLaunchArguments(op, plan, bindings, mergeArgs);
+  SmallVector<StringRef> directArgs =
+      prefillArgumentNames(spec, inputs, variantNames);
+  SmallVector<StringRef> splitArgs =
+      prefillArgumentNames(split, inputs, variantNames);
   plan.addKernel("direct", direct, kvgpu::LaunchCondition::unsplit,
                  {plan.sym("num_tile_slots"), plan.cst(hkv), plan.cst(1)},
                  directArgs);
@@ -520,14 +516,14 @@ LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(
     addTopkArgument(plan, topk, "batch", bindings);
     inputs.push_back("topk");
   }
-  SmallVector<StringRef> directArgs(inputs), splitArgs(inputs);
-  directArgs.append({"out", "lse"});
-  splitArgs.append({"work_items", "partial_out", "partial_lse", "out", "lse"});
   SmallVector<StringRef> mergeArgs{"partial_out", "partial_lse", "merge_indptr",
                                    "out", "lse"};
-  SmallVector<std::string> variantNames;
-  addVariantLaunchArguments(op, plan, bindings, variantNames,
-                            {&directArgs, &splitArgs}, mergeArgs);
+  SmallVector<std::string> variantNames =
+      addVariantLaunchArguments(op, plan, bindings, mergeArgs);
+  SmallVector<StringRef> directArgs =
+      prefillArgumentNames(spec, inputs, variantNames);
+  SmallVector<StringRef> splitArgs =
+      prefillArgumentNames(split, inputs, variantNames);
   if (!fixedBatch)
     plan.addKernel("direct", direct, kvgpu::LaunchCondition::unsplit,
                    {plan.sym("num_tile_slots"), plan.cst(spec.kvHeads),

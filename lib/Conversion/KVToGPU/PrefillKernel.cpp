@@ -153,6 +153,39 @@ gpu_lowering::prefillArgumentTypes(const PrefillKernelSpec &s) {
   return types;
 }
 
+SmallVector<StringRef>
+gpu_lowering::prefillArgumentNames(const PrefillKernelSpec &s,
+                                   ArrayRef<StringRef> inputs,
+                                   ArrayRef<std::string> variants) {
+  // Partial states go to the workspace; a scheduled kernel's final ones to
+  // the op's outputs.
+  bool partial = s.partitioned || s.scheduled;
+  const std::pair<Value Arguments::*, StringRef> own[] = {
+      {&Arguments::workItems, "work_items"},
+      {&Arguments::out, partial ? "partial_out" : "out"},
+      {&Arguments::lse, partial ? "partial_lse" : "lse"},
+      {&Arguments::numPartitions, "num_partitions"},
+      {&Arguments::finalOut, "out"},
+      {&Arguments::finalLse, "lse"}};
+  SmallVector<StringRef> names;
+  size_t nextInput = 0, nextVariant = 0;
+  listArguments(s, [&](Type, ArgumentBinding binding, Value Arguments::*field) {
+    if (binding == ArgumentBinding::variantOperand) {
+      names.push_back(variants[nextVariant++]);
+      return;
+    }
+    for (auto [ownField, name] : own)
+      if (binding == ArgumentBinding::single && field == ownField) {
+        names.push_back(name);
+        return;
+      }
+    names.push_back(inputs[nextInput++]);
+  });
+  assert(nextInput == inputs.size() && nextVariant == variants.size() &&
+         "the plan declares every input and variant operand the kernel takes");
+  return names;
+}
+
 namespace {
 
 using RowsFn = std::function<SmallVector<Value>(ImplicitLocOpBuilder &,

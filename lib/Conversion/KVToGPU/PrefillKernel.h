@@ -157,6 +157,16 @@ codegen::SharedMemoryLayout prefillSharedLayout(const PrefillKernelSpec &spec);
 /// lse, [num_partitions], [final out, final lse], the variant operands.
 llvm::SmallVector<mlir::Type> prefillArgumentTypes(const PrefillKernelSpec &spec);
 
+/// The launch plan's names of the kernel's arguments, in the same order:
+/// `inputs` name the op's operands (queries, qo_indptr, KV operands, mask,
+/// positions, frame, topk, as the plan declared them), `variants` the
+/// variant operands; the rest are the plan's own (work_items, out / lse or
+/// partial_out / partial_lse, num_partitions).
+llvm::SmallVector<llvm::StringRef>
+prefillArgumentNames(const PrefillKernelSpec &spec,
+                     llvm::ArrayRef<llvm::StringRef> inputs,
+                     llvm::ArrayRef<std::string> variants);
+
 /// Builds the body of a kernel created with the two above. Launched on
 /// (QueryTiles slots, KV heads, partitions) blocks of 32 * warps threads;
 /// scheduled: (work items, KV heads, query tiles per request).
