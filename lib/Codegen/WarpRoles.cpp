@@ -33,16 +33,19 @@ int64_t WarpRoles::firstWarp(unsigned role) const {
 
 std::optional<std::string>
 WarpRoles::whyNot(const target::TargetInfo &target) const {
+  for (const WarpRole &role : roles)
+    if (role.warps <= 0)
+      return "warp role '" + role.name + "' has no warps";
   if (getNumThreads() > target::TargetInfo::kMaxThreadsPerBlock)
     return "warp roles of " + std::to_string(getNumWarps()) +
            " warps exceed a block's " +
            std::to_string(target::TargetInfo::kMaxThreadsPerBlock) +
            " threads";
+  // Roles at the kernel's allotment are not counted: their registers are
+  // ptxas's, known only after compiling.
   int64_t budgeted = 0;
   for (unsigned r = 0; r < roles.size(); ++r) {
     const WarpRole &role = roles[r];
-    if (role.warps <= 0)
-      return "warp role '" + role.name + "' has no warps";
     if (!role.maxRegisters)
       continue;
     // setmaxnreg applies to a warpgroup's four warps at once.

@@ -45,14 +45,17 @@ public:
   int64_t getNumThreads() const { return 32 * getNumWarps(); }
   int64_t firstWarp(unsigned role) const;
 
-  /// Why the roles cannot form a block on `target`, or nullopt: at most
-  /// 1024 threads; a register budget in setmaxnreg's range and granularity,
-  /// for whole warpgroups, whose registers fit the SM's file.
+  /// Why the roles cannot form a block on `target`, or nullopt: warps in
+  /// every role, at most 1024 threads; a register budget in setmaxnreg's
+  /// range and granularity, for whole warpgroups, whose registers fit the
+  /// SM's file (roles without a budget are not counted).
   std::optional<std::string> whyNot(const target::TargetInfo &target) const;
 
   /// Builds `body(builder, role, warpInRole)` for each role: under a branch
   /// on `warp` (the thread's warp in the block, uniform across the warp)
-  /// where there are several roles, at `b` itself for one.
+  /// where there are several roles, at `b` itself for one. With several
+  /// roles a block barrier inside a body would diverge: roles synchronize
+  /// through named barriers or mbarriers.
   void emit(mlir::ImplicitLocOpBuilder &b, mlir::Value warp,
             llvm::function_ref<void(mlir::ImplicitLocOpBuilder &, unsigned,
                                     mlir::Value)>

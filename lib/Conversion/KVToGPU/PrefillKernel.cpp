@@ -171,6 +171,7 @@ gpu_lowering::prefillArgumentNames(const PrefillKernelSpec &s,
   size_t nextInput = 0, nextVariant = 0;
   listArguments(s, [&](Type, ArgumentBinding binding, Value Arguments::*field) {
     if (binding == ArgumentBinding::variantOperand) {
+      assert(nextVariant < variants.size() && "a name for every variant");
       names.push_back(variants[nextVariant++]);
       return;
     }
@@ -179,6 +180,7 @@ gpu_lowering::prefillArgumentNames(const PrefillKernelSpec &s,
         names.push_back(name);
         return;
       }
+    assert(nextInput < inputs.size() && "a name for every input");
     names.push_back(inputs[nextInput++]);
   });
   assert(nextInput == inputs.size() && nextVariant == variants.size() &&

@@ -112,7 +112,8 @@ struct PrefillKernelSpec {
   /// The value columns each warp accumulates.
   int64_t valueSlice() const { return headDimV / config.getValueWarps(); }
   /// The kernel's warp roles: one, whose warps each copy, score and
-  /// accumulate their rows.
+  /// accumulate their rows. (The K/V stream spreads its copies over all
+  /// config.getNumThreads() threads: a producer role would take them.)
   codegen::WarpRoles roles() const {
     return codegen::WarpRoles::single("attention", config.getWarps());
   }

@@ -236,7 +236,8 @@ public:
   /// earlier K group, so that they have landed when tile n is issued. The
   /// prologue's first group (with the query tile) stages those of tiles
   /// 0 ... S - 1 (`stageFirstIds`); `issuePrologue` issues tiles
-  /// 0 ... S - 2, K tile m with the entries of tile m + S; iteration i
+  /// 0 ... S - 2, K tile m with the entries of tile m + S for m <= S - 3
+  /// (those of tile 2S - 2 ride with the loop's first K group); iteration i
   /// refills the stage of tile i - 1 with tile i + S - 1 (`refillK`, with
   /// the entries of tile i + 2S - 2, after the wait for K_i; `refillV` after
   /// the wait for V_i). `live` (null: every tile) says whether mask_mod

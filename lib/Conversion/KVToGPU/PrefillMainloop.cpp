@@ -40,8 +40,8 @@ public:
   State run(ImplicitLocOpBuilder &b, ArrayRef<Value> liveAhead);
 
 private:
-  /// Iteration i: the carried state (and, skipping, whether tile i is
-  /// live) to the values it yields.
+  /// Iteration i: the carried state (and, skipping, whether tiles i ...
+  /// i + S - 2 are live) to the values it yields.
   SmallVector<Value> iteration(ImplicitLocOpBuilder &lb, Value i,
                                ValueRange carried);
   /// S = Q K^T of the tile at t0 (K in `kStage`, MLA's kpe in `stage`),
