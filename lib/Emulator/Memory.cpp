@@ -7,6 +7,7 @@
 #include "llvm/ADT/bit.h"
 
 #include <algorithm>
+#include <optional>
 
 using namespace kvir::emu;
 
@@ -153,61 +154,50 @@ struct Conflict {
 static Conflict findConflict(BlockRun &b, GpuThread &t,
                              const BlockRun::Shadow &sh, Access kind) {
   uint32_t me = t.linear + 1, epoch = b.epoch;
-  auto races = [&](uint32_t other, uint32_t clock) {
-    return other && other != me && !ordered(b, t, other, clock);
+  auto races = [&](const BlockRun::Accessor &other) {
+    return other.thread && other.thread != me &&
+           !ordered(b, t, other.thread, other.clock);
+  };
+  auto inSet = [&](const BlockRun::Accessors &set,
+                   Access setKind) -> std::optional<Conflict> {
+    if (set.epoch != epoch)
+      return std::nullopt;
+    for (const BlockRun::Accessor &other : {set.first, set.second})
+      if (races(other))
+        return Conflict{other.thread, other.site, setKind};
+    return std::nullopt;
   };
   // Plain stores race with everything; loads with stores and atomics;
   // atomics with plain accesses.
-  if (sh.writeEpoch == epoch && races(sh.writer, sh.writerClock))
-    return {sh.writer, sh.writerSite, Access::store};
-  if (kind != Access::load && sh.readEpoch == epoch) {
-    if (races(sh.reader, sh.readerClock))
-      return {sh.reader, sh.readerSite, Access::load};
-    if (races(sh.reader2, sh.reader2Clock))
-      return {sh.reader2, sh.reader2Site, Access::load};
-  }
-  if (kind != Access::atomic && sh.atomicEpoch == epoch) {
-    if (races(sh.atomic, sh.atomicClock))
-      return {sh.atomic, sh.atomicSite, Access::atomic};
-    if (races(sh.atomic2, sh.atomic2Clock))
-      return {sh.atomic2, sh.atomic2Site, Access::atomic};
-  }
+  if (sh.writeEpoch == epoch && races(sh.writer))
+    return {sh.writer.thread, sh.writer.site, Access::store};
+  if (kind != Access::load)
+    if (std::optional<Conflict> c = inSet(sh.readers, Access::load))
+      return *c;
+  if (kind != Access::atomic)
+    if (std::optional<Conflict> c = inSet(sh.atomics, Access::atomic))
+      return *c;
   return {};
 }
 
 /// Records `t`'s access of `kind` in `sh`.
 static void recordAccess(BlockRun &b, GpuThread &t, BlockRun::Shadow &sh,
                          Access kind, uint32_t site) {
-  uint32_t me = t.linear + 1, epoch = b.epoch, myClock = t.clock[t.lane];
+  uint32_t epoch = b.epoch;
+  BlockRun::Accessor me{t.linear + 1, site, t.clock[t.lane]};
   if (kind == Access::store) {
     sh.writer = me;
-    sh.writerSite = site;
-    sh.writerClock = myClock;
     sh.writeEpoch = epoch;
     return;
   }
-  // Loads and atomics keep the two first distinct threads of the epoch.
-  bool isLoad = kind == Access::load;
-  uint32_t &first = isLoad ? sh.reader : sh.atomic;
-  uint32_t &firstSite = isLoad ? sh.readerSite : sh.atomicSite;
-  uint32_t &firstClock = isLoad ? sh.readerClock : sh.atomicClock;
-  uint32_t &second = isLoad ? sh.reader2 : sh.atomic2;
-  uint32_t &secondSite = isLoad ? sh.reader2Site : sh.atomic2Site;
-  uint32_t &secondClock = isLoad ? sh.reader2Clock : sh.atomic2Clock;
-  uint32_t &kindEpoch = isLoad ? sh.readEpoch : sh.atomicEpoch;
-  bool seenNow = kindEpoch == epoch;
-  if (!seenNow || first == me) {
-    kindEpoch = epoch;
-    first = me;
-    firstSite = site;
-    firstClock = myClock;
-    if (!seenNow)
-      second = 0;
-  } else if (!second || second == me) {
-    second = me;
-    secondSite = site;
-    secondClock = myClock;
-  }
+  // Loads and atomics keep the first two distinct threads of the epoch.
+  BlockRun::Accessors &set = kind == Access::load ? sh.readers : sh.atomics;
+  if (set.epoch != epoch)
+    set = {epoch, me, {}};
+  else if (set.first.thread == me.thread)
+    set.first = me;
+  else if (!set.second.thread || set.second.thread == me.thread)
+    set.second = me;
 }
 
 static const char *accessVerb(Access kind, bool past) {

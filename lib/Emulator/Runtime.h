@@ -123,12 +123,19 @@ struct BlockRun {
   /// distinct readers and up to two distinct threads that updated it
   /// atomically since the last barrier (epoch), as linear thread id + 1
   /// with the access site and the thread's own clock segment.
+  struct Accessor {
+    uint32_t thread, site, clock; // thread 0: none
+  };
+  /// The first two distinct threads of an epoch that read a byte, or that
+  /// updated it atomically.
+  struct Accessors {
+    uint32_t epoch;
+    Accessor first, second;
+  };
   struct Shadow {
-    uint32_t writeEpoch, writer, writerSite, writerClock;
-    uint32_t readEpoch, reader, readerSite, readerClock;
-    uint32_t reader2, reader2Site, reader2Clock;
-    uint32_t atomicEpoch, atomic, atomicSite, atomicClock;
-    uint32_t atomic2, atomic2Site, atomic2Clock;
+    uint32_t writeEpoch;
+    Accessor writer;
+    Accessors readers, atomics;
   };
   std::vector<Shadow> shadow;
   /// Races already reported (kind, site, other site) and how many more were
