@@ -113,8 +113,9 @@ PrefillConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << "16-row mma tiles of the " << qTile
                        << "-row query tile, got " << rowWarps
                        << " warps along the rows";
-  if (stages < 2 || stages > 4)
-    return emitError() << "prefill config stages must be in [2, 4] (K/V "
+  if (stages < 2 || stages > kMaxStages)
+    return emitError() << "prefill config stages must be in [2, "
+                       << kMaxStages << "] (K/V "
                        << "tiles i + 1 ... i + stages - 1 load while tile i "
                        << "is computed), got " << stages;
   if (maxPartitions <= 0 || maxPartitions > kMaxGridDimYZ)

@@ -300,7 +300,7 @@ int64_t kvgpu::mlaSharedBytes(PrefillConfigAttr config, kv::MlaDecodeOp op) {
   return tensorCoreSharedBytes(layoutShape(op, config));
 }
 
-/// The ring depth of a tensor-core config (2 ... 4 stages), by Little's
+/// The ring depth of a tensor-core config (2 ... kMaxStages), by Little's
 /// law as the decode's: the tiles in flight while one is computed
 /// (stages - 1) carry the SM's share of bandwidth x latency, for one block
 /// per SM (small batches, where a deep ring matters). A stage is added only
@@ -323,7 +323,7 @@ withRingDepth(FailureOr<PrefillConfigAttr> config,
   double need = target.bytesInFlightPerSM();
   PrefillConfigAttr chosen = *config;
   int64_t bytes = bytesOf(chosen);
-  while (chosen.getStages() < 4) {
+  while (chosen.getStages() < PrefillConfigAttr::kMaxStages) {
     PrefillConfigAttr deeper = withStages(chosen.getStages() + 1);
     int64_t deeperBytes = bytesOf(deeper);
     int64_t stageBytes = deeperBytes - bytes;

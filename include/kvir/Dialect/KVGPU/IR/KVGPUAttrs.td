@@ -81,6 +81,9 @@ def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
       return getQTile() / (16 * getRowWarps());
     }
     int64_t getNumThreads() const { return 32 * getWarps(); }
+    /// The deepest K/V ring the kernel's schedule takes (the verifier's
+    /// bound, and the config chooser's).
+    static constexpr int64_t kMaxStages = 4;
   }];
 }
 
