@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Runtime.h"
+#include "kvir/Emulator/TensorMap.h"
 #include "kvir/Runtime/TableCheck.h"
 #include "kvir/Runtime/WorkSchedule.h"
 
@@ -128,8 +129,25 @@ std::string LaunchStats::toJson() const {
      << ", \"barriers\": " << barriers << ", \"mma_ops\": " << mmaOps
      << ", \"shuffles\": " << shuffles
      << ", \"fiber_switches\": " << fiberSwitches
-     << ", \"max_block_mma_ops\": " << maxBlock(&BlockWork::mmaOps)
-     << ", \"max_block_global_bytes\": " << maxBlock(&BlockWork::globalBytes)
+     << ", \"max_block_mma_ops\": " << maxBlock(&BlockWork::mmaOps);
+  // The sm_90 counters appear where a kernel used sm_90 instructions.
+  if (wgmmaOps || namedBarriers || mbarrierPhases || mbarrierWaits ||
+      tmaCopies) {
+    os << ", \"wgmma_ops\": " << wgmmaOps << ", \"wgmma_shapes\": {";
+    bool first = true;
+    for (const auto &[shape, count] : wgmmaShapes) {
+      os << (first ? "" : ", ") << "\"" << shape << "\": " << count;
+      first = false;
+    }
+    os << "}, \"named_barriers\": " << namedBarriers
+       << ", \"mbarrier_phases\": " << mbarrierPhases
+       << ", \"mbarrier_waits\": " << mbarrierWaits
+       << ", \"mbarrier_spins\": " << mbarrierSpins
+       << ", \"tma_copies\": " << tmaCopies
+       << ", \"tma_bytes_loaded\": " << tmaBytesLoaded
+       << ", \"tma_bytes_stored\": " << tmaBytesStored;
+  }
+  os << ", \"max_block_global_bytes\": " << maxBlock(&BlockWork::globalBytes)
      << ", \"seconds\": " << llvm::format("%.6f", seconds) << "}";
   return s;
 }
@@ -293,6 +311,68 @@ void mgpuMemHostRegister(void *ptr, uint64_t bytes) {
 }
 void mgpuMemHostUnregister(void *) {}
 
+/// The driver's cuTensorMapEncodeTiled, encoding the emulator's tensor map
+/// (kvir/Emulator/TensorMap.h). CUDA_ERROR_INVALID_VALUE (1) when a
+/// requirement is broken, reported like a failed launch.
+int32_t kvemu_cuTensorMapEncodeTiled(
+    void *tensorMap, uint32_t dataType, uint32_t rank, void *globalAddress,
+    const uint64_t *globalDim, const uint64_t *globalStrides,
+    const uint32_t *boxDim, const uint32_t *elementStrides, uint32_t interleave,
+    uint32_t swizzle, uint32_t l2Promotion, uint32_t oobFill) {
+  kvir::emu::TensorMapFields f;
+  f.dataType = dataType;
+  f.rank = rank;
+  f.globalAddress = reinterpret_cast<uint64_t>(globalAddress);
+  for (uint32_t d = 0; d < rank && d < 5; ++d) {
+    f.globalDim[d] = globalDim[d];
+    f.boxDim[d] = boxDim[d];
+    f.elementStrides[d] = elementStrides[d];
+    if (d + 1 < rank)
+      f.globalStrides[d] = globalStrides[d];
+  }
+  f.interleave = interleave;
+  f.swizzle = swizzle;
+  f.l2Promotion = l2Promotion;
+  f.oobFill = oobFill;
+  std::string error = kvir::emu::encodeTensorMap(tensorMap, f);
+  if (error.empty())
+    return 0;
+  Emulator::get().addReport("kvir-emu: cuTensorMapEncodeTiled: " + error);
+  finishLaunch(llvm::failure());
+  return 1;
+}
+
+/// MLIR's runtime wrapper of nvgpu.tma.create.descriptor: the memref's
+/// sizes (innermost first for the driver) and byte strides, `boxDims`
+/// outermost first, the map in a 128-byte device allocation.
+void *mgpuTensorMapEncodeTiledMemref(int64_t rank, void *descriptor,
+                                     int64_t dataType, int64_t interleave,
+                                     int64_t swizzle, int64_t l2Promotion,
+                                     int64_t oobFill, int64_t *boxDims) {
+  static const uint32_t bytes[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4};
+  uint32_t e = dataType >= 0 && dataType < 13 ? bytes[dataType] : 1;
+  // {allocated, aligned, offset, sizes[rank], strides[rank]}
+  auto *fields = static_cast<int64_t *>(descriptor);
+  char *aligned = reinterpret_cast<char *>(fields[1]);
+  int64_t offset = fields[2];
+  const int64_t *sizes = fields + 3, *strides = sizes + rank;
+  uint64_t dims[5] = {1, 1, 1, 1, 1}, byteStrides[5] = {};
+  uint32_t box[5] = {1, 1, 1, 1, 1}, elementStrides[5] = {1, 1, 1, 1, 1};
+  for (int64_t d = 0; d < rank && d < 5; ++d) {
+    dims[d] = uint64_t(sizes[rank - 1 - d]);
+    box[d] = uint32_t(boxDims[rank - 1 - d]);
+    if (d + 1 < rank)
+      byteStrides[d] = uint64_t(strides[rank - 2 - d]) * e;
+  }
+  void *map = ::memalign(64, 128);
+  Emulator::get().registerAllocation(map, 128, "tensor map");
+  kvemu_cuTensorMapEncodeTiled(
+      map, uint32_t(dataType), uint32_t(rank), aligned + offset * e, dims,
+      byteStrides, box, elementStrides, uint32_t(interleave), uint32_t(swizzle),
+      uint32_t(l2Promotion), uint32_t(oobFill));
+  return map;
+}
+
 } // extern "C"
 
 // libdevice functions kernels lowered by convert-gpu-to-nvvm may call: the
@@ -330,6 +410,7 @@ uint32_t __kvemu_vote(uint32_t, uint32_t, uint32_t, uint32_t);
 void __kvemu_mma(uint32_t, uint32_t, uint32_t, uint32_t, const uint32_t *,
                  const uint32_t *, const uint32_t *, uint32_t *, uint32_t);
 void __kvemu_ldmatrix(uint32_t, uint32_t, const void *, uint32_t *, uint32_t);
+void __kvemu_stmatrix(uint32_t, uint32_t, void *, const uint32_t *, uint32_t);
 void __kvemu_cp_async(void *, const void *, uint32_t, uint32_t, uint32_t,
                       const void *, int32_t);
 void __kvemu_cp_async_commit();
@@ -340,6 +421,29 @@ void __kvemu_access_masked(const void *, uint64_t, uint64_t, uint32_t,
                            uint32_t, const void *, int32_t);
 void *__kvemu_shared_base();
 void __kvemu_divide(uint32_t, uint32_t);
+// Wgmma.cpp / Barriers.cpp (sm_90).
+uint32_t __kvemu_wgmma(uint32_t, uint32_t, uint32_t, uint64_t, const uint32_t *,
+                       uint64_t, uint32_t *, uint32_t, uint64_t, uint64_t,
+                       uint32_t);
+void __kvemu_wgmma_fence(uint32_t);
+void __kvemu_wgmma_commit(uint32_t);
+void __kvemu_wgmma_wait(uint32_t, uint32_t);
+void __kvemu_wgmma_read(uint32_t, uint32_t);
+uint64_t __kvemu_reg_defined();
+void __kvemu_setmaxnreg(uint32_t, uint32_t, uint32_t);
+void __kvemu_fence_proxy_async(uint32_t);
+uint64_t __kvemu_mbarrier(uint32_t, const void *, uint32_t, uint64_t, uint32_t,
+                          uint32_t);
+void __kvemu_fence_mbarrier_init(uint32_t);
+void __kvemu_barrier_arrive(uint32_t, uint32_t, uint32_t);
+void __kvemu_tma_load(const void *, void *, const void *, const int32_t *,
+                      uint32_t, uint32_t, uint32_t);
+void __kvemu_tma_store(const void *, const void *, const int32_t *, uint32_t,
+                       uint32_t, uint32_t);
+void __kvemu_bulk_load(void *, const void *, uint32_t, const void *, uint32_t);
+void __kvemu_bulk_store(void *, const void *, uint32_t, uint32_t);
+void __kvemu_bulk_commit();
+void __kvemu_bulk_wait(uint32_t, uint32_t);
 int32_t kvemu_vprintf(const char *, const char *);
 void kvemu_assertfail(const char *, const char *, uint32_t, const char *,
                       uint64_t);
@@ -362,6 +466,7 @@ llvm::orc::SymbolMap hookSymbols(llvm::orc::MangleAndInterner interner) {
   add(map, interner, kabi::kVote, &__kvemu_vote);
   add(map, interner, kabi::kMma, &__kvemu_mma);
   add(map, interner, kabi::kLdMatrix, &__kvemu_ldmatrix);
+  add(map, interner, kabi::kStMatrix, &__kvemu_stmatrix);
   add(map, interner, kabi::kCpAsync, &__kvemu_cp_async);
   add(map, interner, kabi::kCpAsyncCommit, &__kvemu_cp_async_commit);
   add(map, interner, kabi::kCpAsyncWait, &__kvemu_cp_async_wait);
@@ -369,6 +474,23 @@ llvm::orc::SymbolMap hookSymbols(llvm::orc::MangleAndInterner interner) {
   add(map, interner, kabi::kAccessMasked, &__kvemu_access_masked);
   add(map, interner, kabi::kSharedBase, &__kvemu_shared_base);
   add(map, interner, kabi::kDivide, &__kvemu_divide);
+  add(map, interner, kabi::kWgmma, &__kvemu_wgmma);
+  add(map, interner, kabi::kWgmmaFence, &__kvemu_wgmma_fence);
+  add(map, interner, kabi::kWgmmaCommit, &__kvemu_wgmma_commit);
+  add(map, interner, kabi::kWgmmaWait, &__kvemu_wgmma_wait);
+  add(map, interner, kabi::kWgmmaRead, &__kvemu_wgmma_read);
+  add(map, interner, kabi::kRegDefined, &__kvemu_reg_defined);
+  add(map, interner, kabi::kSetMaxNReg, &__kvemu_setmaxnreg);
+  add(map, interner, kabi::kFenceProxyAsync, &__kvemu_fence_proxy_async);
+  add(map, interner, kabi::kMBarrier, &__kvemu_mbarrier);
+  add(map, interner, kabi::kFenceMBarrierInit, &__kvemu_fence_mbarrier_init);
+  add(map, interner, kabi::kBarrierArrive, &__kvemu_barrier_arrive);
+  add(map, interner, kabi::kTmaLoad, &__kvemu_tma_load);
+  add(map, interner, kabi::kTmaStore, &__kvemu_tma_store);
+  add(map, interner, kabi::kBulkLoad, &__kvemu_bulk_load);
+  add(map, interner, kabi::kBulkStore, &__kvemu_bulk_store);
+  add(map, interner, kabi::kBulkCommit, &__kvemu_bulk_commit);
+  add(map, interner, kabi::kBulkWait, &__kvemu_bulk_wait);
 #define KVEMU_NV(name)                                                         \
   add(map, interner, "__nv_" #name "f", &kvemu_##name##f);                     \
   add(map, interner, "__nv_" #name, &kvemu_##name);
@@ -391,24 +513,34 @@ llvm::orc::SymbolMap hookSymbols(llvm::orc::MangleAndInterner interner) {
 llvm::orc::SymbolMap
 Emulator::getRuntimeSymbols(llvm::orc::MangleAndInterner interner) {
   llvm::orc::SymbolMap map;
-#define KVEMU_API(name) add(map, interner, #name, &name);
-  KVEMU_API(mgpuModuleLoad)
-  KVEMU_API(mgpuModuleLoadJIT)
-  KVEMU_API(mgpuModuleUnload) KVEMU_API(mgpuModuleGetFunction) KVEMU_API(
-      mgpuLaunchKernel) KVEMU_API(mgpuStreamCreate) KVEMU_API(mgpuStreamDestroy)
-      KVEMU_API(mgpuStreamSynchronize) KVEMU_API(mgpuStreamWaitEvent)
-          KVEMU_API(mgpuEventCreate) KVEMU_API(mgpuEventDestroy)
-              KVEMU_API(mgpuEventSynchronize) KVEMU_API(mgpuEventRecord)
-                  KVEMU_API(mgpuSetDefaultDevice) KVEMU_API(mgpuMemAlloc)
-                      KVEMU_API(mgpuMemFree) KVEMU_API(mgpuMemcpy)
-                          KVEMU_API(mgpuMemset32) KVEMU_API(mgpuMemset16)
-                              KVEMU_API(mgpuMemHostRegisterMemRef)
-                                  KVEMU_API(mgpuMemHostUnregisterMemRef)
-                                      KVEMU_API(mgpuMemHostRegister)
-                                          KVEMU_API(mgpuMemHostUnregister)
+#define KVEMU_API(name) add(map, interner, #name, &name)
+  KVEMU_API(mgpuModuleLoad);
+  KVEMU_API(mgpuModuleLoadJIT);
+  KVEMU_API(mgpuModuleUnload);
+  KVEMU_API(mgpuModuleGetFunction);
+  KVEMU_API(mgpuLaunchKernel);
+  KVEMU_API(mgpuStreamCreate);
+  KVEMU_API(mgpuStreamDestroy);
+  KVEMU_API(mgpuStreamSynchronize);
+  KVEMU_API(mgpuStreamWaitEvent);
+  KVEMU_API(mgpuEventCreate);
+  KVEMU_API(mgpuEventDestroy);
+  KVEMU_API(mgpuEventSynchronize);
+  KVEMU_API(mgpuEventRecord);
+  KVEMU_API(mgpuSetDefaultDevice);
+  KVEMU_API(mgpuMemAlloc);
+  KVEMU_API(mgpuMemFree);
+  KVEMU_API(mgpuMemcpy);
+  KVEMU_API(mgpuMemset32);
+  KVEMU_API(mgpuMemset16);
+  KVEMU_API(mgpuMemHostRegisterMemRef);
+  KVEMU_API(mgpuMemHostUnregisterMemRef);
+  KVEMU_API(mgpuMemHostRegister);
+  KVEMU_API(mgpuMemHostUnregister);
+  KVEMU_API(mgpuTensorMapEncodeTiledMemref);
 #undef KVEMU_API
-                                              add(map, interner, "malloc",
-                                                  &kvemu_malloc);
+  add(map, interner, "cuTensorMapEncodeTiled", &kvemu_cuTensorMapEncodeTiled);
+  add(map, interner, "malloc", &kvemu_malloc);
   add(map, interner, "aligned_alloc", &kvemu_aligned_alloc);
   // The host side of launch plans with a work schedule.
   add(map, interner, "kvir_schedule_work", &kvir_schedule_work);

@@ -75,18 +75,6 @@ uint32_t __kvemu_sreg(uint32_t which) {
   }
 }
 
-void __kvemu_barrier(uint32_t id, uint32_t count, uint32_t site) {
-  BlockRun &b = *current.block;
-  GpuThread &t = *current.thread;
-  if (count != 0 && count != b.block.count())
-    fail("named barrier " + std::to_string(id) + " with a thread count of " +
-             std::to_string(count) + " is not supported by the emulator",
-         site);
-  t.wait = Wait::Barrier;
-  t.waitSite = site;
-  yieldToScheduler();
-}
-
 static uint64_t collective(Arrival arrival) {
   GpuThread &t = *current.thread;
   t.arrival = arrival;
@@ -163,6 +151,27 @@ void __kvemu_ldmatrix(uint32_t num, uint32_t trans, const void *ptr,
   a.trans = trans;
   a.ptr = ptr;
   a.out = out;
+  collective(a);
+}
+
+void __kvemu_stmatrix(uint32_t num, uint32_t trans, void *ptr,
+                      const uint32_t *regs, uint32_t site) {
+  GpuThread &t = *current.thread;
+  // Threads 0..8*num-1 each give the address of one 16-byte row, which the
+  // warp writes when all its lanes arrived.
+  if (t.lane < 8 * num) {
+    if (reinterpret_cast<uintptr_t>(ptr) % 16)
+      fail("stmatrix row address is not 16-byte aligned", site);
+    checkAccess(ptr, 16, kabi::Store, site);
+  }
+  Arrival a{};
+  a.kind = Arrival::StMatrix;
+  a.mask = ~0u;
+  a.site = site;
+  a.num = num;
+  a.trans = trans;
+  a.ptr = ptr;
+  a.a = regs;
   collective(a);
 }
 

@@ -1,5 +1,5 @@
 //===- Instrument.cpp - Rewrite NVVM kernels into runtime calls -----------===//
-#include "kvir/Emulator/Instrument.h"
+#include "Instrumenter.h"
 #include "kvir/Emulator/RuntimeABI.h"
 
 #include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
@@ -16,54 +16,8 @@
 #include <limits>
 
 using namespace mlir;
-using namespace kvir::emu;
 
-namespace {
-
-class Instrumenter {
-public:
-  explicit Instrumenter(ModuleOp module)
-      : module(module), builder(module.getContext()),
-        layout(DataLayout::closest(module)) {}
-
-  FailureOr<InstrumentedModule> run();
-
-private:
-  LLVM::LLVMFuncOp hook(StringRef name, ArrayRef<Type> params, Type result);
-  Value call(Location loc, StringRef name, Type result, ValueRange args);
-  Value i32(Location loc, int64_t v);
-  Value i64(Location loc, int64_t v);
-  Value toGeneric(Location loc, Value ptr);
-  Value toI32Bits(Location loc, Value v);
-  Value fromI32Bits(Location loc, Value bits, Type type);
-  /// An i32 array of `slots` at the entry of the enclosing function.
-  Value entryAlloca(Operation *at, unsigned slots);
-  /// The kernel pointer argument `ptr` is derived from and its index, as
-  /// call operands (a generic pointer and an i32), or (null, -1).
-  std::pair<Value, Value> provenance(Location loc, Value ptr);
-  uint32_t site(Operation *op);
-
-  LogicalResult layoutSharedMemory();
-  LogicalResult instrumentDivision(Operation *op, bool isSigned);
-  LogicalResult rewriteNvvm(Operation *op);
-  LogicalResult rewriteIntrinsic(LLVM::CallIntrinsicOp op);
-  LogicalResult rewriteNvvmIntrinsics();
-  /// Inserts an access check of `bytes` (i64) at `ptr` before `op`;
-  /// `align` is the alignment the access assumes.
-  void instrumentAccess(Operation *op, Value ptr, Value bytes, uint32_t flags,
-                        uint64_t align);
-  void instrumentAccess(Operation *op, Value ptr, Type valueType,
-                        uint32_t flags, std::optional<uint64_t> align);
-  void instrumentMasked(Operation *op, Value ptr, Value mask,
-                        VectorType vectorType, uint32_t flags);
-
-  ModuleOp module;
-  OpBuilder builder;
-  DataLayout layout;
-  InstrumentedModule result;
-};
-
-} // namespace
+namespace kvir::emu {
 
 LLVM::LLVMFuncOp Instrumenter::hook(StringRef name, ArrayRef<Type> params,
                                     Type resultType) {
@@ -370,6 +324,8 @@ LogicalResult Instrumenter::rewriteNvvm(Operation *op) {
   Type i32Type = builder.getI32Type();
   auto ptrType = LLVM::LLVMPointerType::get(module.getContext());
 
+  if (std::optional<LogicalResult> sm90 = rewriteSm90(op))
+    return *sm90;
   if (std::optional<kabi::Sreg> sreg = getSreg(op)) {
     Value v = call(loc, kabi::kSreg, i32Type, {i32(loc, *sreg)});
     Type resultType = op->getResult(0).getType();
@@ -811,6 +767,8 @@ FailureOr<InstrumentedModule> Instrumenter::run() {
   for (Operation *op : nvvmOps)
     if (failed(rewriteNvvm(op)))
       return failure();
+  if (failed(trackWgmmaTickets()))
+    return failure();
   for (LLVM::CallIntrinsicOp op : intrinsics)
     if (failed(rewriteIntrinsic(op)))
       return failure();
@@ -822,7 +780,9 @@ FailureOr<InstrumentedModule> Instrumenter::run() {
   return std::move(result);
 }
 
-FailureOr<InstrumentedModule>
+} // namespace kvir::emu
+
+FailureOr<kvir::emu::InstrumentedModule>
 kvir::emu::instrumentKernelModule(ModuleOp module) {
   return Instrumenter(module).run();
 }

@@ -119,6 +119,11 @@ static std::string accessName(uint32_t flags) {
 }
 
 static std::string threadOf(BlockRun &b, uint32_t linearPlusOne) {
+  if (linearPlusOne - 1 >= b.threads.size())
+    return "(a bulk copy completing on the mbarrier at shared offset " +
+           std::to_string(
+               b.agentBarriers[linearPlusOne - 1 - b.threads.size()]) +
+           ")";
   const GpuThread &t = b.threads[linearPlusOne - 1];
   return "(" + std::to_string(t.tid[0]) + "," + std::to_string(t.tid[1]) + "," +
          std::to_string(t.tid[2]) + ")";
@@ -132,10 +137,87 @@ static std::string threadOf(BlockRun &b, uint32_t linearPlusOne) {
 /// conflicting accesses that are not both strong form a data race), not
 /// two atomics. Up to two readers and two atomic updaters per byte are
 /// remembered. Each pair of sites is reported once per launch.
-static bool ordered(BlockRun &b, const GpuThread &t, uint32_t other,
-                    uint32_t otherClock) {
-  const GpuThread &o = b.threads[other - 1];
-  return o.warp == t.warp && t.clock[o.lane] >= otherClock;
+static bool ordered(BlockRun &b, const GpuThread &t,
+                    const BlockRun::Accessor &other) {
+  uint32_t who = other.thread - 1;
+  if (who >= b.threads.size()) // an async agent (a TMA / bulk copy)
+    return clockCovers(b, t, who, other.segment);
+  const GpuThread &o = b.threads[who];
+  return (o.warp == t.warp && t.clock[o.lane] >= other.clock) ||
+         clockCovers(b, t, who, other.segment);
+}
+
+bool kvir::emu::writeOrderedBefore(BlockRun &b, const GpuThread &t,
+                                   const BlockRun::Shadow &sh) {
+  if (!sh.writer.thread || sh.writeEpoch != b.epoch ||
+      sh.writer.thread == t.linear + 1)
+    return true;
+  return ordered(b, t, sh.writer);
+}
+
+/// Columns of the vector clocks: the block's threads, then its async
+/// agents (one per mbarrier that bulk copies complete on).
+static size_t clockWidth(const BlockRun &b) {
+  return b.threads.size() + b.agentBarriers.size();
+}
+
+static void allocateClocks(BlockRun &b) {
+  if (b.clocks.empty())
+    b.clocks.assign(b.threads.size() * clockWidth(b), 0);
+}
+
+bool kvir::emu::clockCovers(const BlockRun &b, const GpuThread &t,
+                            uint32_t other, uint32_t segment) {
+  if (b.clocks.empty())
+    return false;
+  return b.clocks[size_t(t.linear) * clockWidth(b) + other] >= segment;
+}
+
+void kvir::emu::releaseClock(BlockRun &b, GpuThread &t,
+                             std::vector<uint32_t> &into) {
+  allocateClocks(b);
+  size_t width = clockWidth(b);
+  into.resize(width, 0);
+  const uint32_t *mine = &b.clocks[size_t(t.linear) * width];
+  for (size_t i = 0; i < width; ++i)
+    into[i] = std::max(into[i], mine[i]);
+  into[t.linear] = std::max(into[t.linear], t.segment);
+  t.segment++;
+}
+
+void kvir::emu::acquireClock(BlockRun &b, GpuThread &t,
+                             const std::vector<uint32_t> &from) {
+  allocateClocks(b);
+  size_t width = clockWidth(b);
+  uint32_t *mine = &b.clocks[size_t(t.linear) * width];
+  for (size_t i = 0; i < from.size() && i < width; ++i)
+    mine[i] = std::max(mine[i], from[i]);
+}
+
+uint32_t kvir::emu::asyncAgent(BlockRun &b, uint32_t barrier) {
+  for (uint32_t a = 0; a < b.agentBarriers.size(); ++a)
+    if (b.agentBarriers[a] == barrier)
+      return uint32_t(b.threads.size()) + a;
+  // A new column: widen every thread's clock.
+  size_t n = b.threads.size(), oldWidth = clockWidth(b);
+  b.agentBarriers.push_back(barrier);
+  b.agentSegments.push_back(1);
+  if (!b.clocks.empty()) {
+    std::vector<uint32_t> wider(n * (oldWidth + 1), 0);
+    for (size_t t = 0; t < n; ++t)
+      std::copy(&b.clocks[t * oldWidth], &b.clocks[t * oldWidth] + oldWidth,
+                &wider[t * (oldWidth + 1)]);
+    b.clocks = std::move(wider);
+  }
+  return uint32_t(oldWidth);
+}
+
+void kvir::emu::releaseAgent(BlockRun &b, uint32_t agent,
+                             std::vector<uint32_t> &into) {
+  into.resize(clockWidth(b), 0);
+  uint32_t &segment = b.agentSegments[agent - b.threads.size()];
+  into[agent] = std::max(into[agent], segment);
+  segment++;
 }
 
 namespace {
@@ -155,8 +237,7 @@ static Conflict findConflict(BlockRun &b, GpuThread &t,
                              const BlockRun::Shadow &sh, Access kind) {
   uint32_t me = t.linear + 1, epoch = b.epoch;
   auto races = [&](const BlockRun::Accessor &other) {
-    return other.thread && other.thread != me &&
-           !ordered(b, t, other.thread, other.clock);
+    return other.thread && other.thread != me && !ordered(b, t, other);
   };
   auto inSet = [&](const BlockRun::Accessors &set,
                    Access setKind) -> std::optional<Conflict> {
@@ -184,10 +265,11 @@ static Conflict findConflict(BlockRun &b, GpuThread &t,
 static void recordAccess(BlockRun &b, GpuThread &t, BlockRun::Shadow &sh,
                          Access kind, uint32_t site) {
   uint32_t epoch = b.epoch;
-  BlockRun::Accessor me{t.linear + 1, site, t.clock[t.lane]};
+  BlockRun::Accessor me{t.linear + 1, site, t.clock[t.lane], t.segment};
   if (kind == Access::store) {
     sh.writer = me;
     sh.writeEpoch = epoch;
+    sh.writerProxyFences = t.proxyFences;
     return;
   }
   // Loads and atomics keep the first two distinct threads of the epoch.
@@ -198,6 +280,10 @@ static void recordAccess(BlockRun &b, GpuThread &t, BlockRun::Shadow &sh,
     set.first = me;
   else if (!set.second.thread || set.second.thread == me.thread)
     set.second = me;
+}
+
+std::string kvir::emu::describeWriter(BlockRun &b, const BlockRun::Shadow &sh) {
+  return "thread " + threadOf(b, sh.writer.thread);
 }
 
 static const char *accessVerb(Access kind, bool past) {
@@ -244,6 +330,26 @@ static void checkRace(BlockRun &b, GpuThread &t, uint64_t offset,
     }
     recordAccess(b, t, sh, kind, site);
   }
+}
+
+void kvir::emu::recordAsyncWrite(BlockRun &b, GpuThread &issuer, uint32_t agent,
+                                 uint64_t offset, uint64_t bytes,
+                                 uint32_t site) {
+  // The copy is ordered after what its issuer did before it: conflicts are
+  // the issuer's. Readers must then be ordered after the agent — through
+  // the mbarrier the copy completes on.
+  checkWgmmaOperandWrite(b, offset, bytes, "a bulk copy writes", site);
+  checkAsyncSourceWrite(b, offset, bytes, "a bulk copy writes", site);
+  checkRace(b, issuer, offset, bytes, Access::store, site);
+  BlockRun::Accessor me{agent + 1, site, 0,
+                        b.agentSegments[agent - b.threads.size()]};
+  for (uint64_t i = offset; i < offset + bytes; ++i) {
+    BlockRun::Shadow &sh = b.shadow[i];
+    sh.writer = me;
+    sh.writeEpoch = b.epoch;
+    sh.writerProxyFences = 0;
+  }
+  b.stats->sharedBytesStored += bytes;
 }
 
 static void finishRequest(BlockRun &b, const Request &r) {
@@ -379,6 +485,10 @@ void kvir::emu::checkAccess(const void *ptr, uint64_t bytes, uint32_t flags,
                std::to_string(offset) + "; the block has " +
                std::to_string(b.sharedBytes) + " bytes of shared memory",
            site);
+    if (store) {
+      checkWgmmaOperandWrite(b, offset, bytes, "a store to", site);
+      checkAsyncSourceWrite(b, offset, bytes, "a store to", site);
+    }
     checkRace(b, t, offset, bytes,
               flags & kabi::Atomic ? Access::atomic
               : store              ? Access::store

@@ -52,8 +52,10 @@ struct KernelHandle {
 inline CompiledModule::CompiledModule() = default;
 inline CompiledModule::~CompiledModule() = default;
 
-/// Where a thread is blocked.
-enum class Wait { None, Barrier, Warp };
+/// Where a thread is blocked: a block barrier, a warp collective, a
+/// warpgroup collective (the .sync.aligned wgmma and setmaxnreg
+/// instructions), a named barrier or an mbarrier phase.
+enum class Wait { None, Barrier, Warp, Warpgroup, NamedBarrier, MBarrier };
 
 /// A pending cp.async copy.
 struct AsyncCopy {
@@ -64,14 +66,35 @@ struct AsyncCopy {
 
 /// What a lane brings to a warp collective.
 struct Arrival {
-  enum Kind { Shfl, Vote, Mma, LdMatrix, SyncWarp } kind;
+  enum Kind { Shfl, Vote, Mma, LdMatrix, StMatrix, SyncWarp } kind;
   uint32_t mask, site;
   uint32_t mode, value, b, c;        // shfl / vote operands
   uint32_t m, n, k, types;           // mma shape and types
-  const uint32_t *a, *bFrag, *cFrag; // mma fragments
+  const uint32_t *a, *bFrag, *cFrag; // mma fragments; stmatrix sources
   uint32_t *out;                     // mma D / ldmatrix destination
-  const void *ptr;                   // ldmatrix row address
-  uint32_t num, trans;               // ldmatrix
+  const void *ptr;                   // ldmatrix / stmatrix row address
+  uint32_t num, trans;               // ldmatrix / stmatrix
+};
+
+/// One thread's part of a wgmma.mma_async (Wgmma.cpp): the operands as
+/// the instrumented kernel passes them.
+struct WgmmaIssue {
+  uint32_t n, k;
+  uint32_t typeA, typeB, typeD;  // kabi::WgmmaType
+  uint32_t flags;                // kabi::WgmmaFlags
+  uint64_t descA, descB;         // descA unused with A in registers
+  const uint32_t *aRegs;         // A fragment (RS form), or null
+  uint32_t *acc;                 // accumulators in, D out (n / 2 words)
+  uint32_t accTicket;            // the wgmma that produced them, or 0
+  uint64_t accDefined, aDefined; // register clocks of their definitions
+};
+
+/// What a thread brings to a warpgroup collective.
+struct WarpgroupArrival {
+  enum Kind { Fence, Mma, Commit, WaitGroup, SetMaxNReg } kind;
+  uint32_t site;
+  uint32_t value; // wait_group N, setmaxnreg count (bit 31: .inc)
+  WgmmaIssue *mma;
 };
 
 struct GpuThread {
@@ -92,6 +115,79 @@ struct GpuThread {
   /// clock[lane] is the own segment; clock[l] the last segment of lane l
   /// this thread has synchronized with.
   uint32_t clock[32] = {};
+  WarpgroupArrival wgArrival;
+  /// Register clock (Wgmma.cpp): advanced when a value a wgmma reads from
+  /// registers is defined and at each wgmma.fence, so that a wgmma can tell
+  /// whether a fence lies between the definition of its register operands
+  /// and itself.
+  uint64_t regClock = 0, lastWgmmaFence = 0;
+  /// fence.proxy.async executed so far: a generic write to shared memory
+  /// is visible to the async proxy once its writer fenced after it.
+  uint32_t proxyFences = 0;
+  /// The named barrier or mbarrier the thread waits on (Wait::NamedBarrier:
+  /// its id; Wait::MBarrier: its shared offset and the phase parity).
+  uint32_t waitObject = 0, waitParity = 0;
+  /// Bulk async-groups (cp.async.bulk ... .bulk_group): the number of the
+  /// open group and of the oldest one not yet waited for.
+  uint32_t bulkOpen = 0, bulkOldest = 0;
+  /// The thread's own segment in the block's vector clocks (BlockRun::
+  /// clocks), advanced at each release (named barrier, mbarrier arrive).
+  uint32_t segment = 1;
+};
+
+/// A wgmma.mma_async in flight (issued, not yet retired by a wait).
+struct WgmmaOp {
+  uint32_t ticket, site, n, k, types;
+};
+
+/// The wgmma state of one warpgroup (4 consecutive warps). Tickets are
+/// numbered across the launch, increasing, so a warpgroup's pending ops are
+/// those from its oldest unretired one on.
+struct WarpgroupState {
+  std::vector<WgmmaOp> uncommitted;
+  std::vector<std::vector<WgmmaOp>> groups; // committed, oldest first
+  /// setmaxnreg's register count per thread, 0 until the warpgroup sets it.
+  uint32_t maxRegisters = 0;
+  uint32_t oldestPending(uint32_t next) const {
+    if (!groups.empty())
+      return groups.front().front().ticket;
+    return uncommitted.empty() ? next : uncommitted.front().ticket;
+  }
+  const WgmmaOp *find(uint32_t ticket) const;
+};
+
+/// An mbarrier object in shared memory (MBarrier.cpp), by its offset.
+struct MBarrierState {
+  bool valid = false;      // initialized and not invalidated
+  bool initFenced = false; // fence.mbarrier_init executed after init
+  uint32_t initThread = 0; // linear id + 1 of the initializing thread
+  uint32_t initSite = 0;
+  uint32_t expected = 0; // arrivals per phase (arrive_drop lowers it)
+  uint32_t pending = 0;  // arrivals still missing in the current phase
+  int64_t tx = 0;        // transaction count of the current phase
+  uint64_t phase = 0;    // completed phases
+  /// Whether a wait observed the completion of the last completed phase
+  /// (needed before an arrive on the next: PTX ISA 9.7.13.15.16).
+  bool observed = true;
+  uint32_t initEpoch = 0, initSegment = 0;
+  /// Releases into the current phase, and those of the last completed one
+  /// (acquired by the waits that observe it), as vector clocks.
+  std::vector<uint32_t> releases, completed;
+};
+
+/// A named barrier (bar.sync / bar.arrive with an id) while threads are at
+/// it.
+struct NamedBarrierState {
+  uint32_t count = 0;   // threads expected (0: no instance open)
+  uint32_t arrived = 0; // threads arrived, in warp units of 32
+  uint32_t firstSite = 0, firstThread = 0;
+  /// Per warp, the lanes that arrived; a warp counts 32 once all its
+  /// non-exited lanes did.
+  std::vector<uint32_t> lanes;
+  uint32_t countedWarps = 0;          // bit w: warp w's arrival is counted
+  std::vector<uint32_t> participants; // linear ids
+  /// What the arrivals released (each at its arrive), for the waiters.
+  std::vector<uint32_t> joined;
 };
 
 /// One warp-level memory request being assembled from its lanes: the n-th
@@ -125,6 +221,7 @@ struct BlockRun {
   /// with the access site and the thread's own clock segment.
   struct Accessor {
     uint32_t thread, site, clock; // thread 0: none
+    uint32_t segment;             // the thread's synchronization segment
   };
   /// The first two distinct threads of an epoch that read a byte, or that
   /// updated it atomically.
@@ -134,10 +231,41 @@ struct BlockRun {
   };
   struct Shadow {
     uint32_t writeEpoch;
+    /// The writer's fence.proxy.async count at the write.
+    uint32_t writerProxyFences;
     Accessor writer;
     Accessors readers, atomics;
   };
   std::vector<Shadow> shadow;
+  /// The epoch at which the running block began: shadow records of earlier
+  /// epochs belong to other blocks.
+  uint32_t blockEpoch = 1;
+  /// Per shared byte and warpgroup, the newest wgmma that reads it as an
+  /// operand (its ticket; allocated at the first wgmma of a launch).
+  static constexpr unsigned kMaxWarpgroups = 8;
+  std::vector<uint32_t> wgmmaReaders;
+  std::vector<WarpgroupState> warpgroups;
+  uint32_t nextTicket = 1;
+  /// mbarrier objects by shared offset, and named barriers by id.
+  std::map<uint32_t, MBarrierState> mbarriers;
+  /// Vector clocks of the synchronization that orders some threads only —
+  /// named barriers and mbarriers (block barriers order all: epochs; warp
+  /// barriers: GpuThread::clock): row t, column o is the last segment of
+  /// thread o that thread t synchronized with. Allocated at the block's
+  /// first such synchronization.
+  std::vector<uint32_t> clocks;
+  /// The async agents of the vector clocks: per mbarrier that bulk copies
+  /// complete on, its shared offset and its current segment. Agent a is
+  /// column (and "thread") threads.size() + a.
+  std::vector<uint32_t> agentBarriers, agentSegments;
+  /// Shared bytes that bulk stores in flight read (until their bulk group
+  /// is waited for with .read): writes to them are reported.
+  struct AsyncRead {
+    uint64_t offset, bytes;
+    uint32_t thread, group, site;
+  };
+  std::vector<AsyncRead> asyncReads;
+  NamedBarrierState namedBarriers[16];
   /// Races already reported (kind, site, other site) and how many more were
   /// found at the same pair of sites.
   std::set<std::tuple<bool, uint32_t, uint32_t>> racesSeen;
@@ -212,12 +340,69 @@ void markAsyncCopyDestination(BlockRun &block, GpuThread &thread,
                               const AsyncCopy &copy);
 /// markAsyncCopyDestination for every copy `thread` has in flight.
 void markPendingCopies(BlockRun &block, GpuThread &thread);
+/// Happens-before through named barriers and mbarriers (Memory.cpp): joins
+/// `t`'s vector clock into `into` and starts a new segment of `t`;
+/// acquires `from` into `t`'s clock.
+void releaseClock(BlockRun &block, GpuThread &t, std::vector<uint32_t> &into);
+void acquireClock(BlockRun &block, GpuThread &t,
+                  const std::vector<uint32_t> &from);
+/// Whether `t` has synchronized with segment `segment` of thread `other`
+/// (linear id) through named barriers or mbarriers.
+bool clockCovers(const BlockRun &block, const GpuThread &t, uint32_t other,
+                 uint32_t segment);
+/// The async agent of the bulk copies that complete on the mbarrier at
+/// shared offset `barrier` (its column in the vector clocks), created on
+/// first use; releaseAgent joins its current segment into `into` (the
+/// mbarrier's releases) and starts a new one.
+uint32_t asyncAgent(BlockRun &block, uint32_t barrier);
+void releaseAgent(BlockRun &block, uint32_t agent, std::vector<uint32_t> &into);
+/// Records a bulk copy's write of shared [offset, offset + bytes), issued
+/// by `issuer`, as agent `agent`'s (Memory.cpp).
+void recordAsyncWrite(BlockRun &block, GpuThread &issuer, uint32_t agent,
+                      uint64_t offset, uint64_t bytes, uint32_t site);
+/// Reports a write of shared bytes a bulk store in flight reads (Tma.cpp).
+void checkAsyncSourceWrite(BlockRun &block, uint64_t offset, uint64_t bytes,
+                           const std::string &what, uint32_t site);
+
+/// Whether the last write of the shared byte `sh` describes happens before
+/// what `t` does now (a barrier, a warp barrier, a named barrier or an
+/// mbarrier ordered it, or `t` wrote it).
+bool writeOrderedBefore(BlockRun &block, const GpuThread &t,
+                        const BlockRun::Shadow &sh);
+/// Describes the writer of a shared byte for reports: "thread (x,y,z)" or
+/// the bulk copy (async agent).
+std::string describeWriter(BlockRun &block, const BlockRun::Shadow &sh);
+
 /// Folds the block's open warp requests into the launch counters.
 void flushRequests(BlockRun &block);
 
 /// Warp collectives (Warp.cpp): executes the collective of `lanes` (the
 /// members of one mask, all arrived) and stores each lane's result.
 void executeCollective(BlockRun &block, std::vector<GpuThread *> &lanes);
+
+/// Warpgroup collectives (Wgmma.cpp): executes the collective of the 128
+/// threads of warpgroup `group`, all arrived at the same instruction.
+void executeWarpgroupCollective(BlockRun &block, uint32_t group,
+                                std::vector<GpuThread *> &threads);
+/// Reports a write of the shared bytes [offset, offset + bytes) that a
+/// wgmma in flight reads (Wgmma.cpp); `what` names the writer.
+void checkWgmmaOperandWrite(BlockRun &block, uint64_t offset, uint64_t bytes,
+                            const std::string &what, uint32_t site);
+/// Wakes the threads whose mbarrier phase completed (MBarrier.cpp);
+/// returns whether any did.
+bool wakeMBarrierWaiters(BlockRun &block);
+/// The shared offset of the mbarrier at `ptr`, which `op` uses; reports
+/// one outside shared memory or misaligned (Barriers.cpp).
+uint32_t mbarrierAt(const void *ptr, const std::string &op, uint32_t site);
+/// A bulk copy's complete_tx of `bytes` on the mbarrier at `offset`: its
+/// agent's writes become visible to the waits that observe the phase.
+void mbarrierCompleteTx(BlockRun &block, uint32_t offset, uint64_t bytes,
+                        uint32_t agent, const std::string &op, uint32_t site);
+/// What a thread waiting on an mbarrier waits for (Barriers.cpp).
+std::string describeMBarrierWait(BlockRun &block, const GpuThread &t);
+/// Counts the warps whose remaining lanes exited towards the named barriers
+/// they wait at, completing those that are (Barriers.cpp).
+void namedBarrierExit(BlockRun &block);
 
 /// Runs a whole launch (Scheduler.cpp).
 llvm::LogicalResult runLaunch(const KernelHandle &kernel, Dim3 grid, Dim3 block,

@@ -84,6 +84,7 @@ static void threadEntry(ctx::transfer_t t) {
   self.done = true;
   b.liveLanes[self.warp]--;
   b.doneLanes[self.warp] |= 1u << self.lane;
+  namedBarrierExit(b);
   ctx::jump_fcontext(current.scheduler, nullptr);
   __builtin_unreachable();
 }
@@ -110,6 +111,8 @@ static const char *collectiveName(Arrival::Kind kind) {
     return "mma.sync";
   case Arrival::LdMatrix:
     return "ldmatrix";
+  case Arrival::StMatrix:
+    return "stmatrix";
   case Arrival::SyncWarp:
     return "bar.warp.sync";
   }
@@ -140,6 +143,7 @@ static bool sameCollective(const Arrival &a, const Arrival &b) {
   case Arrival::Mma:
     return a.m == b.m && a.n == b.n && a.k == b.k && a.types == b.types;
   case Arrival::LdMatrix:
+  case Arrival::StMatrix:
     return a.num == b.num && a.trans == b.trans;
   case Arrival::SyncWarp:
     return true;
@@ -231,6 +235,159 @@ static bool resolveCollectives(BlockRun &b) {
   return progressed;
 }
 
+static const char *warpgroupName(WarpgroupArrival::Kind kind) {
+  switch (kind) {
+  case WarpgroupArrival::Fence:
+    return "wgmma.fence";
+  case WarpgroupArrival::Mma:
+    return "wgmma.mma_async";
+  case WarpgroupArrival::Commit:
+    return "wgmma.commit_group";
+  case WarpgroupArrival::WaitGroup:
+    return "wgmma.wait_group";
+  case WarpgroupArrival::SetMaxNReg:
+    return "setmaxnreg";
+  }
+  return "warpgroup collective";
+}
+
+/// Completes the warpgroup collectives (.sync.aligned: all 128 threads of
+/// the warpgroup at the same instruction) whose threads have all arrived.
+/// Returns whether any did; sets b.aborted on a participation error.
+static bool resolveWarpgroups(BlockRun &b) {
+  bool progressed = false;
+  for (uint32_t g = 0; g < b.warpgroups.size(); ++g) {
+    uint32_t first = g * 128;
+    GpuThread *arrived = nullptr;
+    for (uint32_t i = first; i < first + 128 && i < b.threads.size(); ++i)
+      if (!b.threads[i].done && b.threads[i].wait == Wait::Warpgroup) {
+        arrived = &b.threads[i];
+        break;
+      }
+    if (!arrived)
+      continue;
+    const char *name = warpgroupName(arrived->wgArrival.kind);
+    if (first + 128 > b.threads.size()) {
+      blockError(b,
+                 std::string(name) + " needs the 128 threads of warpgroup " +
+                     std::to_string(g) + "; the block has " +
+                     std::to_string(b.threads.size()) + " threads",
+                 *arrived, arrived->wgArrival.site);
+      return false;
+    }
+    std::vector<GpuThread *> members;
+    bool complete = true;
+    for (uint32_t i = first; i < first + 128; ++i) {
+      GpuThread &t = b.threads[i];
+      if (t.done) {
+        blockError(b,
+                   std::string(name) + " is .aligned: thread " + threadName(t) +
+                       " of warpgroup " + std::to_string(g) +
+                       " exited without executing it",
+                   *arrived, arrived->wgArrival.site);
+        return false;
+      }
+      if (t.wait != Wait::Warpgroup) {
+        complete = false;
+        break;
+      }
+      if (t.wgArrival.kind != arrived->wgArrival.kind ||
+          t.wgArrival.site != arrived->wgArrival.site) {
+        blockError(b,
+                   "warpgroup collective mismatch: thread " +
+                       threadName(*arrived) + " executes " + name + " at " +
+                       describeSite(arrived->wgArrival.site) + " but thread " +
+                       threadName(t) + " executes " +
+                       warpgroupName(t.wgArrival.kind) + " at " +
+                       describeSite(t.wgArrival.site) +
+                       " (.aligned: the whole warpgroup executes the same "
+                       "instruction)",
+                   *arrived, arrived->wgArrival.site);
+        return false;
+      }
+      members.push_back(&t);
+    }
+    if (!complete)
+      continue;
+    executeWarpgroupCollective(b, g, members);
+    if (b.aborted)
+      return false;
+    for (GpuThread *m : members)
+      m->wait = Wait::None;
+    progressed = true;
+  }
+  return progressed;
+}
+
+/// Nothing can run: names what each kind of waiting thread waits for. A
+/// block whose live threads all wait on named barriers, mbarriers or
+/// warpgroup collectives that can never complete is deadlocked.
+static void reportStuck(BlockRun &b) {
+  for (GpuThread &t : b.threads) {
+    if (t.done)
+      continue;
+    switch (t.wait) {
+    case Wait::Warp:
+      blockError(b,
+                 std::string(collectiveName(t.arrival.kind)) +
+                     " participation mismatch: thread " + threadName(t) +
+                     " waits for the lanes of membermask 0x" +
+                     llvm::utohexstr(t.arrival.mask) +
+                     ", which will never all arrive",
+                 t, t.arrival.site);
+      return;
+    case Wait::Warpgroup: {
+      std::string other;
+      uint32_t first = t.linear / 128 * 128;
+      for (uint32_t i = first; i < first + 128; ++i)
+        if (b.threads[i].wait != Wait::Warpgroup) {
+          other = "thread " + threadName(b.threads[i]) + " waits at " +
+                  describeSite(b.threads[i].waitSite);
+          break;
+        }
+      blockError(b,
+                 std::string("deadlock: ") + warpgroupName(t.wgArrival.kind) +
+                     " waits for all 128 threads of its warpgroup, but " +
+                     other,
+                 t, t.waitSite);
+      return;
+    }
+    case Wait::NamedBarrier:
+    case Wait::MBarrier: {
+      std::string what;
+      size_t waiting = 0;
+      for (GpuThread &o : b.threads) {
+        if (o.done ||
+            (o.wait != Wait::NamedBarrier && o.wait != Wait::MBarrier))
+          continue;
+        if (waiting++ < 4) {
+          what += "\n  thread " + threadName(o) + " at " +
+                  describeSite(o.waitSite) + " waits on ";
+          if (o.wait == Wait::MBarrier) {
+            what += describeMBarrierWait(b, o);
+          } else {
+            const NamedBarrierState &nb = b.namedBarriers[o.waitObject];
+            what += "named barrier " + std::to_string(o.waitObject) + " (" +
+                    std::to_string(nb.arrived) + " of " +
+                    std::to_string(nb.count) + " threads arrived)";
+          }
+        }
+      }
+      if (waiting > 4)
+        what += "\n  and " + std::to_string(waiting - 4) + " more";
+      blockError(b,
+                 "deadlock: every live thread waits and no wait can "
+                 "complete:" +
+                     what,
+                 t, t.waitSite);
+      return;
+    }
+    default:
+      break;
+    }
+  }
+}
+
 static bool resolveBarrier(BlockRun &b) {
   size_t live = 0, waiting = 0;
   const GpuThread *waiter = nullptr, *exited = nullptr, *other = nullptr;
@@ -305,26 +462,28 @@ static void runBlock(BlockRun &b) {
     }
     if (!anyLive)
       return;
+    // A thread may have released others (a named barrier or an mbarrier
+    // phase it completed) that this pass had already gone by.
+    if (llvm::any_of(b.threads, [](const GpuThread &t) {
+          return !t.done && t.wait == Wait::None;
+        }))
+      continue;
     if (resolveCollectives(b))
       continue;
     if (b.aborted)
       return;
+    if (resolveWarpgroups(b))
+      continue;
+    if (b.aborted)
+      return;
+    if (wakeMBarrierWaiters(b))
+      continue;
     if (resolveBarrier(b))
       continue;
     if (b.aborted)
       return;
-    // Nothing can progress: collectives waiting on lanes stuck elsewhere.
-    for (GpuThread &t : b.threads)
-      if (!t.done && t.wait == Wait::Warp) {
-        blockError(b,
-                   std::string(collectiveName(t.arrival.kind)) +
-                       " participation mismatch: thread " + threadName(t) +
-                       " waits for the lanes of membermask 0x" +
-                       llvm::utohexstr(t.arrival.mask) +
-                       ", which will never all arrive",
-                   t, t.arrival.site);
-        break;
-      }
+    // Nothing can progress.
+    reportStuck(b);
     return;
   }
 }
@@ -335,10 +494,18 @@ static constexpr uint64_t kSharedWindow = 64ull << 20;
 static constexpr uint64_t kSharedArenaOffset = 16ull << 20;
 
 char *sharedWindowBase() {
+  // Aligned to 256 KiB, so that the low 18 bits of a shared pointer are its
+  // offset in the block's shared memory, as the 32-bit shared addresses of
+  // a GPU are: wgmma descriptors encode them (bits 4-17), and swizzles
+  // permute address bits.
   static char *base = [] {
-    void *p = mmap(nullptr, kSharedWindow, PROT_READ | PROT_WRITE,
+    constexpr uint64_t align = 256 * 1024;
+    void *p = mmap(nullptr, kSharedWindow + align, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    return static_cast<char *>(p == MAP_FAILED ? nullptr : p);
+    if (p == MAP_FAILED)
+      return static_cast<char *>(nullptr);
+    return reinterpret_cast<char *>(
+        llvm::alignTo(reinterpret_cast<uint64_t>(p), align));
   }();
   return base;
 }
@@ -516,6 +683,15 @@ llvm::LogicalResult kvir::emu::runLaunch(const KernelHandle &kernel, Dim3 grid,
       for (uint32_t bx = 0; bx < grid.x && !b.aborted; ++bx) {
         b.ctaid = {bx, by, bz};
         b.epoch++;
+        b.blockEpoch = b.epoch;
+        b.warpgroups.assign((numThreads + 127) / 128, WarpgroupState());
+        b.mbarriers.clear();
+        for (NamedBarrierState &nb : b.namedBarriers)
+          nb = NamedBarrierState();
+        b.clocks.clear();
+        b.agentBarriers.clear();
+        b.agentSegments.clear();
+        b.asyncReads.clear();
         // Uninitialized shared memory reads as NaN / all-ones, never as a
         // plausible leftover of the previous block.
         std::memset(b.shared, 0xff, sharedBytes);

@@ -243,6 +243,42 @@ void ldmatrix(BlockRun &b, std::vector<GpuThread *> &lanes) {
   }
 }
 
+/// stmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16 (PTX ISA
+/// 9.7.14.5.16), the inverse of ldmatrix: lanes 8i..8i+7 give the row
+/// addresses of matrix i; register i of lane t holds row t / 4, columns
+/// 2 (t % 4) and 2 (t % 4) + 1 of matrix i, stored as that row — or, with
+/// .trans, as that column: row j of memory holds column j of the fragment.
+void stmatrix(BlockRun &b, std::vector<GpuThread *> &lanes) {
+  if (lanes.size() != 32) {
+    current.thread = lanes.front();
+    b.reports->push_back("kvir-emu: kernel '" + b.kernel->name +
+                         "': stmatrix needs all 32 lanes of the warp\n  " +
+                         describeThread() + "\n  at " +
+                         describeSite(lanes.front()->arrival.site));
+    b.aborted = true;
+    return;
+  }
+  GpuThread *byLane[32];
+  for (GpuThread *t : lanes)
+    byLane[t->lane] = t;
+  uint32_t num = lanes.front()->arrival.num;
+  bool trans = lanes.front()->arrival.trans;
+  // Element (r, c) of fragment matrix i.
+  auto fragment = [&](unsigned i, unsigned r, unsigned c) {
+    uint32_t word = byLane[4 * r + c / 2]->arrival.a[i];
+    return uint16_t(c % 2 ? word >> 16 : word & 0xffff);
+  };
+  for (unsigned i = 0; i < num; ++i)
+    for (unsigned row = 0; row < 8; ++row) {
+      char *rowPtr = static_cast<char *>(
+          const_cast<void *>(byLane[8 * i + row]->arrival.ptr));
+      for (unsigned c = 0; c < 8; ++c) {
+        uint16_t v = trans ? fragment(i, c, row) : fragment(i, row, c);
+        std::memcpy(rowPtr + 2 * c, &v, 2);
+      }
+    }
+}
+
 } // namespace
 
 void kvir::emu::executeCollective(BlockRun &b,
@@ -273,6 +309,9 @@ void kvir::emu::executeCollective(BlockRun &b,
     return;
   case Arrival::LdMatrix:
     ldmatrix(b, lanes);
+    return;
+  case Arrival::StMatrix:
+    stmatrix(b, lanes);
     return;
   }
 }

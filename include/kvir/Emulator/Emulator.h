@@ -52,6 +52,15 @@ struct LaunchStats {
   /// Completed block barriers (per block), warp-wide mma.sync and
   /// shfl.sync (per warp), and thread suspensions.
   uint64_t barriers = 0, mmaOps = 0, shuffles = 0, fiberSwitches = 0;
+  /// sm_90: warpgroup MMAs (per warpgroup) and their count by shape
+  /// ("m64n128k16.f32.bf16"), completed named barriers, completed mbarrier
+  /// phases, mbarrier waits and those that found the phase incomplete
+  /// (would have spun or suspended on a GPU).
+  uint64_t wgmmaOps = 0, namedBarriers = 0, mbarrierPhases = 0,
+           mbarrierWaits = 0, mbarrierSpins = 0;
+  /// Bulk and tensor (TMA) copies, and the global bytes they moved.
+  uint64_t tmaCopies = 0, tmaBytesLoaded = 0, tmaBytesStored = 0;
+  std::map<std::string, uint64_t> wgmmaShapes;
   double seconds = 0;
   /// Per block, in launch order (x fastest): the work it did, for load
   /// balance (the busiest block against the mean).
