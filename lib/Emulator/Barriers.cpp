@@ -256,6 +256,22 @@ void kvir::emu::mbarrierCompleteTx(BlockRun &b, uint32_t offset, uint64_t bytes,
   maybeComplete(b, m);
 }
 
+void kvir::emu::checkNotMBarrier(BlockRun &b, uint64_t offset, uint64_t bytes,
+                                 const std::string &what, uint32_t site) {
+  if (b.mbarriers.empty())
+    return;
+  auto it = b.mbarriers.lower_bound(uint32_t(offset >= 7 ? offset - 7 : 0));
+  for (; it != b.mbarriers.end() && it->first < offset + bytes; ++it)
+    if (it->second.valid)
+      fail(what + " shared bytes [" + std::to_string(offset) + ", " +
+               std::to_string(offset + bytes) + "), which hold " +
+               where(it->first) + " (initialized at " +
+               describeSite(it->second.initSite) +
+               "): only mbarrier instructions may access a valid mbarrier "
+               "(PTX ISA 9.7.13.15.1)",
+           site);
+}
+
 bool kvir::emu::wakeMBarrierWaiters(BlockRun &b) {
   bool woke = false;
   for (GpuThread &t : b.threads) {

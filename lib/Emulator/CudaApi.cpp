@@ -133,7 +133,9 @@ std::string LaunchStats::toJson() const {
   // The sm_90 counters appear where a kernel used sm_90 instructions.
   if (wgmmaOps || namedBarriers || mbarrierPhases || mbarrierWaits ||
       tmaCopies) {
-    os << ", \"wgmma_ops\": " << wgmmaOps << ", \"wgmma_shapes\": {";
+    os << ", \"wgmma_ops\": " << wgmmaOps
+       << ", \"max_block_wgmma_ops\": " << maxBlock(&BlockWork::wgmmaOps)
+       << ", \"wgmma_shapes\": {";
     bool first = true;
     for (const auto &[shape, count] : wgmmaShapes) {
       os << (first ? "" : ", ") << "\"" << shape << "\": " << count;

@@ -182,31 +182,110 @@ LogicalResult Instrumenter::rewriteMBarrier(Operation *op) {
       });
 }
 
+LogicalResult Instrumenter::replaceWithHook(Operation *op, StringRef hookName,
+                                            SmallVector<Value> args) {
+  Location loc = op->getLoc();
+  args.push_back(i32(loc, site(op)));
+  call(loc, hookName, Type(), args);
+  op->erase();
+  return success();
+}
+
+Value Instrumenter::coordinateArray(Operation *at, ValueRange values) {
+  Location loc = at->getLoc();
+  auto ptrType = LLVM::LLVMPointerType::get(module.getContext());
+  Value array = entryAlloca(at, 5);
+  for (auto [i, v] : llvm::enumerate(values)) {
+    Value slot =
+        LLVM::GEPOp::create(builder, loc, ptrType, builder.getI32Type(), array,
+                            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
+    LLVM::StoreOp::create(builder, loc, v, slot);
+  }
+  return array;
+}
+
+Value Instrumenter::predicateFlag(Location loc, Value predicate) {
+  if (!predicate)
+    return i32(loc, 1);
+  return LLVM::ZExtOp::create(builder, loc, builder.getI32Type(), predicate);
+}
+
+std::optional<LogicalResult> Instrumenter::rewriteBulkCopy(Operation *op) {
+  Location loc = op->getLoc();
+  builder.setInsertionPoint(op);
+  auto replaceWithCall = [&](StringRef hookName, SmallVector<Value> args) {
+    return replaceWithHook(op, hookName, std::move(args));
+  };
+  auto coordinates = [&](Operation *at, ValueRange values) {
+    return coordinateArray(at, values);
+  };
+  auto predicate = [&](Value p) { return predicateFlag(loc, p); };
+  return TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
+      .Case([&](NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp c)
+                -> LogicalResult {
+        if (c.getMode() != NVVM::TMALoadMode::TILE ||
+            !c.getIm2colOffsets().empty())
+          return c.emitError("the emulator models tile-mode tensor copies");
+        if (c.getMulticastMask())
+          return c.emitError("the emulator does not model TMA multicast");
+        Value coords = coordinates(c, c.getCoordinates());
+        return replaceWithCall(
+            kabi::kTmaLoad,
+            {toGeneric(loc, c.getTmaDescriptor()),
+             toGeneric(loc, c.getDstMem()), toGeneric(loc, c.getMbar()), coords,
+             i32(loc, c.getCoordinates().size()), predicate(c.getPredicate())});
+      })
+      .Case([&](NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp c) -> LogicalResult {
+        if (c.getMode() != NVVM::TMAStoreMode::TILE)
+          return c.emitError("the emulator models tile-mode tensor copies");
+        Value coords = coordinates(c, c.getCoordinates());
+        return replaceWithCall(kabi::kTmaStore,
+                               {toGeneric(loc, c.getTmaDescriptor()),
+                                toGeneric(loc, c.getSrcMem()), coords,
+                                i32(loc, c.getCoordinates().size()),
+                                predicate(c.getPredicate())});
+      })
+      .Case([&](NVVM::CpAsyncBulkGlobalToSharedClusterOp c) -> LogicalResult {
+        if (c.getMulticastMask())
+          return c.emitError("the emulator does not model bulk multicast");
+        return replaceWithCall(kabi::kBulkLoad,
+                               {toGeneric(loc, c.getDstMem()),
+                                toGeneric(loc, c.getSrcMem()), c.getSize(),
+                                toGeneric(loc, c.getMbar())});
+      })
+      .Case([&](NVVM::CpAsyncBulkSharedCTAToGlobalOp c) -> LogicalResult {
+        if (c.getByteMask())
+          return c.emitError("the emulator does not model byte-masked bulk "
+                             "stores");
+        return replaceWithCall(kabi::kBulkStore,
+                               {toGeneric(loc, c.getDstMem()),
+                                toGeneric(loc, c.getSrcMem()), c.getSize()});
+      })
+      .Case([&](NVVM::CpAsyncBulkCommitGroupOp c) -> LogicalResult {
+        call(loc, kabi::kBulkCommit, Type(), {});
+        c.erase();
+        return success();
+      })
+      .Case([&](NVVM::CpAsyncBulkWaitGroupOp w) -> LogicalResult {
+        call(loc, kabi::kBulkWait, Type(),
+             {i32(loc, w.getGroup()), i32(loc, bool(w.getReadAttr()))});
+        w.erase();
+        return success();
+      })
+      .Case<NVVM::PrefetchOp, NVVM::CpAsyncBulkTensorPrefetchOp,
+            NVVM::CpAsyncBulkPrefetchOp>([&](Operation *p) -> LogicalResult {
+        // Prefetches move nothing a kernel can observe.
+        p->erase();
+        return success();
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
 std::optional<LogicalResult> Instrumenter::rewriteSm90(Operation *op) {
   Location loc = op->getLoc();
   builder.setInsertionPoint(op);
-  // The i32 coordinates of a tensor copy, in a thread-local array.
-  auto coordinates = [&](Operation *at, ValueRange values) {
-    auto ptrType = LLVM::LLVMPointerType::get(module.getContext());
-    Value array = entryAlloca(at, 5);
-    for (auto [i, v] : llvm::enumerate(values)) {
-      Value slot = LLVM::GEPOp::create(
-          builder, loc, ptrType, builder.getI32Type(), array,
-          ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
-      LLVM::StoreOp::create(builder, loc, v, slot);
-    }
-    return array;
-  };
-  auto predicate = [&](Value p) -> Value {
-    if (!p)
-      return i32(loc, 1);
-    return LLVM::ZExtOp::create(builder, loc, builder.getI32Type(), p);
-  };
   auto replaceWithCall = [&](StringRef hookName, SmallVector<Value> args) {
-    args.push_back(i32(loc, site(op)));
-    call(loc, hookName, Type(), args);
-    op->erase();
-    return success();
+    return replaceWithHook(op, hookName, std::move(args));
   };
   if (isa<NVVM::MBarrierInitOp, NVVM::MBarrierInvalOp, NVVM::MBarrierArriveOp,
           NVVM::MBarrierArriveDropOp, NVVM::MBarrierArriveExpectTxOp,
@@ -216,6 +295,8 @@ std::optional<LogicalResult> Instrumenter::rewriteSm90(Operation *op) {
           NVVM::MBarrierArriveNocompleteOp,
           NVVM::MBarrierArriveDropNocompleteOp>(op))
     return rewriteMBarrier(op);
+  if (std::optional<LogicalResult> copy = rewriteBulkCopy(op))
+    return *copy;
   return TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       .Case([&](NVVM::WgmmaMmaAsyncOp w) { return rewriteWgmma(w); })
       .Case([&](NVVM::WgmmaFenceAlignedOp) {
@@ -294,63 +375,6 @@ std::optional<LogicalResult> Instrumenter::rewriteSm90(Operation *op) {
              {i32(loc, m.getSources().size()), i32(loc, trans),
               toGeneric(loc, m.getPtr()), regs, i32(loc, id)});
         m.erase();
-        return success();
-      })
-      .Case([&](NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp c)
-                -> LogicalResult {
-        if (c.getMode() != NVVM::TMALoadMode::TILE ||
-            !c.getIm2colOffsets().empty())
-          return c.emitError("the emulator models tile-mode tensor copies");
-        if (c.getMulticastMask())
-          return c.emitError("the emulator does not model TMA multicast");
-        Value coords = coordinates(c, c.getCoordinates());
-        return replaceWithCall(
-            kabi::kTmaLoad,
-            {toGeneric(loc, c.getTmaDescriptor()),
-             toGeneric(loc, c.getDstMem()), toGeneric(loc, c.getMbar()), coords,
-             i32(loc, c.getCoordinates().size()), predicate(c.getPredicate())});
-      })
-      .Case([&](NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp c) -> LogicalResult {
-        if (c.getMode() != NVVM::TMAStoreMode::TILE)
-          return c.emitError("the emulator models tile-mode tensor copies");
-        Value coords = coordinates(c, c.getCoordinates());
-        return replaceWithCall(kabi::kTmaStore,
-                               {toGeneric(loc, c.getTmaDescriptor()),
-                                toGeneric(loc, c.getSrcMem()), coords,
-                                i32(loc, c.getCoordinates().size()),
-                                predicate(c.getPredicate())});
-      })
-      .Case([&](NVVM::CpAsyncBulkGlobalToSharedClusterOp c) -> LogicalResult {
-        if (c.getMulticastMask())
-          return c.emitError("the emulator does not model bulk multicast");
-        return replaceWithCall(kabi::kBulkLoad,
-                               {toGeneric(loc, c.getDstMem()),
-                                toGeneric(loc, c.getSrcMem()), c.getSize(),
-                                toGeneric(loc, c.getMbar())});
-      })
-      .Case([&](NVVM::CpAsyncBulkSharedCTAToGlobalOp c) -> LogicalResult {
-        if (c.getByteMask())
-          return c.emitError("the emulator does not model byte-masked bulk "
-                             "stores");
-        return replaceWithCall(kabi::kBulkStore,
-                               {toGeneric(loc, c.getDstMem()),
-                                toGeneric(loc, c.getSrcMem()), c.getSize()});
-      })
-      .Case([&](NVVM::CpAsyncBulkCommitGroupOp c) -> LogicalResult {
-        call(loc, kabi::kBulkCommit, Type(), {});
-        c.erase();
-        return success();
-      })
-      .Case([&](NVVM::CpAsyncBulkWaitGroupOp w) -> LogicalResult {
-        call(loc, kabi::kBulkWait, Type(),
-             {i32(loc, w.getGroup()), i32(loc, bool(w.getReadAttr()))});
-        w.erase();
-        return success();
-      })
-      .Case<NVVM::PrefetchOp, NVVM::CpAsyncBulkTensorPrefetchOp,
-            NVVM::CpAsyncBulkPrefetchOp>([&](Operation *p) -> LogicalResult {
-        // Prefetches move nothing a kernel can observe.
-        p->erase();
         return success();
       })
       .Case([&](NVVM::GriddepcontrolOp g) -> LogicalResult {

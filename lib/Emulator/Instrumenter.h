@@ -52,6 +52,15 @@ private:
   std::optional<LogicalResult> rewriteSm90(Operation *op);
   LogicalResult rewriteWgmma(NVVM::WgmmaMmaAsyncOp op);
   LogicalResult rewriteMBarrier(Operation *op);
+  /// cp.async.bulk[.tensor] and their groups and prefetches, or nullopt.
+  std::optional<LogicalResult> rewriteBulkCopy(Operation *op);
+  /// Replaces `op` by a call of `hookName` with `args` and its site.
+  LogicalResult replaceWithHook(Operation *op, StringRef hookName,
+                                SmallVector<Value> args);
+  /// `values` (i32) in a thread-local array of 5, for a tensor copy.
+  Value coordinateArray(Operation *at, ValueRange values);
+  /// A PTX predicate operand as the i32 `enabled` of a hook (1 if none).
+  Value predicateFlag(Location loc, Value predicate);
   /// After every wgmma of the module is rewritten: the tickets of their
   /// results follow them through block arguments, the chained wgmmas get
   /// theirs, and every other read of a result is checked (wgmma.wait_group

@@ -338,6 +338,7 @@ void kvir::emu::recordAsyncWrite(BlockRun &b, GpuThread &issuer, uint32_t agent,
   // The copy is ordered after what its issuer did before it: conflicts are
   // the issuer's. Readers must then be ordered after the agent — through
   // the mbarrier the copy completes on.
+  checkNotMBarrier(b, offset, bytes, "a bulk copy writes", site);
   checkWgmmaOperandWrite(b, offset, bytes, "a bulk copy writes", site);
   checkAsyncSourceWrite(b, offset, bytes, "a bulk copy writes", site);
   checkRace(b, issuer, offset, bytes, Access::store, site);
@@ -485,6 +486,8 @@ void kvir::emu::checkAccess(const void *ptr, uint64_t bytes, uint32_t flags,
                std::to_string(offset) + "; the block has " +
                std::to_string(b.sharedBytes) + " bytes of shared memory",
            site);
+    checkNotMBarrier(b, offset, bytes,
+                     std::string("a ") + accessName(flags) + " of", site);
     if (store) {
       checkWgmmaOperandWrite(b, offset, bytes, "a store to", site);
       checkAsyncSourceWrite(b, offset, bytes, "a store to", site);

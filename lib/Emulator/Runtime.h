@@ -398,6 +398,10 @@ uint32_t mbarrierAt(const void *ptr, const std::string &op, uint32_t site);
 /// agent's writes become visible to the waits that observe the phase.
 void mbarrierCompleteTx(BlockRun &block, uint32_t offset, uint64_t bytes,
                         uint32_t agent, const std::string &op, uint32_t site);
+/// Reports an access of shared [offset, offset + bytes) by anything but an
+/// mbarrier instruction where a valid mbarrier lives (Barriers.cpp).
+void checkNotMBarrier(BlockRun &block, uint64_t offset, uint64_t bytes,
+                      const std::string &what, uint32_t site);
 /// What a thread waiting on an mbarrier waits for (Barriers.cpp).
 std::string describeMBarrierWait(BlockRun &block, const GpuThread &t);
 /// Counts the warps whose remaining lanes exited towards the named barriers

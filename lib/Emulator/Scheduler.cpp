@@ -715,13 +715,17 @@ llvm::LogicalResult kvir::emu::runLaunch(const KernelHandle &kernel, Dim3 grid,
           b.liveLanes[t.warp]++;
           b.warpLanes[t.warp] |= 1u << t.lane;
         }
-        uint64_t mmaBefore = stats.mmaOps;
-        uint64_t bytesBefore = stats.globalBytesLoaded + stats.globalBytesStored;
+        auto globalBytes = [&] {
+          return stats.globalBytesLoaded + stats.globalBytesStored +
+                 stats.tmaBytesLoaded + stats.tmaBytesStored;
+        };
+        uint64_t mmaBefore = stats.mmaOps, wgmmaBefore = stats.wgmmaOps;
+        uint64_t bytesBefore = globalBytes();
         runBlock(b);
         flushRequests(b);
-        stats.blocks.push_back(
-            {stats.mmaOps - mmaBefore,
-             stats.globalBytesLoaded + stats.globalBytesStored - bytesBefore});
+        stats.blocks.push_back({stats.mmaOps - mmaBefore,
+                                globalBytes() - bytesBefore,
+                                stats.wgmmaOps - wgmmaBefore});
       }
   if (b.racesNotShown)
     reports.push_back(header(b) + std::to_string(b.racesNotShown) +

@@ -302,6 +302,9 @@ void executeMma(BlockRun &b, uint32_t group,
   if (!error.empty())
     return blockReport(b, first, error, site);
 
+  for (uint64_t offset : offsets)
+    checkNotMBarrier(b, offset, elementBytes(op.typeA), "wgmma.mma_async reads",
+                     site);
   // Shared-memory operands written by the generic proxy must have been
   // fenced (fence.proxy.async) by their writer since (PTX ISA 9.7.15.3,
   // "Async Proxy").

@@ -65,7 +65,9 @@ struct LaunchStats {
   /// Per block, in launch order (x fastest): the work it did, for load
   /// balance (the busiest block against the mean).
   struct BlockWork {
-    uint64_t mmaOps = 0, globalBytes = 0;
+    /// mma.sync per warp, wgmma.mma_async per warpgroup; global bytes of
+    /// loads, stores and bulk / tensor copies.
+    uint64_t mmaOps = 0, globalBytes = 0, wgmmaOps = 0;
   };
   std::vector<BlockWork> blocks;
 

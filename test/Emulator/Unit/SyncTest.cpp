@@ -22,7 +22,7 @@ module attributes {gpu.container_module} {
     // waits for phase 0 and copies data[l] to out[l]. Modes: 1 warp 0 never
     // arrives, 2 warp 1 does not wait, 3 no barrier after the init, 4 no
     // init, 5 an arrive of 40, 6 a transaction count past 2^20 - 1, 7 the
-    // mbarrier is invalidated before warp 1 waits.
+    // mbarrier is invalidated before warp 1 waits, 8 a plain store to it.
     gpu.func @mb_handoff(%out: memref<?xi32>, %mode: i32)
         workgroup(%bar: memref<1xi64, #gpu.address_space<workgroup>>,
                   %data: memref<32xi32, #gpu.address_space<workgroup>>) kernel {
@@ -63,6 +63,13 @@ module attributes {gpu.container_module} {
       %inval = arith.andi %first, %isM7 : i1
       scf.if %inval {
         nvvm.mbarrier.inval %bp : !llvm.ptr<3>
+      }
+      %m8 = arith.constant 8 : i32
+      %isM8 = arith.cmpi eq, %mode, %m8 : i32
+      %clobber = arith.andi %first, %isM8 : i1
+      scf.if %clobber {
+        %z = arith.constant 0 : i64
+        memref.store %z, %bar[%c0] : memref<1xi64, #gpu.address_space<workgroup>>
       }
       %producer = arith.cmpi ult, %t, %c32 : index
       scf.if %producer {
@@ -333,6 +340,8 @@ TEST_F(SyncTest, MBarrierMisuseIsReported) {
       {6, "takes the transaction count of the mbarrier at shared offset 0 to "
           "2097150"},
       {7, "which was invalidated (mbarrier.inval)"},
+      {8, "a store of shared bytes [0, 8), which hold the mbarrier at shared "
+          "offset 0"},
   };
   for (auto [mode, text] : cases) {
     SCOPED_TRACE(mode);
