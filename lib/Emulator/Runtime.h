@@ -10,6 +10,7 @@
 #include <boost/context/detail/fcontext.hpp>
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
@@ -288,6 +289,18 @@ struct Current {
   ctx::fcontext_t scheduler = nullptr;
 };
 extern Current current;
+
+/// The bits of an f32 register and back.
+inline float wordToFloat(uint32_t w) {
+  float f;
+  std::memcpy(&f, &w, 4);
+  return f;
+}
+inline uint32_t floatToWord(float f) {
+  uint32_t w;
+  std::memcpy(&w, &f, 4);
+  return w;
+}
 
 /// Reports a fatal error for the current thread and stops it for good.
 [[noreturn]] void fail(const std::string &what, uint32_t site);

@@ -155,6 +155,20 @@ void checkSource(BlockRun &b, GpuThread &issuer, uint64_t offset,
   (void)issuer;
 }
 
+/// The global side of a bulk copy of `size` bytes: size and address
+/// multiples of 16, the bytes in one allocation.
+void bulkGlobalAddress(const void *ptr, uint32_t size, const std::string &what,
+                       uint32_t site) {
+  if (size % 16)
+    fail(what + " of " + std::to_string(size) +
+             " bytes: the size must be a multiple of 16",
+         site);
+  uint64_t addr = reinterpret_cast<uint64_t>(ptr);
+  if (addr % 16)
+    fail(what + ": the global address is not 16-byte aligned", site);
+  globalRange(addr, size, what, site);
+}
+
 } // namespace
 
 void kvir::emu::checkAsyncSourceWrite(BlockRun &b, uint64_t offset,
@@ -250,16 +264,9 @@ void __kvemu_bulk_load(void *dst, const void *src, uint32_t size,
   BlockRun &b = *current.block;
   GpuThread &t = *current.thread;
   const std::string what = "cp.async.bulk (global to shared)";
-  if (size % 16)
-    fail(what + " of " + std::to_string(size) +
-             " bytes: the size must be a multiple of 16",
-         site);
-  uint64_t addr = reinterpret_cast<uint64_t>(src);
-  if (addr % 16)
-    fail(what + ": the global address is not 16-byte aligned", site);
+  bulkGlobalAddress(src, size, what, site);
   uint64_t dstOffset = sharedRange(dst, size, 16, what, site);
   uint32_t barrier = mbarrierAt(mbar, what, site);
-  globalRange(addr, size, what, site);
   uint32_t agent = asyncAgent(b, barrier);
   recordAsyncWrite(b, t, agent, dstOffset, size, site);
   std::memcpy(b.shared + dstOffset, src, size);
@@ -273,15 +280,8 @@ void __kvemu_bulk_store(void *dst, const void *src, uint32_t size,
   BlockRun &b = *current.block;
   GpuThread &t = *current.thread;
   const std::string what = "cp.async.bulk (shared to global)";
-  if (size % 16)
-    fail(what + " of " + std::to_string(size) +
-             " bytes: the size must be a multiple of 16",
-         site);
-  uint64_t addr = reinterpret_cast<uint64_t>(dst);
-  if (addr % 16)
-    fail(what + ": the global address is not 16-byte aligned", site);
+  bulkGlobalAddress(dst, size, what, site);
   uint64_t srcOffset = sharedRange(src, size, 16, what, site);
-  globalRange(addr, size, what, site);
   checkSource(b, t, srcOffset, size, what, site);
   std::memcpy(dst, b.shared + srcOffset, size);
   b.asyncReads.push_back({srcOffset, size, t.linear, t.bulkOpen, site});

@@ -123,18 +123,6 @@ uint16_t floatToHalf(float f) {
   return uint16_t(v.bitcastToAPInt().getZExtValue());
 }
 
-float wordToFloat(uint32_t w) {
-  float f;
-  std::memcpy(&f, &w, 4);
-  return f;
-}
-
-uint32_t floatToWord(float f) {
-  uint32_t w;
-  std::memcpy(&w, &f, 4);
-  return w;
-}
-
 /// mma.sync.aligned.m16n8k{8,16}.row.col with f16/bf16 inputs, following
 /// the PTX ISA tables "Matrix Fragments for mma.m16n8k16 with floating point
 /// type" (9.7.14.5.8) and "... mma.m16n8k8" (9.7.14.5.7). With groupID = lane
@@ -206,21 +194,28 @@ void mma(BlockRun &b, std::vector<GpuThread *> &lanes) {
   b.stats->mmaOps++;
 }
 
+/// Whether all 32 lanes take part in a warp-wide matrix instruction;
+/// reports (and stops the block) otherwise.
+bool wholeWarp(BlockRun &b, std::vector<GpuThread *> &lanes, const char *name) {
+  if (lanes.size() == 32)
+    return true;
+  current.thread = lanes.front();
+  b.reports->push_back("kvir-emu: kernel '" + b.kernel->name + "': " + name +
+                       " needs all 32 lanes of the warp\n  " +
+                       describeThread() + "\n  at " +
+                       describeSite(lanes.front()->arrival.site));
+  b.aborted = true;
+  return false;
+}
+
 /// ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].b16 (PTX ISA 9.7.14.5.15,
 /// "Warp-level matrix load instruction: ldmatrix"):
 /// lanes 8i..8i+7 give the row addresses of matrix i; register i of lane t
 /// holds row t / 4, elements 2 (t % 4) and 2 (t % 4) + 1 of matrix i, or with
 /// .trans those of the transposed matrix.
 void ldmatrix(BlockRun &b, std::vector<GpuThread *> &lanes) {
-  if (lanes.size() != 32) {
-    current.thread = lanes.front();
-    b.reports->push_back("kvir-emu: kernel '" + b.kernel->name +
-                         "': ldmatrix needs all 32 lanes of the warp\n  " +
-                         describeThread() + "\n  at " +
-                         describeSite(lanes.front()->arrival.site));
-    b.aborted = true;
+  if (!wholeWarp(b, lanes, "ldmatrix"))
     return;
-  }
   GpuThread *byLane[32];
   for (GpuThread *t : lanes)
     byLane[t->lane] = t;
@@ -249,15 +244,8 @@ void ldmatrix(BlockRun &b, std::vector<GpuThread *> &lanes) {
 /// 2 (t % 4) and 2 (t % 4) + 1 of matrix i, stored as that row — or, with
 /// .trans, as that column: row j of memory holds column j of the fragment.
 void stmatrix(BlockRun &b, std::vector<GpuThread *> &lanes) {
-  if (lanes.size() != 32) {
-    current.thread = lanes.front();
-    b.reports->push_back("kvir-emu: kernel '" + b.kernel->name +
-                         "': stmatrix needs all 32 lanes of the warp\n  " +
-                         describeThread() + "\n  at " +
-                         describeSite(lanes.front()->arrival.site));
-    b.aborted = true;
+  if (!wholeWarp(b, lanes, "stmatrix"))
     return;
-  }
   GpuThread *byLane[32];
   for (GpuThread *t : lanes)
     byLane[t->lane] = t;

@@ -241,18 +241,6 @@ std::pair<uint32_t, uint32_t> accumulatorPosition(uint32_t warp, uint32_t lane,
           8 * (i >> 2) + 2 * (lane % 4) + (i & 1)};
 }
 
-float wordToFloat(uint32_t w) {
-  float f;
-  std::memcpy(&f, &w, 4);
-  return f;
-}
-
-uint32_t floatToWord(float f) {
-  uint32_t w;
-  std::memcpy(&w, &f, 4);
-  return w;
-}
-
 void executeMma(BlockRun &b, uint32_t group,
                 std::vector<GpuThread *> &threads) {
   GpuThread &first = *threads.front();
