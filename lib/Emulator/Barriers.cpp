@@ -47,6 +47,8 @@ static void completeNamedBarrier(BlockRun &b, uint32_t id) {
       acquireClock(b, t, nb.joined);
       t.wait = Wait::None;
     }
+    // A cp.async still in flight may land at any time after the barrier.
+    markPendingCopies(b, t);
   }
   b.stats->namedBarriers++;
   nb = NamedBarrierState();
@@ -204,8 +206,12 @@ void arrive(BlockRun &b, GpuThread &t, MBarrierState &m, uint32_t offset,
              " (PTX ISA 9.7.13.15.16: one test_wait / try_wait must return "
              "true for each phase before an arrive on the next)",
          site);
+  if (count == 0)
+    fail("mbarrier.arrive" + std::string(drop ? "_drop" : "") +
+             " with a count of 0 (the count is in [1, 2^20 - 1])",
+         site);
   if (drop) {
-    if (count > m.expected)
+    if (count >= m.expected)
       fail("mbarrier.arrive_drop of " + std::to_string(count) + " on " +
                where(offset) + ", which expects " + std::to_string(m.expected) +
                " arrivals per phase",
@@ -418,11 +424,11 @@ extern "C" uint64_t __kvemu_mbarrier(uint32_t kind, const void *ptr, uint32_t a,
 extern "C" void __kvemu_fence_mbarrier_init(uint32_t) {}
 
 extern "C" void __kvemu_barrier(uint32_t id, uint32_t count, uint32_t site) {
-  BlockRun &b = *current.block;
   GpuThread &t = *current.thread;
-  // barrier 0 of the whole block is __syncthreads: every thread of the
-  // block at the same barrier (Scheduler.cpp), ordering everything.
-  if (id == 0 && (count == 0 || count == b.threads.size())) {
+  // Barrier 0 without a thread count is __syncthreads: every thread of the
+  // block at the same barrier (Scheduler.cpp), ordering everything. With a
+  // count it is a named barrier like the others, which bar.arrive may use.
+  if (id == 0 && count == 0) {
     t.wait = Wait::Barrier;
     t.waitSite = site;
     yieldToScheduler();

@@ -119,11 +119,14 @@ static std::string accessName(uint32_t flags) {
 }
 
 static std::string threadOf(BlockRun &b, uint32_t linearPlusOne) {
-  if (linearPlusOne - 1 >= b.threads.size())
+  if (linearPlusOne - 1 >= b.threads.size()) {
+    uint32_t key = b.agentKeys[linearPlusOne - 1 - b.threads.size()];
+    if (key & BlockRun::kWarpgroupAgent)
+      return "(the wgmma.mma_async of warpgroup " +
+             std::to_string(key & ~BlockRun::kWarpgroupAgent) + ")";
     return "(a bulk copy completing on the mbarrier at shared offset " +
-           std::to_string(
-               b.agentBarriers[linearPlusOne - 1 - b.threads.size()]) +
-           ")";
+           std::to_string(key) + ")";
+  }
   const GpuThread &t = b.threads[linearPlusOne - 1];
   return "(" + std::to_string(t.tid[0]) + "," + std::to_string(t.tid[1]) + "," +
          std::to_string(t.tid[2]) + ")";
@@ -137,6 +140,15 @@ static std::string threadOf(BlockRun &b, uint32_t linearPlusOne) {
 /// conflicting accesses that are not both strong form a data race), not
 /// two atomics. Up to two readers and two atomic updaters per byte are
 /// remembered. Each pair of sites is reported once per launch.
+/// Whether the last write of a shared byte may still race: a thread's
+/// within its epoch (a block barrier orders it), a bulk copy's within the
+/// block (only its mbarrier orders it; Tma.cpp).
+static bool writeLive(const BlockRun &b, const BlockRun::Shadow &sh) {
+  if (sh.writer.thread > b.threads.size())
+    return sh.writeEpoch >= b.blockEpoch;
+  return sh.writeEpoch == b.epoch;
+}
+
 static bool ordered(BlockRun &b, const GpuThread &t,
                     const BlockRun::Accessor &other) {
   uint32_t who = other.thread - 1;
@@ -149,7 +161,7 @@ static bool ordered(BlockRun &b, const GpuThread &t,
 
 bool kvir::emu::writeOrderedBefore(BlockRun &b, const GpuThread &t,
                                    const BlockRun::Shadow &sh) {
-  if (!sh.writer.thread || sh.writeEpoch != b.epoch ||
+  if (!sh.writer.thread || !writeLive(b, sh) ||
       sh.writer.thread == t.linear + 1)
     return true;
   return ordered(b, t, sh.writer);
@@ -158,7 +170,7 @@ bool kvir::emu::writeOrderedBefore(BlockRun &b, const GpuThread &t,
 /// Columns of the vector clocks: the block's threads, then its async
 /// agents (one per mbarrier that bulk copies complete on).
 static size_t clockWidth(const BlockRun &b) {
-  return b.threads.size() + b.agentBarriers.size();
+  return b.threads.size() + b.agentKeys.size();
 }
 
 static void allocateClocks(BlockRun &b) {
@@ -194,13 +206,13 @@ void kvir::emu::acquireClock(BlockRun &b, GpuThread &t,
     mine[i] = std::max(mine[i], from[i]);
 }
 
-uint32_t kvir::emu::asyncAgent(BlockRun &b, uint32_t barrier) {
-  for (uint32_t a = 0; a < b.agentBarriers.size(); ++a)
-    if (b.agentBarriers[a] == barrier)
+uint32_t kvir::emu::asyncAgent(BlockRun &b, uint32_t key) {
+  for (uint32_t a = 0; a < b.agentKeys.size(); ++a)
+    if (b.agentKeys[a] == key)
       return uint32_t(b.threads.size()) + a;
   // A new column: widen every thread's clock.
   size_t n = b.threads.size(), oldWidth = clockWidth(b);
-  b.agentBarriers.push_back(barrier);
+  b.agentKeys.push_back(key);
   b.agentSegments.push_back(1);
   if (!b.clocks.empty()) {
     std::vector<uint32_t> wider(n * (oldWidth + 1), 0);
@@ -210,6 +222,17 @@ uint32_t kvir::emu::asyncAgent(BlockRun &b, uint32_t barrier) {
     b.clocks = std::move(wider);
   }
   return uint32_t(oldWidth);
+}
+
+void kvir::emu::joinClocks(BlockRun &b,
+                           const std::vector<GpuThread *> &members) {
+  allocateClocks(b);
+  size_t width = clockWidth(b);
+  std::vector<uint32_t> joined(width, 0);
+  for (GpuThread *t : members)
+    releaseClock(b, *t, joined);
+  for (GpuThread *t : members)
+    acquireClock(b, *t, joined);
 }
 
 void kvir::emu::releaseAgent(BlockRun &b, uint32_t agent,
@@ -250,7 +273,7 @@ static Conflict findConflict(BlockRun &b, GpuThread &t,
   };
   // Plain stores race with everything; loads with stores and atomics;
   // atomics with plain accesses.
-  if (sh.writeEpoch == epoch && races(sh.writer))
+  if (writeLive(b, sh) && races(sh.writer))
     return {sh.writer.thread, sh.writer.site, Access::store};
   if (kind != Access::load)
     if (std::optional<Conflict> c = inSet(sh.readers, Access::load))
@@ -351,6 +374,37 @@ void kvir::emu::recordAsyncWrite(BlockRun &b, GpuThread &issuer, uint32_t agent,
     sh.writerProxyFences = 0;
   }
   b.stats->sharedBytesStored += bytes;
+}
+
+void kvir::emu::recordWgmmaReads(BlockRun &b, uint32_t group,
+                                 const WgmmaOp &op) {
+  uint32_t agent = asyncAgent(b, BlockRun::kWarpgroupAgent | group);
+  uint32_t &segment = b.agentSegments[agent - b.threads.size()];
+  BlockRun::Accessor me{agent + 1, op.site, 0, segment};
+  for (uint64_t offset : op.operands)
+    for (uint64_t i = offset; i < offset + op.bytes; ++i) {
+      BlockRun::Accessors &set = b.shadow[i].readers;
+      if (set.epoch != b.epoch)
+        set = {b.epoch, me, {}};
+      else if (set.first.thread == me.thread)
+        set.first = me;
+      else if (!set.second.thread || set.second.thread == me.thread)
+        set.second = me;
+    }
+  // The warpgroup's threads saw the reads complete at their wait.
+  allocateClocks(b);
+  size_t width = clockWidth(b);
+  for (uint32_t t = group * 128; t < group * 128 + 128; ++t)
+    b.clocks[t * width + agent] =
+        std::max(b.clocks[t * width + agent], segment);
+  segment++;
+}
+
+void kvir::emu::recordAsyncRead(BlockRun &b, GpuThread &issuer, uint64_t offset,
+                                uint64_t bytes, uint32_t site) {
+  checkNotMBarrier(b, offset, bytes, "a bulk copy reads", site);
+  checkRace(b, issuer, offset, bytes, Access::load, site);
+  b.stats->sharedBytesLoaded += bytes;
 }
 
 static void finishRequest(BlockRun &b, const Request &r) {

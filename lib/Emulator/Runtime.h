@@ -139,6 +139,9 @@ struct GpuThread {
 /// A wgmma.mma_async in flight (issued, not yet retired by a wait).
 struct WgmmaOp {
   uint32_t ticket, site, n, k, types;
+  /// The shared bytes it reads: operand element offsets, each `bytes` long.
+  std::vector<uint64_t> operands;
+  uint32_t bytes;
 };
 
 /// The wgmma state of one warpgroup (4 consecutive warps). Tickets are
@@ -255,10 +258,14 @@ struct BlockRun {
   /// thread o that thread t synchronized with. Allocated at the block's
   /// first such synchronization.
   std::vector<uint32_t> clocks;
-  /// The async agents of the vector clocks: per mbarrier that bulk copies
-  /// complete on, its shared offset and its current segment. Agent a is
-  /// column (and "thread") threads.size() + a.
-  std::vector<uint32_t> agentBarriers, agentSegments;
+  /// The async agents of the vector clocks, each with its key and current
+  /// segment; agent a is column (and "thread") threads.size() + a. The
+  /// bulk copies completing on one mbarrier are one agent (key: the
+  /// mbarrier's shared offset); the wgmmas of one warpgroup another (key:
+  /// kWarpgroupAgent | warpgroup), whose operand reads count from their
+  /// retiring wait.
+  static constexpr uint32_t kWarpgroupAgent = 0x80000000u;
+  std::vector<uint32_t> agentKeys, agentSegments;
   /// Shared bytes that bulk stores in flight read (until their bulk group
   /// is waited for with .read): writes to them are reported.
   struct AsyncRead {
@@ -363,11 +370,22 @@ void acquireClock(BlockRun &block, GpuThread &t,
 /// (linear id) through named barriers or mbarriers.
 bool clockCovers(const BlockRun &block, const GpuThread &t, uint32_t other,
                  uint32_t segment);
-/// The async agent of the bulk copies that complete on the mbarrier at
-/// shared offset `barrier` (its column in the vector clocks), created on
-/// first use; releaseAgent joins its current segment into `into` (the
-/// mbarrier's releases) and starts a new one.
-uint32_t asyncAgent(BlockRun &block, uint32_t barrier);
+/// The async agent with `key` (its column in the vector clocks; see
+/// BlockRun::agentKeys), created on first use; releaseAgent joins its
+/// current segment into `into` (an mbarrier's releases) and starts a new
+/// one.
+uint32_t asyncAgent(BlockRun &block, uint32_t key);
+/// Orders everything `members` did before everything they do next: a
+/// block barrier, bar.warp.sync (Memory.cpp).
+void joinClocks(BlockRun &block, const std::vector<GpuThread *> &members);
+/// Records the reads of warpgroup `group`'s retired wgmma `op` as its agent's
+/// and lets the warpgroup's threads acquire them (Memory.cpp): a later
+/// write must be ordered after the retiring wait.
+void recordWgmmaReads(BlockRun &block, uint32_t group, const WgmmaOp &op);
+/// A bulk store's read of its shared source by `issuer`: generic writes of
+/// it must be ordered before (Memory.cpp).
+void recordAsyncRead(BlockRun &block, GpuThread &issuer, uint64_t offset,
+                     uint64_t bytes, uint32_t site);
 void releaseAgent(BlockRun &block, uint32_t agent, std::vector<uint32_t> &into);
 /// Records a bulk copy's write of shared [offset, offset + bytes), issued
 /// by `issuer`, as agent `agent`'s (Memory.cpp).

@@ -424,6 +424,13 @@ static bool resolveBarrier(BlockRun &b) {
       t.wait = Wait::None;
     b.epoch++;
     b.stats->barriers++;
+    // What named barriers or mbarriers let one thread see, all see now.
+    if (!b.clocks.empty()) {
+      std::vector<GpuThread *> all;
+      for (GpuThread &t : b.threads)
+        all.push_back(&t);
+      joinClocks(b, all);
+    }
     // A cp.async still in flight may land at any time in the new epoch.
     for (GpuThread &t : b.threads)
       markPendingCopies(b, t);
@@ -689,7 +696,7 @@ llvm::LogicalResult kvir::emu::runLaunch(const KernelHandle &kernel, Dim3 grid,
         for (NamedBarrierState &nb : b.namedBarriers)
           nb = NamedBarrierState();
         b.clocks.clear();
-        b.agentBarriers.clear();
+        b.agentKeys.clear();
         b.agentSegments.clear();
         b.asyncReads.clear();
         // Uninitialized shared memory reads as NaN / all-ones, never as a

@@ -151,8 +151,7 @@ void checkSource(BlockRun &b, GpuThread &issuer, uint64_t offset,
                describeSite(sh.writer.site),
            site);
   }
-  checkAccess(b.shared + offset, bytes, kabi::Load, site);
-  (void)issuer;
+  recordAsyncRead(b, issuer, offset, bytes, site);
 }
 
 /// The global side of a bulk copy of `size` bytes: size and address
@@ -243,11 +242,23 @@ void __kvemu_tma_store(const void *tensorMap, const void *src,
   uint64_t bytes = tile.elements * e;
   uint64_t srcOffset = sharedRange(src, bytes, 128, what, site);
   std::vector<uint8_t> box(bytes);
+  std::vector<uint64_t> chunks;
   for (uint64_t chunk = 0; chunk < bytes; chunk += 16) {
     uint64_t at = swizzled(srcOffset + chunk, m.swizzle);
     checkSource(b, t, at, 16, what, site);
     std::memcpy(&box[chunk], b.shared + at, 16);
-    b.asyncReads.push_back({at, 16, t.linear, t.bulkOpen, site});
+    chunks.push_back(at);
+  }
+  // The source stays protected until the bulk group's wait, as ranges.
+  llvm::sort(chunks);
+  for (uint64_t at : chunks) {
+    BlockRun::AsyncRead *last =
+        b.asyncReads.empty() ? nullptr : &b.asyncReads.back();
+    if (last && last->thread == t.linear && last->site == site &&
+        last->group == t.bulkOpen && last->offset + last->bytes == at)
+      last->bytes += 16;
+    else
+      b.asyncReads.push_back({at, 16, t.linear, t.bulkOpen, site});
   }
   forEachElement(tile, coords, [&](uint64_t i, bool in, uint64_t addr) {
     if (!in) // out-of-bound elements are not written

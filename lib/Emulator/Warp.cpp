@@ -290,6 +290,10 @@ void kvir::emu::executeCollective(BlockRun &b,
       std::copy(merged, merged + 32, t->clock);
       t->clock[t->lane]++;
     }
+    // And what the members synchronized with through named barriers or
+    // mbarriers (an elected lane's wait, before the warp reads).
+    if (!b.clocks.empty())
+      joinClocks(b, lanes);
     return;
   }
   case Arrival::Mma:

@@ -350,7 +350,8 @@ void executeMma(BlockRun &b, uint32_t group,
     t->result = ticket;
   }
   b.warpgroups[group].uncommitted.push_back(
-      {ticket, site, N, K, op.typeA | op.typeB << 8 | op.typeD << 16});
+      {ticket, site, N, K, op.typeA | op.typeB << 8 | op.typeD << 16,
+       std::move(offsets), elementBytes(op.typeA)});
   b.stats->wgmmaOps++;
   b.stats->wgmmaShapes["m64n" + std::to_string(N) + "k" + std::to_string(K) +
                        "." + typeName(op.typeD) + "." + typeName(op.typeA)]++;
@@ -402,8 +403,11 @@ void kvir::emu::executeWarpgroupCollective(BlockRun &b, uint32_t group,
                            "wgmma.wait_group is .aligned: its threads wait "
                            "for different group counts",
                            a.site);
-    while (wg.groups.size() > a.value)
+    while (wg.groups.size() > a.value) {
+      for (const WgmmaOp &op : wg.groups.front())
+        recordWgmmaReads(b, group, op);
       wg.groups.erase(wg.groups.begin());
+    }
     return;
   case WarpgroupArrival::SetMaxNReg: {
     for (GpuThread *t : threads)

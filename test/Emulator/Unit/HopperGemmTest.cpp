@@ -41,7 +41,8 @@ std::string accType() {
 
 /// Mutations: 1 the consumers do not wait for a stage's TMA loads, 2 the
 /// producer does not wait for a stage to be released, 3 no fence.proxy.async
-/// before the TMA store, 4 the consumers ask for 240 registers.
+/// before the TMA store, 4 the consumers ask for 240 registers, 5 the
+/// consumers release a stage before its wgmmas retired.
 std::string kernel() {
   std::string acc = accType(), ws = "#gpu.address_space<workgroup>";
   std::string s = R"(
@@ -94,6 +95,8 @@ std::string kernel() {
     %isM2 = arith.cmpi eq, %mode, %i2 : i32
     %isM3 = arith.cmpi eq, %mode, %i3 : i32
     %isM4 = arith.cmpi eq, %mode, %i4 : i32
+    %i5 = arith.constant 5 : i32
+    %isM5 = arith.cmpi eq, %mode, %i5 : i32
     scf.if %isProducer {
       nvvm.setmaxregister decrease 40
       scf.if %first {
@@ -211,9 +214,20 @@ std::string kernel() {
     in = "%r" + jn;
   }
   s += R"(        nvvm.wgmma.commit.group.sync.aligned
+        // Mode 5 releases this stage before its wgmmas retired.
+        scf.if %isM5 {
+          %c32 = arith.constant 32 : index
+          %eo = arith.addi %o, %c32 : index
+          %ea = arith.addi %base, %eo : index
+          %ea64 = arith.index_cast %ea : index to i64
+          %ep = llvm.inttoptr %ea64 : i64 to !llvm.ptr<3>
+          %tok = nvvm.mbarrier.arrive %ep : !llvm.ptr<3> -> i64
+        }
         nvvm.wgmma.wait.group.sync.aligned 1
         // The previous stage's wgmmas retired: release it.
-        %notFirst = arith.cmpi ugt, %kt, %c0 : index
+        %notM5 = arith.xori %isM5, %true : i1
+        %after = arith.cmpi ugt, %kt, %c0 : index
+        %notFirst = arith.andi %after, %notM5 : i1
         scf.if %notFirst {
           %prev0 = arith.addi %kt, %c4 : index
           %prev1 = arith.subi %prev0, %c1 : index
@@ -418,6 +432,9 @@ TEST_F(HopperGemmTest, EveryHazardIsReported) {
       {2, "before any wait observed the completion of phase 0"},
       {3, "without a fence.proxy.async"},
       {4, "setmaxnreg: the warpgroups' register budgets add up to 66560"},
+      // The producer's TMA overwrites a stage whose wgmmas are in flight, or
+      // retired after the release that let it in.
+      {5, "wgmma.mma_async of warpgroup"},
   };
   for (auto [mode, text] : cases) {
     SCOPED_TRACE(mode);

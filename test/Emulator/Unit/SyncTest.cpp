@@ -101,6 +101,48 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
+    // The lanes of warp 0 write data[l], meet at __syncwarp, and lane 0
+    // alone arrives on an mbarrier of 1; lane 0 of warp 1 waits, meets its
+    // warp at __syncwarp, and every lane of warp 1 reads data[l]. The warp
+    // barriers carry the mbarrier's ordering to the other lanes.
+    gpu.func @mb_warp_handoff(%out: memref<?xi32>)
+        workgroup(%bar: memref<1xi64, #gpu.address_space<workgroup>>,
+                  %data: memref<32xi32, #gpu.address_space<workgroup>>) kernel {
+      %t = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %c32 = arith.constant 32 : index
+      %i0 = arith.constant 0 : i32
+      %i1 = arith.constant 1 : i32
+      %all = arith.constant -1 : i32
+      %bi = memref.extract_aligned_pointer_as_index %bar : memref<1xi64, #gpu.address_space<workgroup>> -> index
+      %bi64 = arith.index_cast %bi : index to i64
+      %bp = llvm.inttoptr %bi64 : i64 to !llvm.ptr<3>
+      %first = arith.cmpi eq, %t, %c0 : index
+      scf.if %first {
+        nvvm.mbarrier.init %bp, %i1 : !llvm.ptr<3>, i32
+      }
+      gpu.barrier
+      %lane = arith.remui %t, %c32 : index
+      %lane0 = arith.cmpi eq, %lane, %c0 : index
+      %producer = arith.cmpi ult, %t, %c32 : index
+      scf.if %producer {
+        %ti = arith.index_cast %t : index to i32
+        memref.store %ti, %data[%t] : memref<32xi32, #gpu.address_space<workgroup>>
+        nvvm.bar.warp.sync %all : i32
+        scf.if %lane0 {
+          %s = nvvm.mbarrier.arrive %bp : !llvm.ptr<3> -> i64
+        }
+      } else {
+        scf.if %lane0 {
+          nvvm.mbarrier.try_wait.parity %bp, %i0, %i0 : !llvm.ptr<3>, i32, i32
+        }
+        nvvm.bar.warp.sync %all : i32
+        %v = memref.load %data[%lane] : memref<32xi32, #gpu.address_space<workgroup>>
+        memref.store %v, %out[%lane] : memref<?xi32>
+      }
+      gpu.return
+    }
+
     // A ring of two slots between a producer warp (warp 0, lane 0 copies
     // in[i] into slot i % 2) and a consumer warp (warp 1, lane 0 adds it to
     // a sum): full[s] counts the producer's arrive and `tx` bytes
@@ -358,6 +400,17 @@ TEST_F(SyncTest, MBarrierMisuseIsReported) {
                            "0)"),
             std::string::npos)
       << reports();
+}
+
+TEST_F(SyncTest, WarpBarriersCarryMBarrierOrdering) {
+  ASSERT_TRUE(ok);
+  Buffer<int32_t> out(32, -1);
+  Args args;
+  args.memref(out);
+  ASSERT_TRUE(succeeded(launch("mb_warp_handoff", {1, 1, 1}, {64, 1, 1}, args)))
+      << reports();
+  for (int i = 0; i < 32; ++i)
+    EXPECT_EQ(out[i], i);
 }
 
 TEST_F(SyncTest, MBarrierRingWithTransactions) {

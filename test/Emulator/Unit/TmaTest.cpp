@@ -28,7 +28,8 @@ module attributes {gpu.container_module} {
   gpu.module @tma_kernels {
     // Thread 0 loads the box at (x, y[, z]) into shared offset 1024,
     // completing `bytes` on the mbarrier at offset 0; every thread waits
-    // (not in mode 1) and copies the box's `nwords` words to out.
+    // (mode 1: does not; mode 2: meets at a block barrier instead, which
+    // does not order a bulk copy) and copies the box's `nwords` words out.
     gpu.func @tma_load2(%map: !llvm.ptr, %out: memref<?xi32>, %x: i32,
                         %y: i32, %bytes: i32, %nwords: index, %mode: i32) kernel {
       %t = gpu.thread_id x
@@ -53,11 +54,17 @@ module attributes {gpu.container_module} {
         %s = nvvm.mbarrier.arrive.expect_tx %bar, %bytes : !llvm.ptr<3>, i32 -> i64
         nvvm.cp.async.bulk.tensor.shared.cluster.global %tile, %map, %bar, box[%x, %y] {isCTAOnly = true} : !llvm.ptr<3>, !llvm.ptr
       }
+      %i2 = arith.constant 2 : i32
       %noWait = arith.cmpi eq, %mode, %i1 : i32
+      %syncOnly = arith.cmpi eq, %mode, %i2 : i32
+      %skip = arith.ori %noWait, %syncOnly : i1
       %true = arith.constant true
-      %wait = arith.xori %noWait, %true : i1
+      %wait = arith.xori %skip, %true : i1
       scf.if %wait {
         nvvm.mbarrier.try_wait.parity %bar, %i0, %i0 : !llvm.ptr<3>, i32, i32
+      }
+      scf.if %syncOnly {
+        gpu.barrier
       }
       %words = memref.view %dyn[%c1024][%nwords] : memref<?xi8, #gpu.address_space<workgroup>> to memref<?xi32, #gpu.address_space<workgroup>>
       scf.for %w = %t to %nwords step %c32 {
@@ -450,6 +457,12 @@ TEST_F(TmaTest, MisuseIsReported) {
   };
   // Reading the destination without waiting for the mbarrier.
   EXPECT_FALSE(load(map.bytes, 1, bytes));
+  EXPECT_NE(reports().find("which thread (a bulk copy completing on the "
+                           "mbarrier at shared offset 0) wrote"),
+            std::string::npos)
+      << reports();
+  // A block barrier does not order a bulk copy: only its mbarrier does.
+  EXPECT_FALSE(load(map.bytes, 2, bytes));
   EXPECT_NE(reports().find("which thread (a bulk copy completing on the "
                            "mbarrier at shared offset 0) wrote"),
             std::string::npos)
