@@ -176,10 +176,6 @@ const char *opName(uint32_t kind) {
   return kind < std::size(names) ? names[kind] : "mbarrier";
 }
 
-uint32_t mbarrierOffset(const void *ptr, uint32_t kind, uint32_t site) {
-  return mbarrierAt(ptr, opName(kind), site);
-}
-
 std::string where(uint32_t offset) {
   return "the mbarrier at shared offset " + std::to_string(offset);
 }
@@ -309,7 +305,7 @@ extern "C" uint64_t __kvemu_mbarrier(uint32_t kind, const void *ptr, uint32_t a,
     return 0;
   BlockRun &b = *current.block;
   GpuThread &t = *current.thread;
-  uint32_t offset = mbarrierOffset(ptr, kind, site);
+  uint32_t offset = mbarrierAt(ptr, opName(kind), site);
   MBarrierState &m = b.mbarriers[offset];
   if (kind == kabi::MbInit) {
     if (m.valid)

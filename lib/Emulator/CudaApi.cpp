@@ -351,8 +351,9 @@ void *mgpuTensorMapEncodeTiledMemref(int64_t rank, void *descriptor,
                                      int64_t dataType, int64_t interleave,
                                      int64_t swizzle, int64_t l2Promotion,
                                      int64_t oobFill, int64_t *boxDims) {
-  static const uint32_t bytes[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4};
-  uint32_t e = dataType >= 0 && dataType < 13 ? bytes[dataType] : 1;
+  kvir::emu::TensorMapFields type;
+  type.dataType = uint32_t(dataType);
+  uint32_t e = type.elementBytes(); // 0 for a type the encoder refuses
   // {allocated, aligned, offset, sizes[rank], strides[rank]}
   auto *fields = static_cast<int64_t *>(descriptor);
   char *aligned = reinterpret_cast<char *>(fields[1]);

@@ -134,43 +134,41 @@ void __kvemu_mma(uint32_t m, uint32_t n, uint32_t k, uint32_t types,
   collective(a);
 }
 
-void __kvemu_ldmatrix(uint32_t num, uint32_t trans, const void *ptr,
-                      uint32_t *out, uint32_t site) {
+/// The arrival of a lane at ldmatrix / stmatrix (.m8n8, x`num`): lanes
+/// 0..8*num-1 each give the address of one 16-byte row, checked (and, for
+/// stmatrix, recorded as written) here; the warp moves the data when all
+/// its lanes arrived.
+static Arrival matrixRows(Arrival::Kind kind, uint32_t num, uint32_t trans,
+                          const void *ptr, uint32_t site) {
   GpuThread &t = *current.thread;
-  // Threads 0..8*num-1 each give the address of one 16-byte row.
+  bool store = kind == Arrival::StMatrix;
   if (t.lane < 8 * num) {
     if (reinterpret_cast<uintptr_t>(ptr) % 16)
-      fail("ldmatrix row address is not 16-byte aligned", site);
-    checkAccess(ptr, 16, kabi::Load, site);
+      fail(std::string(store ? "stmatrix" : "ldmatrix") +
+               " row address is not 16-byte aligned",
+           site);
+    checkAccess(ptr, 16, store ? kabi::Store : kabi::Load, site);
   }
   Arrival a{};
-  a.kind = Arrival::LdMatrix;
+  a.kind = kind;
   a.mask = ~0u;
   a.site = site;
   a.num = num;
   a.trans = trans;
   a.ptr = ptr;
+  return a;
+}
+
+void __kvemu_ldmatrix(uint32_t num, uint32_t trans, const void *ptr,
+                      uint32_t *out, uint32_t site) {
+  Arrival a = matrixRows(Arrival::LdMatrix, num, trans, ptr, site);
   a.out = out;
   collective(a);
 }
 
 void __kvemu_stmatrix(uint32_t num, uint32_t trans, void *ptr,
                       const uint32_t *regs, uint32_t site) {
-  GpuThread &t = *current.thread;
-  // Threads 0..8*num-1 each give the address of one 16-byte row, which the
-  // warp writes when all its lanes arrived.
-  if (t.lane < 8 * num) {
-    if (reinterpret_cast<uintptr_t>(ptr) % 16)
-      fail("stmatrix row address is not 16-byte aligned", site);
-    checkAccess(ptr, 16, kabi::Store, site);
-  }
-  Arrival a{};
-  a.kind = Arrival::StMatrix;
-  a.mask = ~0u;
-  a.site = site;
-  a.num = num;
-  a.trans = trans;
-  a.ptr = ptr;
+  Arrival a = matrixRows(Arrival::StMatrix, num, trans, ptr, site);
   a.a = regs;
   collective(a);
 }

@@ -216,10 +216,6 @@ std::optional<LogicalResult> Instrumenter::rewriteBulkCopy(Operation *op) {
   auto replaceWithCall = [&](StringRef hookName, SmallVector<Value> args) {
     return replaceWithHook(op, hookName, std::move(args));
   };
-  auto coordinates = [&](Operation *at, ValueRange values) {
-    return coordinateArray(at, values);
-  };
-  auto predicate = [&](Value p) { return predicateFlag(loc, p); };
   return TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       .Case([&](NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp c)
                 -> LogicalResult {
@@ -228,22 +224,23 @@ std::optional<LogicalResult> Instrumenter::rewriteBulkCopy(Operation *op) {
           return c.emitError("the emulator models tile-mode tensor copies");
         if (c.getMulticastMask())
           return c.emitError("the emulator does not model TMA multicast");
-        Value coords = coordinates(c, c.getCoordinates());
-        return replaceWithCall(
-            kabi::kTmaLoad,
-            {toGeneric(loc, c.getTmaDescriptor()),
-             toGeneric(loc, c.getDstMem()), toGeneric(loc, c.getMbar()), coords,
-             i32(loc, c.getCoordinates().size()), predicate(c.getPredicate())});
+        Value coords = coordinateArray(c, c.getCoordinates());
+        return replaceWithCall(kabi::kTmaLoad,
+                               {toGeneric(loc, c.getTmaDescriptor()),
+                                toGeneric(loc, c.getDstMem()),
+                                toGeneric(loc, c.getMbar()), coords,
+                                i32(loc, c.getCoordinates().size()),
+                                predicateFlag(loc, c.getPredicate())});
       })
       .Case([&](NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp c) -> LogicalResult {
         if (c.getMode() != NVVM::TMAStoreMode::TILE)
           return c.emitError("the emulator models tile-mode tensor copies");
-        Value coords = coordinates(c, c.getCoordinates());
+        Value coords = coordinateArray(c, c.getCoordinates());
         return replaceWithCall(kabi::kTmaStore,
                                {toGeneric(loc, c.getTmaDescriptor()),
                                 toGeneric(loc, c.getSrcMem()), coords,
                                 i32(loc, c.getCoordinates().size()),
-                                predicate(c.getPredicate())});
+                                predicateFlag(loc, c.getPredicate())});
       })
       .Case([&](NVVM::CpAsyncBulkGlobalToSharedClusterOp c) -> LogicalResult {
         if (c.getMulticastMask())

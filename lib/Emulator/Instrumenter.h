@@ -85,7 +85,6 @@ private:
   /// given and the ops that spill it (not reads to check), and its result.
   struct WgmmaSite {
     LLVM::CallOp call;
-    Value inouts;
     SmallVector<Operation *> spills;
     Value results, ticket;
   };

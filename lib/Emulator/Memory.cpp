@@ -309,6 +309,21 @@ std::string kvir::emu::describeWriter(BlockRun &b, const BlockRun::Shadow &sh) {
   return "thread " + threadOf(b, sh.writer.thread);
 }
 
+std::string kvir::emu::unfencedGenericWrite(BlockRun &b, uint64_t offset,
+                                            const std::string &reader) {
+  const BlockRun::Shadow &sh = b.shadow[offset];
+  uint32_t writer = sh.writer.thread;
+  // Bulk copies (agents) write through the async proxy themselves.
+  if (!writer || sh.writeEpoch < b.blockEpoch || writer > b.threads.size() ||
+      b.threads[writer - 1].proxyFences != sh.writerProxyFences)
+    return "";
+  return reader + " (async proxy) reads shared offset " +
+         std::to_string(offset) + ", which " + describeWriter(b, sh) +
+         " wrote through the generic proxy without a fence.proxy.async "
+         "since\n  write at " +
+         describeSite(sh.writer.site);
+}
+
 static const char *accessVerb(Access kind, bool past) {
   switch (kind) {
   case Access::load:

@@ -163,7 +163,6 @@ struct WarpgroupState {
 /// An mbarrier object in shared memory (MBarrier.cpp), by its offset.
 struct MBarrierState {
   bool valid = false;      // initialized and not invalidated
-  bool initFenced = false; // fence.mbarrier_init executed after init
   uint32_t initThread = 0; // linear id + 1 of the initializing thread
   uint32_t initSite = 0;
   uint32_t expected = 0; // arrivals per phase (arrive_drop lowers it)
@@ -309,6 +308,19 @@ inline uint32_t floatToWord(float f) {
   return w;
 }
 
+/// An f16 or bf16 value as the f32 it is exactly (Warp.cpp).
+float halfToFloat(uint16_t bits, bool bf16);
+
+/// A shared-memory swizzle of `spanBytes` (32, 64 or 128; 0: none), as TMA
+/// writes and wgmma descriptors read it: the 16-byte chunk bits [4, 4+B)
+/// of the address are XORed with bits [7, 7+B), B = log2(spanBytes / 16).
+inline uint64_t swizzleOffset(uint64_t offset, uint32_t spanBytes) {
+  if (!spanBytes)
+    return offset;
+  uint64_t mask = uint64_t(spanBytes / 16 - 1) << 4;
+  return offset ^ ((offset >> 3) & mask);
+}
+
 /// Reports a fatal error for the current thread and stops it for good.
 [[noreturn]] void fail(const std::string &what, uint32_t site);
 /// Records a non-fatal finding (a race); the launch fails at its end.
@@ -403,6 +415,11 @@ bool writeOrderedBefore(BlockRun &block, const GpuThread &t,
 /// Describes the writer of a shared byte for reports: "thread (x,y,z)" or
 /// the bulk copy (async agent).
 std::string describeWriter(BlockRun &block, const BlockRun::Shadow &sh);
+/// The report for `reader` (an async-proxy operation: wgmma, bulk store)
+/// reading shared byte `offset`, written through the generic proxy by a
+/// thread that executed no fence.proxy.async since; "" if it may.
+std::string unfencedGenericWrite(BlockRun &block, uint64_t offset,
+                                 const std::string &reader);
 
 /// Folds the block's open warp requests into the launch counters.
 void flushRequests(BlockRun &block);

@@ -62,12 +62,8 @@ void globalRange(uint64_t addr, uint64_t bytes, const std::string &what,
          site);
 }
 
-uint64_t swizzled(uint64_t offset, uint32_t swizzle) {
-  if (!swizzle)
-    return offset;
-  uint64_t mask = ((1u << swizzle) - 1) << 4;
-  return offset ^ ((offset >> 3) & mask);
-}
+/// The span of a CUtensorMapSwizzle: 0 (none), 32, 64 or 128 bytes.
+uint32_t swizzleSpan(uint32_t swizzle) { return swizzle ? 16u << swizzle : 0; }
 
 /// A tile copy's geometry: per dimension the elements in shared memory
 /// and the element stride.
@@ -77,8 +73,8 @@ struct Tile {
   uint64_t elements = 1;
 };
 
-Tile tileOf(const void *tensorMap, const int32_t *coords, uint32_t rank,
-            const std::string &what, uint32_t site) {
+Tile tileOf(const void *tensorMap, uint32_t rank, const std::string &what,
+            uint32_t site) {
   Tile tile;
   if (reinterpret_cast<uintptr_t>(tensorMap) % 64)
     fail(what + ": the tensor map address is not 64-byte aligned", site);
@@ -93,11 +89,11 @@ Tile tileOf(const void *tensorMap, const int32_t *coords, uint32_t rank,
          site);
   if (m.interleave)
     fail(what + ": interleaved tensor maps are not modeled", site);
-  static const uint32_t spans[] = {0, 32, 64, 128};
-  if (m.swizzle && m.boxDim[0] * m.elementBytes() != spans[m.swizzle])
+  if (m.swizzle && m.boxDim[0] * m.elementBytes() != swizzleSpan(m.swizzle))
     fail(what + ": a box row of " +
              std::to_string(m.boxDim[0] * m.elementBytes()) +
-             " bytes narrower than its " + std::to_string(spans[m.swizzle]) +
+             " bytes narrower than its " +
+             std::to_string(swizzleSpan(m.swizzle)) +
              "-byte swizzle: how the hardware lays it out is not documented, "
              "and the emulator does not guess",
          site);
@@ -106,7 +102,6 @@ Tile tileOf(const void *tensorMap, const int32_t *coords, uint32_t rank,
     tile.count[d] = (m.boxDim[d] + tile.stride[d] - 1) / tile.stride[d];
     tile.elements *= tile.count[d];
   }
-  (void)coords;
   return tile;
 }
 
@@ -137,19 +132,9 @@ void forEachElement(const Tile &tile, const int32_t *coords, Visit visit) {
 void checkSource(BlockRun &b, GpuThread &issuer, uint64_t offset,
                  uint64_t bytes, const std::string &what, uint32_t site) {
   for (uint64_t i = offset; i < offset + bytes; ++i) {
-    const BlockRun::Shadow &sh = b.shadow[i];
-    uint32_t writer = sh.writer.thread;
-    if (!writer || sh.writeEpoch < b.blockEpoch || writer > b.threads.size())
-      continue;
-    const GpuThread &w = b.threads[writer - 1];
-    if (w.proxyFences == sh.writerProxyFences)
-      fail(what + " (async proxy) reads shared offset " + std::to_string(i) +
-               ", which thread (" + std::to_string(w.tid[0]) + "," +
-               std::to_string(w.tid[1]) + "," + std::to_string(w.tid[2]) +
-               ") wrote through the generic proxy without a "
-               "fence.proxy.async since\n  write at " +
-               describeSite(sh.writer.site),
-           site);
+    std::string unfenced = unfencedGenericWrite(b, i, what);
+    if (!unfenced.empty())
+      fail(unfenced, site);
   }
   recordAsyncRead(b, issuer, offset, bytes, site);
 }
@@ -192,7 +177,7 @@ void __kvemu_tma_load(const void *tensorMap, void *dst, const void *mbar,
   BlockRun &b = *current.block;
   GpuThread &t = *current.thread;
   const std::string what = "cp.async.bulk.tensor (global to shared)";
-  Tile tile = tileOf(tensorMap, coords, rank, what, site);
+  Tile tile = tileOf(tensorMap, rank, what, site);
   const TensorMapFields &m = tile.map;
   if (m.oobFill)
     fail(what + ": OOB-NaN fill is not modeled (its bit pattern is not "
@@ -214,7 +199,7 @@ void __kvemu_tma_load(const void *tensorMap, void *dst, const void *mbar,
   });
   uint32_t agent = asyncAgent(b, barrier);
   for (uint64_t chunk = 0; chunk < bytes; chunk += 16) {
-    uint64_t at = swizzled(dstOffset + chunk, m.swizzle);
+    uint64_t at = swizzleOffset(dstOffset + chunk, swizzleSpan(m.swizzle));
     recordAsyncWrite(b, t, agent, at, 16, site);
     std::memcpy(b.shared + at, &box[chunk], 16);
   }
@@ -230,7 +215,7 @@ void __kvemu_tma_store(const void *tensorMap, const void *src,
   BlockRun &b = *current.block;
   GpuThread &t = *current.thread;
   const std::string what = "cp.async.bulk.tensor (shared to global)";
-  Tile tile = tileOf(tensorMap, coords, rank, what, site);
+  Tile tile = tileOf(tensorMap, rank, what, site);
   const TensorMapFields &m = tile.map;
   for (uint32_t d = 0; d < rank; ++d)
     if (coords[d] < 0)
@@ -244,7 +229,7 @@ void __kvemu_tma_store(const void *tensorMap, const void *src,
   std::vector<uint8_t> box(bytes);
   std::vector<uint64_t> chunks;
   for (uint64_t chunk = 0; chunk < bytes; chunk += 16) {
-    uint64_t at = swizzled(srcOffset + chunk, m.swizzle);
+    uint64_t at = swizzleOffset(srcOffset + chunk, swizzleSpan(m.swizzle));
     checkSource(b, t, at, 16, what, site);
     std::memcpy(&box[chunk], b.shared + at, 16);
     chunks.push_back(at);

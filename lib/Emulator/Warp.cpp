@@ -11,6 +11,25 @@
 
 using namespace kvir::emu;
 
+float kvir::emu::halfToFloat(uint16_t bits, bool bf16) {
+  if (bf16) {
+    uint32_t word = uint32_t(bits) << 16;
+    float f;
+    std::memcpy(&f, &word, 4);
+    return f;
+  }
+  // Every f16 is exactly an f32: a table of all 65536, built once by
+  // APFloat (the emulator converts each mma operand).
+  static const std::vector<float> table = [] {
+    std::vector<float> t(1 << 16);
+    for (uint32_t i = 0; i < t.size(); ++i)
+      t[i] = llvm::APFloat(llvm::APFloat::IEEEhalf(), llvm::APInt(16, i))
+                 .convertToFloat();
+    return t;
+  }();
+  return table[bits];
+}
+
 namespace {
 
 /// shfl.sync (PTX ISA, "Data Movement and Conversion Instructions:
@@ -94,25 +113,6 @@ void vote(std::vector<GpuThread *> &lanes) {
       break;
     }
   }
-}
-
-float halfToFloat(uint16_t bits, bool bf16) {
-  if (bf16) {
-    uint32_t word = uint32_t(bits) << 16;
-    float f;
-    std::memcpy(&f, &word, 4);
-    return f;
-  }
-  // Every f16 is exactly an f32: a table of all 65536, built once by
-  // APFloat (the emulator converts each mma operand).
-  static const std::vector<float> table = [] {
-    std::vector<float> t(1 << 16);
-    for (uint32_t i = 0; i < t.size(); ++i)
-      t[i] = llvm::APFloat(llvm::APFloat::IEEEhalf(), llvm::APInt(16, i))
-                 .convertToFloat();
-    return t;
-  }();
-  return table[bits];
 }
 
 uint16_t floatToHalf(float f) {

@@ -56,28 +56,21 @@ uint32_t elementBytes(uint32_t type) {
                                                     : 2;
 }
 
-/// Every f16, bf16, e4m3 and e5m2 value is exactly a float: tables built
-/// once by APFloat from the formats' definitions.
+/// Every f16, bf16, e4m3 and e5m2 value is exactly a float: the fp8
+/// tables built once by APFloat from the formats' definitions.
 float elementToFloat(uint32_t type, uint32_t bits) {
-  auto build = [](const llvm::fltSemantics &sem, unsigned width) {
-    std::vector<float> t(size_t(1) << width);
+  auto build = [](const llvm::fltSemantics &sem) {
+    std::vector<float> t(256);
     for (uint32_t i = 0; i < t.size(); ++i)
-      t[i] = llvm::APFloat(sem, llvm::APInt(width, i)).convertToFloat();
+      t[i] = llvm::APFloat(sem, llvm::APInt(8, i)).convertToFloat();
     return t;
   };
-  static const std::vector<float> f16 = build(llvm::APFloat::IEEEhalf(), 16);
-  static const std::vector<float> e4m3 =
-      build(llvm::APFloat::Float8E4M3FN(), 8);
-  static const std::vector<float> e5m2 = build(llvm::APFloat::Float8E5M2(), 8);
+  static const std::vector<float> e4m3 = build(llvm::APFloat::Float8E4M3FN());
+  static const std::vector<float> e5m2 = build(llvm::APFloat::Float8E5M2());
   switch (type) {
   case kabi::WF16:
-    return f16[bits & 0xffff];
-  case kabi::WBF16: {
-    uint32_t word = bits << 16;
-    float f;
-    std::memcpy(&f, &word, 4);
-    return f;
-  }
+  case kabi::WBF16:
+    return halfToFloat(uint16_t(bits), type == kabi::WBF16);
   case kabi::WE4M3:
     return e4m3[bits & 0xff];
   case kabi::WE5M2:
@@ -149,26 +142,19 @@ uint64_t unswizzledOffset(const Descriptor &d, bool mnMajor, uint32_t e,
          (k % 8) * d.swizzleBytes + (mn % perRow) * e;
 }
 
-uint64_t swizzle(const Descriptor &d, uint64_t offset) {
-  if (!d.swizzleBytes)
-    return offset;
-  uint64_t mask = (d.swizzleBytes / 16 - 1) << 4;
-  return offset ^ ((offset >> 3) & mask);
-}
-
-/// Loads an operand (rows x cols of `type`, element (r, c) at `at(r, c)`)
-/// from shared memory, checking that every byte lies in the block's shared
-/// memory. Returns false after a report.
-template <typename At>
+/// Loads an operand (rows x cols of `type`, row r and column c along MN
+/// and K) through descriptor `d`, checking that every byte lies in the
+/// block's shared memory. Returns false after a report.
 bool loadOperand(BlockRun &b, const char *name, const Descriptor &d,
-                 uint32_t type, uint32_t rows, uint32_t cols, At at,
+                 bool mnMajor, uint32_t type, uint32_t rows, uint32_t cols,
                  std::vector<float> &out, std::vector<uint64_t> &offsets,
                  std::string &error) {
   uint32_t e = elementBytes(type);
   out.assign(size_t(rows) * cols, 0);
   for (uint32_t r = 0; r < rows; ++r)
     for (uint32_t c = 0; c < cols; ++c) {
-      uint64_t offset = at(r, c);
+      uint64_t offset =
+          swizzleOffset(unswizzledOffset(d, mnMajor, e, r, c), d.swizzleBytes);
       if (offset + e > b.sharedBytes) {
         error = std::string("wgmma operand ") + name + " element (" +
                 std::to_string(r) + ", " + std::to_string(c) +
@@ -269,24 +255,12 @@ void executeMma(BlockRun &b, uint32_t group,
         b, first, "wgmma.mma_async with A in registers is not modeled", site);
   error = checkDescriptor("A", da);
   if (error.empty())
-    loadOperand(
-        b, "A", da, op.typeA, M, K,
-        [&](uint32_t m, uint32_t k) {
-          return swizzle(
-              da, unswizzledOffset(da, mnMajorA, elementBytes(op.typeA), m, k));
-        },
-        A, offsets, error);
+    loadOperand(b, "A", da, mnMajorA, op.typeA, M, K, A, offsets, error);
   std::vector<float> Bt; // N x K
   if (error.empty())
     error = checkDescriptor("B", db);
   if (error.empty())
-    loadOperand(
-        b, "B", db, op.typeB, N, K,
-        [&](uint32_t n, uint32_t k) {
-          return swizzle(
-              db, unswizzledOffset(db, mnMajorB, elementBytes(op.typeB), n, k));
-        },
-        Bt, offsets, error);
+    loadOperand(b, "B", db, mnMajorB, op.typeB, N, K, Bt, offsets, error);
   if (!error.empty())
     return blockReport(b, first, error, site);
 
@@ -309,22 +283,9 @@ void executeMma(BlockRun &b, uint32_t group,
               "mbarrier the copy completes on, or synchronize)\n  write at " +
               describeSite(sh.writer.site),
           site);
-    if (!sh.writer.thread || sh.writeEpoch < b.blockEpoch ||
-        sh.writer.thread > b.threads.size())
-      continue;
-    const GpuThread &writer = b.threads[sh.writer.thread - 1];
-    if (writer.proxyFences == sh.writerProxyFences)
-      return blockReport(
-          b, first,
-          "wgmma.mma_async (async proxy) reads shared offset " +
-              std::to_string(offset) + ", which thread (" +
-              std::to_string(writer.tid[0]) + "," +
-              std::to_string(writer.tid[1]) + "," +
-              std::to_string(writer.tid[2]) +
-              ") wrote through the generic proxy without a fence.proxy.async "
-              "since\n  write at " +
-              describeSite(sh.writer.site),
-          site);
+    std::string unfenced = unfencedGenericWrite(b, offset, "wgmma.mma_async");
+    if (!unfenced.empty())
+      return blockReport(b, first, unfenced, site);
   }
 
   uint32_t ticket = b.nextTicket++;

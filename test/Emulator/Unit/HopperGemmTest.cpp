@@ -17,7 +17,6 @@
 #include "kvir/Emulator/TensorMap.h"
 
 #include <cmath>
-#include <cstdlib>
 #include <random>
 
 using namespace kvir::emu;
@@ -329,20 +328,9 @@ std::string kernel() {
   return s;
 }
 
-struct Map {
-  Map() : bytes(static_cast<uint8_t *>(std::aligned_alloc(64, 128))) {
-    Emulator::get().registerAllocation(bytes, 128, "tensor map");
-  }
-  ~Map() {
-    Emulator::get().unregisterAllocation(bytes);
-    std::free(bytes);
-  }
-  uint8_t *bytes;
-};
-
 /// A 2-D bf16 tensor map: `inner` x `outer` elements, box `boxInner` x
 /// `boxOuter`, 128-byte swizzle.
-void encode(Map &map, void *base, uint64_t inner, uint64_t outer,
+void encode(TensorMapBuffer &map, void *base, uint64_t inner, uint64_t outer,
             uint32_t boxInner, uint32_t boxOuter) {
   TensorMapFields f;
   f.dataType = TmaBFloat16;
@@ -385,7 +373,7 @@ protected:
       b[i] = toBf16(dist(rng));
     for (size_t i = 0; i < c.size(); ++i)
       c[i] = 0x7fc0; // NaN: every element must be written
-    Map mapA, mapB, mapC;
+    TensorMapBuffer mapA, mapB, mapC;
     encode(mapA, a.ptr(), K, M, BK, M);
     encode(mapB, b.ptr(), K, N, BK, N);
     encode(mapC, c.ptr(), N, M, N, M);

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <string>
@@ -50,6 +51,23 @@ public:
 
 private:
   std::vector<T> data;
+};
+
+/// A 128-byte, 64-byte aligned tensor map (CUtensorMap) the emulator knows
+/// as memory, for kvir::emu::encodeTensorMap.
+class TensorMapBuffer {
+public:
+  TensorMapBuffer()
+      : bytes(static_cast<uint8_t *>(std::aligned_alloc(64, 128))) {
+    Emulator::get().registerAllocation(bytes, 128, "tensor map");
+  }
+  ~TensorMapBuffer() {
+    Emulator::get().unregisterAllocation(bytes);
+    std::free(bytes);
+  }
+  TensorMapBuffer(const TensorMapBuffer &) = delete;
+  TensorMapBuffer &operator=(const TensorMapBuffer &) = delete;
+  uint8_t *bytes;
 };
 
 /// The packed argument array of one launch.

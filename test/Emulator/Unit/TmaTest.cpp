@@ -14,9 +14,7 @@
 #include "TestSupport.h"
 #include "kvir/Emulator/TensorMap.h"
 
-#include <cstdlib>
 #include <functional>
-#include <memory>
 
 using namespace kvir::emu;
 using namespace kvir::emu::test;
@@ -188,18 +186,6 @@ module attributes {gpu.container_module} {
 }
 )";
 
-/// A 128-byte, 64-byte aligned tensor map the emulator knows as memory.
-struct MapMemory {
-  MapMemory() : bytes(static_cast<uint8_t *>(std::aligned_alloc(64, 128))) {
-    Emulator::get().registerAllocation(bytes, 128, "tensor map");
-  }
-  ~MapMemory() {
-    Emulator::get().unregisterAllocation(bytes);
-    std::free(bytes);
-  }
-  uint8_t *bytes;
-};
-
 TensorMapFields fields2d(void *base, uint64_t cols, uint64_t rows,
                          uint32_t boxCols, uint32_t boxRows, uint32_t swizzle) {
   TensorMapFields f;
@@ -236,7 +222,7 @@ protected:
 bool TmaTest::ok = false;
 
 TEST_F(TmaTest, EncoderChecksTheDriversRequirements) {
-  MapMemory map;
+  TensorMapBuffer map;
   Buffer<uint16_t> g(64 * 64);
   auto good = [&] { return fields2d(g.ptr(), 64, 64, 64, 8, TmaSwizzle128B); };
   EXPECT_EQ(encodeTensorMap(map.bytes, good()), "");
@@ -294,7 +280,7 @@ void checkLoad2d(int32_t x, int32_t y) {
   Buffer<uint16_t> g(cols * rows);
   for (size_t i = 0; i < g.size(); ++i)
     g[i] = uint16_t(1 + i * 7);
-  MapMemory map;
+  TensorMapBuffer map;
   ASSERT_EQ(encodeTensorMap(map.bytes, fields2d(g.ptr(), cols, rows, 64, 8,
                                                 TmaSwizzle128B)),
             "");
@@ -352,7 +338,7 @@ TEST_F(TmaTest, TileLoad3dElementStrides) {
   f.elementStrides[1] = 2; // rows y, y + 2
   f.elementStrides[2] = 1;
   f.swizzle = TmaSwizzle32B;
-  MapMemory map;
+  TensorMapBuffer map;
   ASSERT_EQ(encodeTensorMap(map.bytes, f), "");
   const uint32_t bytes = 16 * 2 * 4 * 2; // 16 x ceil(4 / 2) x 4 elements
   ASSERT_EQ(f.boxBytes(), bytes);
@@ -385,7 +371,7 @@ TEST_F(TmaTest, TileStoreClipsAtTheEdge) {
   ASSERT_TRUE(ok);
   const uint64_t cols = 80, rows = 20;
   Buffer<uint16_t> g(cols * rows, 0xdead);
-  MapMemory map;
+  TensorMapBuffer map;
   ASSERT_EQ(encodeTensorMap(map.bytes, fields2d(g.ptr(), cols, rows, 64, 8,
                                                 TmaSwizzle128B)),
             "");
@@ -441,7 +427,7 @@ TEST_F(TmaTest, BulkCopies) {
 TEST_F(TmaTest, MisuseIsReported) {
   ASSERT_TRUE(ok);
   Buffer<uint16_t> g(80 * 20, 1);
-  MapMemory map;
+  TensorMapBuffer map;
   ASSERT_EQ(encodeTensorMap(map.bytes,
                             fields2d(g.ptr(), 80, 20, 64, 8, TmaSwizzle128B)),
             "");
@@ -473,7 +459,7 @@ TEST_F(TmaTest, MisuseIsReported) {
   EXPECT_NE(reports().find("transaction count 16"), std::string::npos)
       << reports();
   // Not a tensor map.
-  MapMemory garbage;
+  TensorMapBuffer garbage;
   std::memset(garbage.bytes, 0, 128);
   EXPECT_FALSE(load(garbage.bytes, 0, bytes));
   EXPECT_NE(reports().find("does not hold a tensor map"), std::string::npos);
