@@ -689,6 +689,7 @@ FailureOr<InstrumentedModule> Instrumenter::run() {
   // Collect first: rewriting inserts calls and loads of its own.
   SmallVector<Operation *> nvvmOps, accesses;
   SmallVector<LLVM::CallIntrinsicOp> intrinsics;
+  SmallVector<LLVM::InlineAsmOp> inlineAsms;
   SmallVector<std::pair<Operation *, bool>> divisions;
   module.walk([&](Operation *op) {
     if (isa<LLVM::SDivOp, LLVM::SRemOp>(op))
@@ -697,6 +698,8 @@ FailureOr<InstrumentedModule> Instrumenter::run() {
       divisions.push_back({op, false});
     else if (isa<NVVM::NVVMDialect>(op->getDialect()))
       nvvmOps.push_back(op);
+    else if (auto inlineAsm = dyn_cast<LLVM::InlineAsmOp>(op))
+      inlineAsms.push_back(inlineAsm);
     else if (auto call = dyn_cast<LLVM::CallIntrinsicOp>(op);
              call && call.getIntrin().starts_with("llvm.nvvm."))
       intrinsics.push_back(call);
@@ -766,6 +769,9 @@ FailureOr<InstrumentedModule> Instrumenter::run() {
       return failure();
   for (Operation *op : nvvmOps)
     if (failed(rewriteNvvm(op)))
+      return failure();
+  for (LLVM::InlineAsmOp op : inlineAsms)
+    if (failed(rewriteInlineAsm(op)))
       return failure();
   if (failed(trackWgmmaTickets()))
     return failure();

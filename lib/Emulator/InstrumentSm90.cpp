@@ -8,9 +8,10 @@
 // for a kernel without reports); what makes it exact is that no other
 // instruction reads the result before the wait that retires it. The call
 // returns a ticket for the op; trackWgmmaTickets makes each result carry its
-// ticket — through block arguments, where a loop carries an accumulator —
-// and checks the ticket at every read that is not the accumulator input of
-// a chained wgmma.
+// ticket — through block arguments, where a loop carries an accumulator,
+// and through extractvalue / insertvalue, which move no register — and
+// checks the ticket at every read that is not the accumulator input of a
+// chained wgmma. The RS form's A registers get a ticket slot each.
 //
 //===----------------------------------------------------------------------===//
 #include "Instrumenter.h"
@@ -43,8 +44,6 @@ static std::optional<uint32_t> wgmmaType(NVVM::WGMMATypes type) {
 LogicalResult Instrumenter::rewriteWgmma(NVVM::WgmmaMmaAsyncOp op) {
   Location loc = op.getLoc();
   builder.setInsertionPoint(op);
-  Type i32Type = builder.getI32Type();
-  auto ptrType = LLVM::LLVMPointerType::get(module.getContext());
   std::optional<uint32_t> a = wgmmaType(op.getTypeA()),
                           b = wgmmaType(op.getTypeB()),
                           d = wgmmaType(op.getTypeD());
@@ -62,40 +61,71 @@ LogicalResult Instrumenter::rewriteWgmma(NVVM::WgmmaMmaAsyncOp op) {
       (op.getScaleA() == NVVM::WGMMAScaleIn::neg ? kabi::NegateA : 0) |
       (op.getScaleB() == NVVM::WGMMAScaleIn::neg ? kabi::NegateB : 0) |
       (layoutA ? kabi::TransposeA : 0) | (layoutB ? kabi::TransposeB : 0);
-  uint32_t id = site(op);
   WgmmaSite record;
-  Value acc = entryAlloca(op, words);
+  SmallVector<Value> acc;
   for (unsigned i = 0; i < words; ++i) {
     auto element = LLVM::ExtractValueOp::create(builder, loc, op.getInouts(),
                                                 ArrayRef<int64_t>{i});
     record.spills.push_back(element);
-    Value slot =
-        LLVM::GEPOp::create(builder, loc, ptrType, i32Type, acc,
-                            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
-    LLVM::StoreOp::create(builder, loc, toI32Bits(loc, element), slot);
+    acc.push_back(element);
   }
-  Value noRegisters = LLVM::ZeroOp::create(builder, loc, ptrType);
-  Value ticket = call(loc, kabi::kWgmma, i32Type,
-                      {i32(loc, n | k << 16), i32(loc, *a | *b << 8 | *d << 16),
-                       i32(loc, flags), op.getDescriptorA(), noRegisters,
-                       op.getDescriptorB(), acc, i32(loc, 0), i64(loc, 0),
-                       i64(loc, 0), i32(loc, id)});
-  record.call = cast<LLVM::CallOp>(ticket.getDefiningOp());
+  record.accumulators.push_back(op.getInouts());
+  SmallVector<Value> bits = emitWgmmaCall(
+      op, acc, {}, op.getDescriptorA(), op.getDescriptorB(), n | k << 16,
+      *a | *b << 8 | *d << 16, i32(loc, flags), record);
   Value result = LLVM::PoisonOp::create(builder, loc, type);
-  for (unsigned i = 0; i < words; ++i) {
-    Value slot =
-        LLVM::GEPOp::create(builder, loc, ptrType, i32Type, acc,
-                            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
-    Value bits = LLVM::LoadOp::create(builder, loc, i32Type, slot);
+  for (unsigned i = 0; i < words; ++i)
     result = LLVM::InsertValueOp::create(
-        builder, loc, result, fromI32Bits(loc, bits, type.getBody()[i]), i);
-  }
+        builder, loc, result, fromI32Bits(loc, bits[i], type.getBody()[i]), i);
   record.results = result;
-  record.ticket = ticket;
   op.getResults().replaceAllUsesWith(result);
   op.erase();
   wgmmaSites.push_back(std::move(record));
   return success();
+}
+
+SmallVector<Value> Instrumenter::emitWgmmaCall(Operation *op, ValueRange acc,
+                                               ValueRange aRegs, Value descA,
+                                               Value descB, uint32_t shape,
+                                               uint32_t types, Value flags,
+                                               WgmmaSite &record) {
+  Location loc = op->getLoc();
+  Type i32Type = builder.getI32Type();
+  auto ptrType = LLVM::LLVMPointerType::get(module.getContext());
+  // Spills values into a thread-local array; the op that reads each value
+  // is a spill, not a read to check.
+  auto spill = [&](ValueRange values) {
+    Value array = entryAlloca(op, values.size());
+    for (auto [i, v] : llvm::enumerate(values)) {
+      Value slot =
+          LLVM::GEPOp::create(builder, loc, ptrType, i32Type, array,
+                              ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
+      Value bits = toI32Bits(loc, v);
+      auto store = LLVM::StoreOp::create(builder, loc, bits, slot);
+      record.spills.push_back(bits == v ? store.getOperation()
+                                        : bits.getDefiningOp());
+    }
+    return array;
+  };
+  Value accArray = spill(acc);
+  Value aArray = aRegs.empty() ? LLVM::ZeroOp::create(builder, loc, ptrType)
+                               : spill(aRegs);
+  if (!descA)
+    descA = i64(loc, 0);
+  Value ticket = call(loc, kabi::kWgmma, i32Type,
+                      {i32(loc, shape), i32(loc, types), flags, descA, aArray,
+                       descB, accArray, i32(loc, 0), i64(loc, 0), i64(loc, 0),
+                       i32(loc, site(op))});
+  record.call = cast<LLVM::CallOp>(ticket.getDefiningOp());
+  record.ticket = ticket;
+  SmallVector<Value> bits;
+  for (unsigned i = 0; i < acc.size(); ++i) {
+    Value slot =
+        LLVM::GEPOp::create(builder, loc, ptrType, i32Type, accArray,
+                            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
+    bits.push_back(LLVM::LoadOp::create(builder, loc, i32Type, slot));
+  }
+  return bits;
 }
 
 LogicalResult Instrumenter::rewriteMBarrier(Operation *op) {
@@ -384,26 +414,47 @@ std::optional<LogicalResult> Instrumenter::rewriteSm90(Operation *op) {
       .Default([](Operation *) { return std::nullopt; });
 }
 
-/// The values that carry a wgmma's result: the results themselves and the
-/// block arguments that receive one of them (or of those) from a branch.
-static llvm::SetVector<Value> ticketedValues(ModuleOp module,
-                                             ArrayRef<Value> results) {
+/// The values that carry a wgmma's result: the results themselves, the
+/// block arguments that receive one of them from a branch, and what
+/// extractvalue and insertvalue make of them — register plumbing, not
+/// reads (`spills` excepted: they hand a wgmma its accumulators).
+static llvm::SetVector<Value>
+ticketedValues(ModuleOp module, ArrayRef<Value> results,
+               const llvm::SmallPtrSetImpl<Operation *> &spills) {
   llvm::SetVector<Value> ticketed(results.begin(), results.end());
   bool changed = true;
   while (changed) {
     changed = false;
-    module.walk([&](BranchOpInterface branch) {
-      for (unsigned s = 0; s < branch->getNumSuccessors(); ++s) {
-        Block *dest = branch->getSuccessor(s);
-        OperandRange forwarded =
-            branch.getSuccessorOperands(s).getForwardedOperands();
-        for (auto [i, v] : llvm::enumerate(forwarded))
-          if (ticketed.contains(v) && ticketed.insert(dest->getArgument(i)))
-            changed = true;
+    module.walk([&](Operation *op) {
+      if (spills.contains(op))
+        return;
+      if (auto branch = dyn_cast<BranchOpInterface>(op)) {
+        for (unsigned s = 0; s < branch->getNumSuccessors(); ++s) {
+          Block *dest = branch->getSuccessor(s);
+          OperandRange forwarded =
+              branch.getSuccessorOperands(s).getForwardedOperands();
+          for (auto [i, v] : llvm::enumerate(forwarded))
+            if (ticketed.contains(v) && ticketed.insert(dest->getArgument(i)))
+              changed = true;
+        }
+      } else if (isa<LLVM::ExtractValueOp, LLVM::InsertValueOp>(op) &&
+                 llvm::any_of(op->getOperands(),
+                              [&](Value v) { return ticketed.contains(v); })) {
+        changed |= ticketed.insert(op->getResult(0));
       }
     });
   }
   return ticketed;
+}
+
+static bool isPlumbing(Operation *op) {
+  return isa<BranchOpInterface, LLVM::ExtractValueOp, LLVM::InsertValueOp>(op);
+}
+
+Value Instrumenter::unsignedMax(Location loc, Value x, Value y) {
+  if (!x || !y)
+    return x ? x : y;
+  return LLVM::UMaxOp::create(builder, loc, x, y);
 }
 
 LogicalResult Instrumenter::trackWgmmaTickets() {
@@ -412,15 +463,16 @@ LogicalResult Instrumenter::trackWgmmaTickets() {
   Type i32Type = builder.getI32Type();
   DenseMap<Value, Value> ticketOf;
   SmallVector<Value> results;
+  llvm::SmallPtrSet<Operation *, 32> spills;
   for (WgmmaSite &s : wgmmaSites) {
     ticketOf[s.results] = s.ticket;
     results.push_back(s.results);
+    spills.insert(s.spills.begin(), s.spills.end());
   }
-  llvm::SetVector<Value> ticketed = ticketedValues(module, results);
+  llvm::SetVector<Value> ticketed = ticketedValues(module, results, spills);
 
   // A ticket argument next to each block argument that carries a result,
-  // appended per block in argument order; every branch passes the ticket of
-  // what it forwards (0: a value no wgmma produced).
+  // appended per block in argument order.
   llvm::MapVector<Block *, SmallVector<BlockArgument>> carried;
   for (Value v : ticketed)
     if (auto arg = dyn_cast<BlockArgument>(v))
@@ -432,62 +484,151 @@ LogicalResult Instrumenter::trackWgmmaTickets() {
     for (BlockArgument arg : args)
       ticketOf[arg] = block->addArgument(i32Type, arg.getLoc());
   }
+  // The ticket of a carried value (null: no wgmma produced it): an
+  // aggregate built from several results carries the newest, as one
+  // warpgroup's wgmmas retire in issue order.
+  std::function<Value(Value)> ticketFor = [&](Value v) -> Value {
+    if (Value known = ticketOf.lookup(v))
+      return known;
+    if (!ticketed.contains(v))
+      return {};
+    Operation *def = v.getDefiningOp();
+    Value ticket;
+    if (auto extract = dyn_cast<LLVM::ExtractValueOp>(def)) {
+      ticket = ticketFor(extract.getContainer());
+    } else if (auto insert = dyn_cast<LLVM::InsertValueOp>(def)) {
+      Value x = ticketFor(insert.getContainer()),
+            y = ticketFor(insert.getValue());
+      OpBuilder::InsertionGuard guard(builder);
+      builder.setInsertionPointAfter(insert);
+      ticket = unsignedMax(insert.getLoc(), x, y);
+    }
+    ticketOf[v] = ticket;
+    return ticket;
+  };
+  // Every branch passes the ticket of what it forwards (0: none).
   module.walk([&](BranchOpInterface branch) {
     for (unsigned s = 0; s < branch->getNumSuccessors(); ++s) {
-      Block *dest = branch->getSuccessor(s);
-      auto it = carried.find(dest);
+      auto it = carried.find(branch->getSuccessor(s));
       if (it == carried.end())
         continue;
       SuccessorOperands operands = branch.getSuccessorOperands(s);
       SmallVector<Value> forwarded(operands.getForwardedOperands());
-      builder.setInsertionPoint(branch);
       for (BlockArgument arg : it->second) {
-        Value ticket = ticketOf.lookup(forwarded[arg.getArgNumber()]);
+        Value ticket = ticketFor(forwarded[arg.getArgNumber()]);
+        builder.setInsertionPoint(branch);
         operands.append(ticket ? ticket : i32(branch->getLoc(), 0));
       }
     }
   });
 
-  // Each wgmma gets the ticket of its accumulators and, where they may
-  // come from other instructions, the register clock of their definition.
-  DenseMap<Value, Value> definedAt;
-  auto definitionClock = [&](Value v) -> Value {
-    if (Value known = definedAt.lookup(v))
-      return known;
-    OpBuilder::InsertionGuard guard(builder);
-    if (auto arg = dyn_cast<BlockArgument>(v))
-      builder.setInsertionPointToStart(arg.getOwner());
-    else
-      builder.setInsertionPointAfter(v.getDefiningOp());
-    Value clock = call(v.getLoc(), kabi::kRegDefined, builder.getI64Type(), {});
-    definedAt[v] = clock;
-    return clock;
-  };
-  llvm::SmallPtrSet<Operation *, 32> spills;
   for (WgmmaSite &s : wgmmaSites) {
-    Value inouts = s.spills.front()->getOperand(0);
-    spills.insert(s.spills.begin(), s.spills.end());
-    builder.setInsertionPoint(s.call);
-    Value ticket = ticketOf.lookup(inouts);
-    s.call->setOperand(7, ticket ? ticket : i32(s.call.getLoc(), 0));
-    bool alwaysChained = llvm::is_contained(results, inouts);
-    if (!alwaysChained)
-      s.call->setOperand(8, definitionClock(inouts));
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointAfter(s.results.getDefiningOp());
+    clockOf[s.results] = i64(s.call.getLoc(), 0);
   }
-
+  for (WgmmaSite &s : wgmmaSites)
+    patchWgmmaCall(s, ticketFor);
   // Every other read of a carried result checks its ticket.
   for (Value v : ticketed) {
-    Value ticket = ticketOf.lookup(v);
+    Value ticket = ticketFor(v);
     for (OpOperand &use : llvm::make_early_inc_range(v.getUses())) {
       Operation *user = use.getOwner();
-      if (spills.contains(user) || isa<BranchOpInterface>(user))
+      if (spills.contains(user) || isPlumbing(user))
         continue;
       builder.setInsertionPoint(user);
       call(user->getLoc(), kabi::kWgmmaRead, Type(),
            {ticket, i32(user->getLoc(), site(user))});
     }
   }
+  checkARegisterReads(spills);
   return success();
+}
+
+Value Instrumenter::definitionClock(Value v) {
+  if (Value known = clockOf.lookup(v))
+    return known;
+  OpBuilder::InsertionGuard guard(builder);
+  Location loc = v.getLoc();
+  Operation *def = v.getDefiningOp();
+  Value clock;
+  if (isa_and_nonnull<LLVM::PoisonOp, LLVM::UndefOp>(def)) {
+    builder.setInsertionPointAfter(def);
+    clock = i64(loc, 0);
+  } else if (auto extract = dyn_cast_or_null<LLVM::ExtractValueOp>(def)) {
+    clock = definitionClock(extract.getContainer());
+  } else if (auto insert = dyn_cast_or_null<LLVM::InsertValueOp>(def)) {
+    Value x = definitionClock(insert.getContainer());
+    Value y = definitionClock(insert.getValue());
+    builder.setInsertionPointAfter(insert);
+    clock = unsignedMax(loc, x, y);
+  } else {
+    if (def)
+      builder.setInsertionPointAfter(def);
+    else
+      builder.setInsertionPointToStart(cast<BlockArgument>(v).getOwner());
+    clock = call(loc, kabi::kRegDefined, builder.getI64Type(), {});
+  }
+  clockOf[v] = clock;
+  return clock;
+}
+
+void Instrumenter::patchWgmmaCall(WgmmaSite &s,
+                                  llvm::function_ref<Value(Value)> ticketFor) {
+  Location loc = s.call.getLoc();
+  Value ticket, accClock, aClock;
+  for (Value v : s.accumulators) {
+    Value t = ticketFor(v), c = definitionClock(v);
+    builder.setInsertionPoint(s.call);
+    ticket = unsignedMax(loc, ticket, t);
+    accClock = unsignedMax(loc, accClock, c);
+  }
+  for (Value v : s.aRegisters) {
+    Value c = definitionClock(v);
+    builder.setInsertionPoint(s.call);
+    aClock = unsignedMax(loc, aClock, c);
+  }
+  builder.setInsertionPoint(s.call);
+  s.call->setOperand(7, ticket ? ticket : i32(loc, 0));
+  s.call->setOperand(8, accClock);
+  s.call->setOperand(9, aClock ? aClock : i64(loc, 0));
+}
+
+void Instrumenter::checkARegisterReads(
+    const llvm::SmallPtrSetImpl<Operation *> &spills) {
+  // Per A register: a thread-local slot with the ticket of the newest
+  // wgmma that read this instance of it (0 from its definition on).
+  llvm::MapVector<Value, Value> slotOf;
+  for (WgmmaSite &s : wgmmaSites)
+    for (Value v : s.aRegisters) {
+      Location loc = v.getLoc();
+      Value &slot = slotOf[v];
+      if (!slot) {
+        slot = entryAlloca(s.call, 1);
+        OpBuilder::InsertionGuard guard(builder);
+        auto arg = dyn_cast<BlockArgument>(v);
+        if (!arg)
+          builder.setInsertionPointAfter(v.getDefiningOp());
+        else if (arg.getOwner()->isEntryBlock())
+          builder.setInsertionPointAfter(slot.getDefiningOp());
+        else
+          builder.setInsertionPointToStart(arg.getOwner());
+        LLVM::StoreOp::create(builder, loc, i32(loc, 0), slot);
+      }
+      builder.setInsertionPointAfter(s.call);
+      LLVM::StoreOp::create(builder, loc, s.ticket, slot);
+    }
+  for (auto &[v, slot] : slotOf)
+    for (OpOperand &use : llvm::make_early_inc_range(v.getUses())) {
+      Operation *user = use.getOwner();
+      if (spills.contains(user))
+        continue;
+      Location loc = user->getLoc();
+      builder.setInsertionPoint(user);
+      Value ticket =
+          LLVM::LoadOp::create(builder, loc, builder.getI32Type(), slot);
+      call(loc, kabi::kWgmmaRead, Type(), {ticket, i32(loc, site(user))});
+    }
 }
 
 } // namespace kvir::emu

@@ -7,6 +7,7 @@
 #ifndef KVIR_LIB_EMULATOR_INSTRUMENTER_H
 #define KVIR_LIB_EMULATOR_INSTRUMENTER_H
 
+#include "InlinePtx.h"
 #include "kvir/Emulator/Instrument.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -19,6 +20,8 @@
 namespace kvir::emu {
 
 using namespace mlir;
+
+struct TemplateScope;
 
 class Instrumenter {
 public:
@@ -51,6 +54,21 @@ private:
   /// std::nullopt for an op that is not one of them.
   std::optional<LogicalResult> rewriteSm90(Operation *op);
   LogicalResult rewriteWgmma(NVVM::WgmmaMmaAsyncOp op);
+  /// llvm.inline_asm (InstrumentInlinePtx.cpp): the wgmma statements of
+  /// inline PTX — mma_async in both forms, fence, commit and wait — and
+  /// empty templates that only pin registers; any other text is refused.
+  LogicalResult rewriteInlineAsm(LLVM::InlineAsmOp op);
+  /// wgmma.mma_async in an inline-PTX template, SS or RS form.
+  LogicalResult rewriteInlineMma(TemplateScope &scope, const PtxStatement &s);
+  struct WgmmaSite;
+  /// The call of one wgmma, shared by both forms: `acc` are the
+  /// accumulator values in register order, `aRegs` the RS form's four A
+  /// registers (empty: `descA` is A's descriptor). Fills `record`'s call,
+  /// ticket and spills; returns D's registers as i32 bits.
+  SmallVector<Value> emitWgmmaCall(Operation *op, ValueRange acc,
+                                   ValueRange aRegs, Value descA, Value descB,
+                                   uint32_t shape, uint32_t types, Value flags,
+                                   WgmmaSite &record);
   LogicalResult rewriteMBarrier(Operation *op);
   /// cp.async.bulk[.tensor] and their groups and prefetches, or nullopt.
   std::optional<LogicalResult> rewriteBulkCopy(Operation *op);
@@ -66,6 +84,19 @@ private:
   /// theirs, and every other read of a result is checked (wgmma.wait_group
   /// must have retired it).
   LogicalResult trackWgmmaTickets();
+  /// max(x, y) of two unsigned values, either of which may be null.
+  Value unsignedMax(Location loc, Value x, Value y);
+  /// The register clock at the last write of `v`'s registers by a thread
+  /// (i64): after its definition, at the start of its block for a block
+  /// argument, 0 for poison or a wgmma's result; extractvalue and
+  /// insertvalue move no register and pass their operands' clocks on.
+  Value definitionClock(Value v);
+  /// Gives a wgmma's call the ticket and clocks of its accumulators and A
+  /// registers.
+  void patchWgmmaCall(WgmmaSite &s, llvm::function_ref<Value(Value)> ticketFor);
+  /// The RS form: every read of an A register other than a wgmma's checks
+  /// that no wgmma reading that register is in flight.
+  void checkARegisterReads(const llvm::SmallPtrSetImpl<Operation *> &spills);
   LogicalResult rewriteIntrinsic(LLVM::CallIntrinsicOp op);
   LogicalResult rewriteNvvmIntrinsics();
   /// Inserts an access check of `bytes` (i64) at `ptr` before `op`;
@@ -81,14 +112,18 @@ private:
   OpBuilder builder;
   DataLayout layout;
   InstrumentedModule result;
-  /// Per rewritten wgmma: its runtime call, the accumulator struct it was
-  /// given and the ops that spill it (not reads to check), and its result.
+  /// Per rewritten wgmma: its runtime call; the accumulators it reads (the
+  /// struct of an nvvm op, or one value per register of inline PTX) and,
+  /// in the RS form, its A registers; the ops that spill them into the
+  /// call's arrays (not reads to check); its result struct and ticket.
   struct WgmmaSite {
     LLVM::CallOp call;
+    SmallVector<Value> accumulators, aRegisters;
     SmallVector<Operation *> spills;
     Value results, ticket;
   };
   SmallVector<WgmmaSite> wgmmaSites;
+  DenseMap<Value, Value> clockOf;
 };
 
 } // namespace kvir::emu

@@ -227,6 +227,31 @@ std::pair<uint32_t, uint32_t> accumulatorPosition(uint32_t warp, uint32_t lane,
           8 * (i >> 2) + 2 * (lane % 4) + (i & 1)};
 }
 
+/// The A fragment of the RS form (PTX ISA 9.7.15.5.1.1, "Register
+/// Fragments", matrix A): lane l of warp w holds four b32 registers, each
+/// packing 2 (16-bit types, k16) or 4 (fp8, k32) elements, low bits first.
+/// Element i of the thread lies in row 16w + l/4 + 8 ((i >> 1) & 1) and
+/// column 8 (i >> 2) + 2 (l % 4) + (i & 1) for 16-bit types; in row 16w +
+/// l/4 + 8 ((i >> 2) & 1) and column 16 (i >> 3) + 4 (l % 4) + (i & 3) for
+/// fp8.
+void gatherRegisterFragment(const std::vector<GpuThread *> &threads,
+                            uint32_t type, uint32_t K, std::vector<float> &A) {
+  uint32_t e = elementBytes(type), perRegister = 4 / e;
+  for (const GpuThread *t : threads) {
+    uint32_t w = t->warp % 4, g = t->lane / 4, q = t->lane % 4;
+    for (uint32_t i = 0; i < 4 * perRegister; ++i) {
+      uint32_t reg = t->wgArrival.mma->aRegs[i / perRegister];
+      uint32_t bits =
+          (reg >> (8 * e * (i % perRegister))) & ((1u << (8 * e)) - 1);
+      uint32_t row = e == 2 ? 16 * w + g + 8 * ((i >> 1) & 1)
+                            : 16 * w + g + 8 * ((i >> 2) & 1);
+      uint32_t col = e == 2 ? 8 * (i >> 2) + 2 * q + (i & 1)
+                            : 16 * (i >> 3) + 4 * q + (i & 3);
+      A[size_t(row) * K + col] = elementToFloat(type, bits);
+    }
+  }
+}
+
 void executeMma(BlockRun &b, uint32_t group,
                 std::vector<GpuThread *> &threads) {
   GpuThread &first = *threads.front();
@@ -248,14 +273,18 @@ void executeMma(BlockRun &b, uint32_t group,
   std::vector<uint64_t> offsets;
   std::string error;
   Descriptor da = decode(op.descA), db = decode(op.descB);
-  // A from registers (the RS form) reaches the emulator only through inline
-  // PTX, which it does not parse yet: the instrumentation passes none.
-  if (op.aRegs)
-    return blockReport(
-        b, first, "wgmma.mma_async with A in registers is not modeled", site);
-  error = checkDescriptor("A", da);
-  if (error.empty())
-    loadOperand(b, "A", da, mnMajorA, op.typeA, M, K, A, offsets, error);
+  if (op.aRegs) {
+    if (mnMajorA)
+      return blockReport(b, first,
+                         "wgmma.mma_async with A in registers has no "
+                         "transpose of A",
+                         site);
+    gatherRegisterFragment(threads, op.typeA, K, A);
+  } else {
+    error = checkDescriptor("A", da);
+    if (error.empty())
+      loadOperand(b, "A", da, mnMajorA, op.typeA, M, K, A, offsets, error);
+  }
   std::vector<float> Bt; // N x K
   if (error.empty())
     error = checkDescriptor("B", db);
