@@ -105,6 +105,18 @@ KVIR_C_API int kvir_emulator_launch(const char *kernel, const uint32_t grid[3],
                                     const uint32_t block[3],
                                     uint32_t dynamic_shared_bytes,
                                     void **params, int64_t num_params);
+/* Launch attributes of kvir_emulator_launch_ex. */
+#define KVIR_LAUNCH_PROGRAMMATIC_DEPENDENT 1u
+/* kvir_emulator_launch with `flags`: KVIR_LAUNCH_PROGRAMMATIC_DEPENDENT is
+   cuLaunchKernelEx's programmatic stream serialization — the grid may
+   overlap the previous launch until its threads execute
+   griddepcontrol.wait, and what they access before it is checked against
+   what the previous grid accessed (which must have been recorded: a
+   kernel using griddepcontrol was loaded before it ran). */
+KVIR_C_API int
+kvir_emulator_launch_ex(const char *kernel, const uint32_t grid[3],
+                        const uint32_t block[3], uint32_t dynamic_shared_bytes,
+                        void **params, int64_t num_params, uint32_t flags);
 
 #ifdef __cplusplus
 }

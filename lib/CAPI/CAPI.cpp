@@ -9,9 +9,9 @@
 #include "kvir/Target/GPU/TargetInfo.h"
 #include "kvir/Target/Manifest/Manifest.h"
 
+#include "kvir/Target/Host/JitTarget.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "kvir/Target/Host/JitTarget.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -22,6 +22,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -434,10 +435,20 @@ void kvir_emulator_unregister(const void *ptr) {
 int kvir_emulator_launch(const char *kernel, const uint32_t grid[3],
                          const uint32_t block[3], uint32_t dynamicShared,
                          void **params, int64_t numParams) {
+  return kvir_emulator_launch_ex(kernel, grid, block, dynamicShared, params,
+                                 numParams, 0);
+}
+
+int kvir_emulator_launch_ex(const char *kernel, const uint32_t grid[3],
+                            const uint32_t block[3], uint32_t dynamicShared,
+                            void **params, int64_t numParams, uint32_t flags) {
   lastError.clear();
   lastLaunches = "[]";
   if (!kernel || !grid || !block || (numParams && !params))
     return fail("kvir_emulator_launch: a required argument is NULL");
+  if (flags & ~KVIR_LAUNCH_PROGRAMMATIC_DEPENDENT)
+    return fail("kvir_emulator_launch_ex: unknown launch flags 0x" +
+                llvm::utohexstr(flags & ~KVIR_LAUNCH_PROGRAMMATIC_DEPENDENT));
   kvir::emu::Emulator &emu = kvir::emu::Emulator::get();
   std::optional<std::vector<uint32_t>> expected =
       emu.getKernelParamBytes(kernel);
@@ -453,9 +464,9 @@ int kvir_emulator_launch(const char *kernel, const uint32_t grid[3],
       return fail(std::string("kvir_emulator_launch: kernel '") + kernel +
                   "': an empty grid or block");
   emu.clearResults();
-  llvm::LogicalResult result =
-      emu.launch(kernel, {grid[0], grid[1], grid[2]},
-                 {block[0], block[1], block[2]}, dynamicShared, params);
+  llvm::LogicalResult result = emu.launch(
+      kernel, {grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]},
+      dynamicShared, params, flags & KVIR_LAUNCH_PROGRAMMATIC_DEPENDENT);
   keepLaunchStats(emu);
   if (failed(result) || !emu.getReports().empty()) {
     std::string text = std::string("kernel '") + kernel +

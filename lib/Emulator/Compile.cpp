@@ -1,7 +1,8 @@
 //===- Compile.cpp - gpu.module -> instrumented host JIT code -------------===//
+#include "DependentLaunch.h"
 #include "Runtime.h"
-#include "kvir/Emulator/Instrument.h"
 #include "kvir/Dialect/KVGPU/Transforms/Passes.h"
+#include "kvir/Emulator/Instrument.h"
 #include "kvir/Target/GPU/KernelPipeline.h"
 #include "kvir/Target/Host/JitTarget.h"
 
@@ -113,6 +114,8 @@ static FailureOr<CompiledModule *> compile(gpu::GPUModuleOp gpuModule) {
   FailureOr<InstrumentedModule> info = instrumentKernelModule(*kernels);
   if (failed(info) || failed(makeHostIndependent(*kernels)))
     return failure();
+  if (info->usesGridDependencyControl)
+    enableGridAccessRecording();
 
   auto compiled = std::make_unique<CompiledModule>();
   compiled->name = gpuModule.getName().str();

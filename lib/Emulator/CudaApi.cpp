@@ -44,7 +44,8 @@ void Emulator::unregisterAllocation(const void *ptr) {
 
 llvm::LogicalResult Emulator::launch(llvm::StringRef kernel, Dim3 grid,
                                      Dim3 block, uint32_t dynamicSharedBytes,
-                                     void **params) {
+                                     void **params,
+                                     bool programmaticDependent) {
   for (auto &module : compiledModules()) {
     auto it = module->kernels.find(kernel.str());
     if (it == module->kernels.end())
@@ -56,7 +57,7 @@ llvm::LogicalResult Emulator::launch(llvm::StringRef kernel, Dim3 grid,
     LaunchStats s;
     llvm::LogicalResult result =
         runLaunch(handle, grid, block, dynamicSharedBytes, params, s, reports,
-                  opts.stackBytes);
+                  opts.stackBytes, programmaticDependent);
     stats.push_back(std::move(s));
     return result;
   }
@@ -435,6 +436,7 @@ void __kvemu_wgmma_read(uint32_t, uint32_t);
 uint64_t __kvemu_reg_defined();
 void __kvemu_setmaxnreg(uint32_t, uint32_t, uint32_t);
 void __kvemu_fence_proxy_async(uint32_t);
+void __kvemu_griddepcontrol_wait(uint32_t);
 uint64_t __kvemu_mbarrier(uint32_t, const void *, uint32_t, uint64_t, uint32_t,
                           uint32_t);
 void __kvemu_fence_mbarrier_init(uint32_t);
@@ -485,6 +487,7 @@ llvm::orc::SymbolMap hookSymbols(llvm::orc::MangleAndInterner interner) {
   add(map, interner, kabi::kRegDefined, &__kvemu_reg_defined);
   add(map, interner, kabi::kSetMaxNReg, &__kvemu_setmaxnreg);
   add(map, interner, kabi::kFenceProxyAsync, &__kvemu_fence_proxy_async);
+  add(map, interner, kabi::kGridDependencyWait, &__kvemu_griddepcontrol_wait);
   add(map, interner, kabi::kMBarrier, &__kvemu_mbarrier);
   add(map, interner, kabi::kFenceMBarrierInit, &__kvemu_fence_mbarrier_init);
   add(map, interner, kabi::kBarrierArrive, &__kvemu_barrier_arrive);

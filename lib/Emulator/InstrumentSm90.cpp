@@ -405,9 +405,12 @@ std::optional<LogicalResult> Instrumenter::rewriteSm90(Operation *op) {
         return success();
       })
       .Case([&](NVVM::GriddepcontrolOp g) -> LogicalResult {
-        // Grids run one after another here: every prerequisite grid has
-        // completed before a dependent starts, which griddepcontrol.wait
-        // would wait for, and launch_dependents has nothing to release.
+        // Grids run one after another here; what a programmatic dependent
+        // does before its wait is checked (DependentLaunch.h).
+        // launch_dependents only lets the dependent start early.
+        result.usesGridDependencyControl = true;
+        if (g.getKind() == NVVM::GridDepActionKind::wait)
+          return replaceWithCall(kabi::kGridDependencyWait, {});
         g.erase();
         return success();
       })

@@ -1,4 +1,5 @@
 //===- Memory.cpp - Access checks, race detection and traffic counters ----===//
+#include "DependentLaunch.h"
 #include "Runtime.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -587,6 +588,7 @@ void kvir::emu::checkAccess(const void *ptr, uint64_t bytes, uint32_t flags,
              allocations().describeMiss(addr, bytes),
          site);
   (store ? b.stats->globalBytesStored : b.stats->globalBytesLoaded) += bytes;
+  noteGlobalAccess(t, addr, bytes, store, site);
   // Sectors are counted as if every allocation started on a 256-byte
   // boundary, as cudaMalloc's (and torch's) do: host buffers start wherever
   // malloc put them, which would make the counters change from run to run.

@@ -104,6 +104,9 @@ struct GpuThread {
   ctx::fcontext_t context = nullptr;
   char *stackLo = nullptr, *stackHi = nullptr;
   bool done = false;
+  /// griddepcontrol.wait executed: the primary grid's memory operations
+  /// are complete and visible (DependentLaunch.h).
+  bool gridDependencySynced = false;
   Wait wait = Wait::None;
   uint32_t waitSite = 0;
   Arrival arrival;
@@ -461,7 +464,8 @@ llvm::LogicalResult runLaunch(const KernelHandle &kernel, Dim3 grid, Dim3 block,
                               uint32_t dynamicShared, void **params,
                               LaunchStats &stats,
                               std::vector<std::string> &reports,
-                              size_t stackBytes);
+                              size_t stackBytes,
+                              bool programmaticDependent = false);
 
 } // namespace kvir::emu
 

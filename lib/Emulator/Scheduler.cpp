@@ -9,6 +9,7 @@
 // reported instead of hanging.
 //
 //===----------------------------------------------------------------------===//
+#include "DependentLaunch.h"
 #include "Runtime.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -610,7 +611,8 @@ llvm::LogicalResult kvir::emu::runLaunch(const KernelHandle &kernel, Dim3 grid,
                                          Dim3 block, uint32_t dynamicShared,
                                          void **params, LaunchStats &stats,
                                          std::vector<std::string> &reports,
-                                         size_t stackBytes) {
+                                         size_t stackBytes,
+                                         bool programmaticDependent) {
   auto start = std::chrono::steady_clock::now();
   stats.kernel = kernel.name;
   stats.grid = grid;
@@ -671,6 +673,10 @@ llvm::LogicalResult kvir::emu::runLaunch(const KernelHandle &kernel, Dim3 grid,
     return llvm::failure();
   }
   installSegvHandler();
+  if (!beginGrid(kernel.name, programmaticDependent, reports)) {
+    endGrid();
+    return llvm::failure();
+  }
   stackBytes = stackPool.stackBytes;
   BlockRun b;
   b.kernel = &kernel;
@@ -737,6 +743,7 @@ llvm::LogicalResult kvir::emu::runLaunch(const KernelHandle &kernel, Dim3 grid,
   if (b.racesNotShown)
     reports.push_back(header(b) + std::to_string(b.racesNotShown) +
                       " more shared-memory races at the sites reported above");
+  endGrid();
   current = Current();
   stats.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

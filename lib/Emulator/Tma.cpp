@@ -18,6 +18,7 @@
 // not made visible to the async proxy (fence.proxy.async).
 //
 //===----------------------------------------------------------------------===//
+#include "DependentLaunch.h"
 #include "Runtime.h"
 #include "kvir/Emulator/TensorMap.h"
 
@@ -52,14 +53,16 @@ uint64_t sharedRange(const void *ptr, uint64_t bytes, uint64_t align,
   return addr - arena;
 }
 
-/// Checks that global [addr, addr + bytes) lies in one live allocation.
-void globalRange(uint64_t addr, uint64_t bytes, const std::string &what,
-                 uint32_t site) {
+/// Checks that global [addr, addr + bytes) lies in one live allocation;
+/// the copy reads it, or writes it.
+void globalRange(uint64_t addr, uint64_t bytes, bool write,
+                 const std::string &what, uint32_t site) {
   if (!allocations().find(addr, bytes))
     fail(what + ": global bytes [0x" + llvm::utohexstr(addr) + ", +" +
              std::to_string(bytes) + ") are not in one allocation: " +
              allocations().describeMiss(addr, bytes),
          site);
+  noteGlobalAccess(*current.thread, addr, bytes, write, site);
 }
 
 /// The span of a CUtensorMapSwizzle: 0 (none), 32, 64 or 128 bytes.
@@ -141,8 +144,8 @@ void checkSource(BlockRun &b, GpuThread &issuer, uint64_t offset,
 
 /// The global side of a bulk copy of `size` bytes: size and address
 /// multiples of 16, the bytes in one allocation.
-void bulkGlobalAddress(const void *ptr, uint32_t size, const std::string &what,
-                       uint32_t site) {
+void bulkGlobalAddress(const void *ptr, uint32_t size, bool write,
+                       const std::string &what, uint32_t site) {
   if (size % 16)
     fail(what + " of " + std::to_string(size) +
              " bytes: the size must be a multiple of 16",
@@ -150,7 +153,7 @@ void bulkGlobalAddress(const void *ptr, uint32_t size, const std::string &what,
   uint64_t addr = reinterpret_cast<uint64_t>(ptr);
   if (addr % 16)
     fail(what + ": the global address is not 16-byte aligned", site);
-  globalRange(addr, size, what, site);
+  globalRange(addr, size, write, what, site);
 }
 
 } // namespace
@@ -193,7 +196,7 @@ void __kvemu_tma_load(const void *tensorMap, void *dst, const void *mbar,
   forEachElement(tile, coords, [&](uint64_t i, bool in, uint64_t addr) {
     if (!in)
       return;
-    globalRange(addr, e, what, site);
+    globalRange(addr, e, /*write=*/false, what, site);
     std::memcpy(&box[i * e], reinterpret_cast<const void *>(addr), e);
     b.stats->tmaBytesLoaded += e;
   });
@@ -248,7 +251,7 @@ void __kvemu_tma_store(const void *tensorMap, const void *src,
   forEachElement(tile, coords, [&](uint64_t i, bool in, uint64_t addr) {
     if (!in) // out-of-bound elements are not written
       return;
-    globalRange(addr, e, what, site);
+    globalRange(addr, e, /*write=*/true, what, site);
     std::memcpy(reinterpret_cast<void *>(addr), &box[i * e], e);
     b.stats->tmaBytesStored += e;
   });
@@ -260,7 +263,7 @@ void __kvemu_bulk_load(void *dst, const void *src, uint32_t size,
   BlockRun &b = *current.block;
   GpuThread &t = *current.thread;
   const std::string what = "cp.async.bulk (global to shared)";
-  bulkGlobalAddress(src, size, what, site);
+  bulkGlobalAddress(src, size, /*write=*/false, what, site);
   uint64_t dstOffset = sharedRange(dst, size, 16, what, site);
   uint32_t barrier = mbarrierAt(mbar, what, site);
   uint32_t agent = asyncAgent(b, barrier);
@@ -276,7 +279,7 @@ void __kvemu_bulk_store(void *dst, const void *src, uint32_t size,
   BlockRun &b = *current.block;
   GpuThread &t = *current.thread;
   const std::string what = "cp.async.bulk (shared to global)";
-  bulkGlobalAddress(dst, size, what, site);
+  bulkGlobalAddress(dst, size, /*write=*/true, what, site);
   uint64_t srcOffset = sharedRange(src, size, 16, what, site);
   checkSource(b, t, srcOffset, size, what, site);
   std::memcpy(dst, b.shared + srcOffset, size);

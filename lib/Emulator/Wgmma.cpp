@@ -522,4 +522,8 @@ void __kvemu_setmaxnreg(uint32_t count, uint32_t inc, uint32_t site) {
 
 void __kvemu_fence_proxy_async(uint32_t) { current.thread->proxyFences++; }
 
+void __kvemu_griddepcontrol_wait(uint32_t) {
+  current.thread->gridDependencySynced = true;
+}
+
 } // extern "C"

@@ -27,4 +27,5 @@
 // CHECK: emulate: 0: max error 0
 // CHECK: launches: [{"kernel": "merge2_h4_d64_f32_base_e_{{[0-9a-f]+}}"
 // CHECK: launch unknown: -1: kvir_emulator_launch: no loaded kernel 'nope' (kvir_emulator_load its module first)
+// CHECK: launch flags: -1: kvir_emulator_launch_ex: unknown launch flags 0x6
 // CHECK: done

@@ -137,8 +137,14 @@ public:
 
   /// Launches a kernel of a prepared module by name (its packed arguments as
   /// gpu-to-llvm passes them). Returns failure if a check fired.
+  /// `programmaticDependent`: launched with CUDA's programmatic stream
+  /// serialization, so it may overlap the previous launch until its
+  /// threads execute griddepcontrol.wait; their accesses before it are
+  /// checked against the previous grid's (it must have been recorded: a
+  /// kernel using griddepcontrol was compiled before it ran).
   llvm::LogicalResult launch(llvm::StringRef kernel, Dim3 grid, Dim3 block,
-                             uint32_t dynamicSharedBytes, void **params);
+                             uint32_t dynamicSharedBytes, void **params,
+                             bool programmaticDependent = false);
 
   /// The byte size of each parameter of a compiled kernel (its PTX entry's
   /// parameters in kvir's kernel ABI), or nullopt if no kernel has the name.

@@ -23,6 +23,8 @@ struct InstrumentedModule {
   std::vector<std::string> sites;
   /// Names of the kernels (llvm.func with nvvm.kernel or gpu.kernel).
   std::vector<std::string> kernels;
+  /// Whether a kernel uses griddepcontrol (programmatic dependent launch).
+  bool usesGridDependencyControl = false;
 };
 
 /// Rewrites a module of LLVM-dialect kernels (the body of a gpu.module after

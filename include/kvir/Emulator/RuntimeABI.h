@@ -51,6 +51,8 @@ constexpr const char *kWgmmaRead = "__kvemu_wgmma_read";     // void(ticket, sit
 constexpr const char *kRegDefined = "__kvemu_reg_defined";   // u64()
 constexpr const char *kSetMaxNReg = "__kvemu_setmaxnreg";    // void(count, inc, site)
 constexpr const char *kFenceProxyAsync = "__kvemu_fence_proxy_async"; // void(site)
+// griddepcontrol.wait: the primary grid is complete and visible from here.
+constexpr const char *kGridDependencyWait = "__kvemu_griddepcontrol_wait"; // void(site)
 // mbarrier operations on a shared address: kind is MBarrierOp, `a` the
 // count, transaction count or parity, `b` a state; `enabled` the PTX
 // predicate (0: the instruction does nothing). The result is the state

@@ -137,6 +137,8 @@ int main(int argc, char **argv) {
     uint32_t grid[3] = {1, 1, 1}, block[3] = {32, 1, 1};
     show("launch unknown",
          kvir_emulator_launch("nope", grid, block, 0, NULL, 0));
+    show("launch flags",
+         kvir_emulator_launch_ex("nope", grid, block, 0, NULL, 0, 6));
   }
   kvir_module_destroy(m);
   printf("done\n");
