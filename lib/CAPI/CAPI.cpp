@@ -464,9 +464,10 @@ int kvir_emulator_launch_ex(const char *kernel, const uint32_t grid[3],
       return fail(std::string("kvir_emulator_launch: kernel '") + kernel +
                   "': an empty grid or block");
   emu.clearResults();
-  llvm::LogicalResult result = emu.launch(
-      kernel, {grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]},
-      dynamicShared, params, flags & KVIR_LAUNCH_PROGRAMMATIC_DEPENDENT);
+  llvm::LogicalResult result =
+      emu.launch(kernel, {grid[0], grid[1], grid[2]},
+                 {block[0], block[1], block[2]}, dynamicShared, params,
+                 {{}, bool(flags & KVIR_LAUNCH_PROGRAMMATIC_DEPENDENT)});
   keepLaunchStats(emu);
   if (failed(result) || !emu.getReports().empty()) {
     std::string text = std::string("kernel '") + kernel +

@@ -45,7 +45,7 @@ void Emulator::unregisterAllocation(const void *ptr) {
 llvm::LogicalResult Emulator::launch(llvm::StringRef kernel, Dim3 grid,
                                      Dim3 block, uint32_t dynamicSharedBytes,
                                      void **params,
-                                     bool programmaticDependent) {
+                                     const LaunchAttributes &attributes) {
   for (auto &module : compiledModules()) {
     auto it = module->kernels.find(kernel.str());
     if (it == module->kernels.end())
@@ -57,7 +57,7 @@ llvm::LogicalResult Emulator::launch(llvm::StringRef kernel, Dim3 grid,
     LaunchStats s;
     llvm::LogicalResult result =
         runLaunch(handle, grid, block, dynamicSharedBytes, params, s, reports,
-                  opts.stackBytes, programmaticDependent);
+                  opts.stackBytes, attributes);
     stats.push_back(std::move(s));
     return result;
   }
@@ -150,6 +150,9 @@ std::string LaunchStats::toJson() const {
        << ", \"tma_bytes_loaded\": " << tmaBytesLoaded
        << ", \"tma_bytes_stored\": " << tmaBytesStored;
   }
+  if (cluster.count() > 1 || clusterBarriers)
+    os << ", \"cluster\": [" << cluster.x << ", " << cluster.y << ", "
+       << cluster.z << "], \"cluster_barriers\": " << clusterBarriers;
   os << ", \"max_block_global_bytes\": " << maxBlock(&BlockWork::globalBytes)
      << ", \"seconds\": " << llvm::format("%.6f", seconds) << "}";
   return s;
@@ -233,25 +236,48 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
   return handle.get();
 }
 
-void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
-                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
-                      intptr_t blockZ, int32_t smem, void *, void **params,
-                      void **, size_t) {
+static void launchFromHostCode(void *function, Dim3 grid, Dim3 block,
+                               int32_t smem, void **params,
+                               const LaunchAttributes &attributes) {
   auto *kernel = static_cast<KernelHandle *>(function);
   Emulator &emu = Emulator::get();
   LaunchStats s;
-  Dim3 grid{uint32_t(gridX), uint32_t(gridY), uint32_t(gridZ)};
-  Dim3 block{uint32_t(blockX), uint32_t(blockY), uint32_t(blockZ)};
   std::vector<std::string> reports;
   if (emu.options().recordLaunches)
     emu.recordLaunch(kernel->module->kernelParamBytes[kernel->name],
                      kernel->name, grid, block, uint32_t(smem), params);
-  llvm::LogicalResult result = runLaunch(*kernel, grid, block, smem, params, s,
-                                         reports, emu.options().stackBytes);
+  llvm::LogicalResult result =
+      runLaunch(*kernel, grid, block, smem, params, s, reports,
+                emu.options().stackBytes, attributes);
   for (std::string &r : reports)
     emu.addReport(std::move(r));
   emu.addStats(std::move(s));
   finishLaunch(result);
+}
+
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t smem, void *, void **params,
+                      void **, size_t) {
+  launchFromHostCode(
+      function, {uint32_t(gridX), uint32_t(gridY), uint32_t(gridZ)},
+      {uint32_t(blockX), uint32_t(blockY), uint32_t(blockZ)}, smem, params, {});
+}
+
+/// gpu.launch_func with `clusters in (...)`.
+void mgpuLaunchClusterKernel(void *function, intptr_t clusterX,
+                             intptr_t clusterY, intptr_t clusterZ,
+                             intptr_t gridX, intptr_t gridY, intptr_t gridZ,
+                             intptr_t blockX, intptr_t blockY, intptr_t blockZ,
+                             int32_t smem, void *, void **params, void **,
+                             size_t) {
+  LaunchAttributes attributes;
+  attributes.cluster = {uint32_t(clusterX), uint32_t(clusterY),
+                        uint32_t(clusterZ)};
+  launchFromHostCode(function,
+                     {uint32_t(gridX), uint32_t(gridY), uint32_t(gridZ)},
+                     {uint32_t(blockX), uint32_t(blockY), uint32_t(blockZ)},
+                     smem, params, attributes);
 }
 
 void *mgpuStreamCreate() { return reinterpret_cast<void *>(1); }
@@ -437,6 +463,9 @@ uint64_t __kvemu_reg_defined();
 void __kvemu_setmaxnreg(uint32_t, uint32_t, uint32_t);
 void __kvemu_fence_proxy_async(uint32_t);
 void __kvemu_griddepcontrol_wait(uint32_t);
+void __kvemu_cluster_arrive(uint32_t, uint32_t);
+void __kvemu_cluster_wait(uint32_t);
+void *__kvemu_mapa(void *, uint32_t, uint32_t);
 uint64_t __kvemu_mbarrier(uint32_t, const void *, uint32_t, uint64_t, uint32_t,
                           uint32_t);
 void __kvemu_fence_mbarrier_init(uint32_t);
@@ -488,6 +517,9 @@ llvm::orc::SymbolMap hookSymbols(llvm::orc::MangleAndInterner interner) {
   add(map, interner, kabi::kSetMaxNReg, &__kvemu_setmaxnreg);
   add(map, interner, kabi::kFenceProxyAsync, &__kvemu_fence_proxy_async);
   add(map, interner, kabi::kGridDependencyWait, &__kvemu_griddepcontrol_wait);
+  add(map, interner, kabi::kClusterArrive, &__kvemu_cluster_arrive);
+  add(map, interner, kabi::kClusterWait, &__kvemu_cluster_wait);
+  add(map, interner, kabi::kMapa, &__kvemu_mapa);
   add(map, interner, kabi::kMBarrier, &__kvemu_mbarrier);
   add(map, interner, kabi::kFenceMBarrierInit, &__kvemu_fence_mbarrier_init);
   add(map, interner, kabi::kBarrierArrive, &__kvemu_barrier_arrive);
@@ -525,6 +557,7 @@ Emulator::getRuntimeSymbols(llvm::orc::MangleAndInterner interner) {
   KVEMU_API(mgpuModuleUnload);
   KVEMU_API(mgpuModuleGetFunction);
   KVEMU_API(mgpuLaunchKernel);
+  KVEMU_API(mgpuLaunchClusterKernel);
   KVEMU_API(mgpuStreamCreate);
   KVEMU_API(mgpuStreamDestroy);
   KVEMU_API(mgpuStreamSynchronize);

@@ -1,4 +1,5 @@
 //===- Hooks.cpp - The functions instrumented kernels call ----------------===//
+#include "Cluster.h"
 #include "Runtime.h"
 
 #include "llvm/Support/MathExtras.h"
@@ -65,6 +66,34 @@ uint32_t __kvemu_sreg(uint32_t which) {
     return ~((1u << lane) - 1);
   case kabi::LaneMaskGt:
     return lane == 31 ? 0u : ~((2u << lane) - 1);
+  case kabi::ClusterIdX:
+    return b.ctaid.x / b.cluster->dims.x;
+  case kabi::ClusterIdY:
+    return b.ctaid.y / b.cluster->dims.y;
+  case kabi::ClusterIdZ:
+    return b.ctaid.z / b.cluster->dims.z;
+  case kabi::NClusterIdX:
+    return b.grid.x / b.cluster->dims.x;
+  case kabi::NClusterIdY:
+    return b.grid.y / b.cluster->dims.y;
+  case kabi::NClusterIdZ:
+    return b.grid.z / b.cluster->dims.z;
+  case kabi::ClusterCtaIdX:
+    return b.ctaid.x % b.cluster->dims.x;
+  case kabi::ClusterCtaIdY:
+    return b.ctaid.y % b.cluster->dims.y;
+  case kabi::ClusterCtaIdZ:
+    return b.ctaid.z % b.cluster->dims.z;
+  case kabi::ClusterNCtaIdX:
+    return b.cluster->dims.x;
+  case kabi::ClusterNCtaIdY:
+    return b.cluster->dims.y;
+  case kabi::ClusterNCtaIdZ:
+    return b.cluster->dims.z;
+  case kabi::ClusterCtaRank:
+    return b.clusterRank;
+  case kabi::ClusterNCtaRank:
+    return b.cluster->size();
   case kabi::Clock: {
     // Deterministic and increasing, which is all kernels may rely on.
     static uint32_t ticks = 0;

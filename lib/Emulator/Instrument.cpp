@@ -291,6 +291,20 @@ static std::optional<kabi::Sreg> getSreg(Operation *op) {
       .Case([](NVVM::LaneMaskGtOp) { return kabi::LaneMaskGt; })
       .Case([](NVVM::ClockOp) { return kabi::Clock; })
       .Case([](NVVM::Clock64Op) { return kabi::Clock; })
+      .Case([](NVVM::ClusterIdXOp) { return kabi::ClusterIdX; })
+      .Case([](NVVM::ClusterIdYOp) { return kabi::ClusterIdY; })
+      .Case([](NVVM::ClusterIdZOp) { return kabi::ClusterIdZ; })
+      .Case([](NVVM::ClusterDimXOp) { return kabi::NClusterIdX; })
+      .Case([](NVVM::ClusterDimYOp) { return kabi::NClusterIdY; })
+      .Case([](NVVM::ClusterDimZOp) { return kabi::NClusterIdZ; })
+      .Case([](NVVM::BlockInClusterIdXOp) { return kabi::ClusterCtaIdX; })
+      .Case([](NVVM::BlockInClusterIdYOp) { return kabi::ClusterCtaIdY; })
+      .Case([](NVVM::BlockInClusterIdZOp) { return kabi::ClusterCtaIdZ; })
+      .Case([](NVVM::ClusterDimBlocksXOp) { return kabi::ClusterNCtaIdX; })
+      .Case([](NVVM::ClusterDimBlocksYOp) { return kabi::ClusterNCtaIdY; })
+      .Case([](NVVM::ClusterDimBlocksZOp) { return kabi::ClusterNCtaIdZ; })
+      .Case([](NVVM::ClusterId) { return kabi::ClusterCtaRank; })
+      .Case([](NVVM::ClusterDim) { return kabi::ClusterNCtaRank; })
       .Default([](Operation *) { return std::nullopt; });
 }
 

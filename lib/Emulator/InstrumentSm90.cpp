@@ -404,6 +404,27 @@ std::optional<LogicalResult> Instrumenter::rewriteSm90(Operation *op) {
         m.erase();
         return success();
       })
+      .Case([&](NVVM::ClusterArriveOp) {
+        return replaceWithCall(kabi::kClusterArrive, {i32(loc, 0)});
+      })
+      .Case([&](NVVM::ClusterArriveRelaxedOp) {
+        return replaceWithCall(kabi::kClusterArrive, {i32(loc, 1)});
+      })
+      .Case([&](NVVM::ClusterWaitOp) {
+        return replaceWithCall(kabi::kClusterWait, {});
+      })
+      .Case([&](NVVM::MapaOp m) -> LogicalResult {
+        auto ptrType = LLVM::LLVMPointerType::get(module.getContext());
+        Value mapped =
+            call(loc, kabi::kMapa, ptrType,
+                 {toGeneric(loc, m.getA()), m.getB(), i32(loc, site(m))});
+        if (m.getRes().getType() != ptrType)
+          mapped = LLVM::AddrSpaceCastOp::create(builder, loc,
+                                                 m.getRes().getType(), mapped);
+        m.getRes().replaceAllUsesWith(mapped);
+        m.erase();
+        return success();
+      })
       .Case([&](NVVM::GriddepcontrolOp g) -> LogicalResult {
         // Grids run one after another here; what a programmatic dependent
         // does before its wait is checked (DependentLaunch.h).

@@ -1,4 +1,5 @@
 //===- Memory.cpp - Access checks, race detection and traffic counters ----===//
+#include "Cluster.h"
 #include "DependentLaunch.h"
 #include "Runtime.h"
 
@@ -550,6 +551,10 @@ void kvir::emu::checkAccess(const void *ptr, uint64_t bytes, uint32_t flags,
   if (shared) {
     uint64_t arena = reinterpret_cast<uint64_t>(b.shared);
     int64_t offset = int64_t(addr - arena);
+    bool own = addr >= arena && addr < arena + kArenaStride;
+    if (!own && b.cluster->size() > 1 &&
+        checkDistributedAccess(addr, bytes, store, site))
+      return;
     if (addr < arena || offset + bytes > b.sharedBytes)
       fail("out-of-bounds shared " + accessName(flags) + " of " +
                std::to_string(bytes) + " bytes at shared offset " +
@@ -567,6 +572,7 @@ void kvir::emu::checkAccess(const void *ptr, uint64_t bytes, uint32_t flags,
               : store              ? Access::store
                                    : Access::load,
               site);
+    checkClusterRace(b, t, offset, bytes, store, site);
     (store ? b.stats->sharedBytesStored : b.stats->sharedBytesLoaded) += bytes;
     track(b, t, addr, bytes, /*shared=*/true, site);
     return;
@@ -588,6 +594,7 @@ void kvir::emu::checkAccess(const void *ptr, uint64_t bytes, uint32_t flags,
              allocations().describeMiss(addr, bytes),
          site);
   (store ? b.stats->globalBytesStored : b.stats->globalBytesLoaded) += bytes;
+  b.work.globalBytes += bytes;
   noteGlobalAccess(t, addr, bytes, store, site);
   // Sectors are counted as if every allocation started on a 256-byte
   // boundary, as cudaMalloc's (and torch's) do: host buffers start wherever

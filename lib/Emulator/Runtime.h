@@ -56,7 +56,15 @@ inline CompiledModule::~CompiledModule() = default;
 /// Where a thread is blocked: a block barrier, a warp collective, a
 /// warpgroup collective (the .sync.aligned wgmma and setmaxnreg
 /// instructions), a named barrier or an mbarrier phase.
-enum class Wait { None, Barrier, Warp, Warpgroup, NamedBarrier, MBarrier };
+enum class Wait {
+  None,
+  Barrier,
+  Warp,
+  Warpgroup,
+  NamedBarrier,
+  MBarrier,
+  Cluster
+};
 
 /// A pending cp.async copy.
 struct AsyncCopy {
@@ -137,6 +145,11 @@ struct GpuThread {
   /// The thread's own segment in the block's vector clocks (BlockRun::
   /// clocks), advanced at each release (named barrier, mbarrier arrive).
   uint32_t segment = 1;
+  /// barrier.cluster (Cluster.cpp): arrivals and completed waits so far
+  /// (its k-th arrival is for phase k), and the phases it arrived at with
+  /// release semantics (not .relaxed).
+  uint32_t clusterArrivals = 0, clusterWaits = 0;
+  std::vector<uint32_t> clusterReleases;
 };
 
 /// A wgmma.mma_async in flight (issued, not yet retired by a wait).
@@ -206,6 +219,8 @@ struct Request {
 };
 
 /// The state of the block being executed.
+struct ClusterRun;
+
 struct BlockRun {
   const KernelHandle *kernel;
   void **params;
@@ -288,6 +303,12 @@ struct BlockRun {
   std::vector<uint32_t> freeRequests;
   LaunchStats *stats;
   bool aborted = false;
+  /// Its own share of the launch's counters (LaunchStats::blocks).
+  LaunchStats::BlockWork work;
+  /// The cluster the block belongs to (one block: a cluster of one), and
+  /// its rank there.
+  ClusterRun *cluster = nullptr;
+  uint32_t clusterRank = 0;
   std::vector<std::string> *reports;
 };
 
@@ -465,7 +486,11 @@ llvm::LogicalResult runLaunch(const KernelHandle &kernel, Dim3 grid, Dim3 block,
                               LaunchStats &stats,
                               std::vector<std::string> &reports,
                               size_t stackBytes,
-                              bool programmaticDependent = false);
+                              const LaunchAttributes &attributes = {});
+/// Makes everything each thread of `block` did so far happen before
+/// everything any of them does next, as a completed block barrier does
+/// (Scheduler.cpp).
+void orderAllThreads(BlockRun &block);
 
 } // namespace kvir::emu
 

@@ -9,6 +9,7 @@
 // reported instead of hanging.
 //
 //===----------------------------------------------------------------------===//
+#include "Cluster.h"
 #include "DependentLaunch.h"
 #include "Runtime.h"
 
@@ -353,6 +354,25 @@ static void reportStuck(BlockRun &b) {
                  t, t.waitSite);
       return;
     }
+    case Wait::Cluster: {
+      // Some thread of the cluster never arrives at the phase.
+      std::string missing;
+      for (BlockRun *o : b.cluster->blocks)
+        for (const GpuThread &x : o->threads)
+          if (!x.done && x.clusterArrivals < t.waitObject && missing.empty())
+            missing = "thread " + threadName(x) + " of CTA rank " +
+                      std::to_string(o->clusterRank) +
+                      (x.wait == Wait::None
+                           ? std::string()
+                           : " waits at " + describeSite(x.waitSite));
+      blockError(b,
+                 "deadlock: barrier.cluster.wait for phase " +
+                     std::to_string(t.waitObject) +
+                     " of the cluster barrier, at which " + missing +
+                     " never arrives",
+                 t, t.waitSite);
+      return;
+    }
     case Wait::NamedBarrier:
     case Wait::MBarrier: {
       std::string what;
@@ -389,6 +409,20 @@ static void reportStuck(BlockRun &b) {
   }
 }
 
+void kvir::emu::orderAllThreads(BlockRun &b) {
+  b.epoch++;
+  // What named barriers or mbarriers let one thread see, all see now.
+  if (!b.clocks.empty()) {
+    std::vector<GpuThread *> all;
+    for (GpuThread &t : b.threads)
+      all.push_back(&t);
+    joinClocks(b, all);
+  }
+  // A cp.async still in flight may land at any time in the new epoch.
+  for (GpuThread &t : b.threads)
+    markPendingCopies(b, t);
+}
+
 static bool resolveBarrier(BlockRun &b) {
   size_t live = 0, waiting = 0;
   const GpuThread *waiter = nullptr, *exited = nullptr, *other = nullptr;
@@ -423,18 +457,8 @@ static bool resolveBarrier(BlockRun &b) {
       }
     for (GpuThread &t : b.threads)
       t.wait = Wait::None;
-    b.epoch++;
     b.stats->barriers++;
-    // What named barriers or mbarriers let one thread see, all see now.
-    if (!b.clocks.empty()) {
-      std::vector<GpuThread *> all;
-      for (GpuThread &t : b.threads)
-        all.push_back(&t);
-      joinClocks(b, all);
-    }
-    // A cp.async still in flight may land at any time in the new epoch.
-    for (GpuThread &t : b.threads)
-      markPendingCopies(b, t);
+    orderAllThreads(b);
     return true;
   }
   if (waiting == live)
@@ -455,43 +479,73 @@ static bool resolveBarrier(BlockRun &b) {
   return false;
 }
 
-static void runBlock(BlockRun &b) {
+/// Runs the CTAs of a cluster (one, without clusters) together until all
+/// their threads exit, or a report stops them.
+static void runCluster(ClusterRun &c) {
+  auto aborted = [&] {
+    return llvm::any_of(c.blocks, [](BlockRun *b) { return b->aborted; });
+  };
   for (;;) {
     bool anyLive = false;
-    for (GpuThread &t : b.threads) {
-      if (t.done)
-        continue;
-      anyLive = true;
-      if (t.wait == Wait::None) {
-        resume(t);
-        if (b.aborted)
-          return;
+    for (BlockRun *b : c.blocks) {
+      current.block = b;
+      for (GpuThread &t : b->threads) {
+        if (t.done)
+          continue;
+        anyLive = true;
+        if (t.wait == Wait::None) {
+          resume(t);
+          if (b->aborted)
+            return;
+        }
       }
     }
     if (!anyLive)
       return;
     // A thread may have released others (a named barrier or an mbarrier
     // phase it completed) that this pass had already gone by.
-    if (llvm::any_of(b.threads, [](const GpuThread &t) {
-          return !t.done && t.wait == Wait::None;
+    if (llvm::any_of(c.blocks, [](BlockRun *b) {
+          return llvm::any_of(b->threads, [](const GpuThread &t) {
+            return !t.done && t.wait == Wait::None;
+          });
         }))
       continue;
-    if (resolveCollectives(b))
-      continue;
-    if (b.aborted)
+    bool progressed = false;
+    for (BlockRun *b : c.blocks) {
+      current.block = b;
+      for (bool (*resolve)(BlockRun &) :
+           {resolveCollectives, resolveWarpgroups, wakeMBarrierWaiters}) {
+        progressed = resolve(*b);
+        if (progressed || b->aborted)
+          break;
+      }
+      if (progressed || b->aborted)
+        break;
+    }
+    if (aborted())
       return;
-    if (resolveWarpgroups(b))
+    // Before block barriers: threads of a CTA may wait at barrier.cluster
+    // while the others wait at bar.sync, which is not divergence.
+    if (progressed || resolveClusterBarrier(c))
       continue;
-    if (b.aborted)
+    for (BlockRun *b : c.blocks) {
+      current.block = b;
+      progressed = resolveBarrier(*b);
+      if (progressed || b->aborted)
+        break;
+    }
+    if (aborted())
       return;
-    if (wakeMBarrierWaiters(b))
+    if (progressed)
       continue;
-    if (resolveBarrier(b))
-      continue;
-    if (b.aborted)
-      return;
     // Nothing can progress.
-    reportStuck(b);
+    for (BlockRun *b : c.blocks)
+      if (llvm::any_of(b->threads,
+                       [](const GpuThread &t) { return !t.done; })) {
+        current.block = b;
+        reportStuck(*b);
+        return;
+      }
     return;
   }
 }
@@ -607,17 +661,65 @@ void installSegvHandler() {
 }
 } // namespace
 
+char *kvir::emu::clusterArena(uint32_t rank) {
+  return sharedWindowBase() + kSharedArenaOffset + rank * kArenaStride;
+}
+
+/// Makes `b` block `ctaid` of the launch, its threads at their entry, their
+/// fiber stacks from `firstStack` on.
+static void startBlock(BlockRun &b, Dim3 ctaid, uint64_t firstStack,
+                       size_t stackBytes) {
+  uint64_t numThreads = b.block.count();
+  uint32_t numWarps = (numThreads + 31) / 32;
+  b.ctaid = ctaid;
+  b.epoch++;
+  b.blockEpoch = b.epoch;
+  b.work = LaunchStats::BlockWork();
+  b.warpgroups.assign((numThreads + 127) / 128, WarpgroupState());
+  b.mbarriers.clear();
+  for (NamedBarrierState &nb : b.namedBarriers)
+    nb = NamedBarrierState();
+  b.clocks.clear();
+  b.agentKeys.clear();
+  b.agentSegments.clear();
+  b.asyncReads.clear();
+  // Uninitialized shared memory reads as NaN / all-ones, never as a
+  // plausible leftover of the previous block.
+  std::memset(b.shared, 0xff, b.sharedBytes);
+  b.threads.assign(numThreads, GpuThread());
+  b.liveLanes.assign(numWarps, 0);
+  b.warpLanes.assign(numWarps, 0);
+  b.doneLanes.assign(numWarps, 0);
+  b.occurrences.assign(numThreads * b.numSites, 0);
+  for (uint32_t i = 0; i < numThreads; ++i) {
+    GpuThread &t = b.threads[i];
+    t.tid[0] = i % b.block.x;
+    t.tid[1] = (i / b.block.x) % b.block.y;
+    t.tid[2] = i / (b.block.x * b.block.y);
+    t.linear = i;
+    t.lane = i % 32;
+    t.warp = i / 32;
+    t.clock[t.lane] = 1; // own segment 1; nothing synchronized yet
+    t.stackLo = stackPool.stackLo(firstStack + i);
+    t.stackHi = t.stackLo + stackBytes;
+    t.context = ctx::make_fcontext(t.stackHi, stackBytes, threadEntry);
+    b.liveLanes[t.warp]++;
+    b.warpLanes[t.warp] |= 1u << t.lane;
+  }
+}
+
 llvm::LogicalResult kvir::emu::runLaunch(const KernelHandle &kernel, Dim3 grid,
                                          Dim3 block, uint32_t dynamicShared,
                                          void **params, LaunchStats &stats,
                                          std::vector<std::string> &reports,
                                          size_t stackBytes,
-                                         bool programmaticDependent) {
+                                         const LaunchAttributes &attributes) {
   auto start = std::chrono::steady_clock::now();
   stats.kernel = kernel.name;
   stats.grid = grid;
   stats.block = block;
   stats.dynamicSharedBytes = dynamicShared;
+  stats.cluster = attributes.cluster;
   auto shared = kernel.module->kernelSharedBytes.find(kernel.name);
   stats.staticSharedBytes = shared != kernel.module->kernelSharedBytes.end()
                                 ? shared->second
@@ -647,6 +749,12 @@ llvm::LogicalResult kvir::emu::runLaunch(const KernelHandle &kernel, Dim3 grid,
   else if (sharedBytes > 227 * 1024)
     invalid = std::to_string(sharedBytes) +
               " bytes of shared memory per block; at most 232448 (sm_90)";
+  else if (Dim3 c = attributes.cluster;
+           c.count() == 0 || c.count() > kMaxClusterSize || grid.x % c.x ||
+           grid.y % c.y || grid.z % c.z)
+    invalid = "cluster " + dims(c) + " for grid " + dims(grid) +
+              ": at most 8 CTAs per cluster, and the grid a multiple of the "
+              "cluster in every dimension";
   if (!invalid.empty()) {
     reports.push_back("kvir-emu: kernel '" + kernel.name +
                       "': invalid launch configuration: " + invalid);
@@ -665,7 +773,7 @@ llvm::LogicalResult kvir::emu::runLaunch(const KernelHandle &kernel, Dim3 grid,
     return llvm::failure();
   }
   // Only the pages a fiber touches get committed.
-  if (!stackPool.reserve(numThreads, stackBytes)) {
+  if (!stackPool.reserve(numThreads * attributes.cluster.count(), stackBytes)) {
     reports.push_back("kvir-emu: kernel '" + kernel.name +
                       "': cannot map " + std::to_string(numThreads) + " fiber "
                       "stacks of " + std::to_string(stackBytes) +
@@ -673,80 +781,64 @@ llvm::LogicalResult kvir::emu::runLaunch(const KernelHandle &kernel, Dim3 grid,
     return llvm::failure();
   }
   installSegvHandler();
-  if (!beginGrid(kernel.name, programmaticDependent, reports)) {
+  if (!beginGrid(kernel.name, attributes.programmaticDependent, reports)) {
     endGrid();
     return llvm::failure();
   }
   stackBytes = stackPool.stackBytes;
-  BlockRun b;
-  b.kernel = &kernel;
-  b.params = params;
-  b.grid = grid;
-  b.block = block;
-  b.stats = &stats;
-  b.reports = &reports;
-  b.numSites = kernel.module->sites.size();
-  b.shared = sharedWindowBase() + kSharedArenaOffset;
-  b.sharedBytes = sharedBytes;
-  b.shadow.assign(sharedBytes, BlockRun::Shadow{});
-  uint32_t numWarps = (numThreads + 31) / 32;
-  current.block = &b;
-  for (uint32_t bz = 0; bz < grid.z && !b.aborted; ++bz)
-    for (uint32_t by = 0; by < grid.y && !b.aborted; ++by)
-      for (uint32_t bx = 0; bx < grid.x && !b.aborted; ++bx) {
-        b.ctaid = {bx, by, bz};
-        b.epoch++;
-        b.blockEpoch = b.epoch;
-        b.warpgroups.assign((numThreads + 127) / 128, WarpgroupState());
-        b.mbarriers.clear();
-        for (NamedBarrierState &nb : b.namedBarriers)
-          nb = NamedBarrierState();
-        b.clocks.clear();
-        b.agentKeys.clear();
-        b.agentSegments.clear();
-        b.asyncReads.clear();
-        // Uninitialized shared memory reads as NaN / all-ones, never as a
-        // plausible leftover of the previous block.
-        std::memset(b.shared, 0xff, sharedBytes);
-        b.threads.assign(numThreads, GpuThread());
-        b.liveLanes.assign(numWarps, 0);
-        b.warpLanes.assign(numWarps, 0);
-        b.doneLanes.assign(numWarps, 0);
-        b.occurrences.assign(numThreads * b.numSites, 0);
-        for (uint32_t i = 0; i < numThreads; ++i) {
-          GpuThread &t = b.threads[i];
-          t.tid[0] = i % block.x;
-          t.tid[1] = (i / block.x) % block.y;
-          t.tid[2] = i / (block.x * block.y);
-          t.linear = i;
-          t.lane = i % 32;
-          t.warp = i / 32;
-          t.clock[t.lane] = 1; // own segment 1; nothing synchronized yet
-          t.stackLo = stackPool.stackLo(i);
-          t.stackHi = t.stackLo + stackBytes;
-          t.context = ctx::make_fcontext(t.stackHi, stackBytes, threadEntry);
-          b.liveLanes[t.warp]++;
-          b.warpLanes[t.warp] |= 1u << t.lane;
+  // One BlockRun per rank of a cluster, each with its own shared memory;
+  // the CTAs of a cluster run together.
+  uint32_t clusterSize = uint32_t(attributes.cluster.count());
+  std::vector<BlockRun> ranks(clusterSize);
+  std::vector<BlockRun *> rankPointers;
+  ClusterRun cluster;
+  cluster.dims = attributes.cluster;
+  for (uint32_t r = 0; r < clusterSize; ++r) {
+    BlockRun &b = ranks[r];
+    b.kernel = &kernel;
+    b.params = params;
+    b.grid = grid;
+    b.block = block;
+    b.stats = &stats;
+    b.reports = &reports;
+    b.numSites = kernel.module->sites.size();
+    b.shared = clusterArena(r);
+    b.sharedBytes = sharedBytes;
+    b.shadow.assign(sharedBytes, BlockRun::Shadow{});
+    b.cluster = &cluster;
+    b.clusterRank = r;
+    rankPointers.push_back(&b);
+  }
+  stats.blocks.assign(grid.count(), LaunchStats::BlockWork());
+  Dim3 cd = attributes.cluster;
+  auto aborted = [&] {
+    return llvm::any_of(ranks, [](const BlockRun &b) { return b.aborted; });
+  };
+  for (uint32_t cz = 0; cz < grid.z / cd.z && !aborted(); ++cz)
+    for (uint32_t cy = 0; cy < grid.y / cd.y && !aborted(); ++cy)
+      for (uint32_t cx = 0; cx < grid.x / cd.x && !aborted(); ++cx) {
+        for (uint32_t r = 0; r < clusterSize; ++r) {
+          Dim3 ctaid{cx * cd.x + r % cd.x, cy * cd.y + (r / cd.x) % cd.y,
+                     cz * cd.z + r / (cd.x * cd.y)};
+          startBlock(ranks[r], ctaid, r * numThreads, stackBytes);
         }
-        auto globalBytes = [&] {
-          return stats.globalBytesLoaded + stats.globalBytesStored +
-                 stats.tmaBytesLoaded + stats.tmaBytesStored;
-        };
-        uint64_t mmaBefore = stats.mmaOps, wgmmaBefore = stats.wgmmaOps;
-        uint64_t bytesBefore = globalBytes();
-        runBlock(b);
-        flushRequests(b);
-        stats.blocks.push_back({stats.mmaOps - mmaBefore,
-                                globalBytes() - bytesBefore,
-                                stats.wgmmaOps - wgmmaBefore});
+        cluster.reset(rankPointers);
+        runCluster(cluster);
+        for (BlockRun &b : ranks) {
+          flushRequests(b);
+          stats.blocks[(uint64_t(b.ctaid.z) * grid.y + b.ctaid.y) * grid.x +
+                       b.ctaid.x] = b.work;
+        }
       }
-  if (b.racesNotShown)
-    reports.push_back(header(b) + std::to_string(b.racesNotShown) +
-                      " more shared-memory races at the sites reported above");
+  for (BlockRun &b : ranks)
+    if (b.racesNotShown)
+      reports.push_back(header(b) + std::to_string(b.racesNotShown) +
+                        " more shared-memory races at the sites reported "
+                        "above");
   endGrid();
   current = Current();
   stats.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  return llvm::success(!b.aborted && reports.size() == reportsBefore);
+  return llvm::success(!aborted() && reports.size() == reportsBefore);
 }

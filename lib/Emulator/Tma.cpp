@@ -199,6 +199,7 @@ void __kvemu_tma_load(const void *tensorMap, void *dst, const void *mbar,
     globalRange(addr, e, /*write=*/false, what, site);
     std::memcpy(&box[i * e], reinterpret_cast<const void *>(addr), e);
     b.stats->tmaBytesLoaded += e;
+    b.work.globalBytes += e;
   });
   uint32_t agent = asyncAgent(b, barrier);
   for (uint64_t chunk = 0; chunk < bytes; chunk += 16) {
@@ -254,6 +255,7 @@ void __kvemu_tma_store(const void *tensorMap, const void *src,
     globalRange(addr, e, /*write=*/true, what, site);
     std::memcpy(reinterpret_cast<void *>(addr), &box[i * e], e);
     b.stats->tmaBytesStored += e;
+    b.work.globalBytes += e;
   });
   b.stats->tmaCopies++;
 }
@@ -270,6 +272,7 @@ void __kvemu_bulk_load(void *dst, const void *src, uint32_t size,
   recordAsyncWrite(b, t, agent, dstOffset, size, site);
   std::memcpy(b.shared + dstOffset, src, size);
   b.stats->tmaBytesLoaded += size;
+  b.work.globalBytes += size;
   b.stats->tmaCopies++;
   mbarrierCompleteTx(b, barrier, size, agent, what, site);
 }
@@ -285,6 +288,7 @@ void __kvemu_bulk_store(void *dst, const void *src, uint32_t size,
   std::memcpy(dst, b.shared + srcOffset, size);
   b.asyncReads.push_back({srcOffset, size, t.linear, t.bulkOpen, site});
   b.stats->tmaBytesStored += size;
+  b.work.globalBytes += size;
   b.stats->tmaCopies++;
 }
 

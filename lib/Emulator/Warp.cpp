@@ -192,6 +192,7 @@ void mma(BlockRun &b, std::vector<GpuThread *> &lanes) {
     }
   }
   b.stats->mmaOps++;
+  b.work.mmaOps++;
 }
 
 /// Whether all 32 lanes take part in a warp-wide matrix instruction;

@@ -343,6 +343,7 @@ void executeMma(BlockRun &b, uint32_t group,
       {ticket, site, N, K, op.typeA | op.typeB << 8 | op.typeD << 16,
        std::move(offsets), elementBytes(op.typeA)});
   b.stats->wgmmaOps++;
+  b.work.wgmmaOps++;
   b.stats->wgmmaShapes["m64n" + std::to_string(N) + "k" + std::to_string(K) +
                        "." + typeName(op.typeD) + "." + typeName(op.typeA)]++;
 }

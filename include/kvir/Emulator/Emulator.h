@@ -35,6 +35,18 @@ struct Dim3 {
   uint64_t count() const { return uint64_t(x) * y * z; }
 };
 
+/// What cuLaunchKernelEx's attributes can ask of a launch.
+struct LaunchAttributes {
+  /// CTAs per cluster (at most 8; the grid a multiple of it).
+  Dim3 cluster;
+  /// Programmatic stream serialization: the grid may overlap the previous
+  /// launch until its threads execute griddepcontrol.wait; their accesses
+  /// before it are checked against the previous grid's (which must have
+  /// been recorded: a kernel using griddepcontrol was compiled before it
+  /// ran).
+  bool programmaticDependent = false;
+};
+
 /// Counters of one kernel launch.
 struct LaunchStats {
   std::string kernel;
@@ -60,6 +72,10 @@ struct LaunchStats {
            mbarrierWaits = 0, mbarrierSpins = 0;
   /// Bulk and tensor (TMA) copies, and the global bytes they moved.
   uint64_t tmaCopies = 0, tmaBytesLoaded = 0, tmaBytesStored = 0;
+  /// Clusters: CTAs per cluster (1: none) and completed barrier.cluster
+  /// phases (per CTA).
+  Dim3 cluster;
+  uint64_t clusterBarriers = 0;
   std::map<std::string, uint64_t> wgmmaShapes;
   double seconds = 0;
   /// Per block, in launch order (x fastest): the work it did, for load
@@ -137,14 +153,9 @@ public:
 
   /// Launches a kernel of a prepared module by name (its packed arguments as
   /// gpu-to-llvm passes them). Returns failure if a check fired.
-  /// `programmaticDependent`: launched with CUDA's programmatic stream
-  /// serialization, so it may overlap the previous launch until its
-  /// threads execute griddepcontrol.wait; their accesses before it are
-  /// checked against the previous grid's (it must have been recorded: a
-  /// kernel using griddepcontrol was compiled before it ran).
   llvm::LogicalResult launch(llvm::StringRef kernel, Dim3 grid, Dim3 block,
                              uint32_t dynamicSharedBytes, void **params,
-                             bool programmaticDependent = false);
+                             const LaunchAttributes &attributes = {});
 
   /// The byte size of each parameter of a compiled kernel (its PTX entry's
   /// parameters in kvir's kernel ABI), or nullopt if no kernel has the name.

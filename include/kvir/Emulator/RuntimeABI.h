@@ -51,6 +51,11 @@ constexpr const char *kWgmmaRead = "__kvemu_wgmma_read";     // void(ticket, sit
 constexpr const char *kRegDefined = "__kvemu_reg_defined";   // u64()
 constexpr const char *kSetMaxNReg = "__kvemu_setmaxnreg";    // void(count, inc, site)
 constexpr const char *kFenceProxyAsync = "__kvemu_fence_proxy_async"; // void(site)
+// Clusters (lib/Emulator/Cluster.cpp): barrier.cluster.arrive (relaxed: 1
+// for .relaxed) and wait; mapa of a shared address to CTA `rank`'s.
+constexpr const char *kClusterArrive = "__kvemu_cluster_arrive"; // void(relaxed, site)
+constexpr const char *kClusterWait = "__kvemu_cluster_wait";     // void(site)
+constexpr const char *kMapa = "__kvemu_mapa"; // ptr(ptr, rank, site)
 // griddepcontrol.wait: the primary grid is complete and visible from here.
 constexpr const char *kGridDependencyWait = "__kvemu_griddepcontrol_wait"; // void(site)
 // mbarrier operations on a shared address: kind is MBarrierOp, `a` the
@@ -78,9 +83,44 @@ constexpr const char *kMathPrefix = "__kvemu_math_";
 
 /// __kvemu_sreg selectors.
 enum Sreg : uint32_t {
-  TidX, TidY, TidZ, NtidX, NtidY, NtidZ, CtaidX, CtaidY, CtaidZ,
-  NctaidX, NctaidY, NctaidZ, LaneId, WarpSize, WarpId, NWarpId, SmId, NSmId,
-  LaneMaskLt, LaneMaskLe, LaneMaskEq, LaneMaskGe, LaneMaskGt, Clock
+  TidX,
+  TidY,
+  TidZ,
+  NtidX,
+  NtidY,
+  NtidZ,
+  CtaidX,
+  CtaidY,
+  CtaidZ,
+  NctaidX,
+  NctaidY,
+  NctaidZ,
+  LaneId,
+  WarpSize,
+  WarpId,
+  NWarpId,
+  SmId,
+  NSmId,
+  LaneMaskLt,
+  LaneMaskLe,
+  LaneMaskEq,
+  LaneMaskGe,
+  LaneMaskGt,
+  Clock,
+  ClusterIdX,
+  ClusterIdY,
+  ClusterIdZ,
+  NClusterIdX,
+  NClusterIdY,
+  NClusterIdZ,
+  ClusterCtaIdX,
+  ClusterCtaIdY,
+  ClusterCtaIdZ,
+  ClusterNCtaIdX,
+  ClusterNCtaIdY,
+  ClusterNCtaIdZ,
+  ClusterCtaRank,
+  ClusterNCtaRank
 };
 
 /// __kvemu_access flags. Bits AlignShift.. hold log2 of the alignment the

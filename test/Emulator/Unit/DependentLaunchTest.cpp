@@ -102,7 +102,7 @@ protected:
       args.memref(own);
     args.memref(mid).memref(out);
     return succeeded(Emulator::get().launch(kernel, {1, 1, 1}, {kThreads, 1, 1},
-                                            0, args.get(), dependent));
+                                            0, args.get(), {{}, dependent}));
   }
 };
 bool DependentLaunchTest::ok = false;
