@@ -15,9 +15,8 @@
 // and deadlocks (Scheduler.cpp names what every thread waits for).
 //
 //===----------------------------------------------------------------------===//
+#include "HostMemory.h"
 #include "Runtime.h"
-
-char *sharedWindowBase();
 
 using namespace kvir::emu;
 

@@ -18,6 +18,7 @@
 #ifndef KVIR_LIB_EMULATOR_CLUSTER_H
 #define KVIR_LIB_EMULATOR_CLUSTER_H
 
+#include "HostMemory.h"
 #include "kvir/Emulator/Emulator.h"
 
 #include <cstdint>
@@ -67,12 +68,6 @@ bool checkDistributedAccess(uint64_t addr, uint64_t bytes, bool write,
 /// Completes barrier.cluster phases all non-exited threads arrived at and
 /// releases their waiters. Returns whether a thread was released.
 bool resolveClusterBarrier(ClusterRun &cluster);
-
-/// Where the shared memory of the CTA of rank `rank` lies (Scheduler.cpp):
-/// arenas kArenaStride apart, each aligned to it, so that the low 18 bits
-/// of a shared address are its offset, as on a GPU.
-constexpr uint64_t kArenaStride = 256 * 1024;
-char *clusterArena(uint32_t rank);
 
 } // namespace kvir::emu
 

@@ -1,6 +1,7 @@
 //===- Memory.cpp - Access checks, race detection and traffic counters ----===//
 #include "Cluster.h"
 #include "DependentLaunch.h"
+#include "HostMemory.h"
 #include "Runtime.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -12,9 +13,6 @@
 #include <optional>
 
 using namespace kvir::emu;
-
-char *sharedWindowBase();
-uint64_t sharedWindowSize();
 
 AllocationTable &kvir::emu::allocations() {
   static AllocationTable table;

@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "DependentLaunch.h"
+#include "HostMemory.h"
 #include "Runtime.h"
 #include "kvir/Emulator/TensorMap.h"
 
@@ -28,8 +29,6 @@
 #include <cstring>
 
 using namespace kvir::emu;
-
-char *sharedWindowBase();
 
 namespace {
 
