@@ -15,6 +15,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace kvir::emu::test {
 
@@ -148,6 +149,46 @@ inline uint32_t footprint(const Layout &l, uint32_t bytes, uint32_t rows,
     for (uint32_t x = 0; x < k; ++x)
       end = std::max(end, layoutOffset(l, bytes, r, x) + bytes);
   return (end + 1023) / 1024 * 1024;
+}
+
+/// A launch's D (64 x N, row-major) and the float64 reference with, per
+/// element, the sum of the magnitudes of its terms (the tolerance's scale).
+struct Outcome {
+  bool launched = false;
+  std::vector<float> out;
+  std::vector<double> reference, magnitude;
+};
+
+/// D = (sa A) (sb B)^T + (accumulate ? C : 0): A is 64 x K, B N x K and
+/// C 64 x N, row-major.
+inline void referenceMatmul(Outcome &r, const std::vector<double> &A,
+                            const std::vector<double> &B, const float *C,
+                            uint32_t N, uint32_t K, bool negateA, bool negateB,
+                            bool accumulate) {
+  double sa = negateA ? -1 : 1, sb = negateB ? -1 : 1;
+  for (uint32_t m = 0; m < 64; ++m)
+    for (uint32_t n = 0; n < N; ++n) {
+      double sum = accumulate ? C[m * N + n] : 0.0;
+      double mag = std::fabs(sum);
+      for (uint32_t x = 0; x < K; ++x) {
+        double p = sa * A[m * K + x] * sb * B[n * K + x];
+        sum += p;
+        mag += std::fabs(p);
+      }
+      r.reference.push_back(sum);
+      r.magnitude.push_back(mag);
+    }
+}
+
+/// Every element written and within f32 accumulation error of the
+/// reference.
+inline void expectMatchesReference(const Outcome &r, uint32_t N) {
+  ASSERT_TRUE(r.launched) << reports();
+  for (size_t i = 0; i < r.out.size(); ++i) {
+    ASSERT_FALSE(std::isnan(r.out[i])) << "D[" << i << "] not written";
+    ASSERT_NEAR(r.out[i], r.reference[i], 1e-5 * std::max(1.0, r.magnitude[i]))
+        << "D[" << i / N << "][" << i % N << "]";
+  }
 }
 
 } // namespace kvir::emu::test

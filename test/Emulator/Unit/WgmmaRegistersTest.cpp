@@ -285,12 +285,6 @@ std::vector<int32_t> packA(const std::vector<uint32_t> &bits, uint32_t K,
   return regs;
 }
 
-struct Outcome {
-  bool launched;
-  std::vector<float> out;
-  std::vector<double> reference, magnitude;
-};
-
 Outcome runCase(const Case &c, const std::string &kernelName, uint32_t seed) {
   uint32_t kStep = kOf(c.a), K = kStep * c.kSteps, N = c.n, e = bytesOf(c.a);
   std::mt19937 rng(seed);
@@ -332,19 +326,7 @@ Outcome runCase(const Case &c, const std::string &kernelName, uint32_t seed) {
   r.launched = succeeded(launch(kernelName, {1, 1, 1}, {128, 1, 1}, args,
                                 uint32_t(img.size() * 4)));
   r.out.assign(out.ptr(), out.ptr() + out.size());
-  double sa = c.negateA ? -1 : 1, sb = c.negateB ? -1 : 1;
-  for (uint32_t m = 0; m < 64; ++m)
-    for (uint32_t n = 0; n < N; ++n) {
-      double sum = c.accumulate ? cin[m * N + n] : 0.0;
-      double mag = std::fabs(sum);
-      for (uint32_t x = 0; x < K; ++x) {
-        double p = sa * A[m * K + x] * sb * B[n * K + x];
-        sum += p;
-        mag += std::fabs(p);
-      }
-      r.reference.push_back(sum);
-      r.magnitude.push_back(mag);
-    }
+  referenceMatmul(r, A, B, cin.ptr(), N, K, c.negateA, c.negateB, c.accumulate);
   return r;
 }
 
@@ -410,13 +392,7 @@ TEST_F(WgmmaRegistersTest, MatchesFloat64Reference) {
   for (const Case &c : cases()) {
     SCOPED_TRACE(c.name);
     Outcome r = runCase(c, c.name, seed++);
-    ASSERT_TRUE(r.launched) << reports();
-    for (size_t i = 0; i < r.out.size(); ++i) {
-      ASSERT_FALSE(std::isnan(r.out[i])) << "D[" << i << "] not written";
-      ASSERT_NEAR(r.out[i], r.reference[i],
-                  1e-5 * std::max(1.0, r.magnitude[i]))
-          << "D[" << i / c.n << "][" << i % c.n << "]";
-    }
+    expectMatchesReference(r, c.n);
   }
   const LaunchStats &stats = Emulator::get().getLaunchStats().back();
   EXPECT_EQ(stats.wgmmaOps, 4u);
