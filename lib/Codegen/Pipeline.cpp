@@ -3,7 +3,12 @@
 #include "kvir/Codegen/IRBuilder.h"
 #include "kvir/Codegen/PagedTileLoader.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <cassert>
 
@@ -41,4 +46,87 @@ void CpAsyncPipeline::wait(ImplicitLocOpBuilder &b) const {
 
 void CpAsyncPipeline::drain(ImplicitLocOpBuilder &b) const {
   waitAsyncCopies(b, 0);
+}
+
+MBarrierPipeline::MBarrierPipeline(int64_t stages, int64_t consumerArrivals)
+    : stages(stages), consumerArrivals(consumerArrivals) {
+  assert(stages >= 2 && consumerArrivals >= 1 &&
+         "a ring of at least two stages, released by its consumers");
+}
+
+namespace {
+enum BarrierKind : int64_t { Full = 0, Empty = 1 };
+
+Value i32(ImplicitLocOpBuilder &b, int64_t v) {
+  return arith::ConstantIntOp::create(b, v, 32);
+}
+} // namespace
+
+Value MBarrierPipeline::barrier(ImplicitLocOpBuilder &b, Value barriers,
+                                int64_t kind, Value stage) const {
+  IRBuilder ir{b};
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, barriers);
+  Value index = ir.add(ir.idx(kind * stages), stage);
+  Value address = arith::IndexCastUIOp::create(
+      b, b.getI64Type(), ir.add(base, ir.mul(index, ir.idx(8))));
+  return LLVM::IntToPtrOp::create(
+      b, LLVM::LLVMPointerType::get(b.getContext(), 3), address);
+}
+
+void MBarrierPipeline::init(ImplicitLocOpBuilder &b, Value barriers,
+                            Value leader) const {
+  auto ifOp = scf::IfOp::create(b, leader, /*withElseRegion=*/false);
+  ImplicitLocOpBuilder tb =
+      ImplicitLocOpBuilder::atBlockBegin(b.getLoc(), ifOp.thenBlock());
+  tb.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  IRBuilder ir{tb};
+  for (int64_t s = 0; s < stages; ++s) {
+    // full: the producer's one arrive (its transactions are the copies');
+    // empty: every consumer's.
+    NVVM::MBarrierInitOp::create(tb, barrier(tb, barriers, Full, ir.idx(s)),
+                                 i32(tb, 1), Value());
+    NVVM::MBarrierInitOp::create(tb, barrier(tb, barriers, Empty, ir.idx(s)),
+                                 i32(tb, consumerArrivals), Value());
+  }
+  NVVM::FenceMbarrierInitOp::create(tb);
+}
+
+std::pair<Value, Value> MBarrierPipeline::slot(ImplicitLocOpBuilder &b,
+                                               Value index) const {
+  IRBuilder ir{b};
+  Value stage = ir.remU(index, ir.idx(stages));
+  Value round = ir.divU(index, ir.idx(stages));
+  Value parity = arith::IndexCastUIOp::create(b, b.getI32Type(),
+                                              ir.remU(round, ir.idx(2)));
+  return {stage, parity};
+}
+
+Value MBarrierPipeline::fullBarrier(ImplicitLocOpBuilder &b, Value barriers,
+                                    Value stage) const {
+  return barrier(b, barriers, Full, stage);
+}
+
+void MBarrierPipeline::producerAcquire(ImplicitLocOpBuilder &b, Value barriers,
+                                       Value stage, Value parity,
+                                       Value bytes) const {
+  Value freed = arith::XOrIOp::create(b, parity, i32(b, 1));
+  NVVM::MBarrierTryWaitParityOp::create(b, barrier(b, barriers, Empty, stage),
+                                        freed, i32(b, 0));
+  NVVM::MBarrierArriveExpectTxOp::create(
+      b, b.getI64Type(), barrier(b, barriers, Full, stage), bytes,
+      NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA),
+      /*relaxed=*/nullptr, /*predicate=*/Value());
+}
+
+void MBarrierPipeline::consumerWait(ImplicitLocOpBuilder &b, Value barriers,
+                                    Value stage, Value parity) const {
+  NVVM::MBarrierTryWaitParityOp::create(b, barrier(b, barriers, Full, stage),
+                                        parity, i32(b, 0));
+}
+
+void MBarrierPipeline::consumerRelease(ImplicitLocOpBuilder &b, Value barriers,
+                                       Value stage) const {
+  NVVM::MBarrierArriveOp::create(
+      b, b.getI64Type(), barrier(b, barriers, Empty, stage), Value(),
+      NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA));
 }

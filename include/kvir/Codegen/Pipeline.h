@@ -12,8 +12,9 @@
 // thread's groups still in flight, and a barrier that makes every thread's
 // copies visible. That barrier is also every release and acquire: once a
 // thread passed it, every thread is done with the stage read before it, so
-// copies issued after it may refill that stage. (An mbarrier pipeline, for
-// TMA, makes acquire and release waits and arrivals on per-stage barriers.)
+// copies issued after it may refill that stage. `MBarrierPipeline` runs it
+// over per-stage mbarriers (sm_90), acquire and release being waits and
+// arrivals.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVIR_CODEGEN_PIPELINE_H
@@ -62,6 +63,60 @@ public:
 private:
   int64_t stages, groupsPerTile;
   Refill refill;
+};
+
+/// The same protocol over mbarriers (sm_90; PTX ISA, "mbarrier"), for
+/// copies that complete on a barrier (cp.async.bulk, TMA) and for
+/// producers and consumers that are different warps: per stage a `full`
+/// barrier, which the producer arrives on once, announcing the tile's bytes
+/// as expected transactions that the copies complete, and an `empty`
+/// barrier, which each consumer thread arrives on when done with the
+/// stage. Tile n uses stage n % stages in the ring's (n / stages)-th round;
+/// a barrier's round-r phase has parity r % 2. The producer of tile n waits
+/// on empty with parity (round + 1) % 2 — satisfied at once in round 0,
+/// whose stages no one has used — and the consumer on full with parity
+/// round % 2.
+class MBarrierPipeline {
+public:
+  /// A ring of `stages` (>= 2) stages released by `consumerArrivals`
+  /// arrivals each.
+  MBarrierPipeline(int64_t stages, int64_t consumerArrivals);
+
+  int64_t getStages() const { return stages; }
+  /// The barriers' shared buffer: memref<barrierCount() x i64>, 8-byte
+  /// aligned.
+  int64_t barrierCount() const { return 2 * stages; }
+
+  /// Thread `leader` initializes every barrier and fences the inits
+  /// (fence.mbarrier_init); the caller synchronizes the block (a barrier)
+  /// before any thread uses them.
+  void init(mlir::ImplicitLocOpBuilder &b, mlir::Value barriers,
+            mlir::Value leader) const;
+  /// Tile `index`'s stage and the parity of its round.
+  std::pair<mlir::Value, mlir::Value> slot(mlir::ImplicitLocOpBuilder &b,
+                                           mlir::Value index) const;
+  /// The full barrier of `stage` (what the tile's copies complete on), as
+  /// a shared pointer.
+  mlir::Value fullBarrier(mlir::ImplicitLocOpBuilder &b, mlir::Value barriers,
+                          mlir::Value stage) const;
+
+  /// Producer (one thread): waits until the consumers released the stage,
+  /// then arrives on its full barrier expecting `bytes` (i32) of copies.
+  void producerAcquire(mlir::ImplicitLocOpBuilder &b, mlir::Value barriers,
+                       mlir::Value stage, mlir::Value parity,
+                       mlir::Value bytes) const;
+  /// Consumer: waits until the tile's copies have landed.
+  void consumerWait(mlir::ImplicitLocOpBuilder &b, mlir::Value barriers,
+                    mlir::Value stage, mlir::Value parity) const;
+  /// Consumer: done with the stage (one of the consumerArrivals).
+  void consumerRelease(mlir::ImplicitLocOpBuilder &b, mlir::Value barriers,
+                       mlir::Value stage) const;
+
+private:
+  mlir::Value barrier(mlir::ImplicitLocOpBuilder &b, mlir::Value barriers,
+                      int64_t kind, mlir::Value stage) const;
+
+  int64_t stages, consumerArrivals;
 };
 
 } // namespace kvir::codegen

@@ -12,6 +12,10 @@
 //                    fragment layout
 //   mma_chain        MmaAtom: O = round(A B^T) V, the accumulators rounded to
 //                    an A fragment (P V from registers), V by ldmatrix.trans
+//   wgmma_gemm,      WgmmaAtom (TestSm90.cpp): the same products by one
+//   wgmma_chain      warpgroup's wgmma, SS and RS
+//   mbarrier_ring    MBarrierPipeline (TestSm90.cpp): a producer warp and a
+//                    consumer warpgroup through an mbarrier ring
 //   paged_copy       PagedTileLoader: copies request b's tokens, tile by
 //                    tile, through a `test.kv_type` paged cache into
 //                    out[b, t, :], synchronously or with a `test.stages`-
@@ -44,6 +48,8 @@
 //                    place, copied out
 //
 //===----------------------------------------------------------------------===//
+#include "TestComponents.h"
+
 #include "kvir/Codegen/AttentionState.h"
 #include "kvir/Codegen/IRBuilder.h"
 #include "kvir/Codegen/KernelFunc.h"
@@ -75,17 +81,31 @@ using namespace mlir;
 using namespace kvir;
 using namespace kvir::codegen;
 
-namespace {
-
-/// A kernel named like `stub`, with its arguments, rebuilt by KernelFunc.
-KernelFunc replaceKernel(gpu::GPUFuncOp stub, std::array<int64_t, 3> block,
-                         const SharedMemoryLayout &layout) {
+KernelFunc kvir::test::replaceKernel(gpu::GPUFuncOp stub,
+                                     std::array<int64_t, 3> block,
+                                     const SharedMemoryLayout &layout) {
   auto module = stub->getParentOfType<gpu::GPUModuleOp>();
   std::string name = stub.getName().str();
   SmallVector<Type> args(stub.getArgumentTypes());
   stub.erase();
   return KernelFunc::create(module, name, args, block, layout);
 }
+
+void kvir::test::forStrided(
+    ImplicitLocOpBuilder &b, Value thread, int64_t end, int64_t step,
+    function_ref<void(ImplicitLocOpBuilder &, Value)> body) {
+  IRBuilder ir{b};
+  scf::ForOp::create(b, thread, ir.idx(end), ir.idx(step), ValueRange{},
+                     [&](OpBuilder &nb, Location l, Value i, ValueRange) {
+                       ImplicitLocOpBuilder lb(l, nb);
+                       body(lb, i);
+                       scf::YieldOp::create(lb);
+                     });
+}
+
+namespace {
+using test::forStrided;
+using test::replaceKernel;
 
 int64_t intAttr(Operation *op, StringRef name, int64_t fallback) {
   if (auto a = op->getAttrOfType<IntegerAttr>(name))
@@ -453,19 +473,6 @@ void buildKernelFunc(gpu::GPUFuncOp stub) {
   KernelFunc::create(module, name + "_dynamic", args, {128, 1, 1}, big);
 }
 
-/// `body(builder, i)` for i = thread, thread + step, ... < end.
-void forStrided(ImplicitLocOpBuilder &b, Value thread, int64_t end,
-                int64_t step,
-                function_ref<void(ImplicitLocOpBuilder &, Value)> body) {
-  IRBuilder ir{b};
-  scf::ForOp::create(b, thread, ir.idx(end), ir.idx(step), ValueRange{},
-                     [&](OpBuilder &nb, Location l, Value i, ValueRange) {
-                       ImplicitLocOpBuilder lb(l, nb);
-                       body(lb, i);
-                       scf::YieldOp::create(lb);
-                     });
-}
-
 /// tile_layout: (out: memref<?xi32>) holding the shared tile's elements
 /// zero-extended, in memory order.
 void buildTileLayout(gpu::GPUFuncOp stub) {
@@ -698,6 +705,12 @@ struct TestCodegenPass
         buildMmaGemm(kernel);
       else if (component == "mma_chain")
         buildMmaChain(kernel);
+      else if (component == "wgmma_gemm")
+        test::buildWgmmaGemm(kernel);
+      else if (component == "wgmma_chain")
+        test::buildWgmmaChain(kernel);
+      else if (component == "mbarrier_ring")
+        test::buildMBarrierRing(kernel);
       else if (component == "paged_copy")
         buildPagedCopy(kernel);
       else if (component == "paged_gather")
