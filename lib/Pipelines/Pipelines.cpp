@@ -16,12 +16,14 @@
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -62,6 +64,10 @@ void kvir::buildKVToNVVMPipeline(OpPassManager &pm,
 void kvir::buildKVToPTXPipeline(OpPassManager &pm,
                                 const KVToGPUPipelineOptions &options) {
   buildKVToNVVMPipeline(pm, options);
+  // NVVM ops without an LLVM intrinsic (sm_90a's wgmma among them) become
+  // the inline PTX their op defines. Here, not in the kernel lowering the
+  // emulator shares: it executes those ops themselves.
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertNVVMToLLVMPass());
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = "isa";
   pm.addPass(createGpuModuleToBinaryPass(binary));
