@@ -88,41 +88,49 @@ Value WgmmaAtom::startField(ImplicitLocOpBuilder &b,
       b, low, arith::ConstantIntOp::create(b, b.getI64Type(), 4));
 }
 
+namespace {
+/// A 128-byte swizzle's column block: its elements per row and its bytes.
+int64_t blockElements(const TileLayout &l) {
+  return kSwizzleRowBytes * 8 / l.elementBits;
+}
+int64_t blockBytes(const TileLayout &l) { return l.rows * kSwizzleRowBytes; }
+} // namespace
+
+Value WgmmaAtom::descriptor(ImplicitLocOpBuilder &b,
+                            const WgmmaOperandTile &tile, Value stage,
+                            Value byteOffset, int64_t leadingBytes) const {
+  Value start = startField(b, tile, stage, byteOffset);
+  Value high = arith::ConstantIntOp::create(
+      b, b.getI64Type(), int64_t(descriptorHigh(leadingBytes, kPatternBytes)));
+  return arith::OrIOp::create(b, high, start);
+}
+
 Value WgmmaAtom::descriptorRows(ImplicitLocOpBuilder &b,
                                 const WgmmaOperandTile &tile, Value stage,
                                 Value row0, int64_t k0) const {
   IRBuilder ir{b};
-  int64_t blockElements = kSwizzleRowBytes * 8 / tile.layout.elementBits;
-  int64_t blockBytes = tile.layout.rows * kSwizzleRowBytes;
+  const TileLayout &l = tile.layout;
   // Column block k0 / 64, then rows 128 bytes apart, then k0 within the
   // row: the start stays in the pattern's first row (row0 % 8 == 0).
-  Value offset =
-      ir.add(ir.mul(row0, ir.idx(kSwizzleRowBytes)),
-             ir.idx(k0 / blockElements * blockBytes +
-                    k0 % blockElements * tile.layout.elementBits / 8));
-  Value start = startField(b, tile, stage, offset);
+  Value offset = ir.add(ir.mul(row0, ir.idx(kSwizzleRowBytes)),
+                        ir.idx(k0 / blockElements(l) * blockBytes(l) +
+                               k0 % blockElements(l) * l.elementBits / 8));
   // K-major with a swizzle: the leading byte offset is not used (one
   // wgmma's K lies within a 128-byte row); 16 as CUTLASS sets it.
-  Value high = arith::ConstantIntOp::create(
-      b, b.getI64Type(), int64_t(descriptorHigh(16, kPatternBytes)));
-  return arith::OrIOp::create(b, high, start);
+  return descriptor(b, tile, stage, offset, 16);
 }
 
 Value WgmmaAtom::descriptorCols(ImplicitLocOpBuilder &b,
                                 const WgmmaOperandTile &tile, Value stage,
                                 Value k0, int64_t n0) const {
   IRBuilder ir{b};
-  int64_t blockElements = kSwizzleRowBytes * 8 / tile.layout.elementBits;
-  int64_t blockBytes = tile.layout.rows * kSwizzleRowBytes;
-  assert(n0 % blockElements == 0 && "n0 starts a column block");
+  const TileLayout &l = tile.layout;
+  assert(n0 % blockElements(l) == 0 && "n0 starts a column block");
   Value offset = ir.add(ir.mul(k0, ir.idx(kSwizzleRowBytes)),
-                        ir.idx(n0 / blockElements * blockBytes));
-  Value start = startField(b, tile, stage, offset);
+                        ir.idx(n0 / blockElements(l) * blockBytes(l)));
   // MN-major: the column blocks blockBytes apart (leading), 8 rows of K a
   // pattern (stride).
-  Value high = arith::ConstantIntOp::create(
-      b, b.getI64Type(), int64_t(descriptorHigh(blockBytes, kPatternBytes)));
-  return arith::OrIOp::create(b, high, start);
+  return descriptor(b, tile, stage, offset, blockBytes(l));
 }
 
 Value WgmmaAtom::zeroAcc(ImplicitLocOpBuilder &b) const {

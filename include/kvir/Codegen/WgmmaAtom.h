@@ -104,6 +104,11 @@ public:
   void wait(mlir::ImplicitLocOpBuilder &b, int64_t pending) const;
 
 private:
+  /// The descriptor of the operand at `byteOffset` of `tile`'s stage with
+  /// the given leading byte offset (the stride: one 1024-byte pattern).
+  mlir::Value descriptor(mlir::ImplicitLocOpBuilder &b,
+                         const WgmmaOperandTile &tile, mlir::Value stage,
+                         mlir::Value byteOffset, int64_t leadingBytes) const;
   /// The 14-bit start field of the shared address `base + byteOffset`.
   mlir::Value startField(mlir::ImplicitLocOpBuilder &b,
                          const WgmmaOperandTile &tile, mlir::Value stage,
