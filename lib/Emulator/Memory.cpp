@@ -132,14 +132,6 @@ static std::string threadOf(BlockRun &b, uint32_t linearPlusOne) {
          std::to_string(t.tid[2]) + ")";
 }
 
-/// Happens-before between threads of a block: a block barrier orders all
-/// accesses (epochs); bar.warp.sync orders those of its members (the warp
-/// vector clocks of GpuThread). Two accesses to a shared byte in the same
-/// epoch by different threads, at least one a store, that no bar.warp.sync
-/// orders, race; so do an atomic and a plain access (the PTX memory model:
-/// conflicting accesses that are not both strong form a data race), not
-/// two atomics. Up to two readers and two atomic updaters per byte are
-/// remembered. Each pair of sites is reported once per launch.
 /// Whether the last write of a shared byte may still race: a thread's
 /// within its epoch (a block barrier orders it), a bulk copy's within the
 /// block (only its mbarrier orders it; Tma.cpp).
@@ -149,6 +141,14 @@ static bool writeLive(const BlockRun &b, const BlockRun::Shadow &sh) {
   return sh.writeEpoch == b.epoch;
 }
 
+/// Happens-before between threads of a block: a block barrier orders all
+/// accesses (epochs); bar.warp.sync orders those of its members (the warp
+/// vector clocks of GpuThread). Two accesses to a shared byte in the same
+/// epoch by different threads, at least one a store, that no bar.warp.sync
+/// orders, race; so do an atomic and a plain access (the PTX memory model:
+/// conflicting accesses that are not both strong form a data race), not
+/// two atomics. Up to two readers and two atomic updaters per byte are
+/// remembered. Each pair of sites is reported once per launch.
 static bool ordered(BlockRun &b, const GpuThread &t,
                     const BlockRun::Accessor &other) {
   uint32_t who = other.thread - 1;
