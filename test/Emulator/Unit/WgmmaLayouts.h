@@ -191,6 +191,50 @@ inline void expectMatchesReference(const Outcome &r, uint32_t N) {
   }
 }
 
+/// A case's kernel mutated to break one rule, and what the emulator's
+/// report of it must say.
+template <typename Mutation> struct Hazard {
+  std::string suffix;
+  Mutation mutation;
+  const char *report;
+};
+
+/// gpu.module `name`: every case's kernel, then the first case's once per
+/// hazard, named <case>_<suffix>.
+template <typename Case, typename Mutation, typename KernelFn>
+std::string moduleWithHazards(const std::string &name,
+                              const std::vector<Case> &cases,
+                              const std::vector<Hazard<Mutation>> &hazards,
+                              KernelFn kernel) {
+  std::string src =
+      "module attributes {gpu.container_module} {\n gpu.module @" + name +
+      " {\n";
+  for (const Case &c : cases)
+    src += kernel(c, Mutation::None);
+  for (const Hazard<Mutation> &h : hazards) {
+    Case m = cases.front();
+    m.name += "_" + h.suffix;
+    src += kernel(m, h.mutation);
+  }
+  return src + " }\n}\n";
+}
+
+/// Each hazard's kernel of case `base` must fail its launch
+/// (`launched(kernelName)` false) with a new report saying its text.
+template <typename Mutation, typename LaunchFn>
+void expectHazardsReported(const std::string &base,
+                           const std::vector<Hazard<Mutation>> &hazards,
+                           LaunchFn launched) {
+  for (const Hazard<Mutation> &h : hazards) {
+    SCOPED_TRACE(h.suffix);
+    size_t before = Emulator::get().getReports().size();
+    EXPECT_FALSE(launched(base + "_" + h.suffix));
+    EXPECT_GT(Emulator::get().getReports().size(), before);
+    std::string all = reports();
+    EXPECT_NE(all.find(h.report), std::string::npos) << all;
+  }
+}
+
 } // namespace kvir::emu::test
 
 #endif // KVIR_TEST_EMULATOR_UNIT_WGMMALAYOUTS_H

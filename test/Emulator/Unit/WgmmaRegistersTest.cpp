@@ -359,28 +359,22 @@ std::vector<Case> cases() {
   return v;
 }
 
-const std::vector<std::pair<std::string, Mutation>> kMutations = {
-    {"earlyreada", Mutation::EarlyReadA},
-    {"latea", Mutation::LateA},
-    {"earlyreadd", Mutation::EarlyReadD},
-    {"nofence", Mutation::NoFence},
+const std::vector<Hazard<Mutation>> kHazards = {
+    {"earlyreada", Mutation::EarlyReadA,
+     "reads the registers of the wgmma.mma_async"},
+    {"latea", Mutation::LateA,
+     "without a wgmma.fence between the definition of its A registers"},
+    {"earlyreadd", Mutation::EarlyReadD,
+     "reads the registers of the wgmma.mma_async"},
+    {"nofence", Mutation::NoFence,
+     "without a wgmma.fence between the last write of its accumulator "
+     "registers"},
 };
 
 class WgmmaRegistersTest : public ::testing::Test {
 protected:
   static void SetUpTestSuite() {
-    std::string src =
-        "module attributes {gpu.container_module} {\n gpu.module @rs {\n";
-    for (const Case &c : cases())
-      src += kernel(c);
-    Case base = cases().front();
-    for (auto &[suffix, mutation] : kMutations) {
-      Case m = base;
-      m.name = base.name + "_" + suffix;
-      src += kernel(m, mutation);
-    }
-    src += " }\n}\n";
-    ok = prepare(src);
+    ok = prepare(moduleWithHazards("rs", cases(), kHazards, kernel));
   }
   static bool ok;
 };
@@ -401,26 +395,10 @@ TEST_F(WgmmaRegistersTest, MatchesFloat64Reference) {
 
 TEST_F(WgmmaRegistersTest, EveryHazardIsReported) {
   ASSERT_TRUE(ok);
-  const std::pair<Mutation, const char *> expected[] = {
-      {Mutation::EarlyReadA, "reads the registers of the wgmma.mma_async"},
-      {Mutation::LateA, "without a wgmma.fence between the definition of "
-                        "its A registers"},
-      {Mutation::EarlyReadD, "reads the registers of the wgmma.mma_async"},
-      {Mutation::NoFence, "without a wgmma.fence between the last write of "
-                          "its accumulator registers"},
-  };
   Case base = cases().front();
-  for (auto &[suffix, mutation] : kMutations) {
-    SCOPED_TRACE(suffix);
-    size_t before = Emulator::get().getReports().size();
-    Outcome r = runCase(base, base.name + "_" + suffix, 5);
-    EXPECT_FALSE(r.launched);
-    EXPECT_GT(Emulator::get().getReports().size(), before);
-    std::string all = reports();
-    for (auto &[m, text] : expected)
-      if (m == mutation)
-        EXPECT_NE(all.find(text), std::string::npos) << all;
-  }
+  expectHazardsReported(base.name, kHazards, [&](const std::string &name) {
+    return runCase(base, name, 5).launched;
+  });
 }
 
 } // namespace

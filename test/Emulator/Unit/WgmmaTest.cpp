@@ -293,29 +293,24 @@ Outcome runCase(const Case &c, const std::string &kernelName, uint32_t seed) {
   return r;
 }
 
-const std::vector<std::pair<std::string, Mutation>> kMutations = {
-    {"nofence", Mutation::NoFence},
-    {"noproxyfence", Mutation::NoProxyFence},
-    {"earlyread", Mutation::EarlyRead},
-    {"overwrite", Mutation::OverwriteA},
-    {"halfwarpgroup", Mutation::HalfWarpgroup},
+const std::vector<Hazard<Mutation>> kHazards = {
+    {"nofence", Mutation::NoFence,
+     "without a wgmma.fence between the last write of its accumulator "
+     "registers"},
+    {"noproxyfence", Mutation::NoProxyFence,
+     "through the generic proxy without a fence.proxy.async"},
+    {"earlyread", Mutation::EarlyRead,
+     "reads the registers of the wgmma.mma_async"},
+    {"overwrite", Mutation::OverwriteA,
+     "a store to shared offset 0, an operand of the wgmma.mma_async"},
+    {"halfwarpgroup", Mutation::HalfWarpgroup,
+     "the whole warpgroup executes the same instruction"},
 };
 
 class WgmmaTest : public ::testing::Test {
 protected:
   static void SetUpTestSuite() {
-    std::string src =
-        "module attributes {gpu.container_module} {\n gpu.module @wgmma {\n";
-    for (const Case &c : cases())
-      src += kernel(c);
-    Case base = cases().front();
-    for (auto &[suffix, mutation] : kMutations) {
-      Case m = base;
-      m.name = base.name + "_" + suffix;
-      src += kernel(m, mutation);
-    }
-    src += " }\n}\n";
-    ok = prepare(src);
+    ok = prepare(moduleWithHazards("wgmma", cases(), kHazards, kernel));
   }
   static bool ok;
 };
@@ -336,29 +331,10 @@ TEST_F(WgmmaTest, MatchesFloat64Reference) {
 
 TEST_F(WgmmaTest, EveryHazardIsReported) {
   ASSERT_TRUE(ok);
-  const std::pair<Mutation, const char *> expected[] = {
-      {Mutation::NoFence, "without a wgmma.fence between the last write of "
-                          "its accumulator registers"},
-      {Mutation::NoProxyFence, "through the generic proxy without a "
-                               "fence.proxy.async"},
-      {Mutation::EarlyRead, "reads the registers of the wgmma.mma_async"},
-      {Mutation::OverwriteA, "a store to shared offset 0, an operand of the "
-                             "wgmma.mma_async"},
-      {Mutation::HalfWarpgroup, "the whole warpgroup executes the same "
-                                "instruction"},
-  };
   Case base = cases().front();
-  for (auto &[suffix, mutation] : kMutations) {
-    SCOPED_TRACE(suffix);
-    size_t before = Emulator::get().getReports().size();
-    Outcome r = runCase(base, base.name + "_" + suffix, 7);
-    EXPECT_FALSE(r.launched);
-    std::string all = reports();
-    EXPECT_GT(Emulator::get().getReports().size(), before);
-    for (auto &[m, text] : expected)
-      if (m == mutation)
-        EXPECT_NE(all.find(text), std::string::npos) << all;
-  }
+  expectHazardsReported(base.name, kHazards, [&](const std::string &name) {
+    return runCase(base, name, 7).launched;
+  });
 }
 
 /// A descriptor the emulator must refuse: outside shared memory, or a
