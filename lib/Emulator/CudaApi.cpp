@@ -128,6 +128,7 @@ std::string LaunchStats::toJson() const {
      << ", \"shared_requests\": " << sharedRequests
      << ", \"bank_conflicts\": " << bankConflicts
      << ", \"barriers\": " << barriers << ", \"mma_ops\": " << mmaOps
+     << ", \"tensor_core_macs\": " << tensorCoreMacs
      << ", \"shuffles\": " << shuffles
      << ", \"fiber_switches\": " << fiberSwitches
      << ", \"max_block_mma_ops\": " << maxBlock(&BlockWork::mmaOps);

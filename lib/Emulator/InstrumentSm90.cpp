@@ -17,6 +17,7 @@
 #include "Instrumenter.h"
 #include "kvir/Emulator/RuntimeABI.h"
 
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
@@ -471,6 +472,16 @@ ticketedValues(ModuleOp module, ArrayRef<Value> results,
   return ticketed;
 }
 
+/// Vector operations that move no register: an element at a constant
+/// index (extract, insert) and a bitcast between types of the same bits.
+static bool isVectorPlumbing(Operation *op) {
+  if (auto extract = dyn_cast_or_null<LLVM::ExtractElementOp>(op))
+    return matchPattern(extract.getPosition(), m_Constant());
+  if (auto insert = dyn_cast_or_null<LLVM::InsertElementOp>(op))
+    return matchPattern(insert.getPosition(), m_Constant());
+  return isa_and_nonnull<LLVM::BitcastOp>(op);
+}
+
 static bool isPlumbing(Operation *op) {
   return isa<BranchOpInterface, LLVM::ExtractValueOp, LLVM::InsertValueOp>(op);
 }
@@ -586,6 +597,17 @@ Value Instrumenter::definitionClock(Value v) {
     Value y = definitionClock(insert.getValue());
     builder.setInsertionPointAfter(insert);
     clock = unsignedMax(loc, x, y);
+  } else if (isVectorPlumbing(def)) {
+    // An element of a vector at a constant index, or a vector's bits as
+    // another type, is the same register: no instruction defines it.
+    SmallVector<Value, 2> moved{def->getOperand(0)};
+    if (auto insert = dyn_cast<LLVM::InsertElementOp>(def))
+      moved.push_back(insert.getValue());
+    for (Value operand : moved) {
+      Value c = definitionClock(operand);
+      builder.setInsertionPointAfter(def);
+      clock = unsignedMax(loc, clock, c);
+    }
   } else {
     if (def)
       builder.setInsertionPointAfter(def);

@@ -192,7 +192,9 @@ void mma(BlockRun &b, std::vector<GpuThread *> &lanes) {
     }
   }
   b.stats->mmaOps++;
+  b.stats->tensorCoreMacs += 16 * 8 * k;
   b.work.mmaOps++;
+  b.work.tensorCoreMacs += 16 * 8 * k;
 }
 
 /// Whether all 32 lanes take part in a warp-wide matrix instruction;

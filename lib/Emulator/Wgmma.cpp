@@ -343,7 +343,9 @@ void executeMma(BlockRun &b, uint32_t group,
       {ticket, site, N, K, op.typeA | op.typeB << 8 | op.typeD << 16,
        std::move(offsets), elementBytes(op.typeA)});
   b.stats->wgmmaOps++;
+  b.stats->tensorCoreMacs += uint64_t(64) * N * K;
   b.work.wgmmaOps++;
+  b.work.tensorCoreMacs += uint64_t(64) * N * K;
   b.stats->wgmmaShapes["m64n" + std::to_string(N) + "k" + std::to_string(K) +
                        "." + typeName(op.typeD) + "." + typeName(op.typeA)]++;
 }

@@ -9,7 +9,8 @@
 // of 128 arrivals completes one phase (each thread waits once), named
 // barrier 1 of 128 threads completes once, and one m64n8k16 bf16 wgmma
 // (A, B all zero; no swizzle) computes D = 0 + 1 (scale-d with C = 1):
-//   wgmma_ops = 1, mbarrier_phases = 1, mbarrier_waits = 128,
+//   wgmma_ops = 1 (m64n8k16: 64 * 8 * 16 = 8192 tensor-core MACs),
+//   mbarrier_phases = 1, mbarrier_waits = 128,
 //   named_barriers = 1, D = 1 everywhere.
 // Without the wgmma.fence the launch is refused (no_fence).
 
@@ -102,6 +103,7 @@ module attributes {gpu.container_module} {
 }
 
 // STATS: "kernel": "sm90"
+// STATS-SAME: "mma_ops": 0, "tensor_core_macs": 8192,
 // STATS-SAME: "wgmma_ops": 1, "max_block_wgmma_ops": 1, "wgmma_shapes": {"m64n8k16.f32.bf16": 1}
 // STATS-SAME: "named_barriers": 1, "mbarrier_phases": 1, "mbarrier_waits": 128
 // STATS-SAME: "tma_copies": 0

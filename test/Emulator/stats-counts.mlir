@@ -7,6 +7,7 @@
 // accumulating A * B with A and B all ones (each adds 16 to every element of
 // D), then a barrier. After the loop every lane shuffles once (xor 1).
 //   mma_ops  = 2 blocks * 4 warps * 3 = 24 (one per warp-wide mma.sync)
+//   tensor_core_macs = 24 * 16 * 8 * 16 = 49152
 //   barriers = 2 blocks * 3 = 6 (one per barrier completed by a block)
 //   shuffles = 2 blocks * 4 warps * 1 = 8 (one per warp-wide shuffle)
 //   D = 3 * 16 = 48 everywhere, so out[g] = 48 + 48 = 96 for every thread.
@@ -61,4 +62,4 @@ module attributes {gpu.container_module} {
 }
 
 // STATS: "kernel": "counts"
-// STATS-SAME: "barriers": 6, "mma_ops": 24, "shuffles": 8,
+// STATS-SAME: "barriers": 6, "mma_ops": 24, "tensor_core_macs": 49152, "shuffles": 8,

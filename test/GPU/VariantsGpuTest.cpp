@@ -440,7 +440,7 @@ runDocumentPrefill(int64_t len, const std::string &maskMod,
   EXPECT_TRUE(check(compareGpuState(out, expected, spec.dtype)));
   uint64_t mma = 0, bytes = 0;
   for (const auto &l : result.launches) {
-    mma += l.mmaOps;
+    mma += l.tensorCoreMacs;
     bytes += l.globalBytesLoaded;
   }
   return {mma, bytes};

@@ -77,6 +77,9 @@ struct LaunchStats {
   Dim3 cluster;
   uint64_t clusterBarriers = 0;
   std::map<std::string, uint64_t> wgmmaShapes;
+  /// Multiply-accumulates of every tensor-core op (m x n x k per mma.sync
+  /// and per wgmma): the work of either instruction in one unit.
+  uint64_t tensorCoreMacs = 0;
   double seconds = 0;
   /// Per block, in launch order (x fastest): the work it did, for load
   /// balance (the busiest block against the mean).
@@ -84,6 +87,8 @@ struct LaunchStats {
     /// mma.sync per warp, wgmma.mma_async per warpgroup; global bytes of
     /// loads, stores and bulk / tensor copies.
     uint64_t mmaOps = 0, globalBytes = 0, wgmmaOps = 0;
+    /// Tensor-core multiply-accumulates of either instruction.
+    uint64_t tensorCoreMacs = 0;
   };
   std::vector<BlockWork> blocks;
 
