@@ -30,8 +30,10 @@ WarpAttentionTile::unflatten(ValueRange values) const {
 }
 
 WarpAttentionTile::WarpAttentionTile(const MmaAtom &mma, Shape shape,
-                                     Value rowOffset, Value valueOffset)
-    : mma(mma), shape(shape), rowOffset(rowOffset), valueOffset(valueOffset) {}
+                                     Value rowOffset, Value valueOffset,
+                                     const TileProducts *products)
+    : mma(mma), shape(shape), rowOffset(rowOffset), valueOffset(valueOffset),
+      products(products) {}
 
 WarpAttentionTile::State
 WarpAttentionTile::initialState(ImplicitLocOpBuilder &b) const {
@@ -49,6 +51,7 @@ WarpAttentionTile::initialState(ImplicitLocOpBuilder &b) const {
 
 SmallVector<Value> WarpAttentionTile::loadQuery(ImplicitLocOpBuilder &b,
                                                 const SharedTile &q) const {
+  assert(!products && "the tile's products read Q themselves");
   IRBuilder ir{b};
   const FragmentLayout &fragment = mma.accLayout();
   int64_t kStep = mma.getK();
@@ -66,6 +69,10 @@ SmallVector<Value> WarpAttentionTile::scores(ImplicitLocOpBuilder &b,
                                              const SharedTile &q,
                                              const SharedTile &k, Value stage,
                                              ArrayRef<Value> partial) const {
+  if (products) {
+    assert(queryFragments.empty() && "the tile's products read Q themselves");
+    return products->scores(b, *this, q, k, stage, partial);
+  }
   IRBuilder ir{b};
   const FragmentLayout &fragment = mma.accLayout();
   int64_t kStep = mma.getK();
@@ -237,11 +244,15 @@ WarpAttentionTile::State
 WarpAttentionTile::accumulate(ImplicitLocOpBuilder &b, const State &state,
                               ArrayRef<Value> p, const SharedTile &v,
                               Value stage) const {
+  State next = state;
+  if (products) {
+    next.o = products->accumulate(b, *this, state.o, p, v, stage);
+    return next;
+  }
   IRBuilder ir{b};
   const FragmentLayout &fragment = mma.accLayout();
   int64_t kStep = mma.getK();
   int64_t k16 = shape.kvTile / kStep, dv8 = shape.headDimV / fragment.atomCols;
-  State next = state;
   for (int64_t j = 0; j < k16; ++j)
     for (int64_t d = 0; d < dv8; d += 2) {
       auto [b0, b1] = mma.loadBCols(b, v, stage, ir.idx(kStep * j),

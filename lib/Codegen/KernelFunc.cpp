@@ -1,5 +1,6 @@
 //===- KernelFunc.cpp - gpu.func kernels with typed shared memory ---------===//
 #include "kvir/Codegen/KernelFunc.h"
+#include "kvir/Target/GPU/KernelPipeline.h"
 #include "kvir/Target/GPU/TargetInfo.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -105,6 +106,13 @@ KernelFunc KernelFunc::create(gpu::GPUModuleOp module, StringRef name,
   kf.dynamicBytes = layout.getBytes();
   kf.func->setAttr(kDynamicSharedAttr,
                    IntegerAttr::get(IntegerType::get(ctx, 64), kf.dynamicBytes));
+  // The buffers' offsets are aligned from a base the lowering aligns.
+  int64_t alignment = 16;
+  for (const SharedBuffer &buf : layout.getBuffers())
+    alignment = std::max(alignment, buf.alignment);
+  if (alignment > 16)
+    kf.func->setAttr(target::kDynamicSharedAlignmentAttr,
+                     IntegerAttr::get(IntegerType::get(ctx, 64), alignment));
   return kf;
 }
 

@@ -16,8 +16,9 @@ using namespace mlir;
 using namespace kvir::codegen;
 
 CpAsyncPipeline::CpAsyncPipeline(int64_t stages, int64_t groupsPerTile,
-                                 Refill refill)
-    : stages(stages), groupsPerTile(groupsPerTile), refill(refill) {
+                                 Refill refill, Readers readers)
+    : stages(stages), groupsPerTile(groupsPerTile), refill(refill),
+      readers(readers) {
   assert(stages >= 2 && groupsPerTile >= 1 && "a ring of at least two stages");
 }
 
@@ -41,11 +42,21 @@ int64_t CpAsyncPipeline::pendingAtWait() const {
 
 void CpAsyncPipeline::wait(ImplicitLocOpBuilder &b) const {
   waitAsyncCopies(b, pendingAtWait());
+  publish(b);
   gpu::BarrierOp::create(b);
 }
 
 void CpAsyncPipeline::drain(ImplicitLocOpBuilder &b) const {
   waitAsyncCopies(b, 0);
+  publish(b);
+}
+
+void CpAsyncPipeline::publish(ImplicitLocOpBuilder &b) const {
+  if (readers == Readers::asyncProxy)
+    NVVM::FenceProxyOp::create(
+        b, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(b.getContext(),
+                                   NVVM::SharedSpace::shared_cta));
 }
 
 MBarrierPipeline::MBarrierPipeline(int64_t stages, int64_t consumerArrivals)

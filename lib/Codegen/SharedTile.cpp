@@ -15,7 +15,7 @@ TileLayout SharedTile::layout() const {
   layout.cols = cols;
   layout.elementBits = type.getElementTypeBitWidth();
   layout.stages = type.getRank() == 3 ? type.getDimSize(0) : 1;
-  layout.swizzle = swizzled ? Swizzle::XorChunks : Swizzle::None;
+  layout.swizzle = swizzle;
   layout.chunkBytes = chunkBytes;
   return layout;
 }
@@ -28,10 +28,28 @@ static Value physicalChunk(ImplicitLocOpBuilder &b, const SharedTile &tile,
   return tile.layout().emitPhysicalChunk(b, row, chunk);
 }
 
+/// The indices of the element at offset `offset` of a stage, the memref's
+/// [rows, cols] read as the flat array it is (a hardware swizzle moves
+/// elements across rows: its column blocks are stored one after another).
+static SmallVector<Value> flatIndices(ImplicitLocOpBuilder &b,
+                                      const SharedTile &tile, Value stage,
+                                      Value offset) {
+  IRBuilder ir{b};
+  SmallVector<Value> indices;
+  if (stage)
+    indices.push_back(stage);
+  indices.append(
+      {ir.divU(offset, ir.idx(tile.cols)), ir.remU(offset, ir.idx(tile.cols))});
+  return indices;
+}
+
 SmallVector<Value> SharedTile::chunkIndices(ImplicitLocOpBuilder &b,
                                             Value stage, Value row,
                                             Value chunk) const {
   IRBuilder ir{b};
+  if (isHardwareSwizzle(swizzle))
+    return elementIndices(b, stage, row,
+                          ir.mul(chunk, ir.idx(chunkElements())));
   Value col = ir.mul(physicalChunk(b, *this, row, chunk),
                      ir.idx(chunkElements()));
   SmallVector<Value> indices;
@@ -44,7 +62,10 @@ SmallVector<Value> SharedTile::chunkIndices(ImplicitLocOpBuilder &b,
 SmallVector<Value> SharedTile::elementIndices(ImplicitLocOpBuilder &b,
                                               Value stage, Value row,
                                               Value col) const {
-  if (!swizzled) {
+  if (isHardwareSwizzle(swizzle))
+    return flatIndices(b, *this, stage,
+                       layout().emitElementOffset(b, Value(), row, col));
+  if (swizzle == Swizzle::None) {
     SmallVector<Value> indices;
     if (stage)
       indices.push_back(stage);
@@ -60,7 +81,7 @@ SmallVector<Value> SharedTile::elementIndices(ImplicitLocOpBuilder &b,
 }
 
 bool SharedTile::hasLinearSwizzle() const {
-  return swizzled && layout().xorSpan() == 8;
+  return swizzle == Swizzle::XorChunks && layout().xorSpan() == 8;
 }
 
 Value SharedTile::stageOffset(ImplicitLocOpBuilder &b, Value stage) const {

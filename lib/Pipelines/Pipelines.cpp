@@ -39,6 +39,7 @@ void kvir::buildKVToGPUPipeline(OpPassManager &pm,
   pm.addPass(kv::createKVSpecializeLayout());
   kvgpu::KVTileOptions tile;
   tile.chip = options.chip;
+  tile.mma = options.mma;
   pm.addPass(kvgpu::createKVTile(tile));
   ConvertKVToGPUOptions gpu;
   gpu.chip = options.chip;
@@ -124,6 +125,11 @@ struct ChipOptions : PassPipelineOptions<ChipOptions> {
       llvm::cl::desc("Fixed grids for batches of at most this many requests "
                      "(CUDA-graph capture; 0: grids sized per call)"),
       llvm::cl::init(0)};
+  Option<std::string> mma{
+      *this, "mma",
+      llvm::cl::desc("Tensor-core instruction: auto (the chip's best each "
+                     "kernel takes: wgmma on sm_90a) or mma_sync"),
+      llvm::cl::init("auto")};
 };
 } // namespace
 
@@ -151,8 +157,12 @@ static void registerChipPipeline(
           return errorHandler("graph-max-batch must be >= 0 (0: grids sized "
                               "per call), got " +
                               std::to_string(options.graphMaxBatch));
+        if (options.mma != "auto" && options.mma != "mma_sync")
+          return errorHandler("unknown mma '" + options.mma +
+                              "', expected auto or mma_sync");
         kvir::KVToGPUPipelineOptions pipeline;
         pipeline.chip = options.chip;
+        pipeline.mma = options.mma;
         pipeline.graphMaxBatch = options.graphMaxBatch;
         builder(pm, pipeline);
         return success();

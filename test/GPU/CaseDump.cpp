@@ -1,5 +1,6 @@
 //===- CaseDump.cpp - Write emulated GPU calls out for replay -------------===//
 #include "CaseDump.h"
+#include "GpuHarness.h"
 
 #include "kvir/Emulator/Emulator.h"
 
@@ -89,7 +90,7 @@ void kvir::test::gpu::collectModule(const std::string &text,
   const char *dir = std::getenv("KVIR_COLLECT_MODULES");
   if (!dir)
     return;
-  std::string header = "// kvir-gate: chip=" + chip +
+  std::string header = "// kvir-gate: chip=" + parseGpuTarget(chip).chip +
                        " graph-max-batch=" + std::to_string(graphMaxBatch) +
                        "\n";
   std::string contents = header + text;
@@ -182,10 +183,10 @@ void kvir::test::gpu::dumpCase(const KernelSource &src, const std::string &chip,
                      {"params", std::move(params)}});
   }
   c.doc = json::Object{
-      {"function", src.getName()},        {"chip", chip},
-      {"graph_max_batch", graphMaxBatch}, {"allocations", std::move(allocs)},
-      {"args", std::move(args)},          {"launches", std::move(launches)},
-      {"checks", json::Array()}};
+      {"function", src.getName()},        {"chip", parseGpuTarget(chip).chip},
+      {"mma", parseGpuTarget(chip).mma},  {"graph_max_batch", graphMaxBatch},
+      {"allocations", std::move(allocs)}, {"args", std::move(args)},
+      {"launches", std::move(launches)},  {"checks", json::Array()}};
   writeJson(c);
 }
 

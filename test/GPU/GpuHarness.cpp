@@ -82,7 +82,9 @@ GpuKernel::compile(const std::string &source, const std::string &funcName,
     // no kernel fails the compile with the pass's diagnostic.
     mlir::PassManager pm(&ctx);
     kvir::KVToGPUPipelineOptions options;
-    options.chip = chip;
+    GpuTarget target = parseGpuTarget(chip);
+    options.chip = target.chip;
+    options.mma = target.mma;
     options.graphMaxBatch = graphMaxBatch;
     kvir::buildKVToGPUPipeline(pm, options);
     if (mlir::failed(pm.run(*module)))
@@ -332,8 +334,17 @@ kvir::test::gpu::compareGpuState(const StateBuffers &got,
          << "max rel err " << worstO << ", max lse err " << worstLse;
 }
 
+kvir::test::gpu::GpuTarget
+kvir::test::gpu::parseGpuTarget(const std::string &target) {
+  size_t slash = target.find('/');
+  if (slash == std::string::npos)
+    return {target};
+  return {target.substr(0, slash), target.substr(slash + 1)};
+}
+
 int64_t kvir::test::gpu::smCountOf(const std::string &chip) {
-  if (const kvir::target::TargetInfo *t = kvir::target::TargetInfo::lookup(chip))
+  if (const kvir::target::TargetInfo *t =
+          kvir::target::TargetInfo::lookup(parseGpuTarget(chip).chip))
     return t->smCount;
   ADD_FAILURE() << "unknown chip " << chip;
   return 1;

@@ -124,6 +124,18 @@ runGpu(const KernelSource &src, const std::vector<Tensor> &outputs,
 /// counts as infinite): the figure the benches report.
 double maxRelativeError(const StateBuffers &got, const ref::State &expected);
 
+/// A test's target: a chip name ("sm_90a"), optionally followed by
+/// "/mma_sync" to keep its tensor-core kernels on mma.sync where the chip
+/// would choose wgmma (kv-tile's mma option). Every `chip` below is one.
+struct GpuTarget {
+  std::string chip, mma = "auto";
+};
+GpuTarget parseGpuTarget(const std::string &target);
+/// The target that runs `chip`'s tensor-core kernels on mma.sync.
+inline std::string onMmaSync(const std::string &chip) {
+  return chip + "/mma_sync";
+}
+
 /// SMs of a chip (its TargetInfo).
 int64_t smCountOf(const std::string &chip);
 

@@ -270,6 +270,18 @@ std::vector<GpuPrefillCase> prefillCases() {
                "stages = 2, q_in_registers = false, max_partitions = 4>";
     add(c, {{{40, 7, 1}, {90, 7, 3}}});
   }
+  // wgmma (sm_90a): warpgroups of 64 rows, Q / K / V in 128-byte-swizzled
+  // tiles, P V from registers.
+  {
+    GpuPrefillCase c = makePrefillCase("WgmmaCausalNhdCsrP16D128G4BF16",
+                                       makeSpec(16, 2, 128, DType::BF16), 8,
+                                       DType::BF16, "sm_90a", 2019);
+    c.params.causal = true;
+    c.config = "#kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, "
+               "stages = 2, q_in_registers = false, max_partitions = 4, "
+               "mma = wgmma>";
+    add(c, {standardBatch(true)});
+  }
   {
     GpuPrefillCase c = makePrefillCase("SmallTilesMaskRaggedD128G2BF16",
                                        makeSpec(16, 2, 128, DType::BF16), 4,
@@ -526,6 +538,16 @@ std::vector<GpuPrefillCase> prefillCases() {
     c.params.rope = ref::Rope{ref::RopeStyle::Interleave, 1e4, 1.0};
     add(c, {{{1, 7, 0, 30, 3}, {17, 9, 5, 200, 40}}});
   }
+  // sm_90a chooses wgmma where the kernel takes it: each sm_90a case with a
+  // chosen configuration runs on mma.sync too.
+  for (size_t i = 0, n = cases.size(); i < n; ++i)
+    if (cases[i].chip == "sm_90a" && cases[i].config.empty() &&
+        cases[i].spec.dtype != DType::F32) {
+      GpuPrefillCase twin = cases[i];
+      twin.name += "MmaSync";
+      twin.chip = onMmaSync(twin.chip);
+      cases.push_back(twin);
+    }
   return cases;
 }
 
@@ -651,6 +673,11 @@ std::vector<GpuPrefillCase> prefillSweepCases() {
     GpuPrefillCase c =
         makePrefillCase("", spec, group * kvHeads, outs[rng.integer(0, 2)],
                         chips[rng.integer(0, 3)], sweepSeed + 1000);
+    // sm_90a cases run on either tensor-core instruction (a generator of
+    // their own, so that the other draws stay what they were).
+    bool mmaSync = c.chip == "sm_90a" && Rng(sweepSeed * 7727 + 17).coin();
+    if (mmaSync)
+      c.chip = onMmaSync(c.chip);
     c.ragged = ragged;
     c.params.causal = rng.coin();
     randomizeAttention(rng, c.params, 100);
@@ -673,13 +700,12 @@ std::vector<GpuPrefillCase> prefillSweepCases() {
     name << "Sweep" << i << "_" << form << (ragged ? "" : "P")
          << (ragged ? "" : std::to_string(page)) << "D" << dim << "G" << group
          << "H" << kvHeads << mlirName(dtype) << quantName << "To"
-         << mlirName(c.outType)
-         << (c.params.causal ? "Causal" : "")
+         << mlirName(c.outType) << (c.params.causal ? "Causal" : "")
          << (c.mask == MaskKind::Bool     ? "BoolMask"
              : c.mask == MaskKind::Packed ? "PackedMask"
                                           : "")
          << (c.positions ? "Positions" : "") << (c.params.rope ? "Rope" : "")
-         << "_Seed" << sweepSeed;
+         << (mmaSync ? "MmaSync" : "") << "_Seed" << sweepSeed;
     c.name = name.str();
     cases.push_back(c);
   }

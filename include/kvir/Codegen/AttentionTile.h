@@ -30,6 +30,29 @@
 
 namespace kvir::codegen {
 
+class WarpAttentionTile;
+
+/// The two products of a warp's attention tile, S = Q K^T and O += P V, on
+/// the tile's fragments. Without one a WarpAttentionTile issues them on its
+/// own MmaAtom (each warp its mma.sync); WarpgroupProducts issues them for
+/// the warp's whole warpgroup (wgmma).
+class TileProducts {
+public:
+  virtual ~TileProducts() = default;
+  /// Raw scores [mTiles][kvTile / 8] of `tile`'s rows of `q` against K tile
+  /// `stage` over the `q.cols` dims, added to `partial` when given.
+  virtual llvm::SmallVector<mlir::Value>
+  scores(mlir::ImplicitLocOpBuilder &b, const WarpAttentionTile &tile,
+         const SharedTile &q, const SharedTile &k, mlir::Value stage,
+         llvm::ArrayRef<mlir::Value> partial) const = 0;
+  /// o + P V: `o` [mTiles][headDimV / 8] accumulators, `p` the softmax's A
+  /// fragments [mTiles][kvTile / K], V tile `stage` of `v`.
+  virtual llvm::SmallVector<mlir::Value>
+  accumulate(mlir::ImplicitLocOpBuilder &b, const WarpAttentionTile &tile,
+             llvm::ArrayRef<mlir::Value> o, llvm::ArrayRef<mlir::Value> p,
+             const SharedTile &v, mlir::Value stage) const = 0;
+};
+
 class WarpAttentionTile {
 public:
   struct Shape {
@@ -52,15 +75,18 @@ public:
 
   /// `rowOffset` is the warp's first row in the query tile; the warp
   /// accumulates value columns [valueOffset, valueOffset + headDimV) (null:
-  /// 0; else as MmaAtom::loadBCols takes it). Every method builds at the
-  /// builder it is given.
+  /// 0; else as MmaAtom::loadBCols takes it). `mma` places the fragments'
+  /// elements and issues the products, unless `products` (not owned) does.
+  /// Every method builds at the builder it is given.
   WarpAttentionTile(const MmaAtom &mma, Shape shape, mlir::Value rowOffset,
-                    mlir::Value valueOffset = {});
+                    mlir::Value valueOffset = {},
+                    const TileProducts *products = nullptr);
 
   /// m = -inf, l = 0, O = 0.
   State initialState(mlir::ImplicitLocOpBuilder &b) const;
 
-  /// The A fragments [mTiles][headDim / K] of the warp's query rows.
+  /// The A fragments [mTiles][headDim / K] of the warp's query rows (not
+  /// with `products`: they read Q themselves).
   llvm::SmallVector<mlir::Value> loadQuery(mlir::ImplicitLocOpBuilder &b,
                                            const SharedTile &q) const;
   /// Raw scores <q, k> [mTiles][kvTile / 8] over the `q.cols` dims of `q`
@@ -148,6 +174,7 @@ private:
   const MmaAtom &mma;
   Shape shape;
   mlir::Value rowOffset, valueOffset;
+  const TileProducts *products;
 };
 
 } // namespace kvir::codegen

@@ -32,10 +32,16 @@ public:
   /// barrier at the end of the previous iteration released the stage).
   enum class Refill { afterWait, beforeWait };
 
+  /// Who reads the tiles: threads (ldmatrix, loads: the generic proxy),
+  /// or the async proxy (wgmma's descriptors), which sees the bytes a
+  /// thread's copies wrote only after that thread's fence.proxy.async.
+  enum class Readers { threads, asyncProxy };
+
   /// A ring of `stages` (>= 2) buffers, each tile's copies committed as
   /// `groupsPerTile` groups, refilled as `refill` says.
   CpAsyncPipeline(int64_t stages, int64_t groupsPerTile = 1,
-                  Refill refill = Refill::afterWait);
+                  Refill refill = Refill::afterWait,
+                  Readers readers = Readers::threads);
 
   int64_t getStages() const { return stages; }
   /// Tiles issued before the loop: 0 ... stages - 2 (the loop refills a
@@ -50,19 +56,25 @@ public:
   void commit(mlir::ImplicitLocOpBuilder &b) const;
   /// Consumer, in the loop's steady state: waits until the next group of
   /// the oldest tile in flight has landed in every thread's copies and
-  /// makes them visible to the block. The younger groups that may stay in
-  /// flight follow from the schedule: (stages - 1) tiles' groups, less the
-  /// one waited on, plus (Refill::beforeWait) the refill's.
+  /// makes them visible to the block (and its async proxy). The younger
+  /// groups that may stay in flight follow from the schedule: (stages - 1)
+  /// tiles' groups, less the one waited on, plus (Refill::beforeWait) the
+  /// refill's.
   void wait(mlir::ImplicitLocOpBuilder &b) const;
   /// Waits for every group (the prologue's last group, or the loop's end),
-  /// without a barrier.
+  /// without a barrier (a barrier after it makes them the block's).
   void drain(mlir::ImplicitLocOpBuilder &b) const;
+  /// What a thread does after its copies (or its own shared writes) landed
+  /// and before the barrier that hands them to the readers: with the async
+  /// proxy reading, fence.proxy.async.shared::cta; else nothing.
+  void publish(mlir::ImplicitLocOpBuilder &b) const;
   /// The groups `wait` leaves in flight.
   int64_t pendingAtWait() const;
 
 private:
   int64_t stages, groupsPerTile;
   Refill refill;
+  Readers readers;
 };
 
 /// The same protocol over mbarriers (sm_90; PTX ISA, "mbarrier"), for

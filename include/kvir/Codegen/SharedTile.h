@@ -1,13 +1,19 @@
 //===- SharedTile.h - Row-major tiles in shared memory ----------*- C++ -*-===//
 //
 // A [rows, cols] tile in shared memory (optionally one of `stages` in a
-// leading axis) and where its chunks (16 bytes unless said) live. With
-// `swizzled`, chunk c of row r is stored at chunk c ^ (r % s), s the largest
-// power of two up to 8 dividing the row's chunks: the 8 rows an ldmatrix
-// phase reads (one 16-byte chunk each, same logical chunk) then fall into 8
-// different bank groups, and so do the 8 rows a warp's cp.async chunks
-// write, for every row width that is a multiple of 64 elements. Other
-// widths (80, 96: s = 2, 4) stay correct with fewer distinct groups.
+// leading axis) and where its chunks (16 bytes unless said) live, by its
+// TileLayout's swizzle:
+//   - xor-chunks (the default): chunk c of row r is stored at chunk
+//     c ^ (r % s), s the largest power of two up to 8 dividing the row's
+//     chunks: the 8 rows an ldmatrix phase reads (one 16-byte chunk each,
+//     same logical chunk) then fall into 8 different bank groups, and so
+//     do the 8 rows a warp's cp.async chunks write, for every row width
+//     that is a multiple of 64 elements. Other widths (80, 96: s = 2, 4)
+//     stay correct with fewer distinct groups;
+//   - 128B: the hardware's swizzle that wgmma descriptors and TMA read
+//     (64-element column blocks, each the tile's rows 128 bytes apart);
+//     its indices address the memref as the flat array it is;
+//   - none: row-major.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVIR_CODEGEN_SHAREDTILE_H
@@ -24,13 +30,12 @@ struct SharedTile {
   /// memref<[stages x] rows x cols x T, workgroup>.
   mlir::Value memref;
   int64_t rows = 0, cols = 0;
-  bool swizzled = true;
+  Swizzle swizzle = Swizzle::XorChunks;
   /// The bytes of a chunk: what one cp.async copies (4, 8 or 16; narrower
   /// rows than 16 bytes, such as an int8 cache's scales, take 4 or 8).
   int64_t chunkBytes = 16;
 
-  /// The tile's layout (xor-chunks when swizzled): every address below is
-  /// its.
+  /// The tile's layout: every address below is its.
   TileLayout layout() const;
   /// Elements per chunk.
   int64_t chunkElements() const;

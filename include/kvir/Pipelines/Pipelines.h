@@ -30,6 +30,10 @@ struct KVToGPUPipelineOptions {
   /// Fixed grids for at most this many requests (CUDA-graph capture); 0:
   /// grids sized per call.
   int64_t graphMaxBatch = 0;
+  /// The tensor-core instruction kv-tile may choose: "auto" (the chip's
+  /// best for each op: wgmma on sm_90a where the kernel takes it) or
+  /// "mma_sync".
+  std::string mma = "auto";
 };
 
 /// The kv-level GPU lowering: kv ops become gpu.module kernels, launch plans

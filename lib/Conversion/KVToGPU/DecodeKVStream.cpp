@@ -28,8 +28,9 @@ SharedTile stagedValues(const DecodeBlock &blk) {
   if (int64_t chunk = blk.spec.transposedVChunk())
     return SharedTile{buffer, blk.padded,
                       blk.tile + kvgpu::transposedVPad(blk.spec.kv, blk.tile),
-                      false, chunk * blk.elt.getIntOrFloatBitWidth() / 8};
-  return SharedTile{buffer, blk.tile, blk.padded, false};
+                      Swizzle::None,
+                      chunk * blk.elt.getIntOrFloatBitWidth() / 8};
+  return SharedTile{buffer, blk.tile, blk.padded, Swizzle::None};
 }
 
 } // namespace
@@ -40,7 +41,7 @@ DecodeKVStream::DecodeKVStream(ImplicitLocOpBuilder &b, const DecodeBlock &blk,
       pipeline(blk.spec.config.getStages()), keys{blk.kf.getShared(
                                                       blk.buf.kTiles),
                                                   blk.tile, blk.padded,
-                                                  /*swizzled=*/false},
+                                                  Swizzle::None},
       values(stagedValues(blk)),
       loader(blk.args.kv, blk.req, blk.tableBase, blk.kvHead, blk.tile,
              blk.kf.getShared(blk.buf.pageIds)) {
@@ -50,9 +51,9 @@ DecodeKVStream::DecodeKVStream(ImplicitLocOpBuilder &b, const DecodeBlock &blk,
     int64_t bytes = blk.spec.scaleChunk *
                     blk.spec.kv.getDtype().getIntOrFloatBitWidth() / 8;
     kScale = SharedTile{blk.kf.getShared(*blk.buf.kScales), blk.tile,
-                        blk.spec.scaleColumns(), false, bytes};
+                        blk.spec.scaleColumns(), Swizzle::None, bytes};
     vScale = SharedTile{blk.kf.getShared(*blk.buf.vScales), blk.tile,
-                        blk.spec.scaleColumns(), false, bytes};
+                        blk.spec.scaleColumns(), Swizzle::None, bytes};
   }
   if (Value topk = blk.args.topk)
     loader.setGather({topk, blk.qRow, blk.metaAt(b, kMetaKvLen),

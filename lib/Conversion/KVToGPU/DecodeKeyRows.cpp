@@ -31,10 +31,13 @@ DecodeKeyRows::DecodeKeyRows(ImplicitLocOpBuilder &b, const DecodeBlock &blk,
   const KernelFunc &kf = blk.kf;
   int64_t tile = blk.tile, padded = blk.padded;
   if (blk.buf.vRows)
-    vRows = SharedTile{kf.getShared(*blk.buf.vRows), tile, padded, false};
+    vRows =
+        SharedTile{kf.getShared(*blk.buf.vRows), tile, padded, Swizzle::None};
   if (blk.spec.decodesTilesInShared()) {
-    kDecoded = SharedTile{kf.getShared(*blk.buf.kDecoded), tile, padded, false};
-    vDecoded = SharedTile{kf.getShared(*blk.buf.vDecoded), tile, padded, false};
+    kDecoded = SharedTile{kf.getShared(*blk.buf.kDecoded), tile, padded,
+                          Swizzle::None};
+    vDecoded = SharedTile{kf.getShared(*blk.buf.vDecoded), tile, padded,
+                          Swizzle::None};
   }
   // RoPE: the query stays as it is and each key turns by its position
   // relative to the query's (kv_len - 1 for a decode, a query row's own),
@@ -65,7 +68,8 @@ DecodeKeyRows::DecodeKeyRows(ImplicitLocOpBuilder &b, const DecodeBlock &blk,
   // read the rotated f32 rows: a thread keeps its lane's columns and
   // frequencies and takes rows y + G z, y + G z + G tz, ...
   if (blk.buf.kRotated)
-    kRotated = SharedTile{kf.getShared(*blk.buf.kRotated), tile, padded, false};
+    kRotated = SharedTile{kf.getShared(*blk.buf.kRotated), tile, padded,
+                          Swizzle::None};
 }
 
 const SharedTile &DecodeKeyRows::valueSource() const {

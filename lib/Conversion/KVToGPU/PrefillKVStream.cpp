@@ -134,25 +134,30 @@ KVTileStream::KVTileStream(ImplicitLocOpBuilder &b, const KernelFunc &kf,
                            const Arguments &a, const Work &w, Value kvHead,
                            Value thread)
     : s(s), w(w), thread(thread),
-      pipeline(s.config.getStages(), /*groupsPerTile=*/s.isMla() ? 1 : 2),
-      k{kf.getShared(buf.k), s.config.getKvTile(), s.headDim},
+      pipeline(s.config.getStages(), /*groupsPerTile=*/s.isMla() ? 1 : 2,
+               CpAsyncPipeline::Refill::afterWait,
+               s.config.usesWgmma() ? CpAsyncPipeline::Readers::asyncProxy
+                                    : CpAsyncPipeline::Readers::threads),
+      k{kf.getShared(buf.k), s.config.getKvTile(), s.headDim,
+        kvgpu::operandSwizzle(s.config)},
       // MLA's values are its latent keys: the ckv tile.
       v(s.isMla() ? k
                   : SharedTile{kf.getShared(*buf.v), s.config.getKvTile(),
-                               s.headDimV}),
+                               s.headDimV, kvgpu::operandSwizzle(s.config)}),
       idSlots(layoutShape(s).idSlots()), hasIds(buf.pageIds || buf.keyIds),
       loader(makeLoader(kf, s, buf, a, w, kvHead)) {
   IRBuilder ir{b};
   int64_t kvTile = s.config.getKvTile();
   if (s.isMla())
-    kpe = SharedTile{kf.getShared(*buf.kpe), kvTile, s.peDim};
+    kpe = SharedTile{kf.getShared(*buf.kpe), kvTile, s.peDim,
+                     kvgpu::operandSwizzle(s.config)};
   // Quantized KV: the rings the copies fill, converted per tile into k / v
   // (one stage each).
   if (s.quantizedKV()) {
     auto ring = [&](std::optional<unsigned> index, int64_t cols,
                     int64_t chunkBytes) {
-      return SharedTile{kf.getShared(*index), kvTile, cols,
-                        /*swizzled=*/false, chunkBytes};
+      return SharedTile{kf.getShared(*index), kvTile, cols, Swizzle::None,
+                        chunkBytes};
     };
     int64_t g = s.paged.getQuantGroup();
     int64_t scaleBytes =
@@ -169,10 +174,10 @@ KVTileStream::KVTileStream(ImplicitLocOpBuilder &b, const KernelFunc &kf,
   // converted per tile into v (one stage).
   if (int64_t chunk = s.transposedVChunk()) {
     Type code = s.paged.getStorageElementType();
-    vTransposed = SharedTile{kf.getShared(*buf.vCodes), s.headDimV,
-                             kvTile + kvgpu::transposedVPad(s.paged, kvTile),
-                             /*swizzled=*/false,
-                             chunk * code.getIntOrFloatBitWidth() / 8};
+    vTransposed =
+        SharedTile{kf.getShared(*buf.vCodes), s.headDimV,
+                   kvTile + kvgpu::transposedVPad(s.paged, kvTile),
+                   Swizzle::None, chunk * code.getIntOrFloatBitWidth() / 8};
   }
   // Gathering: the tile's query row (a tile lies within one) lists the
   // keys.
@@ -296,6 +301,7 @@ Value KVTileStream::prepareK(ImplicitLocOpBuilder &b, Value stage) const {
   if (!kQuant)
     return stage;
   convertTile(b, s, *kQuant, stage, thread, s.config.getNumThreads());
+  pipeline.publish(b);
   gpu::BarrierOp::create(b);
   return IRBuilder{b}.idx(0);
 }
@@ -308,6 +314,7 @@ Value KVTileStream::prepareV(ImplicitLocOpBuilder &b, Value stage) const {
     convertTile(b, s, *vQuant, stage, thread, threads);
   else
     return stage;
+  pipeline.publish(b);
   gpu::BarrierOp::create(b);
   return IRBuilder{b}.idx(0);
 }

@@ -24,10 +24,11 @@
 #include "PrefillKernelParts.h"
 
 #include "kvir/Codegen/AttentionTile.h"
-#include "kvir/Codegen/MmaSyncAtom.h"
 #include "kvir/Codegen/IRBuilder.h"
+#include "kvir/Codegen/MmaSyncAtom.h"
 #include "kvir/Codegen/Rope.h"
 #include "kvir/Codegen/Variants.h"
+#include "kvir/Codegen/WarpgroupProducts.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 #include "kvir/Dialect/KV/Utils/Quantization.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
@@ -85,6 +86,18 @@ gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
            (s.peDim ? " + " + std::to_string(s.peDim) : std::string()) +
            " split over " + std::to_string(s.config.getValueWarps()) +
            " value warps are not whole mma tiles of 16";
+  if (s.config.usesWgmma()) {
+    if (!target.has(target::MmaAtom::WgmmaM64NK16))
+      return "mma = wgmma needs sm_90a, not " + target.chip.str();
+    if (s.qType.getElementType() != s.kvElementType)
+      return "wgmma reads Q in the K/V tiles' type";
+    if (std::optional<std::string> why = WarpgroupProducts::whyNot(
+            s.kvElementType, s.config.getKvTile(), s.headDim, s.headDimV))
+      return *why;
+    if (s.peDim % 64)
+      return "a rotary part of " + std::to_string(s.peDim) +
+             " dims is not whole 64-element blocks of the 128-byte swizzle";
+  }
   if (s.rope) {
     std::string why =
         whyNotRotateTiles(s.rope, s.headDim, s.config.getNumThreads());
@@ -297,6 +310,7 @@ PrefillBlock::emitPrologue(ImplicitLocOpBuilder &b, const KVTileStream &stream,
       PackedRow p = unpackRow(jb, s, w, kvHead, r);
       return RopeRowPosition{p.valid, queryPosition(jb, s, w, a, p.queryRow)};
     });
+    stream.getPipeline().publish(b);
     gpu::BarrierOp::create(b);
   }
   return liveAhead;
@@ -378,10 +392,12 @@ void PrefillBlock::emit(ImplicitLocOpBuilder &b) {
   if (s.maskType)
     maskOffset = emitMaskOffset(b, s, a, kf.getShared(*buf.maskScratch),
                                 thread, w.request);
-  SharedTile qTile{kf.getShared(buf.q), cfg.getQTile(), s.headDim};
+  Swizzle swizzle = kvgpu::operandSwizzle(cfg);
+  SharedTile qTile{kf.getShared(buf.q), cfg.getQTile(), s.headDim, swizzle};
   std::optional<SharedTile> qPeTile;
   if (s.isMla())
-    qPeTile = SharedTile{kf.getShared(*buf.qPe), cfg.getQTile(), s.peDim};
+    qPeTile =
+        SharedTile{kf.getShared(*buf.qPe), cfg.getQTile(), s.peDim, swizzle};
   KVTileStream stream(b, kf, s, buf, a, w, kvHead, thread);
   std::optional<VariantEmitter> variantCode;
   if (s.variants)
@@ -428,9 +444,19 @@ void PrefillBlock::emitAttentionWarps(ImplicitLocOpBuilder &b,
     valueOffset =
         ir.mul(ir.divU(warp, ir.idx(rowWarps)), ir.idx(s.valueSlice()));
   MmaSyncAtom mma(b, s.kvElementType, lane);
-  WarpAttentionTile tile(mma,
-                         {mTiles, cfg.getKvTile(), s.headDim, s.valueSlice()},
-                         warpRow0, valueOffset);
+  // wgmma: the warp's warpgroup issues the products for its 64 rows (the
+  // fragments are still mma.sync's: per warp, the same registers).
+  std::optional<WarpgroupProducts> warpgroup;
+  if (cfg.usesWgmma()) {
+    Value warpgroupRow0 = ir.mul(ir.divU(warp, ir.idx(4)), ir.idx(64));
+    Value threadInWarpgroup =
+        ir.add(ir.mul(ir.remU(warp, ir.idx(4)), ir.idx(32)), lane);
+    warpgroup.emplace(b, s.kvElementType, cfg.getKvTile(), s.valueSlice(),
+                      warpgroupRow0, threadInWarpgroup);
+  }
+  WarpAttentionTile tile(
+      mma, {mTiles, cfg.getKvTile(), s.headDim, s.valueSlice()}, warpRow0,
+      valueOffset, warpgroup ? &*warpgroup : nullptr);
   SmallVector<Value> qFrags;
   if (cfg.getQInRegisters())
     qFrags = tile.loadQuery(b, staged.qTile);

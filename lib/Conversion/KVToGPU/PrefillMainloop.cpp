@@ -208,6 +208,7 @@ SmallVector<Value> Mainloop::iteration(ImplicitLocOpBuilder &lb, Value i,
                          return RopeRowPosition{k.lt(t, count),
                                                 k.maxS(keyOf(jb, t), k.idx(0))};
                        });
+    pipeline.publish(lb);
     gpu::BarrierOp::create(lb);
   }
   auto [stepped, p] = scoreIfLive(lb, state, live, t0, kStage, stage, keyOf);

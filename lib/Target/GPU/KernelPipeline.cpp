@@ -184,6 +184,30 @@ struct CheckPtxLowerable
       signalPassFailure();
   }
 };
+/// Raises the alignment of the module's dynamic shared memory (the global
+/// convert-gpu-to-nvvm declares, 16-byte aligned) to what its kernels ask
+/// for (kDynamicSharedAlignmentAttr).
+struct AlignDynamicShared
+    : PassWrapper<AlignDynamicShared, OperationPass<gpu::GPUModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(AlignDynamicShared)
+  StringRef getArgument() const override { return "kvir-align-dynamic-shared"; }
+  void runOnOperation() override {
+    int64_t alignment = 0;
+    getOperation()->walk([&](LLVM::LLVMFuncOp func) {
+      if (auto attr = func->getAttrOfType<IntegerAttr>(
+              kvir::target::kDynamicSharedAlignmentAttr))
+        alignment = std::max(alignment, attr.getInt());
+    });
+    if (!alignment)
+      return;
+    getOperation()->walk([&](LLVM::GlobalOp global) {
+      if (global.getAddrSpace() == 3 &&
+          global.getSymName().starts_with("__dynamic_shmem__") &&
+          global.getAlignment().value_or(0) < uint64_t(alignment))
+        global.setAlignment(alignment);
+    });
+  }
+};
 } // namespace
 
 void kvir::target::addLoopLoweringPasses(OpPassManager &pm) {
@@ -209,6 +233,7 @@ void kvir::target::buildGpuKernelLoweringPipeline(OpPassManager &modulePm) {
   ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.useBarePtrCallConv = true;
   kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  kernels.addPass(std::make_unique<AlignDynamicShared>());
   kernels.addPass(createConvertVectorToLLVMPass());
   kernels.addPass(createArithToLLVMConversionPass());
   kernels.addPass(createUBToLLVMConversionPass());

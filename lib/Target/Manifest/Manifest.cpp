@@ -205,7 +205,8 @@ static llvm::json::Value configJson(Attribute config) {
                               {"stages", p.getStages()},
                               {"q_in_registers", p.getQInRegisters()},
                               {"max_partitions", p.getMaxPartitions()},
-                              {"value_warps", p.getValueWarps()}};
+                              {"value_warps", p.getValueWarps()},
+                              {"mma", stringifyMmaAtomKind(p.getMma())}};
   std::string text;
   llvm::raw_string_ostream os(text);
   config.print(os);

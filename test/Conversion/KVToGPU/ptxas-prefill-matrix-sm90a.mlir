@@ -14,9 +14,24 @@
 // ROWS: Compiling entry function 'prefill_rows_
 
 // No kernel spills (FlashInfer's 128-row prefill spills 20 bytes on
-// sm_80), and ptxas reports no error.
+// sm_80), and ptxas reports no error and no warning (none that wgmma was
+// serialized: C7515, C7511).
 // CLEAN-NOT: {{[1-9][0-9]* bytes spill}}
 // CLEAN-NOT: error
+// CLEAN-NOT: warning
+
+// sm_90a's prefills run on wgmma where the kernel takes them: S = Q K^T in
+// the SS form (N = the key tile: 128, 64 where V is converted per tile, 48
+// at head dim 256), O += P V in the RS form (N = head_dim_v); the async
+// proxy sees the tiles' copies after each thread's fence.proxy.async; the
+// 128-byte-swizzled tiles' base is 1024-byte aligned.
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, {{ *}}1, 0, {{ *}}0;
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1, 1;
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {{.*}}, p, 1, 1, 1;
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// PTX-DAG: fence.proxy.async.shared::cta;
+// PTX-DAG: .shared .align 1024 .b8 __dynamic_shmem__0;
 
 // Tensor cores fed by ldmatrix (K rows, V transposed), 16-byte cp.async
 // (plus 4-byte ones for the page-table entries) in a two-stage pipeline,

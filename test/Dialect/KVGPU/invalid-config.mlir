@@ -59,6 +59,16 @@ func.func private @negative_shared() attributes {kvgpu.dynamic_shared_bytes = -1
 
 // -----
 
+// expected-error @below {{'kvgpu.dynamic_shared_alignment' must be a power of two over 16 (bytes)}}
+func.func private @small_alignment() attributes {kvgpu.dynamic_shared_alignment = 16}
+
+// -----
+
+// expected-error @below {{'kvgpu.dynamic_shared_alignment' must be a power of two over 16 (bytes)}}
+func.func private @odd_alignment() attributes {kvgpu.dynamic_shared_alignment = 1000}
+
+// -----
+
 // expected-error @below {{decode config vector must be a power of two in [1, 16], got 3}}
 func.func private @bad_vector() attributes {t = #kvgpu.decode<vector = 3, threads_x = 16, threads_z = 2, tile_tokens = 32, stages = 3, max_partitions = 32>}
 
@@ -136,6 +146,27 @@ func.func private @one_stage() attributes {c = #kvgpu.prefill<q_tile = 64, kv_ti
 
 // expected-error @below {{prefill config max_partitions must be in [1, 65535] (a grid dim), got 0}}
 func.func private @partitions() attributes {c = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 2, q_in_registers = true, max_partitions = 0>}
+
+// -----
+
+// expected-error @below {{prefill config with mma = wgmma needs whole warpgroups (warps a multiple of 4) owning 64 rows each (q_tile = 16 * warps) and value_warps = 1, got q_tile 32, warps 2, value_warps 1}}
+func.func private @wgmma_warps() attributes {c = #kvgpu.prefill<q_tile = 32, kv_tile = 64, warps = 2, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma>}
+
+// -----
+
+// expected-error @below {{prefill config with mma = wgmma needs whole warpgroups (warps a multiple of 4) owning 64 rows each (q_tile = 16 * warps) and value_warps = 1, got q_tile 128, warps 4, value_warps 1}}
+func.func private @wgmma_rows() attributes {c = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 4, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma>}
+
+// -----
+
+// expected-error @below {{prefill config with mma = wgmma reads Q from shared memory: q_in_registers must be false}}
+func.func private @wgmma_q_registers() attributes {c = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 2, q_in_registers = true, max_partitions = 16, mma = wgmma>}
+
+// -----
+
+// expected-error @below {{expected one of [mma_sync, wgmma] for the tensor-core instruction a kernel multiplies with, got: mfma}}
+// expected-error @below {{failed to parse KVGPU_PrefillConfigAttr parameter 'mma' which is to be a `::kvir::kvgpu::MmaAtomKind`}}
+func.func private @wgmma_unknown() attributes {c = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 2, q_in_registers = false, max_partitions = 16, mma = mfma>}
 
 // -----
 

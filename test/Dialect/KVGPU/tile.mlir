@@ -1,6 +1,7 @@
 // RUN: kvir-opt %s --kv-tile=chip=sm_90a -split-input-file | FileCheck %s
 // RUN: kvir-opt %s --kv-tile=chip=sm_80 -split-input-file | FileCheck %s --check-prefix=A100
 // RUN: kvir-opt %s --kv-tile=chip=sm_86 -split-input-file | FileCheck %s --check-prefix=SM86
+// RUN: kvir-opt %s --kv-tile="chip=sm_90a mma=mma_sync" -split-input-file | FileCheck %s --check-prefix=SYNC
 
 // FlashInfer's shape: 16-byte vectors of f16 (8 elements), 128 / 8 = 16 lanes
 // along the head dim, 4 query heads per KV head, so 2 tokens in flight make
@@ -128,13 +129,17 @@ func.func @kept(%q: memref<?x32x128xf16>, %pool: memref<?x2x16x8x128xf16>, %a: m
 
 // -----
 
-// Prefill up to head dim 128: 128 packed query rows against 64-key tiles,
-// one 16-row mma tile per warp (8 warps), queries kept in registers; the
-// shape does not depend on the chip where it fits (96 KB of tiles fit the
-// 99 KB of sm_86 and the 227 KB of sm_90a alike).
+// Prefill up to head dim 128 on mma.sync: 128 packed query rows against
+// 64-key tiles, one 16-row mma tile per warp (8 warps), queries kept in
+// registers; the shape does not depend on the chip where it fits (96 KB of
+// tiles fit the 99 KB of sm_86 and the 227 KB of sm_90a alike). On sm_90a,
+// wgmma: two warpgroups of 64 rows against 128-key tiles, Q read from
+// shared memory (160 KB).
 !c = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
 // CHECK-LABEL: func @prefill_d128
-// CHECK: kv.prefill {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>
+// CHECK: kv.prefill {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 128, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma>
+// SYNC-LABEL: func @prefill_d128
+// SYNC: kv.prefill {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>
 // A100-LABEL: func @prefill_d128
 // A100: kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>
 func.func @prefill_d128(%q: memref<?x32x128xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x8x128xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x32x128xf16, base = 2> {
@@ -145,11 +150,14 @@ func.func @prefill_d128(%q: memref<?x32x128xf16>, %qo: memref<?xi32>, %pool: mem
 
 // -----
 
-// Head dim 256 halves both tiles and reloads the queries from shared
-// memory per K tile (the output accumulators alone take 128 registers).
+// Head dim 256 halves both mma.sync tiles and reloads the queries from
+// shared memory per K tile (the output accumulators alone take 128
+// registers); wgmma keeps 128 rows against 48-key tiles.
 !r = !kv.ragged<kv_heads = 2, head_dim = 256, head_dim_v = 256, dtype = bf16>
 // CHECK-LABEL: func @prefill_ragged_d256
-// CHECK: kvgpu.config = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 4, stages = 2, q_in_registers = false, max_partitions = 16>
+// CHECK: kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 48, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma>
+// SYNC-LABEL: func @prefill_ragged_d256
+// SYNC: kvgpu.config = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 4, stages = 2, q_in_registers = false, max_partitions = 16>
 func.func @prefill_ragged_d256(%q: memref<?x4x256xbf16>, %qo: memref<?xi32>, %k: memref<?x2x256xbf16>, %v: memref<?x2x256xbf16>, %ki: memref<?xi32>) -> !kv.state<?x4x256xbf16, base = e> {
   %kv = kv.ragged_view %k, %v, %ki : memref<?x2x256xbf16>, memref<?x2x256xbf16>, memref<?xi32> -> !r
   %s = kv.prefill %q, %qo, %kv : memref<?x4x256xbf16>, memref<?xi32>, !r -> !kv.state<?x4x256xbf16, base = e>

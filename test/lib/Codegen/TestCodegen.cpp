@@ -198,8 +198,8 @@ void buildMmaGemm(gpu::GPUFuncOp stub) {
   ImplicitLocOpBuilder b = kf.getBuilder();
   IRBuilder ir{b};
   Value lane = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  SharedTile aTile{kf.getShared(0), 16, k, true};
-  SharedTile bTile{kf.getShared(1), n, k, true};
+  SharedTile aTile{kf.getShared(0), 16, k, Swizzle::XorChunks};
+  SharedTile bTile{kf.getShared(1), n, k, Swizzle::XorChunks};
   stageMatrix(b, lane, kf.getArgument(0), aTile);
   stageMatrix(b, lane, kf.getArgument(1), bTile);
   gpu::BarrierOp::create(b);
@@ -230,9 +230,9 @@ void buildMmaChain(gpu::GPUFuncOp stub) {
   ImplicitLocOpBuilder b = kf.getBuilder();
   IRBuilder ir{b};
   Value lane = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  SharedTile aTile{kf.getShared(0), 16, 16, true};
-  SharedTile bTile{kf.getShared(1), 16, 16, true};
-  SharedTile vTile{kf.getShared(2), 16, dv, true};
+  SharedTile aTile{kf.getShared(0), 16, 16, Swizzle::XorChunks};
+  SharedTile bTile{kf.getShared(1), 16, 16, Swizzle::XorChunks};
+  SharedTile vTile{kf.getShared(2), 16, dv, Swizzle::XorChunks};
   stageMatrix(b, lane, kf.getArgument(0), aTile);
   stageMatrix(b, lane, kf.getArgument(1), bTile);
   stageMatrix(b, lane, kf.getArgument(2), vTile);
@@ -282,7 +282,8 @@ void buildPagedGather(gpu::GPUFuncOp stub) {
                          kf.getShared(1));
   loader.setGather({topk, req, table.kvLen, kf.getShared(2)});
   Value shared = kf.getShared(0), zero = ir.idx(0);
-  SharedTile sharedTile{shared, tile, d, /*swizzled=*/async};
+  SharedTile sharedTile{shared, tile, d,
+                        async ? Swizzle::XorChunks : Swizzle::None};
   Value entries = memref::DimOp::create(b, topk, 1);
   scf::ForOp::create(
       b, zero, entries, ir.idx(tile), ValueRange{},
@@ -349,7 +350,8 @@ void buildPagedCopy(gpu::GPUFuncOp stub) {
   PagedTileLoader loader(kv, req, table.base, ir.idx(0), tile,
                          kf.getShared(1));
   Value shared = kf.getShared(0);
-  SharedTile sharedTile{shared, tile, d, /*swizzled=*/stages > 0};
+  SharedTile sharedTile{shared, tile, d,
+                        stages > 0 ? Swizzle::XorChunks : Swizzle::None};
   // Writes the tile's rows [0, rows) of stage `stage` to out[req, tile0 + r].
   auto writeBack = [&](ImplicitLocOpBuilder &ib, Value stage, Value tile0,
                        Value rows) {

@@ -16,6 +16,13 @@
 
 namespace kvir::target {
 
+/// The alignment (an i64 of bytes, over 16) a kernel's dynamic shared
+/// buffers need from their base: a hardware swizzle's 1024-byte pattern.
+/// The kernel lowering aligns its module's dynamic shared memory to the
+/// largest such alignment.
+constexpr llvm::StringLiteral kDynamicSharedAlignmentAttr =
+    "kvgpu.dynamic_shared_alignment";
+
 /// Adds to `pm` the lowering both kernel and host code start with: affine
 /// ops and strided memref metadata to arith, vector transfers to scf, scf
 /// to cf.

@@ -1,7 +1,8 @@
 //===- KVGPUDialect.cpp - kvgpu dialect and its attributes ----------------===//
 #include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
-#include "kvir/Dialect/KV/IR/PoolLayout.h"
 #include "kvir/Dialect/KV/IR/KVOps.h"
+#include "kvir/Dialect/KV/IR/PoolLayout.h"
+#include "kvir/Target/GPU/KernelPipeline.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -90,11 +91,10 @@ static LogicalResult verifyDecodeConfig(Operation *op, kvir::kv::PagedType kv,
 // PrefillConfigAttr
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-PrefillConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                          int64_t qTile, int64_t kvTile, int64_t warps,
-                          int64_t stages, bool, int64_t maxPartitions,
-                          int64_t valueWarps) {
+LogicalResult PrefillConfigAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, int64_t qTile, int64_t kvTile,
+    int64_t warps, int64_t stages, bool qInRegisters, int64_t maxPartitions,
+    int64_t valueWarps, MmaAtomKind mma) {
   if (qTile <= 0 || qTile % 16 || qTile > 256)
     return emitError() << "prefill config q_tile must be a multiple of 16 in "
                        << "[16, 256] (whole m16 mma tiles), got " << qTile;
@@ -122,6 +122,19 @@ PrefillConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "prefill config max_partitions must be in [1, "
                        << kMaxGridDimYZ << "] (a grid dim), got "
                        << maxPartitions;
+  if (mma == MmaAtomKind::wgmma) {
+    // A warpgroup's wgmma covers 64 rows: 4 warps of one 16-row tile each,
+    // every value column, Q read from shared memory.
+    if (warps % 4 || qTile != 16 * warps || valueWarps != 1)
+      return emitError() << "prefill config with mma = wgmma needs whole "
+                         << "warpgroups (warps a multiple of 4) owning 64 "
+                         << "rows each (q_tile = 16 * warps) and value_warps "
+                         << "= 1, got q_tile " << qTile << ", warps " << warps
+                         << ", value_warps " << valueWarps;
+    if (qInRegisters)
+      return emitError() << "prefill config with mma = wgmma reads Q from "
+                         << "shared memory: q_in_registers must be false";
+  }
   return success();
 }
 
@@ -192,6 +205,13 @@ LogicalResult KVGPUDialect::verifyOperationAttribute(Operation *op,
     if (!bytes || bytes.getInt() < 0)
       return op->emitOpError()
              << "'kvgpu.dynamic_shared_bytes' must be a non-negative integer";
+    return success();
+  }
+  if (attr.getName() == kvir::target::kDynamicSharedAlignmentAttr) {
+    auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!bytes || bytes.getInt() <= 16 || !llvm::isPowerOf2_64(bytes.getInt()))
+      return op->emitOpError() << "'" << attr.getName().getValue()
+                               << "' must be a power of two over 16 (bytes)";
     return success();
   }
   return op->emitOpError() << "has unknown kvgpu attribute '"

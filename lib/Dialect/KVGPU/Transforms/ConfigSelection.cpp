@@ -1,8 +1,9 @@
 //===- ConfigSelection.cpp - Per-op, per-chip GPU configurations ----------===//
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
-#include "kvir/Dialect/KVGPU/Transforms/TensorCoreLayout.h"
-#include "kvir/Dialect/KV/Utils/PagedAddressing.h"
+#include "kvir/Codegen/WarpgroupProducts.h"
 #include "kvir/Dialect/KV/IR/PoolLayout.h"
+#include "kvir/Dialect/KV/Utils/PagedAddressing.h"
+#include "kvir/Dialect/KVGPU/Transforms/TensorCoreLayout.h"
 
 #include <cmath>
 #include <algorithm>
@@ -317,7 +318,8 @@ withRingDepth(FailureOr<PrefillConfigAttr> config,
     PrefillConfigAttr c = *config;
     return PrefillConfigAttr::get(c.getContext(), c.getQTile(), c.getKvTile(),
                                   c.getWarps(), stages, c.getQInRegisters(),
-                                  c.getMaxPartitions(), c.getValueWarps());
+                                  c.getMaxPartitions(), c.getValueWarps(),
+                                  c.getMma());
   };
   int64_t threads = config->getNumThreads();
   double need = target.bytesInFlightPerSM();
@@ -338,9 +340,81 @@ withRingDepth(FailureOr<PrefillConfigAttr> config,
   return chosen;
 }
 
+/// The head dims of `op`'s keys and values.
+static std::pair<int64_t, int64_t> prefillHeadDims(kv::PrefillOp op) {
+  Type kvType = op.getKv().getType();
+  if (auto paged = dyn_cast<kv::PagedType>(kvType))
+    return {paged.getHeadDim(), paged.getHeadDimV()};
+  auto ragged = cast<kv::RaggedType>(kvType);
+  return {ragged.getHeadDim(), ragged.getHeadDimV()};
+}
+
+std::string kvgpu::whyNoWgmmaPrefill(kv::PrefillOp op,
+                                     const target::TargetInfo &target) {
+  if (!target.has(target::MmaAtom::WgmmaM64NK16))
+    return target.chip.str() + " has no wgmma";
+  auto [headDim, headDimV] = prefillHeadDims(op);
+  TensorCoreLayoutShape shape = layoutShape(op, PrefillConfigAttr());
+  if (shape.qElement != shape.kvElement)
+    return "wgmma reads Q in the K/V tiles' type";
+  if (std::optional<std::string> why = codegen::WarpgroupProducts::whyNot(
+          shape.kvElement, /*kvTile=*/64, headDim, headDimV))
+    return *why;
+  if (op->hasAttr(kv::KVDialect::getSharedLevelAttrName()))
+    return "a cascade's shared level reads its keys once for 256 rows, a "
+           "tile of 16 mma.sync warps";
+  return "";
+}
+
+/// The wgmma configuration of `op` (whyNoWgmmaPrefill is ""):
+/// FlashAttention-3's 128 rows (two warpgroups) against 128-key tiles up to
+/// head dim 128; 64-key tiles where V arrives in a ring of its own and is
+/// converted per tile (quantized, vLLM's transposed V: its registers
+/// spilled at 128), 48-key tiles above head dim 128 (the 64 x 256 O
+/// accumulator alone takes 128 registers a thread; 64 spilled); smaller
+/// tiles where the chip's shared memory per block is short.
+static FailureOr<PrefillConfigAttr>
+chooseWgmmaPrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
+                         std::string &whyNot) {
+  auto [headDim, headDimV] = prefillHeadDims(op);
+  bool convertsV = layoutShape(op, PrefillConfigAttr()).convertsV();
+  int64_t kvTile = std::max(headDim, headDimV) > 128 ? 48
+                   : convertsV                       ? 64
+                                                     : 128;
+  auto build = [&](int64_t qTile, int64_t keys) {
+    return getCheckedQuietly<PrefillConfigAttr>(
+        whyNot, op.getContext(), qTile, keys, /*warps=*/qTile / 16,
+        /*stages=*/int64_t(2), /*q_in_registers=*/false,
+        /*max_partitions=*/int64_t(16), /*value_warps=*/int64_t(1),
+        MmaAtomKind::wgmma);
+  };
+  FailureOr<PrefillConfigAttr> config = failure();
+  for (auto [qTile, keys] : {std::pair<int64_t, int64_t>{128, kvTile},
+                             {128, std::min<int64_t>(kvTile, 64)},
+                             {64, std::min<int64_t>(kvTile, 64)},
+                             {64, 32}}) {
+    config = build(qTile, keys);
+    if (failed(config) ||
+        prefillSharedBytes(*config, op) <= target.maxSharedBytesPerBlock)
+      break;
+    whyNot = "no wgmma configuration fits " +
+             std::to_string(target.maxSharedBytesPerBlock) +
+             " bytes of shared memory";
+    config = failure();
+  }
+  return withRingDepth(config, target, [&](PrefillConfigAttr c) {
+    return prefillSharedBytes(c, op);
+  });
+}
+
 FailureOr<PrefillConfigAttr>
 kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
-                           std::string &whyNot) {
+                           std::string &whyNot, MmaChoice choice) {
+  if (choice == MmaChoice::automatic && whyNoWgmmaPrefill(op, target).empty())
+    if (FailureOr<PrefillConfigAttr> config =
+            chooseWgmmaPrefillConfig(op, target, whyNot);
+        succeeded(config))
+      return config;
   Type kvType = op.getKv().getType();
   int64_t headDim, headDimV;
   if (auto paged = dyn_cast<kv::PagedType>(kvType)) {
@@ -376,7 +450,8 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
     for (; qTile >= 16; qTile /= 2) {
       config = getCheckedQuietly<PrefillConfigAttr>(
           whyNot, op.getContext(), qTile, kvTile, valueWarps * (qTile / 16),
-          int64_t(2), /*q_in_registers=*/false, int64_t(16), valueWarps);
+          int64_t(2), /*q_in_registers=*/false, int64_t(16), valueWarps,
+          MmaAtomKind::mma_sync);
       if (failed(config) ||
           prefillSharedBytes(*config, op) <= target.maxSharedBytesPerBlock)
         break;
@@ -396,9 +471,10 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
   int64_t kvTile = tall || wide ? 32 : 64;
   auto build = [&](int64_t q) {
     return getCheckedQuietly<PrefillConfigAttr>(
-        whyNot, op.getContext(), q, kvTile, /*warps=*/q / 16, /*stages=*/int64_t(2),
+        whyNot, op.getContext(), q, kvTile, /*warps=*/q / 16,
+        /*stages=*/int64_t(2),
         /*q_in_registers=*/!wide && !tall, /*max_partitions=*/int64_t(16),
-        /*value_warps=*/int64_t(1));
+        /*value_warps=*/int64_t(1), MmaAtomKind::mma_sync);
   };
   FailureOr<PrefillConfigAttr> config = build(qTile);
   // Smaller query tiles where the chip's shared memory per block is short;
@@ -510,7 +586,7 @@ kvgpu::chooseTensorCoreDecodeConfig(kv::DecodeOp op,
     config = getCheckedQuietly<PrefillConfigAttr>(
         whyNot, op.getContext(), qTile, kvTile, valueWarps * (qTile / 16),
         int64_t(2), /*q_in_registers=*/false, /*max_partitions=*/int64_t(32),
-        valueWarps);
+        valueWarps, MmaAtomKind::mma_sync);
     if (failed(config))
       return config;
     if (tensorCoreSharedBytes(layoutShape(op, *config)) <=
@@ -552,7 +628,7 @@ kvgpu::chooseMlaConfig(kv::MlaDecodeOp op, const target::TargetInfo &target,
     return getCheckedQuietly<PrefillConfigAttr>(
         whyNot, op.getContext(), qTile, kvTile, valueWarps * (qTile / 16),
         /*stages=*/int64_t(2), /*q_in_registers=*/false,
-        /*max_partitions=*/int64_t(64), valueWarps);
+        /*max_partitions=*/int64_t(64), valueWarps, MmaAtomKind::mma_sync);
   };
   FailureOr<PrefillConfigAttr> config = build();
   // Shorter K/V tiles, then fewer rows, where shared memory is short.
@@ -581,7 +657,8 @@ kvgpu::getOrChooseMlaConfig(kv::MlaDecodeOp op,
 
 FailureOr<Attribute> kvgpu::chooseConfig(Operation *op,
                                          const target::TargetInfo &target,
-                                         std::string &whyNot) {
+                                         std::string &whyNot,
+                                         MmaChoice choice) {
   if (auto decode = dyn_cast<kv::DecodeOp>(op)) {
     if (decodeNeedsTensorCores(decode, target) ||
         decodePrefersTensorCores(decode, target))
@@ -593,7 +670,8 @@ FailureOr<Attribute> kvgpu::chooseConfig(Operation *op,
     if (prefillTakesQueryRows(prefill))
       return FailureOr<Attribute>(
           getOrChooseQueryRowsConfig(prefill, target, whyNot));
-    return FailureOr<Attribute>(choosePrefillConfig(prefill, target, whyNot));
+    return FailureOr<Attribute>(
+        choosePrefillConfig(prefill, target, whyNot, choice));
   }
   if (auto mla = dyn_cast<kv::MlaDecodeOp>(op))
     return FailureOr<Attribute>(chooseMlaConfig(mla, target, whyNot));

@@ -11,6 +11,18 @@ int64_t TensorCoreLayoutShape::transposedVChunk() const {
   return paged ? kvgpu::transposedVChunk(paged) : 0;
 }
 
+codegen::Swizzle kvgpu::operandSwizzle(PrefillConfigAttr config) {
+  return config.usesWgmma() ? codegen::Swizzle::B128
+                            : codegen::Swizzle::XorChunks;
+}
+
+/// The alignment of an operand tile's buffer: its swizzle's (a hardware
+/// swizzle's 1024-byte pattern starts at its base).
+static int64_t operandAlignment(PrefillConfigAttr config) {
+  return std::max<int64_t>(16,
+                           codegen::swizzleAtomBytes(operandSwizzle(config)));
+}
+
 /// The K/V rings and tiles: quantized KV streams codes (and scales)
 /// through the stage ring and converts each tile into one K and one V tile
 /// of values; so does a transposed V ring (vLLM's V pool) into one V tile.
@@ -21,13 +33,15 @@ static void addKVBuffers(const TensorCoreLayoutShape &s,
   int64_t stages = c.getStages(), kvTile = c.getKvTile();
   int64_t kStages = s.quantized() ? 1 : stages;
   int64_t vStages = s.convertsV() ? 1 : stages;
+  int64_t align = operandAlignment(c);
   buf.k = layout.add(s.isMla() ? "ckv_tiles" : "k_tiles",
-                     {kStages, kvTile, s.headDim}, s.kvElement);
+                     {kStages, kvTile, s.headDim}, s.kvElement, align);
   if (s.isMla())
     buf.kpe =
-        layout.add("kpe_tiles", {stages, kvTile, s.peDim}, s.kvElement);
+        layout.add("kpe_tiles", {stages, kvTile, s.peDim}, s.kvElement, align);
   else
-    buf.v = layout.add("v_tiles", {vStages, kvTile, s.headDimV}, s.kvElement);
+    buf.v = layout.add("v_tiles", {vStages, kvTile, s.headDimV}, s.kvElement,
+                       align);
   if (s.quantized())
     buf.kCodes = layout.add("k_codes", {stages, kvTile, s.headDim},
                             s.paged.getStorageElementType());
@@ -55,9 +69,11 @@ kvgpu::addTensorCoreBuffers(const TensorCoreLayoutShape &s,
   Type i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
   PrefillConfigAttr c = s.config;
   TensorCoreBuffers buf;
-  buf.q = layout.add("q_tile", {c.getQTile(), s.headDim}, s.qElement);
+  int64_t align = operandAlignment(c);
+  buf.q = layout.add("q_tile", {c.getQTile(), s.headDim}, s.qElement, align);
   if (s.isMla())
-    buf.qPe = layout.add("q_pe_tile", {c.getQTile(), s.peDim}, s.qElement);
+    buf.qPe =
+        layout.add("q_pe_tile", {c.getQTile(), s.peDim}, s.qElement, align);
   addKVBuffers(s, layout, buf);
   // 16-bit outputs are staged for 16-byte stores, in the query tile when it
   // has the output's shape and type.

@@ -12,6 +12,33 @@ using namespace kvir;
 using namespace kvir::kvgpu;
 
 namespace {
+/// The remark of kv-tile's `explain`: the configuration (or why none), and,
+/// for a prefill on mma.sync although the chip has wgmma, why.
+void explainChoice(Operation *op, const target::TargetInfo &target,
+                   FailureOr<Attribute> config, StringRef whyNot,
+                   MmaChoice choice) {
+  InFlightDiagnostic remark = op->emitRemark("kv-tile: ");
+  if (failed(config)) {
+    remark << "no configuration: " << whyNot;
+    return;
+  }
+  remark << *config;
+  auto tensorCore = dyn_cast<PrefillConfigAttr>(*config);
+  if (!tensorCore || tensorCore.usesWgmma() ||
+      !target.has(target::MmaAtom::WgmmaM64NK16))
+    return;
+  if (choice == MmaChoice::mmaSync) {
+    remark << "; mma.sync, as mma=mma_sync asks";
+  } else if (auto p = dyn_cast<kv::PrefillOp>(op)) {
+    std::string why = whyNoWgmmaPrefill(p, target);
+    remark << "; mma.sync, not wgmma: "
+           << (why.empty() ? "no wgmma configuration fits" : why);
+  } else {
+    remark << "; mma.sync, not wgmma: the " << op->getName()
+           << " kernel has no wgmma form yet";
+  }
+}
+
 struct KVTilePass : kvgpu::impl::KVTileBase<KVTilePass> {
   using Base::Base;
   void runOnOperation() override {
@@ -19,13 +46,22 @@ struct KVTilePass : kvgpu::impl::KVTileBase<KVTilePass> {
         chip, [&] { return getOperation()->emitError("kv-tile: "); });
     if (!target)
       return signalPassFailure();
+    if (mma != "auto" && mma != "mma_sync") {
+      getOperation()->emitError("kv-tile: unknown mma '")
+          << mma << "', expected auto or mma_sync";
+      return signalPassFailure();
+    }
+    MmaChoice choice =
+        mma == "mma_sync" ? MmaChoice::mmaSync : MmaChoice::automatic;
     getOperation()->walk([&](Operation *op) {
       if (!isa<kv::DecodeOp, kv::PrefillOp, kv::MlaDecodeOp>(op) || getConfig(op))
         return;
       std::string whyNot;
-      FailureOr<Attribute> config = chooseConfig(op, *target, whyNot);
+      FailureOr<Attribute> config = chooseConfig(op, *target, whyNot, choice);
       if (succeeded(config))
         op->setAttr(KVGPUDialect::getConfigAttrName(), *config);
+      if (explain)
+        explainChoice(op, *target, config, whyNot, choice);
     });
   }
 };

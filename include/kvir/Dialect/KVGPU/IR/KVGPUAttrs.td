@@ -41,10 +41,20 @@ def KVGPU_DecodeConfigAttr : KVGPU_Attr<"DecodeConfig", "decode"> {
   let genVerifyDecl = 1;
 }
 
+def KVGPU_MmaAtomKind : I32EnumAttr<"MmaAtomKind",
+    "the tensor-core instruction a kernel multiplies with", [
+  I32EnumAttrCase<"mma_sync", 0>, // warp-level mma.sync m16n8k16 (sm_80+)
+  I32EnumAttrCase<"wgmma", 1>     // warpgroup-level wgmma.mma_async (sm_90a)
+]> {
+  let cppNamespace = "::kvir::kvgpu";
+  let genSpecializedAttr = 0;
+}
+
 def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
   let summary = "the work decomposition of a tensor-core prefill";
   let description = [{
-    FlashAttention-2 on mma.sync m16n8k16. One thread block per (query
+    FlashAttention-2 on mma.sync m16n8k16, or (`mma = wgmma`, sm_90a) on
+    warpgroup-level wgmma.mma_async. One thread block per (query
     tile, KV head, KV partition). A query tile is `q_tile` packed rows of one
     request: row `r` is query row `r / G`, head `r % G` of the KV head's
     group of `G` query heads, so each K/V tile is read once for the group.
@@ -62,15 +72,27 @@ def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
     value_warps` columns of O (for wide values, MLA's 512, whose
     accumulators would not fit one warp's registers).
 
+    `mma` (default `mma_sync`) is the tensor-core instruction. With
+    `wgmma`, each warpgroup (4 warps) owns 64 rows: S = Q K^T reads Q and
+    the K tile from shared memory (wgmma's SS form), O += P V takes P from
+    registers (the RS form); the Q, K and V tiles use the hardware's
+    128-byte swizzle. Its warps are whole warpgroups, one 16-row tile each
+    (`q_tile = 16 * warps`), on one value slice, without Q fragments in
+    registers.
+
     ```mlir
     #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2,
                    q_in_registers = true, max_partitions = 16>
+    #kvgpu.prefill<q_tile = 128, kv_tile = 128, warps = 8, stages = 2,
+                   q_in_registers = false, max_partitions = 16, mma = wgmma>
     ```
   }];
   let parameters = (ins "int64_t":$q_tile, "int64_t":$kv_tile,
                         "int64_t":$warps, "int64_t":$stages,
                         "bool":$q_in_registers, "int64_t":$max_partitions,
-                        DefaultValuedParameter<"int64_t", "1">:$value_warps);
+                        DefaultValuedParameter<"int64_t", "1">:$value_warps,
+                        DefaultValuedParameter<"::kvir::kvgpu::MmaAtomKind",
+                          "::kvir::kvgpu::MmaAtomKind::mma_sync">:$mma);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -81,6 +103,9 @@ def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
       return getQTile() / (16 * getRowWarps());
     }
     int64_t getNumThreads() const { return 32 * getWarps(); }
+    bool usesWgmma() const {
+      return getMma() == ::kvir::kvgpu::MmaAtomKind::wgmma;
+    }
     /// The deepest K/V ring the kernel's schedule takes (the verifier's
     /// bound, and the config chooser's).
     static constexpr int64_t kMaxStages = 4;

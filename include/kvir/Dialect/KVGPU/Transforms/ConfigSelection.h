@@ -103,11 +103,23 @@ mlir::FailureOr<PrefillConfigAttr>
 chooseTensorCoreDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
                              std::string &whyNot);
 
+/// Which tensor-core instruction the chooser may pick: the chip's best
+/// one the op's kernel can use (wgmma on sm_90a), or mma.sync only.
+enum class MmaChoice { automatic, mmaSync };
+
+/// Why `op`'s prefill kernel does not run on wgmma on `target` (its chip
+/// has none, its types or head dims do not fit the warpgroup products, a
+/// cascade's shared level takes 256-row mma.sync tiles), or "".
+std::string whyNoWgmmaPrefill(kv::PrefillOp op,
+                              const target::TargetInfo &target);
+
 /// The prefill configuration for `op` on `target`, or failure with the
-/// reason in `whyNot`.
+/// reason in `whyNot`: on wgmma where `choice` allows it and
+/// whyNoWgmmaPrefill is "", else on mma.sync.
 mlir::FailureOr<PrefillConfigAttr>
 choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
-                    std::string &whyNot);
+                    std::string &whyNot,
+                    MmaChoice choice = MmaChoice::automatic);
 
 /// `op`'s `kvgpu.config` if it is a #kvgpu.prefill, else choosePrefillConfig.
 mlir::FailureOr<PrefillConfigAttr>
@@ -138,7 +150,7 @@ int64_t mlaSharedBytes(PrefillConfigAttr config, kv::MlaDecodeOp op);
 /// reason) when none fits or the op takes none.
 mlir::FailureOr<mlir::Attribute>
 chooseConfig(mlir::Operation *op, const target::TargetInfo &target,
-             std::string &whyNot);
+             std::string &whyNot, MmaChoice choice = MmaChoice::automatic);
 
 /// `op`'s `kvgpu.config`, or null.
 mlir::Attribute getConfig(mlir::Operation *op);

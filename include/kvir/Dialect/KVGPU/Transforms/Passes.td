@@ -16,12 +16,20 @@ def KVTile : Pass<"kv-tile"> {
       rounded to a power of two for the xor-shuffle reduction, about 128
       threads per block (more tokens in flight when the GQA group is small),
       whole warps, K/V tiles of up to 32 tokens (16 KB each).
-    - `kv.prefill` gets a `#kvgpu.prefill`: 128 packed query rows against
-      64-key tiles with one 16-row mma tile per warp (8 warps) and the
-      queries' fragments in registers up to head dim 128; 64 x 32 tiles and
-      queries reloaded from shared memory for head dim 256; halved query
-      tiles while the tiles exceed the chip's shared memory per block; a
-      2-stage cp.async pipeline.
+    - `kv.prefill` gets a `#kvgpu.prefill`. On sm_90a, where its kernel
+      takes wgmma (f16 / bf16, head dims of whole 64-element blocks, values
+      up to 256 wide), wgmma: 128 packed query rows (two warpgroups)
+      against 128-key tiles up to head dim 128, 64-key tiles above.
+      Otherwise mma.sync: 128 packed query rows against 64-key tiles with
+      one 16-row mma tile per warp (8 warps) and the queries' fragments in
+      registers up to head dim 128; 64 x 32 tiles and queries reloaded
+      from shared memory for head dim 256. Either way, smaller tiles while
+      they exceed the chip's shared memory per block, and a cp.async ring
+      of 2 or more stages.
+
+    `mma=mma_sync` keeps every op on mma.sync. `explain` reports, as a
+    remark at each op, the configuration chosen and, where the chip has
+    wgmma but the op stays on mma.sync, why.
 
     An op no configuration fits (e.g. a head dim wider than a warp of
     vectors) is left without one; convert-kv-to-gpu then reports why. An
@@ -29,7 +37,13 @@ def KVTile : Pass<"kv-tile"> {
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
-           "Target chip: sm_80, sm_86, sm_89, sm_90 or sm_90a">
+           "Target chip: sm_80, sm_86, sm_89, sm_90 or sm_90a">,
+    Option<"mma", "mma", "std::string", /*default=*/"\"auto\"",
+           "Tensor-core instruction: auto (the chip's best each kernel "
+           "takes) or mma_sync">,
+    Option<"explain", "explain", "bool", /*default=*/"false",
+           "Report each op's configuration, and why an op on a wgmma chip "
+           "stays on mma.sync, as remarks">
   ];
   let dependentDialects = ["::kvir::kvgpu::KVGPUDialect"];
 }

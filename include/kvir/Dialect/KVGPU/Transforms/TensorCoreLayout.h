@@ -11,6 +11,7 @@
 #define KVIR_DIALECT_KVGPU_TRANSFORMS_TENSORCORELAYOUT_H
 
 #include "kvir/Codegen/KernelFunc.h"
+#include "kvir/Codegen/TileLayout.h"
 #include "kvir/Dialect/KV/IR/KVOps.h"
 #include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
 
@@ -27,6 +28,11 @@ constexpr int64_t kTensorCoreMetaSlots = 11;
 inline bool stagesOutputInShared(mlir::Type outElement) {
   return outElement && outElement.getIntOrFloatBitWidth() == 16;
 }
+
+/// The swizzle of the tiles the mma reads (Q, K, V and MLA's rotary
+/// parts): the hardware's 128-byte one that wgmma's descriptors take, else
+/// kvir's xor-chunks for ldmatrix.
+codegen::Swizzle operandSwizzle(PrefillConfigAttr config);
 
 /// What the kernel's shared memory depends on.
 struct TensorCoreLayoutShape {

@@ -1,0 +1,48 @@
+// RUN: kvir-opt %s --kv-tile="chip=sm_90a explain=true" -split-input-file -verify-diagnostics
+// RUN: kvir-opt %s --kv-tile="chip=sm_90a mma=mma_sync explain=true" -split-input-file 2>&1 >/dev/null | FileCheck %s --check-prefix=SYNC
+// RUN: kvir-opt %s --kv-tile="chip=sm_80 explain=true" -split-input-file 2>&1 >/dev/null | FileCheck %s --check-prefix=A100
+
+// kv-tile's `explain`: each op's configuration as a remark, and where sm_90a
+// has wgmma but an op stays on mma.sync, why. mma=mma_sync keeps every op
+// there; sm_80 has no wgmma to explain.
+
+// SYNC: remark: kv-tile: #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>; mma.sync, as mma=mma_sync asks
+// A100: remark: kv-tile: #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>{{$}}
+func.func @wgmma(%q: memref<?x32x128xbf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x8x128xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x32x128xbf16, base = 2> {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x8x128xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = nhd, storage = combined, table = csr>
+  // expected-remark @below {{kv-tile: #kvgpu.prefill<q_tile = 128, kv_tile = 128, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma>}}
+  %s = kv.prefill %q, %qo, %kv {causal} : memref<?x32x128xbf16>, memref<?xi32>, !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = nhd, storage = combined, table = csr> -> !kv.state<?x32x128xbf16, base = 2>
+  return %s : !kv.state<?x32x128xbf16, base = 2>
+}
+
+// -----
+
+// Head dim 96 is no whole number of the 128-byte swizzle's 64-element
+// blocks.
+func.func @d96(%q: memref<?x4x96xf16>, %qo: memref<?xi32>, %k: memref<?x2x96xf16>, %v: memref<?x2x96xf16>, %ki: memref<?xi32>) -> !kv.state<?x4x96xf16, base = e> {
+  %kv = kv.ragged_view %k, %v, %ki : memref<?x2x96xf16>, memref<?x2x96xf16>, memref<?xi32> -> !kv.ragged<kv_heads = 2, head_dim = 96, head_dim_v = 96, dtype = f16>
+  // expected-remark @below {{mma.sync, not wgmma: head dims 96 / 96 are not whole 64-element blocks of the 128-byte swizzle}}
+  %s = kv.prefill %q, %qo, %kv : memref<?x4x96xf16>, memref<?xi32>, !kv.ragged<kv_heads = 2, head_dim = 96, head_dim_v = 96, dtype = f16> -> !kv.state<?x4x96xf16, base = e>
+  return %s : !kv.state<?x4x96xf16, base = e>
+}
+
+// -----
+
+// Values wider than one wgmma's 256 columns.
+func.func @dv512(%q: memref<?x4x64xbf16>, %qo: memref<?xi32>, %k: memref<?x2x64xbf16>, %v: memref<?x2x512xbf16>, %ki: memref<?xi32>) -> !kv.state<?x4x512xbf16, base = e> {
+  %kv = kv.ragged_view %k, %v, %ki : memref<?x2x64xbf16>, memref<?x2x512xbf16>, memref<?xi32> -> !kv.ragged<kv_heads = 2, head_dim = 64, head_dim_v = 512, dtype = bf16>
+  // expected-remark @below {{mma.sync, not wgmma: a value dim of 512 is wider than one wgmma's 256 columns}}
+  %s = kv.prefill %q, %qo, %kv : memref<?x4x64xbf16>, memref<?xi32>, !kv.ragged<kv_heads = 2, head_dim = 64, head_dim_v = 512, dtype = bf16> -> !kv.state<?x4x512xbf16, base = e>
+  return %s : !kv.state<?x4x512xbf16, base = e>
+}
+
+// -----
+
+// MLA's kernel has no wgmma form yet.
+!m = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = bf16, layout = nhd, storage = mla, table = csr, pe_dim = 64>
+func.func @mla(%qn: memref<?x16x512xbf16>, %qp: memref<?x16x64xbf16>, %ckv: memref<?x64x512xbf16>, %kpe: memref<?x64x64xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x16x512xbf16, base = e> {
+  %kv = kv.paged_view pools(%ckv, %kpe : memref<?x64x512xbf16>, memref<?x64x64xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !m
+  // expected-remark @below {{mma.sync, not wgmma: the kv.mla_decode kernel has no wgmma form yet}}
+  %s = kv.mla_decode %qn, %qp, %kv : memref<?x16x512xbf16>, memref<?x16x64xbf16>, !m -> !kv.state<?x16x512xbf16, base = e>
+  return %s : !kv.state<?x16x512xbf16, base = e>
+}
