@@ -56,16 +56,27 @@ Toolbox::Toolbox(const char *argv0, bool usePtxas) {
 
 Toolbox::~Toolbox() { llvm::sys::fs::remove_directories(dir); }
 
+/// A bench target: a chip, or "chip/mma_sync" (the GPU tests' form: the
+/// tensor-core kernels kept on mma.sync).
+static std::pair<std::string, std::string> splitTarget(const std::string &t) {
+  size_t slash = t.find('/');
+  if (slash == std::string::npos)
+    return {t, "auto"};
+  return {t.substr(0, slash), t.substr(slash + 1)};
+}
+
 Toolbox::Compiled Toolbox::compile(const std::string &source,
-                                   const std::string &chip) {
+                                   const std::string &target) {
   Compiled result;
+  auto [chip, mma] = splitTarget(target);
+  std::string tag = chip + (mma == "auto" ? "" : "-" + mma);
   auto tool = [&](const char *name) {
     llvm::SmallString<256> path(binDir);
     llvm::sys::path::append(path, name);
     return std::string(path);
   };
   std::string mlirFile = dir + "/in.mlir", lowered = dir + "/ptx.mlir",
-              log = dir + "/log.txt", outDir = dir + "/out-" + chip;
+              log = dir + "/log.txt", outDir = dir + "/out-" + tag;
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(mlirFile, ec);
@@ -74,8 +85,8 @@ Toolbox::Compiled Toolbox::compile(const std::string &source,
   llvm::sys::fs::remove_directories(outDir);
   llvm::sys::fs::create_directories(outDir);
   auto start = std::chrono::steady_clock::now();
-  if (run({tool("kvir-opt"), mlirFile, "--kv-to-ptx=chip=" + chip, "-o",
-           lowered},
+  if (run({tool("kvir-opt"), mlirFile,
+           "--kv-to-ptx=chip=" + chip + " mma=" + mma, "-o", lowered},
           log, log) != 0 ||
       run({tool("kvir-translate"), lowered, "-o", outDir}, log, log) != 0) {
     llvm::errs() << "bench: compiling to PTX failed:\n" << readFile(log);
@@ -90,7 +101,7 @@ Toolbox::Compiled Toolbox::compile(const std::string &source,
   result.ok = true;
   if (ptxasPath.empty())
     return result;
-  std::string ptxasLog = dir + "/ptxas-" + chip + ".txt";
+  std::string ptxasLog = dir + "/ptxas-" + tag + ".txt";
   if (run({ptxasPath, "-arch=" + chip, "-v", ptxFile, "-o", dir + "/k.cubin"},
           ptxasLog, ptxasLog) != 0) {
     llvm::errs() << "bench: ptxas failed:\n" << readFile(ptxasLog);
@@ -120,7 +131,8 @@ Toolbox::Compiled Toolbox::compile(const std::string &source,
 
 double kvir::bench::occupancy(const std::string &chip, int registers,
                               int64_t sharedBytes, int64_t threads) {
-  const target::TargetInfo *target = target::TargetInfo::lookup(chip);
+  const target::TargetInfo *target =
+      target::TargetInfo::lookup(splitTarget(chip).first);
   return target ? target->occupancy(threads, registers, sharedBytes) : 0.0;
 }
 
@@ -134,6 +146,7 @@ Traffic kvir::bench::sumTraffic(const std::vector<emu::LaunchStats> &launches) {
     t.sharedRequests += l.sharedRequests;
     t.bankConflicts += l.bankConflicts;
     t.mma += l.mmaOps;
+    t.macs += l.tensorCoreMacs;
   }
   return t;
 }
@@ -145,7 +158,11 @@ kvir::bench::hotLoopStatements(const std::string &ptx,
   size_t begin = ptx.find(".entry " + kernel + "(");
   if (begin == std::string::npos)
     return std::nullopt;
-  size_t end = ptx.find("\n}", begin);
+  // The body runs to the next entry (a "}" at the start of a line may
+  // close an inline asm scope, e.g. wgmma's, as well as the function).
+  size_t end = ptx.find(".entry ", begin + 1);
+  if (end == std::string::npos)
+    end = ptx.size();
   // The body's statements, split into basic blocks: a block starts at a
   // label and after a branch.
   struct Block {
@@ -170,8 +187,10 @@ kvir::bench::hotLoopStatements(const std::string &ptx,
     if (l.empty() || l.starts_with("//") || l.starts_with(".") ||
         l.starts_with("{") || l.starts_with("}"))
       continue;
-    // mma.sync spreads its operands over several lines: count statements.
-    if (!l.ends_with(";") && !l.contains("mma.sync"))
+    // mma.sync and wgmma spread their operands over several lines: count
+    // statements.
+    if (!l.ends_with(";") && !l.contains("mma.sync") &&
+        !l.contains("wgmma.mma_async"))
       continue;
     // Whitespace-normalized: "op a, b;" with single spaces.
     std::string statement;
@@ -263,7 +282,8 @@ kvir::bench::hotLoopStatements(const std::string &ptx,
     if (inLoop[b])
       for (const std::string &st : blocks[b].statements) {
         ++counts.statements;
-        if (st.find("mma.sync") != std::string::npos)
+        if (st.find("mma.sync") != std::string::npos ||
+            st.find("wgmma.mma_async") != std::string::npos)
           ++counts.mma;
       }
   return counts;

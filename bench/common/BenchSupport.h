@@ -56,6 +56,8 @@ double occupancy(const std::string &chip, int registers, int64_t sharedBytes,
 struct Traffic {
   uint64_t loaded = 0, stored = 0, sectors = 0, useful = 0;
   uint64_t sharedRequests = 0, bankConflicts = 0, mma = 0;
+  /// Tensor-core multiply-accumulates (mma.sync and wgmma alike).
+  uint64_t macs = 0;
   double sectorEfficiency() const {
     return sectors ? double(useful) / (32.0 * sectors) : 1.0;
   }
@@ -85,8 +87,9 @@ std::optional<LoopStatements> hotLoopStatements(const std::string &ptx,
                                                 const std::string &kernel,
                                                 const std::string &marker);
 
-/// PTX statements per mma.sync in the loop of `kernel` that waits for
-/// cp.async group depth 1 (the prefill kernels' key loop).
+/// PTX statements per tensor-core instruction (mma.sync or wgmma) in the
+/// loop of `kernel` that waits for cp.async group depth 1 (the prefill
+/// kernels' key loop).
 std::optional<double> ptxInstructionsPerMma(const std::string &ptx,
                                             const std::string &kernel);
 

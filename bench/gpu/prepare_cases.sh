@@ -16,12 +16,12 @@ read -r p f < <(KVIR_DUMP_CASES="$out" gtest_sharded "$out.log" \
                 "$BUILD/bin/kvir-gpu-tests" --gtest_filter="$filter")
 echo "prepare_cases: $p tests passed, $f failed"
 for dir in "$out"/*/; do
-  read -r chip graph < <(/usr/bin/python3 -c '
+  read -r chip graph mma < <(/usr/bin/python3 -c '
 import json, sys
 c = json.load(open(sys.argv[1] + "/case.json"))
-print(c["chip"], c["graph_max_batch"])' "$dir")
+print(c["chip"], c["graph_max_batch"], c.get("mma", "auto"))' "$dir")
   "$BUILD/bin/kvir-opt" "$dir/source.mlir" \
-      --kv-to-ptx="chip=$chip graph-max-batch=$graph" |
+      --kv-to-ptx="chip=$chip graph-max-batch=$graph mma=$mma" |
     "$BUILD/bin/kvir-translate" -o "$dir/ptx"
   mv "$dir/ptx/"*.ptx "$dir/kv_kernels.ptx"
   rm -rf "$dir/ptx"

@@ -5,18 +5,21 @@
 // qo_len = kv_len = 1024 unless overridden), measures without a GPU:
 //
 //   * ptxas -v on the PTX of kvir-opt --kv-to-ptx | kvir-translate for
-//     sm_80 and sm_90a: registers, shared memory, spills and occupancy; the
-//     wall time of kvir-opt + kvir-translate per generated kernel; PTX
-//     instructions per mma.sync in the key loop (a static count);
+//     sm_80 and sm_90a (on wgmma, and on mma.sync as sm_90a/mma_sync):
+//     registers, shared memory, spills and occupancy; the wall time of
+//     kvir-opt + kvir-translate per generated kernel; PTX instructions per
+//     tensor-core instruction (mma.sync or wgmma) in the key loop (a
+//     static count);
 //   * the emulator's counters over one call (prefill kernel, or split +
 //     merge kernels): global bytes against the ideal (each query tile reads
 //     the K/V of exactly the keys its rows see, once per KV head; q read,
 //     out and lse written once), sector efficiency, shared-memory bank
-//     conflicts per shared request, mma.sync executed against the minimum
-//     for the visible (row, key) pairs and against the dense count;
+//     conflicts per shared request, tensor-core multiply-accumulates
+//     executed against the minimum for the visible (row, key) pairs and
+//     against the dense count;
 //   * the result against the float64 reference.
 // Then the load balance of one skewed batch (one 8192-row causal request
-// among 63 of 128 rows, head dim 64): the busiest block's mma over the
+// among 63 of 128 rows, head dim 64): the busiest block's MACs over the
 // mean, and the makespan of the launch list-scheduled in block order onto
 // the chip's resident-block slots over a perfect split of the same work.
 //
@@ -165,7 +168,7 @@ std::string mainKernel(const RunResult &r) {
 
 int main(int argc, char **argv) {
   int64_t len = 1024, kvHeads = 2;
-  std::vector<std::string> chips{"sm_80", "sm_90a"};
+  std::vector<std::string> chips{"sm_80", "sm_90a/mma_sync", "sm_90a"};
   std::vector<std::string> only;
   bool usePtxas = true, skew = true;
   Quant quant = Quant::None;
@@ -300,7 +303,9 @@ int main(int argc, char **argv) {
         pairs += visiblePairs(p->qo[b], p->kv[b], cfg.causal) * qHeads;
         dense += p->qo[b] * p->kv[b] * qHeads;
       }
-      double perPair = double(2 * cfg.headDim) / 2048.0;
+      // Multiply-accumulates a (row, key) pair takes: D for its score, Dv
+      // for its value.
+      double perPair = double(2 * cfg.headDim);
       double rel = maxRelativeError(p->out, expected);
 
       std::string regs, smem, spill, occ, perMma;
@@ -342,22 +347,20 @@ int main(int argc, char **argv) {
       bool ok = rel <= outputTolerance(DType::F16) && result.reports.empty() &&
                 (spill.empty() || spill == "0");
       allOk &= ok;
-      std::printf("| %s | %s | %lld, %lld | %s | %s | %s | %s | %lld | "
-                  "%.3f | %.3f | %.1f%% | %.4f | %.3f | %.3f | %s | %.2f | "
-                  "%.1e%s |\n",
-                  cfg.name().c_str(), chip.c_str(), (long long)tileRows,
-                  (long long)warps, regs.c_str(),
-                  smem.c_str(), spill.c_str(), occ.c_str(), (long long)parts,
-                  ratio, double(workspace) / ideal,
-                  100.0 * t.sectorEfficiency(),
-                  t.sharedRequests
-                      ? double(t.bankConflicts) / double(t.sharedRequests)
-                      : 0.0,
-                  double(t.mma) / (double(pairs) * perPair),
-                  double(t.mma) / (double(dense) * perPair), perMma.c_str(),
-                  compiled.compileSeconds / double(std::max<int64_t>(1, numKernels)),
-                  rel,
-                  ok ? "" : " **FAIL**");
+      std::printf(
+          "| %s | %s | %lld, %lld | %s | %s | %s | %s | %lld | "
+          "%.3f | %.3f | %.1f%% | %.4f | %.3f | %.3f | %s | %.2f | "
+          "%.1e%s |\n",
+          cfg.name().c_str(), chip.c_str(), (long long)tileRows,
+          (long long)warps, regs.c_str(), smem.c_str(), spill.c_str(),
+          occ.c_str(), (long long)parts, ratio, double(workspace) / ideal,
+          100.0 * t.sectorEfficiency(),
+          t.sharedRequests ? double(t.bankConflicts) / double(t.sharedRequests)
+                           : 0.0,
+          double(t.macs) / (double(pairs) * perPair),
+          double(t.macs) / (double(dense) * perPair), perMma.c_str(),
+          compiled.compileSeconds / double(std::max<int64_t>(1, numKernels)),
+          rel, ok ? "" : " **FAIL**");
       std::fflush(stdout);
     }
   }
@@ -365,9 +368,10 @@ int main(int argc, char **argv) {
       "\nbytes / ideal: global bytes loaded + stored by the call's launches / "
       "(for each query tile and KV head the K and V rows of the keys its rows "
       "see + q + out + lse); with P > 1 it includes the f32 partial states. "
-      "mma / min: mma.sync m16n8k16 executed / (visible (row, key) pairs x "
-      "(D + Dv) / 2048, the mma a perfect tiling of exactly the visible work "
-      "would take); mma / dense: the same against all qo x kv pairs (causal "
+      "mma / min: tensor-core multiply-accumulates executed (mma.sync and "
+      "wgmma alike) / (visible (row, key) pairs x (D + Dv), what a perfect "
+      "tiling of exactly the visible work would take); mma / dense: the same "
+      "against all qo x kv pairs (causal "
       "skipping makes it about half). compile s / kernel: kvir-opt --kv-to-ptx "
       "+ kvir-translate wall time over the kernels of the op (direct, split, "
       "merge).\n");
@@ -398,7 +402,7 @@ int main(int argc, char **argv) {
       if (l.kernel == kernel) {
         threads = l.block.count();
         for (const auto &b : l.blocks)
-          work.push_back(b.mmaOps);
+          work.push_back(b.tensorCoreMacs);
       }
     uint64_t total = 0, busiest = 0;
     for (uint64_t w : work) {
@@ -406,7 +410,7 @@ int main(int argc, char **argv) {
       busiest = std::max(busiest, w);
     }
     const kvir::target::TargetInfo *target =
-        kvir::target::TargetInfo::lookup(chip);
+        kvir::target::TargetInfo::lookup(parseGpuTarget(chip).chip);
     int64_t resident = 1;
     if (!compiled.kernels.empty()) {
       int64_t dyn = result.launches.empty()
