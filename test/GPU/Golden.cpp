@@ -106,13 +106,13 @@ std::string describeLaunch(const kvir::emu::LaunchStats &s) {
      << s.block.z << " shared " << s.staticSharedBytes << "+"
      << s.dynamicSharedBytes << "\n"
      << "    global loaded " << s.globalBytesLoaded << " stored "
-     << s.globalBytesStored << " requests " << s.globalRequests
-     << " sectors " << s.globalSectors << " useful " << s.globalUsefulBytes
-     << "\n"
+     << s.globalBytesStored << " requests " << s.globalRequests << " sectors "
+     << s.globalSectors << " useful " << s.globalUsefulBytes << "\n"
      << "    shared loaded " << s.sharedBytesLoaded << " stored "
      << s.sharedBytesStored << " requests " << s.sharedRequests
      << " bank-conflicts " << s.bankConflicts << "\n"
-     << "    barriers " << s.barriers << " mma " << s.mmaOps << " shuffles "
+     << "    barriers " << s.barriers << " mma " << s.mmaOps << " wgmma "
+     << s.wgmmaOps << " tensor-core-macs " << s.tensorCoreMacs << " shuffles "
      << s.shuffles << " fiber-switches " << s.fiberSwitches << "\n";
   return text;
 }
