@@ -367,20 +367,21 @@ std::string kvgpu::whyNoWgmmaPrefill(kv::PrefillOp op,
 }
 
 /// The wgmma configuration of `op` (whyNoWgmmaPrefill is ""):
-/// FlashAttention-3's 128 rows (two warpgroups) against 128-key tiles up to
+/// FlashAttention-3's 128 rows (two warpgroups) against 128-key tiles at
 /// head dim 128; 64-key tiles where V arrives in a ring of its own and is
 /// converted per tile (quantized, vLLM's transposed V: its registers
-/// spilled at 128), 48-key tiles above head dim 128 (the 64 x 256 O
-/// accumulator alone takes 128 registers a thread; 64 spilled); smaller
-/// tiles where the chip's shared memory per block is short.
+/// spilled at 128) and up to head dim 64 (108-111 registers instead of
+/// 181-189: two blocks per SM, as the mma.sync kernel has there); 48-key
+/// tiles above head dim 128 (the 64 x 256 O accumulator alone takes 128
+/// registers a thread; 64 spilled); smaller tiles where the chip's shared
+/// memory per block is short.
 static FailureOr<PrefillConfigAttr>
 chooseWgmmaPrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
                          std::string &whyNot) {
   auto [headDim, headDimV] = prefillHeadDims(op);
   bool convertsV = layoutShape(op, PrefillConfigAttr()).convertsV();
-  int64_t kvTile = std::max(headDim, headDimV) > 128 ? 48
-                   : convertsV                       ? 64
-                                                     : 128;
+  int64_t widest = std::max(headDim, headDimV);
+  int64_t kvTile = widest > 128 ? 48 : convertsV || widest <= 64 ? 64 : 128;
   auto build = [&](int64_t qTile, int64_t keys) {
     return getCheckedQuietly<PrefillConfigAttr>(
         whyNot, op.getContext(), qTile, keys, /*warps=*/qTile / 16,

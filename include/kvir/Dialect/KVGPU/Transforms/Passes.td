@@ -19,7 +19,8 @@ def KVTile : Pass<"kv-tile"> {
     - `kv.prefill` gets a `#kvgpu.prefill`. On sm_90a, where its kernel
       takes wgmma (f16 / bf16, head dims of whole 64-element blocks, values
       up to 256 wide), wgmma: 128 packed query rows (two warpgroups)
-      against 128-key tiles up to head dim 128, 64-key tiles above.
+      against 128-key tiles at head dim 128; 64-key tiles up to head dim
+      64 and where V is converted per tile, 48-key tiles above 128.
       Otherwise mma.sync: 128 packed query rows against 64-key tiles with
       one 16-row mma tile per warp (8 warps) and the queries' fragments in
       registers up to head dim 128; 64 x 32 tiles and queries reloaded
