@@ -1,5 +1,6 @@
 //===- BenchSupport.cpp - What the CPU-side benches share -----------------===//
 #include "BenchSupport.h"
+#include "GpuHarness.h"
 
 #include "kvir/Target/GPU/TargetInfo.h"
 
@@ -56,19 +57,11 @@ Toolbox::Toolbox(const char *argv0, bool usePtxas) {
 
 Toolbox::~Toolbox() { llvm::sys::fs::remove_directories(dir); }
 
-/// A bench target: a chip, or "chip/mma_sync" (the GPU tests' form: the
-/// tensor-core kernels kept on mma.sync).
-static std::pair<std::string, std::string> splitTarget(const std::string &t) {
-  size_t slash = t.find('/');
-  if (slash == std::string::npos)
-    return {t, "auto"};
-  return {t.substr(0, slash), t.substr(slash + 1)};
-}
-
 Toolbox::Compiled Toolbox::compile(const std::string &source,
                                    const std::string &target) {
   Compiled result;
-  auto [chip, mma] = splitTarget(target);
+  // A chip, or "chip/mma_sync" (the GPU tests' targets).
+  auto [chip, mma] = test::gpu::parseGpuTarget(target);
   std::string tag = chip + (mma == "auto" ? "" : "-" + mma);
   auto tool = [&](const char *name) {
     llvm::SmallString<256> path(binDir);
@@ -132,7 +125,7 @@ Toolbox::Compiled Toolbox::compile(const std::string &source,
 double kvir::bench::occupancy(const std::string &chip, int registers,
                               int64_t sharedBytes, int64_t threads) {
   const target::TargetInfo *target =
-      target::TargetInfo::lookup(splitTarget(chip).first);
+      target::TargetInfo::lookup(test::gpu::parseGpuTarget(chip).chip);
   return target ? target->occupancy(threads, registers, sharedBytes) : 0.0;
 }
 

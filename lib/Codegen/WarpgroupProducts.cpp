@@ -2,15 +2,10 @@
 #include "kvir/Codegen/WarpgroupProducts.h"
 #include "kvir/Codegen/IRBuilder.h"
 
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
-
 using namespace mlir;
 using namespace kvir::codegen;
 
 namespace {
-/// The columns of one n-tile of the accumulator (FragmentLayout's atom).
-constexpr int64_t kN8 = 8;
 /// 16-bit elements in a 128-byte swizzle row: a K-major operand's column
 /// block.
 constexpr int64_t kBlockElements = 64;
@@ -27,12 +22,13 @@ WarpgroupProducts::WarpgroupProducts(ImplicitLocOpBuilder &b, Type elementType,
       valueAtom(b, elementType, headDimV, thread),
       warpgroupRow0(warpgroupRow0) {}
 
-std::optional<std::string> WarpgroupProducts::whyNot(Type elementType,
-                                                     int64_t kvTile,
-                                                     int64_t headDim,
-                                                     int64_t headDimV) {
+std::optional<std::string>
+WarpgroupProducts::whyNot(Type queryType, Type elementType, int64_t kvTile,
+                          int64_t headDim, int64_t headDimV) {
   if (!elementType.isF16() && !elementType.isBF16())
     return std::string("wgmma multiplies f16 or bf16 tiles here");
+  if (queryType != elementType)
+    return std::string("wgmma reads Q in the K/V tiles' type");
   if (headDim % kBlockElements || headDimV % kBlockElements)
     return "head dims " + std::to_string(headDim) + " / " +
            std::to_string(headDimV) +
@@ -46,39 +42,6 @@ std::optional<std::string> WarpgroupProducts::whyNot(Type elementType,
   return std::nullopt;
 }
 
-Value WarpgroupProducts::toAccumulator(ImplicitLocOpBuilder &b,
-                                       const WgmmaAtom &atom,
-                                       ArrayRef<Value> fragments) {
-  assert(int64_t(fragments.size()) == atom.getN() / kN8 &&
-         "one fragment per n-tile");
-  Value acc = LLVM::UndefOp::create(b, atom.getAccType());
-  for (auto [t, fragment] : llvm::enumerate(fragments))
-    for (int64_t h = 0; h < 2; ++h)
-      for (int64_t j = 0; j < 2; ++j) {
-        Value x =
-            vector::ExtractOp::create(b, fragment, ArrayRef<int64_t>{h, j});
-        acc = LLVM::InsertValueOp::create(
-            b, acc, x, ArrayRef<int64_t>{WgmmaAtom::accIndex(t, h, j)});
-      }
-  return acc;
-}
-
-SmallVector<Value> WarpgroupProducts::toFragments(ImplicitLocOpBuilder &b,
-                                                  const WgmmaAtom &atom,
-                                                  Value acc) {
-  auto type = VectorType::get({2, 2}, b.getF32Type());
-  SmallVector<Value> fragments;
-  for (int64_t t = 0; t < atom.getN() / kN8; ++t) {
-    SmallVector<Value> elements;
-    for (int64_t h = 0; h < 2; ++h)
-      for (int64_t j = 0; j < 2; ++j)
-        elements.push_back(LLVM::ExtractValueOp::create(
-            b, acc, ArrayRef<int64_t>{WgmmaAtom::accIndex(t, h, j)}));
-    fragments.push_back(vector::FromElementsOp::create(b, type, elements));
-  }
-  return fragments;
-}
-
 SmallVector<Value> WarpgroupProducts::scores(ImplicitLocOpBuilder &b,
                                              const WarpAttentionTile &,
                                              const SharedTile &q,
@@ -87,8 +50,8 @@ SmallVector<Value> WarpgroupProducts::scores(ImplicitLocOpBuilder &b,
   IRBuilder ir{b};
   WgmmaOperandTile qTile = operand(q), kTile = operand(k);
   bool accumulate = !partial.empty();
-  Value acc =
-      accumulate ? toAccumulator(b, scoreAtom, partial) : scoreAtom.zeroAcc(b);
+  Value acc = accumulate ? scoreAtom.fragmentsToAccumulator(b, partial)
+                         : scoreAtom.zeroAcc(b);
   scoreAtom.fence(b);
   for (int64_t k0 = 0; k0 < q.cols; k0 += WgmmaAtom::kK) {
     Value descQ =
@@ -99,7 +62,7 @@ SmallVector<Value> WarpgroupProducts::scores(ImplicitLocOpBuilder &b,
   }
   scoreAtom.commit(b);
   scoreAtom.wait(b, 0);
-  return toFragments(b, scoreAtom, acc);
+  return scoreAtom.accumulatorToFragments(b, acc);
 }
 
 SmallVector<Value> WarpgroupProducts::accumulate(
@@ -109,16 +72,12 @@ SmallVector<Value> WarpgroupProducts::accumulate(
   assert(tile.getShape().mTiles == 1 && !tile.getValueOffset() &&
          "a warp of a warpgroup owns one m-tile and every value column");
   WgmmaOperandTile vTile = operand(v);
-  auto words = VectorType::get({4}, b.getI32Type());
-  // A 16-bit A fragment's rows are its four registers.
+  // P's registers are packed before the fence (definitions after it would
+  // need another).
   SmallVector<Value> aRegs;
-  for (Value fragment : p) {
-    auto type = cast<VectorType>(fragment.getType());
-    Value bits = vector::BitCastOp::create(
-        b, VectorType::get({type.getDimSize(0), 1}, b.getI32Type()), fragment);
-    aRegs.push_back(vector::ShapeCastOp::create(b, words, bits));
-  }
-  Value acc = toAccumulator(b, valueAtom, o);
+  for (Value fragment : p)
+    aRegs.push_back(WgmmaAtom::fragmentToA(b, fragment));
+  Value acc = valueAtom.fragmentsToAccumulator(b, o);
   valueAtom.fence(b);
   for (auto [j, a] : llvm::enumerate(aRegs)) {
     Value descV = valueAtom.descriptorCols(
@@ -128,5 +87,5 @@ SmallVector<Value> WarpgroupProducts::accumulate(
   }
   valueAtom.commit(b);
   valueAtom.wait(b, 0);
-  return toFragments(b, valueAtom, acc);
+  return valueAtom.accumulatorToFragments(b, acc);
 }

@@ -213,6 +213,47 @@ Value WgmmaAtom::accumulatorToA(ImplicitLocOpBuilder &b, Value accIn,
                                         regs);
 }
 
+Value WgmmaAtom::fragmentsToAccumulator(ImplicitLocOpBuilder &b,
+                                        ArrayRef<Value> fragments) const {
+  FragmentLayout l = layout();
+  assert(int64_t(fragments.size()) == n / l.atomCols &&
+         "one fragment per n-tile");
+  Value accOut = LLVM::UndefOp::create(b, getAccType());
+  for (auto [t, fragment] : llvm::enumerate(fragments))
+    for (int64_t h = 0; h < l.rowsPerLane; ++h)
+      for (int64_t j = 0; j < l.colsPerLane; ++j) {
+        Value x =
+            vector::ExtractOp::create(b, fragment, ArrayRef<int64_t>{h, j});
+        accOut = LLVM::InsertValueOp::create(
+            b, accOut, x, ArrayRef<int64_t>{accIndex(t, h, j)});
+      }
+  return accOut;
+}
+
+SmallVector<Value> WgmmaAtom::accumulatorToFragments(ImplicitLocOpBuilder &b,
+                                                     Value accIn) const {
+  FragmentLayout l = layout();
+  auto type = VectorType::get({l.rowsPerLane, l.colsPerLane}, b.getF32Type());
+  SmallVector<Value> fragments;
+  for (int64_t t = 0; t < n / l.atomCols; ++t) {
+    SmallVector<Value> elements;
+    for (int64_t h = 0; h < l.rowsPerLane; ++h)
+      for (int64_t j = 0; j < l.colsPerLane; ++j)
+        elements.push_back(LLVM::ExtractValueOp::create(
+            b, accIn, ArrayRef<int64_t>{accIndex(t, h, j)}));
+    fragments.push_back(vector::FromElementsOp::create(b, type, elements));
+  }
+  return fragments;
+}
+
+Value WgmmaAtom::fragmentToA(ImplicitLocOpBuilder &b, Value fragment) {
+  auto type = cast<VectorType>(fragment.getType());
+  Value bits = vector::BitCastOp::create(
+      b, VectorType::get({type.getDimSize(0), 1}, b.getI32Type()), fragment);
+  return vector::ShapeCastOp::create(b, VectorType::get({4}, b.getI32Type()),
+                                     bits);
+}
+
 void WgmmaAtom::fence(ImplicitLocOpBuilder &b) const {
   NVVM::WgmmaFenceAlignedOp::create(b);
 }

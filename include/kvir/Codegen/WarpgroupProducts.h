@@ -34,10 +34,12 @@ public:
                     int64_t kvTile, int64_t headDimV, mlir::Value warpgroupRow0,
                     mlir::Value thread);
 
-  /// Why wgmma cannot multiply such tiles, or nullopt: 16-bit elements,
-  /// head dims of whole 64-element swizzle blocks, at most 256 value
-  /// columns (one wgmma's N), key tiles of whole k16 steps.
-  static std::optional<std::string> whyNot(mlir::Type elementType,
+  /// Why wgmma cannot multiply such tiles (Q of `queryType`, K/V of
+  /// `elementType`), or nullopt: 16-bit elements, Q in the K/V type, head
+  /// dims of whole 64-element swizzle blocks, at most 256 value columns
+  /// (one wgmma's N), key tiles of whole k16 steps.
+  static std::optional<std::string> whyNot(mlir::Type queryType,
+                                           mlir::Type elementType,
                                            int64_t kvTile, int64_t headDim,
                                            int64_t headDimV);
 
@@ -49,15 +51,6 @@ public:
   accumulate(mlir::ImplicitLocOpBuilder &b, const WarpAttentionTile &tile,
              llvm::ArrayRef<mlir::Value> o, llvm::ArrayRef<mlir::Value> p,
              const SharedTile &v, mlir::Value stage) const override;
-
-  /// The accumulator struct of `atom` holding m16n8 fragments `fragments`
-  /// (vector<2x2xf32> each, [row half][column]), and back.
-  static mlir::Value toAccumulator(mlir::ImplicitLocOpBuilder &b,
-                                   const WgmmaAtom &atom,
-                                   llvm::ArrayRef<mlir::Value> fragments);
-  static llvm::SmallVector<mlir::Value>
-  toFragments(mlir::ImplicitLocOpBuilder &b, const WgmmaAtom &atom,
-              mlir::Value acc);
 
 private:
   WgmmaAtom scoreAtom, valueAtom;

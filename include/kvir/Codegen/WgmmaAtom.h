@@ -53,6 +53,8 @@ public:
             mlir::Value thread);
 
   static constexpr int64_t kM = 64, kK = 16;
+  /// The warps of a warpgroup, which issues a wgmma together.
+  static constexpr int64_t kWarps = 4;
   int64_t getN() const { return n; }
   /// !llvm.struct<(f32 x N/2)>.
   mlir::Type getAccType() const;
@@ -67,6 +69,20 @@ public:
   static int64_t accIndex(int64_t t, int64_t h, int64_t j) {
     return 4 * t + 2 * h + j;
   }
+
+  /// The accumulator holding the thread's m16n8 fragments `fragments` (one
+  /// per n-tile, vector<rowsPerLane x colsPerLane x f32> as layout() and
+  /// mma.sync place them), and back: the same registers.
+  mlir::Value
+  fragmentsToAccumulator(mlir::ImplicitLocOpBuilder &b,
+                         llvm::ArrayRef<mlir::Value> fragments) const;
+  llvm::SmallVector<mlir::Value>
+  accumulatorToFragments(mlir::ImplicitLocOpBuilder &b, mlir::Value acc) const;
+  /// The RS A registers (vector<4xi32>) of an mma.sync m16n8k16 A fragment
+  /// (vector<4x2xT>, a register per row): the ISA gives both forms the same
+  /// per-warp layout.
+  static mlir::Value fragmentToA(mlir::ImplicitLocOpBuilder &b,
+                                 mlir::Value fragment);
 
   /// Why `layout` cannot hold a wgmma operand, or nullopt: 16-bit elements,
   /// the 128-byte hardware swizzle, rows a multiple of 8.

@@ -89,10 +89,9 @@ gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
   if (s.config.usesWgmma()) {
     if (!target.has(target::MmaAtom::WgmmaM64NK16))
       return "mma = wgmma needs sm_90a, not " + target.chip.str();
-    if (s.qType.getElementType() != s.kvElementType)
-      return "wgmma reads Q in the K/V tiles' type";
     if (std::optional<std::string> why = WarpgroupProducts::whyNot(
-            s.kvElementType, s.config.getKvTile(), s.headDim, s.headDimV))
+            s.qType.getElementType(), s.kvElementType, s.config.getKvTile(),
+            s.headDim, s.headDimV))
       return *why;
     if (s.peDim % 64)
       return "a rotary part of " + std::to_string(s.peDim) +
@@ -448,9 +447,10 @@ void PrefillBlock::emitAttentionWarps(ImplicitLocOpBuilder &b,
   // fragments are still mma.sync's: per warp, the same registers).
   std::optional<WarpgroupProducts> warpgroup;
   if (cfg.usesWgmma()) {
-    Value warpgroupRow0 = ir.mul(ir.divU(warp, ir.idx(4)), ir.idx(64));
+    Value warps = ir.idx(WgmmaAtom::kWarps);
+    Value warpgroupRow0 = ir.mul(ir.divU(warp, warps), ir.idx(WgmmaAtom::kM));
     Value threadInWarpgroup =
-        ir.add(ir.mul(ir.remU(warp, ir.idx(4)), ir.idx(32)), lane);
+        ir.add(ir.mul(ir.remU(warp, warps), ir.idx(32)), lane);
     warpgroup.emplace(b, s.kvElementType, cfg.getKvTile(), s.valueSlice(),
                       warpgroupRow0, threadInWarpgroup);
   }

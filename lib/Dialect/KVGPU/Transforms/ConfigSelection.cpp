@@ -355,10 +355,8 @@ std::string kvgpu::whyNoWgmmaPrefill(kv::PrefillOp op,
     return target.chip.str() + " has no wgmma";
   auto [headDim, headDimV] = prefillHeadDims(op);
   TensorCoreLayoutShape shape = layoutShape(op, PrefillConfigAttr());
-  if (shape.qElement != shape.kvElement)
-    return "wgmma reads Q in the K/V tiles' type";
   if (std::optional<std::string> why = codegen::WarpgroupProducts::whyNot(
-          shape.kvElement, /*kvTile=*/64, headDim, headDimV))
+          shape.qElement, shape.kvElement, /*kvTile=*/64, headDim, headDimV))
     return *why;
   if (op->hasAttr(kv::KVDialect::getSharedLevelAttrName()))
     return "a cascade's shared level reads its keys once for 256 rows, a "
