@@ -168,9 +168,12 @@ struct WarpgroupState {
   std::vector<std::vector<WgmmaOp>> groups; // committed, oldest first
   /// setmaxnreg's register count per thread, 0 until the warpgroup sets it.
   uint32_t maxRegisters = 0;
+  /// The ticket of the oldest wgmma not retired (`next`: none). Groups may
+  /// be empty (a commit_group with no wgmma since the last one).
   uint32_t oldestPending(uint32_t next) const {
-    if (!groups.empty())
-      return groups.front().front().ticket;
+    for (const std::vector<WgmmaOp> &group : groups)
+      if (!group.empty())
+        return group.front().ticket;
     return uncommitted.empty() ? next : uncommitted.front().ticket;
   }
   const WgmmaOp *find(uint32_t ticket) const;

@@ -32,14 +32,18 @@ struct Case {
   /// The chain in a loop whose fence, commit and wait are inline PTX too,
   /// keeping one group in flight across the back edge.
   bool loop = false;
+  /// An empty commit group after the wgmma's, then wait_group 1: the
+  /// wgmma retires, the empty group is the oldest in flight when D is read.
+  bool emptyGroupAfter = false;
 };
 
 enum class Mutation {
   None,
-  EarlyReadA, // a thread reads an A register before the retiring wait
-  LateA,      // A's registers defined after the wgmma.fence
-  EarlyReadD, // wait_group 1 (nothing retired), then D is read
-  NoFence,    // no wgmma.fence at all
+  EarlyReadA,           // a thread reads an A register before the retiring wait
+  LateA,                // A's registers defined after the wgmma.fence
+  EarlyReadD,           // wait_group 1 (nothing retired), then D is read
+  NoFence,              // no wgmma.fence at all
+  EmptyFirstEarlyReadD, // an empty group, the wgmma's, wait_group 1: D read
 };
 
 /// The inline-asm wgmma: outputs $0..$W-1 (D), the tied inputs $W..$2W-1
@@ -193,6 +197,8 @@ std::string kernel(const Case &c, Mutation mutation = Mutation::None) {
       s += "    %cj" + jn + " = arith.constant " + jn + " : index\n";
       s += loadA("%cj" + jn, "a" + jn + "_", aSteps[j]);
     }
+    if (mutation == Mutation::EmptyFirstEarlyReadD)
+      s += asmStatement("wgmma.commit_group.sync.aligned;");
     if (mutation != Mutation::NoFence)
       s += "    nvvm.wgmma.fence.aligned\n";
     if (mutation == Mutation::LateA)
@@ -214,8 +220,13 @@ std::string kernel(const Case &c, Mutation mutation = Mutation::None) {
       s += "    %own = arith.muli %t, %c4 : index\n"
            "    memref.store " +
            aNames[0] + ", %aTab[%own] : memref<?xi32>\n";
+    if (c.emptyGroupAfter)
+      s += asmStatement("wgmma.commit_group.sync.aligned;");
+    bool oneInFlight = mutation == Mutation::EarlyReadD ||
+                       mutation == Mutation::EmptyFirstEarlyReadD ||
+                       c.emptyGroupAfter;
     s += std::string("    nvvm.wgmma.wait.group.sync.aligned ") +
-         (mutation == Mutation::EarlyReadD ? "1" : "0") + "\n";
+         (oneInFlight ? "1" : "0") + "\n";
   } else {
     s += "    %init0 = llvm.mlir.poison : " + acc + "\n";
     for (uint32_t i = 0; i < words; ++i)
@@ -349,6 +360,12 @@ std::vector<Case> cases() {
            true};
   fp8.accumulate = false;
   v.push_back(fp8);
+  // A group with no wgmma may be the oldest in flight (a path that issues
+  // nothing still commits, so that every path counts the same groups).
+  Case empty{"rs_f16_sw128_n32_empty_group", Elem::F16, Elem::F16, 32,
+             kMajor(128)};
+  empty.emptyGroupAfter = true;
+  v.push_back(empty);
   // K of 64 bf16: four steps chained, unrolled and in a loop.
   Case chain{"rs_bf16_sw128_chain", Elem::BF16, Elem::BF16, 128, kMajor(128)};
   chain.kSteps = 4;
@@ -369,6 +386,8 @@ const std::vector<Hazard<Mutation>> kHazards = {
     {"nofence", Mutation::NoFence,
      "without a wgmma.fence between the last write of its accumulator "
      "registers"},
+    {"emptyfirst", Mutation::EmptyFirstEarlyReadD,
+     "reads the registers of the wgmma.mma_async"},
 };
 
 class WgmmaRegistersTest : public ::testing::Test {
