@@ -313,6 +313,35 @@ std::vector<MlaCase> mlaCases() {
     c->topk = 128;
     c->expectSplit = false;
   }
+  // Head counts of tensor-parallel splits that no tile size divides: a
+  // tile holds one query row's heads, the rest of it padding rows that are
+  // neither loaded nor stored. 8 heads (DeepSeek-V3.2 over 16 GPUs): half
+  // of a 16-row tile; 24, split over the entries: 8 of 32; 80: two 48-row
+  // tiles per query row (12 warps), the second 16 rows short.
+  {
+    MlaCase *c = add("H8TopkCausalRowsBlockTableBF16", 8, DType::BF16,
+                     Table::BlockTable, 9018);
+    c->kvLens = {5, 64, 300, 1000};
+    c->qoLens = {1, 2, 4, 1};
+    c->topk = 128;
+    c->expectSplit = false;
+  }
+  {
+    MlaCase *c = add("H24Topk512CausalRowsSplitCsrF16", 24, DType::F16,
+                     Table::CSR, 9019);
+    c->kvLens = {0, 700, 65, 3000};
+    c->qoLens = {2, 3, 1, 2};
+    c->topk = 512;
+  }
+  {
+    MlaCase *c = add("H80TopkCausalRowsCsrP32BF16", 80, DType::BF16,
+                     Table::CSR, 9020);
+    c->kvLens = {300, 1, 90};
+    c->qoLens = {2, 1, 3};
+    c->pageSize = 32;
+    c->topk = 64;
+    c->expectSplit = false;
+  }
   // Deeper rings given by hand over 16-key tiles: a tile's gathered keys
   // and page entries ride S - 1 tiles ahead of its copies and stay until it
   // is scored (2S - 1 slots); split over partitions (4 stages) and not.

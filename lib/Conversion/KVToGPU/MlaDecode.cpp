@@ -69,17 +69,6 @@ FailureOr<PrefillKernelSpec> describeMla(kv::MlaDecodeOp op,
   if (failed(config))
     return failure();
   spec.config = *config;
-  // A gathered tile reads one query row's list: its rows are that row's
-  // heads.
-  if (spec.gathers() && !spec.oneRowPerRequest() &&
-      spec.qHeads % config->getQTile()) {
-    whyNot = "top-k with rows(...) needs each query tile within one query "
-             "row: " +
-             std::to_string(spec.qHeads) +
-             " heads are not a multiple of the tile's " +
-             std::to_string(config->getQTile()) + " rows";
-    return failure();
-  }
   if (std::optional<std::string> why = whyNotPrefillSpec(spec, target)) {
     whyNot = *why;
     return failure();

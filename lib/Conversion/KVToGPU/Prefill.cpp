@@ -382,7 +382,7 @@ LogicalResult gpu_lowering::emitTensorCoreLaunches(
   // Block slots of the query tiles; partitions while the tiles of all KV
   // heads do not give every SM a block (one block of 8 warps and ~100 KB
   // fills an SM: more partitions would only add partial states).
-  QueryTiles tiles(spec.group(), spec.config.getQTile());
+  QueryTiles tiles(spec.rowStride(), spec.config.getQTile());
   plan.defineSize("num_tile_slots",
                   spec.oneRowPerRequest()
                       ? tiles.numSlotsOneRowEach(plan.sym("batch"))
@@ -504,7 +504,7 @@ LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(
   work.blocksPerItem = blocksPerItem;
   work.fixedBatch = fixedBatch;
   kvgpu::SizeExprAttr gridBatch = addWorkSchedule(plan, work, target);
-  QueryTiles tiles(spec.group(), spec.config.getQTile());
+  QueryTiles tiles(spec.rowStride(), spec.config.getQTile());
   plan.defineSize("num_tile_slots", tiles.numSlotsOneRowEach(plan.sym("batch")));
   plan.setConfig(spec.config);
   plan.addBuffer("partial_out", ArgRole::workspace, split.outType,

@@ -183,7 +183,7 @@ KVTileStream::KVTileStream(ImplicitLocOpBuilder &b, const KernelFunc &kf,
   // keys.
   if (a.topk)
     loader.setGather({a.topk,
-                      ir.add(w.qoStart, ir.divU(w.firstRow, ir.idx(s.group()))),
+                      ir.add(w.qoStart, ir.divU(w.firstRow, ir.idx(s.rowStride()))),
                       w.kvLen, kf.getShared(*buf.keyIds)});
   numTiles =
       arith::CeilDivUIOp::create(b, ir.sub(w.end, w.start), ir.idx(kvTile));
@@ -342,7 +342,7 @@ void TileSkipping::mark(ImplicitLocOpBuilder &b, Value index) const {
     // The tile's packed rows, or, when the mask ignores the head, the
     // query rows they cover (G heads share one).
     bool perQueryRow = !variants.maskReadsHead() && s.group() > 1;
-    Value g = k.idx(s.group());
+    Value g = k.idx(s.rowStride());
     Value firstQueryRow = k.divU(w.firstRow, g);
     Value rows = k.idx(qTile);
     if (perQueryRow)

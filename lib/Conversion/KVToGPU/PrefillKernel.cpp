@@ -319,14 +319,12 @@ RowVariants PrefillBlock::rowVariants(ImplicitLocOpBuilder &b,
                                       const WarpAttentionTile &tile,
                                       const VariantEmitter &emitter,
                                       ArrayRef<Value> rowPositions) {
-  IRBuilder ir{b};
   const FragmentLayout &acc = tile.getMma().accLayout();
   RowVariants variants{emitter, {}, {}, {}, {}};
   for (int64_t t = 0; t < tile.getShape().mTiles; ++t)
     for (int64_t h = 0; h < acc.rowsPerLane; ++h) {
       auto [r, queryRow] = fragmentRow(b, s, w, tile, t, h);
-      variants.heads.push_back(ir.add(ir.mul(kvHead, ir.idx(s.group())),
-                                      ir.remU(r, ir.idx(s.group()))));
+      variants.heads.push_back(packedRowHead(b, s, kvHead, r));
       kv::FrameRow frame =
           frameRow(b, w, a, queryRow,
                    rowPositions.empty() ? queryPosition(b, s, w, a, queryRow)

@@ -83,6 +83,16 @@ struct PrefillKernelSpec {
   mlir::MemRefType topkType;
 
   int64_t group() const { return qHeads / kvHeads; }
+  /// Packed rows per query row: packed row r is query row r / rowStride(),
+  /// head r % rowStride() of the KV head's group. The group, padded to
+  /// whole query tiles where a tile must lie within one query row (top-k
+  /// lists of several query rows per request); rows past the group are
+  /// padding, neither loaded nor stored.
+  int64_t rowStride() const {
+    int64_t g = group();
+    return gathers() && !oneRowPerRequest() ? llvm::alignTo(g, config.getQTile())
+                                            : g;
+  }
   bool gathers() const { return bool(topkType); }
   /// Whether a mask_mod region hides keys (every tile is masked).
   bool hasMaskMod() const {

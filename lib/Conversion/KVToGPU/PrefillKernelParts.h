@@ -111,10 +111,15 @@ struct PackedRow {
   Value valid, queryRow, head;
 };
 
-/// Packed row `rowInTile` of the block's tile (query row r / G, head
-/// r % G of KV head `kvHead`'s group).
+/// Packed row `rowInTile` of the block's tile (query row r / stride, head
+/// r % stride of KV head `kvHead`'s group, PrefillKernelSpec::rowStride;
+/// padding rows are not valid and name the group's last head).
 PackedRow unpackRow(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                     const Work &w, Value kvHead, Value rowInTile);
+/// The query head of packed row `packedRow` of a request (a padding row's:
+/// the group's last).
+Value packedRowHead(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
+                    Value kvHead, Value packedRow);
 
 /// Whether K/V tile [t0, t0 + kvTile) needs per-element masks: it crosses
 /// the partition's end, the diagonal of the tile's first row, the window

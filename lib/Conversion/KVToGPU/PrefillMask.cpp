@@ -48,7 +48,7 @@ std::pair<Value, Value> fragmentRow(ImplicitLocOpBuilder &b,
   Value r = ir.add(w.firstRow,
                    ir.add(tile.getRowOffset(),
                           tile.getMma().getAccFragment().row(b, t, h)));
-  Value queryRow = ir.divU(r, ir.idx(s.group()));
+  Value queryRow = ir.divU(r, ir.idx(s.rowStride()));
   return {r, ir.minS(queryRow, ir.sub(w.qoLen, ir.idx(1)))};
 }
 
@@ -106,7 +106,7 @@ SmallVector<Value> emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
       auto [r, clampedRow] = fragmentRow(b, s, w, tile, t, h);
       Value pos = rowPositions.empty()
                       ? kv::emitQueryPosition(b, w.kvLen, w.qoLen,
-                                              ir.divU(r, ir.idx(s.group())))
+                                              ir.divU(r, ir.idx(s.rowStride())))
                       : rowPositions[acc.rowSlot(t, h)];
       Value lo = t0, hi = w.end;
       if (s.causal && !s.gathers())

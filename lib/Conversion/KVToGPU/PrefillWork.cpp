@@ -101,7 +101,8 @@ static std::pair<Value, Value> positionBounds(ImplicitLocOpBuilder &b,
 Work prefill::emitBlockWork(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                             const Arguments &a, Value meta, Value thread) {
   IRBuilder ir{b};
-  int64_t group = s.group(), tileRows = s.config.getQTile();
+  // Packed rows per query row (the group, or padded: rowStride).
+  int64_t group = s.rowStride(), tileRows = s.config.getQTile();
   auto positions = [&](ImplicitLocOpBuilder &ib, Value kvLen, Value qoLen,
                        Value firstRow) {
     IRBuilder j{ib};
@@ -299,8 +300,21 @@ PackedRow prefill::unpackRow(ImplicitLocOpBuilder &b,
   p.valid = ir.lt(r, w.packedRows);
   // Clamped, so that addresses of rows past the request stay inside it.
   Value clamped = ir.minS(r, ir.sub(w.packedRows, ir.idx(1)));
-  Value g = ir.idx(s.group());
-  p.queryRow = ir.divU(clamped, g);
-  p.head = ir.add(ir.mul(kvHead, g), ir.remU(clamped, g));
+  p.queryRow = ir.divU(clamped, ir.idx(s.rowStride()));
+  p.head = packedRowHead(b, s, kvHead, clamped);
+  if (s.rowStride() != s.group())
+    p.valid = arith::AndIOp::create(
+        b, p.valid,
+        ir.lt(ir.remU(clamped, ir.idx(s.rowStride())), ir.idx(s.group())));
   return p;
+}
+
+Value prefill::packedRowHead(ImplicitLocOpBuilder &b,
+                             const PrefillKernelSpec &s, Value kvHead,
+                             Value packedRow) {
+  IRBuilder ir{b};
+  Value inGroup = ir.remU(packedRow, ir.idx(s.rowStride()));
+  if (s.rowStride() != s.group())
+    inGroup = ir.minS(inGroup, ir.idx(s.group() - 1));
+  return ir.add(ir.mul(kvHead, ir.idx(s.group())), inGroup);
 }

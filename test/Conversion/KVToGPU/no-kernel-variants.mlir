@@ -25,17 +25,3 @@ func.func @topk_vllm(%q: memref<?x8x128xf16>, %k: memref<?x2x16x16x8xf16>, %v: m
   return
 }
 
-// -----
-
-// A gathered query tile holds one query row's heads: 24 heads do not fill
-// whole tiles of 16.
-!mla = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = bf16, layout = nhd, storage = mla, table = block_table, pe_dim = 64>
-!sm = !kv.state<?x24x512xbf16, base = e>
-func.func @topk_rows_heads(%qn: memref<?x24x512xbf16>, %qp: memref<?x24x64xbf16>, %ckv: memref<?x64x512xbf16>, %kpe: memref<?x64x64xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %qo: memref<?xi32>, %idx: memref<?x128xi32>, %o: memref<?x24x512xbf16>, %l: memref<?x24xf32>) {
-  %kv = kv.paged_view pools(%ckv, %kpe : memref<?x64x512xbf16>, memref<?x64x64xbf16>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !mla
-  // expected-error @below {{'kv.mla_decode' op has no GPU kernel: top-k with rows(...) needs each query tile within one query row: 24 heads are not a multiple of the tile's 32 rows}}
-  %s = kv.mla_decode %qn, %qp, %kv rows(%qo : memref<?xi32>) topk(%idx : memref<?x128xi32>) : memref<?x24x512xbf16>, memref<?x24x64xbf16>, !mla -> !sm
-  kv.store_state %s, %o, %l : !sm, memref<?x24x512xbf16>, memref<?x24xf32>
-  return
-}
-

@@ -211,6 +211,43 @@ func.func @mla_h16(%qn: memref<?x16x512xf16>, %qp: memref<?x16x64xf16>, %ckv: me
 
 // -----
 
+// Top-k lists of several query rows per request: a tile lies within one
+// query row, the fewest tiles per row, as even as whole m-tiles make them.
+// 8 heads (DeepSeek-V3.2's 128 over 16 GPUs): one 16-row tile, half of it
+// padding; 24: one of 32; 80: two of 48 (16 padding rows, not 48).
+!m = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = bf16, layout = nhd, storage = mla, table = block_table, pe_dim = 64>
+// CHECK-LABEL: func @mla_topk_rows_h8
+// CHECK: kv.mla_decode {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 16, kv_tile = 32, warps = 4, stages = 2, q_in_registers = false, max_partitions = 64, value_warps = 4>
+func.func @mla_topk_rows_h8(%qn: memref<?x8x512xbf16>, %qp: memref<?x8x64xbf16>, %ckv: memref<?x64x512xbf16>, %kpe: memref<?x64x64xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %qo: memref<?xi32>, %idx: memref<?x128xi32>) -> !kv.state<?x8x512xbf16, base = e> {
+  %kv = kv.paged_view pools(%ckv, %kpe : memref<?x64x512xbf16>, memref<?x64x64xbf16>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !m
+  %s = kv.mla_decode %qn, %qp, %kv rows(%qo : memref<?xi32>) topk(%idx : memref<?x128xi32>) : memref<?x8x512xbf16>, memref<?x8x64xbf16>, !m -> !kv.state<?x8x512xbf16, base = e>
+  return %s : !kv.state<?x8x512xbf16, base = e>
+}
+
+// -----
+
+!m = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = bf16, layout = nhd, storage = mla, table = block_table, pe_dim = 64>
+// CHECK-LABEL: func @mla_topk_rows_h24
+// CHECK: kv.mla_decode {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 32, kv_tile = 32, warps = 8, stages = 2, q_in_registers = false, max_partitions = 64, value_warps = 4>
+func.func @mla_topk_rows_h24(%qn: memref<?x24x512xbf16>, %qp: memref<?x24x64xbf16>, %ckv: memref<?x64x512xbf16>, %kpe: memref<?x64x64xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %qo: memref<?xi32>, %idx: memref<?x128xi32>) -> !kv.state<?x24x512xbf16, base = e> {
+  %kv = kv.paged_view pools(%ckv, %kpe : memref<?x64x512xbf16>, memref<?x64x64xbf16>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !m
+  %s = kv.mla_decode %qn, %qp, %kv rows(%qo : memref<?xi32>) topk(%idx : memref<?x128xi32>) : memref<?x24x512xbf16>, memref<?x24x64xbf16>, !m -> !kv.state<?x24x512xbf16, base = e>
+  return %s : !kv.state<?x24x512xbf16, base = e>
+}
+
+// -----
+
+!m = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = bf16, layout = nhd, storage = mla, table = block_table, pe_dim = 64>
+// CHECK-LABEL: func @mla_topk_rows_h80
+// CHECK: kv.mla_decode {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 48, kv_tile = 32, warps = 12, stages = 2, q_in_registers = false, max_partitions = 64, value_warps = 4>
+func.func @mla_topk_rows_h80(%qn: memref<?x80x512xbf16>, %qp: memref<?x80x64xbf16>, %ckv: memref<?x64x512xbf16>, %kpe: memref<?x64x64xbf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %qo: memref<?xi32>, %idx: memref<?x128xi32>) -> !kv.state<?x80x512xbf16, base = e> {
+  %kv = kv.paged_view pools(%ckv, %kpe : memref<?x64x512xbf16>, memref<?x64x64xbf16>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !m
+  %s = kv.mla_decode %qn, %qp, %kv rows(%qo : memref<?xi32>) topk(%idx : memref<?x128xi32>) : memref<?x80x512xbf16>, memref<?x80x64xbf16>, !m -> !kv.state<?x80x512xbf16, base = e>
+  return %s : !kv.state<?x80x512xbf16, base = e>
+}
+
+// -----
+
 // A cascade's shared level (kv.shared_level, from kv-expand-cascade): one
 // 256-row query tile of 16 warps, 32-key tiles, queries reloaded per K tile
 // (128 registers at 512 threads), so the shared keys are read once for

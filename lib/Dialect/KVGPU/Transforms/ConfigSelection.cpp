@@ -618,9 +618,14 @@ kvgpu::chooseMlaConfig(kv::MlaDecodeOp op, const target::TargetInfo &target,
   // 256 columns for 64-row tiles (8 warps, no spills), four of 128 for
   // smaller tiles.
   int64_t heads = cast<MemRefType>(op.getQNope().getType()).getDimSize(1);
-  // A top-k tile gathers one query row's keys: it holds that row's heads.
-  int64_t rows = op.getQoIndptr() && !op.getTopk() ? 64
-                                                   : llvm::alignTo(heads, 16);
+  // A top-k tile gathers one query row's keys: it holds that row's heads,
+  // the fewest tiles per row (each reads the row's keys), as even as whole
+  // 16-row m-tiles make them (the last is padded: 80 heads, two tiles of
+  // 48 rows).
+  int64_t tilesPerRow = llvm::divideCeil(heads, 64);
+  int64_t rows = op.getQoIndptr() && !op.getTopk()
+                     ? 64
+                     : llvm::alignTo(llvm::divideCeil(heads, tilesPerRow), 16);
   int64_t qTile = std::min<int64_t>(64, rows), kvTile = 32;
   auto build = [&] {
     int64_t valueWarps = qTile == 64 ? 2 : 4;
