@@ -334,8 +334,8 @@ std::vector<MlaCase> mlaCases() {
     c->topk = 512;
   }
   {
-    MlaCase *c = add("H80TopkCausalRowsCsrP32BF16", 80, DType::BF16,
-                     Table::CSR, 9020);
+    MlaCase *c =
+        add("H80TopkCausalRowsCsrP32BF16", 80, DType::BF16, Table::CSR, 9020);
     c->kvLens = {300, 1, 90};
     c->qoLens = {2, 1, 3};
     c->pageSize = 32;

@@ -120,6 +120,8 @@ void DecodeKeyRows::decodeTile(ImplicitLocOpBuilder &b, Value stage) const {
                                                           &*kDecoded},
         std::pair<const SharedTile *, const SharedTile *>{&valueSource(),
                                                           &*vDecoded}}) {
+    // (Named copies: a lambda captures no structured binding in C++17.)
+    const SharedTile *source = codes, *target = decoded;
     Value codeStage = vRows && codes == &*vRows ? Value() : stage;
     scf::ForOp::create(
         b, blk.lane, ir.idx(chunks), ir.idx(blk.numThreads), ValueRange{},
@@ -129,11 +131,11 @@ void DecodeKeyRows::decodeTile(ImplicitLocOpBuilder &b, Value stage) const {
           Value row = k.divU(chunk, k.idx(padded / 16));
           Value col = k.mul(k.remU(chunk, k.idx(padded / 16)), k.idx(16));
           Value v = vector::LoadOp::create(
-              jb, codeType, codes->memref,
-              codes->elementIndices(jb, codeStage, row, col));
+              jb, codeType, source->memref,
+              source->elementIndices(jb, codeStage, row, col));
           vector::StoreOp::create(
-              jb, codesToF16(jb, v), decoded->memref,
-              decoded->elementIndices(jb, Value(), row, col));
+              jb, codesToF16(jb, v), target->memref,
+              target->elementIndices(jb, Value(), row, col));
           scf::YieldOp::create(jb);
         });
   }

@@ -182,9 +182,9 @@ KVTileStream::KVTileStream(ImplicitLocOpBuilder &b, const KernelFunc &kf,
   // Gathering: the tile's query row (a tile lies within one) lists the
   // keys.
   if (a.topk)
-    loader.setGather({a.topk,
-                      ir.add(w.qoStart, ir.divU(w.firstRow, ir.idx(s.rowStride()))),
-                      w.kvLen, kf.getShared(*buf.keyIds)});
+    loader.setGather(
+        {a.topk, ir.add(w.qoStart, ir.divU(w.firstRow, ir.idx(s.rowStride()))),
+         w.kvLen, kf.getShared(*buf.keyIds)});
   numTiles =
       arith::CeilDivUIOp::create(b, ir.sub(w.end, w.start), ir.idx(kvTile));
 }
