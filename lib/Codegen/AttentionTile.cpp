@@ -185,19 +185,60 @@ Value WarpAttentionTile::rowPair(ImplicitLocOpBuilder &b, Value x0,
                                         ValueRange{x0, x0, x1, x1});
 }
 
+Value TileProducts::issueScores(ImplicitLocOpBuilder &, const SharedTile &,
+                                const SharedTile &, Value) const {
+  llvm_unreachable("synchronous products have no issue");
+}
+Value TileProducts::issueAccumulate(ImplicitLocOpBuilder &,
+                                    const WarpAttentionTile &, ArrayRef<Value>,
+                                    ArrayRef<Value>, const SharedTile &,
+                                    Value) const {
+  llvm_unreachable("synchronous products have no issue");
+}
+void TileProducts::issueNothing(ImplicitLocOpBuilder &) const {
+  llvm_unreachable("synchronous products have no issue");
+}
+void TileProducts::retire(ImplicitLocOpBuilder &, int64_t) const {
+  llvm_unreachable("synchronous products have no issue");
+}
+SmallVector<Value> TileProducts::scoreFragments(ImplicitLocOpBuilder &,
+                                                Value) const {
+  llvm_unreachable("synchronous products have no issue");
+}
+SmallVector<Value> TileProducts::valueFragments(ImplicitLocOpBuilder &,
+                                                Value) const {
+  llvm_unreachable("synchronous products have no issue");
+}
+Value TileProducts::valueAccumulator(ImplicitLocOpBuilder &,
+                                     ArrayRef<Value>) const {
+  llvm_unreachable("synchronous products have no issue");
+}
+
 std::pair<WarpAttentionTile::State, SmallVector<Value>>
 WarpAttentionTile::softmax(ImplicitLocOpBuilder &b, const State &state,
                            ArrayRef<Value> logits) const {
+  SoftmaxStep step = onlineSoftmax(b, state, logits, /*rescaleO=*/true);
+  return {step.state, step.p};
+}
+
+WarpAttentionTile::SoftmaxStep
+WarpAttentionTile::softmaxStep(ImplicitLocOpBuilder &b, const State &state,
+                               ArrayRef<Value> logits) const {
+  return onlineSoftmax(b, state, logits, /*rescaleO=*/false);
+}
+
+WarpAttentionTile::SoftmaxStep
+WarpAttentionTile::onlineSoftmax(ImplicitLocOpBuilder &b, const State &state,
+                                 ArrayRef<Value> logits, bool rescaleO) const {
   IRBuilder ir{b};
   const FragmentLayout &fragment = mma.accLayout();
   AttentionState math(b, AttentionState::Flavor::ptxBase2);
   int64_t n8 = shape.kvTile / fragment.atomCols;
-  int64_t dv8 = shape.headDimV / fragment.atomCols;
-  State next = state;
-  SmallVector<Value> p;
+  SoftmaxStep step{state, {}, SmallVector<Value>(state.m.size())};
+  State &next = step.state;
   for (int64_t t = 0; t < shape.mTiles; ++t) {
     ArrayRef<Value> s = logits.slice(t * n8, n8);
-    Value alpha[2], ref[2];
+    Value ref[2];
     for (int64_t h = 0; h < fragment.rowsPerLane; ++h) {
       // The row's max over this lane's columns, then over its quad.
       Value rowMax;
@@ -211,7 +252,7 @@ WarpAttentionTile::softmax(ImplicitLocOpBuilder &b, const State &state,
       AttentionState::Rescale r =
           math.rescale(state.m[fragment.rowSlot(t, h)], rowMax);
       next.m[fragment.rowSlot(t, h)] = r.m;
-      alpha[h] = r.alpha;
+      step.alpha[fragment.rowSlot(t, h)] = r.alpha;
       ref[h] = r.ref;
     }
     Value refs = rowPair(b, ref[0], ref[1]);
@@ -228,16 +269,37 @@ WarpAttentionTile::softmax(ImplicitLocOpBuilder &b, const State &state,
       }
     }
     // Row sums stay per lane (the quad reduces them once, at the end).
-    for (int64_t h = 0; h < fragment.rowsPerLane; ++h)
-      next.l[fragment.rowSlot(t, h)] =
-          ir.add(ir.mul(state.l[fragment.rowSlot(t, h)], alpha[h]), sum[h]);
-    Value alphas = rowPair(b, alpha[0], alpha[1]);
-    for (int64_t d = 0; d < dv8; ++d)
-      next.o[t * dv8 + d] = ir.mul(state.o[t * dv8 + d], alphas);
+    for (int64_t h = 0; h < fragment.rowsPerLane; ++h) {
+      int64_t slot = fragment.rowSlot(t, h);
+      next.l[slot] = ir.add(ir.mul(state.l[slot], step.alpha[slot]), sum[h]);
+    }
+    if (rescaleO)
+      rescaleMTile(b, state.o, step.alpha, t, next.o);
     for (int64_t j = 0; j < n8; j += 2)
-      p.push_back(mma.accumulatorsToA(b, weights[j], weights[j + 1]));
+      step.p.push_back(mma.accumulatorsToA(b, weights[j], weights[j + 1]));
   }
-  return {next, p};
+  return step;
+}
+
+SmallVector<Value> WarpAttentionTile::rescale(ImplicitLocOpBuilder &b,
+                                              ArrayRef<Value> o,
+                                              ArrayRef<Value> alpha) const {
+  SmallVector<Value> scaled(o);
+  for (int64_t t = 0; t < shape.mTiles; ++t)
+    rescaleMTile(b, o, alpha, t, scaled);
+  return scaled;
+}
+
+void WarpAttentionTile::rescaleMTile(ImplicitLocOpBuilder &b, ArrayRef<Value> o,
+                                     ArrayRef<Value> alpha, int64_t t,
+                                     MutableArrayRef<Value> scaled) const {
+  IRBuilder ir{b};
+  const FragmentLayout &fragment = mma.accLayout();
+  int64_t dv8 = shape.headDimV / fragment.atomCols;
+  Value alphas =
+      rowPair(b, alpha[fragment.rowSlot(t, 0)], alpha[fragment.rowSlot(t, 1)]);
+  for (int64_t d = 0; d < dv8; ++d)
+    scaled[t * dv8 + d] = ir.mul(o[t * dv8 + d], alphas);
 }
 
 WarpAttentionTile::State

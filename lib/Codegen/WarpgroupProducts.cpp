@@ -42,11 +42,16 @@ WarpgroupProducts::whyNot(Type queryType, Type elementType, int64_t kvTile,
   return std::nullopt;
 }
 
-SmallVector<Value> WarpgroupProducts::scores(ImplicitLocOpBuilder &b,
-                                             const WarpAttentionTile &,
-                                             const SharedTile &q,
-                                             const SharedTile &k, Value stage,
-                                             ArrayRef<Value> partial) const {
+Value WarpgroupProducts::issueScores(ImplicitLocOpBuilder &b,
+                                     const SharedTile &q, const SharedTile &k,
+                                     Value stage) const {
+  return issueScoreProduct(b, q, k, stage, {});
+}
+
+Value WarpgroupProducts::issueScoreProduct(ImplicitLocOpBuilder &b,
+                                           const SharedTile &q,
+                                           const SharedTile &k, Value stage,
+                                           ArrayRef<Value> partial) const {
   IRBuilder ir{b};
   WgmmaOperandTile qTile = operand(q), kTile = operand(k);
   bool accumulate = !partial.empty();
@@ -61,13 +66,14 @@ SmallVector<Value> WarpgroupProducts::scores(ImplicitLocOpBuilder &b,
                         accumulate || k0 > 0);
   }
   scoreAtom.commit(b);
-  scoreAtom.wait(b, 0);
-  return scoreAtom.accumulatorToFragments(b, acc);
+  return acc;
 }
 
-SmallVector<Value> WarpgroupProducts::accumulate(
-    ImplicitLocOpBuilder &b, const WarpAttentionTile &tile, ArrayRef<Value> o,
-    ArrayRef<Value> p, const SharedTile &v, Value stage) const {
+Value WarpgroupProducts::issueAccumulate(ImplicitLocOpBuilder &b,
+                                         const WarpAttentionTile &tile,
+                                         ArrayRef<Value> o, ArrayRef<Value> p,
+                                         const SharedTile &v,
+                                         Value stage) const {
   IRBuilder ir{b};
   assert(tile.getShape().mTiles == 1 && !tile.getValueOffset() &&
          "a warp of a warpgroup owns one m-tile and every value column");
@@ -86,6 +92,46 @@ SmallVector<Value> WarpgroupProducts::accumulate(
                                  /*accumulate=*/true);
   }
   valueAtom.commit(b);
-  valueAtom.wait(b, 0);
+  return acc;
+}
+
+void WarpgroupProducts::issueNothing(ImplicitLocOpBuilder &b) const {
+  valueAtom.commit(b);
+}
+
+void WarpgroupProducts::retire(ImplicitLocOpBuilder &b, int64_t pending) const {
+  valueAtom.wait(b, pending);
+}
+
+SmallVector<Value> WarpgroupProducts::scoreFragments(ImplicitLocOpBuilder &b,
+                                                     Value acc) const {
+  return scoreAtom.accumulatorToFragments(b, acc);
+}
+
+SmallVector<Value> WarpgroupProducts::valueFragments(ImplicitLocOpBuilder &b,
+                                                     Value acc) const {
   return valueAtom.accumulatorToFragments(b, acc);
+}
+
+Value WarpgroupProducts::valueAccumulator(ImplicitLocOpBuilder &b,
+                                          ArrayRef<Value> o) const {
+  return valueAtom.fragmentsToAccumulator(b, o);
+}
+
+SmallVector<Value> WarpgroupProducts::scores(ImplicitLocOpBuilder &b,
+                                             const WarpAttentionTile &,
+                                             const SharedTile &q,
+                                             const SharedTile &k, Value stage,
+                                             ArrayRef<Value> partial) const {
+  Value acc = issueScoreProduct(b, q, k, stage, partial);
+  retire(b, 0);
+  return scoreFragments(b, acc);
+}
+
+SmallVector<Value> WarpgroupProducts::accumulate(
+    ImplicitLocOpBuilder &b, const WarpAttentionTile &tile, ArrayRef<Value> o,
+    ArrayRef<Value> p, const SharedTile &v, Value stage) const {
+  Value acc = issueAccumulate(b, tile, o, p, v, stage);
+  retire(b, 0);
+  return valueFragments(b, acc);
 }

@@ -51,6 +51,33 @@ public:
   accumulate(mlir::ImplicitLocOpBuilder &b, const WarpAttentionTile &tile,
              llvm::ArrayRef<mlir::Value> o, llvm::ArrayRef<mlir::Value> p,
              const SharedTile &v, mlir::Value stage) const = 0;
+
+  /// Asynchronous products (wgmma) can be overlapped with other work: an
+  /// issue returns the product's accumulator in flight, one commit group;
+  /// `retire(n)` waits until at most n of the warp's groups are in flight
+  /// (oldest first), and only then may `fragments` read the accumulators
+  /// of the retired ones.
+  virtual bool issuesAsync() const { return false; }
+  virtual mlir::Value issueScores(mlir::ImplicitLocOpBuilder &b,
+                                  const SharedTile &q, const SharedTile &k,
+                                  mlir::Value stage) const;
+  virtual mlir::Value
+  issueAccumulate(mlir::ImplicitLocOpBuilder &b, const WarpAttentionTile &tile,
+                  llvm::ArrayRef<mlir::Value> o, llvm::ArrayRef<mlir::Value> p,
+                  const SharedTile &v, mlir::Value stage) const;
+  /// An empty commit group, for a product a path does not issue (so that
+  /// every path counts the same groups).
+  virtual void issueNothing(mlir::ImplicitLocOpBuilder &b) const;
+  virtual void retire(mlir::ImplicitLocOpBuilder &b, int64_t pending) const;
+  /// The m16n8 fragments of a retired product's accumulator (scores: the
+  /// key tile's columns, accumulate: the value columns), and O as an
+  /// accumulator (the registers a value product's issue takes).
+  virtual llvm::SmallVector<mlir::Value>
+  scoreFragments(mlir::ImplicitLocOpBuilder &b, mlir::Value acc) const;
+  virtual llvm::SmallVector<mlir::Value>
+  valueFragments(mlir::ImplicitLocOpBuilder &b, mlir::Value acc) const;
+  virtual mlir::Value valueAccumulator(mlir::ImplicitLocOpBuilder &b,
+                                       llvm::ArrayRef<mlir::Value> o) const;
 };
 
 class WarpAttentionTile {
@@ -142,6 +169,19 @@ public:
   std::pair<State, llvm::SmallVector<mlir::Value>>
   softmax(mlir::ImplicitLocOpBuilder &b, const State &state,
           llvm::ArrayRef<mlir::Value> logits) const;
+  /// The same step with O left alone (a product may still be accumulating
+  /// into it): the new m and l (o as given), P, and each fragment row's
+  /// factor for O (indexed like State::m), for rescale().
+  struct SoftmaxStep {
+    State state;
+    llvm::SmallVector<mlir::Value> p, alpha;
+  };
+  SoftmaxStep softmaxStep(mlir::ImplicitLocOpBuilder &b, const State &state,
+                          llvm::ArrayRef<mlir::Value> logits) const;
+  /// O [mTiles][headDimV / 8] times each fragment row's `alpha`.
+  llvm::SmallVector<mlir::Value>
+  rescale(mlir::ImplicitLocOpBuilder &b, llvm::ArrayRef<mlir::Value> o,
+          llvm::ArrayRef<mlir::Value> alpha) const;
 
   /// O += P V with the warp's columns of V tile `stage`.
   State accumulate(mlir::ImplicitLocOpBuilder &b, const State &state,
@@ -162,6 +202,8 @@ public:
 
   const Shape &getShape() const { return shape; }
   const MmaAtom &getMma() const { return mma; }
+  /// The tile's products when they are not the atom's (null: mma's).
+  const TileProducts *getProducts() const { return products; }
   mlir::Value getRowOffset() const { return rowOffset; }
   mlir::Value getValueOffset() const { return valueOffset; }
 
@@ -170,6 +212,16 @@ private:
   /// accumulator's shape: [[x0, x0], [x1, x1]].
   mlir::Value rowPair(mlir::ImplicitLocOpBuilder &b, mlir::Value x0,
                       mlir::Value x1) const;
+  /// softmax() and softmaxStep(): O rescaled in place (where the
+  /// synchronous kernels always did) or left for rescale().
+  /// Rows of m-tile `t` of `o` times their `alpha`, into `scaled`.
+  void rescaleMTile(mlir::ImplicitLocOpBuilder &b,
+                    llvm::ArrayRef<mlir::Value> o,
+                    llvm::ArrayRef<mlir::Value> alpha, int64_t t,
+                    llvm::MutableArrayRef<mlir::Value> scaled) const;
+  SoftmaxStep onlineSoftmax(mlir::ImplicitLocOpBuilder &b, const State &state,
+                            llvm::ArrayRef<mlir::Value> logits,
+                            bool rescaleO) const;
 
   const MmaAtom &mma;
   Shape shape;

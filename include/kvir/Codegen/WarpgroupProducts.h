@@ -13,7 +13,10 @@
 //                fragment of mma.sync is the RS form's, register for
 //                register); V MN-major (rows are keys).
 // Each product is one wgmma group: fenced after the registers it reads were
-// written, committed, and waited for before its result is read.
+// written and committed. scores() and accumulate() wait for it at once;
+// the issue* methods leave it in flight for a caller that overlaps it with
+// other work (the prefill's mainloop: the softmax of one key tile while
+// the values of the one before accumulate).
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVIR_CODEGEN_WARPGROUPPRODUCTS_H
@@ -52,7 +55,30 @@ public:
              llvm::ArrayRef<mlir::Value> o, llvm::ArrayRef<mlir::Value> p,
              const SharedTile &v, mlir::Value stage) const override;
 
+  bool issuesAsync() const override { return true; }
+  mlir::Value issueScores(mlir::ImplicitLocOpBuilder &b, const SharedTile &q,
+                          const SharedTile &k,
+                          mlir::Value stage) const override;
+  mlir::Value
+  issueAccumulate(mlir::ImplicitLocOpBuilder &b, const WarpAttentionTile &tile,
+                  llvm::ArrayRef<mlir::Value> o, llvm::ArrayRef<mlir::Value> p,
+                  const SharedTile &v, mlir::Value stage) const override;
+  void issueNothing(mlir::ImplicitLocOpBuilder &b) const override;
+  void retire(mlir::ImplicitLocOpBuilder &b, int64_t pending) const override;
+  llvm::SmallVector<mlir::Value> scoreFragments(mlir::ImplicitLocOpBuilder &b,
+                                                mlir::Value acc) const override;
+  llvm::SmallVector<mlir::Value> valueFragments(mlir::ImplicitLocOpBuilder &b,
+                                                mlir::Value acc) const override;
+  mlir::Value valueAccumulator(mlir::ImplicitLocOpBuilder &b,
+                               llvm::ArrayRef<mlir::Value> o) const override;
+
 private:
+  /// S = Q K^T (+ partial), issued and committed.
+  mlir::Value issueScoreProduct(mlir::ImplicitLocOpBuilder &b,
+                                const SharedTile &q, const SharedTile &k,
+                                mlir::Value stage,
+                                llvm::ArrayRef<mlir::Value> partial) const;
+
   WgmmaAtom scoreAtom, valueAtom;
   mlir::Value warpgroupRow0;
 };

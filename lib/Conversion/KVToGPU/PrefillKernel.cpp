@@ -97,6 +97,18 @@ gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
       return "a rotary part of " + std::to_string(s.peDim) +
              " dims is not whole 64-element blocks of the 128-byte swizzle";
   }
+  if (s.overlapsProducts()) {
+    // V_{i-1} is read while tile i is prepared, and each tile issues both
+    // products (the groups a wait counts).
+    if (s.convertsV())
+      return std::string("schedule = overlap reads V where it landed: this "
+                         "V is converted into one tile per K/V tile");
+    if (s.skipsTiles())
+      return std::string("schedule = overlap issues every tile's products: "
+                         "mask_mod skips tiles");
+    if (s.isMla())
+      return std::string("MLA's kernel has no overlapped schedule");
+  }
   if (s.rope) {
     std::string why =
         whyNotRotateTiles(s.rope, s.headDim, s.config.getNumThreads());
@@ -526,7 +538,8 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
     if (s.scheduled)
       empty = arith::AndIOp::create(
           b, empty, ir.cmp(arith::CmpIPredicate::sgt, w.numChunks, ir.idx(1)));
-    Destination partial{a.out, a.lse, part ? requestRows : itemRows};
+    Destination partial{a.out, a.lse, part ? requestRows : itemRows,
+                        /*writeOutput=*/Value()};
     emitIf(b, arith::AndIOp::create(b, w.valid, empty),
            [&](ImplicitLocOpBuilder &ib) {
              emitEmptyPartition(ib, s, w, kvHead, partial, thread);

@@ -90,8 +90,9 @@ struct PrefillKernelSpec {
   /// padding, neither loaded nor stored.
   int64_t rowStride() const {
     int64_t g = group();
-    return gathers() && !oneRowPerRequest() ? llvm::alignTo(g, config.getQTile())
-                                            : g;
+    return gathers() && !oneRowPerRequest()
+               ? llvm::alignTo(g, config.getQTile())
+               : g;
   }
   bool gathers() const { return bool(topkType); }
   /// Whether a mask_mod region hides keys (every tile is masked).
@@ -117,6 +118,11 @@ struct PrefillKernelSpec {
   /// is converted per tile into one V tile the mma reads.
   bool convertsV() const { return quantizedKV() || transposedVChunk(); }
   bool isRagged() const { return !paged; }
+  /// Whether the mainloop overlaps the products with the softmax (the
+  /// config's schedule = overlap, whyNotPrefillSpec checks that the kernel
+  /// takes it): per K/V tile i, S_i is issued, then O += P_{i-1} V_{i-1},
+  /// and the softmax of S_i runs while the values accumulate.
+  bool overlapsProducts() const { return config.overlapsProducts(); }
   bool isMla() const { return peDim > 0; }
   bool oneRowPerRequest() const { return !qoIndptrType; }
   /// The value columns each warp accumulates.

@@ -7,7 +7,11 @@
 // or a custom mask, the online softmax on the fragments; wait for V_i,
 // issue V_{i+S-1}, O += P V_i (WarpAttentionTile). Quantized or transposed
 // rings are converted into the tiles the mma reads after each wait
-// (KVTileStream).
+// (KVTileStream). On wgmma (PrefillKernelSpec::overlapsProducts) the
+// products overlap the softmax: iteration i issues S_i, then
+// O += P_{i-1} V_{i-1}, retires S_i, runs the softmax while the values
+// accumulate, retires them and rescales O; the last tile's values follow
+// the loop.
 //
 //===----------------------------------------------------------------------===//
 #include "PrefillKernelParts.h"
@@ -40,6 +44,8 @@ public:
   State run(ImplicitLocOpBuilder &b, ArrayRef<Value> liveAhead);
 
 private:
+  /// The loop of overlappedIteration, then the last tile's values.
+  State runOverlapped(ImplicitLocOpBuilder &b, SmallVector<Value> init);
   /// Iteration i: the carried state (and, skipping, whether tiles i ...
   /// i + S - 2 are live) to the values it yields.
   SmallVector<Value> iteration(ImplicitLocOpBuilder &lb, Value i,
@@ -57,6 +63,22 @@ private:
   SmallVector<Value> accumulateIfLive(ImplicitLocOpBuilder &lb,
                                       const State &stepped, ArrayRef<Value> p,
                                       Value live, Value vStage);
+  /// Iteration i of the overlapped schedule (overlapsProducts): the carried
+  /// state and P_{i-1} to the state, rescaled after O += P_{i-1} V_{i-1},
+  /// and P_i.
+  SmallVector<Value> overlappedIteration(ImplicitLocOpBuilder &lb, Value i,
+                                         ValueRange carried);
+  /// The tile's keys: its start t0 and `keyOf`, after K_i is ready (and
+  /// rotated, RoPE); the K stage to read.
+  struct KeyTile {
+    Value t0, kStage;
+    KeyFn keyOf;
+  };
+  KeyTile prepareKeys(ImplicitLocOpBuilder &lb, Value i, Value stage);
+  /// Logits of raw scores of the tile at t0, masked where needed.
+  SmallVector<Value> maskedLogits(ImplicitLocOpBuilder &sb,
+                                  ArrayRef<Value> scores, Value t0,
+                                  const KeyFn &keyOf);
   /// ALiBi and score_mod on each natural-unit logit of the tile at t0 (its
   /// keys by `keyOf`), or null.
   WarpAttentionTile::ElementMod scoreMod(Value t0, const KeyFn &keyOf) const;
@@ -89,15 +111,9 @@ WarpAttentionTile::ElementMod Mainloop::scoreMod(Value t0,
   };
 }
 
-SmallVector<Value> Mainloop::scoreTile(ImplicitLocOpBuilder &sb,
-                                       const State &state, Value t0,
-                                       Value kStage, Value stage,
-                                       const KeyFn &keyOf) {
-  SmallVector<Value> scores =
-      tile.scores(sb, in.qFrags, in.qTile, stream.kTiles(), kStage);
-  if (s.isMla())
-    scores =
-        tile.scores(sb, {}, *in.qPeTile, *stream.kpeTiles(), stage, scores);
+SmallVector<Value> Mainloop::maskedLogits(ImplicitLocOpBuilder &sb,
+                                          ArrayRef<Value> scores, Value t0,
+                                          const KeyFn &keyOf) {
   SmallVector<Value> logits = tile.logits(sb, scores, s.smScale, s.softCap,
                                           in.kValueScale, scoreMod(t0, keyOf));
   auto masked = scf::IfOp::create(
@@ -111,8 +127,20 @@ SmallVector<Value> Mainloop::scoreTile(ImplicitLocOpBuilder &sb,
       [&](OpBuilder &mb, Location ml) {
         scf::YieldOp::create(mb, ml, logits);
       });
+  return SmallVector<Value>(masked.getResults());
+}
+
+SmallVector<Value> Mainloop::scoreTile(ImplicitLocOpBuilder &sb,
+                                       const State &state, Value t0,
+                                       Value kStage, Value stage,
+                                       const KeyFn &keyOf) {
+  SmallVector<Value> scores =
+      tile.scores(sb, in.qFrags, in.qTile, stream.kTiles(), kStage);
+  if (s.isMla())
+    scores =
+        tile.scores(sb, {}, *in.qPeTile, *stream.kpeTiles(), stage, scores);
   auto [stepped, p] =
-      tile.softmax(sb, state, SmallVector<Value>(masked.getResults()));
+      tile.softmax(sb, state, maskedLogits(sb, scores, t0, keyOf));
   SmallVector<Value> values = stepped.flatten();
   llvm::append_range(values, p);
   return values;
@@ -172,6 +200,88 @@ SmallVector<Value> Mainloop::accumulateIfLive(ImplicitLocOpBuilder &lb,
   return SmallVector<Value>(accumulated.getResults());
 }
 
+Mainloop::KeyTile Mainloop::prepareKeys(ImplicitLocOpBuilder &lb, Value i,
+                                        Value stage) {
+  // Quantized: everyone is done with the value tiles of tile i - 1 (the
+  // barrier before): this tile's K codes become them.
+  KeyTile keys;
+  keys.kStage = stream.prepareK(lb, stage);
+  auto [t0, tileCount] = stream.range(lb, i);
+  keys.t0 = t0;
+  Value idSlot = stream.idSlot(lb, i);
+  keys.keyOf = [this, idSlot, t0 = t0](ImplicitLocOpBuilder &kb, Value e) {
+    return stream.keyOf(kb, idSlot, t0, e);
+  };
+  // RoPE: the tile's keys turn to their positions, in place (the barrier
+  // before: everyone is done with tile i - 1's scores).
+  if (in.rotation) {
+    Value count = tileCount;
+    const KeyFn &keyOf = keys.keyOf;
+    in.rotation->apply(lb, stream.kTiles(), keys.kStage,
+                       [&](ImplicitLocOpBuilder &jb, Value t) {
+                         IRBuilder k{jb};
+                         return RopeRowPosition{k.lt(t, count),
+                                                k.maxS(keyOf(jb, t), k.idx(0))};
+                       });
+    stream.getPipeline().publish(lb);
+    gpu::BarrierOp::create(lb);
+  }
+  return keys;
+}
+
+SmallVector<Value> Mainloop::overlappedIteration(ImplicitLocOpBuilder &lb,
+                                                 Value i, ValueRange carried) {
+  IRBuilder ir{lb};
+  const CpAsyncPipeline &pipeline = stream.getPipeline();
+  const TileProducts &products = *tile.getProducts();
+  int64_t numState = tile.initialState(lb).flatten().size();
+  State state = tile.unflatten(carried.take_front(numState));
+  SmallVector<Value> pPrev(carried.drop_front(numState));
+  Value stage = pipeline.stageOf(lb, i);
+  Value ahead = stream.aheadOf(lb, i);
+  pipeline.wait(lb);
+  // Everyone is done with tile i - 1's K (its scores retired in iteration
+  // i - 1): its K stage takes tile i + S - 1.
+  stream.refillK(lb, i, ahead, Value());
+  KeyTile keys = prepareKeys(lb, i, stage);
+
+  // Two groups: S_i, then O + P_{i-1} V_{i-1} (none before the first tile).
+  Value scoreAcc =
+      products.issueScores(lb, in.qTile, stream.kTiles(), keys.kStage);
+  auto accumulated =
+      scf::IfOp::create(lb, products.valueAccumulator(lb, state.o).getType(),
+                        ir.lt(ir.idx(0), i), /*withElseRegion=*/true);
+  {
+    auto thenB =
+        ImplicitLocOpBuilder::atBlockEnd(lb.getLoc(), accumulated.thenBlock());
+    Value previous = pipeline.stageOf(
+        thenB, IRBuilder{thenB}.sub(i, IRBuilder{thenB}.idx(1)));
+    scf::YieldOp::create(thenB,
+                         products.issueAccumulate(thenB, tile, state.o, pPrev,
+                                                  stream.vTiles(), previous));
+    auto elseB =
+        ImplicitLocOpBuilder::atBlockEnd(lb.getLoc(), accumulated.elseBlock());
+    products.issueNothing(elseB);
+    scf::YieldOp::create(elseB, products.valueAccumulator(elseB, state.o));
+  }
+  // S_i retired (P_{i-1} V_{i-1} may still run): the softmax, O untouched.
+  products.retire(lb, 1);
+  SmallVector<Value> logits = maskedLogits(
+      lb, products.scoreFragments(lb, scoreAcc), keys.t0, keys.keyOf);
+  WarpAttentionTile::SoftmaxStep step = tile.softmaxStep(lb, state, logits);
+  products.retire(lb, 0);
+  step.state.o = tile.rescale(
+      lb, products.valueFragments(lb, accumulated.getResult(0)), step.alpha);
+
+  // V_i is ready; everyone's P_{i-1} V_{i-1} retired (the barrier): tile
+  // i - 1's V stage takes tile i + S - 1.
+  pipeline.wait(lb);
+  stream.refillV(lb, ahead, Value());
+  SmallVector<Value> results = step.state.flatten();
+  llvm::append_range(results, step.p);
+  return results;
+}
+
 SmallVector<Value> Mainloop::iteration(ImplicitLocOpBuilder &lb, Value i,
                                        ValueRange carried) {
   const CpAsyncPipeline &pipeline = stream.getPipeline();
@@ -190,28 +300,9 @@ SmallVector<Value> Mainloop::iteration(ImplicitLocOpBuilder &lb, Value i,
   // take tile i + S - 1 and the entries of tile i + 2S - 2.
   stream.refillK(lb, i, ahead, liveNew);
 
-  // Quantized: everyone is done with the value tiles of tile i - 1 (the
-  // barrier above); this tile's K codes become them.
-  Value kStage = stream.prepareK(lb, stage);
-  auto [t0, tileCount] = stream.range(lb, i);
-  Value idSlot = stream.idSlot(lb, i);
-  KeyFn keyOf = [this, idSlot, t0 = t0](ImplicitLocOpBuilder &kb, Value e) {
-    return stream.keyOf(kb, idSlot, t0, e);
-  };
-  // RoPE: the tile's keys turn to their positions, in place (the barrier
-  // above: everyone is done with tile i - 1's scores).
-  if (in.rotation) {
-    Value count = tileCount;
-    in.rotation->apply(lb, stream.kTiles(), kStage,
-                       [&](ImplicitLocOpBuilder &jb, Value t) {
-                         IRBuilder k{jb};
-                         return RopeRowPosition{k.lt(t, count),
-                                                k.maxS(keyOf(jb, t), k.idx(0))};
-                       });
-    pipeline.publish(lb);
-    gpu::BarrierOp::create(lb);
-  }
-  auto [stepped, p] = scoreIfLive(lb, state, live, t0, kStage, stage, keyOf);
+  KeyTile keys = prepareKeys(lb, i, stage);
+  auto [stepped, p] =
+      scoreIfLive(lb, state, live, keys.t0, keys.kStage, stage, keys.keyOf);
 
   if (!s.isMla()) {
     pipeline.wait(lb);
@@ -235,6 +326,8 @@ State Mainloop::run(ImplicitLocOpBuilder &b, ArrayRef<Value> liveAhead) {
   // dead tile is neither loaded nor multiplied, the pipeline's commit
   // groups and barriers stay the same.
   SmallVector<Value> init = tile.initialState(b).flatten();
+  if (s.overlapsProducts())
+    return runOverlapped(b, init);
   llvm::append_range(init, liveAhead);
   auto loop = scf::ForOp::create(
       b, ir.idx(0), stream.getNumTiles(), ir.idx(1), init,
@@ -244,6 +337,44 @@ State Mainloop::run(ImplicitLocOpBuilder &b, ArrayRef<Value> liveAhead) {
       });
   stream.getPipeline().drain(b);
   return tile.unflatten(loop.getResults().drop_back(liveAhead.size()));
+}
+
+State Mainloop::runOverlapped(ImplicitLocOpBuilder &b,
+                              SmallVector<Value> init) {
+  IRBuilder ir{b};
+  // The loop carries the state and P of the tile before (zeros before the
+  // first; its product is not issued).
+  const MmaAtom &mma = tile.getMma();
+  int64_t numState = init.size();
+  int64_t numP = tile.getShape().kvTile / mma.getK();
+  init.append(numP, arith::ConstantOp::create(b, mma.getAType(),
+                                              b.getZeroAttr(mma.getAType())));
+  Value numTiles = stream.getNumTiles();
+  auto loop = scf::ForOp::create(
+      b, ir.idx(0), numTiles, ir.idx(1), init,
+      [&](OpBuilder &nb, Location l, Value i, ValueRange carried) {
+        ImplicitLocOpBuilder lb(l, nb);
+        scf::YieldOp::create(lb, overlappedIteration(lb, i, carried));
+      });
+  stream.getPipeline().drain(b);
+  // The last tile's values.
+  State state = tile.unflatten(loop.getResults().take_front(numState));
+  SmallVector<Value> pLast(loop.getResults().drop_front(numState));
+  const TileProducts &products = *tile.getProducts();
+  auto last = scf::IfOp::create(b, ValueRange(state.o).getTypes(),
+                                ir.lt(ir.idx(0), numTiles),
+                                /*withElseRegion=*/true);
+  auto thenB = ImplicitLocOpBuilder::atBlockEnd(b.getLoc(), last.thenBlock());
+  Value stage = stream.getPipeline().stageOf(
+      thenB, IRBuilder{thenB}.sub(numTiles, IRBuilder{thenB}.idx(1)));
+  Value acc = products.issueAccumulate(thenB, tile, state.o, pLast,
+                                       stream.vTiles(), stage);
+  products.retire(thenB, 0);
+  scf::YieldOp::create(thenB, products.valueFragments(thenB, acc));
+  auto elseB = ImplicitLocOpBuilder::atBlockEnd(b.getLoc(), last.elseBlock());
+  scf::YieldOp::create(elseB, state.o);
+  state.o.assign(last.getResults().begin(), last.getResults().end());
+  return state;
 }
 
 } // namespace

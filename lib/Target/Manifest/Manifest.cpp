@@ -198,15 +198,17 @@ static llvm::json::Value configJson(Attribute config) {
                               {"stages", d.getStages()},
                               {"max_partitions", d.getMaxPartitions()}};
   if (auto p = dyn_cast<PrefillConfigAttr>(config))
-    return llvm::json::Object{{"kind", "prefill"},
-                              {"q_tile", p.getQTile()},
-                              {"kv_tile", p.getKvTile()},
-                              {"warps", p.getWarps()},
-                              {"stages", p.getStages()},
-                              {"q_in_registers", p.getQInRegisters()},
-                              {"max_partitions", p.getMaxPartitions()},
-                              {"value_warps", p.getValueWarps()},
-                              {"mma", stringifyMmaAtomKind(p.getMma())}};
+    return llvm::json::Object{
+        {"kind", "prefill"},
+        {"q_tile", p.getQTile()},
+        {"kv_tile", p.getKvTile()},
+        {"warps", p.getWarps()},
+        {"stages", p.getStages()},
+        {"q_in_registers", p.getQInRegisters()},
+        {"max_partitions", p.getMaxPartitions()},
+        {"value_warps", p.getValueWarps()},
+        {"mma", stringifyMmaAtomKind(p.getMma())},
+        {"schedule", stringifyTileSchedule(p.getSchedule())}};
   std::string text;
   llvm::raw_string_ostream os(text);
   config.print(os);

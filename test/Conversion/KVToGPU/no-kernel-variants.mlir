@@ -25,3 +25,35 @@ func.func @topk_vllm(%q: memref<?x8x128xf16>, %k: memref<?x2x16x16x8xf16>, %v: m
   return
 }
 
+
+// -----
+
+// schedule = overlap reads V_{i-1} while tile i is prepared: fp8 V is
+// converted into one tile per K/V tile.
+!q8 = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr, quant = fp8_e4m3>
+func.func @overlap_converted_v(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %p0: memref<?x2x16x2x128xf8E4M3FN>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %ks: f32, %vs: f32, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x16x2x128xf8E4M3FN>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) fp8_scales(%ks, %vs) : !q8
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: schedule = overlap reads V where it landed: this V is converted into one tile per K/V tile}}
+  %s = kv.prefill %q, %qo, %kv {causal, kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap>} : memref<?x8x128xf16>, memref<?xi32>, !q8 -> !kv.state<?x8x128xf16, base = 2>
+  kv.store_state %s, %o, %l : !kv.state<?x8x128xf16, base = 2>, memref<?x8x128xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+// ... and issues every tile's products: mask_mod skips tiles.
+!p = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
+func.func @overlap_mask_mod(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %p0: memref<?x2x16x2x128xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x16x2x128xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !p
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: schedule = overlap issues every tile's products: mask_mod skips tiles}}
+  %s = kv.prefill %q, %qo, %kv mask_mod {
+  ^bb0(%r: index, %h: index, %p: index, %j: index):
+    %c3 = arith.constant 3 : index
+    %m = arith.remui %j, %c3 : index
+    %c0 = arith.constant 0 : index
+    %keep = arith.cmpi ne, %m, %c0 : index
+    kv.yield %keep : i1
+  } {kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap>} : memref<?x8x128xf16>, memref<?xi32>, !p -> !kv.state<?x8x128xf16, base = 2>
+  kv.store_state %s, %o, %l : !kv.state<?x8x128xf16, base = 2>, memref<?x8x128xf16>, memref<?x8xf32>
+  return
+}

@@ -170,6 +170,17 @@ func.func private @wgmma_unknown() attributes {c = #kvgpu.prefill<q_tile = 64, k
 
 // -----
 
+// expected-error @below {{prefill config schedule = overlap needs mma = wgmma (mma.sync waits for every product)}}
+func.func private @overlap_mma_sync() attributes {c = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, schedule = overlap>}
+
+// -----
+
+// expected-error @below {{expected one of [serial, overlap] for how a prefill's products and softmax follow one another, got: pingpong}}
+// expected-error @below {{failed to parse KVGPU_PrefillConfigAttr parameter 'schedule' which is to be a `::kvir::kvgpu::TileSchedule`}}
+func.func private @schedule_unknown() attributes {c = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = pingpong>}
+
+// -----
+
 // expected-error @below {{prefill config max_partitions must be in [1, 65535] (a grid dim), got 70000}}
 func.func private @many_partitions() attributes {c = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 2, q_in_registers = true, max_partitions = 70000>}
 

@@ -134,10 +134,10 @@ func.func @kept(%q: memref<?x32x128xf16>, %pool: memref<?x2x16x8x128xf16>, %a: m
 // registers; the shape does not depend on the chip where it fits (96 KB of
 // tiles fit the 99 KB of sm_86 and the 227 KB of sm_90a alike). On sm_90a,
 // wgmma: two warpgroups of 64 rows against 128-key tiles, Q read from
-// shared memory (160 KB).
+// shared memory (160 KB), the softmax overlapping the products.
 !c = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
 // CHECK-LABEL: func @prefill_d128
-// CHECK: kv.prefill {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 128, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma>
+// CHECK: kv.prefill {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 128, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap>
 // SYNC-LABEL: func @prefill_d128
 // SYNC: kv.prefill {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>
 // A100-LABEL: func @prefill_d128
@@ -155,7 +155,7 @@ func.func @prefill_d128(%q: memref<?x32x128xf16>, %qo: memref<?xi32>, %pool: mem
 // registers); wgmma keeps 128 rows against 48-key tiles.
 !r = !kv.ragged<kv_heads = 2, head_dim = 256, head_dim_v = 256, dtype = bf16>
 // CHECK-LABEL: func @prefill_ragged_d256
-// CHECK: kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 48, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma>
+// CHECK: kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 48, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap>
 // SYNC-LABEL: func @prefill_ragged_d256
 // SYNC: kvgpu.config = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 4, stages = 2, q_in_registers = false, max_partitions = 16>
 func.func @prefill_ragged_d256(%q: memref<?x4x256xbf16>, %qo: memref<?xi32>, %k: memref<?x2x256xbf16>, %v: memref<?x2x256xbf16>, %ki: memref<?xi32>) -> !kv.state<?x4x256xbf16, base = e> {

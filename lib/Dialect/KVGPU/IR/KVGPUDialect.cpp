@@ -94,7 +94,7 @@ static LogicalResult verifyDecodeConfig(Operation *op, kvir::kv::PagedType kv,
 LogicalResult PrefillConfigAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, int64_t qTile, int64_t kvTile,
     int64_t warps, int64_t stages, bool qInRegisters, int64_t maxPartitions,
-    int64_t valueWarps, MmaAtomKind mma) {
+    int64_t valueWarps, MmaAtomKind mma, TileSchedule schedule) {
   if (qTile <= 0 || qTile % 16 || qTile > 256)
     return emitError() << "prefill config q_tile must be a multiple of 16 in "
                        << "[16, 256] (whole m16 mma tiles), got " << qTile;
@@ -135,6 +135,9 @@ LogicalResult PrefillConfigAttr::verify(
       return emitError() << "prefill config with mma = wgmma reads Q from "
                          << "shared memory: q_in_registers must be false";
   }
+  if (schedule == TileSchedule::overlap && mma != MmaAtomKind::wgmma)
+    return emitError() << "prefill config schedule = overlap needs mma = "
+                       << "wgmma (mma.sync waits for every product)";
   return success();
 }
 

@@ -319,7 +319,7 @@ withRingDepth(FailureOr<PrefillConfigAttr> config,
     return PrefillConfigAttr::get(c.getContext(), c.getQTile(), c.getKvTile(),
                                   c.getWarps(), stages, c.getQInRegisters(),
                                   c.getMaxPartitions(), c.getValueWarps(),
-                                  c.getMma());
+                                  c.getMma(), c.getSchedule());
   };
   int64_t threads = config->getNumThreads();
   double need = target.bytesInFlightPerSM();
@@ -372,7 +372,11 @@ std::string kvgpu::whyNoWgmmaPrefill(kv::PrefillOp op,
 /// 181-189: two blocks per SM, as the mma.sync kernel has there); 48-key
 /// tiles above head dim 128 (the 64 x 256 O accumulator alone takes 128
 /// registers a thread; 64 spilled); smaller tiles where the chip's shared
-/// memory per block is short.
+/// memory per block is short. The softmax overlaps the products (schedule
+/// = overlap) above head dim 64, where one block fills an SM anyway (P and
+/// V of the tile before live through the next: 155-158 registers at head
+/// dim 64, which would cost the second block), unless V is converted per
+/// tile or mask_mod skips tiles.
 static FailureOr<PrefillConfigAttr>
 chooseWgmmaPrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
                          std::string &whyNot) {
@@ -380,12 +384,15 @@ chooseWgmmaPrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
   bool convertsV = layoutShape(op, PrefillConfigAttr()).convertsV();
   int64_t widest = std::max(headDim, headDimV);
   int64_t kvTile = widest > 128 ? 48 : convertsV || widest <= 64 ? 64 : 128;
+  TileSchedule schedule = widest > 64 && !convertsV && !hasMaskMod(op)
+                              ? TileSchedule::overlap
+                              : TileSchedule::serial;
   auto build = [&](int64_t qTile, int64_t keys) {
     return getCheckedQuietly<PrefillConfigAttr>(
         whyNot, op.getContext(), qTile, keys, /*warps=*/qTile / 16,
         /*stages=*/int64_t(2), /*q_in_registers=*/false,
         /*max_partitions=*/int64_t(16), /*value_warps=*/int64_t(1),
-        MmaAtomKind::wgmma);
+        MmaAtomKind::wgmma, schedule);
   };
   FailureOr<PrefillConfigAttr> config = failure();
   for (auto [qTile, keys] : {std::pair<int64_t, int64_t>{128, kvTile},
@@ -450,7 +457,7 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
       config = getCheckedQuietly<PrefillConfigAttr>(
           whyNot, op.getContext(), qTile, kvTile, valueWarps * (qTile / 16),
           int64_t(2), /*q_in_registers=*/false, int64_t(16), valueWarps,
-          MmaAtomKind::mma_sync);
+          MmaAtomKind::mma_sync, TileSchedule::serial);
       if (failed(config) ||
           prefillSharedBytes(*config, op) <= target.maxSharedBytesPerBlock)
         break;
@@ -473,7 +480,8 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
         whyNot, op.getContext(), q, kvTile, /*warps=*/q / 16,
         /*stages=*/int64_t(2),
         /*q_in_registers=*/!wide && !tall, /*max_partitions=*/int64_t(16),
-        /*value_warps=*/int64_t(1), MmaAtomKind::mma_sync);
+        /*value_warps=*/int64_t(1), MmaAtomKind::mma_sync,
+        TileSchedule::serial);
   };
   FailureOr<PrefillConfigAttr> config = build(qTile);
   // Smaller query tiles where the chip's shared memory per block is short;
@@ -585,7 +593,7 @@ kvgpu::chooseTensorCoreDecodeConfig(kv::DecodeOp op,
     config = getCheckedQuietly<PrefillConfigAttr>(
         whyNot, op.getContext(), qTile, kvTile, valueWarps * (qTile / 16),
         int64_t(2), /*q_in_registers=*/false, /*max_partitions=*/int64_t(32),
-        valueWarps, MmaAtomKind::mma_sync);
+        valueWarps, MmaAtomKind::mma_sync, TileSchedule::serial);
     if (failed(config))
       return config;
     if (tensorCoreSharedBytes(layoutShape(op, *config)) <=
@@ -632,7 +640,8 @@ kvgpu::chooseMlaConfig(kv::MlaDecodeOp op, const target::TargetInfo &target,
     return getCheckedQuietly<PrefillConfigAttr>(
         whyNot, op.getContext(), qTile, kvTile, valueWarps * (qTile / 16),
         /*stages=*/int64_t(2), /*q_in_registers=*/false,
-        /*max_partitions=*/int64_t(64), valueWarps, MmaAtomKind::mma_sync);
+        /*max_partitions=*/int64_t(64), valueWarps, MmaAtomKind::mma_sync,
+        TileSchedule::serial);
   };
   FailureOr<PrefillConfigAttr> config = build();
   // Shorter K/V tiles, then fewer rows, where shared memory is short.

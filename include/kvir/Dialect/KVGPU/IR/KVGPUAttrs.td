@@ -50,6 +50,19 @@ def KVGPU_MmaAtomKind : I32EnumAttr<"MmaAtomKind",
   let genSpecializedAttr = 0;
 }
 
+def KVGPU_TileSchedule : I32EnumAttr<"TileSchedule",
+    "how a prefill's products and softmax follow one another", [
+  // Each product is waited for at once: S_i, softmax, O += P_i V_i.
+  I32EnumAttrCase<"serial", 0>,
+  // wgmma: S_i is issued, then O += P_{i-1} V_{i-1}; the softmax of S_i
+  // runs while the values accumulate (FlashAttention-3's overlap within a
+  // warpgroup).
+  I32EnumAttrCase<"overlap", 1>
+]> {
+  let cppNamespace = "::kvir::kvgpu";
+  let genSpecializedAttr = 0;
+}
+
 def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
   let summary = "the work decomposition of a tensor-core prefill";
   let description = [{
@@ -80,11 +93,21 @@ def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
     (`q_tile = 16 * warps`), on one value slice, without Q fragments in
     registers.
 
+    `schedule` (default `serial`) orders the products and the softmax.
+    `overlap` (wgmma only) issues S_i = Q K_i^T and then O += P_{i-1} V_{i-1}
+    and runs the softmax of S_i while the values accumulate, rescaling O
+    when they have; P_{i-1} and V_{i-1} live through tile i (more
+    registers: the chooser takes it above head dim 64, where one block
+    fills an SM anyway). It needs V read where it landed (not converted
+    per tile: quantized or vLLM's transposed V), every tile's products
+    issued (no mask_mod tile skipping), and is not MLA's.
+
     ```mlir
     #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2,
                    q_in_registers = true, max_partitions = 16>
     #kvgpu.prefill<q_tile = 128, kv_tile = 128, warps = 8, stages = 2,
-                   q_in_registers = false, max_partitions = 16, mma = wgmma>
+                   q_in_registers = false, max_partitions = 16, mma = wgmma,
+                   schedule = overlap>
     ```
   }];
   let parameters = (ins "int64_t":$q_tile, "int64_t":$kv_tile,
@@ -92,7 +115,9 @@ def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
                         "bool":$q_in_registers, "int64_t":$max_partitions,
                         DefaultValuedParameter<"int64_t", "1">:$value_warps,
                         DefaultValuedParameter<"::kvir::kvgpu::MmaAtomKind",
-                          "::kvir::kvgpu::MmaAtomKind::mma_sync">:$mma);
+                          "::kvir::kvgpu::MmaAtomKind::mma_sync">:$mma,
+                        DefaultValuedParameter<"::kvir::kvgpu::TileSchedule",
+                          "::kvir::kvgpu::TileSchedule::serial">:$schedule);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -105,6 +130,9 @@ def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
     int64_t getNumThreads() const { return 32 * getWarps(); }
     bool usesWgmma() const {
       return getMma() == ::kvir::kvgpu::MmaAtomKind::wgmma;
+    }
+    bool overlapsProducts() const {
+      return getSchedule() == ::kvir::kvgpu::TileSchedule::overlap;
     }
     /// The deepest K/V ring the kernel's schedule takes (the verifier's
     /// bound, and the config chooser's).
