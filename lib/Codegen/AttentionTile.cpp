@@ -185,35 +185,6 @@ Value WarpAttentionTile::rowPair(ImplicitLocOpBuilder &b, Value x0,
                                         ValueRange{x0, x0, x1, x1});
 }
 
-Value TileProducts::issueScores(ImplicitLocOpBuilder &, const SharedTile &,
-                                const SharedTile &, Value) const {
-  llvm_unreachable("synchronous products have no issue");
-}
-Value TileProducts::issueAccumulate(ImplicitLocOpBuilder &,
-                                    const WarpAttentionTile &, ArrayRef<Value>,
-                                    ArrayRef<Value>, const SharedTile &,
-                                    Value) const {
-  llvm_unreachable("synchronous products have no issue");
-}
-void TileProducts::issueNothing(ImplicitLocOpBuilder &) const {
-  llvm_unreachable("synchronous products have no issue");
-}
-void TileProducts::retire(ImplicitLocOpBuilder &, int64_t) const {
-  llvm_unreachable("synchronous products have no issue");
-}
-SmallVector<Value> TileProducts::scoreFragments(ImplicitLocOpBuilder &,
-                                                Value) const {
-  llvm_unreachable("synchronous products have no issue");
-}
-SmallVector<Value> TileProducts::valueFragments(ImplicitLocOpBuilder &,
-                                                Value) const {
-  llvm_unreachable("synchronous products have no issue");
-}
-Value TileProducts::valueAccumulator(ImplicitLocOpBuilder &,
-                                     ArrayRef<Value>) const {
-  llvm_unreachable("synchronous products have no issue");
-}
-
 std::pair<WarpAttentionTile::State, SmallVector<Value>>
 WarpAttentionTile::softmax(ImplicitLocOpBuilder &b, const State &state,
                            ArrayRef<Value> logits) const {

@@ -118,6 +118,10 @@ Value WarpgroupProducts::valueAccumulator(ImplicitLocOpBuilder &b,
   return valueAtom.fragmentsToAccumulator(b, o);
 }
 
+Type WarpgroupProducts::valueAccumulatorType() const {
+  return valueAtom.getAccType();
+}
+
 SmallVector<Value> WarpgroupProducts::scores(ImplicitLocOpBuilder &b,
                                              const WarpAttentionTile &,
                                              const SharedTile &q,

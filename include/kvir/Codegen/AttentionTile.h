@@ -31,6 +31,7 @@
 namespace kvir::codegen {
 
 class WarpAttentionTile;
+class AsyncTileProducts;
 
 /// The two products of a warp's attention tile, S = Q K^T and O += P V, on
 /// the tile's fragments. Without one a WarpAttentionTile issues them on its
@@ -52,32 +53,39 @@ public:
              llvm::ArrayRef<mlir::Value> o, llvm::ArrayRef<mlir::Value> p,
              const SharedTile &v, mlir::Value stage) const = 0;
 
-  /// Asynchronous products (wgmma) can be overlapped with other work: an
-  /// issue returns the product's accumulator in flight, one commit group;
-  /// `retire(n)` waits until at most n of the warp's groups are in flight
-  /// (oldest first), and only then may `fragments` read the accumulators
-  /// of the retired ones.
-  virtual bool issuesAsync() const { return false; }
+  /// The same products issued without waiting (wgmma), or null.
+  virtual const AsyncTileProducts *async() const { return nullptr; }
+};
+
+/// Products that can be overlapped with other work: an issue returns the
+/// product's accumulator in flight, one commit group; `retire(n)` waits
+/// until at most n of the warp's groups are in flight (oldest first), and
+/// only then may the fragments of the retired ones be read.
+class AsyncTileProducts : public TileProducts {
+public:
+  const AsyncTileProducts *async() const override { return this; }
   virtual mlir::Value issueScores(mlir::ImplicitLocOpBuilder &b,
                                   const SharedTile &q, const SharedTile &k,
-                                  mlir::Value stage) const;
+                                  mlir::Value stage) const = 0;
   virtual mlir::Value
   issueAccumulate(mlir::ImplicitLocOpBuilder &b, const WarpAttentionTile &tile,
                   llvm::ArrayRef<mlir::Value> o, llvm::ArrayRef<mlir::Value> p,
-                  const SharedTile &v, mlir::Value stage) const;
+                  const SharedTile &v, mlir::Value stage) const = 0;
   /// An empty commit group, for a product a path does not issue (so that
   /// every path counts the same groups).
-  virtual void issueNothing(mlir::ImplicitLocOpBuilder &b) const;
-  virtual void retire(mlir::ImplicitLocOpBuilder &b, int64_t pending) const;
+  virtual void issueNothing(mlir::ImplicitLocOpBuilder &b) const = 0;
+  virtual void retire(mlir::ImplicitLocOpBuilder &b, int64_t pending) const = 0;
   /// The m16n8 fragments of a retired product's accumulator (scores: the
-  /// key tile's columns, accumulate: the value columns), and O as an
-  /// accumulator (the registers a value product's issue takes).
+  /// key tile's columns, accumulate: the value columns), O as an
+  /// accumulator (the registers a value product's issue takes), and its
+  /// type.
   virtual llvm::SmallVector<mlir::Value>
-  scoreFragments(mlir::ImplicitLocOpBuilder &b, mlir::Value acc) const;
+  scoreFragments(mlir::ImplicitLocOpBuilder &b, mlir::Value acc) const = 0;
   virtual llvm::SmallVector<mlir::Value>
-  valueFragments(mlir::ImplicitLocOpBuilder &b, mlir::Value acc) const;
+  valueFragments(mlir::ImplicitLocOpBuilder &b, mlir::Value acc) const = 0;
   virtual mlir::Value valueAccumulator(mlir::ImplicitLocOpBuilder &b,
-                                       llvm::ArrayRef<mlir::Value> o) const;
+                                       llvm::ArrayRef<mlir::Value> o) const = 0;
+  virtual mlir::Type valueAccumulatorType() const = 0;
 };
 
 class WarpAttentionTile {
@@ -212,13 +220,13 @@ private:
   /// accumulator's shape: [[x0, x0], [x1, x1]].
   mlir::Value rowPair(mlir::ImplicitLocOpBuilder &b, mlir::Value x0,
                       mlir::Value x1) const;
-  /// softmax() and softmaxStep(): O rescaled in place (where the
-  /// synchronous kernels always did) or left for rescale().
   /// Rows of m-tile `t` of `o` times their `alpha`, into `scaled`.
   void rescaleMTile(mlir::ImplicitLocOpBuilder &b,
                     llvm::ArrayRef<mlir::Value> o,
                     llvm::ArrayRef<mlir::Value> alpha, int64_t t,
                     llvm::MutableArrayRef<mlir::Value> scaled) const;
+  /// softmax() and softmaxStep(): O rescaled in place (where the
+  /// synchronous kernels always did) or left for rescale().
   SoftmaxStep onlineSoftmax(mlir::ImplicitLocOpBuilder &b, const State &state,
                             llvm::ArrayRef<mlir::Value> logits,
                             bool rescaleO) const;

@@ -27,7 +27,7 @@
 
 namespace kvir::codegen {
 
-class WarpgroupProducts : public TileProducts {
+class WarpgroupProducts : public AsyncTileProducts {
 public:
   /// Products of `kvTile`-key tiles and `headDimV` value columns in
   /// `elementType` (f16 / bf16) for the warpgroup whose rows start at
@@ -55,7 +55,6 @@ public:
              llvm::ArrayRef<mlir::Value> o, llvm::ArrayRef<mlir::Value> p,
              const SharedTile &v, mlir::Value stage) const override;
 
-  bool issuesAsync() const override { return true; }
   mlir::Value issueScores(mlir::ImplicitLocOpBuilder &b, const SharedTile &q,
                           const SharedTile &k,
                           mlir::Value stage) const override;
@@ -71,6 +70,7 @@ public:
                                                 mlir::Value acc) const override;
   mlir::Value valueAccumulator(mlir::ImplicitLocOpBuilder &b,
                                llvm::ArrayRef<mlir::Value> o) const override;
+  mlir::Type valueAccumulatorType() const override;
 
 private:
   /// S = Q K^T (+ partial), issued and committed.

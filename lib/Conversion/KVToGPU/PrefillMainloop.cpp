@@ -63,6 +63,13 @@ private:
   SmallVector<Value> accumulateIfLive(ImplicitLocOpBuilder &lb,
                                       const State &stepped, ArrayRef<Value> p,
                                       Value live, Value vStage);
+  /// The tile's asynchronous products (the overlapped schedule's).
+  const AsyncTileProducts &asyncProducts() const;
+  /// P's A fragments per tile: [mTiles][kvTile / K].
+  int64_t numPFragments() const;
+  /// O + P V of K/V tile `index` (its V stage), issued and committed.
+  Value issueValues(ImplicitLocOpBuilder &b, ArrayRef<Value> o,
+                    ArrayRef<Value> p, Value index) const;
   /// Iteration i of the overlapped schedule (overlapsProducts): the carried
   /// state and P_{i-1} to the state, rescaled after O += P_{i-1} V_{i-1},
   /// and P_i.
@@ -162,8 +169,7 @@ Mainloop::scoreIfLive(ImplicitLocOpBuilder &lb, const State &state, Value live,
   // A dead tile keeps the state; its P is never used.
   const MmaAtom &mma = tile.getMma();
   SmallVector<Type> types(ValueRange(stateValues).getTypes());
-  int64_t numP =
-      tile.getShape().mTiles * (tile.getShape().kvTile / mma.getK());
+  int64_t numP = numPFragments();
   types.append(numP, mma.getAType());
   auto scored = scf::IfOp::create(lb, types, live, /*withElseRegion=*/true);
   auto thenB =
@@ -229,14 +235,33 @@ Mainloop::KeyTile Mainloop::prepareKeys(ImplicitLocOpBuilder &lb, Value i,
   return keys;
 }
 
+const AsyncTileProducts &Mainloop::asyncProducts() const {
+  const TileProducts *products = tile.getProducts();
+  assert(products && products->async() &&
+         "schedule = overlap runs on asynchronous products (wgmma)");
+  return *products->async();
+}
+
+int64_t Mainloop::numPFragments() const {
+  return tile.getShape().mTiles *
+         (tile.getShape().kvTile / tile.getMma().getK());
+}
+
+Value Mainloop::issueValues(ImplicitLocOpBuilder &b, ArrayRef<Value> o,
+                            ArrayRef<Value> p, Value index) const {
+  return asyncProducts().issueAccumulate(
+      b, tile, o, p, stream.vTiles(), stream.getPipeline().stageOf(b, index));
+}
+
 SmallVector<Value> Mainloop::overlappedIteration(ImplicitLocOpBuilder &lb,
                                                  Value i, ValueRange carried) {
   IRBuilder ir{lb};
   const CpAsyncPipeline &pipeline = stream.getPipeline();
-  const TileProducts &products = *tile.getProducts();
-  int64_t numState = tile.initialState(lb).flatten().size();
-  State state = tile.unflatten(carried.take_front(numState));
-  SmallVector<Value> pPrev(carried.drop_front(numState));
+  const AsyncTileProducts &products = asyncProducts();
+  // The state, then P of the tile before.
+  ValueRange stateValues = carried.drop_back(numPFragments());
+  State state = tile.unflatten(stateValues);
+  SmallVector<Value> pPrev(carried.drop_front(stateValues.size()));
   Value stage = pipeline.stageOf(lb, i);
   Value ahead = stream.aheadOf(lb, i);
   pipeline.wait(lb);
@@ -249,16 +274,14 @@ SmallVector<Value> Mainloop::overlappedIteration(ImplicitLocOpBuilder &lb,
   Value scoreAcc =
       products.issueScores(lb, in.qTile, stream.kTiles(), keys.kStage);
   auto accumulated =
-      scf::IfOp::create(lb, products.valueAccumulator(lb, state.o).getType(),
+      scf::IfOp::create(lb, products.valueAccumulatorType(),
                         ir.lt(ir.idx(0), i), /*withElseRegion=*/true);
   {
     auto thenB =
         ImplicitLocOpBuilder::atBlockEnd(lb.getLoc(), accumulated.thenBlock());
-    Value previous = pipeline.stageOf(
-        thenB, IRBuilder{thenB}.sub(i, IRBuilder{thenB}.idx(1)));
-    scf::YieldOp::create(thenB,
-                         products.issueAccumulate(thenB, tile, state.o, pPrev,
-                                                  stream.vTiles(), previous));
+    scf::YieldOp::create(
+        thenB, issueValues(thenB, state.o, pPrev,
+                           IRBuilder{thenB}.sub(i, IRBuilder{thenB}.idx(1))));
     auto elseB =
         ImplicitLocOpBuilder::atBlockEnd(lb.getLoc(), accumulated.elseBlock());
     products.issueNothing(elseB);
@@ -346,9 +369,9 @@ State Mainloop::runOverlapped(ImplicitLocOpBuilder &b,
   // first; its product is not issued).
   const MmaAtom &mma = tile.getMma();
   int64_t numState = init.size();
-  int64_t numP = tile.getShape().kvTile / mma.getK();
-  init.append(numP, arith::ConstantOp::create(b, mma.getAType(),
-                                              b.getZeroAttr(mma.getAType())));
+  init.append(numPFragments(),
+              arith::ConstantOp::create(b, mma.getAType(),
+                                        b.getZeroAttr(mma.getAType())));
   Value numTiles = stream.getNumTiles();
   auto loop = scf::ForOp::create(
       b, ir.idx(0), numTiles, ir.idx(1), init,
@@ -360,15 +383,14 @@ State Mainloop::runOverlapped(ImplicitLocOpBuilder &b,
   // The last tile's values.
   State state = tile.unflatten(loop.getResults().take_front(numState));
   SmallVector<Value> pLast(loop.getResults().drop_front(numState));
-  const TileProducts &products = *tile.getProducts();
+  const AsyncTileProducts &products = asyncProducts();
   auto last = scf::IfOp::create(b, ValueRange(state.o).getTypes(),
                                 ir.lt(ir.idx(0), numTiles),
                                 /*withElseRegion=*/true);
   auto thenB = ImplicitLocOpBuilder::atBlockEnd(b.getLoc(), last.thenBlock());
-  Value stage = stream.getPipeline().stageOf(
-      thenB, IRBuilder{thenB}.sub(numTiles, IRBuilder{thenB}.idx(1)));
-  Value acc = products.issueAccumulate(thenB, tile, state.o, pLast,
-                                       stream.vTiles(), stage);
+  Value acc =
+      issueValues(thenB, state.o, pLast,
+                  IRBuilder{thenB}.sub(numTiles, IRBuilder{thenB}.idx(1)));
   products.retire(thenB, 0);
   scf::YieldOp::create(thenB, products.valueFragments(thenB, acc));
   auto elseB = ImplicitLocOpBuilder::atBlockEnd(b.getLoc(), last.elseBlock());
