@@ -57,3 +57,16 @@ func.func @overlap_mask_mod(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %p0: me
   kv.store_state %s, %o, %l : !kv.state<?x8x128xf16, base = 2>, memref<?x8x128xf16>, memref<?x8xf32>
   return
 }
+
+// -----
+
+// ... and is not MLA's (a 256-wide ckv takes a wgmma config by hand).
+!m = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 256, head_dim_v = 256, dtype = bf16, layout = nhd, storage = mla, table = csr, pe_dim = 64>
+!s = !kv.state<?x64x256xbf16, base = e>
+func.func @overlap_mla(%qn: memref<?x64x256xbf16>, %qp: memref<?x64x64xbf16>, %ckv: memref<?x64x256xbf16>, %kpe: memref<?x64x64xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %o: memref<?x64x256xbf16>, %l: memref<?x64xf32>) {
+  %kv = kv.paged_view pools(%ckv, %kpe : memref<?x64x256xbf16>, memref<?x64x64xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !m
+  // expected-error @below {{'kv.mla_decode' op has no GPU kernel: MLA's kernel has no overlapped schedule}}
+  %s = kv.mla_decode %qn, %qp, %kv {kvgpu.config = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 4, stages = 2, q_in_registers = false, max_partitions = 1, mma = wgmma, schedule = overlap>} : memref<?x64x256xbf16>, memref<?x64x64xbf16>, !m -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x64x256xbf16>, memref<?x64xf32>
+  return
+}
