@@ -59,10 +59,12 @@ void CpAsyncPipeline::publish(ImplicitLocOpBuilder &b) const {
                                    NVVM::SharedSpace::shared_cta));
 }
 
-MBarrierPipeline::MBarrierPipeline(int64_t stages, int64_t consumerArrivals)
-    : stages(stages), consumerArrivals(consumerArrivals) {
-  assert(stages >= 2 && consumerArrivals >= 1 &&
-         "a ring of at least two stages, released by its consumers");
+MBarrierPipeline::MBarrierPipeline(int64_t stages, int64_t consumerArrivals,
+                                   int64_t producerArrivals)
+    : stages(stages), consumerArrivals(consumerArrivals),
+      producerArrivals(producerArrivals) {
+  assert(stages >= 2 && consumerArrivals >= 1 && producerArrivals >= 1 &&
+         "a ring of at least two stages, filled and released by someone");
 }
 
 namespace {
@@ -92,10 +94,10 @@ void MBarrierPipeline::init(ImplicitLocOpBuilder &b, Value barriers,
   tb.setInsertionPoint(ifOp.thenBlock()->getTerminator());
   IRBuilder ir{tb};
   for (int64_t s = 0; s < stages; ++s) {
-    // full: the producer's one arrive (its transactions are the copies');
+    // full: the producer's arrivals (with transactions, the copies');
     // empty: every consumer's.
     NVVM::MBarrierInitOp::create(tb, barrier(tb, barriers, Full, ir.idx(s)),
-                                 i32(tb, 1), Value());
+                                 i32(tb, producerArrivals), Value());
     NVVM::MBarrierInitOp::create(tb, barrier(tb, barriers, Empty, ir.idx(s)),
                                  i32(tb, consumerArrivals), Value());
   }
@@ -117,12 +119,26 @@ Value MBarrierPipeline::fullBarrier(ImplicitLocOpBuilder &b, Value barriers,
   return barrier(b, barriers, Full, stage);
 }
 
-void MBarrierPipeline::producerAcquire(ImplicitLocOpBuilder &b, Value barriers,
-                                       Value stage, Value parity,
-                                       Value bytes) const {
+void MBarrierPipeline::producerWaitEmpty(ImplicitLocOpBuilder &b,
+                                         Value barriers, Value stage,
+                                         Value parity) const {
   Value freed = arith::XOrIOp::create(b, parity, i32(b, 1));
   NVVM::MBarrierTryWaitParityOp::create(b, barrier(b, barriers, Empty, stage),
                                         freed, i32(b, 0));
+}
+
+void MBarrierPipeline::producerArrive(ImplicitLocOpBuilder &b, Value barriers,
+                                      Value stage) const {
+  NVVM::MBarrierArriveOp::create(
+      b, b.getI64Type(), barrier(b, barriers, Full, stage), Value(),
+      NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA));
+}
+
+void MBarrierPipeline::producerAcquire(ImplicitLocOpBuilder &b, Value barriers,
+                                       Value stage, Value parity,
+                                       Value bytes) const {
+  assert(producerArrivals == 1 && "one arrival announces the transactions");
+  producerWaitEmpty(b, barriers, stage, parity);
   NVVM::MBarrierArriveExpectTxOp::create(
       b, b.getI64Type(), barrier(b, barriers, Full, stage), bytes,
       NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA),

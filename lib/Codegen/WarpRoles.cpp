@@ -3,6 +3,7 @@
 #include "kvir/Codegen/IRBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
 #include <cassert>
 
@@ -65,18 +66,42 @@ WarpRoles::whyNot(const target::TargetInfo &target) const {
   return std::nullopt;
 }
 
+bool WarpRoles::budgetsRegisters() const {
+  return llvm::any_of(roles,
+                      [](const WarpRole &role) { return role.maxRegisters; });
+}
+
+int64_t WarpRoles::registersAtLaunch() const {
+  return std::min<int64_t>(256, kRegisterFile / getNumThreads() / 8 * 8);
+}
+
+/// Moves the warpgroups of `role` to its register budget, if it has one.
+static void setRegisterBudget(ImplicitLocOpBuilder &b, const WarpRole &role,
+                              int64_t atLaunch) {
+  if (!role.maxRegisters || role.maxRegisters == atLaunch)
+    return;
+  NVVM::SetMaxRegisterOp::create(b, role.maxRegisters,
+                                 role.maxRegisters > atLaunch
+                                     ? NVVM::SetMaxRegisterAction::increase
+                                     : NVVM::SetMaxRegisterAction::decrease);
+}
+
 void WarpRoles::emit(
     ImplicitLocOpBuilder &b, Value warp,
     function_ref<void(ImplicitLocOpBuilder &, unsigned, Value)> body) const {
   IRBuilder ir{b};
-  if (roles.size() == 1)
+  int64_t atLaunch = registersAtLaunch();
+  if (roles.size() == 1) {
+    setRegisterBudget(b, roles.front(), atLaunch);
     return body(b, 0, warp);
+  }
   for (unsigned r = 0; r < roles.size(); ++r) {
     Value first = ir.idx(firstWarp(r));
     Value inRole = arith::AndIOp::create(
         b, ir.cmp(arith::CmpIPredicate::sge, warp, first),
         ir.lt(warp, ir.idx(firstWarp(r) + roles[r].warps)));
     emitIf(b, inRole, [&](ImplicitLocOpBuilder &rb) {
+      setRegisterBudget(rb, roles[r], atLaunch);
       body(rb, r, IRBuilder{rb}.sub(warp, first));
     });
   }

@@ -18,6 +18,19 @@
 // IR-NOT: scf.if
 // IR: gpu.return
 
+// Register budgets: a thread of a 384-thread block starts with 168 at one
+// block per SM; the producer warpgroup moves down to 72, the consumers up
+// to 216, each at its role's entry; a role at the launch's count moves
+// nowhere.
+// IR-LABEL: gpu.func @budgets
+// IR: scf.if
+// IR-NEXT: nvvm.setmaxregister  decrease 72
+// IR: scf.if
+// IR-NEXT: nvvm.setmaxregister  increase 216
+// IR-LABEL: gpu.func @budget_at_launch
+// IR-NOT: nvvm.setmaxregister
+// IR: gpu.return
+
 module attributes {gpu.container_module} {
   gpu.module @kernels {
     gpu.func @three_roles(%out: memref<224xi32>) kernel
@@ -26,6 +39,14 @@ module attributes {gpu.container_module} {
     }
     gpu.func @one_role(%out: memref<64xi32>) kernel
         attributes {test.component = "warp_roles", test.role_warps = array<i64: 2>} {
+      gpu.return
+    }
+    gpu.func @budgets(%out: memref<384xi32>) kernel
+        attributes {test.component = "warp_roles", test.role_warps = array<i64: 4, 8>, test.role_registers = array<i64: 72, 216>} {
+      gpu.return
+    }
+    gpu.func @budget_at_launch(%out: memref<384xi32>) kernel
+        attributes {test.component = "warp_roles", test.role_warps = array<i64: 4, 8>, test.role_registers = array<i64: 168, 0>} {
       gpu.return
     }
   }

@@ -282,6 +282,42 @@ std::vector<GpuPrefillCase> prefillCases() {
                "mma = wgmma>";
     add(c, {standardBatch(true)});
   }
+  // Warp-specialized (roles = producer): a producer warpgroup streams the
+  // K/V tiles through an mbarrier ring; two consumer warpgroups take turns
+  // at issuing their products. Two stages hand each tile over as soon as
+  // it landed, three keep one tile's copies in flight behind the one
+  // handed over; one consumer warpgroup takes no turns.
+  {
+    GpuPrefillCase c = makePrefillCase("ProducerCausalNhdCsrP16D128G4BF16",
+                                       makeSpec(16, 2, 128, DType::BF16), 8,
+                                       DType::BF16, "sm_90a", 2080);
+    c.params.causal = true;
+    c.config = "#kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, "
+               "stages = 2, q_in_registers = false, max_partitions = 4, "
+               "mma = wgmma, schedule = overlap, roles = producer>";
+    add(c, {standardBatch(true)});
+  }
+  {
+    GpuPrefillCase c = makePrefillCase("ProducerStages3RaggedD128G2F16",
+                                       makeSpec(16, 2, 128, DType::F16), 4,
+                                       DType::F16, "sm_90a", 2081);
+    c.ragged = true;
+    c.config = "#kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, "
+               "stages = 3, q_in_registers = false, max_partitions = 4, "
+               "mma = wgmma, schedule = overlap, roles = producer>";
+    add(c, {standardBatch(false)});
+  }
+  {
+    GpuPrefillCase c =
+        makePrefillCase("ProducerOneConsumerHndP4D64G1F16",
+                        makeSpec(4, 2, 64, DType::F16, Layout::HND), 2,
+                        DType::F16, "sm_90a", 2082);
+    c.params.causal = true;
+    c.config = "#kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, "
+               "stages = 3, q_in_registers = false, max_partitions = 4, "
+               "mma = wgmma, schedule = overlap, roles = producer>";
+    add(c, {standardBatch(true)});
+  }
   {
     GpuPrefillCase c = makePrefillCase("SmallTilesMaskRaggedD128G2BF16",
                                        makeSpec(16, 2, 128, DType::BF16), 4,

@@ -35,6 +35,22 @@ TEST(WarpRoles, BlockOfRoles) {
   EXPECT_EQ(one.whyNot(hopper()), std::nullopt);
 }
 
+TEST(WarpRoles, RegistersAtLaunch) {
+  // One block per SM: the 64 K file over the block's threads, in steps of
+  // 8, at most 256 (setmaxnreg's range).
+  WarpRoles specialized({{"producer", 4, 72}, {"consumer", 8, 216}});
+  EXPECT_TRUE(specialized.budgetsRegisters());
+  EXPECT_EQ(specialized.registersAtLaunch(), 168); // 65536 / 384 = 170.7
+  WarpRoles two({{"producer", 4, 72}, {"consumer", 4, 256}});
+  EXPECT_EQ(two.registersAtLaunch(), 256);
+  WarpRoles odd({{"producer", 1, 0}, {"consumer", 4, 0}});
+  EXPECT_FALSE(odd.budgetsRegisters());
+  EXPECT_EQ(odd.registersAtLaunch(), 256); // 65536 / 160 = 409.6
+  EXPECT_EQ(WarpRoles::single("attention", 32).registersAtLaunch(), 64);
+  EXPECT_EQ(WarpRoles::single("attention", 24).registersAtLaunch(),
+            80); // 65536 / 768 = 85.3
+}
+
 TEST(WarpRoles, WhyNot) {
   auto why = [](WarpRoles roles) {
     return roles.whyNot(hopper()).value_or("");

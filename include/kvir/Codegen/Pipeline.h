@@ -81,7 +81,9 @@ private:
 /// copies that complete on a barrier (cp.async.bulk, TMA) and for
 /// producers and consumers that are different warps: per stage a `full`
 /// barrier, which the producer arrives on once, announcing the tile's bytes
-/// as expected transactions that the copies complete, and an `empty`
+/// as expected transactions that the copies complete (or, for copies that
+/// complete per thread, each producer thread once its own copies landed),
+/// and an `empty`
 /// barrier, which each consumer thread arrives on when done with the
 /// stage. Tile n uses stage n % stages in the ring's (n / stages)-th round;
 /// a barrier's round-r phase has parity r % 2. The producer of tile n waits
@@ -90,9 +92,10 @@ private:
 /// round % 2.
 class MBarrierPipeline {
 public:
-  /// A ring of `stages` (>= 2) stages released by `consumerArrivals`
-  /// arrivals each.
-  MBarrierPipeline(int64_t stages, int64_t consumerArrivals);
+  /// A ring of `stages` (>= 2) stages filled by `producerArrivals` and
+  /// released by `consumerArrivals` arrivals each.
+  MBarrierPipeline(int64_t stages, int64_t consumerArrivals,
+                   int64_t producerArrivals = 1);
 
   int64_t getStages() const { return stages; }
   /// The barriers' shared buffer: memref<barrierCount() x i64>, 8-byte
@@ -117,6 +120,13 @@ public:
   void producerAcquire(mlir::ImplicitLocOpBuilder &b, mlir::Value barriers,
                        mlir::Value stage, mlir::Value parity,
                        mlir::Value bytes) const;
+  /// Producer: waits until the consumers released the stage.
+  void producerWaitEmpty(mlir::ImplicitLocOpBuilder &b, mlir::Value barriers,
+                         mlir::Value stage, mlir::Value parity) const;
+  /// Producer thread: its share of the stage's copies has landed (and is
+  /// visible to the readers): one of the producerArrivals.
+  void producerArrive(mlir::ImplicitLocOpBuilder &b, mlir::Value barriers,
+                      mlir::Value stage) const;
   /// Consumer: waits until the tile's copies have landed.
   void consumerWait(mlir::ImplicitLocOpBuilder &b, mlir::Value barriers,
                     mlir::Value stage, mlir::Value parity) const;
@@ -128,7 +138,7 @@ private:
   mlir::Value barrier(mlir::ImplicitLocOpBuilder &b, mlir::Value barriers,
                       int64_t kind, mlir::Value stage) const;
 
-  int64_t stages, consumerArrivals;
+  int64_t stages, consumerArrivals, producerArrivals;
 };
 
 } // namespace kvir::codegen

@@ -51,11 +51,25 @@ public:
   /// SM's file (roles without a budget are not counted).
   std::optional<std::string> whyNot(const target::TargetInfo &target) const;
 
+  /// The register file setmaxnreg divides (an SM's on every chip that has
+  /// the instruction, sm_90a and later).
+  static constexpr int64_t kRegisterFile = 64 * 1024;
+  /// Whether a role runs with a register budget (setmaxnreg): the kernel
+  /// then declares one block per SM (.minnctapersm 1) besides its exact
+  /// block size, so that ptxas knows the registers each thread starts
+  /// with.
+  bool budgetsRegisters() const;
+  /// The registers per thread a block starts with at one block per SM:
+  /// the file over its threads, in setmaxnreg's steps of 8, at most 256.
+  int64_t registersAtLaunch() const;
+
   /// Builds `body(builder, role, warpInRole)` for each role: under a branch
   /// on `warp` (the thread's warp in the block, uniform across the warp)
-  /// where there are several roles, at `b` itself for one. With several
-  /// roles a block barrier inside a body would diverge: roles synchronize
-  /// through named barriers or mbarriers.
+  /// where there are several roles, at `b` itself for one. A role with a
+  /// register budget other than registersAtLaunch() first moves to it
+  /// (setmaxnreg.dec / .inc). With several roles a block barrier inside a
+  /// body would diverge: roles synchronize through named barriers or
+  /// mbarriers.
   void emit(mlir::ImplicitLocOpBuilder &b, mlir::Value warp,
             llvm::function_ref<void(mlir::ImplicitLocOpBuilder &, unsigned,
                                     mlir::Value)>

@@ -18,6 +18,7 @@
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
 
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include <cmath>
@@ -303,9 +304,15 @@ static gpu::GPUFuncOp buildTensorCoreKernel(LoweringContext &context,
                                             const PrefillKernelSpec &spec,
                                             StringRef name) {
   return context.getOrBuildKernel(name, [&](gpu::GPUModuleOp module) {
+    WarpRoles roles = spec.roles();
     KernelFunc kf = KernelFunc::create(module, name, prefillArgumentTypes(spec),
-                                       {spec.roles().getNumThreads(), 1, 1},
+                                       {roles.getNumThreads(), 1, 1},
                                        prefillSharedLayout(spec), op->getLoc());
+    // setmaxnreg needs the registers a thread starts with: one block per SM.
+    if (roles.budgetsRegisters())
+      kf.getOp()->setAttr(
+          NVVM::NVVMDialect::getMinctasmAttrName(),
+          IntegerAttr::get(IntegerType::get(op->getContext(), 32), 1));
     buildPrefillBody(kf, spec);
     return kf;
   });

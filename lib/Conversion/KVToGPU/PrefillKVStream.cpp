@@ -213,7 +213,7 @@ void KVTileStream::stageIds(ImplicitLocOpBuilder &b, Value index) const {
     return;
   ifTile(b, index, [&](ImplicitLocOpBuilder &jb, Value t0, Value count) {
     loader.stagePageIdsAsync(jb, idSlot(jb, index), t0, count, thread,
-                             s.config.getNumThreads());
+                             s.copyThreads());
   });
 }
 
@@ -261,6 +261,67 @@ void KVTileStream::refillV(ImplicitLocOpBuilder &b, Value ahead,
   pipeline.commit(b);
 }
 
+void KVTileStream::produce(ImplicitLocOpBuilder &b,
+                           const StageHandoff &handoff) const {
+  IRBuilder ir{b};
+  int64_t threads = s.copyThreads();
+  int64_t lag = pipeline.getStages() > 2 ? 1 : 0;
+  bool stagesIds = loader.stagesPageIds();
+  // Tile `index`'s page entries, loaded now (where it exists), stored in its
+  // slot later.
+  auto loadIds = [&](ImplicitLocOpBuilder &jb, Value index) {
+    IRBuilder j{jb};
+    auto [t0, count] = range(jb, index);
+    return loader.loadPageIds(jb, j.lt(index, numTiles), t0, count, thread,
+                              threads);
+  };
+  auto storeIds = [&](ImplicitLocOpBuilder &jb, Value index,
+                      ArrayRef<Value> entries) {
+    loader.storePageIds(jb, idSlot(jb, index), entries, thread, threads);
+    handoff.producerSync(jb);
+  };
+  // The thread's copies of tile `index` (and those before) landed: fenced
+  // for wgmma's async proxy, handed over.
+  auto handOver = [&](ImplicitLocOpBuilder &jb, Value index, int64_t pending) {
+    waitAsyncCopies(jb, pending);
+    pipeline.publish(jb);
+    handoff.filled(jb, index);
+  };
+  if (stagesIds) {
+    SmallVector<Value> first = loadIds(b, ir.idx(0));
+    storeIds(b, ir.idx(0), first);
+  }
+  scf::ForOp::create(b, ir.idx(0), numTiles, ir.idx(1), ValueRange{},
+                     [&](OpBuilder &nb, Location l, Value n, ValueRange) {
+                       ImplicitLocOpBuilder lb(l, nb);
+                       IRBuilder k{lb};
+                       Value next = k.add(n, k.idx(1));
+                       SmallVector<Value> nextIds;
+                       if (stagesIds)
+                         nextIds = loadIds(lb, next);
+                       handoff.waitEmpty(lb, n);
+                       issue(lb, n, kv::PoolRole::K, Value());
+                       issue(lb, n, kv::PoolRole::V, Value());
+                       pipeline.commit(lb);
+                       if (lag == 0)
+                         handOver(lb, n, 0);
+                       else
+                         emitIf(lb, k.lt(k.idx(0), n),
+                                [&](ImplicitLocOpBuilder &ib) {
+                                  IRBuilder x{ib};
+                                  handOver(ib, x.sub(n, x.idx(1)), 1);
+                                });
+                       if (stagesIds)
+                         storeIds(lb, next, nextIds);
+                       scf::YieldOp::create(lb);
+                     });
+  if (lag == 1)
+    emitIf(b, ir.lt(ir.idx(0), numTiles), [&](ImplicitLocOpBuilder &ib) {
+      IRBuilder x{ib};
+      handOver(ib, x.sub(numTiles, x.idx(1)), 0);
+    });
+}
+
 void KVTileStream::issue(ImplicitLocOpBuilder &b, Value index,
                          kv::PoolRole role, Value live) const {
   if (live) {
@@ -268,7 +329,7 @@ void KVTileStream::issue(ImplicitLocOpBuilder &b, Value index,
            [&](ImplicitLocOpBuilder &jb) { issue(jb, index, role, Value()); });
     return;
   }
-  int64_t threads = s.config.getNumThreads();
+  int64_t threads = s.copyThreads();
   ifTile(b, index, [&](ImplicitLocOpBuilder &jb, Value t0, Value count) {
     Value stage = pipeline.stageOf(jb, index);
     bool isK = role == kv::PoolRole::K;

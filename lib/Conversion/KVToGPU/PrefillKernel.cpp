@@ -109,6 +109,16 @@ gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
     if (s.isMla())
       return std::string("MLA's kernel has no overlapped schedule");
   }
+  if (s.config.hasProducer()) {
+    // Only the producer copies, and only it reads the staged entries.
+    if (s.gathers())
+      return std::string("roles = producer stages page entries for its own "
+                         "threads: top-k keys are read by the consumers' "
+                         "masks too");
+    if (s.rope)
+      return std::string("roles = producer hands K tiles over as they "
+                         "landed: RoPE rotates them in place");
+  }
   if (s.rope) {
     std::string why =
         whyNotRotateTiles(s.rope, s.headDim, s.config.getNumThreads());
@@ -121,6 +131,30 @@ gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
            std::to_string(target.maxSharedBytesPerBlock) + " a block of " +
            target.chip.str() + " may use";
   return s.roles().whyNot(target);
+}
+
+/// The producer warpgroup's registers per thread: its loop addresses the
+/// K/V rows (page tables, ragged rows) and issues cp.async, whose unrolled
+/// addresses stay live (56 spilled at head dim 128, 64-key tiles); the rest
+/// of the file goes to the consumers.
+static constexpr int64_t kProducerRegisters = 72;
+
+WarpRoles PrefillKernelSpec::roles() const {
+  if (!config.hasProducer())
+    return WarpRoles::single("attention", config.getWarps());
+  int64_t consumerGroups = config.getWarps() / WgmmaAtom::kWarps;
+  int64_t perThread = WarpRoles::kRegisterFile / (32 * WgmmaAtom::kWarps);
+  int64_t consumerRegisters = std::min<int64_t>(
+      256, (perThread - kProducerRegisters) / consumerGroups / 8 * 8);
+  WarpRoles atLaunch(
+      {{"producer", WgmmaAtom::kWarps, 0}, {"consumer", config.getWarps(), 0}});
+  // One consumer warpgroup has every register it may use from the launch
+  // on (256 threads: 256 each): no budgets, which would only cut the
+  // producer's.
+  if (consumerRegisters <= atLaunch.registersAtLaunch())
+    return atLaunch;
+  return WarpRoles({{"producer", WgmmaAtom::kWarps, kProducerRegisters},
+                    {"consumer", config.getWarps(), consumerRegisters}});
 }
 
 codegen::SharedMemoryLayout
@@ -236,12 +270,11 @@ private:
   /// in one group, waited for; the marks of tiles 0 ... S - 2 (skipping);
   /// RoPE on the query. Returns whether tiles 0 ... S - 2 are live
   /// (skipping; else none).
-  SmallVector<Value> emitPrologue(ImplicitLocOpBuilder &b,
-                                  const KVTileStream &stream,
-                                  const TileSkipping *skipping,
-                                  const SharedTile &qTile,
-                                  const SharedTile *qPeTile,
-                                  std::optional<TileRotation> &rotation);
+  SmallVector<Value>
+  emitPrologue(ImplicitLocOpBuilder &b, const KVTileStream &stream,
+               const TileSkipping *skipping, const StageHandoff *handoff,
+               const SharedTile &qTile, const SharedTile *qPeTile,
+               std::optional<TileRotation> &rotation);
   /// Each fragment row's query head, request, position and key shift as
   /// the variants see them, once.
   RowVariants rowVariants(ImplicitLocOpBuilder &b, const WarpAttentionTile &tile,
@@ -259,10 +292,11 @@ private:
     const VariantEmitter *variantCode;
     ArrayRef<Value> liveAhead;
     Value maskOffset;
+    const StageHandoff *handoff;
   };
-  /// The kernel's one warp role: each warp's rows through the pipeline's
-  /// prologue, the mainloop and the epilogue (`warp`: its warp in the
-  /// role).
+  /// The warps that compute: each warp's rows through the pipeline's
+  /// prologue (roles = uniform), the mainloop and the epilogue (`warp`: its
+  /// warp in the role).
   void emitAttentionWarps(ImplicitLocOpBuilder &b, const Staged &staged,
                           Value lane, Value warp);
   /// Step 4: the final (or partial) states of the warp's rows.
@@ -283,7 +317,8 @@ private:
 SmallVector<Value>
 PrefillBlock::emitPrologue(ImplicitLocOpBuilder &b, const KVTileStream &stream,
                            const TileSkipping *skipping,
-                           const SharedTile &qTile, const SharedTile *qPeTile,
+                           const StageHandoff *handoff, const SharedTile &qTile,
+                           const SharedTile *qPeTile,
                            std::optional<TileRotation> &rotation) {
   IRBuilder ir{b};
   int64_t threads = s.config.getNumThreads();
@@ -302,7 +337,11 @@ PrefillBlock::emitPrologue(ImplicitLocOpBuilder &b, const KVTileStream &stream,
   copyQuery(qTile, a.q, s.headDim);
   if (qPeTile)
     copyQuery(*qPeTile, a.qPe, s.peDim);
-  stream.stageFirstIds(b);
+  // (A producer stages its tiles' page entries itself.)
+  if (handoff)
+    handoff->init(b, ir.eq(thread, ir.idx(0)));
+  else
+    stream.stageFirstIds(b);
   stream.getPipeline().commit(b);
   int64_t tilesAhead = stream.getPipeline().tilesAhead();
   if (skipping)
@@ -416,9 +455,14 @@ void PrefillBlock::emit(ImplicitLocOpBuilder &b) {
     skipping.emplace(b, kf, s, buf, a, w, stream, *variantCode, kvHead,
                      thread);
   const TileSkipping *skips = skipping ? &*skipping : nullptr;
+  std::optional<StageHandoff> handoff;
+  if (cfg.hasProducer())
+    handoff.emplace(s, kf.getShared(*buf.stageBarriers));
+  const StageHandoff *handoffPtr = handoff ? &*handoff : nullptr;
   std::optional<TileRotation> rotation;
-  SmallVector<Value> liveAhead = emitPrologue(
-      b, stream, skips, qTile, qPeTile ? &*qPeTile : nullptr, rotation);
+  SmallVector<Value> liveAhead =
+      emitPrologue(b, stream, skips, handoffPtr, qTile,
+                   qPeTile ? &*qPeTile : nullptr, rotation);
 
   Value lane = ir.remU(thread, ir.idx(32));
   Value warp = ir.divU(thread, ir.idx(32));
@@ -429,10 +473,15 @@ void PrefillBlock::emit(ImplicitLocOpBuilder &b) {
                 rotation ? &*rotation : nullptr,
                 variantCode ? &*variantCode : nullptr,
                 liveAhead,
-                maskOffset};
+                maskOffset,
+                handoffPtr};
+  // roles = producer: the producer warpgroup is role 0.
   s.roles().emit(b, warp,
-                 [&](ImplicitLocOpBuilder &rb, unsigned, Value roleWarp) {
-                   emitAttentionWarps(rb, staged, lane, roleWarp);
+                 [&](ImplicitLocOpBuilder &rb, unsigned role, Value roleWarp) {
+                   if (handoff && role == 0)
+                     stream.produce(rb, *handoff);
+                   else
+                     emitAttentionWarps(rb, staged, lane, roleWarp);
                  });
 }
 
@@ -483,13 +532,18 @@ void PrefillBlock::emitAttentionWarps(ImplicitLocOpBuilder &b,
     kValueScale = ir.mul(a.paged.kScale, half);
     vValueScale = ir.mul(a.paged.vScale, half);
   }
-  // The pipeline's prologue: K/V tiles 0 ... S - 2.
-  stream.issuePrologue(b, staged.liveAhead);
+  // The pipeline's prologue: K/V tiles 0 ... S - 2 (a producer's own).
+  if (!staged.handoff)
+    stream.issuePrologue(b, staged.liveAhead);
 
   const RowVariants *rowVars = variants ? &*variants : nullptr;
   MainloopInputs in{staged.qTile, staged.qPeTile,   qFrags,
                     rowPositions, rowVars,          staged.rotation,
                     kValueScale,  staged.maskOffset};
+  if (staged.handoff) {
+    in.handoff = staged.handoff;
+    in.consumerGroup = ir.divU(warp, ir.idx(WgmmaAtom::kWarps));
+  }
   WarpAttentionTile::State state = emitMainloop(
       b, s, w, a, stream, staged.skipping, tile, in, staged.liveAhead);
   // Warps of other value slices may still read the query tile that stages

@@ -128,10 +128,14 @@ struct PrefillKernelSpec {
   /// The value columns each warp accumulates.
   int64_t valueSlice() const { return headDimV / config.getValueWarps(); }
   /// The kernel's warp roles: one, whose warps each copy, score and
-  /// accumulate their rows. (The K/V stream spreads its copies over all
-  /// config.getNumThreads() threads: a producer role would take them.)
-  codegen::WarpRoles roles() const {
-    return codegen::WarpRoles::single("attention", config.getWarps());
+  /// accumulate their rows; or (roles = producer) a producer warpgroup
+  /// that copies the K/V tiles and the consumer warps that compute, with
+  /// register budgets.
+  codegen::WarpRoles roles() const;
+  /// The threads that issue the K/V tiles' copies: the producer's, or the
+  /// block's.
+  int64_t copyThreads() const {
+    return config.hasProducer() ? 128 : config.getNumThreads();
   }
   /// Whether a final output of element type `outElement` is staged
   /// through shared memory for 16-byte stores (the layout's rule).

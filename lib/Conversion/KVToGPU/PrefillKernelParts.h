@@ -192,6 +192,50 @@ emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s, const Work &w,
          Value maskOffset, Value t0, const RowVariants *variants,
          TileKeyOf keyOf);
 
+/// roles = producer: how K/V tiles pass from the producer warpgroup to the
+/// consumer warpgroups, and how the consumers take turns. The ring is an
+/// MBarrierPipeline over the K/V stream's stages: the producer waits until
+/// a stage is empty, copies a tile into it, and each of its threads
+/// arrives on the stage's full barrier once its own copies landed and were
+/// fenced for the async proxy (wgmma reads them there); each consumer
+/// thread waits on full and arrives on empty once its products of the tile
+/// retired. The consumer warpgroups issue their products in turn
+/// (FlashAttention-3's ping-pong): group g waits at named barrier 2 + g
+/// until group g - 1 passed it the turn, so that one group's softmax runs
+/// while the next one's products do. Barrier 0 is the block's, 1 the
+/// producer's own.
+class StageHandoff {
+public:
+  StageHandoff(const PrefillKernelSpec &s, Value barriers);
+
+  /// Thread `leader` initializes the barriers; the caller's block barrier
+  /// publishes them.
+  void init(ImplicitLocOpBuilder &b, Value leader) const;
+
+  /// Producer: waits until K/V tile `index`'s stage is empty.
+  void waitEmpty(ImplicitLocOpBuilder &b, Value index) const;
+  /// Producer thread: its copies of tile `index` landed and are fenced.
+  void filled(ImplicitLocOpBuilder &b, Value index) const;
+  /// The producer warpgroup's own barrier (staged page entries).
+  void producerSync(ImplicitLocOpBuilder &b) const;
+
+  /// Consumer: waits until tile `index` is in its stage.
+  void waitFull(ImplicitLocOpBuilder &b, Value index) const;
+  /// Consumer thread: done with tile `index`'s stage.
+  void release(ImplicitLocOpBuilder &b, Value index) const;
+  /// Consumer warpgroup `group` (index): once before the loop, the last
+  /// group gives the first its turn; before issuing products, waits for
+  /// its turn; after, passes it on. Nothing with one group.
+  void beginTurns(ImplicitLocOpBuilder &b, Value group) const;
+  void awaitTurn(ImplicitLocOpBuilder &b, Value group) const;
+  void passTurn(ImplicitLocOpBuilder &b, Value group) const;
+
+private:
+  int64_t consumerGroups;
+  codegen::MBarrierPipeline ring;
+  Value barriers;
+};
+
 /// A quantized tile's rings and the value tile its codes become.
 struct QuantizedTile {
   codegen::SharedTile codes;
@@ -254,6 +298,14 @@ public:
   Value aheadOf(ImplicitLocOpBuilder &b, Value i) const;
   void refillK(ImplicitLocOpBuilder &b, Value i, Value ahead, Value live) const;
   void refillV(ImplicitLocOpBuilder &b, Value ahead, Value live) const;
+  /// roles = producer: the producer warpgroup's loop. Tile n's K and V are
+  /// issued into its stage once `handoff` says it is empty, one commit
+  /// group; the threads hand tile n - lag over once its group landed (lag
+  /// = 1 with three stages or more, so that a tile's copies fly while the
+  /// one before lands; 0 with two, where waiting for stage n + 1 while tile
+  /// n is not handed over would deadlock). Page entries of tile n + 1 are
+  /// loaded while tile n is issued and stored for the producer's threads.
+  void produce(ImplicitLocOpBuilder &b, const StageHandoff &handoff) const;
   /// Consumer: the stage the mma reads K (V) of the tile in stage `stage`
   /// from: `stage`, or, where the ring holds codes or transposed rows, the
   /// one converted tile, written by the block (barrier after).
@@ -318,7 +370,8 @@ private:
 /// warp's query fragments (empty: read from the tile per K/V tile), its
 /// rows' positions (loadRowPositions), the variants' rows (null without),
 /// RoPE (null without), fp8's score scale (null without) and where the
-/// request's custom mask starts.
+/// request's custom mask starts; with roles = producer, the handoff the
+/// tiles arrive by and the warp's consumer warpgroup (else null).
 struct MainloopInputs {
   const codegen::SharedTile &qTile;
   const codegen::SharedTile *qPeTile;
@@ -326,6 +379,8 @@ struct MainloopInputs {
   const RowVariants *variants;
   const codegen::TileRotation *rotation;
   Value kValueScale, maskOffset;
+  const StageHandoff *handoff = nullptr;
+  Value consumerGroup = {};
 };
 
 /// Step 3: the K/V tiles of the partition, tiles i + 1 ... i + S - 1 in

@@ -262,15 +262,23 @@ SmallVector<Value> Mainloop::overlappedIteration(ImplicitLocOpBuilder &lb,
   ValueRange stateValues = carried.drop_back(numPFragments());
   State state = tile.unflatten(stateValues);
   SmallVector<Value> pPrev(carried.drop_front(stateValues.size()));
+  const StageHandoff *handoff = in.handoff;
   Value stage = pipeline.stageOf(lb, i);
-  Value ahead = stream.aheadOf(lb, i);
-  pipeline.wait(lb);
-  // Everyone is done with tile i - 1's K (its scores retired in iteration
-  // i - 1): its K stage takes tile i + S - 1.
-  stream.refillK(lb, i, ahead, Value());
+  Value ahead = handoff ? Value() : stream.aheadOf(lb, i);
+  if (handoff) {
+    handoff->waitFull(lb, i);
+  } else {
+    pipeline.wait(lb);
+    // Everyone is done with tile i - 1's K (its scores retired in
+    // iteration i - 1): its K stage takes tile i + S - 1.
+    stream.refillK(lb, i, ahead, Value());
+  }
   KeyTile keys = prepareKeys(lb, i, stage);
 
-  // Two groups: S_i, then O + P_{i-1} V_{i-1} (none before the first tile).
+  // Two groups: S_i, then O + P_{i-1} V_{i-1} (none before the first tile),
+  // in the warpgroup's turn.
+  if (handoff)
+    handoff->awaitTurn(lb, in.consumerGroup);
   Value scoreAcc =
       products.issueScores(lb, in.qTile, stream.kTiles(), keys.kStage);
   auto accumulated =
@@ -287,6 +295,8 @@ SmallVector<Value> Mainloop::overlappedIteration(ImplicitLocOpBuilder &lb,
     products.issueNothing(elseB);
     scf::YieldOp::create(elseB, products.valueAccumulator(elseB, state.o));
   }
+  if (handoff)
+    handoff->passTurn(lb, in.consumerGroup);
   // S_i retired (P_{i-1} V_{i-1} may still run): the softmax, O untouched.
   products.retire(lb, 1);
   SmallVector<Value> logits = maskedLogits(
@@ -296,10 +306,18 @@ SmallVector<Value> Mainloop::overlappedIteration(ImplicitLocOpBuilder &lb,
   step.state.o = tile.rescale(
       lb, products.valueFragments(lb, accumulated.getResult(0)), step.alpha);
 
-  // V_i is ready; everyone's P_{i-1} V_{i-1} retired (the barrier): tile
-  // i - 1's V stage takes tile i + S - 1.
-  pipeline.wait(lb);
-  stream.refillV(lb, ahead, Value());
+  if (handoff) {
+    // The warp's products of tile i - 1 retired: its stage may be refilled
+    // once every consumer thread says so.
+    emitIf(lb, ir.lt(ir.idx(0), i), [&](ImplicitLocOpBuilder &rb) {
+      handoff->release(rb, IRBuilder{rb}.sub(i, IRBuilder{rb}.idx(1)));
+    });
+  } else {
+    // V_i is ready; everyone's P_{i-1} V_{i-1} retired (the barrier): tile
+    // i - 1's V stage takes tile i + S - 1.
+    pipeline.wait(lb);
+    stream.refillV(lb, ahead, Value());
+  }
   SmallVector<Value> results = step.state.flatten();
   llvm::append_range(results, step.p);
   return results;
@@ -373,13 +391,17 @@ State Mainloop::runOverlapped(ImplicitLocOpBuilder &b,
               arith::ConstantOp::create(b, mma.getAType(),
                                         b.getZeroAttr(mma.getAType())));
   Value numTiles = stream.getNumTiles();
+  if (in.handoff)
+    in.handoff->beginTurns(b, in.consumerGroup);
   auto loop = scf::ForOp::create(
       b, ir.idx(0), numTiles, ir.idx(1), init,
       [&](OpBuilder &nb, Location l, Value i, ValueRange carried) {
         ImplicitLocOpBuilder lb(l, nb);
         scf::YieldOp::create(lb, overlappedIteration(lb, i, carried));
       });
-  stream.getPipeline().drain(b);
+  // (The producer's copies are its own.)
+  if (!in.handoff)
+    stream.getPipeline().drain(b);
   // The last tile's values.
   State state = tile.unflatten(loop.getResults().take_front(numState));
   SmallVector<Value> pLast(loop.getResults().drop_front(numState));

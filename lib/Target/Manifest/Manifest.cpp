@@ -208,7 +208,8 @@ static llvm::json::Value configJson(Attribute config) {
         {"max_partitions", p.getMaxPartitions()},
         {"value_warps", p.getValueWarps()},
         {"mma", stringifyMmaAtomKind(p.getMma())},
-        {"schedule", stringifyTileSchedule(p.getSchedule())}};
+        {"schedule", stringifyTileSchedule(p.getSchedule())},
+        {"roles", stringifyPrefillRoles(p.getRoles())}};
   std::string text;
   llvm::raw_string_ostream os(text);
   config.print(os);

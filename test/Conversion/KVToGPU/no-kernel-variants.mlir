@@ -70,3 +70,30 @@ func.func @overlap_mla(%qn: memref<?x64x256xbf16>, %qp: memref<?x64x64xbf16>, %c
   kv.store_state %s, %o, %l : !s, memref<?x64x256xbf16>, memref<?x64xf32>
   return
 }
+
+// -----
+
+// roles = producer hands each K tile to the consumers as it landed: RoPE
+// rotates K tiles in place.
+!p = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
+func.func @producer_rope(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %p0: memref<?x2x16x2x128xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x16x2x128xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !p
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: roles = producer hands K tiles over as they landed: RoPE rotates them in place}}
+  %s = kv.prefill %q, %qo, %kv {causal, rope = #kv.rope<rotate_half>, kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer>} : memref<?x8x128xf16>, memref<?xi32>, !p -> !kv.state<?x8x128xf16, base = 2>
+  kv.store_state %s, %o, %l : !kv.state<?x8x128xf16, base = 2>, memref<?x8x128xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+// ... and stages page entries for its own threads only: top-k lists are
+// read by the consumers' masks too.
+!c = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = block_table>
+!s = !kv.state<?x8x128xf16, base = e>
+func.func @producer_topk(%q: memref<?x8x128xf16>, %pool: memref<?x2x16x2x128xf16>, %bt: memref<?x?xi32>, %lens: memref<?xi32>, %idx: memref<?x64xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x128xf16>) tables(%bt, %lens : memref<?x?xi32>, memref<?xi32>) : !c
+  // expected-error @below {{'kv.decode' op has no GPU kernel: on tensor cores (head dim 128): roles = producer stages page entries for its own threads: top-k keys are read by the consumers' masks too}}
+  %s = kv.decode %q, %kv topk(%idx : memref<?x64xi32>) {kvgpu.config = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer>} : memref<?x8x128xf16>, !c -> !s
+  kv.store_state %s, %o, %l : !s, memref<?x8x128xf16>, memref<?x8xf32>
+  return
+}

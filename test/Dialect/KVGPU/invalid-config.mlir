@@ -181,6 +181,22 @@ func.func private @schedule_unknown() attributes {c = #kvgpu.prefill<q_tile = 12
 
 // -----
 
+// expected-error @below {{prefill config roles = producer needs mma = wgmma and schedule = overlap (the consumers' mainloop)}}
+func.func private @producer_serial() attributes {c = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, roles = producer>}
+
+// -----
+
+// expected-error @below {{prefill config roles = producer needs mma = wgmma and schedule = overlap (the consumers' mainloop)}}
+func.func private @producer_mma_sync() attributes {c = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16, roles = producer>}
+
+// -----
+
+// expected-error @below {{expected one of [uniform, producer] for which warps of a prefill copy and which compute, got: consumer}}
+// expected-error @below {{failed to parse KVGPU_PrefillConfigAttr parameter 'roles' which is to be a `::kvir::kvgpu::PrefillRoles`}}
+func.func private @roles_unknown() attributes {c = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = consumer>}
+
+// -----
+
 // expected-error @below {{prefill config max_partitions must be in [1, 65535] (a grid dim), got 70000}}
 func.func private @many_partitions() attributes {c = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 2, q_in_registers = true, max_partitions = 70000>}
 

@@ -15,13 +15,17 @@ func.func private @config() attributes {c = #kvgpu.decode<vector = 8, threads_x 
 // CHECK-SAME: f = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 2, stages = 2, q_in_registers = false, max_partitions = 1>
 // CHECK-SAME: g = #kvgpu.prefill<q_tile = 128, kv_tile = 128, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap>
 // CHECK-SAME: h = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma>
+// CHECK-SAME: i = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 3, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer>
+// CHECK-SAME: j = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap>
 func.func private @prefill_config() attributes {
   c = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>,
   d = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 2, stages = 4, q_in_registers = false, max_partitions = 1>,
   e = #kvgpu.prefill<q_tile = 128, kv_tile = 128, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma>,
   f = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 2, stages = 2, q_in_registers = false, max_partitions = 1, mma = mma_sync>,
   g = #kvgpu.prefill<q_tile = 128, kv_tile = 128, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap>,
-  h = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = serial>}
+  h = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = serial>,
+  i = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 3, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer>,
+  j = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = uniform>}
 
 // CHECK-LABEL: func.func private @sizes
 // CHECK-SAME: a = #kvgpu.size<min(32, ceildiv(264, max(1, batch * 8)))>

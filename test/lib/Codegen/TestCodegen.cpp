@@ -125,15 +125,17 @@ void buildWarpReduce(gpu::GPUFuncOp stub) {
                           kf.getArgument(2), lane);
 }
 
-/// WarpRoles: roles of `test.role_warps` warps; every thread stores
-/// 1000 role + 32 (its warp in the role) + lane at out[thread], every role
-/// through its own branch.
+/// WarpRoles: roles of `test.role_warps` warps (and `test.role_registers`
+/// budgets, if given); every thread stores 1000 role + 32 (its warp in the
+/// role) + lane at out[thread], every role through its own branch.
 void buildWarpRoles(gpu::GPUFuncOp stub) {
   SmallVector<WarpRole> list;
+  auto budgets = stub->getAttrOfType<DenseI64ArrayAttr>("test.role_registers");
   for (auto [i, warps] :
        llvm::enumerate(stub->getAttrOfType<DenseI64ArrayAttr>("test.role_warps")
                            .asArrayRef()))
-    list.push_back({"role" + std::to_string(i), warps, 0});
+    list.push_back(
+        {"role" + std::to_string(i), warps, budgets ? budgets[i] : 0});
   WarpRoles roles(list);
   KernelFunc kf = replaceKernel(stub, {roles.getNumThreads(), 1, 1}, {});
   ImplicitLocOpBuilder b = kf.getBuilder();

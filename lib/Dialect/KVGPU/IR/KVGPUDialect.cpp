@@ -94,7 +94,8 @@ static LogicalResult verifyDecodeConfig(Operation *op, kvir::kv::PagedType kv,
 LogicalResult PrefillConfigAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, int64_t qTile, int64_t kvTile,
     int64_t warps, int64_t stages, bool qInRegisters, int64_t maxPartitions,
-    int64_t valueWarps, MmaAtomKind mma, TileSchedule schedule) {
+    int64_t valueWarps, MmaAtomKind mma, TileSchedule schedule,
+    PrefillRoles roles) {
   if (qTile <= 0 || qTile % 16 || qTile > 256)
     return emitError() << "prefill config q_tile must be a multiple of 16 in "
                        << "[16, 256] (whole m16 mma tiles), got " << qTile;
@@ -138,6 +139,12 @@ LogicalResult PrefillConfigAttr::verify(
   if (schedule == TileSchedule::overlap && mma != MmaAtomKind::wgmma)
     return emitError() << "prefill config schedule = overlap needs mma = "
                        << "wgmma (mma.sync waits for every product)";
+  // The consumers' mainloop is the overlapped one; they hand stages back
+  // when their products retire, which only wgmma's waits tell.
+  if (roles == PrefillRoles::producer && schedule != TileSchedule::overlap)
+    return emitError() << "prefill config roles = producer needs mma = "
+                       << "wgmma and schedule = overlap (the consumers' "
+                       << "mainloop)";
   return success();
 }
 

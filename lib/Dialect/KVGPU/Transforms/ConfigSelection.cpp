@@ -319,7 +319,7 @@ withRingDepth(FailureOr<PrefillConfigAttr> config,
     return PrefillConfigAttr::get(c.getContext(), c.getQTile(), c.getKvTile(),
                                   c.getWarps(), stages, c.getQInRegisters(),
                                   c.getMaxPartitions(), c.getValueWarps(),
-                                  c.getMma(), c.getSchedule());
+                                  c.getMma(), c.getSchedule(), c.getRoles());
   };
   int64_t threads = config->getNumThreads();
   double need = target.bytesInFlightPerSM();
@@ -392,7 +392,7 @@ chooseWgmmaPrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
         whyNot, op.getContext(), qTile, keys, /*warps=*/qTile / 16,
         /*stages=*/int64_t(2), /*q_in_registers=*/false,
         /*max_partitions=*/int64_t(16), /*value_warps=*/int64_t(1),
-        MmaAtomKind::wgmma, schedule);
+        MmaAtomKind::wgmma, schedule, PrefillRoles::uniform);
   };
   FailureOr<PrefillConfigAttr> config = failure();
   for (auto [qTile, keys] : {std::pair<int64_t, int64_t>{128, kvTile},
@@ -457,7 +457,7 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
       config = getCheckedQuietly<PrefillConfigAttr>(
           whyNot, op.getContext(), qTile, kvTile, valueWarps * (qTile / 16),
           int64_t(2), /*q_in_registers=*/false, int64_t(16), valueWarps,
-          MmaAtomKind::mma_sync, TileSchedule::serial);
+          MmaAtomKind::mma_sync, TileSchedule::serial, PrefillRoles::uniform);
       if (failed(config) ||
           prefillSharedBytes(*config, op) <= target.maxSharedBytesPerBlock)
         break;
@@ -480,8 +480,8 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
         whyNot, op.getContext(), q, kvTile, /*warps=*/q / 16,
         /*stages=*/int64_t(2),
         /*q_in_registers=*/!wide && !tall, /*max_partitions=*/int64_t(16),
-        /*value_warps=*/int64_t(1), MmaAtomKind::mma_sync,
-        TileSchedule::serial);
+        /*value_warps=*/int64_t(1), MmaAtomKind::mma_sync, TileSchedule::serial,
+        PrefillRoles::uniform);
   };
   FailureOr<PrefillConfigAttr> config = build(qTile);
   // Smaller query tiles where the chip's shared memory per block is short;
@@ -593,7 +593,8 @@ kvgpu::chooseTensorCoreDecodeConfig(kv::DecodeOp op,
     config = getCheckedQuietly<PrefillConfigAttr>(
         whyNot, op.getContext(), qTile, kvTile, valueWarps * (qTile / 16),
         int64_t(2), /*q_in_registers=*/false, /*max_partitions=*/int64_t(32),
-        valueWarps, MmaAtomKind::mma_sync, TileSchedule::serial);
+        valueWarps, MmaAtomKind::mma_sync, TileSchedule::serial,
+        PrefillRoles::uniform);
     if (failed(config))
       return config;
     if (tensorCoreSharedBytes(layoutShape(op, *config)) <=
@@ -641,7 +642,7 @@ kvgpu::chooseMlaConfig(kv::MlaDecodeOp op, const target::TargetInfo &target,
         whyNot, op.getContext(), qTile, kvTile, valueWarps * (qTile / 16),
         /*stages=*/int64_t(2), /*q_in_registers=*/false,
         /*max_partitions=*/int64_t(64), valueWarps, MmaAtomKind::mma_sync,
-        TileSchedule::serial);
+        TileSchedule::serial, PrefillRoles::uniform);
   };
   FailureOr<PrefillConfigAttr> config = build();
   // Shorter K/V tiles, then fewer rows, where shared memory is short.

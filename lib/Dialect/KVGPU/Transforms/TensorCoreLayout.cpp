@@ -94,6 +94,9 @@ kvgpu::addTensorCoreBuffers(const TensorCoreLayoutShape &s,
     buf.maskScratch = layout.add("mask_scratch", {c.getNumThreads()}, i64);
   if (s.skipsTiles)
     buf.liveTiles = layout.add("live_tiles", {s.liveTileSlots()}, i32);
+  if (c.hasProducer())
+    buf.stageBarriers =
+        layout.add("stage_barriers", {2 * c.getStages()}, i64, /*align=*/8);
   return buf;
 }
 

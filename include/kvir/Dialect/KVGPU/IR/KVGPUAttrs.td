@@ -63,6 +63,18 @@ def KVGPU_TileSchedule : I32EnumAttr<"TileSchedule",
   let genSpecializedAttr = 0;
 }
 
+def KVGPU_PrefillRoles : I32EnumAttr<"PrefillRoles",
+    "which warps of a prefill copy and which compute", [
+  // Every warp copies its share of each K/V tile and computes its rows.
+  I32EnumAttrCase<"uniform", 0>,
+  // A producer warpgroup copies the K/V tiles; the `warps` consumer warps
+  // only compute (FlashAttention-3's warp specialization).
+  I32EnumAttrCase<"producer", 1>
+]> {
+  let cppNamespace = "::kvir::kvgpu";
+  let genSpecializedAttr = 0;
+}
+
 def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
   let summary = "the work decomposition of a tensor-core prefill";
   let description = [{
@@ -102,12 +114,24 @@ def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
     per tile: quantized or vLLM's transposed V), every tile's products
     issued (no mask_mod tile skipping), and is not MLA's.
 
+    `roles` (default `uniform`) says which warps copy. With `uniform` every
+    warp issues its share of each K/V tile's copies and computes its rows.
+    With `producer` (wgmma, schedule = overlap) a producer warpgroup of 4
+    more warps streams the K/V tiles into the `stages`-deep ring and hands
+    each over on an mbarrier; the `warps` consumer warps only compute, their
+    warpgroups taking turns to issue their products (named barriers), and
+    `setmaxnreg` moves registers from the producer to the consumers. The
+    block then has `warps + 4` warps.
+
     ```mlir
     #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2,
                    q_in_registers = true, max_partitions = 16>
     #kvgpu.prefill<q_tile = 128, kv_tile = 128, warps = 8, stages = 2,
                    q_in_registers = false, max_partitions = 16, mma = wgmma,
                    schedule = overlap>
+    #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 3,
+                   q_in_registers = false, max_partitions = 16, mma = wgmma,
+                   schedule = overlap, roles = producer>
     ```
   }];
   let parameters = (ins "int64_t":$q_tile, "int64_t":$kv_tile,
@@ -117,7 +141,9 @@ def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
                         DefaultValuedParameter<"::kvir::kvgpu::MmaAtomKind",
                           "::kvir::kvgpu::MmaAtomKind::mma_sync">:$mma,
                         DefaultValuedParameter<"::kvir::kvgpu::TileSchedule",
-                          "::kvir::kvgpu::TileSchedule::serial">:$schedule);
+                          "::kvir::kvgpu::TileSchedule::serial">:$schedule,
+                        DefaultValuedParameter<"::kvir::kvgpu::PrefillRoles",
+                          "::kvir::kvgpu::PrefillRoles::uniform">:$roles);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -127,7 +153,16 @@ def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
     int64_t getWarpRowTiles() const {
       return getQTile() / (16 * getRowWarps());
     }
-    int64_t getNumThreads() const { return 32 * getWarps(); }
+    /// Whether a producer warpgroup copies the K/V tiles (roles =
+    /// producer), and its warps (0 without).
+    bool hasProducer() const {
+      return getRoles() == ::kvir::kvgpu::PrefillRoles::producer;
+    }
+    int64_t getProducerWarps() const { return hasProducer() ? 4 : 0; }
+    /// The block's threads: the computing warps' and the producer's.
+    int64_t getNumThreads() const {
+      return 32 * (getWarps() + getProducerWarps());
+    }
     bool usesWgmma() const {
       return getMma() == ::kvir::kvgpu::MmaAtomKind::wgmma;
     }

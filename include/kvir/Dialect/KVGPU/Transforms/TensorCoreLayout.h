@@ -89,6 +89,9 @@ struct TensorCoreBuffers {
   std::optional<unsigned> liveTiles;
   /// Quantized KV: the code rings, and int8 groups' scale rings.
   std::optional<unsigned> kCodes, vCodes, kScales, vScales;
+  /// roles = producer: the K/V ring's full and empty mbarriers, i64
+  /// [2 * stages] (MBarrierPipeline).
+  std::optional<unsigned> stageBarriers;
 };
 
 /// Adds the kernel's buffers to `layout`, in KernelFunc::getShared order.

@@ -1,0 +1,108 @@
+//===- PrefillHandoff.cpp - Producer and consumer warpgroups --------------===//
+//
+// roles = producer (PrefillKernelParts.h, StageHandoff): the mbarrier ring
+// between the producer warpgroup and the consumers, and the consumers'
+// turns at issuing their products.
+//
+//===----------------------------------------------------------------------===//
+#include "PrefillKernelParts.h"
+
+#include "kvir/Codegen/IRBuilder.h"
+#include "kvir/Codegen/WgmmaAtom.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace mlir;
+using namespace kvir;
+using namespace kvir::codegen;
+using namespace kvir::gpu_lowering;
+using namespace kvir::gpu_lowering::prefill;
+
+namespace {
+/// Named barrier ids (0 is the block's __syncthreads).
+constexpr int64_t kProducerBarrier = 1;
+constexpr int64_t kFirstTurnBarrier = 2;
+constexpr int64_t kWarpgroupThreads = 32 * WgmmaAtom::kWarps;
+
+Value i32(ImplicitLocOpBuilder &b, int64_t v) {
+  return arith::ConstantIntOp::create(b, v, 32);
+}
+
+/// Builds `body(b, g)` for the warpgroup's `group` under a branch per
+/// group, so that each named barrier id is a constant (ptxas reserves all
+/// 16 barriers for an id it cannot see).
+void forGroup(ImplicitLocOpBuilder &b, Value group, int64_t groups,
+              function_ref<void(ImplicitLocOpBuilder &, int64_t)> body) {
+  IRBuilder ir{b};
+  for (int64_t g = 0; g < groups; ++g)
+    emitIf(b, ir.eq(group, ir.idx(g)),
+           [&](ImplicitLocOpBuilder &ib) { body(ib, g); });
+}
+} // namespace
+
+StageHandoff::StageHandoff(const PrefillKernelSpec &s, Value barriers)
+    : consumerGroups(s.config.getWarps() / WgmmaAtom::kWarps),
+      ring(s.config.getStages(), /*consumerArrivals=*/32 * s.config.getWarps(),
+           /*producerArrivals=*/s.copyThreads()),
+      barriers(barriers) {}
+
+void StageHandoff::init(ImplicitLocOpBuilder &b, Value leader) const {
+  ring.init(b, barriers, leader);
+}
+
+void StageHandoff::waitEmpty(ImplicitLocOpBuilder &b, Value index) const {
+  auto [stage, parity] = ring.slot(b, index);
+  ring.producerWaitEmpty(b, barriers, stage, parity);
+}
+
+void StageHandoff::filled(ImplicitLocOpBuilder &b, Value index) const {
+  ring.producerArrive(b, barriers, ring.slot(b, index).first);
+}
+
+void StageHandoff::producerSync(ImplicitLocOpBuilder &b) const {
+  NVVM::BarrierOp::create(b, TypeRange{}, i32(b, kProducerBarrier),
+                          i32(b, kWarpgroupThreads), /*reductionOp=*/nullptr,
+                          /*reductionPredicate=*/Value());
+}
+
+void StageHandoff::waitFull(ImplicitLocOpBuilder &b, Value index) const {
+  auto [stage, parity] = ring.slot(b, index);
+  ring.consumerWait(b, barriers, stage, parity);
+}
+
+void StageHandoff::release(ImplicitLocOpBuilder &b, Value index) const {
+  ring.consumerRelease(b, barriers, ring.slot(b, index).first);
+}
+
+void StageHandoff::beginTurns(ImplicitLocOpBuilder &b, Value group) const {
+  if (consumerGroups < 2)
+    return;
+  IRBuilder ir{b};
+  emitIf(b, ir.eq(group, ir.idx(consumerGroups - 1)),
+         [&](ImplicitLocOpBuilder &ib) {
+           NVVM::BarrierArriveOp::create(ib, i32(ib, kFirstTurnBarrier),
+                                         i32(ib, 2 * kWarpgroupThreads));
+         });
+}
+
+void StageHandoff::awaitTurn(ImplicitLocOpBuilder &b, Value group) const {
+  if (consumerGroups < 2)
+    return;
+  // This group's threads and the arrivals of the group before.
+  forGroup(b, group, consumerGroups, [&](ImplicitLocOpBuilder &gb, int64_t g) {
+    NVVM::BarrierOp::create(gb, TypeRange{}, i32(gb, kFirstTurnBarrier + g),
+                            i32(gb, 2 * kWarpgroupThreads),
+                            /*reductionOp=*/nullptr,
+                            /*reductionPredicate=*/Value());
+  });
+}
+
+void StageHandoff::passTurn(ImplicitLocOpBuilder &b, Value group) const {
+  if (consumerGroups < 2)
+    return;
+  forGroup(b, group, consumerGroups, [&](ImplicitLocOpBuilder &gb, int64_t g) {
+    int64_t next = (g + 1) % consumerGroups;
+    NVVM::BarrierArriveOp::create(gb, i32(gb, kFirstTurnBarrier + next),
+                                  i32(gb, 2 * kWarpgroupThreads));
+  });
+}
