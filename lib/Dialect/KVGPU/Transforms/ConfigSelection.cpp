@@ -376,23 +376,35 @@ std::string kvgpu::whyNoWgmmaPrefill(kv::PrefillOp op,
 /// = overlap) above head dim 64, where one block fills an SM anyway (P and
 /// V of the tile before live through the next: 155-158 registers at head
 /// dim 64, which would cost the second block), unless V is converted per
-/// tile or mask_mod skips tiles.
+/// tile or mask_mod skips tiles. Overlapped kernels up to head dim 128 are
+/// warp-specialized (roles = producer: a producer warpgroup copies, the
+/// two consumer warpgroups take turns at the tensor cores) on 64-key tiles:
+/// the consumers' 216 registers (the producer keeps 72) hold those, the
+/// 128-key tile's 251 would spill; not with RoPE, which rotates each K
+/// tile in place.
 static FailureOr<PrefillConfigAttr>
 chooseWgmmaPrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
                          std::string &whyNot) {
   auto [headDim, headDimV] = prefillHeadDims(op);
   bool convertsV = layoutShape(op, PrefillConfigAttr()).convertsV();
   int64_t widest = std::max(headDim, headDimV);
-  int64_t kvTile = widest > 128 ? 48 : convertsV || widest <= 64 ? 64 : 128;
   TileSchedule schedule = widest > 64 && !convertsV && !hasMaskMod(op)
                               ? TileSchedule::overlap
                               : TileSchedule::serial;
+  PrefillRoles roles =
+      schedule == TileSchedule::overlap && widest <= 128 && !op.getRopeAttr()
+          ? PrefillRoles::producer
+          : PrefillRoles::uniform;
+  int64_t kvTile =
+      widest > 128                                                   ? 48
+      : convertsV || widest <= 64 || roles == PrefillRoles::producer ? 64
+                                                                     : 128;
   auto build = [&](int64_t qTile, int64_t keys) {
     return getCheckedQuietly<PrefillConfigAttr>(
         whyNot, op.getContext(), qTile, keys, /*warps=*/qTile / 16,
         /*stages=*/int64_t(2), /*q_in_registers=*/false,
         /*max_partitions=*/int64_t(16), /*value_warps=*/int64_t(1),
-        MmaAtomKind::wgmma, schedule, PrefillRoles::uniform);
+        MmaAtomKind::wgmma, schedule, roles);
   };
   FailureOr<PrefillConfigAttr> config = failure();
   for (auto [qTile, keys] : {std::pair<int64_t, int64_t>{128, kvTile},
