@@ -147,7 +147,7 @@ Traffic kvir::bench::sumTraffic(const std::vector<emu::LaunchStats> &launches) {
 std::optional<kvir::bench::LoopStatements>
 kvir::bench::hotLoopStatements(const std::string &ptx,
                                const std::string &kernel,
-                               const std::string &marker) {
+                               const std::string &marker, int64_t occurrence) {
   size_t begin = ptx.find(".entry " + kernel + "(");
   if (begin == std::string::npos)
     return std::nullopt;
@@ -223,10 +223,12 @@ kvir::bench::hotLoopStatements(const std::string &ptx,
       preds[b + 1].push_back(b);
   }
   size_t header = blocks.size();
+  int64_t seen = 0;
   for (size_t b = 0; b < blocks.size() && header == blocks.size(); ++b)
     for (const std::string &st : blocks[b].statements)
       if (st.find(marker) != std::string::npos) {
-        header = b;
+        if (seen++ == occurrence)
+          header = b;
         break;
       }
   if (header == blocks.size())
@@ -286,6 +288,11 @@ std::optional<double> kvir::bench::ptxInstructionsPerMma(
     const std::string &ptx, const std::string &kernel) {
   std::optional<LoopStatements> loop =
       hotLoopStatements(ptx, kernel, "cp.async.wait_group 1;");
+  // A warp-specialized kernel's consumers wait on mbarriers: of the loops
+  // headed by such a wait (the producer's comes first), the one with the
+  // tensor-core instructions.
+  for (int64_t n = 0; (!loop || !loop->mma) && n < 4; ++n)
+    loop = hotLoopStatements(ptx, kernel, "mbarrier.try_wait.parity", n);
   if (!loop || !loop->mma)
     return std::nullopt;
   return double(loop->statements) / double(loop->mma);

@@ -74,8 +74,8 @@ double memoryBoundSeconds(const std::vector<double> &blockBytes,
                           double roofBytesPerSecond, int64_t sms);
 
 /// The PTX statements of the loop of `kernel` in `ptx` whose header block
-/// holds the first statement containing `marker` (whitespace collapsed to
-/// single spaces, e.g. "cp.async.wait_group 1;"):
+/// is the `occurrence`-th (from 0) holding a statement containing `marker`
+/// (whitespace collapsed to single spaces, e.g. "cp.async.wait_group 1;"):
 /// the natural loop of that header (every basic block that reaches one of
 /// its back edges without passing the header, wherever ptxas' input places
 /// it), all paths counted once. A static count; SASS differs, ptxas being
@@ -85,11 +85,13 @@ struct LoopStatements {
 };
 std::optional<LoopStatements> hotLoopStatements(const std::string &ptx,
                                                 const std::string &kernel,
-                                                const std::string &marker);
+                                                const std::string &marker,
+                                                int64_t occurrence = 0);
 
 /// PTX statements per tensor-core instruction (mma.sync or wgmma) in the
 /// loop of `kernel` that waits for cp.async group depth 1 (the prefill
-/// kernels' key loop).
+/// kernels' key loop), or in a warp-specialized kernel the consumers' loop
+/// (headed by an mbarrier wait).
 std::optional<double> ptxInstructionsPerMma(const std::string &ptx,
                                             const std::string &kernel);
 

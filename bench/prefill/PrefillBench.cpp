@@ -157,6 +157,54 @@ double makespanRatio(const std::vector<uint64_t> &work, int64_t slots) {
 }
 
 /// The kernel of `names` that ran (direct, or split), and the merge.
+/// The prefill's rows per query tile and computing warps, as kv-tile chose
+/// them (the first #kvgpu.prefill of the lowered module), and whether a
+/// producer warpgroup copies.
+struct ChosenTile {
+  int64_t rows = 0, warps = 0;
+  bool producer = false;
+};
+ChosenTile chosenTile(const std::string &lowered) {
+  ChosenTile t;
+  size_t at = lowered.find("#kvgpu.prefill<");
+  if (at == std::string::npos)
+    return t;
+  llvm::StringRef config = llvm::StringRef(lowered).substr(at).take_until(
+      [](char c) { return c == '>'; });
+  auto field = [&](llvm::StringRef name) {
+    size_t f = config.find(name);
+    int64_t v = 0;
+    if (f != llvm::StringRef::npos)
+      config.substr(f + name.size())
+          .take_while(llvm::isDigit)
+          .getAsInteger(10, v);
+    return v;
+  };
+  t.rows = field("q_tile = ");
+  t.warps = field("warps = ");
+  t.producer = config.contains("roles = producer");
+  return t;
+}
+
+/// A warp-specialized kernel's register budgets per role, as its
+/// setmaxnreg instructions set them: "producer/consumers", or "".
+std::string roleRegisters(const std::string &ptx, const std::string &kernel) {
+  size_t begin = ptx.find(".entry " + kernel + "(");
+  if (begin == std::string::npos)
+    return "";
+  size_t end = ptx.find(".entry ", begin + 1);
+  llvm::StringRef body = llvm::StringRef(ptx).slice(begin, end);
+  auto budget = [&](llvm::StringRef op) -> std::string {
+    size_t at = body.find(op);
+    if (at == llvm::StringRef::npos)
+      return "";
+    return body.substr(at + op.size()).ltrim().take_while(llvm::isDigit).str();
+  };
+  std::string dec = budget("setmaxnreg.dec.sync.aligned.u32");
+  std::string inc = budget("setmaxnreg.inc.sync.aligned.u32");
+  return dec.empty() && inc.empty() ? "" : dec + "/" + inc;
+}
+
 std::string mainKernel(const RunResult &r) {
   for (const std::string &n : r.kernelNames())
     if (n.rfind("prefill_", 0) == 0)
@@ -291,8 +339,11 @@ int main(int argc, char **argv) {
           parts = l.grid.z;
           threads = l.block.count();
         }
-      // kv-tile's configurations give every warp one 16-row mma tile.
-      int64_t warps = threads / 32, tileRows = 16 * warps;
+      // kv-tile's configurations give every computing warp one 16-row mma
+      // tile.
+      ChosenTile chosen = chosenTile(compiled.lowered);
+      int64_t warps = chosen.warps ? chosen.warps : threads / 32;
+      int64_t tileRows = chosen.rows ? chosen.rows : 16 * warps;
 
       int64_t rows = p->qoIndptr.back();
       int64_t qBytes = rows * qHeads * cfg.headDim * 2;
@@ -317,6 +368,10 @@ int main(int argc, char **argv) {
         PtxasInfo &s = compiled.kernels[splitName];
         PtxasInfo &d = compiled.kernels[directName];
         regs = std::to_string(s.registers) + "/" + std::to_string(d.registers);
+        // setmaxnreg's budgets: what the roles run with after the entry's.
+        if (std::string roles = roleRegisters(compiled.ptx, directName);
+            !roles.empty())
+          regs += " (roles " + roles + ")";
         int64_t dyn = result.launches.empty()
                           ? 0
                           : result.launches[0].dynamicSharedBytes;
@@ -348,13 +403,13 @@ int main(int argc, char **argv) {
                 (spill.empty() || spill == "0");
       allOk &= ok;
       std::printf(
-          "| %s | %s | %lld, %lld | %s | %s | %s | %s | %lld | "
+          "| %s | %s | %lld, %lld%s | %s | %s | %s | %s | %lld | "
           "%.3f | %.3f | %.1f%% | %.4f | %.3f | %.3f | %s | %.2f | "
           "%.1e%s |\n",
           cfg.name().c_str(), chip.c_str(), (long long)tileRows,
-          (long long)warps, regs.c_str(), smem.c_str(), spill.c_str(),
-          occ.c_str(), (long long)parts, ratio, double(workspace) / ideal,
-          100.0 * t.sectorEfficiency(),
+          (long long)warps, (chosen.producer ? "+4" : ""), regs.c_str(),
+          smem.c_str(), spill.c_str(), occ.c_str(), (long long)parts, ratio,
+          double(workspace) / ideal, 100.0 * t.sectorEfficiency(),
           t.sharedRequests ? double(t.bankConflicts) / double(t.sharedRequests)
                            : 0.0,
           double(t.macs) / (double(pairs) * perPair),
