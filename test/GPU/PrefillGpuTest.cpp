@@ -370,6 +370,58 @@ std::vector<GpuPrefillCase> prefillCases() {
     c.params.base = Base::Two;
     add(c, {{{1, 7, 0, 64, 33}, {17, 1, 17, 300, 500}}});
   }
+  // sm_90a up to head dim 128: the producer warpgroup converts the codes
+  // (and vLLM's transposed V) into the ring's stages, and the consumers'
+  // overlapped mainloop reads them there (kv-tile's choice; two stages by
+  // hand: each tile converted and handed over before the next is copied).
+  {
+    GpuPrefillCase c = makePrefillCase(
+        "ProducerFp8E4M3CausalNhdCsrP16D128G4BF16Sm90a",
+        quantized(makeSpec(16, 2, 128, DType::BF16), Quant::FP8E4M3), 8,
+        DType::BF16, "sm_90a", 2083);
+    c.params.causal = true;
+    add(c, {standardBatch(true)});
+  }
+  {
+    GpuPrefillCase c =
+        makePrefillCase("ProducerInt8G16HndBlockTableP8D128G2F16Sm90a",
+                        quantized(makeSpec(8, 2, 128, DType::F16, Layout::HND,
+                                           Storage::Split, Table::BlockTable),
+                                  Quant::Int8Group, 16),
+                        4, DType::F16, "sm_90a", 2084);
+    c.params.windowLeft = 70;
+    add(c, {standardBatch(false)});
+  }
+  {
+    GpuPrefillCase c = makePrefillCase(
+        "ProducerStages2Fp8E5M2CausalNhdCsrP16D128G4F16",
+        quantized(makeSpec(16, 2, 128, DType::F16), Quant::FP8E5M2), 8,
+        DType::F16, "sm_90a", 2085);
+    c.params.causal = true;
+    c.config = "#kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, "
+               "stages = 2, q_in_registers = false, max_partitions = 4, "
+               "mma = wgmma, schedule = overlap, roles = producer>";
+    add(c, {standardBatch(true)});
+  }
+  {
+    GpuPrefillCase c = makePrefillCase(
+        "ProducerVllmFp8E4M3CausalBlockTableP16D128G2BF16",
+        quantized(makeSpec(16, 2, 128, DType::BF16, Layout::VLLM,
+                           Storage::Split, Table::BlockTable),
+                  Quant::FP8E4M3),
+        4, DType::BF16, "sm_90a", 2086);
+    c.params.causal = true;
+    add(c, {standardBatch(true)});
+  }
+  {
+    GpuPrefillCase c =
+        makePrefillCase("ProducerVllmCausalBlockTableP16D128G4F16",
+                        makeSpec(16, 2, 128, DType::F16, Layout::VLLM,
+                                 Storage::Split, Table::BlockTable),
+                        8, DType::F16, "sm_90a", 2087);
+    c.params.causal = true;
+    add(c, {standardBatch(true)});
+  }
   // vLLM's cache: K rows of x-element chunks; V [blocks, H, D, block]
   // staged transposed (chunks of consecutive slots of one dim) and
   // transposed per tile into the V tile the mma reads; ranges start on a

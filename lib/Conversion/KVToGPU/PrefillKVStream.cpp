@@ -40,15 +40,15 @@ Value fp8ToValues(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
       arith::ExtFOp::create(b, VectorType::get(shape, b.getF32Type()), values));
 }
 
-/// Converts stage `stage` of `t`'s codes into its value tile (the
-/// activation type), 8 codes per step (one 16-byte chunk of the tile: a
-/// warp's phase writes 8 consecutive chunks, free of bank conflicts), the
-/// steps spread over the block: fp8 as f16 values 1 / fp8HalfScale of
-/// theirs (exact; the scales apply to logits and output), int8 codes times
-/// their group's scale in f32, rounded once.
+/// Converts stage `stage` of `t`'s codes into stage `valueStage` of its
+/// value tile (the activation type), 8 codes per step (one 16-byte chunk of
+/// the tile: a warp's phase writes 8 consecutive chunks, free of bank
+/// conflicts), the steps spread over `threads` threads: fp8 as f16 values
+/// 1 / fp8HalfScale of theirs (exact; the scales apply to logits and
+/// output), int8 codes times their group's scale in f32, rounded once.
 void convertTile(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
-                 const QuantizedTile &t, Value stage, Value thread,
-                 int64_t threads) {
+                 const QuantizedTile &t, Value stage, Value valueStage,
+                 Value thread, int64_t threads) {
   constexpr int64_t kStep = 8;
   Type code = s.paged.getStorageElementType(), f32 = b.getF32Type();
   auto vectorOf = [](Type elt) { return VectorType::get({kStep}, elt); };
@@ -78,21 +78,21 @@ void convertTile(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
       values = fp8ToValues(jb, s, codes);
     }
     vector::StoreOp::create(jb, values, t.values.memref,
-                            t.values.elementIndices(jb, j.idx(0), row, col))
+                            t.values.elementIndices(jb, valueStage, row, col))
         .setAlignment(16);
   };
   emitStrided(b, thread, threads, total, convert);
 }
 
 /// vLLM's V pool: writes stage `stage` of the transposed ring `from`
-/// ([stages, dims, tokens]) into stage 0 of the value tile `to` ([tokens,
-/// dims], swizzled), fp8 codes converted as convertTile does. A thread
-/// takes one chunk of one dim (consecutive threads: consecutive dims, so
-/// that the ring's padded rows spread over the banks and the tile's row
-/// takes consecutive columns).
+/// ([stages, dims, tokens]) into stage `toStage` of the value tile `to`
+/// ([tokens, dims], swizzled), fp8 codes converted as convertTile does. A
+/// thread takes one chunk of one dim (consecutive threads: consecutive
+/// dims, so that the ring's padded rows spread over the banks and the
+/// tile's row takes consecutive columns).
 void transposeTile(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                    const SharedTile &from, Value stage, const SharedTile &to,
-                   Value thread, int64_t threads) {
+                   Value toStage, Value thread, int64_t threads) {
   Type code = s.paged.getStorageElementType();
   int64_t chunk = s.transposedVChunk(), dims = s.headDimV;
   int64_t total = dims * (s.config.getKvTile() / chunk);
@@ -110,7 +110,7 @@ void transposeTile(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
     for (int64_t t = 0; t < chunk; ++t)
       memref::StoreOp::create(
           jb, vector::ExtractOp::create(jb, values, t), to.memref,
-          to.elementIndices(jb, j.idx(0), j.add(first, j.idx(t)), dim));
+          to.elementIndices(jb, toStage, j.add(first, j.idx(t)), dim));
   };
   emitStrided(b, thread, threads, total, convert);
 }
@@ -280,10 +280,19 @@ void KVTileStream::produce(ImplicitLocOpBuilder &b,
     loader.storePageIds(jb, idSlot(jb, index), entries, thread, threads);
     handoff.producerSync(jb);
   };
-  // The thread's copies of tile `index` (and those before) landed: fenced
-  // for wgmma's async proxy, handed over.
+  // The thread's copies of tile `index` (and those before) landed; codes
+  // (quantized, transposed V) are converted into the tile's stage once
+  // every producer thread's landed; fenced for wgmma's async proxy, handed
+  // over.
   auto handOver = [&](ImplicitLocOpBuilder &jb, Value index, int64_t pending) {
     waitAsyncCopies(jb, pending);
+    if (kQuant || s.convertsV()) {
+      handoff.producerSync(jb);
+      Value stage = pipeline.stageOf(jb, index);
+      if (kQuant)
+        convertTile(jb, s, *kQuant, stage, stage, thread, threads);
+      convertV(jb, stage, stage, threads);
+    }
     pipeline.publish(jb);
     handoff.filled(jb, index);
   };
@@ -359,25 +368,32 @@ void KVTileStream::issue(ImplicitLocOpBuilder &b, Value index,
 }
 
 Value KVTileStream::prepareK(ImplicitLocOpBuilder &b, Value stage) const {
-  if (!kQuant)
+  // (A producer converted the tile into its stage.)
+  if (!kQuant || s.config.hasProducer())
     return stage;
-  convertTile(b, s, *kQuant, stage, thread, s.config.getNumThreads());
+  Value zero = IRBuilder{b}.idx(0);
+  convertTile(b, s, *kQuant, stage, zero, thread, s.config.getNumThreads());
   pipeline.publish(b);
   gpu::BarrierOp::create(b);
-  return IRBuilder{b}.idx(0);
+  return zero;
 }
 
 Value KVTileStream::prepareV(ImplicitLocOpBuilder &b, Value stage) const {
-  int64_t threads = s.config.getNumThreads();
-  if (vTransposed)
-    transposeTile(b, s, *vTransposed, stage, v, thread, threads);
-  else if (vQuant)
-    convertTile(b, s, *vQuant, stage, thread, threads);
-  else
+  if (!s.convertsV() || s.config.hasProducer())
     return stage;
+  Value zero = IRBuilder{b}.idx(0);
+  convertV(b, stage, zero, s.config.getNumThreads());
   pipeline.publish(b);
   gpu::BarrierOp::create(b);
-  return IRBuilder{b}.idx(0);
+  return zero;
+}
+
+void KVTileStream::convertV(ImplicitLocOpBuilder &b, Value stage,
+                            Value valueStage, int64_t threads) const {
+  if (vTransposed)
+    transposeTile(b, s, *vTransposed, stage, v, valueStage, thread, threads);
+  else if (vQuant)
+    convertTile(b, s, *vQuant, stage, valueStage, thread, threads);
 }
 
 TileSkipping::TileSkipping(ImplicitLocOpBuilder &b, const KernelFunc &kf,

@@ -100,9 +100,11 @@ gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
   if (s.overlapsProducts()) {
     // V_{i-1} is read while tile i is prepared, and each tile issues both
     // products (the groups a wait counts).
-    if (s.convertsV())
+    if (s.convertsV() && !s.config.hasProducer())
       return std::string("schedule = overlap reads V where it landed: this "
-                         "V is converted into one tile per K/V tile");
+                         "V is converted into one tile per K/V tile (a "
+                         "producer warpgroup would convert it into the "
+                         "ring's stages)");
     if (s.skipsTiles())
       return std::string("schedule = overlap issues every tile's products: "
                          "mask_mod skips tiles");
@@ -135,17 +137,21 @@ gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
 
 /// The producer warpgroup's registers per thread: its loop addresses the
 /// K/V rows (page tables, ragged rows) and issues cp.async, whose unrolled
-/// addresses stay live (56 spilled at head dim 128, 64-key tiles); the rest
-/// of the file goes to the consumers.
-static constexpr int64_t kProducerRegisters = 72;
+/// addresses stay live (56 spilled at head dim 128, 64-key tiles), and
+/// converts codes; vLLM's transposed V takes more (80 spilled 8-20 bytes).
+/// The rest of the file goes to the consumers (216, or 208).
+static int64_t producerRegisters(const PrefillKernelSpec &s) {
+  return s.transposedVChunk() ? 96 : 80;
+}
 
 WarpRoles PrefillKernelSpec::roles() const {
   if (!config.hasProducer())
     return WarpRoles::single("attention", config.getWarps());
   int64_t consumerGroups = config.getWarps() / WgmmaAtom::kWarps;
   int64_t perThread = WarpRoles::kRegisterFile / (32 * WgmmaAtom::kWarps);
-  int64_t consumerRegisters = std::min<int64_t>(
-      256, (perThread - kProducerRegisters) / consumerGroups / 8 * 8);
+  int64_t producer = producerRegisters(*this);
+  int64_t consumerRegisters =
+      std::min<int64_t>(256, (perThread - producer) / consumerGroups / 8 * 8);
   WarpRoles atLaunch(
       {{"producer", WgmmaAtom::kWarps, 0}, {"consumer", config.getWarps(), 0}});
   // One consumer warpgroup has every register it may use from the launch
@@ -153,7 +159,7 @@ WarpRoles PrefillKernelSpec::roles() const {
   // producer's.
   if (consumerRegisters <= atLaunch.registersAtLaunch())
     return atLaunch;
-  return WarpRoles({{"producer", WgmmaAtom::kWarps, kProducerRegisters},
+  return WarpRoles({{"producer", WgmmaAtom::kWarps, producer},
                     {"consumer", config.getWarps(), consumerRegisters}});
 }
 

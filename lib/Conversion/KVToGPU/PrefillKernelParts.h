@@ -308,7 +308,8 @@ public:
   void produce(ImplicitLocOpBuilder &b, const StageHandoff &handoff) const;
   /// Consumer: the stage the mma reads K (V) of the tile in stage `stage`
   /// from: `stage`, or, where the ring holds codes or transposed rows, the
-  /// one converted tile, written by the block (barrier after).
+  /// one converted tile, written by the block (barrier after). (With a
+  /// producer, the producer converted the tile into `stage`.)
   Value prepareK(ImplicitLocOpBuilder &b, Value stage) const;
   Value prepareV(ImplicitLocOpBuilder &b, Value stage) const;
 
@@ -316,6 +317,11 @@ private:
   /// Stages tile `index`'s page entries (or gathered keys), when the
   /// tables have them.
   void stageIds(ImplicitLocOpBuilder &b, Value index) const;
+  /// Converts V's codes or transposed rows in ring stage `stage` into stage
+  /// `valueStage` of the V tiles, over `threads` threads (nothing where V
+  /// lands as the mma reads it).
+  void convertV(ImplicitLocOpBuilder &b, Value stage, Value valueStage,
+                int64_t threads) const;
   /// Issues the `role` part (K: K, with MLA's kpe; V: V) of tile `index`
   /// into its stage, where `live` (null: always) holds.
   void issue(ImplicitLocOpBuilder &b, Value index, kv::PoolRole role,

@@ -3,7 +3,7 @@
 // roles = producer: warpgroup 0 copies, warpgroups 1 and 2 compute. The
 // block is 384 threads at one block per SM (ptxas then knows the 168
 // registers a thread starts with, which setmaxnreg moves: the producer
-// down to 72, the consumers up to 216). Thread 0 initializes the K/V
+// down to 80, the consumers up to 216). Thread 0 initializes the K/V
 // ring's full barriers (128 producer arrivals) and empty barriers (256
 // consumer arrivals) while the block copies the query tile.
 //
@@ -26,7 +26,7 @@
 // CHECK: gpu.barrier
 
 // Producer.
-// CHECK: nvvm.setmaxregister  decrease 72
+// CHECK: nvvm.setmaxregister  decrease 80
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
 // CHECK: scf.for
 // CHECK: nvvm.mbarrier.try_wait.parity

@@ -10,7 +10,7 @@
 // A100: remark: kv-tile: #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>{{$}}
 func.func @wgmma(%q: memref<?x32x128xbf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x8x128xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x32x128xbf16, base = 2> {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x8x128xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = nhd, storage = combined, table = csr>
-  // expected-remark @below {{kv-tile: #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer>}}
+  // expected-remark @below {{kv-tile: #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 3, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer>}}
   %s = kv.prefill %q, %qo, %kv {causal} : memref<?x32x128xbf16>, memref<?xi32>, !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = nhd, storage = combined, table = csr> -> !kv.state<?x32x128xbf16, base = 2>
   return %s : !kv.state<?x32x128xbf16, base = 2>
 }

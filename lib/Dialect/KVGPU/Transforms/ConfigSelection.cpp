@@ -376,25 +376,34 @@ std::string kvgpu::whyNoWgmmaPrefill(kv::PrefillOp op,
 /// = overlap) above head dim 64, where one block fills an SM anyway (P and
 /// V of the tile before live through the next: 155-158 registers at head
 /// dim 64, which would cost the second block), unless V is converted per
-/// tile or mask_mod skips tiles. Overlapped kernels up to head dim 128 are
-/// warp-specialized (roles = producer: a producer warpgroup copies, the
-/// two consumer warpgroups take turns at the tensor cores) on 64-key tiles:
-/// the consumers' 216 registers (the producer keeps 72) hold those, the
+/// tile (unless a producer converts it) or mask_mod skips tiles.
+/// Overlapped kernels up to head dim 128 are warp-specialized (roles =
+/// producer: a producer warpgroup copies, converts quantized or transposed
+/// tiles into the ring's stages, the two consumer warpgroups take turns at
+/// the tensor cores) on 64-key tiles:
+/// the consumers' 216 registers (the producer keeps 80) hold those, the
 /// 128-key tile's 251 would spill; not with RoPE, which rotates each K
-/// tile in place.
+/// tile in place. Their ring starts at three stages: the consumers release
+/// a stage only once the values of its tile retired, late in the next
+/// tile's iteration, so with two the producer would start each tile's
+/// copies just before the consumers wait for them (with three it copies
+/// tile n while n - 1 lands and n - 2 is computed).
 static FailureOr<PrefillConfigAttr>
 chooseWgmmaPrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
                          std::string &whyNot) {
   auto [headDim, headDimV] = prefillHeadDims(op);
   bool convertsV = layoutShape(op, PrefillConfigAttr()).convertsV();
   int64_t widest = std::max(headDim, headDimV);
-  TileSchedule schedule = widest > 64 && !convertsV && !hasMaskMod(op)
-                              ? TileSchedule::overlap
-                              : TileSchedule::serial;
-  PrefillRoles roles =
-      schedule == TileSchedule::overlap && widest <= 128 && !op.getRopeAttr()
-          ? PrefillRoles::producer
-          : PrefillRoles::uniform;
+  bool overlaps = widest > 64 && !hasMaskMod(op);
+  PrefillRoles roles = overlaps && widest <= 128 && !op.getRopeAttr()
+                           ? PrefillRoles::producer
+                           : PrefillRoles::uniform;
+  // V converted per tile overlaps only where the producer converts it into
+  // the ring's stages.
+  TileSchedule schedule =
+      overlaps && (!convertsV || roles == PrefillRoles::producer)
+          ? TileSchedule::overlap
+          : TileSchedule::serial;
   int64_t kvTile =
       widest > 128                                                   ? 48
       : convertsV || widest <= 64 || roles == PrefillRoles::producer ? 64
@@ -402,7 +411,8 @@ chooseWgmmaPrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
   auto build = [&](int64_t qTile, int64_t keys) {
     return getCheckedQuietly<PrefillConfigAttr>(
         whyNot, op.getContext(), qTile, keys, /*warps=*/qTile / 16,
-        /*stages=*/int64_t(2), /*q_in_registers=*/false,
+        /*stages=*/int64_t(roles == PrefillRoles::producer ? 3 : 2),
+        /*q_in_registers=*/false,
         /*max_partitions=*/int64_t(16), /*value_warps=*/int64_t(1),
         MmaAtomKind::wgmma, schedule, roles);
   };

@@ -31,8 +31,11 @@ static void addKVBuffers(const TensorCoreLayoutShape &s,
                          TensorCoreBuffers &buf) {
   PrefillConfigAttr c = s.config;
   int64_t stages = c.getStages(), kvTile = c.getKvTile();
-  int64_t kStages = s.quantized() ? 1 : stages;
-  int64_t vStages = s.convertsV() ? 1 : stages;
+  // Codes converted per tile go to one K / V tile, or with a producer
+  // (which converts them) to the ring's stages.
+  bool converted = !c.hasProducer();
+  int64_t kStages = s.quantized() && converted ? 1 : stages;
+  int64_t vStages = s.convertsV() && converted ? 1 : stages;
   int64_t align = operandAlignment(c);
   buf.k = layout.add(s.isMla() ? "ckv_tiles" : "k_tiles",
                      {kStages, kvTile, s.headDim}, s.kvElement, align);
