@@ -17,6 +17,27 @@ func.func @wgmma(%q: memref<?x32x128xbf16>, %qo: memref<?xi32>, %pool: memref<?x
 
 // -----
 
+// On wgmma without a producer warpgroup: why.
+!p128 = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = nhd, storage = combined, table = csr>
+func.func @uniform_rope(%q: memref<?x32x128xbf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x8x128xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x32x128xbf16, base = 2> {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x8x128xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !p128
+  // expected-remark @below {{mma = wgmma, schedule = overlap>; no producer warpgroup: RoPE rotates each K tile in place}}
+  %s = kv.prefill %q, %qo, %kv {causal, rope = #kv.rope<rotate_half>} : memref<?x32x128xbf16>, memref<?xi32>, !p128 -> !kv.state<?x32x128xbf16, base = 2>
+  return %s : !kv.state<?x32x128xbf16, base = 2>
+}
+
+// -----
+
+!p64 = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 64, head_dim_v = 64, dtype = bf16, layout = nhd, storage = combined, table = csr>
+func.func @uniform_d64(%q: memref<?x32x64xbf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x8x64xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x32x64xbf16, base = 2> {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x8x64xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !p64
+  // expected-remark @below {{mma = wgmma>; no producer warpgroup: up to head dim 64 the serial kernel keeps two blocks per SM}}
+  %s = kv.prefill %q, %qo, %kv {causal} : memref<?x32x64xbf16>, memref<?xi32>, !p64 -> !kv.state<?x32x64xbf16, base = 2>
+  return %s : !kv.state<?x32x64xbf16, base = 2>
+}
+
+// -----
+
 // Head dim 96 is no whole number of the 128-byte swizzle's 64-element
 // blocks.
 func.func @d96(%q: memref<?x4x96xf16>, %qo: memref<?xi32>, %k: memref<?x2x96xf16>, %v: memref<?x2x96xf16>, %ki: memref<?xi32>) -> !kv.state<?x4x96xf16, base = e> {

@@ -364,6 +364,22 @@ std::string kvgpu::whyNoWgmmaPrefill(kv::PrefillOp op,
   return "";
 }
 
+std::string kvgpu::whyNoProducerPrefill(kv::PrefillOp op) {
+  auto [headDim, headDimV] = prefillHeadDims(op);
+  int64_t widest = std::max(headDim, headDimV);
+  if (widest <= 64)
+    return "up to head dim 64 the serial kernel keeps two blocks per SM";
+  if (hasMaskMod(op))
+    return "mask_mod skips tiles, and the consumers' overlapped loop issues "
+           "every tile's products";
+  if (widest > 128)
+    return "above head dim 128 the consumers' accumulators do not fit the "
+           "registers a producer leaves them";
+  if (op.getRopeAttr())
+    return "RoPE rotates each K tile in place";
+  return "";
+}
+
 /// The wgmma configuration of `op` (whyNoWgmmaPrefill is ""):
 /// FlashAttention-3's 128 rows (two warpgroups) against 128-key tiles at
 /// head dim 128; 64-key tiles where V arrives in a ring of its own and is
@@ -395,9 +411,8 @@ chooseWgmmaPrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
   bool convertsV = layoutShape(op, PrefillConfigAttr()).convertsV();
   int64_t widest = std::max(headDim, headDimV);
   bool overlaps = widest > 64 && !hasMaskMod(op);
-  PrefillRoles roles = overlaps && widest <= 128 && !op.getRopeAttr()
-                           ? PrefillRoles::producer
-                           : PrefillRoles::uniform;
+  PrefillRoles roles = whyNoProducerPrefill(op).empty() ? PrefillRoles::producer
+                                                        : PrefillRoles::uniform;
   // V converted per tile overlaps only where the producer converts it into
   // the ring's stages.
   TileSchedule schedule =

@@ -13,7 +13,8 @@ using namespace kvir::kvgpu;
 
 namespace {
 /// The remark of kv-tile's `explain`: the configuration (or why none), and,
-/// for a prefill on mma.sync although the chip has wgmma, why.
+/// for a prefill on mma.sync although the chip has wgmma, or on wgmma
+/// without a producer warpgroup, why.
 void explainChoice(Operation *op, const target::TargetInfo &target,
                    FailureOr<Attribute> config, StringRef whyNot,
                    MmaChoice choice) {
@@ -24,6 +25,11 @@ void explainChoice(Operation *op, const target::TargetInfo &target,
   }
   remark << *config;
   auto tensorCore = dyn_cast<PrefillConfigAttr>(*config);
+  if (tensorCore && tensorCore.usesWgmma() && !tensorCore.hasProducer()) {
+    if (auto p = dyn_cast<kv::PrefillOp>(op))
+      remark << "; no producer warpgroup: " << whyNoProducerPrefill(p);
+    return;
+  }
   if (!tensorCore || tensorCore.usesWgmma() ||
       !target.has(target::MmaAtom::WgmmaM64NK16))
     return;

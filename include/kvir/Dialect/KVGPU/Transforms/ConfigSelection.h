@@ -113,6 +113,13 @@ enum class MmaChoice { automatic, mmaSync };
 std::string whyNoWgmmaPrefill(kv::PrefillOp op,
                               const target::TargetInfo &target);
 
+/// Why `op`'s wgmma prefill keeps every warp copying and computing (roles
+/// = uniform) rather than a producer warpgroup and consumers: its head dims
+/// (up to 64 the serial kernel keeps two blocks per SM; above 128 the
+/// consumers' accumulators do not fit beside a producer), mask_mod's tile
+/// skipping, RoPE's in-place rotation of K tiles; or "".
+std::string whyNoProducerPrefill(kv::PrefillOp op);
+
 /// The prefill configuration for `op` on `target`, or failure with the
 /// reason in `whyNot`: on wgmma where `choice` allows it and
 /// whyNoWgmmaPrefill is "", else on mma.sync.
