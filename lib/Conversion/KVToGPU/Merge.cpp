@@ -227,6 +227,9 @@ struct MergeLowering : OpRewritePattern<OpTy> {
 
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
+    // (The pass reports why an op kept no kernel: whyNoMergeKernel.)
+    if (std::optional<std::string> why = whyNoMergeKernel(op))
+      return rewriter.notifyMatchFailure(op, *why);
     std::string whyNot;
     FailureOr<MergeOperands> m = getMergeOperands(op, whyNot);
     if (failed(m))

@@ -322,6 +322,20 @@ func.func @merge_without_lse(%o0: memref<?x4x64xf16>, %l0: memref<?x4xf32>, %o1:
 
 // -----
 
+// The merge kernel runs a thread per value dim: 1025 is past a block's
+// 1024 (the kernel is refused before a plan is built; it asserted once).
+!p = !kv.state<?x32x1025xf16, base = e, partitions = ?>
+!s = !kv.state<?x32x1025xf16, base = e>
+func.func @merge_wide_values(%v: memref<?x?x32x1025xf16>, %l: memref<?x?x32xf32>, %o: memref<?x32x1025xf16>, %lo: memref<?x32xf32>) {
+  %p = kv.load_state %v, %l : memref<?x?x32x1025xf16>, memref<?x?x32xf32> -> !p
+  // expected-error @below {{'kv.merge_partitions' op has no GPU kernel: head_dim_v 1025 needs more than 1024 threads}}
+  %m = kv.merge_partitions %p : !p -> !s
+  kv.store_state %m, %o, %lo : !s, memref<?x32x1025xf16>, memref<?x32xf32>
+  return
+}
+
+// -----
+
 !s = !kv.state<?x4x64xf16, base = 2>
 func.func @merge_of_computed(%o0: memref<?x4x64xf16>, %l0: memref<?x4xf32>, %n: index, %o: memref<?x4x64xf16>, %l: memref<?x4xf32>) {
   %a = kv.load_state %o0, %l0 : memref<?x4x64xf16>, memref<?x4xf32> -> !s
