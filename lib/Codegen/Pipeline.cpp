@@ -119,19 +119,30 @@ Value MBarrierPipeline::fullBarrier(ImplicitLocOpBuilder &b, Value barriers,
   return barrier(b, barriers, Full, stage);
 }
 
+void MBarrierPipeline::waitPhase(ImplicitLocOpBuilder &b, Value barriers,
+                                 int64_t kind, Value stage,
+                                 Value parity) const {
+  NVVM::MBarrierTryWaitParityOp::create(b, barrier(b, barriers, kind, stage),
+                                        parity, i32(b, 0));
+}
+
+void MBarrierPipeline::arrive(ImplicitLocOpBuilder &b, Value barriers,
+                              int64_t kind, Value stage) const {
+  NVVM::MBarrierArriveOp::create(
+      b, b.getI64Type(), barrier(b, barriers, kind, stage), Value(),
+      NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA));
+}
+
 void MBarrierPipeline::producerWaitEmpty(ImplicitLocOpBuilder &b,
                                          Value barriers, Value stage,
                                          Value parity) const {
   Value freed = arith::XOrIOp::create(b, parity, i32(b, 1));
-  NVVM::MBarrierTryWaitParityOp::create(b, barrier(b, barriers, Empty, stage),
-                                        freed, i32(b, 0));
+  waitPhase(b, barriers, Empty, stage, freed);
 }
 
 void MBarrierPipeline::producerArrive(ImplicitLocOpBuilder &b, Value barriers,
                                       Value stage) const {
-  NVVM::MBarrierArriveOp::create(
-      b, b.getI64Type(), barrier(b, barriers, Full, stage), Value(),
-      NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA));
+  arrive(b, barriers, Full, stage);
 }
 
 void MBarrierPipeline::producerAcquire(ImplicitLocOpBuilder &b, Value barriers,
@@ -147,13 +158,10 @@ void MBarrierPipeline::producerAcquire(ImplicitLocOpBuilder &b, Value barriers,
 
 void MBarrierPipeline::consumerWait(ImplicitLocOpBuilder &b, Value barriers,
                                     Value stage, Value parity) const {
-  NVVM::MBarrierTryWaitParityOp::create(b, barrier(b, barriers, Full, stage),
-                                        parity, i32(b, 0));
+  waitPhase(b, barriers, Full, stage, parity);
 }
 
 void MBarrierPipeline::consumerRelease(ImplicitLocOpBuilder &b, Value barriers,
                                        Value stage) const {
-  NVVM::MBarrierArriveOp::create(
-      b, b.getI64Type(), barrier(b, barriers, Empty, stage), Value(),
-      NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA));
+  arrive(b, barriers, Empty, stage);
 }

@@ -75,6 +75,16 @@ int64_t WarpRoles::registersAtLaunch() const {
   return std::min<int64_t>(256, kRegisterFile / getNumThreads() / 8 * 8);
 }
 
+void WarpRoles::declareLaunchBounds(Operation *kernel) const {
+  if (!budgetsRegisters())
+    return;
+  // Without it ptxas cannot tell the registers a thread starts with and
+  // ignores setmaxnreg (C7508).
+  kernel->setAttr(
+      NVVM::NVVMDialect::getMinctasmAttrName(),
+      IntegerAttr::get(IntegerType::get(kernel->getContext(), 32), 1));
+}
+
 /// Moves the warpgroups of `role` to its register budget, if it has one.
 static void setRegisterBudget(ImplicitLocOpBuilder &b, const WarpRole &role,
                               int64_t atLaunch) {

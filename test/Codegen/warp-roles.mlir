@@ -19,15 +19,17 @@
 // IR: gpu.return
 
 // Register budgets: a thread of a 384-thread block starts with 168 at one
-// block per SM; the producer warpgroup moves down to 72, the consumers up
-// to 216, each at its role's entry; a role at the launch's count moves
-// nowhere.
+// block per SM (which the kernel declares, so that ptxas knows it); the
+// producer warpgroup moves down to 72, the consumers up to 216, each at its
+// role's entry; a role at the launch's count moves nowhere.
 // IR-LABEL: gpu.func @budgets
+// IR-SAME: nvvm.minctasm = 1 : i32, nvvm.reqntid = array<i32: 384, 1, 1>
 // IR: scf.if
 // IR-NEXT: nvvm.setmaxregister  decrease 72
 // IR: scf.if
 // IR-NEXT: nvvm.setmaxregister  increase 216
 // IR-LABEL: gpu.func @budget_at_launch
+// IR-SAME: nvvm.minctasm = 1 : i32
 // IR-NOT: nvvm.setmaxregister
 // IR: gpu.return
 

@@ -137,6 +137,12 @@ public:
 private:
   mlir::Value barrier(mlir::ImplicitLocOpBuilder &b, mlir::Value barriers,
                       int64_t kind, mlir::Value stage) const;
+  /// Waits until the `kind` barrier of `stage` completed the phase of
+  /// `parity`; arrives on it once (no transactions).
+  void waitPhase(mlir::ImplicitLocOpBuilder &b, mlir::Value barriers,
+                 int64_t kind, mlir::Value stage, mlir::Value parity) const;
+  void arrive(mlir::ImplicitLocOpBuilder &b, mlir::Value barriers, int64_t kind,
+              mlir::Value stage) const;
 
   int64_t stages, consumerArrivals, producerArrivals;
 };

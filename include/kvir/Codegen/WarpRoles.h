@@ -62,6 +62,10 @@ public:
   /// The registers per thread a block starts with at one block per SM:
   /// the file over its threads, in setmaxnreg's steps of 8, at most 256.
   int64_t registersAtLaunch() const;
+  /// Declares on `kernel` (whose .reqntid is the roles' block) what
+  /// setmaxnreg needs: one block per SM (`nvvm.minctasm` 1) where a role
+  /// has a budget; nothing otherwise.
+  void declareLaunchBounds(mlir::Operation *kernel) const;
 
   /// Builds `body(builder, role, warpInRole)` for each role: under a branch
   /// on `warp` (the thread's warp in the block, uniform across the warp)

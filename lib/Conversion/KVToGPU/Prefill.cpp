@@ -18,7 +18,6 @@
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
 
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include <cmath>
@@ -308,11 +307,7 @@ static gpu::GPUFuncOp buildTensorCoreKernel(LoweringContext &context,
     KernelFunc kf = KernelFunc::create(module, name, prefillArgumentTypes(spec),
                                        {roles.getNumThreads(), 1, 1},
                                        prefillSharedLayout(spec), op->getLoc());
-    // setmaxnreg needs the registers a thread starts with: one block per SM.
-    if (roles.budgetsRegisters())
-      kf.getOp()->setAttr(
-          NVVM::NVVMDialect::getMinctasmAttrName(),
-          IntegerAttr::get(IntegerType::get(op->getContext(), 32), 1));
+    roles.declareLaunchBounds(kf.getOp());
     buildPrefillBody(kf, spec);
     return kf;
   });

@@ -28,6 +28,18 @@ Value i32(ImplicitLocOpBuilder &b, int64_t v) {
   return arith::ConstantIntOp::create(b, v, 32);
 }
 
+/// bar.sync `id`, `threads` (a named barrier, PTX ISA 9.7.13.1).
+void syncNamed(ImplicitLocOpBuilder &b, int64_t id, int64_t threads) {
+  NVVM::BarrierOp::create(b, TypeRange{}, i32(b, id), i32(b, threads),
+                          /*reductionOp=*/nullptr,
+                          /*reductionPredicate=*/Value());
+}
+
+/// bar.arrive `id`, `threads`.
+void arriveNamed(ImplicitLocOpBuilder &b, int64_t id, int64_t threads) {
+  NVVM::BarrierArriveOp::create(b, i32(b, id), i32(b, threads));
+}
+
 /// Builds `body(b, g)` for the warpgroup's `group` under a branch per
 /// group, so that each named barrier id is a constant (ptxas reserves all
 /// 16 barriers for an id it cannot see).
@@ -60,9 +72,7 @@ void StageHandoff::filled(ImplicitLocOpBuilder &b, Value index) const {
 }
 
 void StageHandoff::producerSync(ImplicitLocOpBuilder &b) const {
-  NVVM::BarrierOp::create(b, TypeRange{}, i32(b, kProducerBarrier),
-                          i32(b, kWarpgroupThreads), /*reductionOp=*/nullptr,
-                          /*reductionPredicate=*/Value());
+  syncNamed(b, kProducerBarrier, kWarpgroupThreads);
 }
 
 void StageHandoff::waitFull(ImplicitLocOpBuilder &b, Value index) const {
@@ -80,8 +90,7 @@ void StageHandoff::beginTurns(ImplicitLocOpBuilder &b, Value group) const {
   IRBuilder ir{b};
   emitIf(b, ir.eq(group, ir.idx(consumerGroups - 1)),
          [&](ImplicitLocOpBuilder &ib) {
-           NVVM::BarrierArriveOp::create(ib, i32(ib, kFirstTurnBarrier),
-                                         i32(ib, 2 * kWarpgroupThreads));
+           arriveNamed(ib, kFirstTurnBarrier, 2 * kWarpgroupThreads);
          });
 }
 
@@ -90,10 +99,7 @@ void StageHandoff::awaitTurn(ImplicitLocOpBuilder &b, Value group) const {
     return;
   // This group's threads and the arrivals of the group before.
   forGroup(b, group, consumerGroups, [&](ImplicitLocOpBuilder &gb, int64_t g) {
-    NVVM::BarrierOp::create(gb, TypeRange{}, i32(gb, kFirstTurnBarrier + g),
-                            i32(gb, 2 * kWarpgroupThreads),
-                            /*reductionOp=*/nullptr,
-                            /*reductionPredicate=*/Value());
+    syncNamed(gb, kFirstTurnBarrier + g, 2 * kWarpgroupThreads);
   });
 }
 
@@ -102,7 +108,6 @@ void StageHandoff::passTurn(ImplicitLocOpBuilder &b, Value group) const {
     return;
   forGroup(b, group, consumerGroups, [&](ImplicitLocOpBuilder &gb, int64_t g) {
     int64_t next = (g + 1) % consumerGroups;
-    NVVM::BarrierArriveOp::create(gb, i32(gb, kFirstTurnBarrier + next),
-                                  i32(gb, 2 * kWarpgroupThreads));
+    arriveNamed(gb, kFirstTurnBarrier + next, 2 * kWarpgroupThreads);
   });
 }

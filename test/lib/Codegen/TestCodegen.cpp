@@ -138,6 +138,7 @@ void buildWarpRoles(gpu::GPUFuncOp stub) {
         {"role" + std::to_string(i), warps, budgets ? budgets[i] : 0});
   WarpRoles roles(list);
   KernelFunc kf = replaceKernel(stub, {roles.getNumThreads(), 1, 1}, {});
+  roles.declareLaunchBounds(kf.getOp());
   ImplicitLocOpBuilder b = kf.getBuilder();
   IRBuilder ir{b};
   Value thread = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
