@@ -99,8 +99,9 @@ public:
 
   int64_t getStages() const { return stages; }
   /// The barriers' shared buffer: memref<barrierCount() x i64>, 8-byte
-  /// aligned.
-  int64_t barrierCount() const { return 2 * stages; }
+  /// aligned (a full and an empty barrier per stage).
+  static int64_t barrierCount(int64_t stages) { return 2 * stages; }
+  int64_t barrierCount() const { return barrierCount(stages); }
 
   /// Thread `leader` initializes every barrier and fences the inits
   /// (fence.mbarrier_init); the caller synchronizes the block (a barrier)

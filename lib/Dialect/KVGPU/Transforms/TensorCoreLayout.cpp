@@ -1,6 +1,7 @@
 //===- TensorCoreLayout.cpp - The tensor-core kernel's shared memory ------===//
 #include "kvir/Dialect/KVGPU/Transforms/TensorCoreLayout.h"
 #include "kvir/Codegen/PagedTileLoader.h"
+#include "kvir/Codegen/Pipeline.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
 
 using namespace mlir;
@@ -98,8 +99,10 @@ kvgpu::addTensorCoreBuffers(const TensorCoreLayoutShape &s,
   if (s.skipsTiles)
     buf.liveTiles = layout.add("live_tiles", {s.liveTileSlots()}, i32);
   if (c.hasProducer())
-    buf.stageBarriers =
-        layout.add("stage_barriers", {2 * c.getStages()}, i64, /*align=*/8);
+    buf.stageBarriers = layout.add(
+        "stage_barriers",
+        {codegen::MBarrierPipeline::barrierCount(c.getStages())}, i64,
+        /*align=*/8);
   return buf;
 }
 
