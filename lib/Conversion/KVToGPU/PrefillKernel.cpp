@@ -152,14 +152,14 @@ WarpRoles PrefillKernelSpec::roles() const {
   int64_t producer = producerRegisters(*this);
   int64_t consumerRegisters =
       std::min<int64_t>(256, (perThread - producer) / consumerGroups / 8 * 8);
-  WarpRoles atLaunch(
-      {{"producer", WgmmaAtom::kWarps, 0}, {"consumer", config.getWarps(), 0}});
+  WarpRoles atLaunch({{"producer", config.getProducerWarps(), 0},
+                      {"consumer", config.getWarps(), 0}});
   // One consumer warpgroup has every register it may use from the launch
   // on (256 threads: 256 each): no budgets, which would only cut the
   // producer's.
   if (consumerRegisters <= atLaunch.registersAtLaunch())
     return atLaunch;
-  return WarpRoles({{"producer", WgmmaAtom::kWarps, producer},
+  return WarpRoles({{"producer", config.getProducerWarps(), producer},
                     {"consumer", config.getWarps(), consumerRegisters}});
 }
 

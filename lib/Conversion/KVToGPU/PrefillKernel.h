@@ -135,7 +135,8 @@ struct PrefillKernelSpec {
   /// The threads that issue the K/V tiles' copies: the producer's, or the
   /// block's.
   int64_t copyThreads() const {
-    return config.hasProducer() ? 128 : config.getNumThreads();
+    return config.hasProducer() ? 32 * config.getProducerWarps()
+                                : config.getNumThreads();
   }
   /// Whether a final output of element type `outElement` is staged
   /// through shared memory for 16-byte stores (the layout's rule).
