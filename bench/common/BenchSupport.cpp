@@ -132,10 +132,11 @@ double kvir::bench::occupancy(const std::string &chip, int registers,
 Traffic kvir::bench::sumTraffic(const std::vector<emu::LaunchStats> &launches) {
   Traffic t;
   for (const emu::LaunchStats &l : launches) {
-    t.loaded += l.globalBytesLoaded;
-    t.stored += l.globalBytesStored;
-    t.sectors += l.globalSectors;
-    t.useful += l.globalUsefulBytes;
+    // TMA's bytes are global traffic too, every one of them useful.
+    t.loaded += l.globalBytesLoaded + l.tmaBytesLoaded;
+    t.stored += l.globalBytesStored + l.tmaBytesStored;
+    t.sectors += l.globalSectors + l.tmaSectorsLoaded;
+    t.useful += l.globalUsefulBytes + l.tmaBytesLoaded;
     t.sharedRequests += l.sharedRequests;
     t.bankConflicts += l.bankConflicts;
     t.mma += l.mmaOps;

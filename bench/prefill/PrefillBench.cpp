@@ -60,10 +60,14 @@ struct Config {
   }
 };
 
-/// A batch of prefills over a fresh NHD cache, ready to run.
+/// A batch of prefills over a fresh paged cache (or ragged K/V), ready to
+/// run.
 struct Problem {
   KernelSource src{"batch_prefill"};
   PagedCache cache;
+  /// Ragged K/V: [keys, kv heads, head dim], requests one after another.
+  Tensor rk, rv;
+  std::vector<int32_t> kvIndptr;
   Tensor q;
   StateBuffers out;
   std::vector<int32_t> qoIndptr;
@@ -75,21 +79,29 @@ struct Problem {
 std::unique_ptr<Problem> makeProblem(const CacheSpec &spec, int64_t qHeads,
                                      std::vector<int64_t> qo,
                                      std::vector<int64_t> kv, bool causal,
-                                     uint64_t seed) {
+                                     bool ragged, uint64_t seed) {
   auto p = std::make_unique<Problem>();
   Rng rng(seed);
   p->qo = std::move(qo);
   p->kv = std::move(kv);
   p->qHeads = qHeads;
-  p->cache = makeCache(spec, p->kv, rng);
+  std::string kvType, kvName;
+  if (ragged) {
+    p->kvIndptr = indptrOf(p->kv);
+    int64_t keys = p->kvIndptr.back();
+    p->rk = randomTensor(rng, spec.dtype, {keys, spec.kvHeads, spec.headDim});
+    p->rv = randomTensor(rng, spec.dtype, {keys, spec.kvHeads, spec.headDimV});
+    kvName = emitRaggedView(p->src, spec, p->rk, p->rv, p->kvIndptr, kvType);
+  } else {
+    p->cache = makeCache(spec, p->kv, rng);
+    kvName = emitPagedView(p->src, p->cache, "kv", kvType);
+  }
   p->qoIndptr = indptrOf(p->qo);
   int64_t rows = p->qoIndptr.back();
   p->q = randomTensor(rng, spec.dtype, {rows, qHeads, spec.headDim}, 2.0);
   p->out = makeStateBuffers(rows, qHeads, spec.headDimV, spec.dtype);
   p->params.causal = causal;
   p->params.base = Base::Two;
-  std::string kvType;
-  std::string kvName = emitPagedView(p->src, p->cache, "kv", kvType);
   std::string qs = p->src.addMemref("q", p->q);
   std::string qoName = p->src.addMemref("qo_indptr", makeI32(p->qoIndptr));
   std::string stateType =
@@ -222,7 +234,7 @@ int main(int argc, char **argv) {
   Quant quant = Quant::None;
   int64_t quantGroup = 0;
   std::string kvName = "f16";
-  bool vllm = false;
+  bool vllm = false, ragged = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -255,11 +267,12 @@ int main(int argc, char **argv) {
       quantGroup = parsed->group;
     } else if (a == "--layout") {
       std::string name = next();
-      if (name != "nhd" && name != "vllm") {
-        std::fprintf(stderr, "--layout takes nhd or vllm\n");
+      if (name != "nhd" && name != "vllm" && name != "ragged") {
+        std::fprintf(stderr, "--layout takes nhd, vllm or ragged\n");
         return 2;
       }
       vllm = name == "vllm";
+      ragged = name == "ragged";
     } else if (a == "--no-ptxas")
       usePtxas = false;
     else if (a == "--no-skew")
@@ -268,7 +281,8 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "usage: %s [--len N] [--chips a,b] [--configs "
                    "d128-g4-causal,...] [--kv f16|fp8_e4m3|fp8_e5m2|int8_g8|"
-                   "int8_g16] [--layout nhd|vllm] [--no-ptxas] [--no-skew]\n",
+                   "int8_g16] [--layout nhd|vllm|ragged] [--no-ptxas] "
+                   "[--no-skew]\n",
                    argv[0]);
       return 2;
     }
@@ -276,12 +290,15 @@ int main(int argc, char **argv) {
   Toolbox tools(argv[0], usePtxas);
   std::vector<Config> configs{{128, 1, true}, {128, 4, true}, {128, 4, false},
                               {64, 8, true},  {256, 1, true}};
-  std::printf("Prefill, f16, %s KV, %s pages of 16 (%s, scattered), %lld KV "
-              "heads, 2 requests of qo_len = kv_len = %lld.%s\n\n",
-              kvName.c_str(), vllm ? "vLLM" : "NHD",
-              vllm ? "block table" : "CSR", (long long)kvHeads, (long long)len,
-              tools.ptxas().empty() ? " (no ptxas: register columns empty)"
-                                    : "");
+  std::string kvLayout =
+      ragged ? std::string("ragged (contiguous per request)")
+             : std::string(vllm ? "vLLM" : "NHD") + " pages of 16 (" +
+                   (vllm ? "block table" : "CSR") + ", scattered)";
+  std::printf(
+      "Prefill, f16, %s KV, %s, %lld KV heads, 2 requests of qo_len "
+      "= kv_len = %lld.%s\n\n",
+      kvName.c_str(), kvLayout.c_str(), (long long)kvHeads, (long long)len,
+      tools.ptxas().empty() ? " (no ptxas: register columns empty)" : "");
   std::printf("| config | chip | q tile, warps | regs (split/direct) | "
               "smem KB | spill B | occupancy | P | bytes / ideal | workspace / "
               "ideal | sector eff "
@@ -305,10 +322,15 @@ int main(int argc, char **argv) {
     spec.quant = quant;
     spec.quantGroup = quantGroup;
     int64_t qHeads = kvHeads * cfg.group;
-    std::unique_ptr<Problem> p = makeProblem(
-        spec, qHeads, {len, len}, {len, len}, cfg.causal, 7 + cfg.headDim);
-    ref::State expected = ref::attention(
-        p->q, p->qoIndptr, ref::PagedSource(p->cache), p->params);
+    std::unique_ptr<Problem> p =
+        makeProblem(spec, qHeads, {len, len}, {len, len}, cfg.causal, ragged,
+                    7 + cfg.headDim);
+    ref::State expected =
+        ragged ? ref::attention(p->q, p->qoIndptr,
+                                ref::RaggedSource(p->rk, p->rv, p->kvIndptr),
+                                p->params)
+               : ref::attention(p->q, p->qoIndptr, ref::PagedSource(p->cache),
+                                p->params);
     for (const std::string &chip : chips) {
       Toolbox::Compiled compiled = tools.compile(p->src.text(), chip);
       RunResult result;
@@ -441,7 +463,8 @@ int main(int argc, char **argv) {
     std::vector<int64_t> qo(64, 128);
     qo[17] = 8192;
     std::string chip = "sm_90a";
-    std::unique_ptr<Problem> p = makeProblem(spec, 1, qo, qo, true, 99);
+    std::unique_ptr<Problem> p = makeProblem(spec, 1, qo, qo, true,
+                                             /*ragged=*/false, 99);
     Toolbox::Compiled compiled = tools.compile(p->src.text(), chip);
     RunResult result;
     ::testing::AssertionResult ran =

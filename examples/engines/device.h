@@ -155,6 +155,8 @@ static int open_emulator(device_t *dev, const char *mlir_file,
   dev->cu.func_set_attribute = emu_func_set_attribute;
   dev->cu.launch_kernel = emu_launch_kernel;
   dev->cu.memcpy_htod_async = emu_memcpy_htod_async;
+  /* The emulator's tensor maps, for kernels that copy by TMA. */
+  dev->cu.tensor_map_encode_tiled = kvir_emulator_encode_tensor_map;
   dev->emulated = 1;
   dev->alloc = emu_alloc;
   dev->upload = emu_upload;

@@ -97,6 +97,16 @@ KVIR_C_API int64_t kvir_emulator_kernel_params(const char *kernel);
 /* Makes [ptr, ptr + bytes) memory kernels may access (or no longer). */
 KVIR_C_API void kvir_emulator_register(const void *ptr, uint64_t bytes);
 KVIR_C_API void kvir_emulator_unregister(const void *ptr);
+/* Encodes a tensor map into the 64-byte aligned 128 bytes at `map`, as the
+   driver's cuTensorMapEncodeTiled would (same arguments; the map is the
+   emulator's, for its TMA copies); 0, or -1 with kvir_last_error saying
+   which of the driver's requirements is broken. */
+KVIR_C_API int
+kvir_emulator_encode_tensor_map(void *map, int data_type, unsigned rank,
+                                void *address, const uint64_t *dims,
+                                const uint64_t *strides, const unsigned *box,
+                                const unsigned *element_strides, int interleave,
+                                int swizzle, int l2_promotion, int oob_fill);
 /* Launches a loaded kernel as cuLaunchKernel would: params[i] points to the
    bytes of parameter i (kvir's kernel ABI: pointers and int64 sizes). The
    parameter count is checked against the kernel's; a failed check in the

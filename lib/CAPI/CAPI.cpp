@@ -4,6 +4,7 @@
 #include "kvir/CAPI/Spec.h"
 #include "kvir/Emulator/Emulator.h"
 #include "kvir/Emulator/HostLowering.h"
+#include "kvir/Emulator/TensorMap.h"
 #include "kvir/Pipelines/Pipelines.h"
 #include "kvir/Registration/InitAll.h"
 #include "kvir/Target/GPU/TargetInfo.h"
@@ -430,6 +431,38 @@ void kvir_emulator_register(const void *ptr, uint64_t bytes) {
 
 void kvir_emulator_unregister(const void *ptr) {
   kvir::emu::Emulator::get().unregisterAllocation(ptr);
+}
+
+int kvir_emulator_encode_tensor_map(void *map, int dataType, unsigned rank,
+                                    void *address, const uint64_t *dims,
+                                    const uint64_t *strides,
+                                    const unsigned *box,
+                                    const unsigned *elementStrides,
+                                    int interleave, int swizzle,
+                                    int l2Promotion, int oobFill) {
+  lastError.clear();
+  if (!map || !dims || !box || !elementStrides || (rank > 1 && !strides))
+    return fail("kvir_emulator_encode_tensor_map: a required argument is "
+                "NULL");
+  kvir::emu::TensorMapFields f;
+  f.dataType = uint32_t(dataType);
+  f.rank = rank;
+  f.globalAddress = reinterpret_cast<uint64_t>(address);
+  for (unsigned d = 0; d < rank && d < 5; ++d) {
+    f.globalDim[d] = dims[d];
+    f.boxDim[d] = box[d];
+    f.elementStrides[d] = elementStrides[d];
+    if (d + 1 < rank)
+      f.globalStrides[d] = strides[d];
+  }
+  f.interleave = uint32_t(interleave);
+  f.swizzle = uint32_t(swizzle);
+  f.l2Promotion = uint32_t(l2Promotion);
+  f.oobFill = uint32_t(oobFill);
+  std::string error = kvir::emu::encodeTensorMap(map, f);
+  if (!error.empty())
+    return fail("kvir_emulator_encode_tensor_map: " + error);
+  return 0;
 }
 
 int kvir_emulator_launch(const char *kernel, const uint32_t grid[3],

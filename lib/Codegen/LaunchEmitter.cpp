@@ -171,6 +171,71 @@ struct PlanEmitter {
     return SmallVector<Value>{items, indptr};
   }
 
+  /// Encodes every tensor-map argument (cuTensorMapEncodeTiled) into a
+  /// new 64-byte aligned buffer over its source's whole row-major extent;
+  /// returns the buffers to free.
+  FailureOr<SmallVector<Value>> emitTensorMaps(ImplicitLocOpBuilder &b) {
+    SmallVector<Value> maps;
+    IRBuilder ir{b};
+    Type i32 = b.getI32Type(), i64 = b.getI64Type();
+    auto i32Const = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(b, v, 32);
+    };
+    for (kvgpu::PlanArgAttr arg : plan.getArgs()) {
+      kvgpu::TensorMapAttr map = arg.getMap();
+      if (!map)
+        continue;
+      Value source = lookup(map.getSource());
+      if (!source)
+        return emitError(b.getLoc())
+               << "launch plan '" << plan.getName() << "' has no value for '"
+               << map.getSource() << "'";
+      auto type = cast<MemRefType>(source.getType());
+      int64_t rank = type.getRank();
+      int64_t elementBytes = type.getElementTypeBitWidth() / 8;
+      // The driver's arrays are innermost first.
+      auto dims = memref::AllocaOp::create(b, MemRefType::get({5}, i64));
+      auto strides = memref::AllocaOp::create(b, MemRefType::get({5}, i64));
+      auto box = memref::AllocaOp::create(b, MemRefType::get({5}, i32));
+      auto unit = memref::AllocaOp::create(b, MemRefType::get({5}, i32));
+      Value stride = ir.idx(elementBytes);
+      for (int64_t d = 0; d < rank; ++d) {
+        int64_t axis = rank - 1 - d;
+        Value at = ir.idx(d);
+        Value size = memref::DimOp::create(b, source, axis);
+        memref::StoreOp::create(b, arith::IndexCastOp::create(b, i64, size),
+                                dims, at);
+        memref::StoreOp::create(b, i32Const(map.getBox()[axis]), box, at);
+        memref::StoreOp::create(b, i32Const(1), unit, at);
+        stride = ir.mul(stride, size);
+        if (d + 1 < rank)
+          memref::StoreOp::create(b, arith::IndexCastOp::create(b, i64, stride),
+                                  strides, at);
+      }
+      auto buffer = memref::AllocOp::create(
+          b, cast<MemRefType>(arg.getType()), ValueRange(),
+          b.getI64IntegerAttr(kvgpu::TensorMapAttr::kAlignment));
+      using Map = kvgpu::TensorMapAttr;
+      Value rc = kv::emitHostCall(
+          b, "cuTensorMapEncodeTiled",
+          {kv::emitDataPointer(b, buffer),
+           i32Const(*kvgpu::TensorMapAttr::getDataType(type.getElementType())),
+           i32Const(rank), kv::emitDataPointer(b, source),
+           kv::emitDataPointer(b, dims), kv::emitDataPointer(b, strides),
+           kv::emitDataPointer(b, box), kv::emitDataPointer(b, unit),
+           i32Const(Map::kInterleave), i32Const(map.getSwizzleMode()),
+           i32Const(Map::kL2Promotion), i32Const(Map::kOobFill)},
+          i32);
+      cf::AssertOp::create(
+          b,
+          arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rc, i32Const(0)),
+          ("cuTensorMapEncodeTiled failed for '" + arg.getName() + "'").str());
+      values[arg.getName()] = buffer;
+      maps.push_back(buffer);
+    }
+    return maps;
+  }
+
   /// Launches `group` (kernels of one condition), allocating the workspace
   /// they take first and freeing it after.
   LogicalResult emitGroup(ImplicitLocOpBuilder &b,
@@ -251,6 +316,9 @@ LogicalResult codegen::emitLaunches(ImplicitLocOpBuilder &b,
     }
     emitter.values[size.getName()] = v;
   }
+  FailureOr<SmallVector<Value>> tensorMaps = emitter.emitTensorMaps(b);
+  if (failed(tensorMaps))
+    return failure();
   SmallVector<Value> scheduleBuffers;
   if (schedule) {
     FailureOr<SmallVector<Value>> buffers = emitter.emitSchedule(b, schedule);
@@ -296,7 +364,7 @@ LogicalResult codegen::emitLaunches(ImplicitLocOpBuilder &b,
     if (failed(result))
       return failure();
   }
-  for (Value buffer : scheduleBuffers)
+  for (Value buffer : llvm::concat<Value>(scheduleBuffers, *tensorMaps))
     memref::DeallocOp::create(b, buffer);
   return success();
 }

@@ -145,15 +145,21 @@ void MBarrierPipeline::producerArrive(ImplicitLocOpBuilder &b, Value barriers,
   arrive(b, barriers, Full, stage);
 }
 
+void MBarrierPipeline::producerArriveExpecting(ImplicitLocOpBuilder &b,
+                                               Value barriers, Value stage,
+                                               Value bytes) const {
+  NVVM::MBarrierArriveExpectTxOp::create(
+      b, b.getI64Type(), barrier(b, barriers, Full, stage), bytes,
+      NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA),
+      /*relaxed=*/nullptr, /*predicate=*/Value());
+}
+
 void MBarrierPipeline::producerAcquire(ImplicitLocOpBuilder &b, Value barriers,
                                        Value stage, Value parity,
                                        Value bytes) const {
   assert(producerArrivals == 1 && "one arrival announces the transactions");
   producerWaitEmpty(b, barriers, stage, parity);
-  NVVM::MBarrierArriveExpectTxOp::create(
-      b, b.getI64Type(), barrier(b, barriers, Full, stage), bytes,
-      NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA),
-      /*relaxed=*/nullptr, /*predicate=*/Value());
+  producerArriveExpecting(b, barriers, stage, bytes);
 }
 
 void MBarrierPipeline::consumerWait(ImplicitLocOpBuilder &b, Value barriers,

@@ -463,6 +463,7 @@ void __kvemu_wgmma_read(uint32_t, uint32_t);
 uint64_t __kvemu_reg_defined();
 void __kvemu_setmaxnreg(uint32_t, uint32_t, uint32_t);
 void __kvemu_fence_proxy_async(uint32_t);
+void __kvemu_fence_proxy_tensormap(const void *, uint32_t);
 void __kvemu_griddepcontrol_wait(uint32_t);
 void __kvemu_cluster_arrive(uint32_t, uint32_t);
 void __kvemu_cluster_wait(uint32_t);
@@ -517,6 +518,8 @@ llvm::orc::SymbolMap hookSymbols(llvm::orc::MangleAndInterner interner) {
   add(map, interner, kabi::kRegDefined, &__kvemu_reg_defined);
   add(map, interner, kabi::kSetMaxNReg, &__kvemu_setmaxnreg);
   add(map, interner, kabi::kFenceProxyAsync, &__kvemu_fence_proxy_async);
+  add(map, interner, kabi::kFenceProxyTensorMap,
+      &__kvemu_fence_proxy_tensormap);
   add(map, interner, kabi::kGridDependencyWait, &__kvemu_griddepcontrol_wait);
   add(map, interner, kabi::kClusterArrive, &__kvemu_cluster_arrive);
   add(map, interner, kabi::kClusterWait, &__kvemu_cluster_wait);

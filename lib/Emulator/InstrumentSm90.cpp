@@ -358,6 +358,14 @@ std::optional<LogicalResult> Instrumenter::rewriteSm90(Operation *op) {
                  << NVVM::stringifyProxyKind(f.getKind());
         }
       })
+      .Case([&](NVVM::FenceProxyAcquireOp f) -> LogicalResult {
+        if (f.getFromProxy() != NVVM::ProxyKind::GENERIC ||
+            f.getToProxy() != NVVM::ProxyKind::TENSORMAP)
+          return f.emitError("the emulator models fence.proxy.acquire from "
+                             "the generic to the tensormap proxy");
+        return replaceWithCall(kabi::kFenceProxyTensorMap,
+                               {toGeneric(loc, f.getAddr())});
+      })
       .Case([&](NVVM::FenceMbarrierInitOp) {
         return replaceWithCall(kabi::kFenceMBarrierInit, {});
       })

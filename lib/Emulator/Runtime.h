@@ -136,6 +136,9 @@ struct GpuThread {
   /// fence.proxy.async executed so far: a generic write to shared memory
   /// is visible to the async proxy once its writer fenced after it.
   uint32_t proxyFences = 0;
+  /// Tensor maps (their addresses) the thread acquired for the tensormap
+  /// proxy (fence.proxy.tensormap::generic.acquire) since its launch.
+  std::vector<uint64_t> acquiredTensorMaps;
   /// The named barrier or mbarrier the thread waits on (Wait::NamedBarrier:
   /// its id; Wait::MBarrier: its shared offset and the phase parity).
   uint32_t waitObject = 0, waitParity = 0;

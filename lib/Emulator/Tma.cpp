@@ -23,6 +23,7 @@
 #include "Runtime.h"
 #include "kvir/Emulator/TensorMap.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -80,6 +81,18 @@ Tile tileOf(const void *tensorMap, uint32_t rank, const std::string &what,
   Tile tile;
   if (reinterpret_cast<uintptr_t>(tensorMap) % 64)
     fail(what + ": the tensor map address is not 64-byte aligned", site);
+  // The emulator's maps are in global memory, written through the generic
+  // proxy (the host's copy, or the kernel); the copy reads them through the
+  // tensormap proxy, which only the reading thread's acquire orders after
+  // those writes (PTX ISA 9.7.13.4, membar/fence: proxy fences).
+  if (!llvm::is_contained(current.thread->acquiredTensorMaps,
+                          reinterpret_cast<uint64_t>(tensorMap)))
+    fail(what + ": the tensor map at 0x" +
+             llvm::utohexstr(reinterpret_cast<uint64_t>(tensorMap)) +
+             " is in global memory and this thread has not acquired it for "
+             "the tensormap proxy (fence.proxy.tensormap::generic.acquire) "
+             "since the launch",
+         site);
   if (!decodeTensorMap(tensorMap, tile.map))
     fail(what + ": the tensor map operand does not hold a tensor map that "
                 "cuTensorMapEncodeTiled encoded",
@@ -171,6 +184,16 @@ void kvir::emu::checkAsyncSourceWrite(BlockRun &b, uint64_t offset,
 
 extern "C" {
 
+void __kvemu_fence_proxy_tensormap(const void *tensorMap, uint32_t site) {
+  uint64_t addr = reinterpret_cast<uint64_t>(tensorMap);
+  // The ISA leaves an address outside .global undefined.
+  globalRange(addr, 128, /*write=*/false,
+              "fence.proxy.tensormap::generic.acquire", site);
+  std::vector<uint64_t> &acquired = current.thread->acquiredTensorMaps;
+  if (!llvm::is_contained(acquired, addr))
+    acquired.push_back(addr);
+}
+
 void __kvemu_tma_load(const void *tensorMap, void *dst, const void *mbar,
                       const int32_t *coords, uint32_t rank, uint32_t enabled,
                       uint32_t site) {
@@ -192,6 +215,7 @@ void __kvemu_tma_load(const void *tensorMap, void *dst, const void *mbar,
   uint64_t dstOffset = sharedRange(dst, bytes, 128, what, site);
   uint32_t barrier = mbarrierAt(mbar, what, site);
   std::vector<uint8_t> box(bytes, 0);
+  llvm::DenseSet<uint64_t> sectors;
   forEachElement(tile, coords, [&](uint64_t i, bool in, uint64_t addr) {
     if (!in)
       return;
@@ -199,7 +223,10 @@ void __kvemu_tma_load(const void *tensorMap, void *dst, const void *mbar,
     std::memcpy(&box[i * e], reinterpret_cast<const void *>(addr), e);
     b.stats->tmaBytesLoaded += e;
     b.work.globalBytes += e;
+    for (uint64_t s = addr / 32; s <= (addr + e - 1) / 32; ++s)
+      sectors.insert(s);
   });
+  b.stats->tmaSectorsLoaded += sectors.size();
   uint32_t agent = asyncAgent(b, barrier);
   for (uint64_t chunk = 0; chunk < bytes; chunk += 16) {
     uint64_t at = swizzleOffset(dstOffset + chunk, swizzleSpan(m.swizzle));

@@ -19,6 +19,37 @@ class CudaError(RuntimeError):
     pass
 
 
+def tensor_map_arrays(m, address, shape):
+    """cuTensorMapEncodeTiled's arguments for manifest tensor map `m` (a
+    plan argument's "map") over a row-major buffer of `shape` at `address`:
+    dims, byte strides, box and element strides, innermost first."""
+    u64, u32 = ctypes.c_uint64, ctypes.c_uint
+    rank = len(shape)
+    dims = list(reversed([int(d) for d in shape]))
+    strides, stride = [], m["element_bytes"]
+    for d in dims[:-1]:
+        stride *= d
+        strides.append(stride)
+    return ((u64 * rank)(*dims), (u64 * max(1, rank - 1))(*strides),
+            (u32 * rank)(*reversed(m["box"])), (u32 * rank)(*([1] * rank)))
+
+
+def encode_tensor_map(fn, m, address, shape, what):
+    """128 bytes of tensor map `m` over `shape` at `address`, encoded by
+    `fn` (cuTensorMapEncodeTiled or the emulator's); fn's nonzero result
+    raises through `what(rc)`."""
+    buf = (ctypes.c_uint64 * 24)()  # 64-byte aligned 128 bytes within
+    base = ctypes.addressof(buf)
+    at = (base + 63) // 64 * 64
+    dims, strides, box, unit = tensor_map_arrays(m, address, shape)
+    rc = fn(ctypes.c_void_p(at), m["data_type"], len(shape),
+            ctypes.c_void_p(address), dims, strides, box, unit,
+            m["interleave"], m["swizzle"], m["l2_promotion"], m["oob_fill"])
+    if rc != 0:
+        what(rc)
+    return ctypes.string_at(at, 128)
+
+
 def ptx_entries(ptx):
     """{kernel name: number of .param entries} of a PTX module."""
     entries = {}
@@ -121,6 +152,13 @@ class Driver:
             ctypes.c_uint(int(dynamic_shared)), ctypes.c_void_p(stream),
             arr, None), "cuLaunchKernel " + kernel)
 
+    def encode_tensor_map(self, m, address, shape):
+        """The 128 bytes of a CUtensorMap (cuTensorMapEncodeTiled)."""
+        fn = self.lib.cuTensorMapEncodeTiled
+        return encode_tensor_map(
+            fn, m, address, shape,
+            lambda rc: self.check(rc, "cuTensorMapEncodeTiled"))
+
     def alloc(self, nbytes):
         p = ctypes.c_uint64()
         self.check(self.lib.cuMemAlloc_v2(ctypes.byref(p),
@@ -170,6 +208,12 @@ class DryDriver:
         if any(int(g) <= 0 for g in grid) or any(int(b) <= 0 for b in block):
             raise CudaError(f"{kernel}: empty grid {grid} or block {block}")
         self.launches.append((kernel, tuple(grid), tuple(block)))
+
+    def encode_tensor_map(self, m, address, shape):
+        """Zeros in place of a map (nothing reads it), its arguments formed
+        as the driver's would be."""
+        tensor_map_arrays(m, address, shape)
+        return bytes(128)
 
     def alloc(self, nbytes):
         ptr = self.next

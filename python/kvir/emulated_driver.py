@@ -11,7 +11,7 @@ exact parameter bytes, every access bounds-checked.
 import ctypes
 
 from . import _lib
-from .cuda_driver import check_entry
+from .cuda_driver import check_entry, encode_tensor_map
 
 
 class EmulatedDriver:
@@ -38,6 +38,14 @@ class EmulatedDriver:
         for p in self.registered:
             _lib.capi().kvir_emulator_unregister(p)
         self.registered = []
+
+    def encode_tensor_map(self, m, address, shape):
+        """The emulator's 128-byte tensor map (cuTensorMapEncodeTiled's
+        checks, its TMA copies' encoding)."""
+        def fail(rc):
+            raise _lib.KvirError(_lib.last_error())
+        return encode_tensor_map(_lib.capi().kvir_emulator_encode_tensor_map,
+                                 m, address, shape, fail)
 
     def launch(self, ptx, kernel, grid, block, dynamic_shared, params,
                stream=None):

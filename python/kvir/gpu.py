@@ -51,6 +51,9 @@ class GpuLaunch:
             merge = torch.frombuffer(bytearray(sched[1]), dtype=torch.int32)
             keep[s["items"]] = items.reshape(-1, 4).to(device)
             keep[s["merge_indptr"]] = merge.to(device)
+        for name, a in plan.args.items():
+            if a["role"] == "tensor_map":
+                keep[name] = self._tensor_map(a["map"], tensors, device)
         if plan.split(env):
             for name, a in plan.args.items():
                 if a["role"] == "workspace":
@@ -66,6 +69,23 @@ class GpuLaunch:
         self.launches = plan.launches(buffers, env)
         self.keep = keep
         self.env = env
+
+    def _tensor_map(self, m, tensors, device):
+        """Tensor map `m` over its source tensor, encoded on the host and
+        copied to a 64-byte aligned device buffer (the kernel acquires it
+        there)."""
+        import torch
+        from .plan_launch import PlanError
+        src = tensors.get(m["of"])
+        if src is None or not src.is_contiguous():
+            raise PlanError(f"tensor map over '{m['of']}': needs that "
+                            f"argument, row-major (contiguous)")
+        data = self.drv.encode_tensor_map(m, src.data_ptr(), list(src.shape))
+        out = torch.empty(16, dtype=torch.int64, device=device)
+        out.copy_(torch.frombuffer(bytearray(data), dtype=torch.int64))
+        if out.data_ptr() % 64:
+            raise PlanError("a tensor map's buffer is not 64-byte aligned")
+        return out
 
     def run(self, stream=0):
         for kernel, grid, block, smem, params in self.launches:

@@ -110,3 +110,35 @@ def test_fp8_decode_passes_its_scales(rng, cache):
                                 values[pool[pg, 1, tok % 16]] * 2.0, [n - 1])
         check(out[b:b + 1].float().numpy(), lse[b:b + 1].numpy(), ref_o,
               ref_lse, TOLERANCE["f16"], 2e-3)
+
+
+@pytest.mark.parametrize("backend", ["emulated_driver", "auto"])
+def test_ragged_prefill_copies_by_tma(rng, cache, backend):
+    # sm_90a's ragged prefill of head dim 128: the producer copies whole
+    # K/V tiles by TMA. The plan's tensor maps are encoded on the host (the
+    # GPU path: the driver's encoder, here the emulator's; the emulator's
+    # own host code: its cuTensorMapEncodeTiled) and copied to the device.
+    hq, hk, d = 4, 2, 128
+    kv_lens, qo_lens = [200, 70], [200, 9]
+    qo = np.concatenate([[0], np.cumsum(qo_lens)]).astype(np.int32)
+    kv = np.concatenate([[0], np.cumsum(kv_lens)]).astype(np.int32)
+    q = rng.uniform(-1, 1, (int(qo[-1]), hq, d)).astype(np.float16)
+    k = rng.uniform(-1, 1, (int(kv[-1]), hk, d)).astype(np.float16)
+    v = rng.uniform(-1, 1, (int(kv[-1]), hk, d)).astype(np.float16)
+    w = kvir.BatchPrefillWithRaggedKVCacheWrapper(cache_dir=cache,
+                                                  backend=backend)
+    w.plan(t(qo), t(kv), hq, hk, d, causal=True)
+    out, lse = w.run(t(q), t(k), t(v), return_lse=True)
+    plan = w._exec.last_kernel.plan()
+    maps = {n: a["map"] for n, a in plan.args.items()
+            if a["role"] == "tensor_map"}
+    assert sorted(m["of"] for m in maps.values()) == ["k", "v"]
+    assert all(m["box"] == [64, 1, 64] and m["swizzle_bytes"] == 128
+               for m in maps.values())
+    for b in range(2):
+        r0, r1, n = qo[b], qo[b + 1], kv_lens[b]
+        ref_o, ref_lse = attend(q[r0:r1], k[kv[b]:kv[b + 1]],
+                                v[kv[b]:kv[b + 1]],
+                                list(range(n - (r1 - r0), n)), causal=True)
+        check(out[r0:r1].float().numpy(), lse[r0:r1].numpy(), ref_o, ref_lse,
+              TOLERANCE["f16"], 2e-3)

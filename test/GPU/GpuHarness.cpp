@@ -379,6 +379,20 @@ RunResult::scheduledItems(llvm::StringRef op,
   return std::nullopt;
 }
 
+std::string RunResult::planConfig(llvm::StringRef op) const {
+  if (!kernel)
+    return "";
+  for (kvir::kvgpu::LaunchPlanAttr plan : kernel->summary().plans) {
+    if (plan.getOp() != op || !plan.getConfig())
+      continue;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << plan.getConfig();
+    return text;
+  }
+  return "";
+}
+
 std::optional<int64_t> RunResult::planSize(
     llvm::StringRef op, llvm::StringRef size,
     const std::map<std::string, int64_t> &inputs) const {

@@ -90,6 +90,9 @@ struct RunResult {
   /// the plan's own expressions.
   std::optional<int64_t> planSize(llvm::StringRef op, llvm::StringRef size,
                                   const std::map<std::string, int64_t> &inputs) const;
+  /// The configuration of the first `op`'s plan as MLIR prints it ("" if
+  /// none).
+  std::string planConfig(llvm::StringRef op) const;
   /// The items the work schedule of the first `op`'s plan gives requests
   /// of `kvLens` (kvir_schedule_work with the plan's parameters).
   std::optional<int64_t> scheduledItems(llvm::StringRef op,

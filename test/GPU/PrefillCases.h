@@ -40,6 +40,8 @@ struct GpuPrefillCase {
   VariantSource variants;
   std::string chip = "sm_80";
   std::string config;
+  /// Text the chosen configuration must contain (e.g. "copy = tma").
+  std::string expectConfig;
   std::vector<PrefillBatch> batches;
   uint64_t seed = 1;
 };

@@ -307,6 +307,42 @@ std::vector<GpuPrefillCase> prefillCases() {
                "mma = wgmma, schedule = overlap, roles = producer>";
     add(c, {standardBatch(false)});
   }
+  // copy = tma: the producer's thread 0 copies each whole ragged K/V tile
+  // as 128-byte-swizzled boxes of the K and V tensor maps; the tile the
+  // keys end in goes by cp.async. Causal with two stages, and the
+  // chooser's own config (tma on a ragged KV of head dim 128).
+  {
+    GpuPrefillCase c = makePrefillCase("ProducerTmaStages3RaggedD128G2F16",
+                                       makeSpec(16, 2, 128, DType::F16), 4,
+                                       DType::F16, "sm_90a", 2083);
+    c.ragged = true;
+    c.config = "#kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, "
+               "stages = 3, q_in_registers = false, max_partitions = 4, "
+               "mma = wgmma, schedule = overlap, roles = producer, "
+               "copy = tma>";
+    add(c, {standardBatch(false)});
+  }
+  {
+    GpuPrefillCase c = makePrefillCase(
+        "ProducerTmaStages2CausalRaggedD128G4BF16",
+        makeSpec(16, 2, 128, DType::BF16), 8, DType::BF16, "sm_90a", 2084);
+    c.ragged = true;
+    c.params.causal = true;
+    c.config = "#kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, "
+               "stages = 2, q_in_registers = false, max_partitions = 4, "
+               "mma = wgmma, schedule = overlap, roles = producer, "
+               "copy = tma>";
+    add(c, {standardBatch(true)});
+  }
+  {
+    GpuPrefillCase c = makePrefillCase("ChosenTmaCausalRaggedD128G2BF16",
+                                       makeSpec(16, 2, 128, DType::BF16), 4,
+                                       DType::BF16, "sm_90a", 2085);
+    c.ragged = true;
+    c.params.causal = true;
+    c.expectConfig = "copy = tma";
+    add(c, {standardBatch(true)});
+  }
   {
     GpuPrefillCase c =
         makePrefillCase("ProducerOneConsumerHndP4D64G1F16",

@@ -128,6 +128,11 @@ public:
   /// visible to the readers): one of the producerArrivals.
   void producerArrive(mlir::ImplicitLocOpBuilder &b, mlir::Value barriers,
                       mlir::Value stage) const;
+  /// Producer thread: one of the producerArrivals, announcing `bytes` (i32)
+  /// of copies that complete on the stage's full barrier (TMA's).
+  void producerArriveExpecting(mlir::ImplicitLocOpBuilder &b,
+                               mlir::Value barriers, mlir::Value stage,
+                               mlir::Value bytes) const;
   /// Consumer: waits until the tile's copies have landed.
   void consumerWait(mlir::ImplicitLocOpBuilder &b, mlir::Value barriers,
                     mlir::Value stage, mlir::Value parity) const;

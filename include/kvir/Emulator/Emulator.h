@@ -70,8 +70,10 @@ struct LaunchStats {
   /// (would have spun or suspended on a GPU).
   uint64_t wgmmaOps = 0, namedBarriers = 0, mbarrierPhases = 0,
            mbarrierWaits = 0, mbarrierSpins = 0;
-  /// Bulk and tensor (TMA) copies, and the global bytes they moved.
-  uint64_t tmaCopies = 0, tmaBytesLoaded = 0, tmaBytesStored = 0;
+  /// Bulk and tensor (TMA) copies, the global bytes they moved, and the
+  /// 32-byte sectors their loads touched (each copy's distinct sectors).
+  uint64_t tmaCopies = 0, tmaBytesLoaded = 0, tmaBytesStored = 0,
+           tmaSectorsLoaded = 0;
   /// Clusters: CTAs per cluster (1: none) and completed barrier.cluster
   /// phases (per CTA).
   Dim3 cluster;

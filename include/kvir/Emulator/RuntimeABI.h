@@ -51,6 +51,8 @@ constexpr const char *kWgmmaRead = "__kvemu_wgmma_read";     // void(ticket, sit
 constexpr const char *kRegDefined = "__kvemu_reg_defined";   // u64()
 constexpr const char *kSetMaxNReg = "__kvemu_setmaxnreg";    // void(count, inc, site)
 constexpr const char *kFenceProxyAsync = "__kvemu_fence_proxy_async"; // void(site)
+// fence.proxy.tensormap::generic.acquire on the 128-byte tensor map at ptr.
+constexpr const char *kFenceProxyTensorMap = "__kvemu_fence_proxy_tensormap"; // void(ptr, site)
 // Clusters (lib/Emulator/Cluster.cpp): barrier.cluster.arrive (relaxed: 1
 // for .relaxed) and wait; mapa of a shared address to CTA `rank`'s.
 constexpr const char *kClusterArrive = "__kvemu_cluster_arrive"; // void(relaxed, site)

@@ -126,6 +126,12 @@ void PlanBuilder::addScalar(StringRef argName, Type type) {
       kvgpu::PlanArgAttr::get(ctx, argName, kvgpu::ArgRole::scalar, type, {}));
 }
 
+void PlanBuilder::addTensorMap(StringRef argName, kvgpu::TensorMapAttr map) {
+  args.push_back(kvgpu::PlanArgAttr::get(
+      ctx, argName, kvgpu::ArgRole::tensor_map, tensorMapType(ctx),
+      {cst(kvgpu::TensorMapAttr::kBytes / 8)}, map));
+}
+
 void PlanBuilder::defineSize(StringRef sizeName, kvgpu::SizeExprAttr value) {
   sizes.push_back(kvgpu::SizeDefAttr::get(ctx, sizeName, "", -1, value));
 }
@@ -326,6 +332,11 @@ gpu_lowering::addPagedKVArguments(PlanBuilder &plan,
 
 MemRefType gpu_lowering::workItemsType(MLIRContext *ctx) {
   return MemRefType::get({ShapedType::kDynamic, 4}, IntegerType::get(ctx, 32));
+}
+
+MemRefType gpu_lowering::tensorMapType(MLIRContext *ctx) {
+  return MemRefType::get({kvgpu::TensorMapAttr::kBytes / 8},
+                         IntegerType::get(ctx, 64));
 }
 
 kvgpu::SizeExprAttr

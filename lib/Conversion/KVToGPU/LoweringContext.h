@@ -128,6 +128,9 @@ public:
                  llvm::ArrayRef<llvm::StringRef> dimNames = {});
   /// Adds a float argument `argName` the caller passes by value.
   void addScalar(llvm::StringRef argName, mlir::Type type);
+  /// Adds tensor-map argument `argName` (tensorMapType), encoded by the
+  /// host as `map` says.
+  void addTensorMap(llvm::StringRef argName, kvgpu::TensorMapAttr map);
   /// Defines size `sizeName` as `value` (after the sizes it reads).
   void defineSize(llvm::StringRef sizeName, kvgpu::SizeExprAttr value);
   bool hasSize(llvm::StringRef sizeName) const;
@@ -223,6 +226,10 @@ kvgpu::SizeExprAttr addWorkSchedule(PlanBuilder &plan,
 
 /// The work list's type: [items, 4] i32 (WorkSchedule.h's fields).
 mlir::MemRefType workItemsType(mlir::MLIRContext *ctx);
+
+/// A tensor-map argument's type: the 128 bytes of a CUtensorMap as
+/// memref<16xi64>.
+mlir::MemRefType tensorMapType(mlir::MLIRContext *ctx);
 
 } // namespace kvir::gpu_lowering
 

@@ -379,6 +379,10 @@ LogicalResult gpu_lowering::emitTensorCoreLaunches(
   using kvgpu::SizeExprAttr;
   llvm::StringMap<Value> bindings{{"out", out}, {"lse", lse}};
   SmallVector<StringRef> inputs = addInputs(plan, bindings);
+  if (spec.config.copiesByTma())
+    for (auto [name, map] :
+         llvm::zip_equal(kTensorMapNames, prefillTensorMaps(spec)))
+      plan.addTensorMap(name, map);
   plan.addBuffer("out", ArgRole::output, spec.outType, {plan.sym("nnz")});
   plan.addBuffer("lse", ArgRole::output, spec.lseType, {plan.sym("nnz")});
   // Block slots of the query tiles; partitions while the tiles of all KV

@@ -71,6 +71,15 @@ void StageHandoff::filled(ImplicitLocOpBuilder &b, Value index) const {
   ring.producerArrive(b, barriers, ring.slot(b, index).first);
 }
 
+void StageHandoff::filledExpecting(ImplicitLocOpBuilder &b, Value index,
+                                   Value bytes) const {
+  ring.producerArriveExpecting(b, barriers, ring.slot(b, index).first, bytes);
+}
+
+Value StageHandoff::fullBarrier(ImplicitLocOpBuilder &b, Value index) const {
+  return ring.fullBarrier(b, barriers, ring.slot(b, index).first);
+}
+
 void StageHandoff::producerSync(ImplicitLocOpBuilder &b) const {
   syncNamed(b, kProducerBarrier, kWarpgroupThreads);
 }

@@ -133,7 +133,7 @@ KVTileStream::KVTileStream(ImplicitLocOpBuilder &b, const KernelFunc &kf,
                            const PrefillKernelSpec &s, const Buffers &buf,
                            const Arguments &a, const Work &w, Value kvHead,
                            Value thread)
-    : s(s), w(w), thread(thread),
+    : s(s), w(w), thread(thread), kvHead(kvHead),
       pipeline(s.config.getStages(), /*groupsPerTile=*/s.isMla() ? 1 : 2,
                CpAsyncPipeline::Refill::afterWait,
                s.config.usesWgmma() ? CpAsyncPipeline::Readers::asyncProxy
@@ -178,6 +178,10 @@ KVTileStream::KVTileStream(ImplicitLocOpBuilder &b, const KernelFunc &kf,
         SharedTile{kf.getShared(*buf.vCodes), s.headDimV,
                    kvTile + kvgpu::transposedVPad(s.paged, kvTile),
                    Swizzle::None, chunk * code.getIntOrFloatBitWidth() / 8};
+  }
+  if (s.config.copiesByTma()) {
+    kTma.emplace(a.kMap, k);
+    vTma.emplace(a.vMap, v);
   }
   // Gathering: the tile's query row (a tile lies within one) lists the
   // keys.
@@ -261,8 +265,58 @@ void KVTileStream::refillV(ImplicitLocOpBuilder &b, Value ahead,
   pipeline.commit(b);
 }
 
+void KVTileStream::produceByTma(ImplicitLocOpBuilder &b,
+                                const StageHandoff &handoff) const {
+  IRBuilder ir{b};
+  Value leader = ir.eq(thread, ir.idx(0));
+  emitIf(b, leader, [&](ImplicitLocOpBuilder &ib) {
+    kTma->acquireMap(ib);
+    vTma->acquireMap(ib);
+  });
+  auto i32Of = [](ImplicitLocOpBuilder &jb, Value index) -> Value {
+    return arith::IndexCastOp::create(jb, jb.getI32Type(), index);
+  };
+  int64_t kvTile = s.config.getKvTile();
+  scf::ForOp::create(
+      b, ir.idx(0), numTiles, ir.idx(1), ValueRange{},
+      [&](OpBuilder &nb, Location l, Value n, ValueRange) {
+        ImplicitLocOpBuilder lb(l, nb);
+        IRBuilder k{lb};
+        handoff.waitEmpty(lb, n);
+        auto [t0, count] = range(lb, n);
+        auto whole = scf::IfOp::create(lb, k.eq(count, k.idx(kvTile)),
+                                       /*withElseRegion=*/true);
+        auto tb = ImplicitLocOpBuilder::atBlockTerminator(l, whole.thenBlock());
+        auto leads = scf::IfOp::create(tb, leader, /*withElseRegion=*/true);
+        auto xb = ImplicitLocOpBuilder::atBlockTerminator(l, leads.thenBlock());
+        IRBuilder x{xb};
+        handoff.filledExpecting(
+            xb, n,
+            arith::ConstantIntOp::create(
+                xb, kTma->tileBytes() + vTma->tileBytes(), 32));
+        Value stage = pipeline.stageOf(xb, n);
+        Value barrier = handoff.fullBarrier(xb, n);
+        Value head = i32Of(xb, kvHead), row = i32Of(xb, x.add(w.base, t0));
+        kTma->copyTile(xb, stage, barrier, {head}, row);
+        vTma->copyTile(xb, stage, barrier, {head}, row);
+        auto ob = ImplicitLocOpBuilder::atBlockTerminator(l, leads.elseBlock());
+        handoff.filled(ob, n);
+        // The tile the keys end in: cp.async, zero-filling past them.
+        auto cb = ImplicitLocOpBuilder::atBlockTerminator(l, whole.elseBlock());
+        issue(cb, n, kv::PoolRole::K, Value());
+        issue(cb, n, kv::PoolRole::V, Value());
+        pipeline.commit(cb);
+        waitAsyncCopies(cb, 0);
+        pipeline.publish(cb);
+        handoff.filled(cb, n);
+        scf::YieldOp::create(lb);
+      });
+}
+
 void KVTileStream::produce(ImplicitLocOpBuilder &b,
                            const StageHandoff &handoff) const {
+  if (kTma)
+    return produceByTma(b, handoff);
   IRBuilder ir{b};
   int64_t threads = s.copyThreads();
   int64_t lag = pipeline.getStages() > 2 ? 1 : 0;

@@ -121,6 +121,26 @@ gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
       return std::string("roles = producer hands K tiles over as they "
                          "landed: RoPE rotates them in place");
   }
+  if (s.config.copiesByTma()) {
+    if (s.paged)
+      return std::string("copy = tma copies ragged K/V; paged K/V goes by "
+                         "cp.async (TMA boxes of whole pages are not built "
+                         "yet)");
+    for (auto [type, width] : {std::pair(s.kvTypes[0], s.headDim),
+                               std::pair(s.kvTypes[1], s.headDimV)}) {
+      auto memref = cast<MemRefType>(type);
+      if (!memref.getLayout().isIdentity() ||
+          llvm::any_of(memref.getShape().drop_front(), ShapedType::isDynamic))
+        return "copy = tma: a tensor map spans a row-major buffer with "
+               "static inner dims, not " +
+               typeName(type);
+      TileLayout layout{s.config.getKvTile(), width,
+                        memref.getElementTypeBitWidth()};
+      layout.swizzle = kvgpu::operandSwizzle(s.config);
+      if (std::optional<std::string> why = TmaTileCopy::whyNot(layout))
+        return "copy = tma: " + *why;
+    }
+  }
   if (s.rope) {
     std::string why =
         whyNotRotateTiles(s.rope, s.headDim, s.config.getNumThreads());
@@ -184,6 +204,10 @@ void prefill::listArguments(
     single(s.qoIndptrType, &Arguments::qoIndptr);
   for (Type type : s.kvTypes)
     arg(type, ArgumentBinding::kvOperand, nullptr);
+  if (s.config.copiesByTma()) {
+    single(tensorMapType(ctx), &Arguments::kMap);
+    single(tensorMapType(ctx), &Arguments::vMap);
+  }
   if (s.maskType)
     single(s.maskType, &Arguments::mask);
   if (s.positionsType)
@@ -208,6 +232,18 @@ void prefill::listArguments(
     arg(type, ArgumentBinding::variantOperand, nullptr);
 }
 
+SmallVector<kvgpu::TensorMapAttr, 2>
+gpu_lowering::prefillTensorMaps(const PrefillKernelSpec &s) {
+  MLIRContext *ctx = s.qType.getContext();
+  int64_t columns =
+      TmaTileCopy::boxColumns(s.kvElementType.getIntOrFloatBitWidth());
+  // [tokens, kv heads, head dim]: a tile's rows of one head, one column
+  // block.
+  SmallVector<int64_t> box{s.config.getKvTile(), 1, columns};
+  return {kvgpu::TensorMapAttr::get(ctx, "k", box, 128),
+          kvgpu::TensorMapAttr::get(ctx, "v", box, 128)};
+}
+
 SmallVector<Type>
 gpu_lowering::prefillArgumentTypes(const PrefillKernelSpec &s) {
   SmallVector<Type> types;
@@ -230,7 +266,9 @@ gpu_lowering::prefillArgumentNames(const PrefillKernelSpec &s,
       {&Arguments::lse, partial ? "partial_lse" : "lse"},
       {&Arguments::numPartitions, "num_partitions"},
       {&Arguments::finalOut, "out"},
-      {&Arguments::finalLse, "lse"}};
+      {&Arguments::finalLse, "lse"},
+      {&Arguments::kMap, kTensorMapNames[0]},
+      {&Arguments::vMap, kTensorMapNames[1]}};
   SmallVector<StringRef> names;
   size_t nextInput = 0, nextVariant = 0;
   listArguments(s, [&](Type, ArgumentBinding binding, Value Arguments::*field) {

@@ -171,11 +171,20 @@ std::string tensorCoreKernelSymbol(llvm::StringRef stem, mlir::Operation *op,
 std::optional<std::string> whyNotPrefillSpec(const PrefillKernelSpec &spec,
                                              const target::TargetInfo &target);
 
+/// copy = tma: the plan's K and V tensor-map arguments.
+inline constexpr llvm::StringLiteral kTensorMapNames[2] = {"k_map", "v_map"};
+
+/// copy = tma: the maps of kTensorMapNames over the ragged "k" and "v"
+/// buffers, each box one 128-byte column block of a K/V tile.
+llvm::SmallVector<kvgpu::TensorMapAttr, 2>
+prefillTensorMaps(const PrefillKernelSpec &spec);
+
 /// The kernel's shared buffers, in KernelFunc::getShared order.
 codegen::SharedMemoryLayout prefillSharedLayout(const PrefillKernelSpec &spec);
 
 /// The kernel's arguments: q, [q_pe], [qo_indptr], the KV operands, [mask],
-/// [positions], [frame indptr, frame positions], [topk], [work_items], out,
+/// [K and V tensor maps], [positions], [frame indptr, frame positions],
+/// [topk], [work_items], out,
 /// lse, [num_partitions], [final out, final lse], the variant operands.
 llvm::SmallVector<mlir::Type> prefillArgumentTypes(const PrefillKernelSpec &spec);
 

@@ -18,6 +18,7 @@
 #include "kvir/Codegen/PagedTileLoader.h"
 #include "kvir/Codegen/Pipeline.h"
 #include "kvir/Codegen/Rope.h"
+#include "kvir/Codegen/TmaCopy.h"
 #include "kvir/Codegen/Variants.h"
 #include "kvir/Dialect/KV/Utils/Visibility.h"
 #include "kvir/Dialect/KVGPU/Transforms/TensorCoreLayout.h"
@@ -67,6 +68,8 @@ static_assert(kMetaSlots == kvgpu::kTensorCoreMetaSlots,
 struct Arguments {
   Value q, qPe, qoIndptr, mask, positions, frameIndptr, framePositions, topk,
       workItems, out, lse, numPartitions, finalOut, finalLse;
+  /// copy = tma: the K and V tensor maps (memref<16xi64>).
+  Value kMap, vMap;
   kv::PagedOperands paged;
   codegen::RaggedOperands ragged;
 };
@@ -216,6 +219,11 @@ public:
   void waitEmpty(ImplicitLocOpBuilder &b, Value index) const;
   /// Producer thread: its copies of tile `index` landed and are fenced.
   void filled(ImplicitLocOpBuilder &b, Value index) const;
+  /// Producer thread: its arrival for tile `index` announces `bytes` (i32)
+  /// of TMA copies that complete on the stage's full barrier.
+  void filledExpecting(ImplicitLocOpBuilder &b, Value index, Value bytes) const;
+  /// The full barrier of tile `index`'s stage (a shared pointer).
+  Value fullBarrier(ImplicitLocOpBuilder &b, Value index) const;
   /// The producer warpgroup's own barrier (staged page entries).
   void producerSync(ImplicitLocOpBuilder &b) const;
 
@@ -305,6 +313,10 @@ public:
   /// one before lands; 0 with two, where waiting for stage n + 1 while tile
   /// n is not handed over would deadlock). Page entries of tile n + 1 are
   /// loaded while tile n is issued and stored for the producer's threads.
+  /// copy = tma: thread 0 issues the boxes of every whole tile (K and V,
+  /// their bytes announced on the stage's full barrier, which the other
+  /// threads arrive on at once); the tile cut by the end of the keys goes
+  /// by cp.async as above, so no row past the keys is read.
   void produce(ImplicitLocOpBuilder &b, const StageHandoff &handoff) const;
   /// Consumer: the stage the mma reads K (V) of the tile in stage `stage`
   /// from: `stage`, or, where the ring holds codes or transposed rows, the
@@ -326,14 +338,17 @@ private:
   /// into its stage, where `live` (null: always) holds.
   void issue(ImplicitLocOpBuilder &b, Value index, kv::PoolRole role,
              Value live) const;
+  /// produce's loop with copy = tma.
+  void produceByTma(ImplicitLocOpBuilder &b, const StageHandoff &handoff) const;
 
   const PrefillKernelSpec &s;
   const Work &w;
-  Value thread;
+  Value thread, kvHead;
   codegen::CpAsyncPipeline pipeline;
   codegen::SharedTile k, v;
   std::optional<codegen::SharedTile> kpe, vTransposed;
   std::optional<QuantizedTile> kQuant, vQuant;
+  std::optional<codegen::TmaTileCopy> kTma, vTma;
   int64_t idSlots;
   bool hasIds;
   codegen::PagedTileLoader loader;

@@ -32,6 +32,14 @@ typedef struct kvir_cuda {
                        void **params, void **extra);
   int (*memcpy_htod_async)(uint64_t device, const void *host, size_t bytes,
                            void *stream);
+  /* cuTensorMapEncodeTiled (CUDA 12+ drivers; null before): launchers of
+     TMA kernels encode their tensor maps with it. */
+  int (*tensor_map_encode_tiled)(void *map, int data_type, unsigned rank,
+                                 void *address, const uint64_t *dims,
+                                 const uint64_t *strides, const unsigned *box,
+                                 const unsigned *element_strides,
+                                 int interleave, int swizzle, int l2_promotion,
+                                 int oob_fill);
 } kvir_cuda_t;
 /* 0, or -1 when libcuda.so.1 (the NVIDIA driver) is not there. */
 static inline int kvir_cuda_load(kvir_cuda_t *cu) {
@@ -51,6 +59,10 @@ static inline int kvir_cuda_load(kvir_cuda_t *cu) {
           lib, "cuLaunchKernel");
   cu->memcpy_htod_async = (int (*)(uint64_t, const void *, size_t, void *))
       dlsym(lib, "cuMemcpyHtoDAsync_v2");
+  cu->tensor_map_encode_tiled =
+      (int (*)(void *, int, unsigned, void *, const uint64_t *,
+               const uint64_t *, const unsigned *, const unsigned *, int, int,
+               int, int))dlsym(lib, "cuTensorMapEncodeTiled");
   return cu->module_load_data && cu->module_get_function &&
                  cu->func_set_attribute && cu->launch_kernel &&
                  cu->memcpy_htod_async
@@ -58,6 +70,8 @@ static inline int kvir_cuda_load(kvir_cuda_t *cu) {
              : -1;
 }
 #define KVIR_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+/* CUDA_ERROR_NOT_SUPPORTED: a TMA launcher without cuTensorMapEncodeTiled. */
+#define KVIR_CU_ERROR_NOT_SUPPORTED 801
 #endif
 
 )";
@@ -94,6 +108,55 @@ std::string runsWhen(LaunchCondition when, StringRef split) {
     return split.str();
   }
   return "1";
+}
+/// _launch's statements that encode `arg`'s tensor map `map` over its
+/// source (a caller's device buffer, row-major, dims from the plan's
+/// sizes) and copy it into the workspace at `arg`'s offset: the map must
+/// be in device memory, the kernel acquires it from there.
+void emitTensorMapCopy(raw_ostream &os, LaunchPlanAttr plan, PlanArgAttr arg,
+                       TensorMapAttr map) {
+  PlanArgAttr source = plan.lookupArg(map.getSource());
+  auto type = cast<MemRefType>(source.getType());
+  ArrayRef<SizeExprAttr> shape = source.getShape();
+  int64_t rank = type.getRank();
+  std::string name = ("kvir_" + arg.getName()).str();
+  // The driver's arrays are innermost first.
+  std::string dims, box, unit;
+  for (int64_t d = 0; d < rank; ++d) {
+    std::string sep = d ? ", " : "";
+    dims +=
+        sep + "(uint64_t)(" + shape[rank - 1 - d].toC(nullptr, "kvir_") + ")";
+    box += sep + std::to_string(map.getBox()[rank - 1 - d]);
+    unit += sep + "1";
+  }
+  os << "  {\n"
+     << "    uint64_t " << name << "[16] __attribute__((aligned(64)));\n"
+     << "    const uint64_t " << name << "_dims[] = {" << dims << "};\n"
+     << "    uint64_t " << name << "_strides[" << std::max<int64_t>(1, rank - 1)
+     << "];\n"
+     << "    const unsigned " << name << "_box[] = {" << box << "};\n"
+     << "    const unsigned " << name << "_unit[] = {" << unit << "};\n"
+     << "    uint64_t kvir_stride = " << type.getElementTypeBitWidth() / 8
+     << ";\n"
+     << "    for (unsigned kvir_d = 0; kvir_d + 1 < " << rank
+     << "; ++kvir_d) {\n"
+     << "      kvir_stride *= " << name << "_dims[kvir_d];\n"
+     << "      " << name << "_strides[kvir_d] = kvir_stride;\n"
+     << "    }\n"
+     << "    if (!kvir_cu->tensor_map_encode_tiled)\n"
+     << "      return KVIR_CU_ERROR_NOT_SUPPORTED;\n"
+     << "    if ((kvir_rc = kvir_cu->tensor_map_encode_tiled(" << name << ", "
+     << *TensorMapAttr::getDataType(type.getElementType()) << ", " << rank
+     << ", (void *)(uintptr_t)" << map.getSource() << ", " << name << "_dims, "
+     << name << "_strides, " << name << "_box, " << name << "_unit, "
+     << TensorMapAttr::kInterleave << ", " << map.getSwizzleMode() << ", "
+     << TensorMapAttr::kL2Promotion << ", " << TensorMapAttr::kOobFill
+     << ")) != 0)\n"
+     << "      return kvir_rc;\n"
+     << "    if ((kvir_rc = kvir_cu->memcpy_htod_async(" << arg.getName()
+     << ", " << name << ", sizeof " << name << ", kvir_stream)) != 0)\n"
+     << "      return kvir_rc;\n"
+     << "  }\n";
 }
 } // namespace
 
@@ -139,6 +202,7 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
       break;
     case ArgRole::workspace:
     case ArgRole::schedule:
+    case ArgRole::tensor_map:
       deviceScratch.push_back(arg);
       break;
     case ArgRole::size:
@@ -274,6 +338,9 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
   os << "  if (!kvir_kernels->module && (kvir_rc = "
         "kvir_cu->module_load_data(&kvir_kernels->module, "
      << ptx << ")) != 0)\n    return kvir_rc;\n";
+  for (PlanArgAttr arg : deviceScratch)
+    if (TensorMapAttr map = arg.getMap())
+      emitTensorMapCopy(os, plan, arg, map);
   for (PlanArgAttr arg : deviceScratch)
     if (arg.getRole() == ArgRole::schedule)
       os << "  if (kvir_plan->" << arg.getName() << "_bytes && (kvir_rc = "

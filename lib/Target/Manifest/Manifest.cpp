@@ -42,17 +42,37 @@ static llvm::json::Value exprJson(SizeExprAttr e) {
   return e.str();
 }
 
-static llvm::json::Value argJson(PlanArgAttr arg) {
+/// What a host passes cuTensorMapEncodeTiled for `map` over `source`
+/// (besides the source's pointer, dims and row-major strides): the box
+/// outermost dim first, as the source's shape.
+static llvm::json::Value tensorMapJson(TensorMapAttr map, PlanArgAttr source) {
+  Type element = cast<MemRefType>(source.getType()).getElementType();
+  return llvm::json::Object{
+      {"of", map.getSource()},
+      {"data_type", *TensorMapAttr::getDataType(element)},
+      {"element_bytes", int64_t(element.getIntOrFloatBitWidth() / 8)},
+      {"box", llvm::json::Array(map.getBox())},
+      {"swizzle_bytes", map.getSwizzle()},
+      {"swizzle", map.getSwizzleMode()},
+      {"interleave", TensorMapAttr::kInterleave},
+      {"l2_promotion", TensorMapAttr::kL2Promotion},
+      {"oob_fill", TensorMapAttr::kOobFill}};
+}
+
+static llvm::json::Value argJson(LaunchPlanAttr plan, PlanArgAttr arg) {
   llvm::json::Array shape;
   for (SizeExprAttr dim : arg.getShape())
     shape.push_back(exprJson(dim));
   Type elt = arg.getType();
   if (auto memref = dyn_cast<MemRefType>(elt))
     elt = memref.getElementType();
-  return llvm::json::Object{{"name", arg.getName()},
-                            {"role", stringifyArgRole(arg.getRole())},
-                            {"dtype", typeName(elt)},
-                            {"shape", std::move(shape)}};
+  llvm::json::Object json{{"name", arg.getName()},
+                          {"role", stringifyArgRole(arg.getRole())},
+                          {"dtype", typeName(elt)},
+                          {"shape", std::move(shape)}};
+  if (TensorMapAttr map = arg.getMap())
+    json["map"] = tensorMapJson(map, plan.lookupArg(map.getSource()));
+  return json;
 }
 
 SmallVector<manifest::KernelParam>
@@ -115,10 +135,10 @@ static llvm::json::Array kernelParams(LaunchPlanAttr plan,
     switch (p.kind) {
     case Kind::pointer:
     case Kind::scalar: {
-      llvm::json::Object param = *argJson(p.arg).getAsObject();
+      llvm::json::Object param = *argJson(plan, p.arg).getAsObject();
       if (p.kind == Kind::pointer) {
         param["abi"] = "pointer";
-        param["align"] = 16;
+        param["align"] = p.arg.getMap() ? TensorMapAttr::kAlignment : 16;
       } else {
         param["abi"] = typeName(p.arg.getType());
       }
@@ -209,7 +229,8 @@ static llvm::json::Value configJson(Attribute config) {
         {"value_warps", p.getValueWarps()},
         {"mma", stringifyMmaAtomKind(p.getMma())},
         {"schedule", stringifyTileSchedule(p.getSchedule())},
-        {"roles", stringifyPrefillRoles(p.getRoles())}};
+        {"roles", stringifyPrefillRoles(p.getRoles())},
+        {"copy", stringifyTileCopy(p.getCopy())}};
   std::string text;
   llvm::raw_string_ostream os(text);
   config.print(os);
@@ -219,7 +240,7 @@ static llvm::json::Value configJson(Attribute config) {
 static llvm::json::Value planJson(LaunchPlanAttr plan) {
   llvm::json::Array args, sizes, kernels;
   for (PlanArgAttr arg : plan.getArgs())
-    args.push_back(argJson(arg));
+    args.push_back(argJson(plan, arg));
   for (SizeDefAttr size : plan.getSizes()) {
     llvm::json::Object s{{"name", size.getName()}};
     if (!size.getArg().empty())

@@ -8,9 +8,9 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t/kv_kernels.ptx
 
 // Every prefill of the matrix becomes kernels (none falls back to loops):
-// 17 split kernels, 17 direct ones, and their merge kernels; an f32
+// 18 split kernels, 18 direct ones, and their merge kernels; an f32
 // prefill's rows kernel.
-// COUNT-COUNT-17: Compiling entry function 'prefill_{{.*}}_split_
+// COUNT-COUNT-18: Compiling entry function 'prefill_{{.*}}_split_
 // ROWS: Compiling entry function 'prefill_rows_
 
 // No kernel spills (FlashInfer's 128-row prefill spills 20 bytes on

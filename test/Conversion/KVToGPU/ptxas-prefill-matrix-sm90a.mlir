@@ -8,9 +8,9 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t/kv_kernels.ptx
 
 // Every prefill of the matrix becomes kernels (none falls back to loops):
-// 17 split kernels, 17 direct ones, and their merge kernels; an f32
+// 18 split kernels, 18 direct ones, and their merge kernels; an f32
 // prefill's rows kernel.
-// COUNT-COUNT-17: Compiling entry function 'prefill_{{.*}}_split_
+// COUNT-COUNT-18: Compiling entry function 'prefill_{{.*}}_split_
 // ROWS: Compiling entry function 'prefill_rows_
 
 // No kernel spills (FlashInfer's 128-row prefill spills 20 bytes on
@@ -32,6 +32,12 @@
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // PTX-DAG: fence.proxy.async.shared::cta;
 // PTX-DAG: .shared .align 1024 .b8 __dynamic_shmem__0;
+// A ragged producer copies by TMA: it acquires the tensor maps the host
+// wrote, announces each tile's bytes, issues 3-D boxes into the cluster
+// window of its own block's shared memory.
+// PTX-DAG: fence.proxy.tensormap::generic.acquire.sys [%rd{{[0-9]+}}], 128;
+// PTX-DAG: mbarrier.arrive.expect_tx.shared.b64 %rd{{[0-9]+}}, [%rd{{[0-9]+}}], %r{{[0-9]+}};
+// PTX-DAG: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%rd{{[0-9]+}}], [%rd{{[0-9]+}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}], [%rd{{[0-9]+}}];
 
 // Tensor cores fed by ldmatrix (K rows, V transposed), 16-byte cp.async
 // (plus 4-byte ones for the page-table entries) in a two-stage pipeline,

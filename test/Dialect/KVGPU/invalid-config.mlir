@@ -232,3 +232,8 @@ func.func @value_slice(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %kv: !p) {
   %s = kv.prefill %q, %qo, %kv {kvgpu.config = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16, value_warps = 4>} : memref<?x8x128xf16>, memref<?xi32>, !p -> !s
   return
 }
+
+// -----
+
+// expected-error @below {{prefill config copy = tma needs roles = producer (one producer thread issues the copies)}}
+func.func private @tma_uniform() attributes {c = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, copy = tma>}

@@ -249,3 +249,90 @@ func.func private @tables_args() attributes {p = #kvgpu.plan<"kv.decode", "p", a
 
 // expected-error @below {{plan 'p': its pool capacity reads size 'np' before it is defined}}
 func.func private @tables_capacity() attributes {p = #kvgpu.plan<"kv.decode", "p", args = [<"q", input, memref<?xf32>, shape = [<b>]>, <"cachestarts", input, memref<?xi32>, shape = [<b>]>, <"kv_lens", input, memref<?xi32>, shape = [<b>]>], sizes = [<"b" from "q"[0]>], tables = <table = "token_offset", page_size = 16, pool_tokens = <np>>, kernels = [<"s", @m::@k, always, grid = [<b>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q"]>]>}
+
+// -----
+
+// Tensor maps.
+
+// expected-error @below {{argument 'm' is a tensor_map argument without a map}}
+func.func private @tensor_map_without_map() attributes {a = #kvgpu.arg<"m", tensor_map, memref<16xi64>, shape = [<16>]>}
+
+// -----
+
+
+// expected-error @below {{argument 'm' has a tensor map but is not a tensor_map argument}}
+func.func private @map_on_an_input() attributes {a = #kvgpu.arg<"m", input, memref<16xi64>, shape = [<16>], map = <"k", box = [64, 1, 64], swizzle = 128>>}
+
+// -----
+
+
+// expected-error @below {{tensor_map argument 'm' must be a memref<16xi64> (a CUtensorMap's 128 bytes), got 'memref<32xi32>'}}
+func.func private @map_type() attributes {a = #kvgpu.arg<"m", tensor_map, memref<32xi32>, shape = [<32>], map = <"k", box = [64, 1, 64], swizzle = 128>>}
+
+// -----
+
+
+// expected-error @below {{tensor map over 'k' box dims must be in [1, 256], got 300}}
+func.func private @box_dims() attributes {a = #kvgpu.tensor_map<"k", box = [300, 1, 64], swizzle = 128>}
+
+// -----
+
+
+// expected-error @below {{tensor map over 'k' needs a box of 1 to 5 dims, got 6}}
+func.func private @box_rank() attributes {a = #kvgpu.tensor_map<"k", box = [1, 1, 1, 1, 1, 8], swizzle = 128>}
+
+// -----
+
+
+// expected-error @below {{tensor map over 'k' swizzle must be 0, 32, 64 or 128 bytes, got 48}}
+func.func private @swizzle() attributes {a = #kvgpu.tensor_map<"k", box = [64, 1, 64], swizzle = 48>}
+
+// -----
+
+
+// expected-error @below {{plan 'p': tensor map 'm' reads unknown argument 'x'}}
+func.func private @unknown_source() attributes {p = #kvgpu.plan<"kv.prefill", "p", args = [<"k", input, memref<?x2x128xf16>, shape = [<n>, <2>, <128>]>, <"m", tensor_map, memref<16xi64>, shape = [<16>], map = <"x", box = [64, 1, 64], swizzle = 128>>], sizes = [<"n" from "k"[0]>], kernels = [<"s", @m::@k, always, grid = [<n>, <1>, <1>], block = [384, 1, 1], shared = 0, dynamic_shared = 0, args = ["k"]>]>}
+
+// -----
+
+
+// expected-error @below {{plan 'p': tensor map 'm' has a rank-2 box over rank-3 'k'}}
+func.func private @rank_mismatch() attributes {p = #kvgpu.plan<"kv.prefill", "p", args = [<"k", input, memref<?x2x128xf16>, shape = [<n>, <2>, <128>]>, <"m", tensor_map, memref<16xi64>, shape = [<16>], map = <"k", box = [64, 64], swizzle = 128>>], sizes = [<"n" from "k"[0]>], kernels = [<"s", @m::@k, always, grid = [<n>, <1>, <1>], block = [384, 1, 1], shared = 0, dynamic_shared = 0, args = ["k"]>]>}
+
+// -----
+
+
+// expected-error @below {{plan 'p': tensor map 'm' has a box whose innermost dim is 256 bytes, more than its 128-byte swizzle}}
+func.func private @wider_than_swizzle() attributes {p = #kvgpu.plan<"kv.prefill", "p", args = [<"k", input, memref<?x2x128xf16>, shape = [<n>, <2>, <128>]>, <"m", tensor_map, memref<16xi64>, shape = [<16>], map = <"k", box = [64, 1, 128], swizzle = 128>>], sizes = [<"n" from "k"[0]>], kernels = [<"s", @m::@k, always, grid = [<n>, <1>, <1>], block = [384, 1, 1], shared = 0, dynamic_shared = 0, args = ["k"]>]>}
+
+// -----
+
+
+// expected-error @below {{plan 'p': tensor map 'm' has a box whose innermost dim is 6 bytes; TMA needs a multiple of 16}}
+func.func private @inner_16_bytes() attributes {p = #kvgpu.plan<"kv.prefill", "p", args = [<"k", input, memref<?x2x128xf16>, shape = [<n>, <2>, <128>]>, <"m", tensor_map, memref<16xi64>, shape = [<16>], map = <"k", box = [64, 1, 3], swizzle = 0>>], sizes = [<"n" from "k"[0]>], kernels = [<"s", @m::@k, always, grid = [<n>, <1>, <1>], block = [384, 1, 1], shared = 0, dynamic_shared = 0, args = ["k"]>]>}
+
+// -----
+
+
+// expected-error @below {{plan 'p': tensor map 'm' has a box dim 1 of 4, larger than 'k''s 2}}
+func.func private @box_over_static_dim() attributes {p = #kvgpu.plan<"kv.prefill", "p", args = [<"k", input, memref<?x2x128xf16>, shape = [<n>, <2>, <128>]>, <"m", tensor_map, memref<16xi64>, shape = [<16>], map = <"k", box = [64, 4, 64], swizzle = 128>>], sizes = [<"n" from "k"[0]>], kernels = [<"s", @m::@k, always, grid = [<n>, <1>, <1>], block = [384, 1, 1], shared = 0, dynamic_shared = 0, args = ["k"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p': tensor map 'm' must read an input buffer, not 'o'}}
+func.func private @map_source_0() attributes {p = #kvgpu.plan<"kv.prefill", "p", args = [<"o", output, memref<?x2x128xf16>, shape = [<n>, <2>, <128>]>, <"m", tensor_map, memref<16xi64>, shape = [<16>], map = <"o", box = [64, 1, 64], swizzle = 128>>], sizes = [<"n" from "o"[0]>], kernels = [<"s", @m::@k, always, grid = [<n>, <1>, <1>], block = [384, 1, 1], shared = 0, dynamic_shared = 0, args = ["o"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p': tensor map 'm' reads 'k', whose inner dims must be static}}
+func.func private @map_source_1() attributes {p = #kvgpu.plan<"kv.prefill", "p", args = [<"k", input, memref<?x?x128xf16>, shape = [<n>, <h>, <128>]>, <"m", tensor_map, memref<16xi64>, shape = [<16>], map = <"k", box = [64, 1, 64], swizzle = 128>>], sizes = [<"n" from "k"[0]>, <"h" from "k"[1]>], kernels = [<"s", @m::@k, always, grid = [<n>, <1>, <1>], block = [384, 1, 1], shared = 0, dynamic_shared = 0, args = ["k"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p': tensor map 'm' reads 'k', whose dim 0 stride (24 bytes) is not a multiple of 16}}
+func.func private @map_source_2() attributes {p = #kvgpu.plan<"kv.prefill", "p", args = [<"k", input, memref<?x12xf16>, shape = [<n>, <12>]>, <"m", tensor_map, memref<16xi64>, shape = [<16>], map = <"k", box = [8, 8], swizzle = 0>>], sizes = [<"n" from "k"[0]>], kernels = [<"s", @m::@k, always, grid = [<n>, <1>, <1>], block = [384, 1, 1], shared = 0, dynamic_shared = 0, args = ["k"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p': tensor map 'm' reads 'index' elements, which TMA does not move}}
+func.func private @map_source_3() attributes {p = #kvgpu.plan<"kv.prefill", "p", args = [<"k", input, memref<?x2xindex>, shape = [<n>, <2>]>, <"m", tensor_map, memref<16xi64>, shape = [<16>], map = <"k", box = [8, 2], swizzle = 0>>], sizes = [<"n" from "k"[0]>], kernels = [<"s", @m::@k, always, grid = [<n>, <1>, <1>], block = [384, 1, 1], shared = 0, dynamic_shared = 0, args = ["k"]>]>}

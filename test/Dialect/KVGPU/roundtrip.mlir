@@ -17,6 +17,8 @@ func.func private @config() attributes {c = #kvgpu.decode<vector = 8, threads_x 
 // CHECK-SAME: h = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma>
 // CHECK-SAME: i = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 3, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer>
 // CHECK-SAME: j = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap>
+// CHECK-SAME: k = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 3, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer, copy = tma>
+// CHECK-SAME: l = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 3, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer>
 func.func private @prefill_config() attributes {
   c = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>,
   d = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 2, stages = 4, q_in_registers = false, max_partitions = 1>,
@@ -25,7 +27,9 @@ func.func private @prefill_config() attributes {
   g = #kvgpu.prefill<q_tile = 128, kv_tile = 128, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap>,
   h = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = serial>,
   i = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 3, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer>,
-  j = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = uniform>}
+  j = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = uniform>,
+  k = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 3, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer, copy = tma>,
+  l = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 3, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer, copy = cp_async>}
 
 // CHECK-LABEL: func.func private @sizes
 // CHECK-SAME: a = #kvgpu.size<min(32, ceildiv(264, max(1, batch * 8)))>
@@ -88,4 +92,13 @@ module attributes {kvgpu.launch_plans = [
 // CHECK: schedule = <lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", uniform_chunks = "u", target_items = 8, granule = 16, min_chunk = 128, window_left = -1, max_batch = "mb">, tables = <table = "csr", page_size = 16, pool_tokens = <np * 16>>, kernels
 module attributes {kvgpu.launch_plans = [
   #kvgpu.plan<"kv.decode", "p", args = [<"q", input, memref<?xf32>, shape = [<b>]>, <"pool", input, memref<?x16xf32>, shape = [<np>, <16>]>, <"kv_indptr", input, memref<?xi32>, shape = [<b + 1>]>, <"kv_indices", input, memref<?xi32>, shape = [<ni>]>, <"kv_last_page_len", input, memref<?xi32>, shape = [<b>]>, <"len", host, memref<?xi32>, shape = [<b>]>, <"items", schedule, memref<?x4xi32>, shape = [<8>, <4>]>, <"ip", schedule, memref<?xi32>, shape = [<mb + 1>]>], sizes = [<"b" from "q"[0]>, <"np" from "pool"[0]>, <"ni" from "kv_indices"[0]>, <"mb" = <4>>, <"u" = <2>>], schedule = <lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", uniform_chunks = "u", target_items = 8, granule = 16, min_chunk = 128, window_left = -1, max_batch = "mb">, tables = <table = "csr", page_size = 16, pool_tokens = <np * 16>>, kernels = [<"s", @m::@k, always, grid = [<8>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q", "items"]>]>]} {
+}
+
+// -----
+
+// A tensor map over a plan's input buffer: a TMA kernel's argument.
+// CHECK: <"k", input, memref<?x2x128xf16>, shape = [<n>, <2>, <128>]>, <"k_map", tensor_map, memref<16xi64>, shape = [<16>], map = <"k", box = [64, 1, 64], swizzle = 128>>]
+// CHECK-SAME: args = ["k", "k_map"]
+module attributes {kvgpu.launch_plans = [
+  #kvgpu.plan<"kv.prefill", "t", args = [<"k", input, memref<?x2x128xf16>, shape = [<n>, <2>, <128>]>, <"k_map", tensor_map, memref<16xi64>, shape = [<16>], map = #kvgpu.tensor_map<"k", box = [64, 1, 64], swizzle = 128>>], sizes = [<"n" from "k"[0]>], kernels = [<"s", @m::@k, always, grid = [<n>, <1>, <1>], block = [384, 1, 1], shared = 0, dynamic_shared = 0, args = ["k", "k_map"]>]>]} {
 }

@@ -10,9 +10,25 @@
 // A100: remark: kv-tile: #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>{{$}}
 func.func @wgmma(%q: memref<?x32x128xbf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x8x128xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x32x128xbf16, base = 2> {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x8x128xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = nhd, storage = combined, table = csr>
-  // expected-remark @below {{kv-tile: #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 3, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer>}}
+  // expected-remark @below {{kv-tile: #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 3, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer>; cp.async, not TMA: paged K/V: the producer copies page rows by cp.async (TMA boxes of whole pages are not built yet)}}
   %s = kv.prefill %q, %qo, %kv {causal} : memref<?x32x128xbf16>, memref<?xi32>, !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = nhd, storage = combined, table = csr> -> !kv.state<?x32x128xbf16, base = 2>
   return %s : !kv.state<?x32x128xbf16, base = 2>
+}
+
+// -----
+
+// A producer over ragged K/V copies by TMA; over a strided K (a view whose
+// rows are not those of a row-major buffer) by cp.async, and why.
+// SYNC: remark: kv-tile: #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>; mma.sync, as mma=mma_sync asks
+!r128 = !kv.ragged<kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16>
+func.func @ragged_tma(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %k: memref<?x2x128xf16>, %v: memref<?x2x128xf16>, %ki: memref<?xi32>, %ks: memref<?x2x128xf16, strided<[512, 128, 1]>>) {
+  %kv = kv.ragged_view %k, %v, %ki : memref<?x2x128xf16>, memref<?x2x128xf16>, memref<?xi32> -> !r128
+  // expected-remark @below {{kv-tile: #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 3, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer, copy = tma>}}
+  %s = kv.prefill %q, %qo, %kv {causal} : memref<?x8x128xf16>, memref<?xi32>, !r128 -> !kv.state<?x8x128xf16, base = 2>
+  %kvs = kv.ragged_view %ks, %v, %ki : memref<?x2x128xf16, strided<[512, 128, 1]>>, memref<?x2x128xf16>, memref<?xi32> -> !r128
+  // expected-remark @below {{roles = producer>; cp.async, not TMA: a tensor map spans a row-major buffer with static inner dims, not memref<?x2x128xf16, strided<[512, 128, 1]>>}}
+  %ss = kv.prefill %q, %qo, %kvs {causal} : memref<?x8x128xf16>, memref<?xi32>, !r128 -> !kv.state<?x8x128xf16, base = 2>
+  return
 }
 
 // -----

@@ -138,7 +138,11 @@ std::string kernel() {
                   std::to_string(BK) + R"( : index
           %k = arith.muli %kt, %cBK : index
           %k32 = arith.index_cast %k : index to i32
+          %mapBytes1 = arith.constant 128 : i32
+          nvvm.fence.proxy.acquire #nvvm.mem_scope<sys> %mapA, %mapBytes1
           nvvm.cp.async.bulk.tensor.shared.cluster.global %ap, %mapA, %fp, box[%k32, %i0] {isCTAOnly = true} : !llvm.ptr<3>, !llvm.ptr
+          %mapBytes2 = arith.constant 128 : i32
+          nvvm.fence.proxy.acquire #nvvm.mem_scope<sys> %mapB, %mapBytes2
           nvvm.cp.async.bulk.tensor.shared.cluster.global %bp, %mapB, %fp, box[%k32, %i0] {isCTAOnly = true} : !llvm.ptr<3>, !llvm.ptr
         }
       }
@@ -317,6 +321,8 @@ std::string kernel() {
         %cb = arith.addi %base, %cBase : index
         %cb64 = arith.index_cast %cb : index to i64
         %cp = llvm.inttoptr %cb64 : i64 to !llvm.ptr<3>
+        %mapBytes3 = arith.constant 128 : i32
+        nvvm.fence.proxy.acquire #nvvm.mem_scope<sys> %mapC, %mapBytes3
         nvvm.cp.async.bulk.tensor.global.shared.cta %mapC, %cp, box[%i0, %i0] : !llvm.ptr, !llvm.ptr<3>
         nvvm.cp.async.bulk.commit.group
         nvvm.cp.async.bulk.wait_group 0

@@ -28,6 +28,7 @@ module attributes {gpu.container_module} {
     // completing `bytes` on the mbarrier at offset 0; every thread waits
     // (mode 1: does not; mode 2: meets at a block barrier instead, which
     // does not order a bulk copy) and copies the box's `nwords` words out.
+    // Thread 0 acquires the map first (mode 3: does not).
     gpu.func @tma_load2(%map: !llvm.ptr, %out: memref<?xi32>, %x: i32,
                         %y: i32, %bytes: i32, %nwords: index, %mode: i32) kernel {
       %t = gpu.thread_id x
@@ -50,6 +51,12 @@ module attributes {gpu.container_module} {
       gpu.barrier
       scf.if %first {
         %s = nvvm.mbarrier.arrive.expect_tx %bar, %bytes : !llvm.ptr<3>, i32 -> i64
+        %i3 = arith.constant 3 : i32
+        %acquire = arith.cmpi ne, %mode, %i3 : i32
+        scf.if %acquire {
+          %mapBytes1 = arith.constant 128 : i32
+          nvvm.fence.proxy.acquire #nvvm.mem_scope<sys> %map, %mapBytes1
+        }
         nvvm.cp.async.bulk.tensor.shared.cluster.global %tile, %map, %bar, box[%x, %y] {isCTAOnly = true} : !llvm.ptr<3>, !llvm.ptr
       }
       %i2 = arith.constant 2 : i32
@@ -94,6 +101,8 @@ module attributes {gpu.container_module} {
       gpu.barrier
       scf.if %first {
         %s = nvvm.mbarrier.arrive.expect_tx %bar, %bytes : !llvm.ptr<3>, i32 -> i64
+        %mapBytes2 = arith.constant 128 : i32
+        nvvm.fence.proxy.acquire #nvvm.mem_scope<sys> %map, %mapBytes2
         nvvm.cp.async.bulk.tensor.shared.cluster.global %tile, %map, %bar, box[%x, %y, %z] {isCTAOnly = true} : !llvm.ptr<3>, !llvm.ptr
       }
       nvvm.mbarrier.try_wait.parity %bar, %i0, %i0 : !llvm.ptr<3>, i32, i32
@@ -135,6 +144,8 @@ module attributes {gpu.container_module} {
       gpu.barrier
       %first = arith.cmpi eq, %t, %c0 : index
       scf.if %first {
+        %mapBytes3 = arith.constant 128 : i32
+        nvvm.fence.proxy.acquire #nvvm.mem_scope<sys> %map, %mapBytes3
         nvvm.cp.async.bulk.tensor.global.shared.cta %map, %tile, box[%x, %y] : !llvm.ptr, !llvm.ptr<3>
         nvvm.cp.async.bulk.commit.group
         %early = arith.cmpi eq, %mode, %i2 : i32
@@ -457,6 +468,12 @@ TEST_F(TmaTest, MisuseIsReported) {
   // and the waiting threads are reported with the transaction count left.
   EXPECT_FALSE(load(map.bytes, 0, bytes + 16));
   EXPECT_NE(reports().find("transaction count 16"), std::string::npos)
+      << reports();
+  // The map read by the tensormap proxy without the thread's acquire of
+  // what the host wrote.
+  EXPECT_FALSE(load(map.bytes, 3, bytes));
+  EXPECT_NE(reports().find("has not acquired it for the tensormap proxy"),
+            std::string::npos)
       << reports();
   // Not a tensor map.
   TensorMapBuffer garbage;

@@ -71,9 +71,11 @@ struct TargetInfo {
   static constexpr int64_t kMaxThreadsPerBlock = 1024;
   static constexpr int64_t kMaxRegistersPerThread = 255;
 
-  /// PTX features nvvm-attach-target is given: PTX ISA 8.0 is the first
-  /// with sm_90a, and CUDA 12+ ptxas accepts it for every supported chip.
-  static llvm::StringRef ptxFeatures() { return "+ptx80"; }
+  /// PTX features nvvm-attach-target is given: PTX ISA 8.3, the first
+  /// with fence.proxy.tensormap (a TMA kernel acquires the tensor maps the
+  /// host copied into global memory); 8.0 was the first with sm_90a.
+  /// CUDA 12.3+ ptxas and drivers (545+) take it for every supported chip.
+  static llvm::StringRef ptxFeatures() { return "+ptx83"; }
 
   /// The record of `chip` (exact spelling), or null.
   static const TargetInfo *lookup(llvm::StringRef chip);

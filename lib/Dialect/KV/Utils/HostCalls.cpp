@@ -18,11 +18,16 @@ Value kvir::kv::emitDataPointer(ImplicitLocOpBuilder &b, Value memref) {
 
 Value kvir::kv::emitHostCall(ImplicitLocOpBuilder &b, StringRef name,
                              ValueRange args, bool returnsI64) {
+  return emitHostCall(b, name, args, returnsI64 ? b.getI64Type() : Type());
+}
+
+Value kvir::kv::emitHostCall(ImplicitLocOpBuilder &b, StringRef name,
+                             ValueRange args, Type result) {
   auto module =
       b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
   SmallVector<Type> results;
-  if (returnsI64)
-    results.push_back(b.getI64Type());
+  if (result)
+    results.push_back(result);
   if (!module.lookupSymbol(name)) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(module.getBody());
@@ -31,5 +36,5 @@ Value kvir::kv::emitHostCall(ImplicitLocOpBuilder &b, StringRef name,
         .setPrivate();
   }
   auto call = func::CallOp::create(b, name, results, args);
-  return returnsI64 ? call.getResult(0) : Value();
+  return result ? call.getResult(0) : Value();
 }

@@ -95,7 +95,7 @@ LogicalResult PrefillConfigAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, int64_t qTile, int64_t kvTile,
     int64_t warps, int64_t stages, bool qInRegisters, int64_t maxPartitions,
     int64_t valueWarps, MmaAtomKind mma, TileSchedule schedule,
-    PrefillRoles roles) {
+    PrefillRoles roles, TileCopy copy) {
   if (qTile <= 0 || qTile % 16 || qTile > 256)
     return emitError() << "prefill config q_tile must be a multiple of 16 in "
                        << "[16, 256] (whole m16 mma tiles), got " << qTile;
@@ -145,6 +145,9 @@ LogicalResult PrefillConfigAttr::verify(
     return emitError() << "prefill config roles = producer needs mma = "
                        << "wgmma and schedule = overlap (the consumers' "
                        << "mainloop)";
+  if (copy == TileCopy::tma && roles != PrefillRoles::producer)
+    return emitError() << "prefill config copy = tma needs roles = producer "
+                       << "(one producer thread issues the copies)";
   return success();
 }
 
@@ -532,11 +535,143 @@ Attribute SizeExprAttr::parse(AsmParser &parser, Type) {
 // Launch plans
 //===----------------------------------------------------------------------===//
 
+//===----------------------------------------------------------------------===//
+// TensorMapAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+TensorMapAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      StringRef source, ArrayRef<int64_t> box,
+                      int64_t swizzle) {
+  if (source.empty())
+    return emitError() << "a tensor map needs a source argument";
+  if (box.empty() || box.size() > 5)
+    return emitError() << "tensor map over '" << source
+                       << "' needs a box of 1 to 5 dims, got " << box.size();
+  for (int64_t dim : box)
+    if (dim < 1 || dim > 256)
+      return emitError() << "tensor map over '" << source
+                         << "' box dims must be in [1, 256], got " << dim;
+  if (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128)
+    return emitError() << "tensor map over '" << source
+                       << "' swizzle must be 0, 32, 64 or 128 bytes, got "
+                       << swizzle;
+  return success();
+}
+
+int64_t TensorMapAttr::getSwizzleMode() const {
+  return getSwizzle() ? llvm::Log2_64(getSwizzle()) - 4 : 0;
+}
+
+std::optional<int64_t> TensorMapAttr::getDataType(Type element) {
+  // CUtensorMapDataType: UINT8 0, UINT16 1, UINT32 2, INT32 3, UINT64 4,
+  // INT64 5, FLOAT16 6, FLOAT32 7, FLOAT64 8, BFLOAT16 9.
+  if (element.isF16())
+    return 6;
+  if (element.isBF16())
+    return 9;
+  if (element.isF32())
+    return 7;
+  if (element.isF64())
+    return 8;
+  if (element.isInteger(8) || isa<Float8E4M3FNType, Float8E5M2Type>(element))
+    return 0; // bytes: TMA moves them as they are
+  if (element.isInteger(16))
+    return 1;
+  if (element.isInteger(32))
+    return 3;
+  if (element.isInteger(64))
+    return 5;
+  return std::nullopt;
+}
+
+int64_t TensorMapAttr::getBoxBytes(Type element) const {
+  int64_t bytes = element.getIntOrFloatBitWidth() / 8;
+  for (int64_t dim : getBox())
+    bytes *= dim;
+  return bytes;
+}
+
+/// Checks `map` against its source buffer `source` (a row-major memref).
+static LogicalResult
+verifyTensorMapSource(function_ref<InFlightDiagnostic()> emitError,
+                      StringRef planName, StringRef argName, TensorMapAttr map,
+                      PlanArgAttr source) {
+  auto fail = [&]() {
+    return emitError() << "plan '" << planName << "': tensor map '" << argName
+                       << "' ";
+  };
+  if (!source)
+    return fail() << "reads unknown argument '" << map.getSource() << "'";
+  auto type = dyn_cast<MemRefType>(source.getType());
+  if (!type || source.getRole() != ArgRole::input)
+    return fail() << "must read an input buffer, not '" << map.getSource()
+                  << "'";
+  if (!type.getLayout().isIdentity())
+    return fail() << "reads '" << map.getSource()
+                  << "', which is not row-major (" << type
+                  << "): the map's strides are the row-major ones";
+  if (int64_t(map.getBox().size()) != type.getRank())
+    return fail() << "has a rank-" << map.getBox().size() << " box over rank-"
+                  << type.getRank() << " '" << map.getSource() << "'";
+  std::optional<int64_t> dataType =
+      TensorMapAttr::getDataType(type.getElementType());
+  if (!dataType)
+    return fail() << "reads " << type.getElementType()
+                  << " elements, which TMA does not move";
+  int64_t elementBytes = type.getElementTypeBitWidth() / 8;
+  int64_t innerBytes = map.getBox().back() * elementBytes;
+  if (innerBytes % 16)
+    return fail() << "has a box whose innermost dim is " << innerBytes
+                  << " bytes; TMA needs a multiple of 16";
+  if (map.getSwizzle() && innerBytes > map.getSwizzle())
+    return fail() << "has a box whose innermost dim is " << innerBytes
+                  << " bytes, more than its " << map.getSwizzle()
+                  << "-byte swizzle";
+  for (auto [i, dim] : llvm::enumerate(type.getShape()))
+    if (!ShapedType::isDynamic(dim) && map.getBox()[i] > dim)
+      return fail() << "has a box dim " << i << " of " << map.getBox()[i]
+                    << ", larger than '" << map.getSource() << "''s " << dim;
+  // The driver takes strides that are multiples of 16 bytes.
+  int64_t stride = elementBytes;
+  for (int64_t i = type.getRank() - 1; i > 0; --i) {
+    if (ShapedType::isDynamic(type.getDimSize(i)))
+      return fail() << "reads '" << map.getSource()
+                    << "', whose inner dims must be static";
+    stride *= type.getDimSize(i);
+    if (stride % 16)
+      return fail() << "reads '" << map.getSource() << "', whose dim " << i - 1
+                    << " stride (" << stride
+                    << " bytes) is not a multiple of 16";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PlanArgAttr
+//===----------------------------------------------------------------------===//
+
 LogicalResult PlanArgAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   StringRef name, ArgRole role, Type type,
-                                  ArrayRef<SizeExprAttr> shape) {
+                                  ArrayRef<SizeExprAttr> shape,
+                                  TensorMapAttr map) {
   if (name.empty())
     return emitError() << "a launch-plan argument needs a name";
+  if ((role == ArgRole::tensor_map) != bool(map))
+    return emitError() << "argument '" << name << "' "
+                       << (map ? "has a tensor map but is not a tensor_map "
+                                 "argument"
+                               : "is a tensor_map argument without a map");
+  if (map) {
+    auto memref = dyn_cast<MemRefType>(type);
+    if (!memref || memref.getShape() != ArrayRef<int64_t>{16} ||
+        !memref.getElementType().isInteger(64) ||
+        !memref.getLayout().isIdentity())
+      return emitError() << "tensor_map argument '" << name
+                         << "' must be a memref<16xi64> (a CUtensorMap's 128 "
+                            "bytes), got "
+                         << type;
+  }
   if (role == ArgRole::size) {
     if (!type.isIndex() || !shape.empty())
       return emitError() << "size argument '" << name
@@ -728,6 +863,11 @@ LaunchPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   for (PlanArgAttr arg : args)
     for (SizeExprAttr dim : arg.getShape())
       if (failed(checkSymbols(dim, "argument '" + arg.getName().str() + "'")))
+        return failure();
+  for (PlanArgAttr arg : args)
+    if (TensorMapAttr map = arg.getMap())
+      if (failed(verifyTensorMapSource(emitError, name, arg.getName(), map,
+                                       argByName.lookup(map.getSource()))))
         return failure();
   if (tables) {
     // The verifier of the attribute has checked the form's spelling.

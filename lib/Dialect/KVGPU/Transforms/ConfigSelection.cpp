@@ -316,10 +316,10 @@ withRingDepth(FailureOr<PrefillConfigAttr> config,
     return config;
   auto withStages = [&](int64_t stages) {
     PrefillConfigAttr c = *config;
-    return PrefillConfigAttr::get(c.getContext(), c.getQTile(), c.getKvTile(),
-                                  c.getWarps(), stages, c.getQInRegisters(),
-                                  c.getMaxPartitions(), c.getValueWarps(),
-                                  c.getMma(), c.getSchedule(), c.getRoles());
+    return PrefillConfigAttr::get(
+        c.getContext(), c.getQTile(), c.getKvTile(), c.getWarps(), stages,
+        c.getQInRegisters(), c.getMaxPartitions(), c.getValueWarps(),
+        c.getMma(), c.getSchedule(), c.getRoles(), c.getCopy());
   };
   int64_t threads = config->getNumThreads();
   double need = target.bytesInFlightPerSM();
@@ -380,6 +380,40 @@ std::string kvgpu::whyNoProducerPrefill(kv::PrefillOp op) {
   return "";
 }
 
+/// `t` as MLIR prints it.
+static std::string printed(Type t) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << t;
+  return text;
+}
+
+std::string kvgpu::whyNoTmaPrefill(kv::PrefillOp op) {
+  auto ragged = op.getKv().getDefiningOp<kv::RaggedViewOp>();
+  if (!ragged)
+    return "paged K/V: the producer copies page rows by cp.async (TMA boxes "
+           "of whole pages are not built yet)";
+  auto [headDim, headDimV] = prefillHeadDims(op);
+  if (headDim % 64 || headDimV % 64)
+    return "head dims " + std::to_string(headDim) + " / " +
+           std::to_string(headDimV) +
+           " are not whole 64-element blocks of the 128-byte swizzle a TMA "
+           "box fills";
+  for (Value buffer : {ragged.getK(), ragged.getV()}) {
+    auto type = cast<MemRefType>(buffer.getType());
+    Type element = type.getElementType();
+    if (!element.isF16() && !element.isBF16())
+      return "TMA copies f16/bf16 K/V tiles into the wgmma layout, not " +
+             printed(element);
+    if (!type.getLayout().isIdentity() ||
+        llvm::any_of(type.getShape().drop_front(), ShapedType::isDynamic))
+      return "a tensor map spans a row-major buffer with static inner dims, "
+             "not " +
+             printed(type);
+  }
+  return "";
+}
+
 /// The wgmma configuration of `op` (whyNoWgmmaPrefill is ""):
 /// FlashAttention-3's 128 rows (two warpgroups) against 128-key tiles at
 /// head dim 128; 64-key tiles where V arrives in a ring of its own and is
@@ -403,7 +437,10 @@ std::string kvgpu::whyNoProducerPrefill(kv::PrefillOp op) {
 /// a stage only once the values of its tile retired, late in the next
 /// tile's iteration, so with two the producer would start each tile's
 /// copies just before the consumers wait for them (with three it copies
-/// tile n while n - 1 lands and n - 2 is computed).
+/// tile n while n - 1 lands and n - 2 is computed). Their producer copies
+/// by TMA where whyNoTmaPrefill allows (one thread issues a whole tile's
+/// boxes, the others are free; the 16-byte cp.async chunks took every
+/// producer thread ~2 instructions each).
 static FailureOr<PrefillConfigAttr>
 chooseWgmmaPrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
                          std::string &whyNot) {
@@ -413,6 +450,9 @@ chooseWgmmaPrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
   bool overlaps = widest > 64 && !hasMaskMod(op);
   PrefillRoles roles = whyNoProducerPrefill(op).empty() ? PrefillRoles::producer
                                                         : PrefillRoles::uniform;
+  TileCopy copy = roles == PrefillRoles::producer && whyNoTmaPrefill(op).empty()
+                      ? TileCopy::tma
+                      : TileCopy::cp_async;
   // V converted per tile overlaps only where the producer converts it into
   // the ring's stages.
   TileSchedule schedule =
@@ -429,7 +469,7 @@ chooseWgmmaPrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
         /*stages=*/int64_t(roles == PrefillRoles::producer ? 3 : 2),
         /*q_in_registers=*/false,
         /*max_partitions=*/int64_t(16), /*value_warps=*/int64_t(1),
-        MmaAtomKind::wgmma, schedule, roles);
+        MmaAtomKind::wgmma, schedule, roles, copy);
   };
   FailureOr<PrefillConfigAttr> config = failure();
   for (auto [qTile, keys] : {std::pair<int64_t, int64_t>{128, kvTile},
@@ -494,7 +534,8 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
       config = getCheckedQuietly<PrefillConfigAttr>(
           whyNot, op.getContext(), qTile, kvTile, valueWarps * (qTile / 16),
           int64_t(2), /*q_in_registers=*/false, int64_t(16), valueWarps,
-          MmaAtomKind::mma_sync, TileSchedule::serial, PrefillRoles::uniform);
+          MmaAtomKind::mma_sync, TileSchedule::serial, PrefillRoles::uniform,
+          TileCopy::cp_async);
       if (failed(config) ||
           prefillSharedBytes(*config, op) <= target.maxSharedBytesPerBlock)
         break;
@@ -518,7 +559,7 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
         /*stages=*/int64_t(2),
         /*q_in_registers=*/!wide && !tall, /*max_partitions=*/int64_t(16),
         /*value_warps=*/int64_t(1), MmaAtomKind::mma_sync, TileSchedule::serial,
-        PrefillRoles::uniform);
+        PrefillRoles::uniform, TileCopy::cp_async);
   };
   FailureOr<PrefillConfigAttr> config = build(qTile);
   // Smaller query tiles where the chip's shared memory per block is short;
@@ -631,7 +672,7 @@ kvgpu::chooseTensorCoreDecodeConfig(kv::DecodeOp op,
         whyNot, op.getContext(), qTile, kvTile, valueWarps * (qTile / 16),
         int64_t(2), /*q_in_registers=*/false, /*max_partitions=*/int64_t(32),
         valueWarps, MmaAtomKind::mma_sync, TileSchedule::serial,
-        PrefillRoles::uniform);
+        PrefillRoles::uniform, TileCopy::cp_async);
     if (failed(config))
       return config;
     if (tensorCoreSharedBytes(layoutShape(op, *config)) <=
@@ -679,7 +720,7 @@ kvgpu::chooseMlaConfig(kv::MlaDecodeOp op, const target::TargetInfo &target,
         whyNot, op.getContext(), qTile, kvTile, valueWarps * (qTile / 16),
         /*stages=*/int64_t(2), /*q_in_registers=*/false,
         /*max_partitions=*/int64_t(64), valueWarps, MmaAtomKind::mma_sync,
-        TileSchedule::serial, PrefillRoles::uniform);
+        TileSchedule::serial, PrefillRoles::uniform, TileCopy::cp_async);
   };
   FailureOr<PrefillConfigAttr> config = build();
   // Shorter K/V tiles, then fewer rows, where shared memory is short.

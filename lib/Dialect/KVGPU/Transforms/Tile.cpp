@@ -30,6 +30,11 @@ void explainChoice(Operation *op, const target::TargetInfo &target,
       remark << "; no producer warpgroup: " << whyNoProducerPrefill(p);
     return;
   }
+  if (tensorCore && tensorCore.hasProducer() && !tensorCore.copiesByTma()) {
+    if (auto p = dyn_cast<kv::PrefillOp>(op))
+      remark << "; cp.async, not TMA: " << whyNoTmaPrefill(p);
+    return;
+  }
   if (!tensorCore || tensorCore.usesWgmma() ||
       !target.has(target::MmaAtom::WgmmaM64NK16))
     return;

@@ -49,6 +49,12 @@ func.func @ragged_d256_g1_bf16(%q: memref<?x4x256xbf16>, %qo: memref<?xi32>, %k:
   kv.store_state %s, %o, %l : !kv.state<?x4x256xbf16, base = e>, memref<?x4x256xbf16>, memref<?x4xf32>
   return
 }
+func.func @ragged_d128_g4_f16_causal_tma(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %k: memref<?x2x128xf16>, %v: memref<?x2x128xf16>, %ki: memref<?xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.ragged_view %k, %v, %ki : memref<?x2x128xf16>, memref<?x2x128xf16>, memref<?xi32> -> !kv.ragged<kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16>
+  %s = kv.prefill %q, %qo, %kv {causal} : memref<?x8x128xf16>, memref<?xi32>, !kv.ragged<kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16> -> !kv.state<?x8x128xf16, base = e>
+  kv.store_state %s, %o, %l : !kv.state<?x8x128xf16, base = e>, memref<?x8x128xf16>, memref<?x8xf32>
+  return
+}
 func.func @ragged_d64_g8_f16_two_tiles(%q: memref<?x16x64xf16>, %qo: memref<?xi32>, %k: memref<?x2x64xf16>, %v: memref<?x2x64xf16>, %ki: memref<?xi32>, %o: memref<?x16x64xf16>, %l: memref<?x16xf32>) {
   %kv = kv.ragged_view %k, %v, %ki : memref<?x2x64xf16>, memref<?x2x64xf16>, memref<?xi32> -> !kv.ragged<kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16>
   %s = kv.prefill %q, %qo, %kv {causal, kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 4, stages = 2, q_in_registers = false, max_partitions = 16>} : memref<?x16x64xf16>, memref<?xi32>, !kv.ragged<kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16> -> !kv.state<?x16x64xf16, base = e>

@@ -21,6 +21,9 @@ mlir::Value emitDataPointer(mlir::ImplicitLocOpBuilder &b, mlir::Value memref);
 /// have it yet; returns its i64 result, or null when `returnsI64` is false.
 mlir::Value emitHostCall(mlir::ImplicitLocOpBuilder &b, llvm::StringRef name,
                          mlir::ValueRange args, bool returnsI64 = true);
+/// The same for a function returning `result` (a C int: i32).
+mlir::Value emitHostCall(mlir::ImplicitLocOpBuilder &b, llvm::StringRef name,
+                         mlir::ValueRange args, mlir::Type result);
 
 } // namespace kvir::kv
 

@@ -75,6 +75,20 @@ def KVGPU_PrefillRoles : I32EnumAttr<"PrefillRoles",
   let genSpecializedAttr = 0;
 }
 
+def KVGPU_TileCopy : I32EnumAttr<"TileCopy",
+    "how a prefill's producer brings K/V tiles into shared memory", [
+  // Every copying thread moves 16-byte chunks (cp.async), zero-filling rows
+  // past the keys.
+  I32EnumAttrCase<"cp_async", 0>,
+  // One thread issues a TMA copy (cp.async.bulk.tensor) of each tile's
+  // box of a tensor map, completing on the stage's mbarrier; the tile that
+  // holds the last keys goes by cp.async, so no key past them is read.
+  I32EnumAttrCase<"tma", 1>
+]> {
+  let cppNamespace = "::kvir::kvgpu";
+  let genSpecializedAttr = 0;
+}
+
 def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
   let summary = "the work decomposition of a tensor-core prefill";
   let description = [{
@@ -123,6 +137,12 @@ def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
     `setmaxnreg` moves registers from the producer to the consumers. The
     block then has `warps + 4` warps.
 
+    `copy` (default `cp_async`) is how the producer copies: `tma` (roles =
+    producer) issues one TMA copy per box of the K and V tensor maps (the
+    plan's `tensor_map` arguments) for every whole tile, the stage's
+    mbarrier counting their bytes; a tile cut by the end of the keys still
+    goes by cp.async, zero-filling the rows past them.
+
     ```mlir
     #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2,
                    q_in_registers = true, max_partitions = 16>
@@ -143,7 +163,9 @@ def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
                         DefaultValuedParameter<"::kvir::kvgpu::TileSchedule",
                           "::kvir::kvgpu::TileSchedule::serial">:$schedule,
                         DefaultValuedParameter<"::kvir::kvgpu::PrefillRoles",
-                          "::kvir::kvgpu::PrefillRoles::uniform">:$roles);
+                          "::kvir::kvgpu::PrefillRoles::uniform">:$roles,
+                        DefaultValuedParameter<"::kvir::kvgpu::TileCopy",
+                          "::kvir::kvgpu::TileCopy::cp_async">:$copy);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -162,6 +184,9 @@ def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
     /// The block's threads: the computing warps' and the producer's.
     int64_t getNumThreads() const {
       return 32 * (getWarps() + getProducerWarps());
+    }
+    bool copiesByTma() const {
+      return getCopy() == ::kvir::kvgpu::TileCopy::tma;
     }
     bool usesWgmma() const {
       return getMma() == ::kvir::kvgpu::MmaAtomKind::wgmma;
@@ -254,8 +279,11 @@ def KVGPU_ArgRole : I32EnumAttr<"ArgRole", "what a launch-plan argument is", [
                                     // schedule fills before the launches
   I32EnumAttrCase<"host", 5>,       // host memory the work schedule reads;
                                     // no kernel takes it
-  I32EnumAttrCase<"scalar", 6>      // a float given by the caller, passed
+  I32EnumAttrCase<"scalar", 6>,     // a float given by the caller, passed
                                     // by value (fp8 KV's k_scale, v_scale)
+  I32EnumAttrCase<"tensor_map", 7>  // a TMA tensor map (128 bytes in device
+                                    // memory) over another argument, which
+                                    // the host encodes before the launches
 ]> {
   let cppNamespace = "::kvir::kvgpu";
   let genSpecializedAttr = 0;
@@ -271,6 +299,45 @@ def KVGPU_LaunchCondition : I32EnumAttr<"LaunchCondition",
   let genSpecializedAttr = 0;
 }
 
+def KVGPU_TensorMapAttr : KVGPU_Attr<"TensorMap", "tensor_map"> {
+  let summary = "a TMA tensor map over a launch-plan buffer";
+  let description = [{
+    The map the host encodes (cuTensorMapEncodeTiled) over the whole of
+    buffer argument `source`, a row-major memref: its dims (innermost
+    first for the driver) are the buffer's shape, its strides the
+    row-major ones, its data type the element type's; `box` is the tile
+    one copy moves, outermost dim first as in the memref (at most 256 per
+    dim), and `swizzle` the bytes (0, 32, 64 or 128) of the hardware
+    swizzle applied in shared memory, which bounds the box's innermost
+    bytes. No interleave, unit element strides, 128-byte L2 promotion,
+    out-of-bound elements read as zeros.
+
+    ```mlir
+    #kvgpu.tensor_map<"k", box = [64, 1, 64], swizzle = 128>
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"source argument">:$source,
+                        ArrayRefParameter<"int64_t">:$box,
+                        "int64_t":$swizzle);
+  let assemblyFormat = [{
+    `<` $source `,` `box` `=` `[` $box `]` `,` `swizzle` `=` $swizzle `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The encoded map's bytes (a CUtensorMap) and their alignment.
+    static constexpr int64_t kBytes = 128, kAlignment = 64;
+    /// The fixed encoding parameters: CUtensorMapInterleave NONE,
+    /// CUtensorMapL2promotion L2_128B, CUtensorMapFloatOOBfill NONE (zeros).
+    static constexpr int64_t kInterleave = 0, kL2Promotion = 2, kOobFill = 0;
+    /// CUtensorMapSwizzle of `swizzle` (0-3).
+    int64_t getSwizzleMode() const;
+    /// CUtensorMapDataType of `element` (nullopt: none TMA has).
+    static std::optional<int64_t> getDataType(::mlir::Type element);
+    /// The bytes one copy of the box moves.
+    int64_t getBoxBytes(::mlir::Type element) const;
+  }];
+}
+
 def KVGPU_PlanArgAttr : KVGPU_Attr<"PlanArg", "arg"> {
   let summary = "a named buffer or size of a launch plan";
   let description = [{
@@ -278,19 +345,34 @@ def KVGPU_PlanArgAttr : KVGPU_Attr<"PlanArg", "arg"> {
     `shape` gives every dim as a size expression (static dims as constants),
     empty for sizes. Workspace buffers are allocated by the caller with
     exactly this shape (and only when a kernel that takes them launches).
+    A `tensor_map` argument is a `memref<16xi64>` (the 128 bytes of a
+    CUtensorMap, 64-byte aligned) whose `map` says what the host encodes
+    into it before the launches.
 
     ```mlir
     #kvgpu.arg<"q", input, memref<?x32x128xf16>,
                shape = [#kvgpu.size<batch>, #kvgpu.size<32>, #kvgpu.size<128>]>
+    #kvgpu.arg<"k_map", tensor_map, memref<16xi64>,
+               shape = [#kvgpu.size<16>],
+               map = #kvgpu.tensor_map<"k", box = [64, 1, 64], swizzle = 128>>
     ```
   }];
   let parameters = (ins StringRefParameter<"name">:$name,
                         EnumParameter<KVGPU_ArgRole>:$role,
                         "::mlir::Type":$type,
-                        OptionalArrayRefParameter<"::kvir::kvgpu::SizeExprAttr">:$shape);
+                        OptionalArrayRefParameter<"::kvir::kvgpu::SizeExprAttr">:$shape,
+                        OptionalParameter<"::kvir::kvgpu::TensorMapAttr">:$map);
   let assemblyFormat = [{
-    `<` $name `,` $role `,` $type (`,` `shape` `=` `[` $shape^ `]`)? `>`
+    `<` $name `,` $role `,` $type (`,` `shape` `=` `[` $shape^ `]`)?
+    (`,` `map` `=` $map^)? `>`
   }];
+  let builders = [
+    AttrBuilder<(ins "::llvm::StringRef":$name, "ArgRole":$role,
+                     "::mlir::Type":$type,
+                     "::llvm::ArrayRef<SizeExprAttr>":$shape), [{
+      return $_get($_ctxt, name, role, type, shape, TensorMapAttr());
+    }]>
+  ];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// Bytes of a buffer with this shape, given the plan's sizes.

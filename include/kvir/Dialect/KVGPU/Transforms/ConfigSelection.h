@@ -120,6 +120,13 @@ std::string whyNoWgmmaPrefill(kv::PrefillOp op,
 /// skipping, RoPE's in-place rotation of K tiles; or "".
 std::string whyNoProducerPrefill(kv::PrefillOp op);
 
+/// Why `op`'s producer copies its K/V tiles by cp.async rather than TMA
+/// (copy = tma): paged KV (pages are not copied as TMA boxes yet), K or V
+/// buffers that are not row-major with static inner dims, head dims that
+/// are not whole 64-element (128-byte) swizzle blocks, element types other
+/// than f16/bf16; or "".
+std::string whyNoTmaPrefill(kv::PrefillOp op);
+
 /// The prefill configuration for `op` on `target`, or failure with the
 /// reason in `whyNot`: on wgmma where `choice` allows it and
 /// whyNoWgmmaPrefill is "", else on mma.sync.
