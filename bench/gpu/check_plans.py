@@ -55,6 +55,15 @@ def main():
                 if a["role"] in ("input", "output", "schedule") or (
                         a["role"] == "workspace" and plan.split(env)):
                     buffers[name] = (drv.alloc(16), plan.shape_of(name, env))
+            # Tensor maps over their (row-major) sources, as the GPU path
+            # encodes them.
+            for name, a in plan.args.items():
+                if a["role"] == "tensor_map":
+                    m = a["map"]
+                    src = buffers[m["of"]]
+                    ptr = drv.alloc(128)
+                    drv.upload(ptr, drv.encode_tensor_map(m, src[0], src[1]))
+                    buffers[name] = (ptr, plan.shape_of(name, env))
             for kernel, grid, block, smem, params in plan.launches(buffers,
                                                                    env):
                 drv.launch(plan.ptx, kernel, grid, block, smem, params)

@@ -107,3 +107,17 @@ void kvir::codegen::emitIf(ImplicitLocOpBuilder &b, Value cond,
     scf::YieldOp::create(ib);
   });
 }
+
+void kvir::codegen::emitIfElse(
+    ImplicitLocOpBuilder &b, Value cond,
+    function_ref<void(ImplicitLocOpBuilder &)> then,
+    function_ref<void(ImplicitLocOpBuilder &)> otherwise) {
+  auto branch = [](function_ref<void(ImplicitLocOpBuilder &)> body) {
+    return [body](OpBuilder &nb, Location l) {
+      ImplicitLocOpBuilder ib(l, nb);
+      body(ib);
+      scf::YieldOp::create(ib);
+    };
+  };
+  scf::IfOp::create(b, cond, branch(then), branch(otherwise));
+}

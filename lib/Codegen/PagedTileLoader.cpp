@@ -177,10 +177,11 @@ PagedTileLoader::source(ImplicitLocOpBuilder &b, kv::PoolRole role,
 
 std::pair<Value, SmallVector<Value>>
 PagedTileLoader::address(ImplicitLocOpBuilder &b, kv::PoolRole role,
-                         Value token, Value tile0, Value dim) const {
+                         Value token, Value tile0, Value dim,
+                         Value idSlot) const {
   Value page, slot;
   if (kv.type)
-    std::tie(page, slot) = locate(b, token, tile0);
+    std::tie(page, slot) = locate(b, token, tile0, idSlot);
   return source(b, role, token, page, slot, dim);
 }
 

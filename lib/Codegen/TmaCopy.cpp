@@ -60,33 +60,27 @@ void TmaTileCopy::acquireMap(ImplicitLocOpBuilder &b) const {
       arith::ConstantIntOp::create(b, kMapBytes, 32));
 }
 
-void TmaTileCopy::copyTile(ImplicitLocOpBuilder &b, Value stage, Value barrier,
-                           ArrayRef<Value> middle, Value row) const {
+void TmaTileCopy::copyBox(ImplicitLocOpBuilder &b, Value stage, Value barrier,
+                          int64_t row, int64_t block,
+                          ArrayRef<Value> coordinates) const {
+  assert(row % 8 == 0 && "a box starts a swizzle atom");
   IRBuilder ir{b};
   TileLayout layout = tile.layout();
-  Value descriptor = mapPointer(b);
   Value base =
       ir.add(memref::ExtractAlignedPointerAsIndexOp::create(b, tile.memref),
              ir.mul(stage, ir.idx(layout.stageBytes())));
-  Type sharedPtr = LLVM::LLVMPointerType::get(b.getContext(), 3);
-  Type clusterPtr = LLVM::LLVMPointerType::get(b.getContext(), 7);
-  for (int64_t c = 0; c * boxColumns() < tile.cols; ++c) {
-    int64_t offset = layout.byteOffset(0, 0, c * boxColumns());
-    Value address = arith::IndexCastUIOp::create(b, b.getI64Type(),
-                                                 ir.add(base, ir.idx(offset)));
-    // The .shared::cluster form (sm_90's; .shared::cta needs PTX 8.6): the
-    // block's own shared address is one of the cluster's.
-    Value dst = LLVM::AddrSpaceCastOp::create(
-        b, clusterPtr, LLVM::IntToPtrOp::create(b, sharedPtr, address));
-    SmallVector<Value> coordinates{
-        arith::ConstantIntOp::create(b, c * boxColumns(), 32)};
-    llvm::append_range(coordinates, middle);
-    coordinates.push_back(row);
-    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-        b, dst, descriptor, coordinates, barrier,
-        /*im2colOffsets=*/ValueRange(),
-        /*multicastMask=*/Value(), /*l2CacheHint=*/Value(),
-        NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false, /*group=*/nullptr,
-        /*predicate=*/Value());
-  }
+  int64_t offset = layout.byteOffset(0, row, block * boxColumns());
+  Value address = arith::IndexCastUIOp::create(b, b.getI64Type(),
+                                               ir.add(base, ir.idx(offset)));
+  // The .shared::cluster form (sm_90's; .shared::cta needs PTX 8.6): the
+  // block's own shared address is one of the cluster's.
+  Value dst = LLVM::AddrSpaceCastOp::create(
+      b, LLVM::LLVMPointerType::get(b.getContext(), 7),
+      LLVM::IntToPtrOp::create(b, LLVM::LLVMPointerType::get(b.getContext(), 3),
+                               address));
+  NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+      b, dst, mapPointer(b), coordinates, barrier,
+      /*im2colOffsets=*/ValueRange(), /*multicastMask=*/Value(),
+      /*l2CacheHint=*/Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false,
+      /*group=*/nullptr, /*predicate=*/Value());
 }

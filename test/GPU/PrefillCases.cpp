@@ -108,10 +108,7 @@ void gpu::runGpuPrefillCase(const GpuPrefillCase &c) {
     std::string config = result.planConfig("kv.prefill");
     if (!c.expectConfig.empty() && parseGpuTarget(c.chip).mma == "auto")
       EXPECT_NE(config.find(c.expectConfig), std::string::npos) << config;
-    // TMA kernels copy every whole ragged tile by TMA (none is cut short
-    // here: a request of 128 keys or more has whole 64-key tiles).
-    if (config.find("copy = tma") != std::string::npos &&
-        *std::max_element(batch.kv.begin(), batch.kv.end()) >= 128) {
+    if (c.expectTmaCopies && parseGpuTarget(c.chip).mma == "auto") {
       uint64_t copies = 0;
       for (const emu::LaunchStats &l : result.launches)
         copies += l.tmaCopies;

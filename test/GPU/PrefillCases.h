@@ -42,6 +42,9 @@ struct GpuPrefillCase {
   std::string config;
   /// Text the chosen configuration must contain (e.g. "copy = tma").
   std::string expectConfig;
+  /// Whether every batch runs TMA copies (on the case's own chip, not its
+  /// mma.sync twin).
+  bool expectTmaCopies = false;
   std::vector<PrefillBatch> batches;
   uint64_t seed = 1;
 };

@@ -320,6 +320,7 @@ std::vector<GpuPrefillCase> prefillCases() {
                "stages = 3, q_in_registers = false, max_partitions = 4, "
                "mma = wgmma, schedule = overlap, roles = producer, "
                "copy = tma>";
+    c.expectTmaCopies = true;
     add(c, {standardBatch(false)});
   }
   {
@@ -332,6 +333,7 @@ std::vector<GpuPrefillCase> prefillCases() {
                "stages = 2, q_in_registers = false, max_partitions = 4, "
                "mma = wgmma, schedule = overlap, roles = producer, "
                "copy = tma>";
+    c.expectTmaCopies = true;
     add(c, {standardBatch(true)});
   }
   {
@@ -340,6 +342,45 @@ std::vector<GpuPrefillCase> prefillCases() {
                                        DType::BF16, "sm_90a", 2085);
     c.ragged = true;
     c.params.causal = true;
+    c.expectConfig = "copy = tma";
+    c.expectTmaCopies = true;
+    add(c, {standardBatch(true)});
+  }
+  // ... and over pages that are whole boxes: one box per page (NHD
+  // combined and HND split pools, CSR and block tables, pages of 8-64
+  // tokens); a sliding window starts tiles mid-page (here every one: pages
+  // of 64), which go by cp.async.
+  {
+    GpuPrefillCase c = makePrefillCase("ProducerTmaCausalNhdCsrP16D128G4BF16",
+                                       makeSpec(16, 2, 128, DType::BF16), 8,
+                                       DType::BF16, "sm_90a", 2086);
+    c.params.causal = true;
+    c.config = "#kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, "
+               "stages = 3, q_in_registers = false, max_partitions = 4, "
+               "mma = wgmma, schedule = overlap, roles = producer, "
+               "copy = tma>";
+    c.expectTmaCopies = true;
+    add(c, {standardBatch(true)});
+  }
+  {
+    GpuPrefillCase c =
+        makePrefillCase("ProducerTmaHndSplitBlockTableP8D128G2F16",
+                        makeSpec(8, 2, 128, DType::F16, Layout::HND,
+                                 Storage::Split, Table::BlockTable),
+                        4, DType::F16, "sm_90a", 2087);
+    c.config = "#kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, "
+               "stages = 2, q_in_registers = false, max_partitions = 4, "
+               "mma = wgmma, schedule = overlap, roles = producer, "
+               "copy = tma>";
+    c.expectTmaCopies = true;
+    add(c, {standardBatch(false)});
+  }
+  {
+    GpuPrefillCase c = makePrefillCase("ChosenTmaWindowNhdCsrP64D128G2F16",
+                                       makeSpec(64, 2, 128, DType::F16), 4,
+                                       DType::F16, "sm_90a", 2088);
+    c.params.causal = true;
+    c.params.windowLeft = 100;
     c.expectConfig = "copy = tma";
     add(c, {standardBatch(true)});
   }

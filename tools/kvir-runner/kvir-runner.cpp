@@ -112,6 +112,28 @@ static std::unique_ptr<llvm::Module> translateForJitTarget(Operation *op,
   return module;
 }
 
+extern "C" {
+int32_t kvemu_cuTensorMapEncodeTiled(void *, uint32_t, uint32_t, void *,
+                                     const uint64_t *, const uint64_t *,
+                                     const uint32_t *, const uint32_t *,
+                                     uint32_t, uint32_t, uint32_t, uint32_t);
+/// The driver function host code of TMA kernels calls, as this process's
+/// own symbol: JitRunner resolves a program's externals in the process
+/// (where the emulator's mgpu* wrappers are), and its symbol map does not
+/// reach a name no loaded library has. kvir-runner has no CUDA driver to
+/// shadow.
+int32_t cuTensorMapEncodeTiled(void *map, uint32_t dataType, uint32_t rank,
+                               void *address, const uint64_t *dims,
+                               const uint64_t *strides, const uint32_t *box,
+                               const uint32_t *elementStrides,
+                               uint32_t interleave, uint32_t swizzle,
+                               uint32_t l2Promotion, uint32_t oobFill) {
+  return kvemu_cuTensorMapEncodeTiled(map, dataType, rank, address, dims,
+                                      strides, box, elementStrides, interleave,
+                                      swizzle, l2Promotion, oobFill);
+}
+}
+
 static llvm::orc::SymbolMap
 runtimeSymbols(llvm::orc::MangleAndInterner interner) {
   return kvir::emu::Emulator::get().getRuntimeSymbols(interner);

@@ -78,6 +78,12 @@ struct IRBuilder {
 /// Builds `body` under an scf.if on `cond` (no results, no else).
 void emitIf(mlir::ImplicitLocOpBuilder &b, mlir::Value cond,
             llvm::function_ref<void(mlir::ImplicitLocOpBuilder &)> body);
+/// Builds `then` and `otherwise` under an scf.if / else on `cond` (no
+/// results).
+void emitIfElse(
+    mlir::ImplicitLocOpBuilder &b, mlir::Value cond,
+    llvm::function_ref<void(mlir::ImplicitLocOpBuilder &)> then,
+    llvm::function_ref<void(mlir::ImplicitLocOpBuilder &)> otherwise);
 
 /// Spreads items [0, total) over a block's `numThreads` threads (`thread`
 /// is this one): `body` for item k * numThreads + thread of every round k,

@@ -171,10 +171,11 @@ public:
                                mlir::Value idSlot = {}) const;
 
   /// The memref and indices of element `dim` of `role` at token `token`
-  /// (staged page ids must be current for paged requests).
+  /// of the tile starting at `tile0` (staged page ids must be current for
+  /// paged requests: in slot `idSlot` of a [slots][entries] buffer).
   std::pair<mlir::Value, llvm::SmallVector<mlir::Value>>
   address(mlir::ImplicitLocOpBuilder &b, kv::PoolRole role, mlir::Value token,
-          mlir::Value tile0, mlir::Value dim) const;
+          mlir::Value tile0, mlir::Value dim, mlir::Value idSlot = {}) const;
 
 private:
   /// loadPageIds when gathering: (key, page entry) per token of the tile.

@@ -27,8 +27,8 @@ class TmaTileCopy {
 public:
   /// Copies into `tile` (rows x cols, 128-byte swizzle, whyNot is none)
   /// from the map in `map` (the kernel's memref<16xi64> argument) whose
-  /// box is one 128-byte column block of the tile: its innermost dim the
-  /// block's columns, its outermost the tile's rows, 1 between.
+  /// box is rows of one 128-byte column block of the tile (its innermost
+  /// dim the block's columns).
   TmaTileCopy(mlir::Value map, const SharedTile &tile);
 
   /// Why `layout` cannot be filled by 128-byte swizzled boxes, or none.
@@ -42,13 +42,16 @@ public:
 
   /// This thread acquires the map for its copies.
   void acquireMap(mlir::ImplicitLocOpBuilder &b) const;
-  /// Issues the boxes of one tile into stage `stage` (index) of the tile,
-  /// completing on `barrier` (a shared pointer): column block c reads the
-  /// map at {c * boxColumns(), middle..., row} (innermost first; `middle`
-  /// and `row` are i32 coordinates).
-  void copyTile(mlir::ImplicitLocOpBuilder &b, mlir::Value stage,
-                mlir::Value barrier, mlir::ArrayRef<mlir::Value> middle,
-                mlir::Value row) const;
+  /// Column blocks of a tile row: boxes a tile's rows take side by side.
+  int64_t numBlocks() const { return tile.cols / boxColumns(); }
+  /// Issues one box into stage `stage` (index) of the tile at rows
+  /// [row, row + box rows) of column block `block`, completing on `barrier`
+  /// (a shared pointer); `coordinates` (i32, innermost first) are the
+  /// map's of the box's first element. `row` is a multiple of 8: the
+  /// swizzle the copy applies by shared address is then the tile's.
+  void copyBox(mlir::ImplicitLocOpBuilder &b, mlir::Value stage,
+               mlir::Value barrier, int64_t row, int64_t block,
+               mlir::ArrayRef<mlir::Value> coordinates) const;
 
 private:
   mlir::Value mapPointer(mlir::ImplicitLocOpBuilder &b) const;

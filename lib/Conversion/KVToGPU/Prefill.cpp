@@ -379,10 +379,29 @@ LogicalResult gpu_lowering::emitTensorCoreLaunches(
   using kvgpu::SizeExprAttr;
   llvm::StringMap<Value> bindings{{"out", out}, {"lse", lse}};
   SmallVector<StringRef> inputs = addInputs(plan, bindings);
-  if (spec.config.copiesByTma())
-    for (auto [name, map] :
-         llvm::zip_equal(kTensorMapNames, prefillTensorMaps(spec)))
+  if (spec.config.copiesByTma()) {
+    // The maps' sources: the plan arguments bound to the K and V buffers.
+    auto nameOf = [&](Value buffer) {
+      for (const auto &binding : bindings)
+        if (binding.getValue() == buffer)
+          return binding.getKey();
+      llvm_unreachable("the K/V buffers are plan arguments");
+    };
+    Value kv = cast<kv::PrefillOp>(op).getKv();
+    Value k, v;
+    if (auto view = kv.getDefiningOp<kv::PagedViewOp>()) {
+      kv::PagedOperands operands = kv::PagedOperands::fromView(view);
+      k = operands.pool(kv::PoolRole::K);
+      v = operands.pool(kv::PoolRole::V);
+    } else {
+      auto ragged = kv.getDefiningOp<kv::RaggedViewOp>();
+      k = ragged.getK();
+      v = ragged.getV();
+    }
+    for (auto [name, map] : llvm::zip_equal(
+             kTensorMapNames, prefillTensorMaps(spec, nameOf(k), nameOf(v))))
       plan.addTensorMap(name, map);
+  }
   plan.addBuffer("out", ArgRole::output, spec.outType, {plan.sym("nnz")});
   plan.addBuffer("lse", ArgRole::output, spec.lseType, {plan.sym("nnz")});
   // Block slots of the query tiles; partitions while the tiles of all KV

@@ -265,61 +265,62 @@ void KVTileStream::refillV(ImplicitLocOpBuilder &b, Value ahead,
   pipeline.commit(b);
 }
 
-void KVTileStream::produceByTma(ImplicitLocOpBuilder &b,
-                                const StageHandoff &handoff) const {
+Value KVTileStream::copiesByTma(ImplicitLocOpBuilder &b, Value t0,
+                                Value count) const {
   IRBuilder ir{b};
-  Value leader = ir.eq(thread, ir.idx(0));
-  emitIf(b, leader, [&](ImplicitLocOpBuilder &ib) {
-    kTma->acquireMap(ib);
-    vTma->acquireMap(ib);
-  });
-  auto i32Of = [](ImplicitLocOpBuilder &jb, Value index) -> Value {
-    return arith::IndexCastOp::create(jb, jb.getI32Type(), index);
-  };
+  Value whole = ir.eq(count, ir.idx(s.config.getKvTile()));
+  if (!s.paged)
+    return whole;
+  // A tile of whole pages: boxes of one page each.
+  Value aligned = ir.eq(ir.remU(t0, ir.idx(s.paged.getPageSize())), ir.idx(0));
+  return arith::AndIOp::create(b, whole, aligned);
+}
+
+void KVTileStream::issueBoxes(ImplicitLocOpBuilder &b,
+                              const StageHandoff &handoff, Value index,
+                              Value t0) const {
+  IRBuilder ir{b};
+  handoff.filledExpecting(b, index,
+                          arith::ConstantIntOp::create(
+                              b, kTma->tileBytes() + vTma->tileBytes(), 32));
+  Value stage = pipeline.stageOf(b, index);
+  Value barrier = handoff.fullBarrier(b, index);
+  Value slot = idSlot(b, index);
   int64_t kvTile = s.config.getKvTile();
-  scf::ForOp::create(
-      b, ir.idx(0), numTiles, ir.idx(1), ValueRange{},
-      [&](OpBuilder &nb, Location l, Value n, ValueRange) {
-        ImplicitLocOpBuilder lb(l, nb);
-        IRBuilder k{lb};
-        handoff.waitEmpty(lb, n);
-        auto [t0, count] = range(lb, n);
-        auto whole = scf::IfOp::create(lb, k.eq(count, k.idx(kvTile)),
-                                       /*withElseRegion=*/true);
-        auto tb = ImplicitLocOpBuilder::atBlockTerminator(l, whole.thenBlock());
-        auto leads = scf::IfOp::create(tb, leader, /*withElseRegion=*/true);
-        auto xb = ImplicitLocOpBuilder::atBlockTerminator(l, leads.thenBlock());
-        IRBuilder x{xb};
-        handoff.filledExpecting(
-            xb, n,
-            arith::ConstantIntOp::create(
-                xb, kTma->tileBytes() + vTma->tileBytes(), 32));
-        Value stage = pipeline.stageOf(xb, n);
-        Value barrier = handoff.fullBarrier(xb, n);
-        Value head = i32Of(xb, kvHead), row = i32Of(xb, x.add(w.base, t0));
-        kTma->copyTile(xb, stage, barrier, {head}, row);
-        vTma->copyTile(xb, stage, barrier, {head}, row);
-        auto ob = ImplicitLocOpBuilder::atBlockTerminator(l, leads.elseBlock());
-        handoff.filled(ob, n);
-        // The tile the keys end in: cp.async, zero-filling past them.
-        auto cb = ImplicitLocOpBuilder::atBlockTerminator(l, whole.elseBlock());
-        issue(cb, n, kv::PoolRole::K, Value());
-        issue(cb, n, kv::PoolRole::V, Value());
-        pipeline.commit(cb);
-        waitAsyncCopies(cb, 0);
-        pipeline.publish(cb);
-        handoff.filled(cb, n);
-        scf::YieldOp::create(lb);
-      });
+  int64_t boxRows = s.paged ? s.paged.getPageSize() : kvTile;
+  for (auto [role, copy] : {std::pair(kv::PoolRole::K, &*kTma),
+                            std::pair(kv::PoolRole::V, &*vTma)}) {
+    for (int64_t row = 0; row < kvTile; row += boxRows) {
+      for (int64_t block = 0; block < copy->numBlocks(); ++block) {
+        // The map's coordinates of the box's first element: its indices in
+        // the buffer, innermost first.
+        Value token = ir.add(t0, ir.idx(row));
+        Value dim = ir.idx(block * copy->boxColumns());
+        SmallVector<Value> indices =
+            loader.address(b, role, token, t0, dim, slot).second;
+        SmallVector<Value> coordinates;
+        for (Value i : llvm::reverse(indices))
+          coordinates.push_back(
+              arith::IndexCastOp::create(b, b.getI32Type(), i));
+        copy->copyBox(b, stage, barrier, row, block, coordinates);
+      }
+    }
+  }
 }
 
 void KVTileStream::produce(ImplicitLocOpBuilder &b,
                            const StageHandoff &handoff) const {
-  if (kTma)
-    return produceByTma(b, handoff);
   IRBuilder ir{b};
   int64_t threads = s.copyThreads();
-  int64_t lag = pipeline.getStages() > 2 ? 1 : 0;
+  // With TMA, the tiles cp.async takes are handed over at once (they are
+  // the few a box cannot copy).
+  int64_t lag = pipeline.getStages() > 2 && !kTma ? 1 : 0;
+  Value leader = ir.eq(thread, ir.idx(0));
+  if (kTma)
+    emitIf(b, leader, [&](ImplicitLocOpBuilder &ib) {
+      kTma->acquireMap(ib);
+      vTma->acquireMap(ib);
+    });
   bool stagesIds = loader.stagesPageIds();
   // Tile `index`'s page entries, loaded now (where it exists), stored in its
   // slot later.
@@ -363,17 +364,42 @@ void KVTileStream::produce(ImplicitLocOpBuilder &b,
                        if (stagesIds)
                          nextIds = loadIds(lb, next);
                        handoff.waitEmpty(lb, n);
-                       issue(lb, n, kv::PoolRole::K, Value());
-                       issue(lb, n, kv::PoolRole::V, Value());
-                       pipeline.commit(lb);
-                       if (lag == 0)
+                       auto byCpAsync = [&](ImplicitLocOpBuilder &cb) {
+                         issue(cb, n, kv::PoolRole::K, Value());
+                         issue(cb, n, kv::PoolRole::V, Value());
+                         pipeline.commit(cb);
+                       };
+                       if (kTma) {
+                         // Boxes by thread 0 (the others arrive), or
+                         // cp.async handed over at once.
+                         auto [t0, count] = range(lb, n);
+                         emitIfElse(
+                             lb, copiesByTma(lb, t0, count),
+                             [&](ImplicitLocOpBuilder &tb) {
+                               emitIfElse(
+                                   tb, leader,
+                                   [&](ImplicitLocOpBuilder &xb) {
+                                     issueBoxes(xb, handoff, n, t0);
+                                   },
+                                   [&](ImplicitLocOpBuilder &ob) {
+                                     handoff.filled(ob, n);
+                                   });
+                             },
+                             [&](ImplicitLocOpBuilder &cb) {
+                               byCpAsync(cb);
+                               handOver(cb, n, 0);
+                             });
+                       } else if (lag == 0) {
+                         byCpAsync(lb);
                          handOver(lb, n, 0);
-                       else
+                       } else {
+                         byCpAsync(lb);
                          emitIf(lb, k.lt(k.idx(0), n),
                                 [&](ImplicitLocOpBuilder &ib) {
                                   IRBuilder x{ib};
                                   handOver(ib, x.sub(n, x.idx(1)), 1);
                                 });
+                       }
                        if (stagesIds)
                          storeIds(lb, next, nextIds);
                        scf::YieldOp::create(lb);

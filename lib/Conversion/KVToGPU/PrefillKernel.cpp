@@ -122,20 +122,17 @@ gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
                          "landed: RoPE rotates them in place");
   }
   if (s.config.copiesByTma()) {
-    if (s.paged)
-      return std::string("copy = tma copies ragged K/V; paged K/V goes by "
-                         "cp.async (TMA boxes of whole pages are not built "
-                         "yet)");
-    for (auto [type, width] : {std::pair(s.kvTypes[0], s.headDim),
-                               std::pair(s.kvTypes[1], s.headDimV)}) {
-      auto memref = cast<MemRefType>(type);
-      if (!memref.getLayout().isIdentity() ||
-          llvm::any_of(memref.getShape().drop_front(), ShapedType::isDynamic))
-        return "copy = tma: a tensor map spans a row-major buffer with "
-               "static inner dims, not " +
-               typeName(type);
+    // (The plans of one-row kernels, decodes', carry no tensor maps.)
+    if (s.oneRowPerRequest() || s.isMla())
+      return std::string("copy = tma copies a prefill's K/V tiles; decode "
+                         "and MLA kernels copy by cp.async");
+    std::string why = kvgpu::whyNoTmaCopy(s.paged, s.kvTypes, s.headDim,
+                                          s.headDimV, s.config.getKvTile());
+    if (!why.empty())
+      return "copy = tma: " + why;
+    for (int64_t width : {s.headDim, s.headDimV}) {
       TileLayout layout{s.config.getKvTile(), width,
-                        memref.getElementTypeBitWidth()};
+                        s.kvElementType.getIntOrFloatBitWidth()};
       layout.swizzle = kvgpu::operandSwizzle(s.config);
       if (std::optional<std::string> why = TmaTileCopy::whyNot(layout))
         return "copy = tma: " + *why;
@@ -233,15 +230,23 @@ void prefill::listArguments(
 }
 
 SmallVector<kvgpu::TensorMapAttr, 2>
-gpu_lowering::prefillTensorMaps(const PrefillKernelSpec &s) {
+gpu_lowering::prefillTensorMaps(const PrefillKernelSpec &s, StringRef kSource,
+                                StringRef vSource) {
   MLIRContext *ctx = s.qType.getContext();
-  int64_t columns =
-      TmaTileCopy::boxColumns(s.kvElementType.getIntOrFloatBitWidth());
-  // [tokens, kv heads, head dim]: a tile's rows of one head, one column
-  // block.
-  SmallVector<int64_t> box{s.config.getKvTile(), 1, columns};
-  return {kvgpu::TensorMapAttr::get(ctx, "k", box, 128),
-          kvgpu::TensorMapAttr::get(ctx, "v", box, 128)};
+  SmallVector<kvgpu::TensorMapAttr, 2> maps;
+  for (auto [role, source] : {std::pair(kv::PoolRole::K, kSource),
+                              std::pair(kv::PoolRole::V, vSource)}) {
+    Type buffer = s.paged ? s.kvTypes[kv::getPoolOperandIndex(s.paged, role)]
+                          : s.kvTypes[role == kv::PoolRole::K ? 0 : 1];
+    auto memref = cast<MemRefType>(buffer);
+    maps.push_back(kvgpu::TensorMapAttr::get(
+        ctx, source,
+        kvgpu::tmaTileBox(s.paged, role, memref.getRank(),
+                          memref.getElementTypeBitWidth(),
+                          s.config.getKvTile()),
+        /*swizzle=*/128));
+  }
+  return maps;
 }
 
 SmallVector<Type>

@@ -174,10 +174,13 @@ std::optional<std::string> whyNotPrefillSpec(const PrefillKernelSpec &spec,
 /// copy = tma: the plan's K and V tensor-map arguments.
 inline constexpr llvm::StringLiteral kTensorMapNames[2] = {"k_map", "v_map"};
 
-/// copy = tma: the maps of kTensorMapNames over the ragged "k" and "v"
-/// buffers, each box one 128-byte column block of a K/V tile.
+/// copy = tma: the maps of kTensorMapNames over the plan arguments
+/// `kSource` and `vSource` (ragged K and V, or the pools K and V live in:
+/// the same one for combined storage), each box one 128-byte column block
+/// of a tile's keys (ragged) or of a page's (paged).
 llvm::SmallVector<kvgpu::TensorMapAttr, 2>
-prefillTensorMaps(const PrefillKernelSpec &spec);
+prefillTensorMaps(const PrefillKernelSpec &spec, llvm::StringRef kSource,
+                  llvm::StringRef vSource);
 
 /// The kernel's shared buffers, in KernelFunc::getShared order.
 codegen::SharedMemoryLayout prefillSharedLayout(const PrefillKernelSpec &spec);

@@ -338,8 +338,14 @@ private:
   /// into its stage, where `live` (null: always) holds.
   void issue(ImplicitLocOpBuilder &b, Value index, kv::PoolRole role,
              Value live) const;
-  /// produce's loop with copy = tma.
-  void produceByTma(ImplicitLocOpBuilder &b, const StageHandoff &handoff) const;
+  /// copy = tma: whether the tile of keys [t0, t0 + count) is copied as
+  /// boxes (whole, and over pages, starting a page).
+  Value copiesByTma(ImplicitLocOpBuilder &b, Value t0, Value count) const;
+  /// copy = tma, one thread: announces tile `index`'s bytes on its stage's
+  /// full barrier and issues its K and V boxes (one per page, or the whole
+  /// ragged tile, and 128-byte column block).
+  void issueBoxes(ImplicitLocOpBuilder &b, const StageHandoff &handoff,
+                  Value index, Value t0) const;
 
   const PrefillKernelSpec &s;
   const Work &w;

@@ -73,11 +73,11 @@ func.func @overlap_mla(%qn: memref<?x64x256xbf16>, %qp: memref<?x64x64xbf16>, %c
 
 // -----
 
-// copy = tma copies ragged K/V only.
-!p = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
-func.func @tma_paged(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %p0: memref<?x2x16x2x128xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
-  %kv = kv.paged_view pools(%p0 : memref<?x2x16x2x128xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !p
-  // expected-error @below {{'kv.prefill' op has no GPU kernel: copy = tma copies ragged K/V; paged K/V goes by cp.async (TMA boxes of whole pages are not built yet)}}
+// copy = tma copies pages that are whole boxes: not a token_offset table's.
+!p = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = token_offset>
+func.func @tma_token_offset(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %p0: memref<?x2x16x2x128xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x16x2x128xf16>) tables(%t0, %t1 : memref<?xi32>, memref<?xi32>) : !p
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: copy = tma: a token_offset table has no pages to copy as boxes}}
   %s = kv.prefill %q, %qo, %kv {causal, kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 3, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer, copy = tma>} : memref<?x8x128xf16>, memref<?xi32>, !p -> !kv.state<?x8x128xf16, base = 2>
   kv.store_state %s, %o, %l : !kv.state<?x8x128xf16, base = 2>, memref<?x8x128xf16>, memref<?x8xf32>
   return

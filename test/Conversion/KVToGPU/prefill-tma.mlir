@@ -1,4 +1,4 @@
-// RUN: kvir-opt %s --convert-kv-to-gpu=chip=sm_90a | FileCheck %s
+// RUN: kvir-opt %s --convert-kv-to-gpu=chip=sm_90a -split-input-file | FileCheck %s
 
 // copy = tma: the plan gains a tensor map over each of the ragged K and V
 // buffers (a box of 64 keys x 64 columns: one 128-byte swizzle block),
@@ -46,5 +46,32 @@ func.func @ragged(%q: memref<?x8x128xbf16>, %qo: memref<?xi32>, %k: memref<?x2x1
   %kv = kv.ragged_view %k, %v, %ki : memref<?x2x128xbf16>, memref<?x2x128xbf16>, memref<?xi32> -> !kv.ragged<kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = bf16>
   %s = kv.prefill %q, %qo, %kv {causal} : memref<?x8x128xbf16>, memref<?xi32>, !kv.ragged<kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = bf16> -> !kv.state<?x8x128xbf16, base = e>
   kv.store_state %s, %o, %l : !kv.state<?x8x128xbf16, base = e>, memref<?x8x128xbf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+// Pages that are whole boxes: both maps read the combined NHD pool (box:
+// one page's 16 slots of one head, one 64-column block); per tile of 64
+// keys that starts a page, thread 0 issues 4 pages x 2 column blocks of K
+// and of V, each page read from the entries the producer staged.
+
+// CHECK: #kvgpu.plan<"kv.prefill"
+// CHECK-SAME: <"k_map", tensor_map, memref<16xi64>, shape = [<16>], map = <"pool", box = [1, 1, 16, 1, 64], swizzle = 128>>
+// CHECK-SAME: <"v_map", tensor_map, memref<16xi64>, shape = [<16>], map = <"pool", box = [1, 1, 16, 1, 64], swizzle = 128>>
+// CHECK-LABEL: gpu.func @prefill_nhd_combined_csr_p16_{{.*}}_causal_{{[0-9a-f]+}}(
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32
+// CHECK-COUNT-16: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}]
+// CHECK-NOT: nvvm.cp.async.bulk.tensor
+// CHECK: } else {
+// CHECK: nvvm.mbarrier.arrive
+// CHECK: } else {
+// CHECK: nvgpu.device_async_copy
+
+!p = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = nhd, storage = combined, table = csr>
+func.func @paged(%q: memref<?x8x128xbf16>, %qo: memref<?xi32>, %p0: memref<?x2x16x2x128xbf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x8x128xbf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x16x2x128xbf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !p
+  %s = kv.prefill %q, %qo, %kv {causal} : memref<?x8x128xbf16>, memref<?xi32>, !p -> !kv.state<?x8x128xbf16, base = 2>
+  kv.store_state %s, %o, %l : !kv.state<?x8x128xbf16, base = 2>, memref<?x8x128xbf16>, memref<?x8xf32>
   return
 }

@@ -10,7 +10,7 @@
 // A100: remark: kv-tile: #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>{{$}}
 func.func @wgmma(%q: memref<?x32x128xbf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x8x128xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x32x128xbf16, base = 2> {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x8x128xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = nhd, storage = combined, table = csr>
-  // expected-remark @below {{kv-tile: #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 3, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer>; cp.async, not TMA: paged K/V: the producer copies page rows by cp.async (TMA boxes of whole pages are not built yet)}}
+  // expected-remark @below {{kv-tile: #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 3, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer, copy = tma>}}
   %s = kv.prefill %q, %qo, %kv {causal} : memref<?x32x128xbf16>, memref<?xi32>, !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = nhd, storage = combined, table = csr> -> !kv.state<?x32x128xbf16, base = 2>
   return %s : !kv.state<?x32x128xbf16, base = 2>
 }
@@ -18,7 +18,8 @@ func.func @wgmma(%q: memref<?x32x128xbf16>, %qo: memref<?xi32>, %pool: memref<?x
 // -----
 
 // A producer over ragged K/V copies by TMA; over a strided K (a view whose
-// rows are not those of a row-major buffer) by cp.async, and why.
+// rows are not those of a row-major buffer), over vLLM's pools, over pages
+// of 4 tokens (not a swizzle atom of rows) by cp.async, and why.
 // SYNC: remark: kv-tile: #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>; mma.sync, as mma=mma_sync asks
 !r128 = !kv.ragged<kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16>
 func.func @ragged_tma(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %k: memref<?x2x128xf16>, %v: memref<?x2x128xf16>, %ki: memref<?xi32>, %ks: memref<?x2x128xf16, strided<[512, 128, 1]>>) {
@@ -28,6 +29,20 @@ func.func @ragged_tma(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %k: memref<?x
   %kvs = kv.ragged_view %ks, %v, %ki : memref<?x2x128xf16, strided<[512, 128, 1]>>, memref<?x2x128xf16>, memref<?xi32> -> !r128
   // expected-remark @below {{roles = producer>; cp.async, not TMA: a tensor map spans a row-major buffer with static inner dims, not memref<?x2x128xf16, strided<[512, 128, 1]>>}}
   %ss = kv.prefill %q, %qo, %kvs {causal} : memref<?x8x128xf16>, memref<?xi32>, !r128 -> !kv.state<?x8x128xf16, base = 2>
+  return
+}
+
+// -----
+
+!vllm = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = vllm, storage = split, table = block_table>
+!p4 = !kv.paged<page_size = 4, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
+func.func @paged_cp_async(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %kc: memref<?x2x16x16x8xf16>, %vc: memref<?x2x128x16xf16>, %bt: memref<?x?xi32>, %sl: memref<?xi32>, %p4: memref<?x2x4x2x128xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) {
+  %kv = kv.paged_view pools(%kc, %vc : memref<?x2x16x16x8xf16>, memref<?x2x128x16xf16>) tables(%bt, %sl : memref<?x?xi32>, memref<?xi32>) : !vllm
+  // expected-remark @below {{roles = producer>; cp.async, not TMA: the vllm layout's pages are not boxes (the head dim innermost, the slots one axis)}}
+  %s = kv.prefill %q, %qo, %kv {causal} : memref<?x8x128xf16>, memref<?xi32>, !vllm -> !kv.state<?x8x128xf16, base = 2>
+  %kv4 = kv.paged_view pools(%p4 : memref<?x2x4x2x128xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !p4
+  // expected-remark @below {{roles = producer>; cp.async, not TMA: pages of 4 tokens are not whole boxes of a 64-key tile in the 128-byte swizzle (a multiple of 8 that divides the tile)}}
+  %s4 = kv.prefill %q, %qo, %kv4 {causal} : memref<?x8x128xf16>, memref<?xi32>, !p4 -> !kv.state<?x8x128xf16, base = 2>
   return
 }
 

@@ -134,11 +134,12 @@ func.func @kept(%q: memref<?x32x128xf16>, %pool: memref<?x2x16x8x128xf16>, %a: m
 // registers; the shape does not depend on the chip where it fits (96 KB of
 // tiles fit the 99 KB of sm_86 and the 227 KB of sm_90a alike). On sm_90a,
 // wgmma: two consumer warpgroups of 64 rows against 64-key tiles that a
-// producer warpgroup copies into a ring of three stages, Q read from shared
-// memory (128 KB), the softmax overlapping the products.
+// producer warpgroup copies into a ring of three stages (by TMA: the pages
+// are whole boxes), Q read from shared memory (128 KB), the softmax
+// overlapping the products.
 !c = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
 // CHECK-LABEL: func @prefill_d128
-// CHECK: kv.prefill {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 3, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer>
+// CHECK: kv.prefill {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 3, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer, copy = tma>
 // SYNC-LABEL: func @prefill_d128
 // SYNC: kv.prefill {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>
 // A100-LABEL: func @prefill_d128

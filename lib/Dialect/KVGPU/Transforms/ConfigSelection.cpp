@@ -388,19 +388,64 @@ static std::string printed(Type t) {
   return text;
 }
 
-std::string kvgpu::whyNoTmaPrefill(kv::PrefillOp op) {
-  auto ragged = op.getKv().getDefiningOp<kv::RaggedViewOp>();
-  if (!ragged)
-    return "paged K/V: the producer copies page rows by cp.async (TMA boxes "
-           "of whole pages are not built yet)";
-  auto [headDim, headDimV] = prefillHeadDims(op);
-  if (headDim % 64 || headDimV % 64)
+namespace {
+/// A 128-byte swizzle row of elements of `bits`: a box's innermost dim.
+int64_t tmaBlockElements(int64_t bits) { return 128 * 8 / bits; }
+
+/// The pool axes of `role`'s slot and head dim when every pool axis is one
+/// logical coordinate (page, kv, slot, head, dim) and the head dim is the
+/// innermost; nullopt otherwise.
+std::optional<int64_t> tmaSlotAxis(kv::PagedType paged, kv::PoolRole role) {
+  AffineMap map = kv::getPoolIndexMap(paged, role);
+  std::optional<int64_t> slot;
+  for (auto [axis, result] : llvm::enumerate(map.getResults())) {
+    auto d = dyn_cast<AffineDimExpr>(result);
+    if (!d)
+      return std::nullopt;
+    if (d.getPosition() == 2)
+      slot = axis;
+    if ((d.getPosition() == 4) != (axis + 1 == map.getNumResults()))
+      return std::nullopt;
+  }
+  return slot;
+}
+} // namespace
+
+std::string kvgpu::whyNoTmaCopy(kv::PagedType paged, TypeRange kvBuffers,
+                                int64_t headDim, int64_t headDimV,
+                                int64_t kvTile) {
+  SmallVector<MemRefType> pools;
+  if (!paged) {
+    for (Type t : kvBuffers.take_front(2))
+      pools.push_back(cast<MemRefType>(t));
+  } else {
+    if (paged.isQuantized() || paged.isMla())
+      return "the producer converts quantized codes; MLA reads one pool";
+    if (paged.getTable() == kv::TableForm::token_offset)
+      return std::string("a token_offset table has no pages to copy as "
+                         "boxes");
+    for (kv::PoolRole role : {kv::PoolRole::K, kv::PoolRole::V}) {
+      if (!tmaSlotAxis(paged, role))
+        return "the " + kv::stringifyLayoutKind(paged.getLayout()).str() +
+               " layout's pages are not boxes (the head dim innermost, the "
+               "slots one axis)";
+      pools.push_back(
+          cast<MemRefType>(kvBuffers[kv::getPoolOperandIndex(paged, role)]));
+    }
+    int64_t page = paged.getPageSize();
+    if (page % 8 || kvTile % page)
+      return "pages of " + std::to_string(page) +
+             " tokens are not whole boxes of a " + std::to_string(kvTile) +
+             "-key tile in the 128-byte swizzle (a multiple of 8 that "
+             "divides the tile)";
+  }
+  int64_t block = tmaBlockElements(16);
+  if (headDim % block || headDimV % block)
     return "head dims " + std::to_string(headDim) + " / " +
            std::to_string(headDimV) +
            " are not whole 64-element blocks of the 128-byte swizzle a TMA "
            "box fills";
-  for (Value buffer : {ragged.getK(), ragged.getV()}) {
-    auto type = cast<MemRefType>(buffer.getType());
+  for (MemRefType type : pools) {
     Type element = type.getElementType();
     if (!element.isF16() && !element.isBF16())
       return "TMA copies f16/bf16 K/V tiles into the wgmma layout, not " +
@@ -412,6 +457,32 @@ std::string kvgpu::whyNoTmaPrefill(kv::PrefillOp op) {
              printed(type);
   }
   return "";
+}
+
+SmallVector<int64_t> kvgpu::tmaTileBox(kv::PagedType paged, kv::PoolRole role,
+                                       int64_t rank, int64_t elementBits,
+                                       int64_t kvTile) {
+  SmallVector<int64_t> box(rank, 1);
+  box.back() = tmaBlockElements(elementBits);
+  if (!paged)
+    box.front() = kvTile;
+  else
+    box[*tmaSlotAxis(paged, role)] = paged.getPageSize();
+  return box;
+}
+
+std::string kvgpu::whyNoTmaPrefill(kv::PrefillOp op) {
+  auto [headDim, headDimV] = prefillHeadDims(op);
+  // The producer's tiles (chooseWgmmaPrefillConfig).
+  constexpr int64_t kProducerTile = 64;
+  if (auto ragged = op.getKv().getDefiningOp<kv::RaggedViewOp>())
+    return whyNoTmaCopy(kv::PagedType(), ragged->getOperandTypes(), headDim,
+                        headDimV, kProducerTile);
+  auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
+  if (!view)
+    return "the K/V is not a view of buffers";
+  return whyNoTmaCopy(view.getType(), view->getOperandTypes(), headDim,
+                      headDimV, kProducerTile);
 }
 
 /// The wgmma configuration of `op` (whyNoWgmmaPrefill is ""):

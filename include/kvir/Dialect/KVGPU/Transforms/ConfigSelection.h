@@ -9,6 +9,7 @@
 #define KVIR_DIALECT_KVGPU_TRANSFORMS_CONFIGSELECTION_H
 
 #include "kvir/Dialect/KV/IR/KVOps.h"
+#include "kvir/Dialect/KV/IR/PoolLayout.h"
 #include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
 #include "kvir/Target/GPU/TargetInfo.h"
 
@@ -120,12 +121,27 @@ std::string whyNoWgmmaPrefill(kv::PrefillOp op,
 /// skipping, RoPE's in-place rotation of K tiles; or "".
 std::string whyNoProducerPrefill(kv::PrefillOp op);
 
-/// Why `op`'s producer copies its K/V tiles by cp.async rather than TMA
-/// (copy = tma): paged KV (pages are not copied as TMA boxes yet), K or V
-/// buffers that are not row-major with static inner dims, head dims that
-/// are not whole 64-element (128-byte) swizzle blocks, element types other
-/// than f16/bf16; or "".
+/// Why a producer cannot copy K/V tiles of `kvTile` keys by TMA from the
+/// buffers `kvBuffers` (ragged K and V, `paged` null; or a paged view's
+/// pools and tables, in kv.paged_view order): element types other than
+/// f16/bf16, head dims that are not whole 64-element (128-byte) swizzle
+/// blocks, buffers that are not row-major with static inner dims; for
+/// paged views, pages that are not whole boxes (a table form without
+/// page entries, quantized or vLLM pools, a layout whose head dim is not
+/// innermost or whose slots are not one axis, pages of a size that does
+/// not divide the tile or is not a multiple of 8 rows); or "".
+std::string whyNoTmaCopy(kv::PagedType paged, mlir::TypeRange kvBuffers,
+                         int64_t headDim, int64_t headDimV, int64_t kvTile);
+/// whyNoTmaCopy for `op`'s K/V on the 64-key tiles of its producer.
 std::string whyNoTmaPrefill(kv::PrefillOp op);
+
+/// The TMA box of a `kvTile`-key tile's column block of `role` (K or V):
+/// over ragged K/V [keys, heads, dims] the tile's keys of one head; over a
+/// paged pool one page's slots of one head (whyNoTmaCopy is ""). Outermost
+/// dim first, as the pool's memref.
+llvm::SmallVector<int64_t> tmaTileBox(kv::PagedType paged, kv::PoolRole role,
+                                      int64_t rank, int64_t elementBits,
+                                      int64_t kvTile);
 
 /// The prefill configuration for `op` on `target`, or failure with the
 /// reason in `whyNot`: on wgmma where `choice` allows it and
