@@ -375,6 +375,18 @@ std::vector<GpuPrefillCase> prefillCases() {
     c.expectTmaCopies = true;
     add(c, {standardBatch(false)});
   }
+  // A group of 3 heads: 128 packed rows are not whole query rows, so the
+  // query tile comes by cp.async beside the K/V boxes.
+  {
+    GpuPrefillCase c = makePrefillCase("ChosenTmaRaggedG3D128F16",
+                                       makeSpec(16, 2, 128, DType::F16), 6,
+                                       DType::F16, "sm_90a", 2089);
+    c.ragged = true;
+    c.params.causal = true;
+    c.expectConfig = "copy = tma";
+    c.expectTmaCopies = true;
+    add(c, {standardBatch(true)});
+  }
   {
     GpuPrefillCase c = makePrefillCase("ChosenTmaWindowNhdCsrP64D128G2F16",
                                        makeSpec(64, 2, 128, DType::F16), 4,

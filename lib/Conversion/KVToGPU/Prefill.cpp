@@ -401,6 +401,8 @@ LogicalResult gpu_lowering::emitTensorCoreLaunches(
     for (auto [name, map] : llvm::zip_equal(
              kTensorMapNames, prefillTensorMaps(spec, nameOf(k), nameOf(v))))
       plan.addTensorMap(name, map);
+    if (copiesQueryByTma(spec))
+      plan.addTensorMap(kQueryMapName, prefillQueryMap(spec));
   }
   plan.addBuffer("out", ArgRole::output, spec.outType, {plan.sym("nnz")});
   plan.addBuffer("lse", ArgRole::output, spec.lseType, {plan.sym("nnz")});

@@ -10,7 +10,9 @@
 #include "kvir/Codegen/IRBuilder.h"
 #include "kvir/Codegen/WgmmaAtom.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;
 using namespace kvir;
@@ -52,14 +54,42 @@ void forGroup(ImplicitLocOpBuilder &b, Value group, int64_t groups,
 }
 } // namespace
 
-StageHandoff::StageHandoff(const PrefillKernelSpec &s, Value barriers)
+StageHandoff::StageHandoff(const PrefillKernelSpec &s, Value barriers,
+                           bool queryLanding)
     : consumerGroups(s.config.getWarps() / WgmmaAtom::kWarps),
       ring(s.config.getStages(), /*consumerArrivals=*/32 * s.config.getWarps(),
            /*producerArrivals=*/s.copyThreads()),
-      barriers(barriers) {}
+      barriers(barriers), queryLanding(queryLanding) {}
 
 void StageHandoff::init(ImplicitLocOpBuilder &b, Value leader) const {
+  // (The ring's init fences this one's too: same thread, before it.)
+  if (queryLanding)
+    emitIf(b, leader, [&](ImplicitLocOpBuilder &ib) {
+      NVVM::MBarrierInitOp::create(ib, queryBarrier(ib), i32(ib, 1), Value());
+    });
   ring.init(b, barriers, leader);
+}
+
+Value StageHandoff::queryBarrier(ImplicitLocOpBuilder &b) const {
+  assert(queryLanding && "the query comes by TMA");
+  IRBuilder ir{b};
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, barriers);
+  Value address = arith::IndexCastUIOp::create(
+      b, b.getI64Type(), ir.add(base, ir.idx(8 * ring.barrierCount())));
+  return LLVM::IntToPtrOp::create(
+      b, LLVM::LLVMPointerType::get(b.getContext(), 3), address);
+}
+
+void StageHandoff::queryExpecting(ImplicitLocOpBuilder &b, Value bytes) const {
+  NVVM::MBarrierArriveExpectTxOp::create(
+      b, b.getI64Type(), queryBarrier(b), bytes,
+      NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA),
+      /*relaxed=*/nullptr, /*predicate=*/Value());
+}
+
+void StageHandoff::waitQuery(ImplicitLocOpBuilder &b) const {
+  NVVM::MBarrierTryWaitParityOp::create(b, queryBarrier(b), i32(b, 0),
+                                        i32(b, 0));
 }
 
 void StageHandoff::waitEmpty(ImplicitLocOpBuilder &b, Value index) const {

@@ -205,6 +205,8 @@ void prefill::listArguments(
     single(tensorMapType(ctx), &Arguments::kMap);
     single(tensorMapType(ctx), &Arguments::vMap);
   }
+  if (copiesQueryByTma(s))
+    single(tensorMapType(ctx), &Arguments::qMap);
   if (s.maskType)
     single(s.maskType, &Arguments::mask);
   if (s.positionsType)
@@ -249,6 +251,23 @@ gpu_lowering::prefillTensorMaps(const PrefillKernelSpec &s, StringRef kSource,
   return maps;
 }
 
+bool gpu_lowering::copiesQueryByTma(const PrefillKernelSpec &s) {
+  return s.config.copiesByTma() && s.config.getQTile() % s.rowStride() == 0 &&
+         s.qType.getLayout().isIdentity() &&
+         !llvm::any_of(s.qType.getShape().drop_front(), ShapedType::isDynamic);
+}
+
+kvgpu::TensorMapAttr gpu_lowering::prefillQueryMap(const PrefillKernelSpec &s) {
+  int64_t g = s.rowStride();
+  // [rows, heads, head dim]: the tile's query rows, the group's heads, one
+  // column block.
+  return kvgpu::TensorMapAttr::get(
+      s.qType.getContext(), "q",
+      {s.config.getQTile() / g, g,
+       TmaTileCopy::boxColumns(s.qType.getElementTypeBitWidth())},
+      /*swizzle=*/128);
+}
+
 SmallVector<Type>
 gpu_lowering::prefillArgumentTypes(const PrefillKernelSpec &s) {
   SmallVector<Type> types;
@@ -273,7 +292,8 @@ gpu_lowering::prefillArgumentNames(const PrefillKernelSpec &s,
       {&Arguments::finalOut, "out"},
       {&Arguments::finalLse, "lse"},
       {&Arguments::kMap, kTensorMapNames[0]},
-      {&Arguments::vMap, kTensorMapNames[1]}};
+      {&Arguments::vMap, kTensorMapNames[1]},
+      {&Arguments::qMap, kQueryMapName}};
   SmallVector<StringRef> names;
   size_t nextInput = 0, nextVariant = 0;
   listArguments(s, [&](Type, ArgumentBinding binding, Value Arguments::*field) {
@@ -324,6 +344,10 @@ private:
                const TileSkipping *skipping, const StageHandoff *handoff,
                const SharedTile &qTile, const SharedTile *qPeTile,
                std::optional<TileRotation> &rotation);
+  /// Thread 0: the query tile by TMA, completing on `handoff`'s query
+  /// barrier.
+  void copyQueryByTma(ImplicitLocOpBuilder &b, const StageHandoff &handoff,
+                      const SharedTile &qTile);
   /// Each fragment row's query head, request, position and key shift as
   /// the variants see them, once.
   RowVariants rowVariants(ImplicitLocOpBuilder &b, const WarpAttentionTile &tile,
@@ -383,7 +407,9 @@ PrefillBlock::emitPrologue(ImplicitLocOpBuilder &b, const KVTileStream &stream,
           return unpackRow(jb, s, w, kvHead, r).valid;
         });
   };
-  copyQuery(qTile, a.q, s.headDim);
+  bool queryByTma = copiesQueryByTma(s);
+  if (!queryByTma)
+    copyQuery(qTile, a.q, s.headDim);
   if (qPeTile)
     copyQuery(*qPeTile, a.qPe, s.peDim);
   // (A producer stages its tiles' page entries itself.)
@@ -391,6 +417,12 @@ PrefillBlock::emitPrologue(ImplicitLocOpBuilder &b, const KVTileStream &stream,
     handoff->init(b, ir.eq(thread, ir.idx(0)));
   else
     stream.stageFirstIds(b);
+  // The query by TMA: thread 0 copies it on its barrier, which the
+  // consumers wait for before their first product.
+  if (queryByTma)
+    emitIf(b, ir.eq(thread, ir.idx(0)), [&](ImplicitLocOpBuilder &ib) {
+      copyQueryByTma(ib, *handoff, qTile);
+    });
   stream.getPipeline().commit(b);
   int64_t tilesAhead = stream.getPipeline().tilesAhead();
   if (skipping)
@@ -413,6 +445,27 @@ PrefillBlock::emitPrologue(ImplicitLocOpBuilder &b, const KVTileStream &stream,
     gpu::BarrierOp::create(b);
   }
   return liveAhead;
+}
+
+void PrefillBlock::copyQueryByTma(ImplicitLocOpBuilder &b,
+                                  const StageHandoff &handoff,
+                                  const SharedTile &qTile) {
+  IRBuilder ir{b};
+  TmaTileCopy copy(a.qMap, qTile);
+  copy.acquireMap(b);
+  handoff.queryExpecting(b,
+                         arith::ConstantIntOp::create(b, copy.tileBytes(), 32));
+  auto i32Of = [&](Value index) -> Value {
+    return arith::IndexCastOp::create(b, b.getI32Type(), index);
+  };
+  // The tile's first packed row starts a query row (copiesQueryByTma):
+  // query row qoStart + firstRow / G, heads kvHead * G ... + G - 1.
+  int64_t g = s.rowStride();
+  Value row = i32Of(ir.add(w.qoStart, ir.divU(w.firstRow, ir.idx(g))));
+  Value head = i32Of(ir.mul(kvHead, ir.idx(g)));
+  for (int64_t block = 0; block < copy.numBlocks(); ++block)
+    copy.copyBox(b, ir.idx(0), handoff.queryBarrier(b), /*row=*/0, block,
+                 {ir.i32(block * copy.boxColumns()), head, row});
 }
 
 RowVariants PrefillBlock::rowVariants(ImplicitLocOpBuilder &b,
@@ -506,7 +559,7 @@ void PrefillBlock::emit(ImplicitLocOpBuilder &b) {
   const TileSkipping *skips = skipping ? &*skipping : nullptr;
   std::optional<StageHandoff> handoff;
   if (cfg.hasProducer())
-    handoff.emplace(s, kf.getShared(*buf.stageBarriers));
+    handoff.emplace(s, kf.getShared(*buf.stageBarriers), copiesQueryByTma(s));
   const StageHandoff *handoffPtr = handoff ? &*handoff : nullptr;
   std::optional<TileRotation> rotation;
   SmallVector<Value> liveAhead =
@@ -592,6 +645,8 @@ void PrefillBlock::emitAttentionWarps(ImplicitLocOpBuilder &b,
   if (staged.handoff) {
     in.handoff = staged.handoff;
     in.consumerGroup = ir.divU(warp, ir.idx(WgmmaAtom::kWarps));
+    if (copiesQueryByTma(s))
+      staged.handoff->waitQuery(b);
   }
   WarpAttentionTile::State state = emitMainloop(
       b, s, w, a, stream, staged.skipping, tile, in, staged.liveAhead);

@@ -171,8 +171,16 @@ std::string tensorCoreKernelSymbol(llvm::StringRef stem, mlir::Operation *op,
 std::optional<std::string> whyNotPrefillSpec(const PrefillKernelSpec &spec,
                                              const target::TargetInfo &target);
 
-/// copy = tma: the plan's K and V tensor-map arguments.
+/// copy = tma: the plan's K and V tensor-map arguments, and the query's.
 inline constexpr llvm::StringLiteral kTensorMapNames[2] = {"k_map", "v_map"};
+inline constexpr llvm::StringLiteral kQueryMapName = "q_map";
+
+/// copy = tma: whether the query tile comes by TMA too: its packed rows are
+/// whole query rows of the group's heads (a box of q_tile / G rows x G
+/// heads x 64 columns lands in packed order), over a row-major q.
+bool copiesQueryByTma(const PrefillKernelSpec &spec);
+/// The map of kQueryMapName over plan argument "q".
+kvgpu::TensorMapAttr prefillQueryMap(const PrefillKernelSpec &spec);
 
 /// copy = tma: the maps of kTensorMapNames over the plan arguments
 /// `kSource` and `vSource` (ragged K and V, or the pools K and V live in:

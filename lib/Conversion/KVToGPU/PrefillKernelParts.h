@@ -68,8 +68,9 @@ static_assert(kMetaSlots == kvgpu::kTensorCoreMetaSlots,
 struct Arguments {
   Value q, qPe, qoIndptr, mask, positions, frameIndptr, framePositions, topk,
       workItems, out, lse, numPartitions, finalOut, finalLse;
-  /// copy = tma: the K and V tensor maps (memref<16xi64>).
-  Value kMap, vMap;
+  /// copy = tma: the K and V tensor maps (memref<16xi64>), and the query's
+  /// (copiesQueryByTma).
+  Value kMap, vMap, qMap;
   kv::PagedOperands paged;
   codegen::RaggedOperands ragged;
 };
@@ -209,11 +210,20 @@ emitMask(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s, const Work &w,
 /// producer's own.
 class StageHandoff {
 public:
-  StageHandoff(const PrefillKernelSpec &s, Value barriers);
+  /// `queryLanding`: the query tile comes by TMA, completing on a barrier
+  /// of its own after the ring's.
+  StageHandoff(const PrefillKernelSpec &s, Value barriers, bool queryLanding);
 
   /// Thread `leader` initializes the barriers; the caller's block barrier
   /// publishes them.
   void init(ImplicitLocOpBuilder &b, Value leader) const;
+
+  /// The query's barrier (a shared pointer) and the one arrival of its
+  /// copier, announcing `bytes` (i32) of them; the consumers' wait for
+  /// them (its only phase).
+  Value queryBarrier(ImplicitLocOpBuilder &b) const;
+  void queryExpecting(ImplicitLocOpBuilder &b, Value bytes) const;
+  void waitQuery(ImplicitLocOpBuilder &b) const;
 
   /// Producer: waits until K/V tile `index`'s stage is empty.
   void waitEmpty(ImplicitLocOpBuilder &b, Value index) const;
@@ -242,6 +252,7 @@ private:
   int64_t consumerGroups;
   codegen::MBarrierPipeline ring;
   Value barriers;
+  bool queryLanding;
 };
 
 /// A quantized tile's rings and the value tile its codes become.

@@ -6,6 +6,10 @@
 // rank 3, swizzle 3: 128 bytes, L2 promotion 2: 128 bytes) and the kernels
 // take as memref<16xi64>.
 //
+// The query tile comes by TMA too (a box of 32 query rows x the group's 4
+// heads x 64 columns per column block), on a barrier of its own that the
+// consumers wait for before their first product.
+//
 // The producer's thread 0 acquires both maps for the tensormap proxy, then
 // per whole tile announces its 32 KB (K and V, 64 x 128 bf16 each) on the
 // stage's full barrier and issues two boxes of K and two of V, while the
@@ -15,8 +19,9 @@
 // CHECK: #kvgpu.plan<"kv.prefill"
 // CHECK-SAME: <"k_map", tensor_map, memref<16xi64>, shape = [<16>], map = <"k", box = [64, 1, 64], swizzle = 128>>
 // CHECK-SAME: <"v_map", tensor_map, memref<16xi64>, shape = [<16>], map = <"v", box = [64, 1, 64], swizzle = 128>>
+// CHECK-SAME: <"q_map", tensor_map, memref<16xi64>, shape = [<16>], map = <"q", box = [32, 4, 64], swizzle = 128>>
 // CHECK-SAME: copy = tma
-// CHECK-SAME: args = ["q", "qo_indptr", "k", "v", "kv_indptr", "k_map", "v_map", "out", "lse"]
+// CHECK-SAME: args = ["q", "qo_indptr", "k", "v", "kv_indptr", "k_map", "v_map", "q_map", "out", "lse"]
 
 // CHECK-LABEL: func.func @ragged(
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<16xi64>
@@ -25,7 +30,13 @@
 // CHECK: cf.assert %{{.*}}, "cuTensorMapEncodeTiled failed for 'v_map'"
 
 // CHECK-LABEL: gpu.func @prefill_ragged_{{.*}}_causal_{{[0-9a-f]+}}(
-// CHECK-SAME: %{{.*}}: memref<16xi64>, %{{.*}}: memref<16xi64>,
+// CHECK-SAME: %{{.*}}: memref<16xi64>, %{{.*}}: memref<16xi64>, %{{.*}}: memref<16xi64>,
+// CHECK: nvvm.mbarrier.init %{{.*}}, %c1_i32
+// CHECK: nvvm.fence.mbarrier.init
+// CHECK: nvvm.fence.proxy.acquire <sys>
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32
+// CHECK-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK: gpu.barrier
 // CHECK: nvvm.setmaxregister  decrease 80
 // CHECK: nvvm.fence.proxy.acquire <sys> %{{.*}}, %c128_i32
 // CHECK: nvvm.fence.proxy.acquire <sys> %{{.*}}, %c128_i32
@@ -41,6 +52,8 @@
 // CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
 // CHECK: nvvm.mbarrier.arrive
 // CHECK: nvvm.setmaxregister  increase 216
+// CHECK: nvvm.mbarrier.try_wait.parity %{{.*}}, %c0_i32{{.*}}, %c0_i32
+// CHECK: scf.for
 
 func.func @ragged(%q: memref<?x8x128xbf16>, %qo: memref<?xi32>, %k: memref<?x2x128xbf16>, %v: memref<?x2x128xbf16>, %ki: memref<?xi32>, %o: memref<?x8x128xbf16>, %l: memref<?x8xf32>) {
   %kv = kv.ragged_view %k, %v, %ki : memref<?x2x128xbf16>, memref<?x2x128xbf16>, memref<?xi32> -> !kv.ragged<kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = bf16>

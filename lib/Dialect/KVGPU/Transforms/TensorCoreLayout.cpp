@@ -98,11 +98,15 @@ kvgpu::addTensorCoreBuffers(const TensorCoreLayoutShape &s,
     buf.maskScratch = layout.add("mask_scratch", {c.getNumThreads()}, i64);
   if (s.skipsTiles)
     buf.liveTiles = layout.add("live_tiles", {s.liveTileSlots()}, i32);
+  // The ring's barriers, and with copy = tma one the query tile's copies
+  // complete on.
   if (c.hasProducer())
-    buf.stageBarriers = layout.add(
-        "stage_barriers",
-        {codegen::MBarrierPipeline::barrierCount(c.getStages())}, i64,
-        /*align=*/8);
+    buf.stageBarriers =
+        layout.add("stage_barriers",
+                   {codegen::MBarrierPipeline::barrierCount(c.getStages()) +
+                    (c.copiesByTma() ? 1 : 0)},
+                   i64,
+                   /*align=*/8);
   return buf;
 }
 
