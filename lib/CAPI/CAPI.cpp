@@ -444,22 +444,10 @@ int kvir_emulator_encode_tensor_map(void *map, int dataType, unsigned rank,
   if (!map || !dims || !box || !elementStrides || (rank > 1 && !strides))
     return fail("kvir_emulator_encode_tensor_map: a required argument is "
                 "NULL");
-  kvir::emu::TensorMapFields f;
-  f.dataType = uint32_t(dataType);
-  f.rank = rank;
-  f.globalAddress = reinterpret_cast<uint64_t>(address);
-  for (unsigned d = 0; d < rank && d < 5; ++d) {
-    f.globalDim[d] = dims[d];
-    f.boxDim[d] = box[d];
-    f.elementStrides[d] = elementStrides[d];
-    if (d + 1 < rank)
-      f.globalStrides[d] = strides[d];
-  }
-  f.interleave = uint32_t(interleave);
-  f.swizzle = uint32_t(swizzle);
-  f.l2Promotion = uint32_t(l2Promotion);
-  f.oobFill = uint32_t(oobFill);
-  std::string error = kvir::emu::encodeTensorMap(map, f);
+  std::string error = kvir::emu::encodeTensorMapTiled(
+      map, uint32_t(dataType), rank, address, dims, strides, box,
+      elementStrides, uint32_t(interleave), uint32_t(swizzle),
+      uint32_t(l2Promotion), uint32_t(oobFill));
   if (!error.empty())
     return fail("kvir_emulator_encode_tensor_map: " + error);
   return 0;

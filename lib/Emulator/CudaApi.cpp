@@ -349,22 +349,9 @@ int32_t kvemu_cuTensorMapEncodeTiled(
     const uint64_t *globalDim, const uint64_t *globalStrides,
     const uint32_t *boxDim, const uint32_t *elementStrides, uint32_t interleave,
     uint32_t swizzle, uint32_t l2Promotion, uint32_t oobFill) {
-  kvir::emu::TensorMapFields f;
-  f.dataType = dataType;
-  f.rank = rank;
-  f.globalAddress = reinterpret_cast<uint64_t>(globalAddress);
-  for (uint32_t d = 0; d < rank && d < 5; ++d) {
-    f.globalDim[d] = globalDim[d];
-    f.boxDim[d] = boxDim[d];
-    f.elementStrides[d] = elementStrides[d];
-    if (d + 1 < rank)
-      f.globalStrides[d] = globalStrides[d];
-  }
-  f.interleave = interleave;
-  f.swizzle = swizzle;
-  f.l2Promotion = l2Promotion;
-  f.oobFill = oobFill;
-  std::string error = kvir::emu::encodeTensorMap(tensorMap, f);
+  std::string error = kvir::emu::encodeTensorMapTiled(
+      tensorMap, dataType, rank, globalAddress, globalDim, globalStrides,
+      boxDim, elementStrides, interleave, swizzle, l2Promotion, oobFill);
   if (error.empty())
     return 0;
   Emulator::get().addReport("kvir-emu: cuTensorMapEncodeTiled: " + error);

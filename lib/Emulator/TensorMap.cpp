@@ -129,6 +129,30 @@ std::string kvir::emu::encodeTensorMap(void *tensorMap,
   return "";
 }
 
+std::string kvir::emu::encodeTensorMapTiled(
+    void *tensorMap, uint32_t dataType, uint32_t rank,
+    const void *globalAddress, const uint64_t *globalDim,
+    const uint64_t *globalStrides, const uint32_t *boxDim,
+    const uint32_t *elementStrides, uint32_t interleave, uint32_t swizzle,
+    uint32_t l2Promotion, uint32_t oobFill) {
+  TensorMapFields f;
+  f.dataType = dataType;
+  f.rank = rank;
+  f.globalAddress = reinterpret_cast<uint64_t>(globalAddress);
+  for (uint32_t d = 0; d < rank && d < 5; ++d) {
+    f.globalDim[d] = globalDim[d];
+    f.boxDim[d] = boxDim[d];
+    f.elementStrides[d] = elementStrides[d];
+    if (d + 1 < rank)
+      f.globalStrides[d] = globalStrides[d];
+  }
+  f.interleave = interleave;
+  f.swizzle = swizzle;
+  f.l2Promotion = l2Promotion;
+  f.oobFill = oobFill;
+  return encodeTensorMap(tensorMap, f);
+}
+
 bool kvir::emu::decodeTensorMap(const void *tensorMap, TensorMapFields &f) {
   Encoded in;
   std::memcpy(&in, tensorMap, sizeof(in));

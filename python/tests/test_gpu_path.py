@@ -115,7 +115,7 @@ def test_fp8_decode_passes_its_scales(rng, cache):
 @pytest.mark.parametrize("backend", ["emulated_driver", "auto"])
 def test_ragged_prefill_copies_by_tma(rng, cache, backend):
     # sm_90a's ragged prefill of head dim 128: the producer copies whole
-    # K/V tiles by TMA. The plan's tensor maps are encoded on the host (the
+    # K/V tiles and the query tile by TMA. The plan's tensor maps are encoded on the host (the
     # GPU path: the driver's encoder, here the emulator's; the emulator's
     # own host code: its cuTensorMapEncodeTiled) and copied to the device.
     hq, hk, d = 4, 2, 128
@@ -132,9 +132,11 @@ def test_ragged_prefill_copies_by_tma(rng, cache, backend):
     plan = w._exec.last_kernel.plan()
     maps = {n: a["map"] for n, a in plan.args.items()
             if a["role"] == "tensor_map"}
-    assert sorted(m["of"] for m in maps.values()) == ["k", "v"]
-    assert all(m["box"] == [64, 1, 64] and m["swizzle_bytes"] == 128
-               for m in maps.values())
+    # K and V: 64 keys of one head, one 64-column block; the query: 128 / 2
+    # rows of the group's 2 heads.
+    assert {m["of"]: m["box"] for m in maps.values()} == {
+        "k": [64, 1, 64], "v": [64, 1, 64], "q": [64, 2, 64]}
+    assert all(m["swizzle_bytes"] == 128 for m in maps.values())
     for b in range(2):
         r0, r1, n = qo[b], qo[b + 1], kv_lens[b]
         ref_o, ref_lse = attend(q[r0:r1], k[kv[b]:kv[b + 1]],

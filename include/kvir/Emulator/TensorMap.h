@@ -54,6 +54,14 @@ struct TensorMapFields {
 /// Encodes `fields` into the 128-byte object at `tensorMap`, or returns the
 /// requirement of cuTensorMapEncodeTiled that they break (nothing written).
 std::string encodeTensorMap(void *tensorMap, const TensorMapFields &fields);
+/// The same from cuTensorMapEncodeTiled's arguments (arrays innermost
+/// first; `globalStrides` has rank - 1 entries).
+std::string
+encodeTensorMapTiled(void *tensorMap, uint32_t dataType, uint32_t rank,
+                     const void *globalAddress, const uint64_t *globalDim,
+                     const uint64_t *globalStrides, const uint32_t *boxDim,
+                     const uint32_t *elementStrides, uint32_t interleave,
+                     uint32_t swizzle, uint32_t l2Promotion, uint32_t oobFill);
 
 /// Decodes an object encodeTensorMap wrote; false if `tensorMap` holds none.
 bool decodeTensorMap(const void *tensorMap, TensorMapFields &fields);
