@@ -471,18 +471,16 @@ SmallVector<int64_t> kvgpu::tmaTileBox(kv::PagedType paged, kv::PoolRole role,
   return box;
 }
 
-std::string kvgpu::whyNoTmaPrefill(kv::PrefillOp op) {
+std::string kvgpu::whyNoTmaPrefill(kv::PrefillOp op, int64_t kvTile) {
   auto [headDim, headDimV] = prefillHeadDims(op);
-  // The producer's tiles (chooseWgmmaPrefillConfig).
-  constexpr int64_t kProducerTile = 64;
   if (auto ragged = op.getKv().getDefiningOp<kv::RaggedViewOp>())
     return whyNoTmaCopy(kv::PagedType(), ragged->getOperandTypes(), headDim,
-                        headDimV, kProducerTile);
+                        headDimV, kvTile);
   auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
   if (!view)
     return "the K/V is not a view of buffers";
   return whyNoTmaCopy(view.getType(), view->getOperandTypes(), headDim,
-                      headDimV, kProducerTile);
+                      headDimV, kvTile);
 }
 
 /// The wgmma configuration of `op` (whyNoWgmmaPrefill is ""):
@@ -521,9 +519,6 @@ chooseWgmmaPrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
   bool overlaps = widest > 64 && !hasMaskMod(op);
   PrefillRoles roles = whyNoProducerPrefill(op).empty() ? PrefillRoles::producer
                                                         : PrefillRoles::uniform;
-  TileCopy copy = roles == PrefillRoles::producer && whyNoTmaPrefill(op).empty()
-                      ? TileCopy::tma
-                      : TileCopy::cp_async;
   // V converted per tile overlaps only where the producer converts it into
   // the ring's stages.
   TileSchedule schedule =
@@ -535,6 +530,10 @@ chooseWgmmaPrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
       : convertsV || widest <= 64 || roles == PrefillRoles::producer ? 64
                                                                      : 128;
   auto build = [&](int64_t qTile, int64_t keys) {
+    TileCopy copy =
+        roles == PrefillRoles::producer && whyNoTmaPrefill(op, keys).empty()
+            ? TileCopy::tma
+            : TileCopy::cp_async;
     return getCheckedQuietly<PrefillConfigAttr>(
         whyNot, op.getContext(), qTile, keys, /*warps=*/qTile / 16,
         /*stages=*/int64_t(roles == PrefillRoles::producer ? 3 : 2),

@@ -32,7 +32,8 @@ void explainChoice(Operation *op, const target::TargetInfo &target,
   }
   if (tensorCore && tensorCore.hasProducer() && !tensorCore.copiesByTma()) {
     if (auto p = dyn_cast<kv::PrefillOp>(op))
-      remark << "; cp.async, not TMA: " << whyNoTmaPrefill(p);
+      remark << "; cp.async, not TMA: "
+             << whyNoTmaPrefill(p, tensorCore.getKvTile());
     return;
   }
   if (!tensorCore || tensorCore.usesWgmma() ||

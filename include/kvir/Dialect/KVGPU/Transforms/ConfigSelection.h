@@ -132,8 +132,8 @@ std::string whyNoProducerPrefill(kv::PrefillOp op);
 /// not divide the tile or is not a multiple of 8 rows); or "".
 std::string whyNoTmaCopy(kv::PagedType paged, mlir::TypeRange kvBuffers,
                          int64_t headDim, int64_t headDimV, int64_t kvTile);
-/// whyNoTmaCopy for `op`'s K/V on the 64-key tiles of its producer.
-std::string whyNoTmaPrefill(kv::PrefillOp op);
+/// whyNoTmaCopy for `op`'s K/V on tiles of `kvTile` keys.
+std::string whyNoTmaPrefill(kv::PrefillOp op, int64_t kvTile);
 
 /// The TMA box of a `kvTile`-key tile's column block of `role` (K or V):
 /// over ragged K/V [keys, heads, dims] the tile's keys of one head; over a
