@@ -638,6 +638,28 @@ std::vector<GpuPrefillCase> prefillCases() {
     c.params.rope = ref::Rope{ref::RopeStyle::Interleave, 5e5, 0.5};
     add(c, {standardBatch(false)});
   }
+  // Under a producer warpgroup (sm_90a's choice at head dim 128): the
+  // producer rotates each K tile once its copies landed, before handing it
+  // over; ragged K/V, so that the tiles would otherwise go by TMA; the
+  // same with three stages' lag over pages and Llama 3.1's scaling.
+  {
+    GpuPrefillCase c = makePrefillCase("ProducerRopeCausalRaggedD128G4BF16",
+                                       makeSpec(16, 2, 128, DType::BF16), 8,
+                                       DType::BF16, "sm_90a", 2053);
+    c.ragged = true;
+    c.params.causal = true;
+    c.params.rope = ref::Rope{ref::RopeStyle::RotateHalf, 1e4, 1.0};
+    c.expectConfig = "roles = producer>";
+    add(c, {standardBatch(true)});
+  }
+  {
+    GpuPrefillCase c = makePrefillCase(
+        "ProducerRopeLlama31Rotary64NhdCsrP16D128G2F16",
+        makeSpec(16, 2, 128, DType::F16), 4, DType::F16, "sm_90a", 2054);
+    c.params.rope = llama31Rope(ref::RopeStyle::Interleave, 64);
+    c.expectConfig = "roles = producer>";
+    add(c, {standardBatch(false)});
+  }
   {
     // Llama 3.1's scaling on the first 64 of 128 dims; a request of 3000
     // keys.

@@ -339,14 +339,21 @@ void KVTileStream::produce(ImplicitLocOpBuilder &b,
   // (quantized, transposed V) are converted into the tile's stage once
   // every producer thread's landed; fenced for wgmma's async proxy, handed
   // over.
+  // RoPE: the producer turns each K tile's keys to their positions before
+  // handing it over (its own threads, its own frequencies).
+  std::optional<TileRotation> rotation;
+  if (s.rope)
+    rotation.emplace(b, s.rope, s.headDim, thread, threads);
   auto handOver = [&](ImplicitLocOpBuilder &jb, Value index, int64_t pending) {
     waitAsyncCopies(jb, pending);
-    if (kQuant || s.convertsV()) {
+    if (kQuant || s.convertsV() || rotation) {
       handoff.producerSync(jb);
       Value stage = pipeline.stageOf(jb, index);
       if (kQuant)
         convertTile(jb, s, *kQuant, stage, stage, thread, threads);
       convertV(jb, stage, stage, threads);
+      if (rotation)
+        rotateKeys(jb, *rotation, index, stage);
     }
     pipeline.publish(jb);
     handoff.filled(jb, index);
@@ -444,6 +451,18 @@ void KVTileStream::issue(ImplicitLocOpBuilder &b, Value index,
       copies.push_back({kv::PoolRole::V, *kpe, s.peDim});
     loader.copyTileAsync(jb, copies, stage, t0, count, thread, threads,
                          idSlot(jb, index));
+  });
+}
+
+void KVTileStream::rotateKeys(ImplicitLocOpBuilder &b,
+                              const TileRotation &rotation, Value index,
+                              Value stage) const {
+  auto [t0, count] = range(b, index);
+  Value slot = idSlot(b, index);
+  rotation.apply(b, k, stage, [&](ImplicitLocOpBuilder &jb, Value t) {
+    IRBuilder x{jb};
+    return RopeRowPosition{x.lt(t, count),
+                           x.maxS(loader.keyOf(jb, slot, t0, t), x.idx(0))};
   });
 }
 

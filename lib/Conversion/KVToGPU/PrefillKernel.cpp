@@ -117,17 +117,15 @@ gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
       return std::string("roles = producer stages page entries for its own "
                          "threads: top-k keys are read by the consumers' "
                          "masks too");
-    if (s.rope)
-      return std::string("roles = producer hands K tiles over as they "
-                         "landed: RoPE rotates them in place");
   }
   if (s.config.copiesByTma()) {
     // (The plans of one-row kernels, decodes', carry no tensor maps.)
     if (s.oneRowPerRequest() || s.isMla())
       return std::string("copy = tma copies a prefill's K/V tiles; decode "
                          "and MLA kernels copy by cp.async");
-    std::string why = kvgpu::whyNoTmaCopy(s.paged, s.kvTypes, s.headDim,
-                                          s.headDimV, s.config.getKvTile());
+    std::string why =
+        kvgpu::whyNoTmaCopy(s.paged, s.kvTypes, s.headDim, s.headDimV,
+                            s.config.getKvTile(), bool(s.rope));
     if (!why.empty())
       return "copy = tma: " + why;
     for (int64_t width : {s.headDim, s.headDimV}) {
@@ -141,6 +139,9 @@ gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
   if (s.rope) {
     std::string why =
         whyNotRotateTiles(s.rope, s.headDim, s.config.getNumThreads());
+    // A producer rotates its K tiles with its own threads.
+    if (why.empty() && s.config.hasProducer())
+      why = whyNotRotateTiles(s.rope, s.headDim, s.copyThreads());
     if (!why.empty())
       return why;
   }
@@ -639,8 +640,9 @@ void PrefillBlock::emitAttentionWarps(ImplicitLocOpBuilder &b,
     stream.issuePrologue(b, staged.liveAhead);
 
   const RowVariants *rowVars = variants ? &*variants : nullptr;
-  MainloopInputs in{staged.qTile, staged.qPeTile,   qFrags,
-                    rowPositions, rowVars,          staged.rotation,
+  MainloopInputs in{staged.qTile, staged.qPeTile,
+                    qFrags,       rowPositions,
+                    rowVars,      staged.handoff ? nullptr : staged.rotation,
                     kValueScale,  staged.maskOffset};
   if (staged.handoff) {
     in.handoff = staged.handoff;

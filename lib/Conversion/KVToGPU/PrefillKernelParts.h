@@ -349,6 +349,11 @@ private:
   /// into its stage, where `live` (null: always) holds.
   void issue(ImplicitLocOpBuilder &b, Value index, kv::PoolRole role,
              Value live) const;
+  /// RoPE under a producer: turns tile `index`'s keys in stage `stage` to
+  /// their positions (the producer's threads, after its copies landed).
+  void rotateKeys(ImplicitLocOpBuilder &b,
+                  const codegen::TileRotation &rotation, Value index,
+                  Value stage) const;
   /// copy = tma: whether the tile of keys [t0, t0 + count) is copied as
   /// boxes (whole, and over pages, starting a page).
   Value copiesByTma(ImplicitLocOpBuilder &b, Value t0, Value count) const;

@@ -97,13 +97,12 @@ func.func @tma_strided(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %k: memref<?
 
 // -----
 
-// roles = producer hands each K tile to the consumers as it landed: RoPE
-// rotates K tiles in place.
+// copy = tma hands tiles over as they land: RoPE rotates K tiles first.
 !p = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
-func.func @producer_rope(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %p0: memref<?x2x16x2x128xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+func.func @tma_rope(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %p0: memref<?x2x16x2x128xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
   %kv = kv.paged_view pools(%p0 : memref<?x2x16x2x128xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !p
-  // expected-error @below {{'kv.prefill' op has no GPU kernel: roles = producer hands K tiles over as they landed: RoPE rotates them in place}}
-  %s = kv.prefill %q, %qo, %kv {causal, rope = #kv.rope<rotate_half>, kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer>} : memref<?x8x128xf16>, memref<?xi32>, !p -> !kv.state<?x8x128xf16, base = 2>
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: copy = tma: RoPE rotates each K tile after it lands: the producer copies it by cp.async, rotates it, then hands it over}}
+  %s = kv.prefill %q, %qo, %kv {causal, rope = #kv.rope<rotate_half>, kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 3, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, roles = producer, copy = tma>} : memref<?x8x128xf16>, memref<?xi32>, !p -> !kv.state<?x8x128xf16, base = 2>
   kv.store_state %s, %o, %l : !kv.state<?x8x128xf16, base = 2>, memref<?x8x128xf16>, memref<?x8xf32>
   return
 }

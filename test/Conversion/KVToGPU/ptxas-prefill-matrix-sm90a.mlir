@@ -21,11 +21,12 @@
 // CLEAN-NOT: warning
 
 // sm_90a's prefills run on wgmma where the kernel takes them: S = Q K^T in
-// the SS form (N = the key tile: 128, 64 where V is converted per tile or
-// up to head dim 64, 48 at head dim 256), O += P V in the RS form (N = head_dim_v); the async
-// proxy sees the tiles' copies after each thread's fence.proxy.async; the
+// the SS form (N = the key tile: 64 under a producer warpgroup, where V is
+// converted per tile or up to head dim 64, 128 otherwise, 48 at head dim
+// 256), O += P V in the RS form (N = head_dim_v); the async proxy sees the
+// tiles' copies after each thread's fence.proxy.async; the
 // 128-byte-swizzled tiles' base is 1024-byte aligned.
-// PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, {{ *}}1, 0, {{ *}}0;
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, {{ *}}1, 0, {{ *}}0;
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1, 1;
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {{.*}}, p, 1, 1, 1;

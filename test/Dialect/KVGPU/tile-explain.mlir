@@ -48,11 +48,12 @@ func.func @paged_cp_async(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %kc: memr
 
 // -----
 
-// On wgmma without a producer warpgroup: why.
+// RoPE under a producer warpgroup: it rotates each K tile before handing it
+// over, so the tiles come by cp.async.
 !p128 = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = nhd, storage = combined, table = csr>
-func.func @uniform_rope(%q: memref<?x32x128xbf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x8x128xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x32x128xbf16, base = 2> {
+func.func @producer_rope(%q: memref<?x32x128xbf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x8x128xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x32x128xbf16, base = 2> {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x8x128xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !p128
-  // expected-remark @below {{mma = wgmma, schedule = overlap>; no producer warpgroup: RoPE rotates each K tile in place}}
+  // expected-remark @below {{mma = wgmma, schedule = overlap, roles = producer>; cp.async, not TMA: RoPE rotates each K tile after it lands: the producer copies it by cp.async, rotates it, then hands it over}}
   %s = kv.prefill %q, %qo, %kv {causal, rope = #kv.rope<rotate_half>} : memref<?x32x128xbf16>, memref<?xi32>, !p128 -> !kv.state<?x32x128xbf16, base = 2>
   return %s : !kv.state<?x32x128xbf16, base = 2>
 }

@@ -375,8 +375,6 @@ std::string kvgpu::whyNoProducerPrefill(kv::PrefillOp op) {
   if (widest > 128)
     return "above head dim 128 the consumers' accumulators do not fit the "
            "registers a producer leaves them";
-  if (op.getRopeAttr())
-    return "RoPE rotates each K tile in place";
   return "";
 }
 
@@ -413,7 +411,10 @@ std::optional<int64_t> tmaSlotAxis(kv::PagedType paged, kv::PoolRole role) {
 
 std::string kvgpu::whyNoTmaCopy(kv::PagedType paged, TypeRange kvBuffers,
                                 int64_t headDim, int64_t headDimV,
-                                int64_t kvTile) {
+                                int64_t kvTile, bool rotatesKeys) {
+  if (rotatesKeys)
+    return "RoPE rotates each K tile after it lands: the producer copies it "
+           "by cp.async, rotates it, then hands it over";
   SmallVector<MemRefType> pools;
   if (!paged) {
     for (Type t : kvBuffers.take_front(2))
@@ -475,12 +476,12 @@ std::string kvgpu::whyNoTmaPrefill(kv::PrefillOp op, int64_t kvTile) {
   auto [headDim, headDimV] = prefillHeadDims(op);
   if (auto ragged = op.getKv().getDefiningOp<kv::RaggedViewOp>())
     return whyNoTmaCopy(kv::PagedType(), ragged->getOperandTypes(), headDim,
-                        headDimV, kvTile);
+                        headDimV, kvTile, bool(op.getRopeAttr()));
   auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
   if (!view)
     return "the K/V is not a view of buffers";
   return whyNoTmaCopy(view.getType(), view->getOperandTypes(), headDim,
-                      headDimV, kvTile);
+                      headDimV, kvTile, bool(op.getRopeAttr()));
 }
 
 /// The wgmma configuration of `op` (whyNoWgmmaPrefill is ""):
@@ -501,10 +502,10 @@ std::string kvgpu::whyNoTmaPrefill(kv::PrefillOp op, int64_t kvTile) {
 /// tiles into the ring's stages, the two consumer warpgroups take turns at
 /// the tensor cores) on 64-key tiles:
 /// the consumers' 216 registers (the producer keeps 80) hold those, the
-/// 128-key tile's 251 would spill; not with RoPE, which rotates each K
-/// tile in place. Their ring starts at three stages: the consumers release
-/// a stage only once the values of its tile retired, late in the next
-/// tile's iteration, so with two the producer would start each tile's
+/// 128-key tile's 251 would spill; with RoPE the producer rotates each K
+/// tile before handing it over. Their ring starts at three stages: the
+/// consumers release a stage only once the values of its tile retired, late in
+/// the next tile's iteration, so with two the producer would start each tile's
 /// copies just before the consumers wait for them (with three it copies
 /// tile n while n - 1 lands and n - 2 is computed). Their producer copies
 /// by TMA where whyNoTmaPrefill allows (one thread issues a whole tile's

@@ -118,7 +118,7 @@ std::string whyNoWgmmaPrefill(kv::PrefillOp op,
 /// = uniform) rather than a producer warpgroup and consumers: its head dims
 /// (up to 64 the serial kernel keeps two blocks per SM; above 128 the
 /// consumers' accumulators do not fit beside a producer), mask_mod's tile
-/// skipping, RoPE's in-place rotation of K tiles; or "".
+/// skipping; or "".
 std::string whyNoProducerPrefill(kv::PrefillOp op);
 
 /// Why a producer cannot copy K/V tiles of `kvTile` keys by TMA from the
@@ -130,8 +130,11 @@ std::string whyNoProducerPrefill(kv::PrefillOp op);
 /// page entries, quantized or vLLM pools, a layout whose head dim is not
 /// innermost or whose slots are not one axis, pages of a size that does
 /// not divide the tile or is not a multiple of 8 rows); or "".
+/// `rotatesKeys`: RoPE turns each K tile after it landed, which a copy
+/// completing on the consumers' barrier would leave no time for.
 std::string whyNoTmaCopy(kv::PagedType paged, mlir::TypeRange kvBuffers,
-                         int64_t headDim, int64_t headDimV, int64_t kvTile);
+                         int64_t headDim, int64_t headDimV, int64_t kvTile,
+                         bool rotatesKeys);
 /// whyNoTmaCopy for `op`'s K/V on tiles of `kvTile` keys.
 std::string whyNoTmaPrefill(kv::PrefillOp op, int64_t kvTile);
 
