@@ -14,6 +14,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -184,6 +185,39 @@ struct CheckPtxLowerable
       signalPassFailure();
   }
 };
+/// Fails with a diagnostic at the first NVVM op the kernels' chip lacks
+/// (a wgmma on sm_80): nvvm-attach-target would attach the chip and leave
+/// a module that does not verify.
+struct CheckChipOps
+    : PassWrapper<CheckChipOps, OperationPass<gpu::GPUModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckChipOps)
+  explicit CheckChipOps(std::string chip) : chip(std::move(chip)) {}
+  StringRef getArgument() const override { return "kvir-check-chip-ops"; }
+  void runOnOperation() override {
+    NVVM::NVVMCheckSMVersion target =
+        NVVM::NVVMCheckSMVersion::getTargetSMVersionFromStr(chip);
+    WalkResult result = getOperation()->walk([&](Operation *op) {
+      std::optional<NVVM::NVVMCheckSMVersion> required;
+      if (auto gated = dyn_cast<NVVM::RequiresSMInterface>(op))
+        required = gated.getRequiredMinSMVersion();
+      // setmaxnreg (sm_90a, PTX ISA 9.7.19.5) carries no requirement in
+      // MLIR 22: LLVM would fail to select it.
+      else if (isa<NVVM::SetMaxRegisterOp>(op))
+        required = NVVM::NVVMCheckSMVersion(/*archAccelerated=*/true, 90);
+      if (!required || required->isCompatibleWith(target))
+        return WalkResult::advance();
+      const NVVM::NVVMCheckSMVersion &needed = *required;
+      op->emitOpError() << "needs sm_" << needed.smVersionList.front()
+                        << (needed.archAccelerated ? "a" : "")
+                        << (needed.archAccelerated ? "" : " or later")
+                        << ", not the target's " << chip;
+      return WalkResult::interrupt();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+  std::string chip;
+};
 /// Raises the alignment of the module's dynamic shared memory (the global
 /// convert-gpu-to-nvvm declares, 16-byte aligned) to what its kernels ask
 /// for (kDynamicSharedAlignmentAttr).
@@ -248,5 +282,7 @@ void kvir::target::addNVVMTarget(OpPassManager &modulePm,
   options.chip = target.chip.str();
   options.features = TargetInfo::ptxFeatures().str();
   options.optLevel = 3;
+  modulePm.addNestedPass<gpu::GPUModuleOp>(
+      std::make_unique<CheckChipOps>(target.chip.str()));
   modulePm.addPass(createGpuNVVMAttachTarget(options));
 }
