@@ -24,7 +24,8 @@ WarpgroupProducts::WarpgroupProducts(ImplicitLocOpBuilder &b, Type elementType,
 
 std::optional<std::string>
 WarpgroupProducts::whyNot(Type queryType, Type elementType, int64_t kvTile,
-                          int64_t headDim, int64_t headDimV) {
+                          int64_t headDim, int64_t headDimV,
+                          int64_t valueSlice) {
   if (!elementType.isF16() && !elementType.isBF16())
     return std::string("wgmma multiplies f16 or bf16 tiles here");
   if (queryType != elementType)
@@ -33,9 +34,9 @@ WarpgroupProducts::whyNot(Type queryType, Type elementType, int64_t kvTile,
     return "head dims " + std::to_string(headDim) + " / " +
            std::to_string(headDimV) +
            " are not whole 64-element blocks of the 128-byte swizzle";
-  if (headDimV > 256)
-    return "a value dim of " + std::to_string(headDimV) +
-           " is wider than one wgmma's 256 columns";
+  if (valueSlice > 256)
+    return "a value slice of " + std::to_string(valueSlice) +
+           " columns is wider than one wgmma's 256";
   if (kvTile % WgmmaAtom::kK || kvTile > 256)
     return "a " + std::to_string(kvTile) +
            "-key tile is not whole k16 steps of at most 256 keys";
@@ -75,9 +76,12 @@ Value WarpgroupProducts::issueAccumulate(ImplicitLocOpBuilder &b,
                                          const SharedTile &v,
                                          Value stage) const {
   IRBuilder ir{b};
-  assert(tile.getShape().mTiles == 1 && !tile.getValueOffset() &&
-         "a warp of a warpgroup owns one m-tile and every value column");
+  assert(tile.getShape().mTiles == 1 &&
+         "a warp of a warpgroup owns one m-tile");
   WgmmaOperandTile vTile = operand(v);
+  // The warpgroup's slice of the value columns (value warps: each
+  // warpgroup of the same rows accumulates one).
+  Value n0 = tile.getValueOffset() ? tile.getValueOffset() : ir.idx(0);
   // P's registers are packed before the fence (definitions after it would
   // need another).
   SmallVector<Value> aRegs;
@@ -87,7 +91,7 @@ Value WarpgroupProducts::issueAccumulate(ImplicitLocOpBuilder &b,
   valueAtom.fence(b);
   for (auto [j, a] : llvm::enumerate(aRegs)) {
     Value descV = valueAtom.descriptorCols(
-        b, vTile, stage, ir.idx(int64_t(j) * WgmmaAtom::kK), 0);
+        b, vTile, stage, ir.idx(int64_t(j) * WgmmaAtom::kK), n0);
     acc = valueAtom.mmaRegisters(b, a, descV, acc, /*bColumns=*/true,
                                  /*accumulate=*/true);
   }

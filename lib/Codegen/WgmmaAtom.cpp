@@ -122,12 +122,12 @@ Value WgmmaAtom::descriptorRows(ImplicitLocOpBuilder &b,
 
 Value WgmmaAtom::descriptorCols(ImplicitLocOpBuilder &b,
                                 const WgmmaOperandTile &tile, Value stage,
-                                Value k0, int64_t n0) const {
+                                Value k0, Value n0) const {
   IRBuilder ir{b};
   const TileLayout &l = tile.layout;
-  assert(n0 % blockElements(l) == 0 && "n0 starts a column block");
-  Value offset = ir.add(ir.mul(k0, ir.idx(kSwizzleRowBytes)),
-                        ir.idx(n0 / blockElements(l) * blockBytes(l)));
+  Value offset = ir.add(
+      ir.mul(k0, ir.idx(kSwizzleRowBytes)),
+      ir.mul(ir.divU(n0, ir.idx(blockElements(l))), ir.idx(blockBytes(l))));
   // MN-major: the column blocks blockBytes apart (leading), 8 rows of K a
   // pattern (stride).
   return descriptor(b, tile, stage, offset, blockBytes(l));

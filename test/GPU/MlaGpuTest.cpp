@@ -55,6 +55,16 @@ std::ostream &operator<<(std::ostream &os, const MlaCase &c) {
   return os << c.name;
 }
 
+/// Whether sm_90a runs `c` on wgmma: where its query tiles have 64 rows
+/// (rows(), or 64 heads and more), fewer rows would be mostly padding.
+bool onWgmma(const MlaCase &c) {
+  if (!c.qoLens.empty() && !c.topk)
+    return true;
+  int64_t tilesPerRow = (c.heads + 63) / 64;
+  int64_t rows = ((c.heads + tilesPerRow - 1) / tilesPerRow + 15) / 16 * 16;
+  return rows >= 64;
+}
+
 void runMlaCase(const MlaCase &c) {
   CacheSpec spec = makeSpec(c.pageSize, 1, kCkv, c.dtype, Layout::NHD,
                             Storage::MLA, c.table);
@@ -119,6 +129,11 @@ void runMlaCase(const MlaCase &c) {
   ASSERT_TRUE(runGpu(src, {out.o, out.lse}, c.chip, {"kv.mla_decode"}, result,
                      c.graphMaxBatch));
   EXPECT_TRUE(noReports(result));
+  if (c.config.empty() && c.chip == "sm_90a")
+    EXPECT_EQ(result.planConfig("kv.mla_decode").find("mma = wgmma") !=
+                  std::string::npos,
+              onWgmma(c))
+        << result.planConfig("kv.mla_decode");
   std::vector<std::string> names = result.kernelNames();
   ASSERT_FALSE(names.empty());
   EXPECT_EQ(names.front().rfind("mla_", 0), 0u) << result.describeLaunches();
@@ -366,6 +381,33 @@ std::vector<MlaCase> mlaCases() {
                 "stages = 4, q_in_registers = false, max_partitions = 4, "
                 "value_warps = 4>";
   }
+  // DeepSeek-V3.2's selection over 64 heads: one 64-row wgmma tile per
+  // query row, 32-key tiles of gathered keys.
+  {
+    MlaCase *c = add("H64Topk256CsrP64BF16", 64, DType::BF16, Table::CSR, 9022);
+    c->kvLens = {1000, 3, 300, 2000};
+    c->topk = 256;
+    c->expectSplit = false;
+  }
+  // wgmma given by hand: 32-key tiles in three stages, split.
+  {
+    MlaCase *c = add("H64WgmmaThreeStagesSplitBlockTableP32F16", 64, DType::F16,
+                     Table::BlockTable, 9021);
+    c->kvLens = {65, 1, 700, 0, 40};
+    c->pageSize = 32;
+    c->config = "#kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 8, "
+                "stages = 3, q_in_registers = false, max_partitions = 8, "
+                "value_warps = 2, mma = wgmma>";
+  }
+  // sm_90a runs 64-row tiles on wgmma: each such case runs on mma.sync too.
+  for (size_t i = 0, n = cases.size(); i < n; ++i)
+    if (cases[i].chip == "sm_90a" && cases[i].config.empty() &&
+        onWgmma(cases[i])) {
+      MlaCase twin = cases[i];
+      twin.name += "MmaSync";
+      twin.chip = onMmaSync(twin.chip);
+      cases.push_back(twin);
+    }
   return cases;
 }
 

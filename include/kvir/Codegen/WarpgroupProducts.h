@@ -11,7 +11,9 @@
 //   O += P V     RS form, m64 n(headDimV) k16 per 16 keys: P, the
 //                softmax's A fragments, from registers (a 16-bit A
 //                fragment of mma.sync is the RS form's, register for
-//                register); V MN-major (rows are keys).
+//                register); V MN-major (rows are keys). With value warps
+//                (WarpAttentionTile's value offset) each warpgroup of the
+//                same rows accumulates its slice of the value columns.
 // Each product is one wgmma group: fenced after the registers it reads were
 // written and committed. scores() and accumulate() wait for it at once;
 // the issue* methods leave it in flight for a caller that overlaps it with
@@ -40,11 +42,11 @@ public:
   /// Why wgmma cannot multiply such tiles (Q of `queryType`, K/V of
   /// `elementType`), or nullopt: 16-bit elements, Q in the K/V type, head
   /// dims of whole 64-element swizzle blocks, at most 256 value columns
-  /// (one wgmma's N), key tiles of whole k16 steps.
-  static std::optional<std::string> whyNot(mlir::Type queryType,
-                                           mlir::Type elementType,
-                                           int64_t kvTile, int64_t headDim,
-                                           int64_t headDimV);
+  /// per warpgroup (`valueSlice` of the `headDimV`; one wgmma's N), key
+  /// tiles of whole k16 steps.
+  static std::optional<std::string>
+  whyNot(mlir::Type queryType, mlir::Type elementType, int64_t kvTile,
+         int64_t headDim, int64_t headDimV, int64_t valueSlice);
 
   llvm::SmallVector<mlir::Value>
   scores(mlir::ImplicitLocOpBuilder &b, const WarpAttentionTile &tile,

@@ -94,10 +94,11 @@ public:
                              const WgmmaOperandTile &tile, mlir::Value stage,
                              mlir::Value row0, int64_t k0) const;
   /// The descriptor of K [k0, k0 + 16) and N [n0, n0 + N) of an MN-major
-  /// tile (its rows K, its columns N). k0 a multiple of 8, n0 of 64.
+  /// tile (its rows K, its columns N). k0 a multiple of 8, n0 (an index,
+  /// e.g. a warpgroup's slice of the value columns) a multiple of 64.
   mlir::Value descriptorCols(mlir::ImplicitLocOpBuilder &b,
                              const WgmmaOperandTile &tile, mlir::Value stage,
-                             mlir::Value k0, int64_t n0) const;
+                             mlir::Value k0, mlir::Value n0) const;
 
   mlir::Value zeroAcc(mlir::ImplicitLocOpBuilder &b) const;
   /// SS: acc + A B (acc ignored unless `accumulate`). `bColumns`: B from

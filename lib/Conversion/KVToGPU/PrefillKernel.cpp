@@ -91,11 +91,15 @@ gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
       return "mma = wgmma needs sm_90a, not " + target.chip.str();
     if (std::optional<std::string> why = WarpgroupProducts::whyNot(
             s.qType.getElementType(), s.kvElementType, s.config.getKvTile(),
-            s.headDim, s.headDimV))
+            s.headDim, s.headDimV, s.valueSlice()))
       return *why;
     if (s.peDim % 64)
       return "a rotary part of " + std::to_string(s.peDim) +
              " dims is not whole 64-element blocks of the 128-byte swizzle";
+    if (s.config.getValueWarps() > 1 && s.overlapsProducts())
+      return std::string("value warps on wgmma run the serial schedule (the "
+                         "warpgroups of the same rows meet at the block's "
+                         "barriers)");
   }
   if (s.overlapsProducts()) {
     // V_{i-1} is read while tile i is prepared, and each tile issues both
@@ -605,12 +609,16 @@ void PrefillBlock::emitAttentionWarps(ImplicitLocOpBuilder &b,
     valueOffset =
         ir.mul(ir.divU(warp, ir.idx(rowWarps)), ir.idx(s.valueSlice()));
   MmaSyncAtom mma(b, s.kvElementType, lane);
-  // wgmma: the warp's warpgroup issues the products for its 64 rows (the
-  // fragments are still mma.sync's: per warp, the same registers).
+  // wgmma: the warp's warpgroup issues the products for its 64 rows and
+  // its value slice (the fragments are still mma.sync's: per warp, the
+  // same registers). Row warps are whole warpgroups.
   std::optional<WarpgroupProducts> warpgroup;
   if (cfg.usesWgmma()) {
     Value warps = ir.idx(WgmmaAtom::kWarps);
-    Value warpgroupRow0 = ir.mul(ir.divU(warp, warps), ir.idx(WgmmaAtom::kM));
+    Value rowWarp =
+        cfg.getValueWarps() > 1 ? ir.remU(warp, ir.idx(rowWarps)) : warp;
+    Value warpgroupRow0 =
+        ir.mul(ir.divU(rowWarp, warps), ir.idx(WgmmaAtom::kM));
     Value threadInWarpgroup =
         ir.add(ir.mul(ir.remU(warp, warps), ir.idx(32)), lane);
     warpgroup.emplace(b, s.kvElementType, cfg.getKvTile(), s.valueSlice(),

@@ -149,13 +149,20 @@ func.func private @partitions() attributes {c = #kvgpu.prefill<q_tile = 64, kv_t
 
 // -----
 
-// expected-error @below {{prefill config with mma = wgmma needs whole warpgroups (warps a multiple of 4) owning 64 rows each (q_tile = 16 * warps) and value_warps = 1, got q_tile 32, warps 2, value_warps 1}}
+// expected-error @below {{prefill config with mma = wgmma needs whole warpgroups along the rows (warps / value_warps a multiple of 4) owning 64 rows each (q_tile = 16 * warps / value_warps), got q_tile 32, warps 2, value_warps 1}}
 func.func private @wgmma_warps() attributes {c = #kvgpu.prefill<q_tile = 32, kv_tile = 64, warps = 2, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma>}
 
 // -----
 
-// expected-error @below {{prefill config with mma = wgmma needs whole warpgroups (warps a multiple of 4) owning 64 rows each (q_tile = 16 * warps) and value_warps = 1, got q_tile 128, warps 4, value_warps 1}}
+// expected-error @below {{prefill config with mma = wgmma needs whole warpgroups along the rows (warps / value_warps a multiple of 4) owning 64 rows each (q_tile = 16 * warps / value_warps), got q_tile 128, warps 4, value_warps 1}}
 func.func private @wgmma_rows() attributes {c = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 4, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma>}
+
+// -----
+
+// Two value slices of 4 warps: each slice has 2 warps along the rows, half
+// a warpgroup.
+// expected-error @below {{prefill config with mma = wgmma needs whole warpgroups along the rows (warps / value_warps a multiple of 4) owning 64 rows each (q_tile = 16 * warps / value_warps), got q_tile 32, warps 4, value_warps 2}}
+func.func private @wgmma_value_warps() attributes {c = #kvgpu.prefill<q_tile = 32, kv_tile = 64, warps = 4, stages = 2, q_in_registers = false, max_partitions = 16, value_warps = 2, mma = wgmma>}
 
 // -----
 

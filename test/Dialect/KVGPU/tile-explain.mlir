@@ -84,18 +84,19 @@ func.func @d96(%q: memref<?x4x96xf16>, %qo: memref<?xi32>, %k: memref<?x2x96xf16
 // Values wider than one wgmma's 256 columns.
 func.func @dv512(%q: memref<?x4x64xbf16>, %qo: memref<?xi32>, %k: memref<?x2x64xbf16>, %v: memref<?x2x512xbf16>, %ki: memref<?xi32>) -> !kv.state<?x4x512xbf16, base = e> {
   %kv = kv.ragged_view %k, %v, %ki : memref<?x2x64xbf16>, memref<?x2x512xbf16>, memref<?xi32> -> !kv.ragged<kv_heads = 2, head_dim = 64, head_dim_v = 512, dtype = bf16>
-  // expected-remark @below {{mma.sync, not wgmma: a value dim of 512 is wider than one wgmma's 256 columns}}
+  // expected-remark @below {{mma.sync, not wgmma: a value slice of 512 columns is wider than one wgmma's 256}}
   %s = kv.prefill %q, %qo, %kv : memref<?x4x64xbf16>, memref<?xi32>, !kv.ragged<kv_heads = 2, head_dim = 64, head_dim_v = 512, dtype = bf16> -> !kv.state<?x4x512xbf16, base = e>
   return %s : !kv.state<?x4x512xbf16, base = e>
 }
 
 // -----
 
-// MLA's kernel has no wgmma form yet.
+// MLA of 16 heads, one query row each: a 16-row tile, which wgmma would
+// pad to 64.
 !m = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = bf16, layout = nhd, storage = mla, table = csr, pe_dim = 64>
 func.func @mla(%qn: memref<?x16x512xbf16>, %qp: memref<?x16x64xbf16>, %ckv: memref<?x64x512xbf16>, %kpe: memref<?x64x64xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x16x512xbf16, base = e> {
   %kv = kv.paged_view pools(%ckv, %kpe : memref<?x64x512xbf16>, memref<?x64x64xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !m
-  // expected-remark @below {{mma.sync, not wgmma: the kv.mla_decode kernel has no wgmma form yet}}
+  // expected-remark @below {{mma.sync, not wgmma: a query tile of 16 rows (the request's heads) would leave most of wgmma's 64 rows padding}}
   %s = kv.mla_decode %qn, %qp, %kv : memref<?x16x512xbf16>, memref<?x16x64xbf16>, !m -> !kv.state<?x16x512xbf16, base = e>
   return %s : !kv.state<?x16x512xbf16, base = e>
 }

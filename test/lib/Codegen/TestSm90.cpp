@@ -163,10 +163,12 @@ void kvir::test::buildWgmmaChain(gpu::GPUFuncOp stub) {
   oAtom.fence(b);
   Value o = oAtom.zeroAcc(b);
   for (int64_t j = 0; j < keys / WgmmaAtom::kK; ++j)
-    o = oAtom.mmaRegisters(
-        b, p[j],
-        oAtom.descriptorCols(b, v, Value(), ir.idx(WgmmaAtom::kK * j), 0), o,
-        /*bColumns=*/true, /*accumulate=*/j > 0);
+    o = oAtom.mmaRegisters(b, p[j],
+                           oAtom.descriptorCols(b, v, Value(),
+                                                ir.idx(WgmmaAtom::kK * j),
+                                                ir.idx(0)),
+                           o,
+                           /*bColumns=*/true, /*accumulate=*/j > 0);
   oAtom.commit(b);
   oAtom.wait(b, 0);
   storeAcc(b, oAtom, o, kf.getArgument(3));

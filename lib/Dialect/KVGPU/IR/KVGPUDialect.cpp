@@ -125,13 +125,14 @@ LogicalResult PrefillConfigAttr::verify(
                        << maxPartitions;
   if (mma == MmaAtomKind::wgmma) {
     // A warpgroup's wgmma covers 64 rows: 4 warps of one 16-row tile each,
-    // every value column, Q read from shared memory.
-    if (warps % 4 || qTile != 16 * warps || valueWarps != 1)
+    // the value columns of its slice, Q read from shared memory.
+    if (rowWarps % 4 || qTile != 16 * rowWarps)
       return emitError() << "prefill config with mma = wgmma needs whole "
-                         << "warpgroups (warps a multiple of 4) owning 64 "
-                         << "rows each (q_tile = 16 * warps) and value_warps "
-                         << "= 1, got q_tile " << qTile << ", warps " << warps
-                         << ", value_warps " << valueWarps;
+                         << "warpgroups along the rows (warps / value_warps "
+                         << "a multiple of 4) owning 64 rows each (q_tile = "
+                         << "16 * warps / value_warps), got q_tile " << qTile
+                         << ", warps " << warps << ", value_warps "
+                         << valueWarps;
     if (qInRegisters)
       return emitError() << "prefill config with mma = wgmma reads Q from "
                          << "shared memory: q_in_registers must be false";

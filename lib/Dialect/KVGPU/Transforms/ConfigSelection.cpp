@@ -356,7 +356,8 @@ std::string kvgpu::whyNoWgmmaPrefill(kv::PrefillOp op,
   auto [headDim, headDimV] = prefillHeadDims(op);
   TensorCoreLayoutShape shape = layoutShape(op, PrefillConfigAttr());
   if (std::optional<std::string> why = codegen::WarpgroupProducts::whyNot(
-          shape.qElement, shape.kvElement, /*kvTile=*/64, headDim, headDimV))
+          shape.qElement, shape.kvElement, /*kvTile=*/64, headDim, headDimV,
+          /*valueSlice=*/headDimV))
     return *why;
   if (op->hasAttr(kv::KVDialect::getSharedLevelAttrName()))
     return "a cascade's shared level reads its keys once for 256 rows, a "
@@ -755,9 +756,77 @@ kvgpu::chooseTensorCoreDecodeConfig(kv::DecodeOp op,
   });
 }
 
+/// The rows of `op`'s query tiles: all heads of a request (and, with
+/// rows(), its query rows) up to 64, FlashMLA's block.
+static int64_t mlaTileRows(kv::MlaDecodeOp op) {
+  int64_t heads = cast<MemRefType>(op.getQNope().getType()).getDimSize(1);
+  // A top-k tile gathers one query row's keys: it holds that row's heads,
+  // the fewest tiles per row (each reads the row's keys), as even as whole
+  // 16-row m-tiles make them (the last is padded: 80 heads, two tiles of
+  // 48 rows).
+  int64_t tilesPerRow = llvm::divideCeil(heads, 64);
+  int64_t rows = op.getQoIndptr() && !op.getTopk()
+                     ? 64
+                     : llvm::alignTo(llvm::divideCeil(heads, tilesPerRow), 16);
+  return std::min<int64_t>(64, rows);
+}
+
+std::string kvgpu::whyNoWgmmaMla(kv::MlaDecodeOp op,
+                                 const target::TargetInfo &target) {
+  if (!target.has(target::MmaAtom::WgmmaM64NK16))
+    return target.chip.str() + " has no wgmma";
+  kv::PagedType kv = op.getKv().getType();
+  if (int64_t rows = mlaTileRows(op); rows < codegen::WgmmaAtom::kM)
+    return "a query tile of " + std::to_string(rows) +
+           " rows (the request's heads) would leave most of wgmma's 64 "
+           "rows padding";
+  Type qType = cast<MemRefType>(op.getQNope().getType()).getElementType();
+  if (std::optional<std::string> why = codegen::WarpgroupProducts::whyNot(
+          qType, kv.getDtype(), /*kvTile=*/64, kv.getHeadDim(), kv.getHeadDim(),
+          /*valueSlice=*/kv.getHeadDim() / 2))
+    return *why;
+  if (kv.getPeDim() % 64)
+    return "a kpe width of " + std::to_string(kv.getPeDim()) +
+           " is not whole 64-element blocks of the 128-byte swizzle";
+  return "";
+}
+
+/// The wgmma configuration of `op` (whyNoWgmmaMla is ""): FlashMLA's
+/// block, 64 rows against 64-key tiles, the 512 value columns split over
+/// two warpgroups (each O slice, 64 x 256 f32, takes 128 registers a
+/// thread: 254-255 in all at 64 keys); 32-key tiles where two stages of 64
+/// do not fit, and for top-k gathers (whose key indices stay live: 64-key
+/// tiles spilled 8-12 bytes).
+static FailureOr<PrefillConfigAttr>
+chooseWgmmaMlaConfig(kv::MlaDecodeOp op, const target::TargetInfo &target,
+                     std::string &whyNot) {
+  FailureOr<PrefillConfigAttr> config = failure();
+  SmallVector<int64_t> kvTiles{64, 32};
+  if (op.getTopk())
+    kvTiles = {32};
+  for (int64_t kvTile : kvTiles) {
+    config = getCheckedQuietly<PrefillConfigAttr>(
+        whyNot, op.getContext(), /*qTile=*/codegen::WgmmaAtom::kM, kvTile,
+        /*warps=*/int64_t(8), /*stages=*/int64_t(2),
+        /*q_in_registers=*/false, /*max_partitions=*/int64_t(64),
+        /*value_warps=*/int64_t(2), MmaAtomKind::wgmma, TileSchedule::serial,
+        PrefillRoles::uniform, TileCopy::cp_async);
+    if (failed(config) ||
+        mlaSharedBytes(*config, op) <= target.maxSharedBytesPerBlock)
+      break;
+    whyNot = "no wgmma MLA configuration fits " +
+             std::to_string(target.maxSharedBytesPerBlock) +
+             " bytes of shared memory";
+    config = failure();
+  }
+  return withRingDepth(config, target, [&](PrefillConfigAttr c) {
+    return mlaSharedBytes(c, op);
+  });
+}
+
 FailureOr<PrefillConfigAttr>
 kvgpu::chooseMlaConfig(kv::MlaDecodeOp op, const target::TargetInfo &target,
-                       std::string &whyNot) {
+                       std::string &whyNot, MmaChoice choice) {
   kv::PagedType kv = op.getKv().getType();
   int64_t headDim = kv.getHeadDim(), peDim = kv.getPeDim();
   if (headDim % 256 || peDim % 16) {
@@ -774,17 +843,15 @@ kvgpu::chooseMlaConfig(kv::MlaDecodeOp op, const target::TargetInfo &target,
   // rows split the value columns (a 16-row tile's 512 would take 256
   // registers per lane) and each computes the rows' scores: two warps of
   // 256 columns for 64-row tiles (8 warps, no spills), four of 128 for
-  // smaller tiles.
-  int64_t heads = cast<MemRefType>(op.getQNope().getType()).getDimSize(1);
-  // A top-k tile gathers one query row's keys: it holds that row's heads,
-  // the fewest tiles per row (each reads the row's keys), as even as whole
-  // 16-row m-tiles make them (the last is padded: 80 heads, two tiles of
-  // 48 rows).
-  int64_t tilesPerRow = llvm::divideCeil(heads, 64);
-  int64_t rows = op.getQoIndptr() && !op.getTopk()
-                     ? 64
-                     : llvm::alignTo(llvm::divideCeil(heads, tilesPerRow), 16);
-  int64_t qTile = std::min<int64_t>(64, rows), kvTile = 32;
+  // smaller tiles. On sm_90a a 64-row tile runs on wgmma.
+  if (choice == MmaChoice::automatic && whyNoWgmmaMla(op, target).empty()) {
+    std::string whyNotWgmma;
+    if (FailureOr<PrefillConfigAttr> config =
+            chooseWgmmaMlaConfig(op, target, whyNotWgmma);
+        succeeded(config))
+      return config;
+  }
+  int64_t qTile = mlaTileRows(op), kvTile = 32;
   auto build = [&] {
     int64_t valueWarps = qTile == 64 ? 2 : 4;
     return getCheckedQuietly<PrefillConfigAttr>(
@@ -837,7 +904,7 @@ FailureOr<Attribute> kvgpu::chooseConfig(Operation *op,
         choosePrefillConfig(prefill, target, whyNot, choice));
   }
   if (auto mla = dyn_cast<kv::MlaDecodeOp>(op))
-    return FailureOr<Attribute>(chooseMlaConfig(mla, target, whyNot));
+    return FailureOr<Attribute>(chooseMlaConfig(mla, target, whyNot, choice));
   whyNot = op->getName().getStringRef().str() + " takes no configuration";
   return failure();
 }

@@ -45,6 +45,10 @@ void explainChoice(Operation *op, const target::TargetInfo &target,
     std::string why = whyNoWgmmaPrefill(p, target);
     remark << "; mma.sync, not wgmma: "
            << (why.empty() ? "no wgmma configuration fits" : why);
+  } else if (auto mla = dyn_cast<kv::MlaDecodeOp>(op)) {
+    std::string why = whyNoWgmmaMla(mla, target);
+    remark << "; mma.sync, not wgmma: "
+           << (why.empty() ? "no wgmma configuration fits" : why);
   } else {
     remark << "; mma.sync, not wgmma: the " << op->getName()
            << " kernel has no wgmma form yet";

@@ -169,7 +169,11 @@ int64_t prefillSharedBytes(PrefillConfigAttr config, kv::PrefillOp op);
 /// failure with the reason in `whyNot`.
 mlir::FailureOr<PrefillConfigAttr>
 chooseMlaConfig(kv::MlaDecodeOp op, const target::TargetInfo &target,
-                std::string &whyNot);
+                std::string &whyNot, MmaChoice choice = MmaChoice::automatic);
+
+/// Why the MLA kernel of `op` does not run on wgmma on `target` (the
+/// chooser's reason, which kv-tile's explain prints), or "".
+std::string whyNoWgmmaMla(kv::MlaDecodeOp op, const target::TargetInfo &target);
 
 /// `op`'s `kvgpu.config` if it is a #kvgpu.prefill, else chooseMlaConfig.
 mlir::FailureOr<PrefillConfigAttr>
