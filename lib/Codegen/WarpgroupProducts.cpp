@@ -79,9 +79,7 @@ Value WarpgroupProducts::issueAccumulate(ImplicitLocOpBuilder &b,
   assert(tile.getShape().mTiles == 1 &&
          "a warp of a warpgroup owns one m-tile");
   WgmmaOperandTile vTile = operand(v);
-  // The warpgroup's slice of the value columns (value warps: each
-  // warpgroup of the same rows accumulates one).
-  Value n0 = tile.getValueOffset() ? tile.getValueOffset() : ir.idx(0);
+  Value n0 = valueColumn0(b, tile);
   // P's registers are packed before the fence (definitions after it would
   // need another).
   SmallVector<Value> aRegs;
@@ -94,6 +92,33 @@ Value WarpgroupProducts::issueAccumulate(ImplicitLocOpBuilder &b,
         b, vTile, stage, ir.idx(int64_t(j) * WgmmaAtom::kK), n0);
     acc = valueAtom.mmaRegisters(b, a, descV, acc, /*bColumns=*/true,
                                  /*accumulate=*/true);
+  }
+  valueAtom.commit(b);
+  return acc;
+}
+
+Value WarpgroupProducts::valueColumn0(ImplicitLocOpBuilder &b,
+                                      const WarpAttentionTile &tile) const {
+  // Value warps: each warpgroup of the same rows accumulates a slice.
+  return tile.getValueOffset() ? tile.getValueOffset() : IRBuilder{b}.idx(0);
+}
+
+Value WarpgroupProducts::issueAccumulateShared(
+    ImplicitLocOpBuilder &b, const WarpAttentionTile &tile, ArrayRef<Value> o,
+    const SharedTile &p, const SharedTile &v, Value stage) const {
+  IRBuilder ir{b};
+  assert(tile.getShape().mTiles == 1 &&
+         "a warp of a warpgroup owns one m-tile");
+  WgmmaOperandTile pTile = operand(p), vTile = operand(v);
+  Value n0 = valueColumn0(b, tile);
+  Value acc = valueAtom.fragmentsToAccumulator(b, o);
+  valueAtom.fence(b);
+  for (int64_t k0 = 0; k0 < tile.getShape().kvTile; k0 += WgmmaAtom::kK) {
+    Value descP =
+        valueAtom.descriptorRows(b, pTile, Value(), warpgroupRow0, k0);
+    Value descV = valueAtom.descriptorCols(b, vTile, stage, ir.idx(k0), n0);
+    acc = valueAtom.mma(b, descP, descV, acc, /*bColumns=*/true,
+                        /*accumulate=*/true);
   }
   valueAtom.commit(b);
   return acc;

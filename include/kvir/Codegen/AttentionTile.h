@@ -71,6 +71,16 @@ public:
   issueAccumulate(mlir::ImplicitLocOpBuilder &b, const WarpAttentionTile &tile,
                   llvm::ArrayRef<mlir::Value> o, llvm::ArrayRef<mlir::Value> p,
                   const SharedTile &v, mlir::Value stage) const = 0;
+  /// o + P V with P from `p`, a shared tile of the query tile's rows x
+  /// the keys (K-major, as the A operand of the SS form reads it), issued
+  /// and committed: the value product of warps that share one softmax
+  /// (SharedSoftmax).
+  virtual mlir::Value issueAccumulateShared(mlir::ImplicitLocOpBuilder &b,
+                                            const WarpAttentionTile &tile,
+                                            llvm::ArrayRef<mlir::Value> o,
+                                            const SharedTile &p,
+                                            const SharedTile &v,
+                                            mlir::Value stage) const = 0;
   /// An empty commit group, for a product a path does not issue (so that
   /// every path counts the same groups).
   virtual void issueNothing(mlir::ImplicitLocOpBuilder &b) const = 0;

@@ -65,6 +65,10 @@ public:
   /// Whether the lane is the first of the lanes sharing its rows (one
   /// lane writes a row's scalar results).
   mlir::Value isRowLeader(mlir::ImplicitLocOpBuilder &b) const;
+  /// The lane's place among the lanes sharing its rows (0 ...
+  /// lanesPerRow - 1).
+  mlir::Value getLaneInRow() const { return laneInRow; }
+
 private:
   FragmentLayout layout;
   /// lane / lanesPerRow and lane % lanesPerRow.

@@ -13,7 +13,9 @@
 //                fragment of mma.sync is the RS form's, register for
 //                register); V MN-major (rows are keys). With value warps
 //                (WarpAttentionTile's value offset) each warpgroup of the
-//                same rows accumulates its slice of the value columns.
+//                same rows accumulates its slice of the value columns;
+//                with one softmax shared between them (SharedSoftmax) P
+//                comes from shared memory instead: the SS form.
 // Each product is one wgmma group: fenced after the registers it reads were
 // written and committed. scores() and accumulate() wait for it at once;
 // the issue* methods leave it in flight for a caller that overlaps it with
@@ -64,6 +66,11 @@ public:
   issueAccumulate(mlir::ImplicitLocOpBuilder &b, const WarpAttentionTile &tile,
                   llvm::ArrayRef<mlir::Value> o, llvm::ArrayRef<mlir::Value> p,
                   const SharedTile &v, mlir::Value stage) const override;
+  mlir::Value issueAccumulateShared(mlir::ImplicitLocOpBuilder &b,
+                                    const WarpAttentionTile &tile,
+                                    llvm::ArrayRef<mlir::Value> o,
+                                    const SharedTile &p, const SharedTile &v,
+                                    mlir::Value stage) const override;
   void issueNothing(mlir::ImplicitLocOpBuilder &b) const override;
   void retire(mlir::ImplicitLocOpBuilder &b, int64_t pending) const override;
   llvm::SmallVector<mlir::Value> scoreFragments(mlir::ImplicitLocOpBuilder &b,
@@ -75,6 +82,9 @@ public:
   mlir::Type valueAccumulatorType() const override;
 
 private:
+  /// The warpgroup's value columns: the tile's value offset, or 0.
+  mlir::Value valueColumn0(mlir::ImplicitLocOpBuilder &b,
+                           const WarpAttentionTile &tile) const;
   /// S = Q K^T (+ partial), issued and committed.
   mlir::Value issueScoreProduct(mlir::ImplicitLocOpBuilder &b,
                                 const SharedTile &q, const SharedTile &k,

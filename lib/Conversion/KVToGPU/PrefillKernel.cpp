@@ -100,6 +100,10 @@ gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
       return std::string("value warps on wgmma run the serial schedule (the "
                          "warpgroups of the same rows meet at the block's "
                          "barriers)");
+    if (s.config.sharesSoftmax() && !s.isMla())
+      return std::string("value warps on wgmma share one softmax, which "
+                         "MLA's kernel takes (its K/V tile holds the "
+                         "values), not a prefill's");
   }
   if (s.overlapsProducts()) {
     // V_{i-1} is read while tile i is prepared, and each tile issues both
@@ -652,6 +656,15 @@ void PrefillBlock::emitAttentionWarps(ImplicitLocOpBuilder &b,
                     qFrags,       rowPositions,
                     rowVars,      staged.handoff ? nullptr : staged.rotation,
                     kValueScale,  staged.maskOffset};
+  std::optional<SharedSoftmax> sharedSoftmax;
+  if (cfg.sharesSoftmax()) {
+    sharedSoftmax.emplace(SharedTile{kf.getShared(*buf.sharedP), cfg.getQTile(),
+                                     SharedSoftmax::pColumns(cfg.getKvTile()),
+                                     Swizzle::B128},
+                          kf.getShared(*buf.rowStats));
+    in.sharedSoftmax = &*sharedSoftmax;
+    in.scoresTiles = ir.lt(warp, ir.idx(rowWarps));
+  }
   if (staged.handoff) {
     in.handoff = staged.handoff;
     in.consumerGroup = ir.divU(warp, ir.idx(WgmmaAtom::kWarps));

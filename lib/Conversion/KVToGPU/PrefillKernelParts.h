@@ -18,6 +18,7 @@
 #include "kvir/Codegen/PagedTileLoader.h"
 #include "kvir/Codegen/Pipeline.h"
 #include "kvir/Codegen/Rope.h"
+#include "kvir/Codegen/SharedSoftmax.h"
 #include "kvir/Codegen/TmaCopy.h"
 #include "kvir/Codegen/Variants.h"
 #include "kvir/Dialect/KV/Utils/Visibility.h"
@@ -424,6 +425,10 @@ struct MainloopInputs {
   Value kValueScale, maskOffset;
   const StageHandoff *handoff = nullptr;
   Value consumerGroup = {};
+  /// Value warps sharing one softmax (PrefillConfigAttr::sharesSoftmax):
+  /// where it goes, and whether this warp's slice scores the tiles (i1).
+  const codegen::SharedSoftmax *sharedSoftmax = nullptr;
+  Value scoresTiles = {};
 };
 
 /// Step 3: the K/V tiles of the partition, tiles i + 1 ... i + S - 1 in

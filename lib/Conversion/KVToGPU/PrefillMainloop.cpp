@@ -82,6 +82,18 @@ private:
     KeyFn keyOf;
   };
   KeyTile prepareKeys(ImplicitLocOpBuilder &lb, Value i, Value stage);
+  /// The logits of the tile at t0 (K in `kStage`, MLA's kpe in `stage`):
+  /// S = Q K^T, scaled, modified and masked.
+  SmallVector<Value> tileLogits(ImplicitLocOpBuilder &sb, Value t0,
+                                Value kStage, Value stage, const KeyFn &keyOf);
+  /// A softmax shared by the value slices (in.sharedSoftmax): the scoring
+  /// slice publishes the step of the tile at t0, and after the barrier
+  /// every warp takes it and accumulates P V from shared memory; a dead
+  /// tile keeps the state. Returns the state, flattened.
+  SmallVector<Value> sharedSoftmaxStep(ImplicitLocOpBuilder &lb,
+                                       const State &state, Value live,
+                                       const KeyTile &keys, Value stage,
+                                       Value vStage);
   /// Logits of raw scores of the tile at t0, masked where needed.
   SmallVector<Value> maskedLogits(ImplicitLocOpBuilder &sb,
                                   ArrayRef<Value> scores, Value t0,
@@ -137,17 +149,56 @@ SmallVector<Value> Mainloop::maskedLogits(ImplicitLocOpBuilder &sb,
   return SmallVector<Value>(masked.getResults());
 }
 
-SmallVector<Value> Mainloop::scoreTile(ImplicitLocOpBuilder &sb,
-                                       const State &state, Value t0,
-                                       Value kStage, Value stage,
-                                       const KeyFn &keyOf) {
+SmallVector<Value> Mainloop::tileLogits(ImplicitLocOpBuilder &sb, Value t0,
+                                        Value kStage, Value stage,
+                                        const KeyFn &keyOf) {
   SmallVector<Value> scores =
       tile.scores(sb, in.qFrags, in.qTile, stream.kTiles(), kStage);
   if (s.isMla())
     scores =
         tile.scores(sb, {}, *in.qPeTile, *stream.kpeTiles(), stage, scores);
+  return maskedLogits(sb, scores, t0, keyOf);
+}
+
+SmallVector<Value> Mainloop::sharedSoftmaxStep(ImplicitLocOpBuilder &lb,
+                                               const State &state, Value live,
+                                               const KeyTile &keys, Value stage,
+                                               Value vStage) {
+  const SharedSoftmax &shared = *in.sharedSoftmax;
+  // The scoring slice's warpgroups (whole ones: wgmma is collective).
+  Value scores =
+      live ? arith::AndIOp::create(lb, live, in.scoresTiles) : in.scoresTiles;
+  emitIf(lb, scores, [&](ImplicitLocOpBuilder &sb) {
+    SmallVector<Value> logits =
+        tileLogits(sb, keys.t0, keys.kStage, stage, keys.keyOf);
+    shared.publish(sb, tile, tile.softmaxStep(sb, state, logits));
+  });
+  gpu::BarrierOp::create(lb);
+  auto step = [&](ImplicitLocOpBuilder &ab) {
+    State next = shared.receive(ab, tile, state);
+    next.o = shared.accumulate(ab, tile, next.o, stream.vTiles(), vStage);
+    return next.flatten();
+  };
+  if (!live)
+    return step(lb);
+  SmallVector<Value> kept = state.flatten();
+  auto stepped = scf::IfOp::create(lb, ValueRange(kept).getTypes(), live,
+                                   /*withElseRegion=*/true);
+  auto thenB =
+      ImplicitLocOpBuilder::atBlockEnd(lb.getLoc(), stepped.thenBlock());
+  scf::YieldOp::create(thenB, step(thenB));
+  auto elseB =
+      ImplicitLocOpBuilder::atBlockEnd(lb.getLoc(), stepped.elseBlock());
+  scf::YieldOp::create(elseB, kept);
+  return SmallVector<Value>(stepped.getResults());
+}
+
+SmallVector<Value> Mainloop::scoreTile(ImplicitLocOpBuilder &sb,
+                                       const State &state, Value t0,
+                                       Value kStage, Value stage,
+                                       const KeyFn &keyOf) {
   auto [stepped, p] =
-      tile.softmax(sb, state, maskedLogits(sb, scores, t0, keyOf));
+      tile.softmax(sb, state, tileLogits(sb, t0, kStage, stage, keyOf));
   SmallVector<Value> values = stepped.flatten();
   llvm::append_range(values, p);
   return values;
@@ -342,16 +393,22 @@ SmallVector<Value> Mainloop::iteration(ImplicitLocOpBuilder &lb, Value i,
   stream.refillK(lb, i, ahead, liveNew);
 
   KeyTile keys = prepareKeys(lb, i, stage);
-  auto [stepped, p] =
-      scoreIfLive(lb, state, live, keys.t0, keys.kStage, stage, keys.keyOf);
-
-  if (!s.isMla()) {
-    pipeline.wait(lb);
-    stream.refillV(lb, ahead, liveNew);
+  SmallVector<Value> results;
+  if (in.sharedSoftmax) {
+    // (MLA: the K/V tile holds the values.)
+    assert(s.isMla() && "a shared softmax accumulates the K/V tile's values");
+    results = sharedSoftmaxStep(lb, state, live, keys, stage,
+                                stream.prepareV(lb, stage));
+  } else {
+    auto [stepped, p] =
+        scoreIfLive(lb, state, live, keys.t0, keys.kStage, stage, keys.keyOf);
+    if (!s.isMla()) {
+      pipeline.wait(lb);
+      stream.refillV(lb, ahead, liveNew);
+    }
+    Value vStage = stream.prepareV(lb, stage);
+    results = accumulateIfLive(lb, stepped, p, live, vStage);
   }
-  Value vStage = stream.prepareV(lb, stage);
-  SmallVector<Value> results =
-      accumulateIfLive(lb, stepped, p, live, vStage);
   if (skipping) {
     llvm::append_range(results, liveAhead.drop_front());
     results.push_back(liveNew);

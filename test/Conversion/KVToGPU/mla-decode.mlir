@@ -64,14 +64,15 @@ func.func @one_row_shared_pool(%ckv: !ckv, %kpe: !kpe, %bt: memref<?x?xi32>, %le
 // tiles pack rows and heads (64 packed rows: row r is query row r / 16,
 // head r % 16), found by binary search over qo_indptr; on sm_90a two
 // warpgroups of the same 64 rows on wgmma, each accumulating 256 value
-// columns of 64-key tiles.
+// columns, the first scoring the tiles and sharing P and its rows'
+// softmax (shared_p, row_stats).
 
 !m = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = mla, table = csr, pe_dim = 64>
 !s = !kv.state<?x16x512xf16, base = e>
 
 // CHECK: #kvgpu.plan<"kv.mla_decode", "[[ROWS:mla_csr_p64_h16_d512_pe64_f16_f16_rows_causal_[0-9a-f]+]]"
 // CHECK-SAME: sizes = [<"nnz" from "q_nope"[0]>, <"qo_indptr_len" from "qo_indptr"[0]>, <"batch" = <qo_indptr_len - 1>>, {{.*}}<"num_tile_slots" = <floordiv(nnz * 16, 64) + batch>>
-// CHECK-SAME: config = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 64, value_warps = 2, mma = wgmma>
+// CHECK-SAME: config = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 8, stages = 2, q_in_registers = false, max_partitions = 64, value_warps = 2, mma = wgmma>
 // CHECK-SAME: args = ["q_nope", "q_pe", "qo_indptr", "ckv_pool", "kpe_pool", "kv_indptr", "kv_indices", "kv_last_page_len", "out", "lse"]
 
 // CHECK-LABEL: func.func @rows_causal
@@ -81,7 +82,12 @@ func.func @one_row_shared_pool(%ckv: !ckv, %kpe: !kpe, %bt: memref<?x?xi32>, %le
 // CHECK-LABEL: gpu.func @mla_csr_p64_h16_d512_pe64_f16_f16_rows_causal_
 // CHECK-SAME: nvvm.reqntid = array<i32: 256, 1, 1>
 // CHECK: scf.while
-// CHECK: nvvm.wgmma.mma_async
+// CHECK: scf.for
+// CHECK: nvvm.wgmma.mma_async {{.*}}<m = 64, n = 32, k = 16>
+// CHECK: vector.store
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK: gpu.barrier
+// CHECK: nvvm.wgmma.mma_async {{.*}}<m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>]
 func.func @rows_causal(%ckv: memref<?x64x512xf16>, %kpe: memref<?x64x64xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>, %qo: memref<?xi32>,
                        %qn: memref<?x16x512xf16>, %qp: memref<?x16x64xf16>, %o: memref<?x16x512xf16>, %l: memref<?x16xf32>) {
   %kv = kv.paged_view pools(%ckv, %kpe : memref<?x64x512xf16>, memref<?x64x64xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !m

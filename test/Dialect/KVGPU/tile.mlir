@@ -186,10 +186,10 @@ func.func @prefill_d72(%q: memref<?x4x72xf16>, %qo: memref<?xi32>, %k: memref<?x
 // ckv + kpe tiles (147 KB with the query tile: within an H100's or A100's
 // shared memory per block); sm_86's 99 KB take 16-key tiles and 32 rows.
 // sm_90a runs the 64 rows on wgmma, two warpgroups each accumulating 256
-// value columns, against 64-key tiles (221 KB in two stages).
+// value columns with one softmax between them.
 !m = !kv.paged<page_size = 64, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = bf16, layout = nhd, storage = mla, table = csr, pe_dim = 64>
 // CHECK-LABEL: func @mla_h128
-// CHECK: kv.mla_decode {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 64, value_warps = 2, mma = wgmma>
+// CHECK: kv.mla_decode {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 8, stages = 2, q_in_registers = false, max_partitions = 64, value_warps = 2, mma = wgmma>
 // SYNC-LABEL: func @mla_h128
 // SYNC: kv.mla_decode {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 8, stages = 2, q_in_registers = false, max_partitions = 64, value_warps = 2>
 // A100-LABEL: func @mla_h128

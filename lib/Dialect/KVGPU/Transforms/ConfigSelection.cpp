@@ -792,32 +792,26 @@ std::string kvgpu::whyNoWgmmaMla(kv::MlaDecodeOp op,
 }
 
 /// The wgmma configuration of `op` (whyNoWgmmaMla is ""): FlashMLA's
-/// block, 64 rows against 64-key tiles, the 512 value columns split over
-/// two warpgroups (each O slice, 64 x 256 f32, takes 128 registers a
-/// thread: 254-255 in all at 64 keys); 32-key tiles where two stages of 64
-/// do not fit, and for top-k gathers (whose key indices stay live: 64-key
-/// tiles spilled 8-12 bytes).
+/// block of 64 rows, the 512 value columns split over two warpgroups (each
+/// O slice, 64 x 256 f32, takes 128 registers a thread) that share one
+/// softmax, against 32-key tiles: the scoring warpgroup holds its O slice
+/// through the scores, and at 250-255 registers 48-key tiles spilled 16-56
+/// bytes, 64-key ones 44-128.
 static FailureOr<PrefillConfigAttr>
 chooseWgmmaMlaConfig(kv::MlaDecodeOp op, const target::TargetInfo &target,
                      std::string &whyNot) {
-  FailureOr<PrefillConfigAttr> config = failure();
-  SmallVector<int64_t> kvTiles{64, 32};
-  if (op.getTopk())
-    kvTiles = {32};
-  for (int64_t kvTile : kvTiles) {
-    config = getCheckedQuietly<PrefillConfigAttr>(
-        whyNot, op.getContext(), /*qTile=*/codegen::WgmmaAtom::kM, kvTile,
-        /*warps=*/int64_t(8), /*stages=*/int64_t(2),
-        /*q_in_registers=*/false, /*max_partitions=*/int64_t(64),
-        /*value_warps=*/int64_t(2), MmaAtomKind::wgmma, TileSchedule::serial,
-        PrefillRoles::uniform, TileCopy::cp_async);
-    if (failed(config) ||
-        mlaSharedBytes(*config, op) <= target.maxSharedBytesPerBlock)
-      break;
+  FailureOr<PrefillConfigAttr> config = getCheckedQuietly<PrefillConfigAttr>(
+      whyNot, op.getContext(), /*qTile=*/codegen::WgmmaAtom::kM,
+      /*kvTile=*/int64_t(32), /*warps=*/int64_t(8), /*stages=*/int64_t(2),
+      /*q_in_registers=*/false, /*max_partitions=*/int64_t(64),
+      /*value_warps=*/int64_t(2), MmaAtomKind::wgmma, TileSchedule::serial,
+      PrefillRoles::uniform, TileCopy::cp_async);
+  if (succeeded(config) &&
+      mlaSharedBytes(*config, op) > target.maxSharedBytesPerBlock) {
     whyNot = "no wgmma MLA configuration fits " +
              std::to_string(target.maxSharedBytesPerBlock) +
              " bytes of shared memory";
-    config = failure();
+    return failure();
   }
   return withRingDepth(config, target, [&](PrefillConfigAttr c) {
     return mlaSharedBytes(c, op);

@@ -2,6 +2,7 @@
 #include "kvir/Dialect/KVGPU/Transforms/TensorCoreLayout.h"
 #include "kvir/Codegen/PagedTileLoader.h"
 #include "kvir/Codegen/Pipeline.h"
+#include "kvir/Codegen/SharedSoftmax.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
 
 using namespace mlir;
@@ -85,6 +86,15 @@ kvgpu::addTensorCoreBuffers(const TensorCoreLayoutShape &s,
       (s.headDimV != s.headDim || s.finalOutElement != s.qElement))
     buf.outStage = layout.add("o_stage", {c.getQTile(), s.headDimV},
                               s.finalOutElement);
+  if (c.sharesSoftmax()) {
+    buf.sharedP = layout.add(
+        "shared_p",
+        {c.getQTile(), codegen::SharedSoftmax::pColumns(c.getKvTile())},
+        s.kvElement, align);
+    buf.rowStats = layout.add(
+        "row_stats", {c.getQTile(), codegen::SharedSoftmax::statsPerRow()},
+        Float32Type::get(ctx));
+  }
   if (s.paged && s.paged.getTable() != kv::TableForm::token_offset)
     buf.pageIds = layout.add(
         "page_ids",

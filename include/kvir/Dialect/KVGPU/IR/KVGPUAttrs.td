@@ -106,17 +106,20 @@ def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
     Split-KV launches at most `max_partitions` partitions of each tile's
     keys; how many is the launch plan's rule for the target chip.
     `value_warps` (default 1) splits the warps further along the value
-    dim: warps `w` and `w + warps / value_warps` own the same rows, each
-    computes their scores and accumulates its own `head_dim_v /
-    value_warps` columns of O (for wide values, MLA's 512, whose
-    accumulators would not fit one warp's registers).
+    dim: warps `w` and `w + warps / value_warps` own the same rows, and
+    each accumulates its own `head_dim_v / value_warps` columns of O (for
+    wide values, MLA's 512, whose accumulators would not fit one warp's
+    registers). On mma.sync each computes the rows' scores; on wgmma the
+    warps of the first slice score each tile and share the softmax (P, and
+    each row's rescale factor, max and sum) through shared memory, so the
+    scores are computed once.
 
     `mma` (default `mma_sync`) is the tensor-core instruction. With
     `wgmma`, each warpgroup (4 warps) owns 64 rows: S = Q K^T reads Q and
     the K tile from shared memory (wgmma's SS form), O += P V takes P from
     registers (the RS form); the Q, K and V tiles use the hardware's
     128-byte swizzle. Its warps are whole warpgroups, one 16-row tile each
-    (`q_tile = 16 * warps`), on one value slice, without Q fragments in
+    (`q_tile = 16 * warps / value_warps`), without Q fragments in
     registers.
 
     `schedule` (default `serial`) orders the products and the softmax.
@@ -193,6 +196,12 @@ def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
     }
     bool overlapsProducts() const {
       return getSchedule() == ::kvir::kvgpu::TileSchedule::overlap;
+    }
+    /// Whether the warps of value slice 0 score the tiles and share the
+    /// softmax with the other slices through shared memory (wgmma with
+    /// value warps: P is the SS form's A operand there).
+    bool sharesSoftmax() const {
+      return usesWgmma() && getValueWarps() > 1;
     }
     /// The deepest K/V ring the kernel's schedule takes (the verifier's
     /// bound, and the config chooser's).

@@ -92,6 +92,10 @@ struct TensorCoreBuffers {
   /// roles = producer: the K/V ring's full and empty mbarriers, i64
   /// [2 * stages] (MBarrierPipeline).
   std::optional<unsigned> stageBarriers;
+  /// A softmax shared by the value slices (sharesSoftmax): P [q_tile x
+  /// SharedSoftmax::pColumns(kv_tile)] and f32 row stats [q_tile x
+  /// SharedSoftmax::statsPerRow()].
+  std::optional<unsigned> sharedP, rowStats;
 };
 
 /// Adds the kernel's buffers to `layout`, in KernelFunc::getShared order.
