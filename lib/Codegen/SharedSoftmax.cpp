@@ -12,8 +12,8 @@
 using namespace mlir;
 using namespace kvir::codegen;
 
-int64_t SharedSoftmax::pColumns(int64_t kvTile) {
-  return llvm::alignTo(kvTile, 64);
+int64_t SharedSoftmax::pColumns(int64_t kvTile, Swizzle swizzle) {
+  return swizzle == Swizzle::B128 ? llvm::alignTo(kvTile, 64) : kvTile;
 }
 
 int64_t SharedSoftmax::statsPerRow() {
@@ -72,11 +72,13 @@ void SharedSoftmax::publish(ImplicitLocOpBuilder &b,
     store(wb, Alpha, step.alpha);
     store(wb, Max, step.state.m);
   });
-  // The value products read P through the async proxy.
-  NVVM::FenceProxyOp::create(
-      b, NVVM::ProxyKind::async_shared,
-      NVVM::SharedSpaceAttr::get(b.getContext(),
-                                 NVVM::SharedSpace::shared_cta));
+  // wgmma reads P through the async proxy.
+  const TileProducts *products = tile.getProducts();
+  if (products && products->async())
+    NVVM::FenceProxyOp::create(
+        b, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(b.getContext(),
+                                   NVVM::SharedSpace::shared_cta));
 }
 
 WarpAttentionTile::State
@@ -107,10 +109,25 @@ SmallVector<Value> SharedSoftmax::accumulate(ImplicitLocOpBuilder &b,
                                              const SharedTile &v,
                                              Value stage) const {
   const TileProducts *products = tile.getProducts();
-  assert(products && products->async() &&
-         "P is read from shared memory by asynchronous products (wgmma)");
-  const AsyncTileProducts &async = *products->async();
-  Value acc = async.issueAccumulateShared(b, tile, o, p, v, stage);
-  async.retire(b, 0);
-  return async.valueFragments(b, acc);
+  if (products && products->async()) {
+    const AsyncTileProducts &async = *products->async();
+    Value acc = async.issueAccumulateShared(b, tile, o, p, v, stage);
+    async.retire(b, 0);
+    return async.valueFragments(b, acc);
+  }
+  // The warp's own products: P's A fragments by ldmatrix, as the scorers'
+  // registers held them.
+  IRBuilder ir{b};
+  const MmaAtom &mma = tile.getMma();
+  int64_t kSteps = tile.getShape().kvTile / mma.getK();
+  SmallVector<Value> pFragments;
+  for (int64_t t = 0; t < tile.getShape().mTiles; ++t)
+    for (int64_t j = 0; j < kSteps; ++j)
+      pFragments.push_back(mma.loadA(
+          b, p, Value(),
+          ir.add(tile.getRowOffset(), ir.idx(mma.accLayout().rowOffset(t, 0))),
+          j * mma.getK()));
+  WarpAttentionTile::State state;
+  state.o.assign(o.begin(), o.end());
+  return tile.accumulate(b, state, pFragments, v, stage).o;
 }

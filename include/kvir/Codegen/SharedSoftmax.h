@@ -1,23 +1,25 @@
-//===- SharedSoftmax.h - One softmax for the value warps of a row -*- C++ -*-===//
+//===- SharedSoftmax.h - One softmax for the value warps of a row -*- C++
+//-*-===//
 //
-// With value warps (MLA's 512 value columns over two warpgroups) the warps
+// With value warps (MLA's 512 value columns over several warps) the warps
 // of every value slice hold the same query rows. Rather than each scoring
 // them (the scores' products repeated per slice), the warps of slice 0
 // score each K tile and run the online softmax, and hand the result over
 // in shared memory (FlashMLA's split of the 64 x 512 output):
-//   P            rounded to the element type, in a 128-byte-swizzled tile
-//                of the query tile's rows x the key tile's columns (padded
-//                to a 64-element block): the A operand of wgmma's SS form,
-//                K-major;
+//   P            rounded to the element type, in a tile of the query
+//                tile's rows x the key tile's columns in the operand
+//                swizzle: the A operand of the value product (wgmma's SS
+//                form, K-major, rows padded to a 64-element block of the
+//                128-byte swizzle; mma.sync's ldmatrix);
 //   row stats    per row the factor that rescales O (alpha) and the new
 //                running max m, and per lane of the row its partial sum l
 //                (the lanes holding a row sum their columns; finalize
 //                reduces them), f32.
-// The scorers write them with generic stores and fence them for the async
-// proxy (wgmma reads P there); after the block's barrier every warp takes
-// m and l, rescales its O slice by alpha and accumulates P V over its
-// columns from the shared P. Until the next barrier nobody writes them
-// again: the products retire before it.
+// The scorers write them with generic stores (fenced for the async proxy
+// where wgmma reads P); after the block's barrier every warp takes m and
+// l, rescales its O slice by alpha and accumulates P V over its columns
+// from the shared P. Until the next barrier nobody writes them again: the
+// products retire before it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KVIR_CODEGEN_SHAREDSOFTMAX_H
@@ -30,22 +32,23 @@ namespace kvir::codegen {
 
 class SharedSoftmax {
 public:
-  /// The columns of P's tile for `kvTile`-key tiles: whole 64-element
-  /// blocks of the 128-byte swizzle.
-  static int64_t pColumns(int64_t kvTile);
+  /// The columns of P's tile for `kvTile`-key tiles in `swizzle`: whole
+  /// 64-element blocks of the 128-byte swizzle, else the keys.
+  static int64_t pColumns(int64_t kvTile, Swizzle swizzle);
   /// The f32 row stats per row: alpha, m, then l of each lane holding
   /// the row (wgmma's accumulator layout).
   static int64_t statsPerRow();
 
-  /// `p`: [rows x pColumns(kvTile)] of the element type, Swizzle::B128;
+  /// `p`: [rows x pColumns(kvTile, swizzle)] of the element type in the
+  /// operand swizzle of the tile's products;
   /// `rowStats`: memref<rows x statsPerRow() x f32> in shared memory.
   SharedSoftmax(SharedTile p, mlir::Value rowStats)
       : p(std::move(p)), rowStats(rowStats) {}
 
   /// Scoring warps: `step`'s P (the warp's A fragments) and its rows'
   /// alpha and m (one lane per row writes them) and l (every lane its
-  /// own) into shared memory, fenced for the async proxy. The caller's
-  /// block barrier publishes them.
+  /// own) into shared memory (fenced for the async proxy where the
+  /// products are asynchronous). The caller's block barrier publishes them.
   void publish(mlir::ImplicitLocOpBuilder &b, const WarpAttentionTile &tile,
                const WarpAttentionTile::SoftmaxStep &step) const;
   /// Every warp, after that barrier: `state` with the published m and l,
@@ -54,8 +57,8 @@ public:
                                    const WarpAttentionTile &tile,
                                    const WarpAttentionTile::State &state) const;
   /// Every warp: O + P V over its value slice of V tile `stage` of `v`,
-  /// P read from the shared tile (the tile's products must be
-  /// asynchronous: wgmma's SS form), retired.
+  /// P read from the shared tile: wgmma's SS form, or mma.sync on A
+  /// fragments loaded by ldmatrix.
   llvm::SmallVector<mlir::Value>
   accumulate(mlir::ImplicitLocOpBuilder &b, const WarpAttentionTile &tile,
              llvm::ArrayRef<mlir::Value> o, const SharedTile &v,

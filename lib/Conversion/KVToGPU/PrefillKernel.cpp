@@ -100,10 +100,6 @@ gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
       return std::string("value warps on wgmma run the serial schedule (the "
                          "warpgroups of the same rows meet at the block's "
                          "barriers)");
-    if (s.config.sharesSoftmax() && !s.isMla())
-      return std::string("value warps on wgmma share one softmax, which "
-                         "MLA's kernel takes (its K/V tile holds the "
-                         "values), not a prefill's");
   }
   if (s.overlapsProducts()) {
     // V_{i-1} is read while tile i is prepared, and each tile issues both
@@ -658,10 +654,12 @@ void PrefillBlock::emitAttentionWarps(ImplicitLocOpBuilder &b,
                     kValueScale,  staged.maskOffset};
   std::optional<SharedSoftmax> sharedSoftmax;
   if (cfg.sharesSoftmax()) {
-    sharedSoftmax.emplace(SharedTile{kf.getShared(*buf.sharedP), cfg.getQTile(),
-                                     SharedSoftmax::pColumns(cfg.getKvTile()),
-                                     Swizzle::B128},
-                          kf.getShared(*buf.rowStats));
+    Swizzle operands = kvgpu::operandSwizzle(cfg);
+    sharedSoftmax.emplace(
+        SharedTile{kf.getShared(*buf.sharedP), cfg.getQTile(),
+                   SharedSoftmax::pColumns(cfg.getKvTile(), operands),
+                   operands},
+        kf.getShared(*buf.rowStats));
     in.sharedSoftmax = &*sharedSoftmax;
     in.scoresTiles = ir.lt(warp, ir.idx(rowWarps));
   }

@@ -88,12 +88,13 @@ private:
                                 Value kStage, Value stage, const KeyFn &keyOf);
   /// A softmax shared by the value slices (in.sharedSoftmax): the scoring
   /// slice publishes the step of the tile at t0, and after the barrier
-  /// every warp takes it and accumulates P V from shared memory; a dead
-  /// tile keeps the state. Returns the state, flattened.
+  /// (the wait for V_i, which then refills tile i - 1's V stage with tile
+  /// `ahead`) every warp takes it and accumulates P V from shared memory;
+  /// a dead tile keeps the state. Returns the state, flattened.
   SmallVector<Value> sharedSoftmaxStep(ImplicitLocOpBuilder &lb,
                                        const State &state, Value live,
                                        const KeyTile &keys, Value stage,
-                                       Value vStage);
+                                       Value ahead, Value liveAhead);
   /// Logits of raw scores of the tile at t0, masked where needed.
   SmallVector<Value> maskedLogits(ImplicitLocOpBuilder &sb,
                                   ArrayRef<Value> scores, Value t0,
@@ -163,7 +164,7 @@ SmallVector<Value> Mainloop::tileLogits(ImplicitLocOpBuilder &sb, Value t0,
 SmallVector<Value> Mainloop::sharedSoftmaxStep(ImplicitLocOpBuilder &lb,
                                                const State &state, Value live,
                                                const KeyTile &keys, Value stage,
-                                               Value vStage) {
+                                               Value ahead, Value liveAhead) {
   const SharedSoftmax &shared = *in.sharedSoftmax;
   // The scoring slice's warpgroups (whole ones: wgmma is collective).
   Value scores =
@@ -173,7 +174,14 @@ SmallVector<Value> Mainloop::sharedSoftmaxStep(ImplicitLocOpBuilder &lb,
         tileLogits(sb, keys.t0, keys.kStage, stage, keys.keyOf);
     shared.publish(sb, tile, tile.softmaxStep(sb, state, logits));
   });
-  gpu::BarrierOp::create(lb);
+  // (MLA: the K/V tile holds the values.)
+  if (s.isMla()) {
+    gpu::BarrierOp::create(lb);
+  } else {
+    stream.getPipeline().wait(lb);
+    stream.refillV(lb, ahead, liveAhead);
+  }
+  Value vStage = stream.prepareV(lb, stage);
   auto step = [&](ImplicitLocOpBuilder &ab) {
     State next = shared.receive(ab, tile, state);
     next.o = shared.accumulate(ab, tile, next.o, stream.vTiles(), vStage);
@@ -395,10 +403,7 @@ SmallVector<Value> Mainloop::iteration(ImplicitLocOpBuilder &lb, Value i,
   KeyTile keys = prepareKeys(lb, i, stage);
   SmallVector<Value> results;
   if (in.sharedSoftmax) {
-    // (MLA: the K/V tile holds the values.)
-    assert(s.isMla() && "a shared softmax accumulates the K/V tile's values");
-    results = sharedSoftmaxStep(lb, state, live, keys, stage,
-                                stream.prepareV(lb, stage));
+    results = sharedSoftmaxStep(lb, state, live, keys, stage, ahead, liveNew);
   } else {
     auto [stepped, p] =
         scoreIfLive(lb, state, live, keys.t0, keys.kStage, stage, keys.keyOf);

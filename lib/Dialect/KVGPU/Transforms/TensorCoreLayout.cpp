@@ -89,7 +89,8 @@ kvgpu::addTensorCoreBuffers(const TensorCoreLayoutShape &s,
   if (c.sharesSoftmax()) {
     buf.sharedP = layout.add(
         "shared_p",
-        {c.getQTile(), codegen::SharedSoftmax::pColumns(c.getKvTile())},
+        {c.getQTile(),
+         codegen::SharedSoftmax::pColumns(c.getKvTile(), operandSwizzle(c))},
         s.kvElement, align);
     buf.rowStats = layout.add(
         "row_stats", {c.getQTile(), codegen::SharedSoftmax::statsPerRow()},

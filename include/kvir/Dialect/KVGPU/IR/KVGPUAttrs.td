@@ -109,10 +109,9 @@ def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
     dim: warps `w` and `w + warps / value_warps` own the same rows, and
     each accumulates its own `head_dim_v / value_warps` columns of O (for
     wide values, MLA's 512, whose accumulators would not fit one warp's
-    registers). On mma.sync each computes the rows' scores; on wgmma the
-    warps of the first slice score each tile and share the softmax (P, and
-    each row's rescale factor, max and sum) through shared memory, so the
-    scores are computed once.
+    registers). The warps of the first slice score each tile and share the
+    softmax (P, and each row's rescale factor, max and sums) through
+    shared memory, so the scores are computed once.
 
     `mma` (default `mma_sync`) is the tensor-core instruction. With
     `wgmma`, each warpgroup (4 warps) owns 64 rows: S = Q K^T reads Q and
@@ -198,11 +197,8 @@ def KVGPU_PrefillConfigAttr : KVGPU_Attr<"PrefillConfig", "prefill"> {
       return getSchedule() == ::kvir::kvgpu::TileSchedule::overlap;
     }
     /// Whether the warps of value slice 0 score the tiles and share the
-    /// softmax with the other slices through shared memory (wgmma with
-    /// value warps: P is the SS form's A operand there).
-    bool sharesSoftmax() const {
-      return usesWgmma() && getValueWarps() > 1;
-    }
+    /// softmax with the other slices through shared memory (value warps).
+    bool sharesSoftmax() const { return getValueWarps() > 1; }
     /// The deepest K/V ring the kernel's schedule takes (the verifier's
     /// bound, and the config chooser's).
     static constexpr int64_t kMaxStages = 4;
