@@ -180,6 +180,21 @@ std::vector<GpuPrefillCase> prefillCases() {
     c.ragged = true;
     add(c, {{{9, 33}, {40, 1}}});
   }
+  // Value warps on wgmma given by hand: two warpgroups of the same 64
+  // rows, each accumulating 256 of the 512 value columns; the first scores
+  // and shares the softmax.
+  {
+    CacheSpec spec = makeSpec(16, 2, 64, DType::BF16);
+    spec.headDimV = 512;
+    GpuPrefillCase c = makePrefillCase("WgmmaValueWarpsCausalRaggedDv512G2BF16",
+                                       spec, 4, DType::BF16, "sm_90a", 2035);
+    c.ragged = true;
+    c.params.causal = true;
+    c.config = "#kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 8, "
+               "stages = 2, q_in_registers = false, max_partitions = 4, "
+               "value_warps = 2, mma = wgmma>";
+    add(c, {{{70, 100}, {5, 300}}});
+  }
   // 8192 query rows of one request: every tile of it, causal with a
   // window (so each tile sees a few key tiles), and without causal over a
   // short KV.
