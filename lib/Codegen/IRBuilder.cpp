@@ -2,6 +2,7 @@
 #include "kvir/Codegen/IRBuilder.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -11,6 +12,17 @@ using namespace kvir::codegen;
 
 static bool isIntegerLike(Type t) {
   return isa<IndexType, IntegerType>(getElementTypeOrSelf(t));
+}
+
+Value IRBuilder::sharedAddress(Value memref, Value byteOffset) {
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, memref);
+  return arith::IndexCastUIOp::create(b, b.getI64Type(), add(base, byteOffset));
+}
+
+Value IRBuilder::sharedPointer(Value memref, Value byteOffset) {
+  return LLVM::IntToPtrOp::create(b,
+                                  LLVM::LLVMPointerType::get(b.getContext(), 3),
+                                  sharedAddress(memref, byteOffset));
 }
 
 Value IRBuilder::add(Value x, Value y) {

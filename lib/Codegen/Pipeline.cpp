@@ -78,12 +78,14 @@ Value i32(ImplicitLocOpBuilder &b, int64_t v) {
 Value MBarrierPipeline::barrier(ImplicitLocOpBuilder &b, Value barriers,
                                 int64_t kind, Value stage) const {
   IRBuilder ir{b};
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, barriers);
   Value index = ir.add(ir.idx(kind * stages), stage);
-  Value address = arith::IndexCastUIOp::create(
-      b, b.getI64Type(), ir.add(base, ir.mul(index, ir.idx(8))));
-  return LLVM::IntToPtrOp::create(
-      b, LLVM::LLVMPointerType::get(b.getContext(), 3), address);
+  return ir.sharedPointer(barriers, ir.mul(index, ir.idx(8)));
+}
+
+Value MBarrierPipeline::barrierAfterRing(ImplicitLocOpBuilder &b,
+                                         Value barriers, int64_t i) const {
+  IRBuilder ir{b};
+  return ir.sharedPointer(barriers, ir.idx(8 * (barrierCount() + i)));
 }
 
 void MBarrierPipeline::init(ImplicitLocOpBuilder &b, Value barriers,

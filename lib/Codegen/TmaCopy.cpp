@@ -66,18 +66,13 @@ void TmaTileCopy::copyBox(ImplicitLocOpBuilder &b, Value stage, Value barrier,
   assert(row % 8 == 0 && "a box starts a swizzle atom");
   IRBuilder ir{b};
   TileLayout layout = tile.layout();
-  Value base =
-      ir.add(memref::ExtractAlignedPointerAsIndexOp::create(b, tile.memref),
-             ir.mul(stage, ir.idx(layout.stageBytes())));
   int64_t offset = layout.byteOffset(0, row, block * boxColumns());
-  Value address = arith::IndexCastUIOp::create(b, b.getI64Type(),
-                                               ir.add(base, ir.idx(offset)));
+  Value stageOffset = ir.mul(stage, ir.idx(layout.stageBytes()));
   // The .shared::cluster form (sm_90's; .shared::cta needs PTX 8.6): the
   // block's own shared address is one of the cluster's.
   Value dst = LLVM::AddrSpaceCastOp::create(
       b, LLVM::LLVMPointerType::get(b.getContext(), 7),
-      LLVM::IntToPtrOp::create(b, LLVM::LLVMPointerType::get(b.getContext(), 3),
-                               address));
+      ir.sharedPointer(tile.memref, ir.add(stageOffset, ir.idx(offset))));
   NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
       b, dst, mapPointer(b), coordinates, barrier,
       /*im2colOffsets=*/ValueRange(), /*multicastMask=*/Value(),

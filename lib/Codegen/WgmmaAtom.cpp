@@ -74,12 +74,10 @@ Value WgmmaAtom::startField(ImplicitLocOpBuilder &b,
                             const WgmmaOperandTile &tile, Value stage,
                             Value byteOffset) const {
   IRBuilder ir{b};
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, tile.memref);
   Value offset = byteOffset;
   if (stage)
     offset = ir.add(offset, ir.mul(stage, ir.idx(tile.layout.stageBytes())));
-  Value address =
-      arith::IndexCastUIOp::create(b, b.getI64Type(), ir.add(base, offset));
+  Value address = ir.sharedAddress(tile.memref, offset);
   // The shared-window offset: its low 18 bits (at most 228 KiB of shared
   // memory), in units of 16 bytes.
   Value low = arith::AndIOp::create(

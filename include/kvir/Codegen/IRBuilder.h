@@ -70,6 +70,12 @@ struct IRBuilder {
   /// `scalar` broadcast to the shape of `like` if that is a vector, or
   /// itself.
   mlir::Value splatLike(mlir::Value scalar, mlir::Value like);
+  /// The shared-memory address (i64) `byteOffset` (an index) bytes into
+  /// the buffer of the workgroup memref `memref`, and the same as a
+  /// shared pointer (!llvm.ptr<3>): what descriptors, mbarriers and bulk
+  /// copies take.
+  mlir::Value sharedAddress(mlir::Value memref, mlir::Value byteOffset);
+  mlir::Value sharedPointer(mlir::Value memref, mlir::Value byteOffset);
   /// An NVVM f32 intrinsic (e.g. "llvm.nvvm.ex2.approx.ftz.f") applied to
   /// `x`, element by element on vectors. No libdevice call is involved.
   mlir::Value nvvmUnary(llvm::StringRef intrinsic, mlir::Value x);

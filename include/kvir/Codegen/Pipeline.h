@@ -139,6 +139,10 @@ public:
   /// Consumer: done with the stage (one of the consumerArrivals).
   void consumerRelease(mlir::ImplicitLocOpBuilder &b, mlir::Value barriers,
                        mlir::Value stage) const;
+  /// Barrier `i` of those a kernel keeps after the ring's in the same
+  /// buffer (memref<barrierCount() + extras x i64>), as a shared pointer.
+  mlir::Value barrierAfterRing(mlir::ImplicitLocOpBuilder &b,
+                               mlir::Value barriers, int64_t i) const;
 
 private:
   mlir::Value barrier(mlir::ImplicitLocOpBuilder &b, mlir::Value barriers,

@@ -72,12 +72,7 @@ void StageHandoff::init(ImplicitLocOpBuilder &b, Value leader) const {
 
 Value StageHandoff::queryBarrier(ImplicitLocOpBuilder &b) const {
   assert(queryLanding && "the query comes by TMA");
-  IRBuilder ir{b};
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, barriers);
-  Value address = arith::IndexCastUIOp::create(
-      b, b.getI64Type(), ir.add(base, ir.idx(8 * ring.barrierCount())));
-  return LLVM::IntToPtrOp::create(
-      b, LLVM::LLVMPointerType::get(b.getContext(), 3), address);
+  return ring.barrierAfterRing(b, barriers, 0);
 }
 
 void StageHandoff::queryExpecting(ImplicitLocOpBuilder &b, Value bytes) const {

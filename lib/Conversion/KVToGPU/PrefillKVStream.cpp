@@ -287,7 +287,7 @@ void KVTileStream::issueBoxes(ImplicitLocOpBuilder &b,
   Value barrier = handoff.fullBarrier(b, index);
   Value slot = idSlot(b, index);
   int64_t kvTile = s.config.getKvTile();
-  int64_t boxRows = s.paged ? s.paged.getPageSize() : kvTile;
+  int64_t boxRows = kvgpu::tmaBoxRows(s.paged, kvTile);
   for (auto [role, copy] : {std::pair(kv::PoolRole::K, &*kTma),
                             std::pair(kv::PoolRole::V, &*vTma)}) {
     for (int64_t row = 0; row < kvTile; row += boxRows) {
@@ -379,7 +379,8 @@ void KVTileStream::produce(ImplicitLocOpBuilder &b,
                        if (kTma) {
                          // Boxes by thread 0 (the others arrive), or
                          // cp.async handed over at once.
-                         auto [t0, count] = range(lb, n);
+                         Value t0, count;
+                         std::tie(t0, count) = range(lb, n);
                          emitIfElse(
                              lb, copiesByTma(lb, t0, count),
                              [&](ImplicitLocOpBuilder &tb) {
@@ -457,7 +458,8 @@ void KVTileStream::issue(ImplicitLocOpBuilder &b, Value index,
 void KVTileStream::rotateKeys(ImplicitLocOpBuilder &b,
                               const TileRotation &rotation, Value index,
                               Value stage) const {
-  auto [t0, count] = range(b, index);
+  Value t0, count;
+  std::tie(t0, count) = range(b, index);
   Value slot = idSlot(b, index);
   rotation.apply(b, k, stage, [&](ImplicitLocOpBuilder &jb, Value t) {
     IRBuilder x{jb};

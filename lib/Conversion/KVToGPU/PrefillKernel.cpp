@@ -132,13 +132,6 @@ gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
                             s.config.getKvTile(), bool(s.rope));
     if (!why.empty())
       return "copy = tma: " + why;
-    for (int64_t width : {s.headDim, s.headDimV}) {
-      TileLayout layout{s.config.getKvTile(), width,
-                        s.kvElementType.getIntOrFloatBitWidth()};
-      layout.swizzle = kvgpu::operandSwizzle(s.config);
-      if (std::optional<std::string> why = TmaTileCopy::whyNot(layout))
-        return "copy = tma: " + *why;
-    }
   }
   if (s.rope) {
     std::string why =

@@ -1,5 +1,6 @@
 //===- ConfigSelection.cpp - Per-op, per-chip GPU configurations ----------===//
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
+#include "kvir/Codegen/TmaCopy.h"
 #include "kvir/Codegen/WarpgroupProducts.h"
 #include "kvir/Dialect/KV/IR/PoolLayout.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
@@ -441,12 +442,14 @@ std::string kvgpu::whyNoTmaCopy(kv::PagedType paged, TypeRange kvBuffers,
              "-key tile in the 128-byte swizzle (a multiple of 8 that "
              "divides the tile)";
   }
-  int64_t block = tmaBlockElements(16);
-  if (headDim % block || headDimV % block)
-    return "head dims " + std::to_string(headDim) + " / " +
-           std::to_string(headDimV) +
-           " are not whole 64-element blocks of the 128-byte swizzle a TMA "
-           "box fills";
+  // The K and V tiles the boxes fill (16-bit elements: checked below).
+  for (int64_t width : {headDim, headDimV}) {
+    codegen::TileLayout layout{kvTile, width, 16};
+    layout.swizzle = codegen::Swizzle::B128;
+    if (std::optional<std::string> why = codegen::TmaTileCopy::whyNot(layout))
+      return "head dims " + std::to_string(headDim) + " / " +
+             std::to_string(headDimV) + ": " + *why;
+  }
   for (MemRefType type : pools) {
     Type element = type.getElementType();
     if (!element.isF16() && !element.isBF16())
@@ -461,15 +464,16 @@ std::string kvgpu::whyNoTmaCopy(kv::PagedType paged, TypeRange kvBuffers,
   return "";
 }
 
+int64_t kvgpu::tmaBoxRows(kv::PagedType paged, int64_t kvTile) {
+  return paged ? paged.getPageSize() : kvTile;
+}
+
 SmallVector<int64_t> kvgpu::tmaTileBox(kv::PagedType paged, kv::PoolRole role,
                                        int64_t rank, int64_t elementBits,
                                        int64_t kvTile) {
   SmallVector<int64_t> box(rank, 1);
   box.back() = tmaBlockElements(elementBits);
-  if (!paged)
-    box.front() = kvTile;
-  else
-    box[*tmaSlotAxis(paged, role)] = paged.getPageSize();
+  box[paged ? *tmaSlotAxis(paged, role) : 0] = tmaBoxRows(paged, kvTile);
   return box;
 }
 

@@ -138,6 +138,10 @@ std::string whyNoTmaCopy(kv::PagedType paged, mlir::TypeRange kvBuffers,
 /// whyNoTmaCopy for `op`'s K/V on tiles of `kvTile` keys.
 std::string whyNoTmaPrefill(kv::PrefillOp op, int64_t kvTile);
 
+/// The keys one TMA box of a `kvTile`-key tile holds: the whole ragged
+/// tile, or one page.
+int64_t tmaBoxRows(kv::PagedType paged, int64_t kvTile);
+
 /// The TMA box of a `kvTile`-key tile's column block of `role` (K or V):
 /// over ragged K/V [keys, heads, dims] the tile's keys of one head; over a
 /// paged pool one page's slots of one head (whyNoTmaCopy is ""). Outermost
