@@ -86,11 +86,19 @@ void runCascadeCase(const CascadeCase &c) {
   // the last level the default 128 (levels with the same kernel share a
   // plan).
   // (f32 levels run on the decode kernel, one block per query row.)
+  // On sm_90a the shared levels' tiles are four warpgroups on wgmma up to
+  // head dim 128.
+  bool tallOnWgmma =
+      c.chip == "sm_90a" && std::max(spec.headDim, spec.headDimV) <= 128;
   int64_t tall = 0, other = 0;
   for (kvir::kvgpu::LaunchPlanAttr plan : result.kernel->summary().plans)
     if (auto config = llvm::dyn_cast_or_null<kvir::kvgpu::PrefillConfigAttr>(
-            plan.getConfig()))
+            plan.getConfig())) {
       ++(config.getQTile() == 256 ? tall : other);
+      if (config.getQTile() == 256)
+        EXPECT_EQ(config.usesWgmma(), tallOnWgmma)
+            << c.chip << ": the shared level on " << int(config.getMma());
+    }
   if (spec.dtype != DType::F32) {
     EXPECT_GE(tall, 1);
     EXPECT_EQ(other, 1);
@@ -251,6 +259,14 @@ std::vector<CascadeCase> cascadeCases() {
     c->params.causal = true;
     c->prefixLen = 0;
   }
+  // sm_90a runs the levels on wgmma: each sm_90a case runs on mma.sync too.
+  for (size_t i = 0, n = cases.size(); i < n; ++i)
+    if (cases[i].chip == "sm_90a" && cases[i].spec.dtype != DType::F32) {
+      CascadeCase twin = cases[i];
+      twin.name += "MmaSync";
+      twin.chip = onMmaSync(twin.chip);
+      cases.push_back(twin);
+    }
   return cases;
 }
 

@@ -33,6 +33,10 @@
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // PTX-DAG: fence.proxy.async.shared::cta;
 // PTX-DAG: .shared .align 1024 .b8 __dynamic_shmem__0;
+// A cascade's shared level at head dim 128: four warpgroups of 64 rows
+// score 32-key tiles.
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {{.*}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, {{ *}}1, 0, {{ *}}0;
+
 // A ragged producer copies by TMA: it acquires the tensor maps the host
 // wrote, announces each tile's bytes, issues 3-D boxes into the cluster
 // window of its own block's shared memory.
@@ -44,7 +48,6 @@
 // (plus 4-byte ones for the page-table entries) in a two-stage pipeline,
 // ex2.approx for the softmax; no calls (no libdevice, nothing unresolved).
 // PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
-// PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX-DAG: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // PTX-DAG: cp.async.cg.shared.global {{.*}}, 16

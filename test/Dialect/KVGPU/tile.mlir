@@ -257,10 +257,13 @@ func.func @mla_topk_rows_h80(%qn: memref<?x80x512xbf16>, %qp: memref<?x80x64xbf1
 // A cascade's shared level (kv.shared_level, from kv-expand-cascade): one
 // 256-row query tile of 16 warps, 32-key tiles, queries reloaded per K tile
 // (128 registers at 512 threads), so the shared keys are read once for
-// 256 packed rows; 96 KB of tiles fit sm_86 too.
+// 256 packed rows; 96 KB of tiles fit sm_86 too. sm_90a runs the tile as
+// four warpgroups on wgmma.
 !c = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
 // CHECK-LABEL: func @shared_level
-// CHECK: kv.prefill {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 256, kv_tile = 32, warps = 16, stages = 2, q_in_registers = false, max_partitions = 16>
+// CHECK: kv.prefill {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 256, kv_tile = 32, warps = 16, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma>
+// SYNC-LABEL: func @shared_level
+// SYNC: kv.prefill {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 256, kv_tile = 32, warps = 16, stages = 2, q_in_registers = false, max_partitions = 16>
 // SM86-LABEL: func @shared_level
 // SM86: kvgpu.config = #kvgpu.prefill<q_tile = 256, kv_tile = 32, warps = 16, stages = 2, q_in_registers = false, max_partitions = 16>
 func.func @shared_level(%q: memref<?x4x128xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x1x128xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x4x128xf16, base = 2> {

@@ -360,15 +360,15 @@ std::string kvgpu::whyNoWgmmaPrefill(kv::PrefillOp op,
           shape.qElement, shape.kvElement, /*kvTile=*/64, headDim, headDimV,
           /*valueSlice=*/headDimV))
     return *why;
-  if (op->hasAttr(kv::KVDialect::getSharedLevelAttrName()))
-    return "a cascade's shared level reads its keys once for 256 rows, a "
-           "tile of 16 mma.sync warps";
   return "";
 }
 
 std::string kvgpu::whyNoProducerPrefill(kv::PrefillOp op) {
   auto [headDim, headDimV] = prefillHeadDims(op);
   int64_t widest = std::max(headDim, headDimV);
+  if (widest <= 128 && op->hasAttr(kv::KVDialect::getSharedLevelAttrName()))
+    return "a cascade's shared level reads its keys once for 256 rows, four "
+           "warpgroups of 128 registers a thread: none left for a producer";
   if (widest <= 64)
     return "up to head dim 64 the serial kernel keeps two blocks per SM";
   if (hasMaskMod(op))
@@ -522,6 +522,28 @@ chooseWgmmaPrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
   auto [headDim, headDimV] = prefillHeadDims(op);
   bool convertsV = layoutShape(op, PrefillConfigAttr()).convertsV();
   int64_t widest = std::max(headDim, headDimV);
+  auto bytesOf = [&](PrefillConfigAttr c) { return prefillSharedBytes(c, op); };
+  // A cascade's shared level up to head dim 128: the mma.sync kernel's
+  // 256-row tile as four warpgroups, each scoring its 64 rows (serial: 512
+  // threads leave 128 registers each; 111-118 at head dim 64 / 128 on
+  // 32-key tiles, 100-117 at head dim 64 on 64-key tiles, 128 at head dim
+  // 128 on 64-key ones).
+  if (widest <= 128 && op->hasAttr(kv::KVDialect::getSharedLevelAttrName())) {
+    FailureOr<PrefillConfigAttr> config = getCheckedQuietly<PrefillConfigAttr>(
+        whyNot, op.getContext(), /*qTile=*/int64_t(256),
+        /*kvTile=*/int64_t(widest <= 64 ? 64 : 32), /*warps=*/int64_t(16),
+        /*stages=*/int64_t(2), /*q_in_registers=*/false,
+        /*max_partitions=*/int64_t(16), /*value_warps=*/int64_t(1),
+        MmaAtomKind::wgmma, TileSchedule::serial, PrefillRoles::uniform,
+        TileCopy::cp_async);
+    if (succeeded(config) && bytesOf(*config) > target.maxSharedBytesPerBlock) {
+      whyNot = "no wgmma configuration of a cascade's shared level fits " +
+               std::to_string(target.maxSharedBytesPerBlock) +
+               " bytes of shared memory";
+      return failure();
+    }
+    return withRingDepth(config, target, bytesOf);
+  }
   bool overlaps = widest > 64 && !hasMaskMod(op);
   PrefillRoles roles = whyNoProducerPrefill(op).empty() ? PrefillRoles::producer
                                                         : PrefillRoles::uniform;
