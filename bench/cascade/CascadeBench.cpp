@@ -28,6 +28,7 @@
 // (kv.cascade_positions) and its shared level masks per row.
 //
 //===----------------------------------------------------------------------===//
+#include "BenchSupport.h"
 #include "GpuHarness.h"
 
 #include "Harness/Harness.h"
@@ -40,6 +41,7 @@
 
 using namespace kvir::test;
 using namespace kvir::test::gpu;
+using namespace kvir::bench;
 namespace ref = kvir::ref;
 
 namespace {
@@ -77,16 +79,15 @@ struct Way {
 double loadedBytes(const RunResult &result) {
   double total = 0;
   for (const auto &l : result.launches)
-    total += l.globalBytesLoaded;
+    total += globalBytesLoaded(l);
   return total;
 }
 
 void printWay(const Way &way, double ideal) {
   for (const auto &l : way.result.launches)
     std::printf("| %s | `%s` | %lld | %.1f MB |\n", way.name.c_str(),
-                l.kernel.c_str(),
-                (long long)(l.grid.x * l.grid.y * l.grid.z),
-                l.globalBytesLoaded / 1e6);
+                l.kernel.c_str(), (long long)(l.grid.x * l.grid.y * l.grid.z),
+                globalBytesLoaded(l) / 1e6);
   double total = loadedBytes(way.result);
   std::printf("| %s | total (%.2fx ideal, max rel err %.1e) | | %.1f MB |\n",
               way.name.c_str(), total / ideal, way.relErr, total / 1e6);

@@ -133,8 +133,8 @@ Traffic kvir::bench::sumTraffic(const std::vector<emu::LaunchStats> &launches) {
   Traffic t;
   for (const emu::LaunchStats &l : launches) {
     // TMA's bytes are global traffic too, every one of them useful.
-    t.loaded += l.globalBytesLoaded + l.tmaBytesLoaded;
-    t.stored += l.globalBytesStored + l.tmaBytesStored;
+    t.loaded += globalBytesLoaded(l);
+    t.stored += globalBytesStored(l);
     t.sectors += l.globalSectors + l.tmaSectorsLoaded;
     t.useful += l.globalUsefulBytes + l.tmaBytesLoaded;
     t.sharedRequests += l.sharedRequests;

@@ -63,6 +63,13 @@ struct Traffic {
   }
 };
 Traffic sumTraffic(const std::vector<emu::LaunchStats> &launches);
+/// One launch's global bytes loaded and stored, TMA's included.
+inline uint64_t globalBytesLoaded(const emu::LaunchStats &l) {
+  return l.globalBytesLoaded + l.tmaBytesLoaded;
+}
+inline uint64_t globalBytesStored(const emu::LaunchStats &l) {
+  return l.globalBytesStored + l.tmaBytesStored;
+}
 
 /// The busiest SM's share of `blockWork` (any unit) when blocks, in launch
 /// order, go to the least-loaded of `sms` SMs (a GPU's block dispatcher).

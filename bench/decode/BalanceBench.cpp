@@ -199,7 +199,7 @@ int main(int argc, char **argv) {
     double bytes = 0, seconds = 0, largest = 0, mean = 0;
     int64_t blocks = 0, decodeBlocks = 0;
     for (const auto &l : result.launches) {
-      bytes += l.globalBytesLoaded + l.globalBytesStored;
+      bytes += globalBytesLoaded(l) + globalBytesStored(l);
       std::vector<double> perBlock;
       for (const auto &w : l.blocks)
         perBlock.push_back(double(w.globalBytes));

@@ -82,6 +82,12 @@ void StageHandoff::queryExpecting(ImplicitLocOpBuilder &b, Value bytes) const {
       /*relaxed=*/nullptr, /*predicate=*/Value());
 }
 
+void StageHandoff::queryArrived(ImplicitLocOpBuilder &b) const {
+  NVVM::MBarrierArriveOp::create(
+      b, b.getI64Type(), queryBarrier(b), Value(),
+      NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA));
+}
+
 void StageHandoff::waitQuery(ImplicitLocOpBuilder &b) const {
   NVVM::MBarrierTryWaitParityOp::create(b, queryBarrier(b), i32(b, 0),
                                         i32(b, 0));

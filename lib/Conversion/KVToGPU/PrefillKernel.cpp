@@ -393,9 +393,10 @@ PrefillBlock::emitPrologue(ImplicitLocOpBuilder &b, const KVTileStream &stream,
                            std::optional<TileRotation> &rotation) {
   IRBuilder ir{b};
   int64_t threads = s.config.getNumThreads();
-  auto copyQuery = [&](const SharedTile &tile, Value source, int64_t width) {
+  auto copyQuery = [&](ImplicitLocOpBuilder &cb, const SharedTile &tile,
+                       Value source, int64_t width) {
     copyRowsAsync(
-        b, tile, Value(), width, thread, threads,
+        cb, tile, Value(), width, thread, threads,
         [&](ImplicitLocOpBuilder &jb, Value r, Value dim) {
           PackedRow p = unpackRow(jb, s, w, kvHead, r);
           Value row = IRBuilder{jb}.add(w.qoStart, p.queryRow);
@@ -405,11 +406,26 @@ PrefillBlock::emitPrologue(ImplicitLocOpBuilder &b, const KVTileStream &stream,
           return unpackRow(jb, s, w, kvHead, r).valid;
         });
   };
+  // The query by TMA only where the tile is whole: a box of a tile with
+  // fewer rows would read the next request's (a decode-like request's 4
+  // packed rows in a 128-row box: 32x the bytes).
   bool queryByTma = copiesQueryByTma(s);
+  Value wholeTile =
+      queryByTma ? ir.cmp(arith::CmpIPredicate::sle,
+                          ir.add(w.firstRow, ir.idx(s.config.getQTile())),
+                          w.packedRows)
+                 : Value();
   if (!queryByTma)
-    copyQuery(qTile, a.q, s.headDim);
+    copyQuery(b, qTile, a.q, s.headDim);
+  else
+    emitIf(b,
+           arith::XOrIOp::create(b, wholeTile,
+                                 arith::ConstantIntOp::create(b, 1, 1)),
+           [&](ImplicitLocOpBuilder &cb) {
+             copyQuery(cb, qTile, a.q, s.headDim);
+           });
   if (qPeTile)
-    copyQuery(*qPeTile, a.qPe, s.peDim);
+    copyQuery(b, *qPeTile, a.qPe, s.peDim);
   // (A producer stages its tiles' page entries itself.)
   if (handoff)
     handoff->init(b, ir.eq(thread, ir.idx(0)));
@@ -419,7 +435,12 @@ PrefillBlock::emitPrologue(ImplicitLocOpBuilder &b, const KVTileStream &stream,
   // consumers wait for before their first product.
   if (queryByTma)
     emitIf(b, ir.eq(thread, ir.idx(0)), [&](ImplicitLocOpBuilder &ib) {
-      copyQueryByTma(ib, *handoff, qTile);
+      emitIfElse(
+          ib, wholeTile,
+          [&](ImplicitLocOpBuilder &tb) {
+            copyQueryByTma(tb, *handoff, qTile);
+          },
+          [&](ImplicitLocOpBuilder &cb) { handoff->queryArrived(cb); });
     });
   stream.getPipeline().commit(b);
   int64_t tilesAhead = stream.getPipeline().tilesAhead();

@@ -224,6 +224,9 @@ public:
   /// them (its only phase).
   Value queryBarrier(ImplicitLocOpBuilder &b) const;
   void queryExpecting(ImplicitLocOpBuilder &b, Value bytes) const;
+  /// The copier's arrival without bytes: the query came another way
+  /// (cp.async, published by the block's barrier).
+  void queryArrived(ImplicitLocOpBuilder &b) const;
   void waitQuery(ImplicitLocOpBuilder &b) const;
 
   /// Producer: waits until K/V tile `index`'s stage is empty.
