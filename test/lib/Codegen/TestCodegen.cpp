@@ -714,6 +714,8 @@ struct TestCodegenPass
         test::buildWgmmaGemm(kernel);
       else if (component == "wgmma_chain")
         test::buildWgmmaChain(kernel);
+      else if (component == "shared_softmax")
+        test::buildSharedSoftmax(kernel);
       else if (component == "mbarrier_ring")
         test::buildMBarrierRing(kernel);
       else if (component == "paged_copy")

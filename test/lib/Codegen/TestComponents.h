@@ -27,6 +27,8 @@ void forStrided(
 void buildWgmmaGemm(mlir::gpu::GPUFuncOp stub);
 void buildWgmmaChain(mlir::gpu::GPUFuncOp stub);
 void buildMBarrierRing(mlir::gpu::GPUFuncOp stub);
+/// shared_softmax (TestSharedSoftmax.cpp).
+void buildSharedSoftmax(mlir::gpu::GPUFuncOp stub);
 
 } // namespace kvir::test
 
