@@ -363,8 +363,8 @@ std::vector<GpuPrefillCase> prefillCases() {
   }
   // ... and over pages that are whole boxes: one box per page (NHD
   // combined and HND split pools, CSR and block tables, pages of 8-64
-  // tokens); a sliding window starts tiles mid-page (here every one: pages
-  // of 64), which go by cp.async.
+  // tokens); a sliding window's range starts on a page, so its whole
+  // tiles are boxes too.
   {
     GpuPrefillCase c = makePrefillCase("ProducerTmaCausalNhdCsrP16D128G4BF16",
                                        makeSpec(16, 2, 128, DType::BF16), 8,
@@ -409,6 +409,8 @@ std::vector<GpuPrefillCase> prefillCases() {
     c.params.causal = true;
     c.params.windowLeft = 100;
     c.expectConfig = "copy = tma";
+    // The window's range starts on a page: its whole tiles are boxes.
+    c.expectTmaCopies = true;
     add(c, {standardBatch(true)});
   }
   {

@@ -172,11 +172,16 @@ Work prefill::emitBlockWork(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
         Value hi = kv::emitVisibleKeyRange(ib, lastPos, kvLen, s.causal,
                                            s.windowLeft)
                        .second;
-        // vLLM's V pool is copied in chunks of slots: the range starts on
-        // one (keys before `lo` are hidden from every row by its window,
-        // the only reason `lo` is past 0, and are masked).
-        if (int64_t chunk = s.transposedVChunk())
-          lo = j.sub(lo, j.remU(lo, j.idx(chunk)));
+        // The range starts on a unit its copies need (keys before `lo` are
+        // hidden from every row by its window, the only reason `lo` is past
+        // 0, and are masked): vLLM's V pool is copied in chunks of slots;
+        // with copy = tma a tile of whole pages is a run of boxes, so that
+        // a window's tiles go by TMA too.
+        int64_t unit = s.transposedVChunk();
+        if (!unit && s.config.copiesByTma() && s.paged)
+          unit = s.paged.getPageSize();
+        if (unit)
+          lo = j.sub(lo, j.remU(lo, j.idx(unit)));
         hi = j.maxS(lo, hi);
         // Gathering: the entries of the row's list (each key is masked on
         // its own).
