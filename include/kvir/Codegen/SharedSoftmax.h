@@ -1,5 +1,4 @@
-//===- SharedSoftmax.h - One softmax for the value warps of a row -*- C++
-//-*-===//
+//===- SharedSoftmax.h - One softmax for a row's value warps --*- C++ -*-===//
 //
 // With value warps (MLA's 512 value columns over several warps) the warps
 // of every value slice hold the same query rows. Rather than each scoring
@@ -63,8 +62,6 @@ public:
   accumulate(mlir::ImplicitLocOpBuilder &b, const WarpAttentionTile &tile,
              llvm::ArrayRef<mlir::Value> o, const SharedTile &v,
              mlir::Value stage) const;
-
-  const SharedTile &getP() const { return p; }
 
 private:
   enum Stat : int64_t { Alpha, Max, Sum };

@@ -339,6 +339,12 @@ public:
   /// producer, the producer converted the tile into `stage`.)
   Value prepareK(ImplicitLocOpBuilder &b, Value stage) const;
   Value prepareV(ImplicitLocOpBuilder &b, Value stage) const;
+  /// RoPE: turns tile `index`'s keys in K stage `stage` to their positions,
+  /// in place, with `rotation`'s threads (the block's after a barrier, or
+  /// a producer's once its copies landed); the caller publishes them.
+  void rotateKeys(ImplicitLocOpBuilder &b,
+                  const codegen::TileRotation &rotation, Value index,
+                  Value stage) const;
 
 private:
   /// Stages tile `index`'s page entries (or gathered keys), when the
@@ -353,11 +359,6 @@ private:
   /// into its stage, where `live` (null: always) holds.
   void issue(ImplicitLocOpBuilder &b, Value index, kv::PoolRole role,
              Value live) const;
-  /// RoPE under a producer: turns tile `index`'s keys in stage `stage` to
-  /// their positions (the producer's threads, after its copies landed).
-  void rotateKeys(ImplicitLocOpBuilder &b,
-                  const codegen::TileRotation &rotation, Value index,
-                  Value stage) const;
   /// copy = tma: whether the tile of keys [t0, t0 + count) is copied as
   /// boxes (whole, and over pages, starting a page).
   Value copiesByTma(ImplicitLocOpBuilder &b, Value t0, Value count) const;

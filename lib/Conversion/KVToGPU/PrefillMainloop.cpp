@@ -59,6 +59,11 @@ private:
   std::pair<State, SmallVector<Value>>
   scoreIfLive(ImplicitLocOpBuilder &lb, const State &state, Value live,
               Value t0, Value kStage, Value stage, const KeyFn &keyOf);
+  /// `body` where `live` holds (null: always), else `kept`: a mask_mod
+  /// tile's values, or the state a dead tile keeps.
+  SmallVector<Value>
+  ifLive(ImplicitLocOpBuilder &lb, Value live, ArrayRef<Value> kept,
+         function_ref<SmallVector<Value>(ImplicitLocOpBuilder &)> body);
   /// O += P V, or, for a dead tile, the state kept.
   SmallVector<Value> accumulateIfLive(ImplicitLocOpBuilder &lb,
                                       const State &stepped, ArrayRef<Value> p,
@@ -182,23 +187,25 @@ SmallVector<Value> Mainloop::sharedSoftmaxStep(ImplicitLocOpBuilder &lb,
     stream.refillV(lb, ahead, liveAhead);
   }
   Value vStage = stream.prepareV(lb, stage);
-  auto step = [&](ImplicitLocOpBuilder &ab) {
+  return ifLive(lb, live, state.flatten(), [&](ImplicitLocOpBuilder &ab) {
     State next = shared.receive(ab, tile, state);
     next.o = shared.accumulate(ab, tile, next.o, stream.vTiles(), vStage);
     return next.flatten();
-  };
+  });
+}
+
+SmallVector<Value> Mainloop::ifLive(
+    ImplicitLocOpBuilder &lb, Value live, ArrayRef<Value> kept,
+    function_ref<SmallVector<Value>(ImplicitLocOpBuilder &)> body) {
   if (!live)
-    return step(lb);
-  SmallVector<Value> kept = state.flatten();
-  auto stepped = scf::IfOp::create(lb, ValueRange(kept).getTypes(), live,
-                                   /*withElseRegion=*/true);
-  auto thenB =
-      ImplicitLocOpBuilder::atBlockEnd(lb.getLoc(), stepped.thenBlock());
-  scf::YieldOp::create(thenB, step(thenB));
-  auto elseB =
-      ImplicitLocOpBuilder::atBlockEnd(lb.getLoc(), stepped.elseBlock());
+    return body(lb);
+  auto ifOp = scf::IfOp::create(lb, ValueRange(kept).getTypes(), live,
+                                /*withElseRegion=*/true);
+  auto thenB = ImplicitLocOpBuilder::atBlockEnd(lb.getLoc(), ifOp.thenBlock());
+  scf::YieldOp::create(thenB, body(thenB));
+  auto elseB = ImplicitLocOpBuilder::atBlockEnd(lb.getLoc(), ifOp.elseBlock());
   scf::YieldOp::create(elseB, kept);
-  return SmallVector<Value>(stepped.getResults());
+  return SmallVector<Value>(ifOp.getResults());
 }
 
 SmallVector<Value> Mainloop::scoreTile(ImplicitLocOpBuilder &sb,
@@ -249,20 +256,9 @@ SmallVector<Value> Mainloop::accumulateIfLive(ImplicitLocOpBuilder &lb,
                                               const State &stepped,
                                               ArrayRef<Value> p, Value live,
                                               Value vStage) {
-  if (!skipping)
-    return tile.accumulate(lb, stepped, p, stream.vTiles(), vStage).flatten();
-  SmallVector<Value> kept = stepped.flatten();
-  auto accumulated = scf::IfOp::create(lb, ValueRange(kept).getTypes(), live,
-                                       /*withElseRegion=*/true);
-  auto thenB =
-      ImplicitLocOpBuilder::atBlockEnd(lb.getLoc(), accumulated.thenBlock());
-  scf::YieldOp::create(
-      thenB,
-      tile.accumulate(thenB, stepped, p, stream.vTiles(), vStage).flatten());
-  auto elseB =
-      ImplicitLocOpBuilder::atBlockEnd(lb.getLoc(), accumulated.elseBlock());
-  scf::YieldOp::create(elseB, kept);
-  return SmallVector<Value>(accumulated.getResults());
+  return ifLive(lb, live, stepped.flatten(), [&](ImplicitLocOpBuilder &ab) {
+    return tile.accumulate(ab, stepped, p, stream.vTiles(), vStage).flatten();
+  });
 }
 
 Mainloop::KeyTile Mainloop::prepareKeys(ImplicitLocOpBuilder &lb, Value i,
@@ -271,23 +267,15 @@ Mainloop::KeyTile Mainloop::prepareKeys(ImplicitLocOpBuilder &lb, Value i,
   // barrier before): this tile's K codes become them.
   KeyTile keys;
   keys.kStage = stream.prepareK(lb, stage);
-  auto [t0, tileCount] = stream.range(lb, i);
-  keys.t0 = t0;
+  keys.t0 = stream.range(lb, i).first;
   Value idSlot = stream.idSlot(lb, i);
-  keys.keyOf = [this, idSlot, t0 = t0](ImplicitLocOpBuilder &kb, Value e) {
+  keys.keyOf = [this, idSlot, t0 = keys.t0](ImplicitLocOpBuilder &kb, Value e) {
     return stream.keyOf(kb, idSlot, t0, e);
   };
   // RoPE: the tile's keys turn to their positions, in place (the barrier
   // before: everyone is done with tile i - 1's scores).
   if (in.rotation) {
-    Value count = tileCount;
-    const KeyFn &keyOf = keys.keyOf;
-    in.rotation->apply(lb, stream.kTiles(), keys.kStage,
-                       [&](ImplicitLocOpBuilder &jb, Value t) {
-                         IRBuilder k{jb};
-                         return RopeRowPosition{k.lt(t, count),
-                                                k.maxS(keyOf(jb, t), k.idx(0))};
-                       });
+    stream.rotateKeys(lb, *in.rotation, i, keys.kStage);
     stream.getPipeline().publish(lb);
     gpu::BarrierOp::create(lb);
   }

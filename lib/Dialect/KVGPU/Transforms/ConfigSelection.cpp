@@ -350,6 +350,15 @@ static std::pair<int64_t, int64_t> prefillHeadDims(kv::PrefillOp op) {
   return {ragged.getHeadDim(), ragged.getHeadDimV()};
 }
 
+/// Whether `op` is a cascade's shared level that takes one 256-row query
+/// tile (kv.shared_level, head dims up to 128): every request sharing its
+/// keys in one tile, so that they are read once.
+static bool takesTallTile(kv::PrefillOp op) {
+  auto [headDim, headDimV] = prefillHeadDims(op);
+  return std::max(headDim, headDimV) <= 128 &&
+         op->hasAttr(kv::KVDialect::getSharedLevelAttrName());
+}
+
 std::string kvgpu::whyNoWgmmaPrefill(kv::PrefillOp op,
                                      const target::TargetInfo &target) {
   if (!target.has(target::MmaAtom::WgmmaM64NK16))
@@ -366,7 +375,7 @@ std::string kvgpu::whyNoWgmmaPrefill(kv::PrefillOp op,
 std::string kvgpu::whyNoProducerPrefill(kv::PrefillOp op) {
   auto [headDim, headDimV] = prefillHeadDims(op);
   int64_t widest = std::max(headDim, headDimV);
-  if (widest <= 128 && op->hasAttr(kv::KVDialect::getSharedLevelAttrName()))
+  if (takesTallTile(op))
     return "a cascade's shared level reads its keys once for 256 rows, four "
            "warpgroups of 128 registers a thread: none left for a producer";
   if (widest <= 64)
@@ -528,7 +537,7 @@ chooseWgmmaPrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
   // threads leave 128 registers each; 111-118 at head dim 64 / 128 on
   // 32-key tiles, 100-117 at head dim 64 on 64-key tiles, 128 at head dim
   // 128 on 64-key ones).
-  if (widest <= 128 && op->hasAttr(kv::KVDialect::getSharedLevelAttrName())) {
+  if (takesTallTile(op)) {
     FailureOr<PrefillConfigAttr> config = getCheckedQuietly<PrefillConfigAttr>(
         whyNot, op.getContext(), /*qTile=*/int64_t(256),
         /*kvTile=*/int64_t(widest <= 64 ? 64 : 32), /*warps=*/int64_t(16),
@@ -648,7 +657,7 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
   // keys: one 256-row tile (16 warps, queries reloaded per K tile, 32-key
   // tiles: 128 registers at 512 threads, no spills) reads them once for
   // 256 packed rows instead of twice.
-  bool tall = !wide && op->hasAttr(kv::KVDialect::getSharedLevelAttrName());
+  bool tall = takesTallTile(op);
   int64_t qTile = tall ? 256 : wide ? 64 : 128;
   int64_t kvTile = tall || wide ? 32 : 64;
   auto build = [&](int64_t q) {

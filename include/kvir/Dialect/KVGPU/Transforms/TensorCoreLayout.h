@@ -93,8 +93,8 @@ struct TensorCoreBuffers {
   /// [2 * stages] (MBarrierPipeline).
   std::optional<unsigned> stageBarriers;
   /// A softmax shared by the value slices (sharesSoftmax): P [q_tile x
-  /// SharedSoftmax::pColumns(kv_tile)] and f32 row stats [q_tile x
-  /// SharedSoftmax::statsPerRow()].
+  /// SharedSoftmax::pColumns(kv_tile, operand swizzle)] and f32 row stats
+  /// [q_tile x SharedSoftmax::statsPerRow()].
   std::optional<unsigned> sharedP, rowStats;
 };
 
