@@ -260,13 +260,8 @@ std::vector<CascadeCase> cascadeCases() {
     c->prefixLen = 0;
   }
   // sm_90a runs the levels on wgmma: each sm_90a case runs on mma.sync too.
-  for (size_t i = 0, n = cases.size(); i < n; ++i)
-    if (cases[i].chip == "sm_90a" && cases[i].spec.dtype != DType::F32) {
-      CascadeCase twin = cases[i];
-      twin.name += "MmaSync";
-      twin.chip = onMmaSync(twin.chip);
-      cases.push_back(twin);
-    }
+  addMmaSyncTwins(
+      cases, [](const CascadeCase &c) { return c.spec.dtype != DType::F32; });
   return cases;
 }
 

@@ -139,6 +139,20 @@ inline std::string onMmaSync(const std::string &chip) {
   return chip + "/mma_sync";
 }
 
+/// Appends, for each case of `cases` that `takesTwin` picks, a twin named
+/// `<name>MmaSync` on `onMmaSync(chip)`: the sm_90a cases whose
+/// tensor-core kernels the chooser puts on wgmma run on both atoms.
+template <typename Case, typename Pred>
+void addMmaSyncTwins(std::vector<Case> &cases, Pred takesTwin) {
+  for (size_t i = 0, n = cases.size(); i < n; ++i)
+    if (cases[i].chip == "sm_90a" && takesTwin(cases[i])) {
+      Case twin = cases[i];
+      twin.name += "MmaSync";
+      twin.chip = onMmaSync(twin.chip);
+      cases.push_back(std::move(twin));
+    }
+}
+
 /// SMs of a chip (its TargetInfo).
 int64_t smCountOf(const std::string &chip);
 

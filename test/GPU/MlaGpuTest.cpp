@@ -400,14 +400,8 @@ std::vector<MlaCase> mlaCases() {
                 "value_warps = 2, mma = wgmma>";
   }
   // sm_90a runs 64-row tiles on wgmma: each such case runs on mma.sync too.
-  for (size_t i = 0, n = cases.size(); i < n; ++i)
-    if (cases[i].chip == "sm_90a" && cases[i].config.empty() &&
-        onWgmma(cases[i])) {
-      MlaCase twin = cases[i];
-      twin.name += "MmaSync";
-      twin.chip = onMmaSync(twin.chip);
-      cases.push_back(twin);
-    }
+  addMmaSyncTwins(
+      cases, [](const MlaCase &c) { return c.config.empty() && onWgmma(c); });
   return cases;
 }
 

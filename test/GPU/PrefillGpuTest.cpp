@@ -756,14 +756,9 @@ std::vector<GpuPrefillCase> prefillCases() {
   }
   // sm_90a chooses wgmma where the kernel takes it: each sm_90a case with a
   // chosen configuration runs on mma.sync too.
-  for (size_t i = 0, n = cases.size(); i < n; ++i)
-    if (cases[i].chip == "sm_90a" && cases[i].config.empty() &&
-        cases[i].spec.dtype != DType::F32) {
-      GpuPrefillCase twin = cases[i];
-      twin.name += "MmaSync";
-      twin.chip = onMmaSync(twin.chip);
-      cases.push_back(twin);
-    }
+  addMmaSyncTwins(cases, [](const GpuPrefillCase &c) {
+    return c.config.empty() && c.spec.dtype != DType::F32;
+  });
   return cases;
 }
 
