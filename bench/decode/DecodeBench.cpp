@@ -85,18 +85,25 @@ struct DecodeShape {
     return 2 * tile * threadsX * vector * elementBytes;
   }
 };
-DecodeShape decodeShape(const std::string &lowered) {
+DecodeShape decodeShape(const std::string &lowered, int64_t headDim) {
   DecodeShape s;
   std::smatch m;
   std::regex config("#kvgpu\\.decode<vector = ([0-9]+), threads_x = ([0-9]+), "
                     "threads_z = [0-9]+, tile_tokens = ([0-9]+), stages = "
                     "([0-9]+)");
   std::regex tc("#kvgpu\\.prefill<q_tile = ([0-9]+), kv_tile = ([0-9]+), "
-                "warps = ([0-9]+)");
-  if (std::regex_search(lowered, m, tc))
+                "warps = ([0-9]+), stages = ([0-9]+)[^>]*>");
+  if (std::regex_search(lowered, m, tc)) {
+    bool wgmma = m[0].str().find("mma = wgmma") != std::string::npos;
     s.tensorCores = "tc " + m[1].str() + " x " + m[2].str() + ", " +
-                    m[3].str() + " warp(s)";
-  else if (std::regex_search(lowered, m, config)) {
+                    m[3].str() + " warp(s), " + m[4].str() + " stages, " +
+                    (wgmma ? "wgmma" : "mma.sync");
+    // A stage holds a K and a V tile of kv_tile whole head-dim rows.
+    s.vector = headDim;
+    s.threadsX = 1;
+    s.tile = std::stoll(m[2]);
+    s.stages = std::stoll(m[4]);
+  } else if (std::regex_search(lowered, m, config)) {
     s.vector = std::stoll(m[1]);
     s.threadsX = std::stoll(m[2]);
     s.tile = std::stoll(m[3]);
@@ -242,7 +249,7 @@ int main(int argc, char **argv) {
     for (const std::string &chip : chips) {
       Toolbox::Compiled compiled = tools.compile(src.text(), chip);
       std::map<std::string, PtxasInfo> ptx = compiled.kernels;
-      DecodeShape shape = decodeShape(compiled.lowered);
+      DecodeShape shape = decodeShape(compiled.lowered, headDim);
       RunResult result;
       ::testing::AssertionResult ran =
           runGpu(src, {out.o, out.lse}, chip, {"kv.decode"}, result);
@@ -261,15 +268,15 @@ int main(int argc, char **argv) {
       uint64_t workspace = 0;
       int64_t parts = batch; // work items: one per request unless split
       for (const auto &l : result.launches) {
-        loaded += l.globalBytesLoaded;
-        stored += l.globalBytesStored;
+        loaded += globalBytesLoaded(l);
+        stored += globalBytesStored(l);
         sectors += l.globalSectors;
         useful += l.globalUsefulBytes;
         if (isSplitKernel(l.kernel)) {
           parts = l.grid.x;
-          workspace += l.globalBytesStored;
+          workspace += globalBytesStored(l);
         } else if (startsWith(l.kernel, "merge")) {
-          workspace += l.globalBytesLoaded;
+          workspace += globalBytesLoaded(l);
         }
       }
       double rel = maxRelativeError(out, expected);
@@ -292,7 +299,15 @@ int main(int argc, char **argv) {
         regs = regsOf(splitName) + "/" + regsOf(directName) + "/" +
                regsOf(mergeName);
         const std::string &main = parts > batch ? splitName : directName;
-        smem = std::to_string(ptx[main].smem);
+        // Static shared memory (ptxas) and the launch's dynamic shared
+        // memory (the wgmma kernels' swizzled tiles).
+        int64_t mainSmem = ptx[main].smem;
+        for (const auto &l : result.launches)
+          if (l.kernel == main) {
+            mainSmem += l.dynamicSharedBytes;
+            break;
+          }
+        smem = std::to_string(mainSmem);
         int64_t spills = 0;
         for (const auto &[name, info] : ptx)
           spills += info.spillStores + info.spillLoads;
@@ -300,9 +315,9 @@ int main(int argc, char **argv) {
         int64_t threads =
             result.launches.empty() ? 0 : result.launches[0].block.count();
         char buf[32];
-        std::snprintf(buf, sizeof(buf), "%.0f%%",
-                      100.0 * occupancy(chip, ptx[main].registers,
-                                        ptx[main].smem, threads));
+        std::snprintf(
+            buf, sizeof(buf), "%.0f%%",
+            100.0 * occupancy(chip, ptx[main].registers, mainSmem, threads));
         occ = buf;
         // Little's law: what the resident blocks keep in flight (stages - 1
         // tiles of K and V each) against the SM's share of bandwidth x
@@ -310,8 +325,8 @@ int main(int argc, char **argv) {
         const kvir::target::TargetInfo *info =
             kvir::target::TargetInfo::lookup(chip);
         if (info && shape.stages) {
-          int64_t resident = info->residentBlocks(
-              threads, ptx[main].registers, ptx[main].smem);
+          int64_t resident =
+              info->residentBlocks(threads, ptx[main].registers, mainSmem);
           double kb = double(resident * (shape.stages - 1) *
                              shape.stageBytes(kvElementBytes)) /
                       1024.0;

@@ -2,8 +2,9 @@
 //
 // Decodes the CUDA-core decode kernel cannot run (head_dim != head_dim_v,
 // head dim 512, GQA groups of 64 at head dim 256; fp8 and int8-group caches
-// too) run on the prefill
-// kernel with one query row per request (DecodeTensorCore.cpp). Each case
+// too) run on the prefill kernel with one query row per request
+// (DecodeTensorCore.cpp): on wgmma on sm_90a, each case there also on
+// mma.sync. Each case
 // runs a small batch with a long request (which the work schedule cuts:
 // split kernel + ragged merge) and a larger batch of short ones (direct
 // kernel) in the emulator with NaN-poisoned outputs, against the float64
@@ -80,6 +81,11 @@ void runCase(const TensorCoreDecodeCase &c) {
     ASSERT_FALSE(names.empty());
     EXPECT_EQ(names.front().rfind("decode_tc_", 0), 0u)
         << result.describeLaunches();
+    // sm_90a pads the group's rows to wgmma's 64 (its twins keep mma.sync).
+    EXPECT_EQ(result.planConfig("kv.decode").find("mma = wgmma") !=
+                  std::string::npos,
+              c.chip == "sm_90a")
+        << result.planConfig("kv.decode");
     std::optional<int64_t> items = result.scheduledItems(
         "kv.decode", c.topk ? std::vector<int64_t>(batch, c.topk) : kvLens);
     ASSERT_TRUE(items.has_value()) << "no kv.decode work schedule";
@@ -220,6 +226,9 @@ std::vector<TensorCoreDecodeCase> cases() {
     c->topk = 512;
     c->params.windowLeft = 900;
   }
+  // sm_90a runs every one of these decodes on wgmma: each runs on mma.sync
+  // too.
+  addMmaSyncTwins(all, [](const TensorCoreDecodeCase &) { return true; });
   return all;
 }
 

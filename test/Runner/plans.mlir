@@ -15,7 +15,7 @@
 // name, .entry parameter count). On sm_90a's 132 SMs, one request of 32768
 // keys is cut into 114 chunks and merged; a skewed batch cuts only its long
 // request; two short requests run the direct kernel; a GQA group of 8 runs
-// the tensor-core kernel; the prefill's blocks are three warpgroups (a
+// the tensor-core kernel (one wgmma warpgroup); the prefill's blocks are three warpgroups (a
 // producer and two consumers). The runtime library needs libc, libstdc++, libm
 // and libgcc only (no LLVM or MLIR: it runs on a bare GPU machine).
 
@@ -24,7 +24,7 @@
 // CHECK-NEXT: g4 decode 16384,512,512,1,0: split decode_affine_{{.*}}_split_{{[0-9a-f]+}} grid [[[ITEMS:[0-9]+]], 8, 1] block [16, 4, 2] items [[ITEMS]]
 // CHECK-NEXT: g4 decode 16384,512,512,1,0: split merge_rows_{{.*}} grid [5, 32, 1]
 // CHECK-NEXT: g4 decode 100,7: direct decode_affine_combined_csr_p16_h32x8_d128_f16_f16_{{[0-9a-f]+}} grid [2, 8, 1] block [16, 4, 2] items 2
-// CHECK-NEXT: g8 decode 2048,2048: split decode_tc_affine_combined_csr_p16_h64x8_d128x128_f16_f32_split_{{[0-9a-f]+}} grid [{{[0-9]+}}, 8, 1] block [32, 1, 1]
+// CHECK-NEXT: g8 decode 2048,2048: split decode_tc_affine_combined_csr_p16_h64x8_d128x128_f16_f32_split_{{[0-9a-f]+}} grid [{{[0-9]+}}, 8, 1] block [128, 1, 1]
 // CHECK-NEXT: g8 decode 2048,2048: split merge_rows_h64_d128_f16_base_2_{{[0-9a-f]+}} grid [2, 64, 1]
 // CHECK-NEXT: prefill prefill 512,300: direct prefill_affine_combined_csr_p16_h32x8_d128_f16_f16_causal_{{[0-9a-f]+}} grid [27, 8, 1] block [384, 1, 1]
 // CHECK-NOT: FAIL

@@ -100,3 +100,32 @@ func.func @mla(%qn: memref<?x16x512xbf16>, %qp: memref<?x16x64xbf16>, %ckv: memr
   %s = kv.mla_decode %qn, %qp, %kv : memref<?x16x512xbf16>, memref<?x16x64xbf16>, !m -> !kv.state<?x16x512xbf16, base = e>
   return %s : !kv.state<?x16x512xbf16, base = e>
 }
+
+// -----
+
+// A decode's GQA group of 8 takes the tensor-core kernel: on sm_90a one
+// wgmma warpgroup, the group's 8 rows padded to its 64 (memory-bound).
+// Head dim 80 is not whole 128-byte swizzle blocks: mma.sync, and why.
+// SYNC: remark: kv-tile: #kvgpu.prefill<q_tile = 16, kv_tile = 32, warps = 1, stages = 2, q_in_registers = false, max_partitions = 32>; mma.sync, as mma=mma_sync asks
+!g8 = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = nhd, storage = combined, table = csr>
+!g8d80 = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 80, head_dim_v = 80, dtype = bf16, layout = nhd, storage = combined, table = csr>
+func.func @decode_group8(%q: memref<?x16x128xbf16>, %pool: memref<?x2x16x2x128xbf16>, %q80: memref<?x16x80xbf16>, %pool80: memref<?x2x16x2x80xbf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x128xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !g8
+  // expected-remark @below {{kv-tile: #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 2, q_in_registers = false, max_partitions = 32, mma = wgmma>}}
+  %s = kv.decode %q, %kv : memref<?x16x128xbf16>, !g8 -> !kv.state<?x16x128xbf16, base = e>
+  %kv80 = kv.paged_view pools(%pool80 : memref<?x2x16x2x80xbf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !g8d80
+  // expected-remark @below {{mma.sync, not wgmma: head dims 80 / 80 are not whole 64-element blocks of the 128-byte swizzle}}
+  %s80 = kv.decode %q80, %kv80 : memref<?x16x80xbf16>, !g8d80 -> !kv.state<?x16x80xbf16, base = e>
+  return
+}
+
+// -----
+
+// Value dims past two warpgroups of 256 columns stay on mma.sync.
+!d1024 = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 1024, head_dim_v = 1024, dtype = f16, layout = nhd, storage = combined, table = csr>
+func.func @decode_d1024(%q: memref<?x4x1024xf16>, %pool: memref<?x2x16x1x1024xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x4x1024xf16, base = e> {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x1x1024xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !d1024
+  // expected-remark @below {{mma.sync, not wgmma: a value dim of 1024 takes more than two warpgroups of 256 columns, whose f32 accumulators pass the register file}}
+  %s = kv.decode %q, %kv : memref<?x4x1024xf16>, !d1024 -> !kv.state<?x4x1024xf16, base = e>
+  return %s : !kv.state<?x4x1024xf16, base = e>
+}

@@ -39,12 +39,15 @@ func.func @wide_group8(%q: memref<?x16x256xbf16>, %k: memref<?x2x64x256xbf16>, %
 
 // With a state of the KV type, a GQA group of 8 takes the tensor-core
 // kernel (its mma does the group's rows at once, where the decode kernel's
-// dot product per head and token falls short of memory bandwidth): a
-// query tile of 16 rows holds the group, head dim 256 splits the value
-// columns over 2 warps.
+// dot product per head and token falls short of memory bandwidth). On
+// sm_90a wgmma pads the group to a 64-row tile (one warpgroup, 32-key
+// tiles past head dim 128); on mma.sync a query tile of 16 rows holds the
+// group, head dim 256 splits the value columns over 2 warps.
 !c = !kv.paged<page_size = 64, kv_heads = 2, head_dim = 256, head_dim_v = 256, dtype = bf16, layout = hnd, storage = split, table = block_table>
 // CHECK-LABEL: func @wide_group8_bf16_state
-// CHECK: kvgpu.config = #kvgpu.prefill<q_tile = 16, kv_tile = 32, warps = 2, stages = 2, q_in_registers = false, max_partitions = 32, value_warps = 2>
+// CHECK: kvgpu.config = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 4, stages = 2, q_in_registers = false, max_partitions = 32, mma = wgmma>
+// SYNC-LABEL: func @wide_group8_bf16_state
+// SYNC: kvgpu.config = #kvgpu.prefill<q_tile = 16, kv_tile = 32, warps = 2, stages = 2, q_in_registers = false, max_partitions = 32, value_warps = 2>
 // A100-LABEL: func @wide_group8_bf16_state
 // A100: kvgpu.config = #kvgpu.prefill<q_tile = 16, kv_tile = 32, warps = 2
 func.func @wide_group8_bf16_state(%q: memref<?x16x256xbf16>, %k: memref<?x2x64x256xbf16>, %v: memref<?x2x64x256xbf16>, %t: memref<?x?xi32>, %l: memref<?xi32>) -> !kv.state<?x16x256xbf16, base = e> {
@@ -95,14 +98,18 @@ func.func @vllm_scalar(%q: memref<?x1x32xf16>, %k: memref<?x1x4x16x8xf16>, %v: m
 // -----
 
 // No decode configuration fits head_dim 512 in 16-byte vectors (64 lanes,
-// more than a warp): the op runs on the tensor-core kernel, a 16-row tile
-// of its heads whose 4 warps split the value columns. The vLLM layout at
-// head_dim 128 takes the decode kernel with K's 8-element vectors and
-// 16-token tiles (a 32-byte sector of a V row's slots).
+// more than a warp): the op runs on the tensor-core kernel. On sm_90a a
+// 64-row wgmma tile of its heads, two warpgroups of 256 value columns
+// sharing one softmax; on mma.sync a 16-row tile whose 4 warps split the
+// value columns. The vLLM layout at head_dim 128 takes the decode kernel
+// with K's 8-element vectors and 16-token tiles (a 32-byte sector of a V
+// row's slots).
 !w = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 512, head_dim_v = 512, dtype = f16, layout = nhd, storage = combined, table = csr>
 !v = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 128, head_dim_v = 128, dtype = f16, layout = vllm, storage = split, table = block_table>
 // CHECK-LABEL: func @no_config
-// CHECK: kv.decode {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 16, kv_tile = 16, warps = 4, stages = 2, q_in_registers = false, max_partitions = 32, value_warps = 4>
+// CHECK: kv.decode {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 64, kv_tile = 32, warps = 8, stages = 2, q_in_registers = false, max_partitions = 32, value_warps = 2, mma = wgmma>
+// SYNC-LABEL: func @no_config
+// SYNC: kv.decode {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 16, kv_tile = 16, warps = 4, stages = 2, q_in_registers = false, max_partitions = 32, value_warps = 4>
 // CHECK: kv.decode {{.*}}kvgpu.config = #kvgpu.decode<vector = 8, threads_x = 16, threads_z = 8, tile_tokens = 16, stages = 3,
 // CHECK: return
 func.func @no_config(%q: memref<?x1x512xf16>, %pool: memref<?x2x16x1x512xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>,

@@ -6,8 +6,9 @@
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 #include "kvir/Dialect/KVGPU/Transforms/TensorCoreLayout.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 #include <numeric>
 
 using namespace mlir;
@@ -341,6 +342,29 @@ withRingDepth(FailureOr<PrefillConfigAttr> config,
   return chosen;
 }
 
+/// The first of `candidates` configurations (`build(0)`, `build(1)`, ...;
+/// one the verifier refuses ends the search with its reason) whose kernel
+/// fits the chip's shared memory per block, deepened by withRingDepth; or
+/// failure: "no <what> fits ... bytes of shared memory".
+static FailureOr<PrefillConfigAttr>
+firstFitting(int64_t candidates,
+             function_ref<FailureOr<PrefillConfigAttr>(int64_t)> build,
+             function_ref<int64_t(PrefillConfigAttr)> bytesOf,
+             const target::TargetInfo &target, StringRef what,
+             std::string &whyNot) {
+  for (int64_t i = 0; i < candidates; ++i) {
+    FailureOr<PrefillConfigAttr> config = build(i);
+    if (failed(config))
+      return config;
+    if (bytesOf(*config) <= target.maxSharedBytesPerBlock)
+      return withRingDepth(config, target, bytesOf);
+  }
+  whyNot = "no " + what.str() + " fits " +
+           std::to_string(target.maxSharedBytesPerBlock) +
+           " bytes of shared memory";
+  return failure();
+}
+
 /// The head dims of `op`'s keys and values.
 static std::pair<int64_t, int64_t> prefillHeadDims(kv::PrefillOp op) {
   Type kvType = op.getKv().getType();
@@ -537,22 +561,20 @@ chooseWgmmaPrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
   // threads leave 128 registers each; 111-118 at head dim 64 / 128 on
   // 32-key tiles, 100-117 at head dim 64 on 64-key tiles, 128 at head dim
   // 128 on 64-key ones).
-  if (takesTallTile(op)) {
-    FailureOr<PrefillConfigAttr> config = getCheckedQuietly<PrefillConfigAttr>(
-        whyNot, op.getContext(), /*qTile=*/int64_t(256),
-        /*kvTile=*/int64_t(widest <= 64 ? 64 : 32), /*warps=*/int64_t(16),
-        /*stages=*/int64_t(2), /*q_in_registers=*/false,
-        /*max_partitions=*/int64_t(16), /*value_warps=*/int64_t(1),
-        MmaAtomKind::wgmma, TileSchedule::serial, PrefillRoles::uniform,
-        TileCopy::cp_async);
-    if (succeeded(config) && bytesOf(*config) > target.maxSharedBytesPerBlock) {
-      whyNot = "no wgmma configuration of a cascade's shared level fits " +
-               std::to_string(target.maxSharedBytesPerBlock) +
-               " bytes of shared memory";
-      return failure();
-    }
-    return withRingDepth(config, target, bytesOf);
-  }
+  if (takesTallTile(op))
+    return firstFitting(
+        1,
+        [&](int64_t) {
+          return getCheckedQuietly<PrefillConfigAttr>(
+              whyNot, op.getContext(), /*qTile=*/int64_t(256),
+              /*kvTile=*/int64_t(widest <= 64 ? 64 : 32),
+              /*warps=*/int64_t(16), /*stages=*/int64_t(2),
+              /*q_in_registers=*/false, /*max_partitions=*/int64_t(16),
+              /*value_warps=*/int64_t(1), MmaAtomKind::wgmma,
+              TileSchedule::serial, PrefillRoles::uniform, TileCopy::cp_async);
+        },
+        bytesOf, target, "wgmma configuration of a cascade's shared level",
+        whyNot);
   bool overlaps = widest > 64 && !hasMaskMod(op);
   PrefillRoles roles = whyNoProducerPrefill(op).empty() ? PrefillRoles::producer
                                                         : PrefillRoles::uniform;
@@ -578,23 +600,16 @@ chooseWgmmaPrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
         /*max_partitions=*/int64_t(16), /*value_warps=*/int64_t(1),
         MmaAtomKind::wgmma, schedule, roles, copy);
   };
-  FailureOr<PrefillConfigAttr> config = failure();
-  for (auto [qTile, keys] : {std::pair<int64_t, int64_t>{128, kvTile},
-                             {128, std::min<int64_t>(kvTile, 64)},
-                             {64, std::min<int64_t>(kvTile, 64)},
-                             {64, 32}}) {
-    config = build(qTile, keys);
-    if (failed(config) ||
-        prefillSharedBytes(*config, op) <= target.maxSharedBytesPerBlock)
-      break;
-    whyNot = "no wgmma configuration fits " +
-             std::to_string(target.maxSharedBytesPerBlock) +
-             " bytes of shared memory";
-    config = failure();
-  }
-  return withRingDepth(config, target, [&](PrefillConfigAttr c) {
-    return prefillSharedBytes(c, op);
-  });
+  // Fewer keys, then fewer rows, where shared memory is short.
+  const std::pair<int64_t, int64_t> tiles[] = {
+      {128, kvTile},
+      {128, std::min<int64_t>(kvTile, 64)},
+      {64, std::min<int64_t>(kvTile, 64)},
+      {64, 32}};
+  return firstFitting(
+      std::size(tiles),
+      [&](int64_t i) { return build(tiles[i].first, tiles[i].second); },
+      bytesOf, target, "wgmma configuration", whyNot);
 }
 
 FailureOr<PrefillConfigAttr>
@@ -740,10 +755,67 @@ bool kvgpu::decodePrefersTensorCores(kv::DecodeOp op,
   return succeeded(chooseTensorCoreDecodeConfig(op, target, whyNot));
 }
 
+/// The warpgroups splitting a wgmma decode's `headDimV` value columns:
+/// one wgmma's N (256) each; at most two (a 64 x 256 f32 O slice takes 128
+/// registers a thread, and four warpgroups leave 128 in all).
+static int64_t wgmmaDecodeValueWarpgroups(int64_t headDimV) {
+  return llvm::divideCeil(headDimV, 256);
+}
+
+std::string kvgpu::whyNoWgmmaDecode(kv::DecodeOp op,
+                                    const target::TargetInfo &target) {
+  if (!target.has(target::MmaAtom::WgmmaM64NK16))
+    return target.chip.str() + " has no wgmma";
+  auto paged = cast<kv::PagedType>(op.getKv().getType());
+  int64_t headDimV = paged.getHeadDimV();
+  int64_t valueWarpgroups = wgmmaDecodeValueWarpgroups(headDimV);
+  if (valueWarpgroups > 2)
+    return "a value dim of " + std::to_string(headDimV) +
+           " takes more than two warpgroups of 256 columns, whose f32 "
+           "accumulators pass the register file";
+  TensorCoreLayoutShape shape = layoutShape(op, PrefillConfigAttr());
+  if (std::optional<std::string> why = codegen::WarpgroupProducts::whyNot(
+          shape.qElement, shape.kvElement, /*kvTile=*/64, paged.getHeadDim(),
+          headDimV, /*valueSlice=*/headDimV / valueWarpgroups))
+    return *why;
+  return "";
+}
+
+/// The wgmma configuration of `op` (whyNoWgmmaDecode is ""). A decode's
+/// tile holds the GQA group's heads of one request, which wgmma pads to
+/// its 64 rows (8 live rows at group 8), as FlashAttention-3's packed GQA
+/// and FlashInfer's Hopper kernels do: the decode stays memory-bound (64
+/// rows x 4 flops per K/V element pair is 64 flops a byte of 16-bit K/V,
+/// a fifth of an H100's 295), and the padding rows cost registers, not
+/// bytes. Value dims over 256 split over two warpgroups sharing one
+/// softmax (as MLA's); 64-key tiles up to head dim 128, 32 past it.
+static FailureOr<PrefillConfigAttr>
+chooseWgmmaDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
+                        std::string &whyNot) {
+  auto paged = cast<kv::PagedType>(op.getKv().getType());
+  int64_t widest = std::max(paged.getHeadDim(), paged.getHeadDimV());
+  int64_t valueWarpgroups = wgmmaDecodeValueWarpgroups(paged.getHeadDimV());
+  auto bytesOf = [&](PrefillConfigAttr c) {
+    return tensorCoreSharedBytes(layoutShape(op, c));
+  };
+  const int64_t kvTiles[] = {widest <= 128 ? 64 : 32, 16};
+  return firstFitting(
+      std::size(kvTiles),
+      [&](int64_t i) {
+        return getCheckedQuietly<PrefillConfigAttr>(
+            whyNot, op.getContext(), /*qTile=*/codegen::WgmmaAtom::kM,
+            kvTiles[i], /*warps=*/4 * valueWarpgroups, /*stages=*/int64_t(2),
+            /*q_in_registers=*/false, /*max_partitions=*/int64_t(32),
+            valueWarpgroups, MmaAtomKind::wgmma, TileSchedule::serial,
+            PrefillRoles::uniform, TileCopy::cp_async);
+      },
+      bytesOf, target, "wgmma decode configuration", whyNot);
+}
+
 FailureOr<PrefillConfigAttr>
 kvgpu::chooseTensorCoreDecodeConfig(kv::DecodeOp op,
                                     const target::TargetInfo &target,
-                                    std::string &whyNot) {
+                                    std::string &whyNot, MmaChoice choice) {
   auto paged = cast<kv::PagedType>(op.getKv().getType());
   auto view = op.getKv().getDefiningOp<kv::PagedViewOp>();
   if (!view || view.getVectorWidth() *
@@ -762,6 +834,13 @@ kvgpu::chooseTensorCoreDecodeConfig(kv::DecodeOp op,
              " (multiples of 16, at most 1024; value dims over 256 "
              "multiples of 128)";
     return failure();
+  }
+  if (choice == MmaChoice::automatic && whyNoWgmmaDecode(op, target).empty()) {
+    std::string whyNotWgmma;
+    if (FailureOr<PrefillConfigAttr> config =
+            chooseWgmmaDecodeConfig(op, target, whyNotWgmma);
+        succeeded(config))
+      return config;
   }
   // A query tile holds the GQA group's heads of one request (up to 64);
   // the warps of each 16 rows split the value columns in slices of at most
@@ -835,22 +914,19 @@ std::string kvgpu::whyNoWgmmaMla(kv::MlaDecodeOp op,
 static FailureOr<PrefillConfigAttr>
 chooseWgmmaMlaConfig(kv::MlaDecodeOp op, const target::TargetInfo &target,
                      std::string &whyNot) {
-  FailureOr<PrefillConfigAttr> config = getCheckedQuietly<PrefillConfigAttr>(
-      whyNot, op.getContext(), /*qTile=*/codegen::WgmmaAtom::kM,
-      /*kvTile=*/int64_t(32), /*warps=*/int64_t(8), /*stages=*/int64_t(2),
-      /*q_in_registers=*/false, /*max_partitions=*/int64_t(64),
-      /*value_warps=*/int64_t(2), MmaAtomKind::wgmma, TileSchedule::serial,
-      PrefillRoles::uniform, TileCopy::cp_async);
-  if (succeeded(config) &&
-      mlaSharedBytes(*config, op) > target.maxSharedBytesPerBlock) {
-    whyNot = "no wgmma MLA configuration fits " +
-             std::to_string(target.maxSharedBytesPerBlock) +
-             " bytes of shared memory";
-    return failure();
-  }
-  return withRingDepth(config, target, [&](PrefillConfigAttr c) {
-    return mlaSharedBytes(c, op);
-  });
+  return firstFitting(
+      1,
+      [&](int64_t) {
+        return getCheckedQuietly<PrefillConfigAttr>(
+            whyNot, op.getContext(), /*qTile=*/codegen::WgmmaAtom::kM,
+            /*kvTile=*/int64_t(32), /*warps=*/int64_t(8),
+            /*stages=*/int64_t(2), /*q_in_registers=*/false,
+            /*max_partitions=*/int64_t(64), /*value_warps=*/int64_t(2),
+            MmaAtomKind::wgmma, TileSchedule::serial, PrefillRoles::uniform,
+            TileCopy::cp_async);
+      },
+      [&](PrefillConfigAttr c) { return mlaSharedBytes(c, op); }, target,
+      "wgmma MLA configuration", whyNot);
 }
 
 FailureOr<PrefillConfigAttr>
@@ -922,7 +998,7 @@ FailureOr<Attribute> kvgpu::chooseConfig(Operation *op,
     if (decodeNeedsTensorCores(decode, target) ||
         decodePrefersTensorCores(decode, target))
       return FailureOr<Attribute>(
-          chooseTensorCoreDecodeConfig(decode, target, whyNot));
+          chooseTensorCoreDecodeConfig(decode, target, whyNot, choice));
     return FailureOr<Attribute>(chooseDecodeConfig(decode, target, whyNot));
   }
   if (auto prefill = dyn_cast<kv::PrefillOp>(op)) {

@@ -41,18 +41,17 @@ void explainChoice(Operation *op, const target::TargetInfo &target,
     return;
   if (choice == MmaChoice::mmaSync) {
     remark << "; mma.sync, as mma=mma_sync asks";
-  } else if (auto p = dyn_cast<kv::PrefillOp>(op)) {
-    std::string why = whyNoWgmmaPrefill(p, target);
-    remark << "; mma.sync, not wgmma: "
-           << (why.empty() ? "no wgmma configuration fits" : why);
-  } else if (auto mla = dyn_cast<kv::MlaDecodeOp>(op)) {
-    std::string why = whyNoWgmmaMla(mla, target);
-    remark << "; mma.sync, not wgmma: "
-           << (why.empty() ? "no wgmma configuration fits" : why);
-  } else {
-    remark << "; mma.sync, not wgmma: the " << op->getName()
-           << " kernel has no wgmma form yet";
+    return;
   }
+  std::string why;
+  if (auto p = dyn_cast<kv::PrefillOp>(op))
+    why = whyNoWgmmaPrefill(p, target);
+  else if (auto mla = dyn_cast<kv::MlaDecodeOp>(op))
+    why = whyNoWgmmaMla(mla, target);
+  else
+    why = whyNoWgmmaDecode(cast<kv::DecodeOp>(op), target);
+  remark << "; mma.sync, not wgmma: "
+         << (why.empty() ? "no wgmma configuration fits" : why);
 }
 
 struct KVTilePass : kvgpu::impl::KVTileBase<KVTilePass> {

@@ -99,14 +99,22 @@ int64_t transposedVPad(kv::PagedType kv, int64_t tileTokens);
 /// int8 groups): staged with the codes, one K and one V tile per stage.
 int64_t decodeScaleColumns(kv::PagedType kv, int64_t paddedDims);
 
-/// The tensor-core configuration (#kvgpu.prefill) of a kv.decode.
-mlir::FailureOr<PrefillConfigAttr>
-chooseTensorCoreDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
-                             std::string &whyNot);
-
 /// Which tensor-core instruction the chooser may pick: the chip's best
 /// one the op's kernel can use (wgmma on sm_90a), or mma.sync only.
 enum class MmaChoice { automatic, mmaSync };
+
+/// The tensor-core configuration (#kvgpu.prefill) of a kv.decode: on
+/// wgmma where `choice` allows it and whyNoWgmmaDecode is "", else on
+/// mma.sync.
+mlir::FailureOr<PrefillConfigAttr>
+chooseTensorCoreDecodeConfig(kv::DecodeOp op, const target::TargetInfo &target,
+                             std::string &whyNot,
+                             MmaChoice choice = MmaChoice::automatic);
+
+/// Why `op`'s tensor-core decode does not run on wgmma on `target` (its
+/// chip has none, its types or head dims do not fit the warpgroup
+/// products, a value dim past two warpgroups of 256 columns), or "".
+std::string whyNoWgmmaDecode(kv::DecodeOp op, const target::TargetInfo &target);
 
 /// Why `op`'s prefill kernel does not run on wgmma on `target` (its chip
 /// has none, its types or head dims do not fit the warpgroup products, a
