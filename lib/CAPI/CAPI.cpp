@@ -332,7 +332,7 @@ int kvir_emulate(kvir_module_t m, const char *func, const char *chip,
     const kvir_arg_t &a = args[i];
     std::string which = "argument #" + std::to_string(i);
     if (auto memref = dyn_cast<MemRefType>(expected)) {
-      if (a.kind != KVIR_ARG_BUFFER || !a.data)
+      if (a.kind != KVIR_ARG_BUFFER)
         return fail(which + ": expected a buffer for " +
                     std::string(llvm::formatv("{0}", expected)));
       if (!memref.getLayout().isIdentity())
@@ -342,9 +342,19 @@ int kvir_emulate(kvir_module_t m, const char *func, const char *chip,
         return fail(which + ": a buffer of rank " + std::to_string(a.rank) +
                     ", expected rank " + std::to_string(memref.getRank()) +
                     " (" + shapeText(memref.getShape()) + ")");
+      // A buffer without elements may have no address (an empty torch
+      // tensor's is null): it gets one nothing reads.
+      alignas(64) static char noElements[64];
+      bool empty = llvm::any_of(ArrayRef<int64_t>(a.shape, a.rank),
+                                [](int64_t n) { return n == 0; });
+      void *data = a.data ? a.data : empty ? noElements : nullptr;
+      if (!data)
+        return fail(which + ": expected a buffer for " +
+                    std::string(llvm::formatv("{0}", expected)) +
+                    ", got a null pointer");
       std::vector<int64_t> &d = descriptors[i];
-      d = {int64_t(reinterpret_cast<uintptr_t>(a.data)),
-           int64_t(reinterpret_cast<uintptr_t>(a.data)), 0};
+      d = {int64_t(reinterpret_cast<uintptr_t>(data)),
+           int64_t(reinterpret_cast<uintptr_t>(data)), 0};
       int64_t elements = 1;
       for (int64_t k = 0; k < a.rank; ++k) {
         int64_t want = memref.getDimSize(k);
@@ -365,7 +375,7 @@ int kvir_emulate(kvir_module_t m, const char *func, const char *chip,
       d.insert(d.end(), strides.begin(), strides.end());
       uint64_t bytes =
           elements * layout.getTypeSize(memref.getElementType()).getFixedValue();
-      buffers.push_back({a.data, bytes ? bytes : 1});
+      buffers.push_back({data, bytes ? bytes : 1});
       descriptorPtrs[i] = d.data();
       packed[i] = &descriptorPtrs[i];
     } else if (expected.isF32()) {

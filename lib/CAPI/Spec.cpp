@@ -385,31 +385,52 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
     Expected<std::string> layout = r.choice("kv_layout", {"nhd", "hnd"});
     if (!layout)
       return layout.takeError();
+    // K and V pages in one pool (FlashInfer's paged_kv_cache tensor) or in
+    // two (its (k_cache, v_cache) tuple; vLLM's split pools).
+    Expected<std::string> storage =
+        r.choice("kv_storage", {"combined", "split"});
+    if (!storage)
+      return storage.takeError();
     Expected<Tables> tables = readTables(r);
     if (!tables)
       return tables.takeError();
-    if (*headDimV != *headDim)
+    bool split = *storage == "split";
+    if (*headDimV != *headDim && !split)
       return r.error("'head_dim_v' must equal 'head_dim' for a paged cache "
-                     "of K and V pages in one pool (FlashInfer's layout)");
+                     "of K and V pages in one pool (FlashInfer's layout; "
+                     "'kv_storage': 'split' gives K and V pools of their "
+                     "own widths)");
     int64_t ps = *pageSize, hk = *kvHeads;
-    std::string pool =
-        *layout == "nhd"
-            ? formatv("memref<?x2x{0}x{1}x{2}x{3}>", ps, hk, *headDim,
-                      poolType)
-                  .str()
-            : formatv("memref<?x2x{0}x{1}x{2}x{3}>", hk, ps, *headDim,
-                      poolType)
-                  .str();
+    auto poolOf = [&](StringRef kv, int64_t dim) {
+      return (*layout == "nhd" ? formatv("memref<?x{0}{1}x{2}x{3}x{4}>", kv, ps,
+                                         hk, dim, poolType)
+                               : formatv("memref<?x{0}{1}x{2}x{3}x{4}>", kv, hk,
+                                         ps, dim, poolType))
+          .str();
+    };
     kvType = formatv("!kv.paged<page_size = {0}, kv_heads = {1}, head_dim = "
-                     "{2}, head_dim_v = {2}, dtype = {3}, layout = {4}, "
-                     "storage = combined, table = {5}{6}>",
-                     ps, hk, *headDim, c.dtype, *layout, tableForm(*tables),
+                     "{2}, head_dim_v = {3}, dtype = {4}, layout = {5}, "
+                     "storage = {6}, table = {7}{8}>",
+                     ps, hk, *headDim, *headDimV, c.dtype, *layout, *storage,
+                     tableForm(*tables),
                      fp8 ? ", quant = " + *kvDtype : std::string());
-    kvArgs = "%paged_kv_cache: " + pool + ", " + tables->args +
-             (fp8 ? ", %k_scale: f32, %v_scale: f32" : "");
-    view = "kv.paged_view pools(%paged_kv_cache : " + pool + ") " +
-           tables->clause +
-           (fp8 ? " fp8_scales(%k_scale, %v_scale)" : "") + " : " + kvType;
+    std::string pools, poolTypes;
+    if (split) {
+      std::string k = poolOf("", *headDim), v = poolOf("", *headDimV);
+      kvArgs = "%k_cache: " + k + ", %v_cache: " + v;
+      pools = "%k_cache, %v_cache";
+      poolTypes = k + ", " + v;
+    } else {
+      std::string pool = poolOf("2x", *headDim);
+      kvArgs = "%paged_kv_cache: " + pool;
+      pools = "%paged_kv_cache";
+      poolTypes = pool;
+    }
+    kvArgs +=
+        ", " + tables->args + (fp8 ? ", %k_scale: f32, %v_scale: f32" : "");
+    view = "kv.paged_view pools(" + pools + " : " + poolTypes + ") " +
+           tables->clause + (fp8 ? " fp8_scales(%k_scale, %v_scale)" : "") +
+           " : " + kvType;
   } else {
     std::string k = tensorType(*kvHeads, *headDim, c.dtype);
     std::string v = tensorType(*kvHeads, *headDimV, c.dtype);

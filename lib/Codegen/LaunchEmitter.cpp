@@ -202,7 +202,11 @@ struct PlanEmitter {
       for (int64_t d = 0; d < rank; ++d) {
         int64_t axis = rank - 1 - d;
         Value at = ir.idx(d);
-        Value size = memref::DimOp::create(b, source, axis);
+        // A zero extent (a pool without pages, a batch without rows) is
+        // encoded as 1: the driver takes no empty tensor, and no copy reads
+        // such a map.
+        Value size = arith::MaxUIOp::create(
+            b, memref::DimOp::create(b, source, axis), ir.idx(1));
         memref::StoreOp::create(b, arith::IndexCastOp::create(b, i64, size),
                                 dims, at);
         memref::StoreOp::create(b, i32Const(map.getBox()[axis]), box, at);

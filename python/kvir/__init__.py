@@ -20,8 +20,8 @@ from .wrappers import (BatchDecodeWithPagedKVCache,
                        BatchPrefillWithRaggedKVCache,
                        BatchPrefillWithRaggedKVCacheWrapper,
                        BatchMLAPagedAttentionWrapper,
-                       MultiLevelCascadeAttentionWrapper, merge_state,
-                       merge_states)
+                       MultiLevelCascadeAttentionWrapper)
+from .merge import merge_state, merge_state_in_place, merge_states
 
 __all__ = ["KvirError", "Module", "Kernel", "compile", "cache_dir",
            "last_launches", "BatchDecodeWithPagedKVCache",
@@ -32,5 +32,5 @@ __all__ = ["KvirError", "Module", "Kernel", "compile", "cache_dir",
            "BatchPrefillWithRaggedKVCacheWrapper",
            "BatchMLAPagedAttentionWrapper",
            "MultiLevelCascadeAttentionWrapper", "merge_state",
-           "merge_states"]
+           "merge_state_in_place", "merge_states"]
 

@@ -22,10 +22,12 @@ class CudaError(RuntimeError):
 def tensor_map_arrays(m, address, shape):
     """cuTensorMapEncodeTiled's arguments for manifest tensor map `m` (a
     plan argument's "map") over a row-major buffer of `shape` at `address`:
-    dims, byte strides, box and element strides, innermost first."""
+    dims, byte strides, box and element strides, innermost first. A zero
+    extent (a pool without pages, a batch without rows) is encoded as 1:
+    the driver takes no empty tensor, and no copy reads such a map."""
     u64, u32 = ctypes.c_uint64, ctypes.c_uint
     rank = len(shape)
-    dims = list(reversed([int(d) for d in shape]))
+    dims = list(reversed([max(1, int(d)) for d in shape]))
     strides, stride = [], m["element_bytes"]
     for d in dims[:-1]:
         stride *= d

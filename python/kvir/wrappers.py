@@ -8,271 +8,48 @@ argument orders follow FlashInfer's Python API; LSEs are base 2 (as
 FlashInfer's kernels compute and merge them) unless lse_base="e".
 """
 import ctypes
-import json
-import os
 
 import numpy as np
 
-from . import _lib
-from .compiler import compile as _compile
-from .tensors import Arg, dtype_name, empty_like_arg, host_int_array, \
-    same_device
-
-_FLOATS = ("f16", "bf16", "f32")
-
-
-def _layout(kv_layout):
-    text = str(kv_layout).upper()
-    if text not in ("NHD", "HND"):
-        raise ValueError(f"kv_layout: '{kv_layout}', expected 'NHD' or 'HND'")
-    return text.lower()
-
-
-def _backend(backend):
-    """How CPU data runs: "auto" (the emulator runs the spec's function) or
-    "emulated_driver" (the GPU launch path, plan, work schedule and kernel
-    parameters, with the emulator standing in for the CUDA driver: torch
-    CPU tensors). CUDA tensors always run on the GPU."""
-    if backend not in ("auto", "emulated_driver"):
-        raise ValueError(f"backend: '{backend}', expected 'auto' or "
-                         f"'emulated_driver'")
-    return backend
-
-
-def _options(spec, window_left, logits_soft_cap, sm_scale, lse_base,
-             pos_encoding_mode, rope_scale=None, rope_theta=None):
-    if pos_encoding_mode == "ROPE_LLAMA":
-        # FlashInfer's on-the-fly RoPE (rotate-half pairs); its rope_scale
-        # divides positions, kvir's scale multiplies them.
-        rope = {"style": "rotate_half"}
-        if rope_theta is not None:
-            rope["theta"] = float(rope_theta)
-        if rope_scale is not None:
-            if not rope_scale > 0:
-                raise ValueError(f"rope_scale: {rope_scale}, expected > 0")
-            rope["scale"] = 1.0 / float(rope_scale)
-        spec["rope"] = rope
-    elif pos_encoding_mode not in (None, "NONE"):
-        raise ValueError(f"pos_encoding_mode: '{pos_encoding_mode}', "
-                         f"expected 'NONE' or 'ROPE_LLAMA'")
-    if window_left is not None and window_left >= 0:
-        spec["window_left"] = int(window_left)
-    if logits_soft_cap:
-        spec["logits_soft_cap"] = float(logits_soft_cap)
-    if sm_scale is not None:
-        spec["sm_scale"] = float(sm_scale)
-    if str(lse_base) not in ("2", "e"):
-        raise ValueError(f"lse_base: '{lse_base}', expected '2' or 'e'")
-    spec["lse_base"] = str(lse_base)
-    return spec
-
-
-def _kv_dtype(q_dtype, kv_data_type):
-    """The spec's kv_dtype: 'same', or an fp8 cache ('fp8_e4m3',
-    'fp8_e5m2') read with per-tensor k_scale / v_scale."""
-    if kv_data_type is None:
-        return "same"
-    kv = dtype_name(kv_data_type)
-    if kv in ("fp8_e4m3", "fp8_e5m2"):
-        return kv
-    if kv != q_dtype:
-        raise TypeError(f"kv_data_type: {kv} differs from q_data_type "
-                        f"{q_dtype}; kvir caches hold the activation type or "
-                        f"fp8 (float8_e4m3fn, float8_e5m2)")
-    return "same"
-
-
-def _pool_dtypes(spec):
-    """The dtypes a cache argument of `spec` may have (fp8 caches as their
-    bytes, too)."""
-    kv = spec.get("kv_dtype", "same")
-    return (spec["dtype"],) if kv == "same" else (kv, "u8", "i8")
-
-
-def _fp8_scales(spec, k_scale, v_scale):
-    """The (k_scale, v_scale) arguments of an fp8 cache, or none."""
-    if spec.get("kv_dtype", "same") == "same":
-        if k_scale not in (None, 1.0) or v_scale not in (None, 1.0):
-            raise ValueError("k_scale / v_scale: the plan's cache is not fp8 "
-                             "(plan with kv_data_type=float8_e4m3fn or "
-                             "float8_e5m2)")
-        return []
-    return [("k_scale", 1.0 if k_scale is None else float(k_scale)),
-            ("v_scale", 1.0 if v_scale is None else float(v_scale))]
-
-
-class _Executor:
-    """Compiles a spec per chip and runs it on one device's buffers."""
-
-    def __init__(self, spec, chip, cache, views=None):
-        """`views`: {plan argument: function} giving the view of a tensor
-        the kernels read (the spec function's own view of its argument)."""
-        self.spec, self.chip, self.cache = spec, chip, cache
-        self.views = views or {}
-        self.kernels = {}
-
-    def kernel(self, device, torch_device=None):
-        if self.chip:
-            chip = self.chip
-        elif device == "cuda":
-            from .gpu import chip_of
-            chip = chip_of(torch_device)
-        else:
-            # The emulator runs any chip's kernels: sm_90a unless $KVIR_CHIP.
-            chip = os.environ.get("KVIR_CHIP", "sm_90a")
-        if chip not in self.kernels:
-            self.kernels[chip] = _compile(self.spec, chip, self.cache)
-        return self.kernels[chip]
-
-    def run(self, args, kv_lengths=None, backend="auto"):
-        """`args`: (plan argument name, Arg, or a float for an f32 scalar)
-        in the spec function's order."""
-        buffers = [(n, a) for n, a in args if isinstance(a, Arg)]
-        scalars = {n: a for n, a in args if not isinstance(a, Arg)}
-        device = same_device([a for _, a in buffers])
-        kernel = self.kernel(device, buffers[0][1].torch_device)
-        self.last_kernel = kernel
-        if device == "cpu" and backend == "auto":
-            kernel.module().emulate(
-                "kvir_main", kernel.chip,
-                [("buffer", a.ptr, a.shape) if isinstance(a, Arg)
-                 else ("f32", a) for _, a in args])
-            return
-        from .gpu import GpuLaunch
-        tensors = {n: a.obj for n, a in buffers}
-        for name, view in self.views.items():
-            tensors[name] = view(tensors[name])
-        if device == "cpu":
-            # The GPU path (plan, schedule, kernel ABI) with the emulator
-            # standing in for the CUDA driver.
-            from .emulated_driver import EmulatedDriver
-            if not all(hasattr(t, "data_ptr") for t in tensors.values()):
-                raise TypeError("backend='emulated_driver' runs torch CPU "
-                                "tensors (numpy arrays run in the emulator "
-                                "with backend='auto')")
-            drv = EmulatedDriver(kernel)
-            try:
-                GpuLaunch(kernel.plan(), tensors, kv_lengths, "cpu", drv,
-                          scalars=scalars).run()
-            finally:
-                drv.release()
-            return
-        import torch
-        dev = buffers[0][1].torch_device
-        launch = GpuLaunch(kernel.plan(), tensors, kv_lengths, dev,
-                           scalars=scalars)
-        launch.run(torch.cuda.current_stream(dev).cuda_stream)
-
-
-def _check_tables(fn, *args):
-    """Calls a kvir_check_* of the runtime library; raises its message."""
-    message = ctypes.create_string_buffer(512)
-    f = getattr(_lib.runtime(), fn)
-    f.restype = ctypes.c_int64
-    if f(*args, message, ctypes.c_int64(len(message))) != 0:
-        raise ValueError(message.value.decode(errors="replace"))
-
-
-def _i32(array):
-    import numpy as np
-    a = np.ascontiguousarray(array, dtype=np.int32)
-    return a, a.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
-
-
-class _Tables:
-    """Index buffers given to plan(), with a device copy per device."""
-
-    def __init__(self, named):
-        self.named = [(n, x) for n, x in named]
-        self.copies = {}
-
-    def on(self, device_arg):
-        key = str(device_arg.torch_device or "cpu")
-        if key not in self.copies:
-            out = []
-            for n, x in self.named:
-                if device_arg.torch_device is not None:
-                    # The tables follow the query: torch on its device.
-                    import torch
-                    x = torch.as_tensor(x).to(device=device_arg.torch_device,
-                                              dtype=torch.int32).contiguous()
-                elif hasattr(x, "device") and not hasattr(x, "ctypes"):
-                    x = x.to("cpu")
-                out.append((n, Arg(n, x).check("i32")))
-            self.copies[key] = out
-        return self.copies[key]
-
-
-def _plan_device(x):
-    """Where plan() expects run() to execute: the device of its tables."""
-    import sys
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(x, torch.Tensor) and x.is_cuda:
-        return "cuda", x.device
-    return "cpu", None
-
-
-class _CsrCheck:
-    """A batch's CSR page tables on the host, checked (kvir_check_csr)
-    against each pool size they are run with, once."""
-
-    def __init__(self, indptr, indices, last_page_len, page_size):
-        self.tables = [_i32(a) for a in (indptr, indices, last_page_len)]
-        self.page_size = int(page_size)
-        self.checked = set()
-
-    def __call__(self, num_pages):
-        if num_pages in self.checked:
-            return
-        (ip, pa), (ix, pb), (last, pc) = self.tables
-        _check_tables("kvir_check_csr", pa, pb, ctypes.c_int64(len(ix)), pc,
-                      ctypes.c_int64(len(last)),
-                      ctypes.c_int64(self.page_size),
-                      ctypes.c_int64(num_pages * self.page_size))
-        self.checked.add(num_pages)
-
-
-def _paged_cache(cache, spec, kv_layout):
-    """The paged_kv_cache argument, checked against the plan's spec."""
-    ps, hk, d = spec["page_size"], spec["num_kv_heads"], spec["head_dim"]
-    inner = [ps, hk, d] if kv_layout == "nhd" else [hk, ps, d]
-    return Arg("paged_kv_cache", cache).check(_pool_dtypes(spec),
-                                              [None, 2] + inner)
-
-
-def _csr_lengths(indptr, last, page_size):
-    pages = indptr[1:] - indptr[:-1]
-    import numpy as np
-    return np.where(pages > 0, (pages - 1) * page_size + last, 0)
-
-
-class _Wrapper:
-    """What every wrapper is constructed with: FlashInfer's workspace buffer
-    (accepted for its signature; kvir sizes its own workspace per plan),
-    the cache layout, and kvir's chip (default: the device's), kernel cache
-    and backend."""
-
-    def __init__(self, float_workspace_buffer=None, kv_layout="NHD",
-                 chip=None, cache_dir=None, backend="auto"):
-        self.kv_layout = _layout(kv_layout)
-        self.chip, self.cache_dir = chip, cache_dir
-        self.backend = _backend(backend)
-        self._exec = None
-
-    def _planned(self):
-        if self._exec is None:
-            raise RuntimeError("run() before plan()")
-
+from ._wrapping import (_CsrCheck, _Executor, _GraphBuffers, _Tables,
+                        _Wrapper, _backend, _check_tables, _csr_lengths,
+                        _fp8_scales, _i32, _input, _kv_dtype, _options,
+                        _paged_cache, _plan_device)
+from .merge import merge_state
+from .tensors import Arg, dtype_name, empty_like_arg, host_int_array
 
 class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
     """Decode (one query row per request) over a paged KV cache in CSR page
-    tables: FlashInfer's BatchDecodeWithPagedKVCacheWrapper."""
+    tables: FlashInfer's BatchDecodeWithPagedKVCacheWrapper. kvir picks the
+    kernel per decode (its tensor-core kernel for GQA groups of 8 and
+    more): `use_tensor_cores` is accepted and kept as an attribute."""
+
+    def __init__(self, float_workspace_buffer=None, kv_layout="NHD",
+                 use_cuda_graph=False, use_tensor_cores=False,
+                 paged_kv_indptr_buffer=None, paged_kv_indices_buffer=None,
+                 paged_kv_last_page_len_buffer=None, backend="auto",
+                 jit_args=None, chip=None, cache_dir=None):
+        super().__init__(float_workspace_buffer, kv_layout, backend,
+                         jit_args, chip, cache_dir)
+        self.use_tensor_cores = bool(use_tensor_cores)
+        self._graph = _GraphBuffers(
+            use_cuda_graph, paged_kv_indptr_buffer=paged_kv_indptr_buffer,
+            paged_kv_indices_buffer=paged_kv_indices_buffer,
+            paged_kv_last_page_len_buffer=paged_kv_last_page_len_buffer)
+
+    @property
+    def is_cuda_graph_enabled(self):
+        return self._graph.on
 
     def plan(self, indptr, indices, last_page_len, num_qo_heads,
              num_kv_heads, head_dim, page_size, pos_encoding_mode="NONE",
              window_left=-1, logits_soft_cap=None, q_data_type="float16",
-             kv_data_type=None, sm_scale=None, rope_scale=None,
-             rope_theta=None, lse_base="2"):
+             kv_data_type=None, data_type=None, sm_scale=None,
+             rope_scale=None, rope_theta=None, non_blocking=True,
+             lse_base="2"):
+        # FlashInfer's data_type: the older name of kv_data_type.
+        if kv_data_type is None:
+            kv_data_type = data_type
         dtype = dtype_name(q_data_type)
         spec = _options({"op": "decode", "num_qo_heads": int(num_qo_heads),
                          "num_kv_heads": int(num_kv_heads),
@@ -295,11 +72,12 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
         self._check = _CsrCheck(ip, ind, last, page_size)
         self.kv_lengths = [int(n) for n in
                            _csr_lengths(ip, last, self.page_size)]
-        self._tables = _Tables([("kv_indptr", indptr),
-                                ("kv_indices", indices),
-                                ("kv_last_page_len", last_page_len)])
+        self._tables = _Tables(self._graph.fill(
+            [("kv_indptr", indptr), ("kv_indices", indices),
+             ("kv_last_page_len", last_page_len)], "indptr", self.batch))
         self.spec = spec
         self._exec = _Executor(spec, self.chip, self.cache_dir)
+        self._pair_exec = None
         self._exec.kernel(*_plan_device(indptr))
 
     def run(self, q, paged_kv_cache, out=None, lse=None, return_lse=False,
@@ -307,9 +85,9 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
         self._planned()
         s = self.spec
         hq, d = s["num_qo_heads"], s["head_dim"]
-        qa = Arg("q", q).check(s["dtype"], [self.batch, hq, d])
-        pool = _paged_cache(paged_kv_cache, s, self.kv_layout)
-        self._check(pool.shape[0])
+        qa = Arg("q", _input(q)).check(s["dtype"], [self.batch, hq, d])
+        pools = _paged_cache(paged_kv_cache, s, self.kv_layout)
+        self._check(pools[0][1].shape[0])
         scales = _fp8_scales(s, k_scale, v_scale)
         if out is None:
             out = empty_like_arg(qa, [self.batch, hq, d], s["dtype"])
@@ -317,18 +95,36 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
             lse = empty_like_arg(qa, [self.batch, hq], "f32")
         oa = Arg("out", out).check(s["dtype"], [self.batch, hq, d])
         la = Arg("lse", lse).check("f32", [self.batch, hq])
-        args = [("q", qa), ("pool", pool)] + self._tables.on(qa) + scales + \
+        args = [("q", qa)] + pools + self._tables.on(qa) + scales + \
             [("out", oa), ("lse", la)]
-        self._exec.run(args, self.kv_lengths, self.backend)
+        self._executor(pools).run(args, self.kv_lengths, self.backend)
         return (out, lse) if return_lse else out
 
 
 class _PrefillBase(_Wrapper):
 
+    def __init__(self, float_workspace_buffer, kv_layout, use_cuda_graph,
+                 backend, jit_args, chip, cache_dir, **buffers):
+        super().__init__(float_workspace_buffer, kv_layout, backend,
+                         jit_args, chip, cache_dir)
+        buffers = {n: b for n, b in buffers.items()
+                   if not n.startswith(("custom_mask", "mask_indptr"))}
+        self._graph = _GraphBuffers(use_cuda_graph, **buffers)
+
+    @property
+    def is_cuda_graph_enabled(self):
+        return self._graph.on
+
     def _spec(self, kind, qo_indptr, num_qo_heads, num_kv_heads, head_dim_qk,
               head_dim_vo, causal, pos_encoding_mode, sm_scale, window_left,
               logits_soft_cap, q_data_type, kv_data_type, lse_base,
-              rope_scale, rope_theta):
+              rope_scale, rope_theta, custom_mask=None,
+              packed_custom_mask=None, o_data_type=None):
+        if custom_mask is not None or packed_custom_mask is not None:
+            raise ValueError("custom_mask / packed_custom_mask: kvir's "
+                             "wrappers take no custom mask yet; write the "
+                             "prefill as a kv module with a mask "
+                             "(kvir.Module.parse)")
         dtype = dtype_name(q_data_type)
         kv_dtype = _kv_dtype(dtype, kv_data_type)
         qo = host_int_array("qo_indptr", qo_indptr)
@@ -345,6 +141,8 @@ class _PrefillBase(_Wrapper):
                 "causal": bool(causal)}
         if kv_dtype != "same":
             spec["kv_dtype"] = kv_dtype
+        if o_data_type is not None and dtype_name(o_data_type) != dtype:
+            spec["out_dtype"] = dtype_name(o_data_type)
         if head_dim_vo is not None and int(head_dim_vo) != int(head_dim_qk):
             spec["head_dim_v"] = int(head_dim_vo)
         return _options(spec, window_left, logits_soft_cap, sm_scale,
@@ -360,11 +158,12 @@ class _PrefillBase(_Wrapper):
     def _outputs(self, qa, out, lse):
         s = self.spec
         hq, dv = s["num_qo_heads"], s.get("head_dim_v", s["head_dim"])
+        out_dtype = s.get("out_dtype", s["dtype"])
         if out is None:
-            out = empty_like_arg(qa, [self.nnz, hq, dv], s["dtype"])
+            out = empty_like_arg(qa, [self.nnz, hq, dv], out_dtype)
         if lse is None:
             lse = empty_like_arg(qa, [self.nnz, hq], "f32")
-        return (out, lse, Arg("out", out).check(s["dtype"], [self.nnz, hq, dv]),
+        return (out, lse, Arg("out", out).check(out_dtype, [self.nnz, hq, dv]),
                 Arg("lse", lse).check("f32", [self.nnz, hq]))
 
 
@@ -372,16 +171,35 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
     """Prefill / append (query rows per request in qo_indptr) over a paged
     KV cache: FlashInfer's BatchPrefillWithPagedKVCacheWrapper."""
 
+    def __init__(self, float_workspace_buffer=None, kv_layout="NHD",
+                 use_cuda_graph=False, qo_indptr_buf=None,
+                 paged_kv_indptr_buf=None, paged_kv_indices_buf=None,
+                 paged_kv_last_page_len_buf=None, custom_mask_buf=None,
+                 mask_indptr_buf=None, backend="auto", jit_args=None,
+                 chip=None, cache_dir=None):
+        super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph,
+                         backend, jit_args, chip, cache_dir,
+                         qo_indptr_buf=qo_indptr_buf,
+                         paged_kv_indptr_buf=paged_kv_indptr_buf,
+                         paged_kv_indices_buf=paged_kv_indices_buf,
+                         paged_kv_last_page_len_buf=paged_kv_last_page_len_buf,
+                         custom_mask_buf=custom_mask_buf,
+                         mask_indptr_buf=mask_indptr_buf)
+
     def plan(self, qo_indptr, paged_kv_indptr, paged_kv_indices,
              paged_kv_last_page_len, num_qo_heads, num_kv_heads, head_dim_qk,
-             page_size, head_dim_vo=None, causal=False,
-             pos_encoding_mode="NONE", sm_scale=None, window_left=-1,
-             logits_soft_cap=None, q_data_type="float16", kv_data_type=None,
-             rope_scale=None, rope_theta=None, lse_base="2"):
+             page_size, head_dim_vo=None, custom_mask=None,
+             packed_custom_mask=None, causal=False, pos_encoding_mode="NONE",
+             use_fp16_qk_reduction=False, sm_scale=None, window_left=-1,
+             logits_soft_cap=None, rope_scale=None, rope_theta=None,
+             q_data_type="float16", kv_data_type=None, o_data_type=None,
+             non_blocking=True, lse_base="2"):
+        # use_fp16_qk_reduction: kvir accumulates Q K^T in f32 always.
         spec = self._spec("paged", qo_indptr, num_qo_heads, num_kv_heads,
                           head_dim_qk, head_dim_vo, causal, pos_encoding_mode,
                           sm_scale, window_left, logits_soft_cap, q_data_type,
-                          kv_data_type, lse_base, rope_scale, rope_theta)
+                          kv_data_type, lse_base, rope_scale, rope_theta,
+                          custom_mask, packed_custom_mask, o_data_type)
         spec["page_size"] = int(page_size)
         spec["kv_layout"] = self.kv_layout
         self.spec = spec
@@ -397,27 +215,30 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
             ip, host_int_array("paged_kv_indices", paged_kv_indices), last,
             page_size)
         self._check_rows(_csr_lengths(ip, last, int(page_size)))
-        self._tables = _Tables([("qo_indptr", qo_indptr),
-                                ("kv_indptr", paged_kv_indptr),
-                                ("kv_indices", paged_kv_indices),
-                                ("kv_last_page_len", paged_kv_last_page_len)])
+        self._tables = _Tables(self._graph.fill(
+            [("qo_indptr", qo_indptr), ("kv_indptr", paged_kv_indptr),
+             ("kv_indices", paged_kv_indices),
+             ("kv_last_page_len", paged_kv_last_page_len)], "qo_indptr",
+            self.batch))
         self._exec = _Executor(spec, self.chip, self.cache_dir)
+        self._pair_exec = None
         self._exec.kernel(*_plan_device(qo_indptr))
 
     def run(self, q, paged_kv_cache, out=None, lse=None, return_lse=False,
             k_scale=None, v_scale=None):
         self._planned()
         s = self.spec
-        qa = Arg("q", q).check(s["dtype"], [self.nnz, s["num_qo_heads"],
-                                            s["head_dim"]])
-        pool = _paged_cache(paged_kv_cache, s, self.kv_layout)
-        self._check(pool.shape[0])
+        qa = Arg("q", _input(q)).check(s["dtype"], [self.nnz,
+                                                    s["num_qo_heads"],
+                                                    s["head_dim"]])
+        pools = _paged_cache(paged_kv_cache, s, self.kv_layout)
+        self._check(pools[0][1].shape[0])
         scales = _fp8_scales(s, k_scale, v_scale)
         out, lse, oa, la = self._outputs(qa, out, lse)
         t = self._tables.on(qa)
-        args = [("q", qa), t[0], ("pool", pool)] + t[1:] + scales + \
+        args = [("q", qa), t[0]] + pools + t[1:] + scales + \
             [("out", oa), ("lse", la)]
-        self._exec.run(args, backend=self.backend)
+        self._executor(pools).run(args, backend=self.backend)
         return (out, lse) if return_lse else out
 
 
@@ -425,16 +246,30 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillBase):
     """Prefill over ragged (contiguous per request) K and V:
     FlashInfer's BatchPrefillWithRaggedKVCacheWrapper."""
 
+    def __init__(self, float_workspace_buffer=None, kv_layout="NHD",
+                 use_cuda_graph=False, qo_indptr_buf=None, kv_indptr_buf=None,
+                 custom_mask_buf=None, mask_indptr_buf=None, backend="auto",
+                 jit_args=None, chip=None, cache_dir=None):
+        super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph,
+                         backend, jit_args, chip, cache_dir,
+                         qo_indptr_buf=qo_indptr_buf,
+                         kv_indptr_buf=kv_indptr_buf,
+                         custom_mask_buf=custom_mask_buf,
+                         mask_indptr_buf=mask_indptr_buf)
+
     def plan(self, qo_indptr, kv_indptr, num_qo_heads, num_kv_heads,
-             head_dim_qk, head_dim_vo=None, causal=False,
-             pos_encoding_mode="NONE", sm_scale=None, window_left=-1,
-             logits_soft_cap=None, q_data_type="float16", kv_data_type=None,
-             rope_scale=None, rope_theta=None, lse_base="2"):
+             head_dim_qk, head_dim_vo=None, custom_mask=None,
+             packed_custom_mask=None, causal=False, pos_encoding_mode="NONE",
+             use_fp16_qk_reduction=False, window_left=-1,
+             logits_soft_cap=None, sm_scale=None, rope_scale=None,
+             rope_theta=None, q_data_type="float16", kv_data_type=None,
+             o_data_type=None, non_blocking=True, lse_base="2"):
         self.spec = self._spec("ragged", qo_indptr, num_qo_heads,
                                num_kv_heads, head_dim_qk, head_dim_vo, causal,
                                pos_encoding_mode, sm_scale, window_left,
                                logits_soft_cap, q_data_type, kv_data_type,
-                               lse_base, rope_scale, rope_theta)
+                               lse_base, rope_scale, rope_theta, custom_mask,
+                               packed_custom_mask, o_data_type)
         kv = host_int_array("kv_indptr", kv_indptr)
         if kv.shape != (self.batch + 1,) or kv[0] != 0 or \
                 (kv[1:] < kv[:-1]).any():
@@ -442,8 +277,9 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillBase):
                              f"non-decreasing key offsets starting at 0")
         self.nnz_kv = int(kv[-1])
         self._check_rows(kv[1:] - kv[:-1])
-        self._tables = _Tables([("qo_indptr", qo_indptr),
-                                ("kv_indptr", kv_indptr)])
+        self._tables = _Tables(self._graph.fill(
+            [("qo_indptr", qo_indptr), ("kv_indptr", kv_indptr)],
+            "qo_indptr", self.batch))
         self._exec = _Executor(self.spec, self.chip, self.cache_dir)
         self._exec.kernel(*_plan_device(qo_indptr))
 
@@ -452,9 +288,9 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillBase):
         s = self.spec
         hq, hk, d = s["num_qo_heads"], s["num_kv_heads"], s["head_dim"]
         dv = s.get("head_dim_v", d)
-        qa = Arg("q", q).check(s["dtype"], [self.nnz, hq, d])
-        ka = Arg("k", k).check(s["dtype"], [None, hk, d])
-        va = Arg("v", v).check(s["dtype"], [ka.shape[0], hk, dv])
+        qa = Arg("q", _input(q)).check(s["dtype"], [self.nnz, hq, d])
+        ka = Arg("k", _input(k)).check(s["dtype"], [None, hk, d])
+        va = Arg("v", _input(v)).check(s["dtype"], [ka.shape[0], hk, dv])
         if ka.shape[0] < self.nnz_kv:
             raise ValueError(f"k: {ka.shape[0]} rows, kv_indptr reaches "
                              f"{self.nnz_kv}")
@@ -472,19 +308,27 @@ class BatchMLAPagedAttentionWrapper(_Wrapper):
     BatchMLAPagedAttentionWrapper. Tables are CSR over pages with each
     request's kv_len."""
 
-    def __init__(self, float_workspace_buffer=None, chip=None,
-                 cache_dir=None, backend="auto"):
-        super().__init__(float_workspace_buffer, "NHD", chip, cache_dir,
-                         backend)
+    def __init__(self, float_workspace_buffer=None, use_cuda_graph=False,
+                 qo_indptr=None, kv_indptr=None, kv_indices=None,
+                 kv_len_arr=None, backend="auto", chip=None, cache_dir=None):
+        super().__init__(float_workspace_buffer, "NHD", backend, None, chip,
+                         cache_dir)
+        self._graph = _GraphBuffers(use_cuda_graph, qo_indptr=qo_indptr,
+                                    kv_indptr=kv_indptr,
+                                    kv_indices=kv_indices)
 
     def plan(self, qo_indptr, kv_indptr, kv_indices, kv_len_arr, num_heads,
              head_dim_ckv, head_dim_kpe, page_size, causal=False,
              sm_scale=None, q_data_type="bfloat16", kv_data_type=None,
-             lse_base="2"):
+             use_profiler=False, lse_base="2"):
         dtype = dtype_name(q_data_type)
         if _kv_dtype(dtype, kv_data_type) != "same":
             raise TypeError(f"kv_data_type: {dtype_name(kv_data_type)}: "
                             f"kvir has no MLA kernel over fp8 caches")
+        if use_profiler:
+            raise ValueError("use_profiler: FlashInfer's profiler has no "
+                             "kvir counterpart (kvir's bench counts the "
+                             "kernels' work in its emulator)")
         qo = host_int_array("qo_indptr", qo_indptr)
         ip = host_int_array("kv_indptr", kv_indptr)
         lens = host_int_array("kv_len_arr", kv_len_arr)
@@ -493,10 +337,15 @@ class BatchMLAPagedAttentionWrapper(_Wrapper):
             raise ValueError("qo_indptr: expected [batch + 1] non-decreasing "
                              "row offsets starting at 0")
         self.batch, self.nnz = len(qo) - 1, int(qo[-1])
-        if ip.shape != (self.batch + 1,) or lens.shape != (self.batch,):
+        # FlashInfer's kv_indptr and kv_len_arr may be longer than the batch
+        # (buffers sized for the largest); the batch is qo_indptr's.
+        if ip.ndim != 1 or lens.ndim != 1 or len(ip) < self.batch + 1 or \
+                len(lens) < self.batch:
             raise ValueError(f"kv_indptr: shape {list(ip.shape)}, kv_len_arr: "
-                             f"shape {list(lens.shape)}, expected "
+                             f"shape {list(lens.shape)}, expected at least "
                              f"[{self.batch + 1}] and [{self.batch}]")
+        ip, lens = ip[:self.batch + 1], lens[:self.batch]
+        kv_indptr = kv_indptr[:self.batch + 1]
         pages = ip[1:] - ip[:-1]
         bad = (lens < 0) | (lens > pages * page_size) | \
             ((pages > 0) & (lens <= (pages - 1) * page_size))
@@ -530,23 +379,40 @@ class BatchMLAPagedAttentionWrapper(_Wrapper):
                           ctypes.c_int64(1 if causal else 0))
         self._check = _CsrCheck(ip, host_int_array("kv_indices", kv_indices),
                                 last, page_size)
-        named = [("kv_indptr", kv_indptr), ("kv_indices", kv_indices),
-                 ("kv_last_page_len", self._last)]
+        graph = self._graph.fill([("qo_indptr", qo_indptr),
+                                  ("kv_indptr", kv_indptr),
+                                  ("kv_indices", kv_indices)], "qo_indptr",
+                                 self.batch)
+        named = graph[1:] + [("kv_last_page_len", self._last)]
         if rows:
-            named.insert(0, ("qo_indptr", qo_indptr))
+            named.insert(0, graph[0])
         self._tables = _Tables(named)
         self._exec = _Executor(spec, self.chip, self.cache_dir)
         self._exec.kernel(*_plan_device(qo_indptr))
 
     def run(self, q_nope, q_pe, ckv_cache, kpe_cache, out=None, lse=None,
-            return_lse=False):
+            return_lse=False, profiler_buffer=None, kv_len=None,
+            page_table=None, return_lse_base_on_e=False, o_scale=None, *,
+            ckv_scale=None, ckv_scale_arr=None, kpe_scale=None):
         self._planned()
+        for name, value in [("profiler_buffer", profiler_buffer),
+                            ("kv_len", kv_len), ("page_table", page_table),
+                            ("ckv_scale_arr", ckv_scale_arr)]:
+            if value is not None:
+                raise ValueError(f"{name}: FlashInfer's trtllm-gen / "
+                                 f"profiler argument; kvir's MLA takes the "
+                                 f"plan's tables")
+        for name, value in [("o_scale", o_scale), ("ckv_scale", ckv_scale),
+                            ("kpe_scale", kpe_scale)]:
+            if value not in (None, 1.0):
+                raise ValueError(f"{name}: {value}; kvir's MLA caches hold "
+                                 f"the activation type, unscaled (1.0)")
         s = self.spec
         h, dc, dp, ps = (s["num_heads"], s["head_dim_ckv"], s["head_dim_kpe"],
                          s["page_size"])
         rows = self.nnz if self.rows else self.batch
-        qn = Arg("q_nope", q_nope).check(s["dtype"], [rows, h, dc])
-        qp = Arg("q_pe", q_pe).check(s["dtype"], [rows, h, dp])
+        qn = Arg("q_nope", _input(q_nope)).check(s["dtype"], [rows, h, dc])
+        qp = Arg("q_pe", _input(q_pe)).check(s["dtype"], [rows, h, dp])
         ckv = Arg("ckv_cache", ckv_cache).check(s["dtype"], [None, ps, dc])
         kpe = Arg("kpe_cache", kpe_cache).check(s["dtype"],
                                                [ckv.shape[0], ps, dp])
@@ -563,6 +429,8 @@ class BatchMLAPagedAttentionWrapper(_Wrapper):
             t[1 if self.rows else 0:] + [("out", oa), ("lse", la)]
         self._exec.run(args, None if self.rows else self.kv_lengths,
                        self.backend)
+        if return_lse_base_on_e and s["lse_base"] == "2":
+            lse *= float(np.log(2.0))
         return (out, lse) if return_lse else out
 
 
@@ -575,13 +443,26 @@ class MultiLevelCascadeAttentionWrapper:
     is a BatchPrefillWithPagedKVCacheWrapper."""
 
     def __init__(self, num_levels, float_workspace_buffer=None,
-                 kv_layout="NHD", chip=None, cache_dir=None, backend="auto"):
+                 kv_layout="NHD", use_cuda_graph=False, qo_indptr_buf_arr=None,
+                 paged_kv_indptr_buf_arr=None, paged_kv_indices_buf_arr=None,
+                 paged_kv_last_page_len_buf_arr=None, backend="auto",
+                 chip=None, cache_dir=None):
         if int(num_levels) < 1:
             raise ValueError(f"num_levels: {num_levels}, expected >= 1")
+
+        def level(arr, i):
+            return None if arr is None else arr[i]
         self.levels = [BatchPrefillWithPagedKVCacheWrapper(
-            kv_layout=kv_layout, chip=chip, cache_dir=cache_dir,
-            backend=backend) for _ in range(int(num_levels))]
-        self.chip, self.cache_dir, self.backend = chip, cache_dir, backend
+            kv_layout=kv_layout, use_cuda_graph=use_cuda_graph,
+            qo_indptr_buf=level(qo_indptr_buf_arr, i),
+            paged_kv_indptr_buf=level(paged_kv_indptr_buf_arr, i),
+            paged_kv_indices_buf=level(paged_kv_indices_buf_arr, i),
+            paged_kv_last_page_len_buf=level(paged_kv_last_page_len_buf_arr,
+                                             i),
+            backend=backend, chip=chip, cache_dir=cache_dir)
+            for i in range(int(num_levels))]
+        self.chip, self.cache_dir = chip, cache_dir
+        self.backend = _backend(backend)
 
     def plan(self, qo_indptr_arr, paged_kv_indptr_arr, paged_kv_indices_arr,
              paged_kv_last_page_len, num_qo_heads, num_kv_heads, head_dim,
@@ -630,58 +511,3 @@ class MultiLevelCascadeAttentionWrapper:
 BatchDecodeWithPagedKVCache = BatchDecodeWithPagedKVCacheWrapper
 BatchPrefillWithPagedKVCache = BatchPrefillWithPagedKVCacheWrapper
 BatchPrefillWithRaggedKVCache = BatchPrefillWithRaggedKVCacheWrapper
-
-_merge_executors = {}
-
-
-def _merge_executor(spec, chip, cache_dir, views=None):
-    key = (json.dumps(spec, sort_keys=True), chip, cache_dir)
-    if key not in _merge_executors:
-        _merge_executors[key] = _Executor(spec, chip, cache_dir, views)
-    return _merge_executors[key]
-
-
-def merge_state(v_a, s_a, v_b, s_b, lse_base="2", chip=None, cache_dir=None,
-                backend="auto"):
-    """Merges attention states (v_a, s_a) and (v_b, s_b) of the same rows
-    into (v, s): attention over the union of their keys."""
-    va = Arg("v_a", v_a).check(_FLOATS)
-    rows, heads, dim = (va.shape + [None, None, None])[:3]
-    va.check(None, [rows, heads, dim])
-    sa = Arg("s_a", s_a).check("f32", [rows, heads])
-    vb = Arg("v_b", v_b).check(va.dtype, [rows, heads, dim])
-    sb = Arg("s_b", s_b).check("f32", [rows, heads])
-    v = empty_like_arg(va, [rows, heads, dim], va.dtype)
-    s = empty_like_arg(va, [rows, heads], "f32")
-    spec = {"op": "merge_state", "num_heads": heads, "head_dim": dim,
-            "dtype": va.dtype, "lse_base": str(lse_base)}
-    _merge_executor(spec, chip, cache_dir).run(
-        [("in0_out", va), ("in0_lse", sa), ("in1_out", vb), ("in1_lse", sb),
-         ("out", Arg("v", v)), ("lse", Arg("s", s))],
-        backend=_backend(backend))
-    return v, s
-
-
-def merge_states(v, s, lse_base="2", chip=None, cache_dir=None,
-                 backend="auto"):
-    """Merges the num_states states of each row: v [rows, num_states,
-    heads, head_dim], s [rows, num_states, heads] -> ([rows, heads,
-    head_dim], [rows, heads])."""
-    va = Arg("v", v).check(_FLOATS)
-    if len(va.shape) != 4:
-        raise ValueError(f"v: shape {va.shape}, expected [seq_len, "
-                         f"num_states, num_heads, head_dim]")
-    rows, states, heads, dim = va.shape
-    sa = Arg("s", s).check("f32", [rows, states, heads])
-    vo = empty_like_arg(va, [rows, heads, dim], va.dtype)
-    so = empty_like_arg(va, [rows, heads], "f32")
-    spec = {"op": "merge_states", "num_heads": heads, "head_dim": dim,
-            "dtype": va.dtype, "lse_base": str(lse_base)}
-    # kvir's partitioned states are partition-major: the kernels read the
-    # [rows, num_states, ...] buffers transposed.
-    transposed = {"in_out": lambda t: t.transpose(0, 1),
-                  "in_lse": lambda t: t.transpose(0, 1)}
-    _merge_executor(spec, chip, cache_dir, transposed).run(
-        [("in_out", va), ("in_lse", sa), ("out", Arg("v_out", vo)),
-         ("lse", Arg("s_out", so))], backend=_backend(backend))
-    return vo, so

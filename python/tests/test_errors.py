@@ -30,10 +30,14 @@ def test_wrong_shape(decode):
 
 
 def test_not_contiguous(decode):
+    # A strided q (FlashInfer's q sliced from a fused qkv tensor) is copied;
+    # a strided cache is not (its copy would be the whole pool).
     w, q, pool, _ = decode
     wide = np.zeros((2, 4, 128), np.float16)
-    with pytest.raises(ValueError, match=r"^q: not C-contiguous"):
-        w.run(wide[:, :, ::2], pool)
+    wide[:, :, ::2] = q
+    np.testing.assert_array_equal(w.run(wide[:, :, ::2], pool), w.run(q, pool))
+    with pytest.raises(ValueError, match=r"^paged_kv_cache: not C-contiguous"):
+        w.run(q, pool[::-1])
 
 
 def test_misaligned(decode):
@@ -99,6 +103,16 @@ def test_bad_layout():
      "spec: 'causal' needs 'rows'"),
     ({"op": "mla_decode", "num_heads": 16, "head_dim_ckv": 512,
       "page_size": 64, "dtype": "bf16"}, "spec: 'head_dim_kpe' is required"),
+    ({"op": "decode", "num_qo_heads": 4, "head_dim": 128, "head_dim_v": 64,
+      "page_size": 16, "dtype": "f16"},
+     "spec: 'head_dim_v' must equal 'head_dim' for a paged cache of K and V "
+     "pages in one pool"),
+    ({"op": "decode", "num_qo_heads": 4, "head_dim": 128, "page_size": 16,
+      "dtype": "f16", "kv_storage": "two"},
+     "spec: 'kv_storage' must be one of 'combined', 'split', got 'two'"),
+    ({"op": "prefill", "kv": "ragged", "num_qo_heads": 4, "head_dim": 64,
+      "dtype": "f16", "kv_storage": "split"},
+     "spec: unknown field 'kv_storage'"),
 ])
 def test_bad_spec(cache, spec, message):
     with pytest.raises(kvir.KvirError, match="^" + message.replace("(", "\\(")):
@@ -140,7 +154,9 @@ def test_torch_tensor_on_another_device(decode):
 def test_torch_strides(decode):
     torch = pytest.importorskip("torch", reason="python3-torch not installed")
     w, q, pool, _ = decode
-    t = torch.from_numpy(q).transpose(0, 1)
-    with pytest.raises(ValueError, match=r"^q: strides \(64, 256, 1\) are not "
-                                         r"contiguous; pass q.contiguous\(\)"):
-        w.run(t, torch.from_numpy(pool))
+    t = torch.from_numpy(pool).transpose(2, 3)
+    with pytest.raises(ValueError, match=r"^paged_kv_cache: strides "
+                                         r"\(4096, 2048, 64, 128, 1\) are not "
+                                         r"contiguous; pass "
+                                         r"paged_kv_cache.contiguous\(\)"):
+        w.run(torch.from_numpy(q), t)

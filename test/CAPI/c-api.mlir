@@ -23,6 +23,7 @@
 // CHECK: rank: -1: argument #1: a buffer of rank 1, expected rank 2 ([?, 4])
 // CHECK: shape: -1: argument #0: shape [3, 5, 64], expected [?, 4, 64]
 // CHECK: scalar: -1: argument #0: expected a buffer for memref<?x4x64xf32>
+// CHECK: null buffer: -1: argument #0: expected a buffer for memref<?x4x64xf32>, got a null pointer
 // CHECK: function: -1: the module has no function 'nope' with a body
 // CHECK: emulate: 0: max error 0
 // CHECK: launches: [{"kernel": "merge2_h4_d64_f32_base_e_{{[0-9a-f]+}}"

@@ -120,12 +120,17 @@ void emitTensorMapCopy(raw_ostream &os, LaunchPlanAttr plan, PlanArgAttr arg,
   ArrayRef<SizeExprAttr> shape = source.getShape();
   int64_t rank = type.getRank();
   std::string name = ("kvir_" + arg.getName()).str();
-  // The driver's arrays are innermost first.
+  // The driver's arrays are innermost first. A zero extent (a pool without
+  // pages, a batch without rows) is encoded as 1: the driver takes no empty
+  // tensor, and no copy reads such a map.
   std::string dims, box, unit;
   for (int64_t d = 0; d < rank; ++d) {
     std::string sep = d ? ", " : "";
-    dims +=
-        sep + "(uint64_t)(" + shape[rank - 1 - d].toC(nullptr, "kvir_") + ")";
+    SizeExprAttr size = shape[rank - 1 - d];
+    std::string extent = size.toC(nullptr, "kvir_");
+    dims += sep + (size.isConstant()
+                       ? "(uint64_t)(" + extent + ")"
+                       : "((" + extent + ") ? (uint64_t)(" + extent + ") : 1)");
     box += sep + std::to_string(map.getBox()[rank - 1 - d]);
     unit += sep + "1";
   }

@@ -111,6 +111,9 @@ int main(int argc, char **argv) {
   args[0].kind = KVIR_ARG_F32;
   show("scalar", kvir_emulate(m, "merge", "sm_90a", args, 6));
   args[0].kind = KVIR_ARG_BUFFER;
+  args[0].data = NULL;
+  show("null buffer", kvir_emulate(m, "merge", "sm_90a", args, 6));
+  args[0].data = oa;
   show("function", kvir_emulate(m, "nope", "sm_90a", args, 6));
 
   r = kvir_emulate(m, "merge", "sm_90a", args, 6);

@@ -9,7 +9,8 @@
 // argument lists what cuTensorMapEncodeTiled takes besides the buffer
 // (its data type, box, swizzle, L2 promotion, out-of-bound fill); the
 // typed launcher encodes each map over the caller's K or V (dims from the
-// plan's sizes, innermost first; row-major byte strides) into its
+// plan's sizes, innermost first, a zero extent as 1 since the driver takes
+// no empty tensor; row-major byte strides) into its
 // workspace slot and copies it there before the launches.
 
 // JSON: "map": {
@@ -30,7 +31,7 @@
 // HDR: size_t v_map_offset; /* in the workspace */
 // HDR: uint64_t k_map = kvir_workspace + kvir_plan->k_map_offset;
 // HDR: uint64_t kvir_k_map[16] __attribute__((aligned(64)));
-// HDR-NEXT: const uint64_t kvir_k_map_dims[] = {(uint64_t)(128), (uint64_t)(2), (uint64_t)(nnz_kv)};
+// HDR-NEXT: const uint64_t kvir_k_map_dims[] = {(uint64_t)(128), (uint64_t)(2), ((nnz_kv) ? (uint64_t)(nnz_kv) : 1)};
 // HDR: const unsigned kvir_k_map_box[] = {64, 1, 64};
 // HDR: if (!kvir_cu->tensor_map_encode_tiled)
 // HDR-NEXT: return KVIR_CU_ERROR_NOT_SUPPORTED;

@@ -1,0 +1,358 @@
+"""What kvir's FlashInfer-style wrappers share: argument and option
+checks, the spec's executor per chip and device, page-table checks and
+buffers, and the wrappers' common constructor (wrappers.py, merge.py)."""
+import ctypes
+import os
+
+import numpy as np
+
+from . import _lib
+from .compiler import compile as _compile
+from .tensors import Arg, dtype_name, host_int_array, same_device
+
+_FLOATS = ("f16", "bf16", "f32")
+
+
+def _layout(kv_layout):
+    text = str(kv_layout).upper()
+    if text not in ("NHD", "HND"):
+        raise ValueError(f"kv_layout: '{kv_layout}', expected 'NHD' or 'HND'")
+    return text.lower()
+
+
+# FlashInfer's backend names: kvir compiles its own kernels for the chip
+# (wgmma on sm_90a, mma.sync before it), whichever FlashInfer implementation
+# the name picks there.
+_FLASHINFER_BACKENDS = ("fa2", "fa3")
+
+
+def _backend(backend):
+    """How CPU data runs: "auto" (the emulator runs the spec's function) or
+    "emulated_driver" (the GPU launch path, plan, work schedule and kernel
+    parameters, with the emulator standing in for the CUDA driver: torch
+    CPU tensors). CUDA tensors always run on the GPU. FlashInfer's "fa2" and
+    "fa3" are taken as "auto"."""
+    if backend in _FLASHINFER_BACKENDS:
+        return "auto"
+    if backend not in ("auto", "emulated_driver"):
+        raise ValueError(f"backend: '{backend}', expected 'auto', "
+                         f"'emulated_driver' or FlashInfer's 'fa2' / 'fa3'")
+    return backend
+
+
+def _input(x):
+    """A read-only input as a contiguous buffer: a strided view (FlashInfer
+    takes q sliced from a fused qkv tensor) is copied."""
+    if hasattr(x, "is_contiguous") and not x.is_contiguous():
+        return x.contiguous()
+    if isinstance(x, np.ndarray) and not x.flags["C_CONTIGUOUS"]:
+        return np.ascontiguousarray(x)
+    return x
+
+
+def _options(spec, window_left, logits_soft_cap, sm_scale, lse_base,
+             pos_encoding_mode, rope_scale=None, rope_theta=None):
+    if pos_encoding_mode == "ROPE_LLAMA":
+        # FlashInfer's on-the-fly RoPE (rotate-half pairs); its rope_scale
+        # divides positions, kvir's scale multiplies them.
+        rope = {"style": "rotate_half"}
+        if rope_theta is not None:
+            rope["theta"] = float(rope_theta)
+        if rope_scale is not None:
+            if not rope_scale > 0:
+                raise ValueError(f"rope_scale: {rope_scale}, expected > 0")
+            rope["scale"] = 1.0 / float(rope_scale)
+        spec["rope"] = rope
+    elif pos_encoding_mode not in (None, "NONE"):
+        raise ValueError(f"pos_encoding_mode: '{pos_encoding_mode}', "
+                         f"expected 'NONE' or 'ROPE_LLAMA'")
+    if window_left is not None and window_left >= 0:
+        spec["window_left"] = int(window_left)
+    if logits_soft_cap:
+        spec["logits_soft_cap"] = float(logits_soft_cap)
+    if sm_scale is not None:
+        spec["sm_scale"] = float(sm_scale)
+    if str(lse_base) not in ("2", "e"):
+        raise ValueError(f"lse_base: '{lse_base}', expected '2' or 'e'")
+    spec["lse_base"] = str(lse_base)
+    return spec
+
+
+def _kv_dtype(q_dtype, kv_data_type):
+    """The spec's kv_dtype: 'same', or an fp8 cache ('fp8_e4m3',
+    'fp8_e5m2') read with per-tensor k_scale / v_scale."""
+    if kv_data_type is None:
+        return "same"
+    kv = dtype_name(kv_data_type)
+    if kv in ("fp8_e4m3", "fp8_e5m2"):
+        return kv
+    if kv != q_dtype:
+        raise TypeError(f"kv_data_type: {kv} differs from q_data_type "
+                        f"{q_dtype}; kvir caches hold the activation type or "
+                        f"fp8 (float8_e4m3fn, float8_e5m2)")
+    return "same"
+
+
+def _pool_dtypes(spec):
+    """The dtypes a cache argument of `spec` may have (fp8 caches as their
+    bytes, too)."""
+    kv = spec.get("kv_dtype", "same")
+    return (spec["dtype"],) if kv == "same" else (kv, "u8", "i8")
+
+
+def _fp8_scales(spec, k_scale, v_scale):
+    """The (k_scale, v_scale) arguments of an fp8 cache, or none."""
+    if spec.get("kv_dtype", "same") == "same":
+        if k_scale not in (None, 1.0) or v_scale not in (None, 1.0):
+            raise ValueError("k_scale / v_scale: the plan's cache is not fp8 "
+                             "(plan with kv_data_type=float8_e4m3fn or "
+                             "float8_e5m2)")
+        return []
+    return [("k_scale", 1.0 if k_scale is None else float(k_scale)),
+            ("v_scale", 1.0 if v_scale is None else float(v_scale))]
+
+
+class _Executor:
+    """Compiles a spec per chip and runs it on one device's buffers."""
+
+    def __init__(self, spec, chip, cache, views=None):
+        """`views`: {plan argument: function} giving the view of a tensor
+        the kernels read (the spec function's own view of its argument)."""
+        self.spec, self.chip, self.cache = spec, chip, cache
+        self.views = views or {}
+        self.kernels = {}
+
+    def kernel(self, device, torch_device=None):
+        if self.chip:
+            chip = self.chip
+        elif device == "cuda":
+            from .gpu import chip_of
+            chip = chip_of(torch_device)
+        else:
+            # The emulator runs any chip's kernels: sm_90a unless $KVIR_CHIP.
+            chip = os.environ.get("KVIR_CHIP", "sm_90a")
+        if chip not in self.kernels:
+            self.kernels[chip] = _compile(self.spec, chip, self.cache)
+        return self.kernels[chip]
+
+    def run(self, args, kv_lengths=None, backend="auto"):
+        """`args`: (plan argument name, Arg, or a float for an f32 scalar)
+        in the spec function's order."""
+        buffers = [(n, a) for n, a in args if isinstance(a, Arg)]
+        scalars = {n: a for n, a in args if not isinstance(a, Arg)}
+        device = same_device([a for _, a in buffers])
+        kernel = self.kernel(device, buffers[0][1].torch_device)
+        self.last_kernel = kernel
+        if device == "cpu" and backend == "auto":
+            kernel.module().emulate(
+                "kvir_main", kernel.chip,
+                [("buffer", a.ptr, a.shape) if isinstance(a, Arg)
+                 else ("f32", a) for _, a in args])
+            return
+        from .gpu import GpuLaunch
+        tensors = {n: a.obj for n, a in buffers}
+        for name, view in self.views.items():
+            tensors[name] = view(tensors[name])
+        if device == "cpu":
+            # The GPU path (plan, schedule, kernel ABI) with the emulator
+            # standing in for the CUDA driver.
+            from .emulated_driver import EmulatedDriver
+            if not all(hasattr(t, "data_ptr") for t in tensors.values()):
+                raise TypeError("backend='emulated_driver' runs torch CPU "
+                                "tensors (numpy arrays run in the emulator "
+                                "with backend='auto')")
+            drv = EmulatedDriver(kernel)
+            try:
+                GpuLaunch(kernel.plan(), tensors, kv_lengths, "cpu", drv,
+                          scalars=scalars).run()
+            finally:
+                drv.release()
+            return
+        import torch
+        dev = buffers[0][1].torch_device
+        launch = GpuLaunch(kernel.plan(), tensors, kv_lengths, dev,
+                           scalars=scalars)
+        launch.run(torch.cuda.current_stream(dev).cuda_stream)
+
+
+def _check_tables(fn, *args):
+    """Calls a kvir_check_* of the runtime library; raises its message."""
+    message = ctypes.create_string_buffer(512)
+    f = getattr(_lib.runtime(), fn)
+    f.restype = ctypes.c_int64
+    if f(*args, message, ctypes.c_int64(len(message))) != 0:
+        raise ValueError(message.value.decode(errors="replace"))
+
+
+def _i32(array):
+    import numpy as np
+    a = np.ascontiguousarray(array, dtype=np.int32)
+    return a, a.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+
+
+class _Tables:
+    """Index buffers given to plan(), with a device copy per device."""
+
+    def __init__(self, named):
+        self.named = [(n, x) for n, x in named]
+        self.copies = {}
+
+    def on(self, device_arg):
+        key = str(device_arg.torch_device or "cpu")
+        if key not in self.copies:
+            out = []
+            for n, x in self.named:
+                if device_arg.torch_device is not None:
+                    # The tables follow the query: torch on its device.
+                    import torch
+                    x = torch.as_tensor(x).to(device=device_arg.torch_device,
+                                              dtype=torch.int32).contiguous()
+                elif hasattr(x, "device") and not hasattr(x, "ctypes"):
+                    x = x.to("cpu")
+                out.append((n, Arg(n, x).check("i32")))
+            self.copies[key] = out
+        return self.copies[key]
+
+
+def _plan_device(x):
+    """Where plan() expects run() to execute: the device of its tables."""
+    import sys
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor) and x.is_cuda:
+        return "cuda", x.device
+    return "cpu", None
+
+
+class _CsrCheck:
+    """A batch's CSR page tables on the host, checked (kvir_check_csr)
+    against each pool size they are run with, once."""
+
+    def __init__(self, indptr, indices, last_page_len, page_size):
+        self.tables = [_i32(a) for a in (indptr, indices, last_page_len)]
+        self.page_size = int(page_size)
+        self.checked = set()
+
+    def __call__(self, num_pages):
+        if num_pages in self.checked:
+            return
+        (ip, pa), (ix, pb), (last, pc) = self.tables
+        _check_tables("kvir_check_csr", pa, pb, ctypes.c_int64(len(ix)), pc,
+                      ctypes.c_int64(len(last)),
+                      ctypes.c_int64(self.page_size),
+                      ctypes.c_int64(num_pages * self.page_size))
+        self.checked.add(num_pages)
+
+
+def _is_pool_pair(cache):
+    """Whether a paged_kv_cache argument is FlashInfer's (k_cache, v_cache)
+    pair rather than one [pages, 2, ...] tensor."""
+    return isinstance(cache, (tuple, list))
+
+
+def _paged_cache(cache, spec, kv_layout):
+    """The paged_kv_cache argument checked against the plan's spec: one
+    pool [pages, 2, ...] as ("pool", Arg), or FlashInfer's (k_cache,
+    v_cache) pair as ("k_pool", Arg), ("v_pool", Arg)."""
+    ps, hk, d = spec["page_size"], spec["num_kv_heads"], spec["head_dim"]
+
+    def inner(dim):
+        return [ps, hk, dim] if kv_layout == "nhd" else [hk, ps, dim]
+    if not _is_pool_pair(cache):
+        return [("pool", Arg("paged_kv_cache", cache).check(
+            _pool_dtypes(spec), [None, 2] + inner(d)))]
+    if len(cache) != 2:
+        raise ValueError(f"paged_kv_cache: a tuple of {len(cache)} tensors, "
+                         f"expected (k_cache, v_cache)")
+    k = Arg("k_cache", cache[0]).check(_pool_dtypes(spec), [None] + inner(d))
+    v = Arg("v_cache", cache[1]).check(_pool_dtypes(spec),
+                                       [k.shape[0]] + inner(d))
+    return [("k_pool", k), ("v_pool", v)]
+
+
+def _csr_lengths(indptr, last, page_size):
+    pages = indptr[1:] - indptr[:-1]
+    import numpy as np
+    return np.where(pages > 0, (pages - 1) * page_size + last, 0)
+
+
+class _Wrapper:
+    """What every wrapper is constructed with: FlashInfer's workspace buffer
+    (accepted for its signature; kvir sizes its own workspace per plan),
+    the cache layout, FlashInfer's backend names, and kvir's chip (default:
+    the device's) and kernel cache."""
+
+    def __init__(self, float_workspace_buffer=None, kv_layout="NHD",
+                 backend="auto", jit_args=None, chip=None, cache_dir=None):
+        self.kv_layout = _layout(kv_layout)
+        self.chip, self.cache_dir = chip, cache_dir
+        self.backend = _backend(backend)
+        if jit_args is not None:
+            raise ValueError("jit_args: FlashInfer's JIT arguments; kvir "
+                             "compiles from the plan's spec, pass None")
+        self._exec = None
+        self._pair_exec = None
+
+    def _planned(self):
+        if self._exec is None:
+            raise RuntimeError("run() before plan()")
+
+    def _executor(self, pools):
+        """The plan's executor for the cache form of `pools`
+        (_paged_cache): one pool, or K and V pools (their own spec)."""
+        if len(pools) == 1:
+            return self._exec
+        if self._pair_exec is None:
+            self._pair_exec = _Executor(dict(self.spec, kv_storage="split"),
+                                        self.chip, self.cache_dir)
+        return self._pair_exec
+
+    # FlashInfer's other spellings of run().
+    def forward(self, *args, **kwargs):
+        return self.run(*args, **kwargs)
+
+    def run_return_lse(self, *args, **kwargs):
+        return self.run(*args, **dict(kwargs, return_lse=True))
+
+    def forward_return_lse(self, *args, **kwargs):
+        return self.run_return_lse(*args, **kwargs)
+
+
+class _GraphBuffers:
+    """FlashInfer's use_cuda_graph mode: index buffers given at
+    construction, which plan() fills with each batch's tables (a batch as
+    large as they were made for) and run() reads."""
+
+    def __init__(self, use_cuda_graph, **buffers):
+        self.on = bool(use_cuda_graph)
+        self.buffers = buffers
+        if self.on:
+            for name, b in buffers.items():
+                if b is None:
+                    raise ValueError(f"{name}: use_cuda_graph=True needs the "
+                                     f"preallocated index buffers")
+
+    def fill(self, named, fixed_batch_name, batch):
+        """`named` [(plan argument, table)] as views of the buffers (same
+        order as the constructor's), or as given outside graph mode."""
+        if not self.on:
+            return named
+        bufs = list(self.buffers.items())
+        fixed = int(bufs[0][1].shape[0]) - 1
+        if batch != fixed:
+            raise ValueError(f"{fixed_batch_name}: a batch of {batch}, but "
+                             f"use_cuda_graph fixed it at {fixed} (the size "
+                             f"of the buffers given at construction)")
+        out = []
+        for (arg, table), (bname, buf) in zip(named, bufs):
+            data = host_int_array(arg, table)
+            if data.shape[0] > buf.shape[0]:
+                raise ValueError(f"{bname}: {buf.shape[0]} entries, the "
+                                 f"batch's {arg} needs {data.shape[0]}")
+            view = buf[:data.shape[0]]
+            if hasattr(view, "copy_"):
+                import torch
+                view.copy_(torch.as_tensor(data, dtype=view.dtype))
+            else:
+                view[...] = data
+            out.append((arg, view))
+        return out
