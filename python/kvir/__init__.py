@@ -22,6 +22,7 @@ from .wrappers import (BatchDecodeWithPagedKVCache,
                        BatchMLAPagedAttentionWrapper,
                        MultiLevelCascadeAttentionWrapper)
 from .merge import merge_state, merge_state_in_place, merge_states
+from .flex import BlockMask, TraceError, create_block_mask, flex_attention
 
 __all__ = ["KvirError", "Module", "Kernel", "compile", "cache_dir",
            "last_launches", "BatchDecodeWithPagedKVCache",
@@ -32,5 +33,6 @@ __all__ = ["KvirError", "Module", "Kernel", "compile", "cache_dir",
            "BatchPrefillWithRaggedKVCacheWrapper",
            "BatchMLAPagedAttentionWrapper",
            "MultiLevelCascadeAttentionWrapper", "merge_state",
-           "merge_state_in_place", "merge_states"]
+           "merge_state_in_place", "merge_states", "BlockMask", "TraceError",
+           "create_block_mask", "flex_attention"]
 
