@@ -101,6 +101,34 @@ public:
       return o;
     return error("'" + key + "' must be an object");
   }
+  /// A string field kept as written (MLIR text), "" when absent.
+  Expected<std::string> text(StringRef key) {
+    used.insert(key);
+    const json::Value *v = fields.get(key);
+    if (!v || v->kind() == json::Value::Null)
+      return std::string();
+    if (std::optional<StringRef> s = v->getAsString())
+      return s->str();
+    return error("'" + key + "' must be a string");
+  }
+  /// An array of strings, empty when absent.
+  Expected<SmallVector<std::string>> texts(StringRef key) {
+    used.insert(key);
+    const json::Value *v = fields.get(key);
+    SmallVector<std::string> out;
+    if (!v || v->kind() == json::Value::Null)
+      return out;
+    const json::Array *array = v->getAsArray();
+    for (const json::Value &e : array ? *array : json::Array()) {
+      std::optional<StringRef> s = e.getAsString();
+      if (!s)
+        return error("'" + key + "' must be an array of strings");
+      out.push_back(s->str());
+    }
+    if (!array)
+      return error("'" + key + "' must be an array of strings");
+    return out;
+  }
   /// Fails on a field no read asked for.
   Error checkUnused() const {
     for (const auto &[key, value] : fields)
@@ -257,7 +285,8 @@ Expected<std::string> readRope(SpecReader &r) {
 /// The attention options every attention op takes, as an attribute
 /// dictionary (empty when none is set).
 Expected<std::string> readOptions(SpecReader &r, bool causalAllowed,
-                                  StringRef causalWhy, bool ropeAllowed) {
+                                  StringRef causalWhy, bool ropeAllowed,
+                                  ArrayRef<std::string> extraAttrs = {}) {
   Expected<bool> causal = r.boolean("causal");
   if (!causal)
     return causal.takeError();
@@ -282,7 +311,7 @@ Expected<std::string> readOptions(SpecReader &r, bool causalAllowed,
   Expected<std::string> rope = ropeAllowed ? readRope(r) : std::string();
   if (!rope)
     return rope.takeError();
-  SmallVector<std::string> attrs;
+  SmallVector<std::string> attrs(extraAttrs);
   if (!rope->empty())
     attrs.push_back(*rope);
   if (*causal)
@@ -322,6 +351,68 @@ std::string tableForm(const Tables &t) {
   return StringRef(t.args).contains("block_tables") ? "block_table" : "csr";
 }
 
+/// A spec's attention variants (docs/Frameworks.md): the function
+/// arguments they add after the cache's, the op's mask clause (right after
+/// its KV), its variant clauses and attributes.
+struct Variants {
+  std::string args, maskClause, clauses;
+  SmallVector<std::string> attrs;
+};
+
+Expected<Variants> readVariants(SpecReader &r, bool prefill, int64_t qHeads) {
+  Variants v;
+  Expected<std::string> mask =
+      r.choice("custom_mask", {"none", "bool", "packed"});
+  if (!mask)
+    return mask.takeError();
+  if (*mask != "none") {
+    if (!prefill)
+      return r.error("'custom_mask' applies to prefills (a decode row's "
+                     "mask is a mask_mod)");
+    std::string type = *mask == "bool" ? "memref<?xi1>" : "memref<?xi8>";
+    v.args += ", %custom_mask: " + type;
+    v.maskClause = " mask(%custom_mask : " + type + ")";
+  }
+  std::string perHead = formatv("memref<{0}xf32>", qHeads).str();
+  Expected<bool> sinks = r.boolean("sinks");
+  if (!sinks)
+    return sinks.takeError();
+  if (*sinks) {
+    v.args += ", %sinks: " + perHead;
+    v.clauses += " sinks(%sinks : " + perHead + ")";
+  }
+  Expected<std::string> alibi =
+      r.choice("alibi", {"none", "standard", "slopes"});
+  if (!alibi)
+    return alibi.takeError();
+  if (*alibi == "standard")
+    v.attrs.push_back("alibi");
+  if (*alibi == "slopes") {
+    v.args += ", %alibi_slopes: " + perHead;
+    v.clauses += " alibi_slopes(%alibi_slopes : " + perHead + ")";
+  }
+  Expected<SmallVector<std::string>> captures = r.texts("captures");
+  if (!captures)
+    return captures.takeError();
+  for (auto [i, type] : llvm::enumerate(*captures))
+    v.args += formatv(", %cap{0}: {1}", i, type).str();
+  Expected<std::string> scoreMod = r.text("score_mod");
+  if (!scoreMod)
+    return scoreMod.takeError();
+  if (!scoreMod->empty())
+    v.clauses += " score_mod {\n^bb0(%score: f32, %b: index, %h: index, %p: "
+                 "index, %j: index):\n" +
+                 *scoreMod + "\n}";
+  Expected<std::string> maskMod = r.text("mask_mod");
+  if (!maskMod)
+    return maskMod.takeError();
+  if (!maskMod->empty())
+    v.clauses += " mask_mod {\n^bb0(%b: index, %h: index, %p: index, %j: "
+                 "index):\n" +
+                 *maskMod + "\n}";
+  return v;
+}
+
 /// decode and prefill over a paged (FlashInfer's K and V pages in one pool)
 /// or a ragged cache.
 Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
@@ -347,10 +438,13 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
   if (decode && !paged)
     return r.error("'kv' must be 'paged' for a decode (its keys are a paged "
                    "cache); a ragged decode is a prefill of one row each");
+  Expected<Variants> variants = readVariants(r, !decode, *qHeads);
+  if (!variants)
+    return variants.takeError();
   Expected<std::string> attrs = readOptions(
       r, !decode,
       "applies to prefills (a decode row sees every key of its request)",
-      /*ropeAllowed=*/true);
+      /*ropeAllowed=*/true, variants->attrs);
   if (!attrs)
     return attrs.takeError();
 
@@ -447,14 +541,15 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
   std::string text;
   raw_string_ostream os(text);
   os << entry("%q: " + q + (decode ? "" : ", %qo_indptr: " + i32) + ", " +
-              kvArgs + ", %out: " + out + ", %lse: " + lse)
+              kvArgs + variants->args + ", %out: " + out + ", %lse: " + lse)
      << "  %kv = " << view << "\n";
   if (decode)
-    os << "  %s = kv.decode %q, %kv" << *attrs << " : " << q << ", " << kvType
-       << " -> " << state << "\n";
+    os << "  %s = kv.decode %q, %kv" << variants->clauses << *attrs << " : "
+       << q << ", " << kvType << " -> " << state << "\n";
   else
-    os << "  %s = kv.prefill %q, %qo_indptr, %kv" << *attrs << " : " << q
-       << ", " << i32 << ", " << kvType << " -> " << state << "\n";
+    os << "  %s = kv.prefill %q, %qo_indptr, %kv" << variants->maskClause
+       << variants->clauses << *attrs << " : " << q << ", " << i32 << ", "
+       << kvType << " -> " << state << "\n";
   os << "  kv.store_state %s, %out, %lse : " << state << ", " << out << ", "
      << lse << "\n  return\n}\n";
   return text;

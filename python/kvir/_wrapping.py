@@ -63,9 +63,12 @@ def _options(spec, window_left, logits_soft_cap, sm_scale, lse_base,
                 raise ValueError(f"rope_scale: {rope_scale}, expected > 0")
             rope["scale"] = 1.0 / float(rope_scale)
         spec["rope"] = rope
+    elif pos_encoding_mode == "ALIBI":
+        # FlashInfer's ALiBi: the paper's slopes, bias slope * (j - p).
+        spec["alibi"] = "standard"
     elif pos_encoding_mode not in (None, "NONE"):
         raise ValueError(f"pos_encoding_mode: '{pos_encoding_mode}', "
-                         f"expected 'NONE' or 'ROPE_LLAMA'")
+                         f"expected 'NONE', 'ROPE_LLAMA' or 'ALIBI'")
     if window_left is not None and window_left >= 0:
         spec["window_left"] = int(window_left)
     if logits_soft_cap:
@@ -291,6 +294,32 @@ class _Wrapper:
                              "compiles from the plan's spec, pass None")
         self._exec = None
         self._pair_exec = None
+        self._custom_mask = None
+        self._captured = []
+
+    def _variants(self, spec, score_mod=None, mask_mod=None,
+                  custom_mask=None):
+        """Adds the plan's variants to `spec`: score_mod / mask_mod traced
+        (kvir.flex's tracer; their q_idx is the row's position kv_len -
+        qo_len + i, a decode's kv_len - 1), a custom mask (prefill: the
+        request's qo_len x kv_len blocks, bool, or bit-packed as uint8)."""
+        from .flex import trace_variants
+        self._captured = trace_variants(spec, score_mod, mask_mod)
+        self._custom_mask = custom_mask
+
+    def _variant_args(self, like):
+        """run()'s variant arguments on the device of Arg `like`, in the
+        kernel's order: the custom mask, then the captured tensors."""
+        def on(x):
+            if like.torch_device is not None:
+                import torch
+                return torch.as_tensor(x).to(like.torch_device)
+            return x.to("cpu") if hasattr(x, "is_cuda") and x.is_cuda else x
+        args = []
+        if self._custom_mask is not None:
+            args.append(("mask", Arg("custom_mask", on(self._custom_mask))))
+        return args + [(f"capture{i}", Arg(f"capture{i}", on(t)))
+                       for i, t in enumerate(self._captured)]
 
     def _planned(self):
         if self._exec is None:

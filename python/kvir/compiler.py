@@ -70,7 +70,7 @@ class Kernel:
     def module(self):
         """The spec's kv module (needs libKVIRCAPI.so)."""
         if self._module is None:
-            self._module = _module_of(self.spec)
+            self._module = _lib.Module.from_spec(json.dumps(self.spec))
         return self._module
 
     def plan(self):
@@ -89,14 +89,6 @@ class Kernel:
                 f"{self.compile_seconds:.3f} s, {self.directory})")
 
 
-def _module_of(spec):
-    """The kv module of a spec: built from its fields, or its "module" text
-    (a module written by kvir itself, e.g. kvir.flex_attention's)."""
-    if "module" in spec:
-        return _lib.Module.parse(spec["module"])
-    return _lib.Module.from_spec(json.dumps(spec))
-
-
 def spec_key(spec, chip):
     text = json.dumps({"spec": spec, "chip": chip, "version": SPEC_VERSION},
                       sort_keys=True, separators=(",", ":"))
@@ -105,9 +97,7 @@ def spec_key(spec, chip):
 
 def compile(spec, chip="sm_90a", cache=None):
     """Compiles `spec` (a dict: "op" and its shapes, dtypes and options; see
-    docs/Frameworks.md; or "op" and a kv module's text as "module", whose
-    function kvir_main holds that op) for `chip`, or takes it from the
-    cache."""
+    docs/Frameworks.md) for `chip`, or takes it from the cache."""
     if not isinstance(spec, dict):
         raise TypeError(f"kvir.compile: spec must be a dict, got "
                         f"{type(spec).__name__}")
@@ -124,7 +114,7 @@ def compile(spec, chip="sm_90a", cache=None):
         if fingerprint is None or meta.get("library") == fingerprint:
             return Kernel(spec, chip, entry, True,
                           time.perf_counter() - start)
-    module = _module_of(spec)
+    module = _lib.Module.from_spec(json.dumps(spec))
     os.makedirs(root, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".build-", dir=root)
     try:

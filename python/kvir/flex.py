@@ -12,11 +12,15 @@ argument of the kernel). Code the trace cannot record -- Python control
 flow on a traced value, an operation outside that list -- raises
 `TraceError` with the function's line and the reason.
 
-The attention itself is a kv.prefill of B requests of L query rows over a
-paged view of the dense K and V (each request's keys one page of S slots,
-FlashInfer's HND layout: no copy of K or V): mask_mod also skips the K/V
-tiles it hides from a whole query tile, as FlexAttention's block mask does.
+The regions travel in the spec (its "score_mod", "mask_mod" and "captures"
+fields, docs/Frameworks.md), so FlashInfer-style wrappers take them too
+(`plan(..., score_mod=, mask_mod=)`). flex_attention itself is a kv.prefill
+of B requests of L query rows over a paged view of the dense K and V (each
+request's keys one page of S slots, HND: no copy of K or V): mask_mod also
+skips the K/V tiles it hides from a whole query tile, as FlexAttention's
+block mask does.
 """
+import json
 import os
 import traceback
 
@@ -27,7 +31,6 @@ from .tensors import Arg, dtype_name
 
 __all__ = ["BlockMask", "TraceError", "create_block_mask", "flex_attention"]
 
-_MLIR_FLOAT = {"f16": "f16", "bf16": "bf16", "f32": "f32"}
 _THIS_FILE = __file__
 
 
@@ -444,7 +447,7 @@ class _Tracer:
 
 
 def _trace_region(fn, captures, q_offset, with_score):
-    """`fn` traced: (MLIR lines of the region body, yielded value)."""
+    """`fn` traced: the region's body as MLIR text, ending in kv.yield."""
     tracer = _Tracer(captures)
     b = _Value(tracer, "%b", "index")
     h = _Value(tracer, "%h", "index")
@@ -462,7 +465,24 @@ def _trace_region(fn, captures, q_offset, with_score):
         if result.kind != "i1":
             _fail("mask_mod must return a boolean (a comparison's result)",
                   fn)
-    return tracer.lines, result
+    return "\n".join(tracer.lines +
+                     [f"    kv.yield {result.name} : {result.kind}"])
+
+
+def trace_variants(spec, score_mod, mask_mod, q_offset=0):
+    """Adds score_mod / mask_mod, traced, to `spec` (its "score_mod",
+    "mask_mod" and "captures" fields); returns the captured tensors, in
+    the kernel's argument order. `q_offset`: what the functions' q_idx is
+    short of kvir's position (FlexAttention's kv_len - qo_len; 0 where
+    q_idx is the position)."""
+    captures = _Captures()
+    if score_mod is not None:
+        spec["score_mod"] = _trace_region(score_mod, captures, q_offset, True)
+    if mask_mod is not None:
+        spec["mask_mod"] = _trace_region(mask_mod, captures, q_offset, False)
+    if captures.types:
+        spec["captures"] = list(captures.types)
+    return captures.buffers()
 
 
 class BlockMask:
@@ -484,47 +504,6 @@ def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device=None,
     heads. `device` and `BLOCK_SIZE` are accepted (kvir's kernels choose
     their tiles)."""
     return BlockMask(mask_mod, B, H, Q_LEN, KV_LEN)
-
-
-def _module_text(spec, score_lines, score_result, mask_lines, mask_result,
-                 captures):
-    B, Hq, Hk, L, S, E, Ev, T = (spec[k] for k in ("B", "Hq", "Hk", "L", "S",
-                                                    "E", "Ev", "dtype"))
-    t = _MLIR_FLOAT[T]
-    q = f"memref<?x{Hq}x{E}x{t}>"
-    kpool = f"memref<?x{Hk}x{S}x{E}x{t}>"
-    vpool = f"memref<?x{Hk}x{S}x{Ev}x{t}>"
-    out = f"memref<?x{Hq}x{Ev}x{t}>"
-    lse = f"memref<?x{Hq}xf32>"
-    i32 = "memref<?xi32>"
-    paged = (f"!kv.paged<page_size = {S}, kv_heads = {Hk}, head_dim = {E}, "
-             f"head_dim_v = {Ev}, dtype = {t}, layout = hnd, storage = split,"
-             f" table = csr>")
-    state = f"!kv.state<?x{Hq}x{Ev}x{t}, base = e>"
-    caps = "".join(f", %cap{i}: {ty}" for i, ty in enumerate(captures.types))
-    lines = [
-        f"func.func @kvir_main(%q: {q}, %qo_indptr: {i32}, %k_cache: "
-        f"{kpool}, %v_cache: {vpool}, %kv_indptr: {i32}, %kv_indices: {i32},"
-        f" %kv_last_page_len: {i32}{caps}, %out: {out}, %lse: {lse}) "
-        f"attributes {{llvm.emit_c_interface}} {{",
-        f"  %kv = kv.paged_view pools(%k_cache, %v_cache : {kpool}, {vpool}) "
-        f"tables(%kv_indptr, %kv_indices, %kv_last_page_len : {i32}, {i32}, "
-        f"{i32}) : {paged}",
-        "  %s = kv.prefill %q, %qo_indptr, %kv"]
-    if score_lines is not None:
-        lines += ["  score_mod {",
-                  "  ^bb0(%score: f32, %b: index, %h: index, %p: index, "
-                  "%j: index):"] + score_lines + [
-                      f"    kv.yield {score_result.name} : f32", "  }"]
-    if mask_lines is not None:
-        lines += ["  mask_mod {",
-                  "  ^bb0(%b: index, %h: index, %p: index, %j: index):"] + \
-            mask_lines + [f"    kv.yield {mask_result.name} : i1", "  }"]
-    lines += [f"  {{sm_scale = {_f32(spec['scale'])} : f32}} : {q}, {i32}, "
-              f"{paged} -> {state}",
-              f"  kv.store_state %s, %out, %lse : {state}, {out}, {lse}",
-              "  return", "}"]
-    return "\n".join(lines) + "\n"
 
 
 _executors = {}
@@ -558,7 +537,7 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None,
     if S == 0 or L == 0:
         raise ValueError("query and key need at least one row")
     dtype = dtype_name(query.dtype)
-    if dtype not in _MLIR_FLOAT or key.dtype != query.dtype or \
+    if dtype not in ("f16", "bf16", "f32") or key.dtype != query.dtype or \
             value.dtype != query.dtype:
         raise TypeError(f"query, key, value: dtypes {query.dtype}, "
                         f"{key.dtype}, {value.dtype}; expected one of "
@@ -574,23 +553,19 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None,
             raise ValueError(f"block_mask: made for {block_mask.shape}, the "
                              f"call is B={B}, H={Hq}, Q_LEN={L}, KV_LEN={S}")
         mask_mod = block_mask.mask_mod
-    spec = {"B": int(B), "Hq": int(Hq), "Hk": int(Hk), "L": int(L),
-            "S": int(S), "E": int(E), "Ev": int(Ev), "dtype": dtype,
-            "scale": float(scale) if scale is not None else E ** -0.5}
-    captures = _Captures()
-    score = _trace_region(score_mod, captures, S - L, True) \
-        if score_mod else (None, None)
-    mask = _trace_region(mask_mod, captures, S - L, False) \
-        if mask_mod else (None, None)
-    text = _module_text(spec, score[0], score[1], mask[0], mask[1],
-                        captures)
-    key_ = (text, chip, cache_dir)
+    # K and V as a paged cache of B pages of S slots in HND order, which
+    # [B, Hkv, S, E] already is.
+    spec = {"op": "prefill", "kv": "paged", "kv_storage": "split",
+            "kv_layout": "hnd", "page_size": int(S), "num_qo_heads": int(Hq),
+            "num_kv_heads": int(Hk), "head_dim": int(E),
+            "head_dim_v": int(Ev), "dtype": dtype, "lse_base": "e",
+            "sm_scale": float(scale) if scale is not None else E ** -0.5}
+    captured = trace_variants(spec, score_mod, mask_mod, S - L)
+    key_ = (json.dumps(spec, sort_keys=True), chip, cache_dir)
     if key_ not in _executors:
-        _executors[key_] = _Executor({"op": "prefill", "module": text}, chip,
-                                     cache_dir)
+        _executors[key_] = _Executor(spec, chip, cache_dir)
     executor = _executors[key_]
-    # kvir's rows are [B * L, Hq, E]; K and V are a paged cache of B pages
-    # of S slots in HND order, which [B, Hkv, S, E] already is.
+    # kvir's rows are [B * L, Hq, E].
     q_rows = query.transpose(1, 2).reshape(B * L, Hq, E).contiguous()
     # On the CPU (the emulator) the outputs start as NaN, so that anything
     # the kernels leave unwritten shows; on a GPU they are not filled.
@@ -612,7 +587,7 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None,
             ("kv_indices", Arg("kv_indices", index(list(range(B))))),
             ("kv_last_page_len", Arg("kv_last_page_len", index([S] * B)))]
     args += [(f"capture{i}", Arg(f"capture{i}", t.to(query.device)))
-             for i, t in enumerate(captures.buffers())]
+             for i, t in enumerate(captured)]
     args += [("out", Arg("out", out)), ("lse", Arg("lse", lse))]
     executor.run(args, backend=_backend(backend))
     o = out.view(B, L, Hq, Ev).transpose(1, 2).contiguous()

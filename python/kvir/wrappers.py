@@ -46,7 +46,7 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
              window_left=-1, logits_soft_cap=None, q_data_type="float16",
              kv_data_type=None, data_type=None, sm_scale=None,
              rope_scale=None, rope_theta=None, non_blocking=True,
-             lse_base="2"):
+             lse_base="2", score_mod=None, mask_mod=None):
         # FlashInfer's data_type: the older name of kv_data_type.
         if kv_data_type is None:
             kv_data_type = data_type
@@ -75,6 +75,7 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
         self._tables = _Tables(self._graph.fill(
             [("kv_indptr", indptr), ("kv_indices", indices),
              ("kv_last_page_len", last_page_len)], "indptr", self.batch))
+        self._variants(spec, score_mod, mask_mod)
         self.spec = spec
         self._exec = _Executor(spec, self.chip, self.cache_dir)
         self._pair_exec = None
@@ -96,7 +97,7 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
         oa = Arg("out", out).check(s["dtype"], [self.batch, hq, d])
         la = Arg("lse", lse).check("f32", [self.batch, hq])
         args = [("q", qa)] + pools + self._tables.on(qa) + scales + \
-            [("out", oa), ("lse", la)]
+            self._variant_args(qa) + [("out", oa), ("lse", la)]
         self._executor(pools).run(args, self.kv_lengths, self.backend)
         return (out, lse) if return_lse else out
 
@@ -120,11 +121,6 @@ class _PrefillBase(_Wrapper):
               logits_soft_cap, q_data_type, kv_data_type, lse_base,
               rope_scale, rope_theta, custom_mask=None,
               packed_custom_mask=None, o_data_type=None):
-        if custom_mask is not None or packed_custom_mask is not None:
-            raise ValueError("custom_mask / packed_custom_mask: kvir's "
-                             "wrappers take no custom mask yet; write the "
-                             "prefill as a kv module with a mask "
-                             "(kvir.Module.parse)")
         dtype = dtype_name(q_data_type)
         kv_dtype = _kv_dtype(dtype, kv_data_type)
         qo = host_int_array("qo_indptr", qo_indptr)
@@ -145,8 +141,40 @@ class _PrefillBase(_Wrapper):
             spec["out_dtype"] = dtype_name(o_data_type)
         if head_dim_vo is not None and int(head_dim_vo) != int(head_dim_qk):
             spec["head_dim_v"] = int(head_dim_vo)
+        if custom_mask is not None and packed_custom_mask is not None:
+            raise ValueError("custom_mask and packed_custom_mask: give one")
+        # FlashInfer's custom mask replaces the causal one.
+        if custom_mask is not None:
+            spec["custom_mask"], spec["causal"] = "bool", False
+        if packed_custom_mask is not None:
+            spec["custom_mask"], spec["causal"] = "packed", False
+        self._mask_given = custom_mask if custom_mask is not None \
+            else packed_custom_mask
         return _options(spec, window_left, logits_soft_cap, sm_scale,
                         lse_base, pos_encoding_mode, rope_scale, rope_theta)
+
+    def _plan_variants(self, kv_lengths, score_mod, mask_mod):
+        """The plan's variants (_Wrapper._variants), the custom mask checked
+        against the batch: FlashInfer's concatenated qo_len x kv_len blocks,
+        bool, or packed 8 to a byte (least significant bit first), each
+        block starting on a byte."""
+        mask = self._mask_given
+        if mask is not None:
+            qo_lens = self._qo[1:] - self._qo[:-1]
+            blocks = qo_lens * np.asarray(kv_lengths, dtype=np.int64)
+            kind = self.spec["custom_mask"]
+            need = int(blocks.sum()) if kind == "bool" else \
+                int(((blocks + 7) // 8).sum())
+            a = Arg("packed_custom_mask" if kind == "packed" else
+                    "custom_mask", mask)
+            want = ("bool",) if kind == "bool" else ("u8", "i8")
+            if a.dtype not in want or len(a.shape) != 1 or \
+                    a.shape[0] < need:
+                raise ValueError(f"{a.name}: dtype {a.dtype}, shape "
+                                 f"{a.shape}, expected {' or '.join(want)} "
+                                 f"[{need}] (the requests' qo_len x kv_len "
+                                 f"blocks{'' if kind == 'bool' else ', 8 to a byte'})")
+        self._variants(self.spec, score_mod, mask_mod, mask)
 
     def _check_rows(self, kv_lengths):
         a, pa = _i32(self._qo)
@@ -193,7 +221,7 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
              use_fp16_qk_reduction=False, sm_scale=None, window_left=-1,
              logits_soft_cap=None, rope_scale=None, rope_theta=None,
              q_data_type="float16", kv_data_type=None, o_data_type=None,
-             non_blocking=True, lse_base="2"):
+             non_blocking=True, lse_base="2", score_mod=None, mask_mod=None):
         # use_fp16_qk_reduction: kvir accumulates Q K^T in f32 always.
         spec = self._spec("paged", qo_indptr, num_qo_heads, num_kv_heads,
                           head_dim_qk, head_dim_vo, causal, pos_encoding_mode,
@@ -214,7 +242,9 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
         self._check = _CsrCheck(
             ip, host_int_array("paged_kv_indices", paged_kv_indices), last,
             page_size)
-        self._check_rows(_csr_lengths(ip, last, int(page_size)))
+        lengths = _csr_lengths(ip, last, int(page_size))
+        self._check_rows(lengths)
+        self._plan_variants(lengths, score_mod, mask_mod)
         self._tables = _Tables(self._graph.fill(
             [("qo_indptr", qo_indptr), ("kv_indptr", paged_kv_indptr),
              ("kv_indices", paged_kv_indices),
@@ -237,7 +267,7 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
         out, lse, oa, la = self._outputs(qa, out, lse)
         t = self._tables.on(qa)
         args = [("q", qa), t[0]] + pools + t[1:] + scales + \
-            [("out", oa), ("lse", la)]
+            self._variant_args(qa) + [("out", oa), ("lse", la)]
         self._executor(pools).run(args, backend=self.backend)
         return (out, lse) if return_lse else out
 
@@ -263,7 +293,8 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillBase):
              use_fp16_qk_reduction=False, window_left=-1,
              logits_soft_cap=None, sm_scale=None, rope_scale=None,
              rope_theta=None, q_data_type="float16", kv_data_type=None,
-             o_data_type=None, non_blocking=True, lse_base="2"):
+             o_data_type=None, non_blocking=True, lse_base="2",
+             score_mod=None, mask_mod=None):
         self.spec = self._spec("ragged", qo_indptr, num_qo_heads,
                                num_kv_heads, head_dim_qk, head_dim_vo, causal,
                                pos_encoding_mode, sm_scale, window_left,
@@ -277,6 +308,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillBase):
                              f"non-decreasing key offsets starting at 0")
         self.nnz_kv = int(kv[-1])
         self._check_rows(kv[1:] - kv[:-1])
+        self._plan_variants(kv[1:] - kv[:-1], score_mod, mask_mod)
         self._tables = _Tables(self._graph.fill(
             [("qo_indptr", qo_indptr), ("kv_indptr", kv_indptr)],
             "qo_indptr", self.batch))
@@ -296,8 +328,8 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillBase):
                              f"{self.nnz_kv}")
         out, lse, oa, la = self._outputs(qa, out, lse)
         t = self._tables.on(qa)
-        args = [("q", qa), t[0], ("k", ka), ("v", va), t[1],
-                ("out", oa), ("lse", la)]
+        args = [("q", qa), t[0], ("k", ka), ("v", va), t[1]] + \
+            self._variant_args(qa) + [("out", oa), ("lse", la)]
         self._exec.run(args, backend=self.backend)
         return (out, lse) if return_lse else out
 

@@ -20,10 +20,13 @@ def rotate_half(x, positions, theta, scale):
 
 
 def attend(q, k, v, positions, causal=False, window_left=-1, soft_cap=0.0,
-           sm_scale=None, lse_base="2", rope=None):
+           sm_scale=None, lse_base="2", rope=None, mask=None, score_mod=None):
     """q [n, Hq, D] rows at `positions` of a request with keys k [m, Hk, D]
     and values v [m, Hk, Dv]: (o [n, Hq, Dv], lse [n, Hq]) in float64.
-    `rope`: (theta, scale) of rotate-half RoPE on q and k."""
+    `rope`: (theta, scale) of rotate-half RoPE on q and k. `mask`: [n, m]
+    bool, keys a row may see. `score_mod(s, h, p, j)`: the logits s [m] of
+    head h's row at position p, keys j [m], modified (ALiBi and score_mod
+    come before the soft cap, as docs/Semantics.md orders the variants)."""
     q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
     if rope is not None:
         q = rotate_half(q, positions, *rope)
@@ -41,11 +44,16 @@ def attend(q, k, v, positions, causal=False, window_left=-1, soft_cap=0.0,
             visible &= keys <= p
         if window_left >= 0:
             visible &= keys >= p - window_left
+        if mask is not None:
+            visible &= np.asarray(mask[i], dtype=bool)
         if not visible.any():
             continue
         for h in range(hq):
             g = h // (hq // hk)
             s = scale * (k[visible, g] @ q[i, h])
+            if score_mod is not None:
+                s = np.asarray(score_mod(s, h, p, keys[visible]),
+                               dtype=np.float64)
             if soft_cap > 0:
                 s = soft_cap * np.tanh(s / soft_cap)
             top = s.max()

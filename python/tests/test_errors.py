@@ -113,9 +113,30 @@ def test_bad_layout():
     ({"op": "prefill", "kv": "ragged", "num_qo_heads": 4, "head_dim": 64,
       "dtype": "f16", "kv_storage": "split"},
      "spec: unknown field 'kv_storage'"),
+    ({"op": "decode", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
+      "dtype": "f16", "custom_mask": "bool"},
+     "spec: 'custom_mask' applies to prefills"),
+    ({"op": "decode", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
+      "dtype": "f16", "captures": "memref<4xf32>"},
+     "spec: 'captures' must be an array of strings"),
+    ({"op": "decode", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
+      "dtype": "f16", "alibi": "paper"},
+     "spec: 'alibi' must be one of 'none', 'standard', 'slopes', got "
+     "'paper'"),
 ])
 def test_bad_spec(cache, spec, message):
     with pytest.raises(kvir.KvirError, match="^" + message.replace("(", "\\(")):
+        kvir.compile(spec, "sm_90a", cache)
+
+
+def test_bad_region_text_is_located(cache):
+    # A score_mod's text that does not parse: the module's line and column.
+    spec = {"op": "decode", "num_qo_heads": 4, "head_dim": 64,
+            "page_size": 16, "dtype": "f16",
+            "score_mod": "    %t0 = arith.mulf %score, %nope : f32\n"
+                         "    kv.yield %t0 : f32"}
+    with pytest.raises(kvir.KvirError, match=r"input.mlir:\d+:\d+: "
+                                             r"use of undeclared SSA value"):
         kvir.compile(spec, "sm_90a", cache)
 
 

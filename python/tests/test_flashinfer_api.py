@@ -187,3 +187,127 @@ def test_cascade_constructor_takes_use_cuda_graph(cache):
     w = kvir.MultiLevelCascadeAttentionWrapper(2, None, "NHD", False,
                                               cache_dir=cache)
     assert len(w.levels) == 2 and not w.levels[0].is_cuda_graph_enabled
+
+
+def _alibi_slopes(heads):
+    """The ALiBi paper's slopes (FlashInfer's get_alibi_slopes)."""
+    n = 2 ** int(math.floor(math.log2(heads)))
+    return [2 ** (-8 * (h + 1) / n) if h < n
+            else 2 ** (-4 * (2 * (h - n) + 1) / n) for h in range(heads)]
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_paged_prefill_custom_mask(rng, cache, packed):
+    # FlashInfer's custom mask: per request a qo_len x kv_len block,
+    # concatenated (bool), or bit-packed per request (little bit order);
+    # it replaces causal.
+    lens, rows = [40, 9, 17], [5, 9, 1]
+    pool, indptr, indices, last, keys, values = paged_batch(
+        rng, lens, 8, 2, 64, "float16")
+    qo = np.concatenate([[0], np.cumsum(rows)]).astype(np.int32)
+    q = rng.uniform(-1, 1, (int(qo[-1]), 4, 64)).astype(np.float16)
+    blocks = [rng.random((r, n)) < 0.6 for r, n in zip(rows, lens)]
+    blocks[1][3] = False  # a row that sees nothing
+    flat = np.concatenate([b.ravel() for b in blocks])
+    mask_args = {"custom_mask": flat}
+    if packed:
+        mask_args = {"packed_custom_mask": np.concatenate(
+            [np.packbits(b.ravel(), bitorder="little") for b in blocks])}
+    w = kvir.BatchPrefillWithPagedKVCacheWrapper(cache_dir=cache)
+    w.plan(qo, indptr, indices, last, 4, 2, 64, 8, causal=True,
+           **mask_args)
+    out = poisoned((int(qo[-1]), 4, 64), np.float16)
+    lse = poisoned((int(qo[-1]), 4), np.float32)
+    w.run(q, pool, out=out, lse=lse)
+    for b, (n, r) in enumerate(zip(lens, rows)):
+        r0 = qo[b]
+        ref_o, ref_lse = attend(q[r0:r0 + r], keys[b], values[b],
+                                list(range(n - r, n)), mask=blocks[b])
+        check(out[r0:r0 + r], lse[r0:r0 + r], ref_o, ref_lse,
+              TOLERANCE["f16"], 1e-3)
+    with pytest.raises(ValueError, match=r"custom_mask: dtype bool, shape "
+                                         r"\[10\], expected bool \["):
+        w.plan(qo, indptr, indices, last, 4, 2, 64, 8, custom_mask=flat[:10])
+
+
+def test_alibi_decode_and_prefill(rng, cache):
+    lens = [30, 70]
+    pool, indptr, indices, last, keys, values = paged_batch(
+        rng, lens, 16, 2, 64, "float16")
+    slopes = _alibi_slopes(6)
+
+    def bias(s, h, p, j):
+        return s + slopes[h] * (j - p)
+    q = rng.uniform(-1, 1, (2, 6, 64)).astype(np.float16)
+    w = kvir.BatchDecodeWithPagedKVCacheWrapper(cache_dir=cache)
+    w.plan(indptr, indices, last, 6, 2, 64, 16, pos_encoding_mode="ALIBI")
+    out, lse = w.run(q, pool, return_lse=True)
+    for b, n in enumerate(lens):
+        ref_o, ref_lse = attend(q[b:b + 1], keys[b], values[b], [n - 1],
+                                score_mod=bias)
+        check(out[b:b + 1], lse[b:b + 1], ref_o, ref_lse, TOLERANCE["f16"],
+              1e-3)
+    qo = np.array([0, 3, 10], np.int32)
+    qp = rng.uniform(-1, 1, (10, 6, 64)).astype(np.float16)
+    p = kvir.BatchPrefillWithPagedKVCacheWrapper(cache_dir=cache)
+    p.plan(qo, indptr, indices, last, 6, 2, 64, 16, causal=True,
+           pos_encoding_mode="ALIBI")
+    out, lse = p.run(qp, pool, return_lse=True)
+    for b, (n, r) in enumerate(zip(lens, [3, 7])):
+        r0 = qo[b]
+        ref_o, ref_lse = attend(qp[r0:r0 + r], keys[b], values[b],
+                                list(range(n - r, n)), causal=True,
+                                score_mod=bias)
+        check(out[r0:r0 + r], lse[r0:r0 + r], ref_o, ref_lse,
+              TOLERANCE["f16"], 1e-3)
+
+
+def test_score_and_mask_mods_on_the_wrappers(rng, cache):
+    # Python score_mod / mask_mod traced into the wrappers' kernels; q_idx
+    # is the row's position among the request's keys.
+    torch = pytest.importorskip("torch")
+    lens = [50, 9]
+    pool, indptr, indices, last, keys, values = paged_batch(
+        rng, lens, 16, 2, 64, "float16")
+    temperature = torch.tensor([1.0, 0.5, 2.0, 1.5])
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        return score * temperature[h]
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        return (q_idx - kv_idx) % 3 != 1
+    temp = temperature.numpy().astype(np.float64)
+    q = rng.uniform(-1, 1, (2, 4, 64)).astype(np.float16)
+    w = kvir.BatchDecodeWithPagedKVCacheWrapper(cache_dir=cache)
+    w.plan(indptr, indices, last, 4, 2, 64, 16, score_mod=score_mod,
+           mask_mod=mask_mod)
+    out, lse = w.run(torch.from_numpy(q), torch.from_numpy(pool),
+                     return_lse=True)
+    for b, n in enumerate(lens):
+        keep = ((n - 1 - np.arange(n)) % 3 != 1)[None]
+        ref_o, ref_lse = attend(q[b:b + 1], keys[b], values[b], [n - 1],
+                                mask=keep,
+                                score_mod=lambda s, h, p, j: s * temp[h])
+        check(out[b:b + 1].numpy(), lse[b:b + 1].numpy(), ref_o, ref_lse,
+              TOLERANCE["f16"], 1e-3)
+
+    qo = np.array([0, 4, 6], np.int32)
+    kv = np.array([0, 20, 27], np.int32)
+    qr = rng.uniform(-1, 1, (6, 4, 64)).astype(np.float16)
+    k = rng.uniform(-1, 1, (27, 2, 64)).astype(np.float16)
+    v = rng.uniform(-1, 1, (27, 2, 64)).astype(np.float16)
+    r = kvir.BatchPrefillWithRaggedKVCacheWrapper(cache_dir=cache)
+    r.plan(qo, kv, 4, 2, 64, causal=True, score_mod=score_mod,
+           mask_mod=mask_mod)
+    out, lse = r.run(torch.from_numpy(qr), torch.from_numpy(k),
+                     torch.from_numpy(v), return_lse=True)
+    for b in range(2):
+        n, rows = kv[b + 1] - kv[b], qo[b + 1] - qo[b]
+        pos = np.arange(n - rows, n)
+        keep = (pos[:, None] - np.arange(n)[None]) % 3 != 1
+        ref_o, ref_lse = attend(qr[qo[b]:qo[b + 1]], k[kv[b]:kv[b + 1]],
+                                v[kv[b]:kv[b + 1]], list(pos), causal=True,
+                                mask=keep,
+                                score_mod=lambda s, h, p, j: s * temp[h])
+        check(out[qo[b]:qo[b + 1]].numpy(), lse[qo[b]:qo[b + 1]].numpy(),
+              ref_o, ref_lse, TOLERANCE["f16"], 1e-3)
