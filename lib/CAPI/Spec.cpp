@@ -270,6 +270,24 @@ Expected<std::string> readRope(SpecReader &r) {
   Expected<std::optional<int64_t>> rotary = rope.integer("rotary_dim");
   if (!rotary)
     return rotary.takeError();
+  // Llama 3.1's frequency scaling: all four fields or none.
+  const char *llama31[] = {"factor", "low_freq_factor", "high_freq_factor",
+                           "original_max_position"};
+  SmallVector<std::string> scaling;
+  for (const char *name : llama31) {
+    Expected<std::optional<double>> v = rope.number(name);
+    if (!v)
+      return v.takeError();
+    if (*v && !(**v > 0 && std::isfinite(**v)))
+      return rope.error("'" + Twine(name) +
+                        "' must be a positive finite number");
+    if (*v)
+      scaling.push_back(std::string(name) + " = " + floatAttr(**v));
+  }
+  if (!scaling.empty() && scaling.size() != std::size(llama31))
+    return rope.error("Llama 3.1's scaling takes 'factor', "
+                      "'low_freq_factor', 'high_freq_factor' and "
+                      "'original_max_position' together");
   if (Error e = rope.checkUnused())
     return std::move(e);
   std::string text = "rope = #kv.rope<" + *style;
@@ -279,6 +297,8 @@ Expected<std::string> readRope(SpecReader &r) {
     text += ", scale = " + floatAttr(**scale);
   if (*rotary)
     text += ", rotary_dim = " + std::to_string(**rotary);
+  for (const std::string &entry : scaling)
+    text += ", " + entry;
   return text + ">";
 }
 
@@ -373,6 +393,31 @@ Expected<Variants> readVariants(SpecReader &r, bool prefill, int64_t qHeads) {
     v.args += ", %custom_mask: " + type;
     v.maskClause = " mask(%custom_mask : " + type + ")";
   }
+  // A prefill's rows at positions of their own (a chunked prefill's, a
+  // cascade's over concatenated levels).
+  Expected<bool> positions = r.boolean("positions");
+  if (!positions)
+    return positions.takeError();
+  if (*positions) {
+    if (!prefill)
+      return r.error("'positions' applies to prefills (a decode row sits "
+                     "at kv_len - 1)");
+    v.args += ", %positions: memref<?xi32>";
+    v.maskClause += " positions(%positions : memref<?xi32>)";
+  }
+  // A decode's sparse selection: per row, `topk` indices into its keys.
+  Expected<std::optional<int64_t>> topk = r.integer("topk");
+  if (!topk)
+    return topk.takeError();
+  if (*topk) {
+    if (prefill)
+      return r.error("'topk' applies to decodes");
+    if (**topk <= 0)
+      return r.error("'topk' must be positive, got " + Twine(**topk));
+    std::string type = formatv("memref<?x{0}xi32>", **topk).str();
+    v.args += ", %topk: " + type;
+    v.maskClause += " topk(%topk : " + type + ")";
+  }
   std::string perHead = formatv("memref<{0}xf32>", qHeads).str();
   Expected<bool> sinks = r.boolean("sinks");
   if (!sinks)
@@ -457,18 +502,34 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
   // fp8 caches (per-tensor k_scale / v_scale, f32 arguments after the
   // tables); otherwise the cache holds the activation type.
   Expected<std::string> kvDtype =
-      r.choice("kv_dtype", {"same", "fp8_e4m3", "fp8_e5m2", "f16", "bf16",
-                            "f32"});
+      r.choice("kv_dtype",
+               {"same", "fp8_e4m3", "fp8_e5m2", "int8", "f16", "bf16", "f32"});
   if (!kvDtype)
     return kvDtype.takeError();
   bool fp8 = StringRef(*kvDtype).starts_with("fp8");
-  if (!fp8 && *kvDtype != "same" && *kvDtype != c.dtype)
-    return r.error("'kv_dtype' must be 'fp8_e4m3', 'fp8_e5m2' or the "
-                   "activation dtype '" + c.dtype + "', got '" + *kvDtype +
-                   "'");
-  if (fp8 && !paged)
+  // OpenPPL's int8 groups: codes, and one scale of the activation type per
+  // `quant_group` dims, in scale pools of the cache's form.
+  bool int8 = *kvDtype == "int8";
+  Expected<std::optional<int64_t>> quantGroup = r.integer("quant_group");
+  if (!quantGroup)
+    return quantGroup.takeError();
+  if (int8 != quantGroup->has_value())
+    return r.error("'quant_group' (the dims per int8 scale) goes with "
+                   "'kv_dtype': 'int8', and only with it");
+  if (!fp8 && !int8 && *kvDtype != "same" && *kvDtype != c.dtype)
+    return r.error("'kv_dtype' must be 'fp8_e4m3', 'fp8_e5m2', 'int8' or "
+                   "the activation dtype '" +
+                   c.dtype + "', got '" + *kvDtype + "'");
+  if ((fp8 || int8) && !paged)
     return r.error("'kv_dtype' " + *kvDtype + " needs a paged cache");
-  std::string poolType = !fp8 ? c.dtype
+  if (int8 && (**quantGroup <= 0 || *headDim % **quantGroup ||
+               *headDimV % **quantGroup))
+    return r.error("'quant_group' must be positive and divide the head dims "
+                   "(" +
+                   Twine(*headDim) + ", " + Twine(*headDimV) + "), got " +
+                   Twine(**quantGroup));
+  std::string poolType = int8                     ? "i8"
+                         : !fp8                   ? c.dtype
                          : *kvDtype == "fp8_e4m3" ? "f8E4M3FN"
                                                   : "f8E5M2";
   std::string kvType, view, kvArgs;
@@ -495,35 +556,61 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
                      "'kv_storage': 'split' gives K and V pools of their "
                      "own widths)");
     int64_t ps = *pageSize, hk = *kvHeads;
-    auto poolOf = [&](StringRef kv, int64_t dim) {
+    // A pool of `dim`-wide rows of `type`: K and V pages together ("2x")
+    // or one of them.
+    auto poolOf = [&](StringRef kv, int64_t dim, StringRef type) {
       return (*layout == "nhd" ? formatv("memref<?x{0}{1}x{2}x{3}x{4}>", kv, ps,
-                                         hk, dim, poolType)
+                                         hk, dim, type)
                                : formatv("memref<?x{0}{1}x{2}x{3}x{4}>", kv, hk,
-                                         ps, dim, poolType))
+                                         ps, dim, type))
           .str();
     };
+    std::string quant =
+        fp8 ? ", quant = " + *kvDtype
+        : int8
+            ? formatv(", quant = int8_group, quant_group = {0}", **quantGroup)
+                  .str()
+            : std::string();
     kvType = formatv("!kv.paged<page_size = {0}, kv_heads = {1}, head_dim = "
                      "{2}, head_dim_v = {3}, dtype = {4}, layout = {5}, "
                      "storage = {6}, table = {7}{8}>",
                      ps, hk, *headDim, *headDimV, c.dtype, *layout, *storage,
-                     tableForm(*tables),
-                     fp8 ? ", quant = " + *kvDtype : std::string());
-    std::string pools, poolTypes;
+                     tableForm(*tables), quant);
+    // The pools (int8 codes), then with int8 the scale pools of the same
+    // form, one scale of the activation type per quant_group dims.
+    int64_t group = int8 ? **quantGroup : 1;
+    SmallVector<std::pair<std::string, std::string>> pools, scales;
     if (split) {
-      std::string k = poolOf("", *headDim), v = poolOf("", *headDimV);
-      kvArgs = "%k_cache: " + k + ", %v_cache: " + v;
-      pools = "%k_cache, %v_cache";
-      poolTypes = k + ", " + v;
+      pools = {{"%k_cache", poolOf("", *headDim, poolType)},
+               {"%v_cache", poolOf("", *headDimV, poolType)}};
+      scales = {{"%k_scales", poolOf("", *headDim / group, c.dtype)},
+                {"%v_scales", poolOf("", *headDimV / group, c.dtype)}};
     } else {
-      std::string pool = poolOf("2x", *headDim);
-      kvArgs = "%paged_kv_cache: " + pool;
-      pools = "%paged_kv_cache";
-      poolTypes = pool;
+      pools = {{"%paged_kv_cache", poolOf("2x", *headDim, poolType)}};
+      scales = {{"%kv_scales", poolOf("2x", *headDim / group, c.dtype)}};
     }
+    if (!int8)
+      scales.clear();
+    // `%a: A, %b: B`, or `%a, %b : A, B` (a clause).
+    auto listed = [](ArrayRef<std::pair<std::string, std::string>> values,
+                     bool clause) {
+      SmallVector<std::string> names, types, args;
+      for (const auto &[name, type] : values) {
+        names.push_back(name);
+        types.push_back(type);
+        args.push_back(name + ": " + type);
+      }
+      return clause ? join(names, ", ") + " : " + join(types, ", ")
+                    : join(args, ", ");
+    };
+    kvArgs = listed(pools, false);
+    if (!scales.empty())
+      kvArgs += ", " + listed(scales, false);
     kvArgs +=
         ", " + tables->args + (fp8 ? ", %k_scale: f32, %v_scale: f32" : "");
-    view = "kv.paged_view pools(" + pools + " : " + poolTypes + ") " +
+    view = "kv.paged_view pools(" + listed(pools, true) + ") " +
            tables->clause + (fp8 ? " fp8_scales(%k_scale, %v_scale)" : "") +
+           (scales.empty() ? "" : " scales(" + listed(scales, true) + ")") +
            " : " + kvType;
   } else {
     std::string k = tensorType(*kvHeads, *headDim, c.dtype);
@@ -544,8 +631,9 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
               kvArgs + variants->args + ", %out: " + out + ", %lse: " + lse)
      << "  %kv = " << view << "\n";
   if (decode)
-    os << "  %s = kv.decode %q, %kv" << variants->clauses << *attrs << " : "
-       << q << ", " << kvType << " -> " << state << "\n";
+    os << "  %s = kv.decode %q, %kv" << variants->maskClause
+       << variants->clauses << *attrs << " : " << q << ", " << kvType << " -> "
+       << state << "\n";
   else
     os << "  %s = kv.prefill %q, %qo_indptr, %kv" << variants->maskClause
        << variants->clauses << *attrs << " : " << q << ", " << i32 << ", "

@@ -1,4 +1,6 @@
 """Bad arguments get errors naming the argument and what was expected."""
+import re
+
 import numpy as np
 import pytest
 
@@ -106,7 +108,8 @@ def test_bad_layout():
     ({"op": "decode", "num_qo_heads": 4, "head_dim": 128, "head_dim_v": 64,
       "page_size": 16, "dtype": "f16"},
      "spec: 'head_dim_v' must equal 'head_dim' for a paged cache of K and V "
-     "pages in one pool"),
+     "pages in one pool (FlashInfer's layout; 'kv_storage': 'split' gives K "
+     "and V pools of their own widths)"),
     ({"op": "decode", "num_qo_heads": 4, "head_dim": 128, "page_size": 16,
       "dtype": "f16", "kv_storage": "two"},
      "spec: 'kv_storage' must be one of 'combined', 'split', got 'two'"),
@@ -120,12 +123,28 @@ def test_bad_layout():
       "dtype": "f16", "captures": "memref<4xf32>"},
      "spec: 'captures' must be an array of strings"),
     ({"op": "decode", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
+      "dtype": "f16", "quant_group": 8},
+     "spec: 'quant_group' (the dims per int8 scale) goes with 'kv_dtype': "
+     "'int8', and only with it"),
+    ({"op": "decode", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
+      "dtype": "f16", "kv_dtype": "int8", "quant_group": 24},
+     "spec: 'quant_group' must be positive and divide the head dims"),
+    ({"op": "decode", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
+      "dtype": "f16", "positions": True},
+     "spec: 'positions' applies to prefills"),
+    ({"op": "prefill", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
+      "dtype": "f16", "topk": 8}, "spec: 'topk' applies to decodes"),
+    ({"op": "decode", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
+      "dtype": "f16", "rope": {"style": "rotate_half", "factor": 8.0}},
+     "spec: rope: Llama 3.1's scaling takes 'factor', 'low_freq_factor', "
+     "'high_freq_factor' and 'original_max_position' together"),
+    ({"op": "decode", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
       "dtype": "f16", "alibi": "paper"},
      "spec: 'alibi' must be one of 'none', 'standard', 'slopes', got "
      "'paper'"),
 ])
 def test_bad_spec(cache, spec, message):
-    with pytest.raises(kvir.KvirError, match="^" + message.replace("(", "\\(")):
+    with pytest.raises(kvir.KvirError, match="^" + re.escape(message)):
         kvir.compile(spec, "sm_90a", cache)
 
 

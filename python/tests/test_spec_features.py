@@ -1,0 +1,177 @@
+"""The spec's dialect features beyond FlashInfer's wrappers, compiled with
+kvir.compile and run in the emulator on numpy buffers, against the float64
+reference: int8-group caches, split K/V pools of their own widths,
+prefill positions, decode top-k selection, sinks, ALiBi slopes and Llama
+3.1's RoPE scaling."""
+import math
+
+import numpy as np
+import pytest
+
+import kvir
+from conftest import TOLERANCE, paged_batch, poisoned
+from reference import attend, check
+
+
+def emulate(cache, spec, *buffers):
+    """Runs the spec's kvir_main on `buffers` (in its argument order)."""
+    kernel = kvir.compile(spec, "sm_90a", cache)
+    kernel.module().emulate("kvir_main", "sm_90a",
+                            [("buffer", b.ctypes.data, list(b.shape))
+                             for b in buffers])
+
+
+def csr(lens, page):
+    pages = [-(-n // page) for n in lens]
+    indptr = np.concatenate([[0], np.cumsum(pages)]).astype(np.int32)
+    last = np.array([n - (p - 1) * page if p else 0
+                     for n, p in zip(lens, pages)], np.int32)
+    return indptr, last
+
+
+@pytest.mark.parametrize("group", [8, 16])
+def test_int8_group_decode(rng, cache, group):
+    # Codes and one f16 scale per `group` dims (OpenPPL's layout): the
+    # reference reads code * scale.
+    lens, page, hk, d, hq = [45, 3], 16, 2, 64, 8
+    indptr, last = csr(lens, page)
+    pages = int(indptr[-1]) + 1
+    indices = rng.permutation(pages).astype(np.int32)[:int(indptr[-1])].copy()
+    codes = rng.integers(-127, 128, (pages, 2, page, hk, d)).astype(np.int8)
+    scales = rng.uniform(0.002, 0.02,
+                         (pages, 2, page, hk, d // group)).astype(np.float16)
+    values = codes.astype(np.float64) * np.repeat(
+        scales.astype(np.float64), group, axis=-1)
+    q = rng.uniform(-1, 1, (2, hq, d)).astype(np.float16)
+    out = poisoned((2, hq, d), np.float16)
+    lse = poisoned((2, hq), np.float32)
+    spec = {"op": "decode", "num_qo_heads": hq, "num_kv_heads": hk,
+            "head_dim": d, "page_size": page, "dtype": "f16",
+            "kv_dtype": "int8", "quant_group": group}
+    emulate(cache, spec, q, codes, scales, indptr, indices, last, out, lse)
+    for b, n in enumerate(lens):
+        tok = np.arange(n)
+        pg = indices[indptr[b] + tok // page]
+        k, v = values[pg, 0, tok % page], values[pg, 1, tok % page]
+        ref_o, ref_lse = attend(q[b:b + 1], k, v, [n - 1])
+        check(out[b:b + 1], lse[b:b + 1], ref_o, ref_lse, TOLERANCE["f16"],
+              1e-3)
+
+
+def test_prefill_positions_over_split_pools(rng, cache):
+    # Rows at positions of their own (a chunked prefill's), causal, over K
+    # and V pools of their own widths (head dim 128, value dim 64).
+    lens, page, hk, d, dv, hq = [60, 20], 16, 2, 128, 64, 4
+    indptr, last = csr(lens, page)
+    pages = int(indptr[-1]) + 1
+    indices = rng.permutation(pages).astype(np.int32)[:int(indptr[-1])].copy()
+    kpool = rng.uniform(-1, 1, (pages, page, hk, d)).astype(np.float16)
+    vpool = rng.uniform(-1, 1, (pages, page, hk, dv)).astype(np.float16)
+    qo = np.array([0, 3, 5], np.int32)
+    positions = np.array([10, 33, 59, 4, 19], np.int32)
+    q = rng.uniform(-1, 1, (5, hq, d)).astype(np.float16)
+    out = poisoned((5, hq, dv), np.float16)
+    lse = poisoned((5, hq), np.float32)
+    spec = {"op": "prefill", "num_qo_heads": hq, "num_kv_heads": hk,
+            "head_dim": d, "head_dim_v": dv, "page_size": page,
+            "dtype": "f16", "kv_storage": "split", "causal": True,
+            "positions": True}
+    emulate(cache, spec, q, qo, kpool, vpool, indptr, indices, last,
+            positions, out, lse)
+    for b, n in enumerate(lens):
+        tok = np.arange(n)
+        pg = indices[indptr[b] + tok // page]
+        r0, r1 = qo[b], qo[b + 1]
+        ref_o, ref_lse = attend(q[r0:r1], kpool[pg, tok % page],
+                                vpool[pg, tok % page],
+                                list(positions[r0:r1]), causal=True)
+        check(out[r0:r1], lse[r0:r1], ref_o, ref_lse, TOLERANCE["f16"], 1e-3)
+
+
+def test_decode_topk_sinks_and_alibi_slopes(rng, cache):
+    # Top-k lists (with -1 padding), per-head sinks joining the denominator
+    # (and the LSE), per-head ALiBi slopes: slope * (j - p).
+    lens, page, hk, d, hq, topk = [90, 12], 16, 1, 64, 4, 16
+    pool, indptr, indices, last, keys, values = paged_batch(
+        rng, lens, page, hk, d, "float16")
+    lists = np.full((2, topk), -1, np.int32)
+    lists[0, :12] = rng.choice(90, 12, replace=False)
+    lists[1, 3:8] = rng.choice(12, 5, replace=False)
+    sinks = rng.uniform(-1, 3, hq).astype(np.float32)
+    slopes = rng.uniform(0.01, 0.2, hq).astype(np.float32)
+    q = rng.uniform(-1, 1, (2, hq, d)).astype(np.float16)
+    out = poisoned((2, hq, d), np.float16)
+    lse = poisoned((2, hq), np.float32)
+    spec = {"op": "decode", "num_qo_heads": hq, "num_kv_heads": hk,
+            "head_dim": d, "page_size": page, "dtype": "f16",
+            "topk": topk, "sinks": True, "alibi": "slopes",
+            "lse_base": "e"}
+    emulate(cache, spec, q, pool, indptr, indices, last, lists, sinks,
+            slopes, out, lse)
+    for b, n in enumerate(lens):
+        chosen = np.zeros((1, n), bool)
+        chosen[0, lists[b][lists[b] >= 0]] = True
+        ref_o, ref_lse = attend(
+            q[b:b + 1], keys[b], values[b], [n - 1], lse_base="e",
+            mask=chosen,
+            score_mod=lambda s, h, p, j: s + slopes[h] * (j - p))
+        # A sink: one more term e^(sink) in the denominator, no value.
+        total = np.exp(ref_lse[0]) + np.exp(sinks.astype(np.float64))
+        ref_o = ref_o * (np.exp(ref_lse[0]) / total)[None, :, None]
+        check(out[b:b + 1], lse[b:b + 1], ref_o, np.log(total)[None],
+              TOLERANCE["f16"], 1e-3)
+
+
+def _llama31(inv_freq, factor, low, high, original):
+    """Llama 3.1's scaled frequencies (docs: kv.rope's description)."""
+    out = []
+    for f in inv_freq:
+        w = 2 * math.pi / f
+        if w < original / high:
+            out.append(f)
+        elif w > original / low:
+            out.append(f / factor)
+        else:
+            s = (original / w - low) / (high - low)
+            out.append((1 - s) * f / factor + s * f)
+    return np.array(out)
+
+
+def test_llama31_rope_prefill(rng, cache):
+    # Rotate-half RoPE on q and each key at its position, the frequencies
+    # scaled as Llama 3.1 scales them (small original_max_position so that
+    # all three bands occur at head dim 64).
+    lens, hq, d = [40, 7], 2, 64
+    theta, factor, low, high, original = 500000.0, 8.0, 1.0, 4.0, 64.0
+    qo = np.array([0, 5, 12], np.int32)
+    kv = np.array([0, 40, 47], np.int32)
+    q = rng.uniform(-1, 1, (12, hq, d)).astype(np.float16)
+    k = rng.uniform(-1, 1, (47, hq, d)).astype(np.float16)
+    v = rng.uniform(-1, 1, (47, hq, d)).astype(np.float16)
+    out = poisoned((12, hq, d), np.float16)
+    lse = poisoned((12, hq), np.float32)
+    spec = {"op": "prefill", "kv": "ragged", "num_qo_heads": hq,
+            "head_dim": d, "dtype": "f16", "causal": True,
+            "rope": {"style": "rotate_half", "theta": theta,
+                     "factor": factor, "low_freq_factor": low,
+                     "high_freq_factor": high,
+                     "original_max_position": original}}
+    emulate(cache, spec, q, qo, k, v, kv, out, lse)
+    freq = _llama31(theta ** (-2.0 * np.arange(d // 2) / d), factor, low,
+                    high, original)
+
+    def rotate(x, positions):
+        x = x.astype(np.float64)
+        angle = np.asarray(positions, np.float64)[:, None] * freq
+        c, s = np.cos(angle)[:, None], np.sin(angle)[:, None]
+        a, b = x[..., :d // 2], x[..., d // 2:]
+        return np.concatenate([a * c - b * s, a * s + b * c], axis=-1)
+    for b, n in enumerate(lens):
+        r0, r1 = qo[b], qo[b + 1]
+        pos = list(range(n - (r1 - r0), n))
+        kb = rotate(k[kv[b]:kv[b + 1]], range(n))
+        ref_o, ref_lse = attend(rotate(q[r0:r1], pos), kb, v[kv[b]:kv[b + 1]],
+                                pos, causal=True)
+        # q and K are rotated into f16 before the products: f16's bound.
+        check(out[r0:r1], lse[r0:r1], ref_o, ref_lse, TOLERANCE["f16"],
+              TOLERANCE["f16"] * 4)
