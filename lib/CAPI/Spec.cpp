@@ -352,19 +352,26 @@ struct Tables {
   std::string args, clause;
 };
 
-Expected<Tables> readTables(SpecReader &r) {
+Expected<Tables> readTables(SpecReader &r, StringRef index) {
   Expected<std::string> table = r.choice("table", {"csr", "block_table"});
   if (!table)
     return table.takeError();
-  std::string i32 = "memref<?xi32>";
+  std::string list = ("memref<?x" + index + ">").str();
   if (*table == "csr")
-    return Tables{"%kv_indptr: " + i32 + ", %kv_indices: " + i32 +
-                      ", %kv_last_page_len: " + i32,
+    return Tables{"%kv_indptr: " + list + ", %kv_indices: " + list +
+                      ", %kv_last_page_len: " + list,
                   "tables(%kv_indptr, %kv_indices, %kv_last_page_len : " +
-                      i32 + ", " + i32 + ", " + i32 + ")"};
-  return Tables{"%block_tables: memref<?x?xi32>, %seq_lens: " + i32,
-                "tables(%block_tables, %seq_lens : memref<?x?xi32>, " + i32 +
+                      list + ", " + list + ", " + list + ")"};
+  std::string blocks = ("memref<?x?x" + index + ">").str();
+  return Tables{"%block_tables: " + blocks + ", %seq_lens: " + list,
+                "tables(%block_tables, %seq_lens : " + blocks + ", " + list +
                     ")"};
+}
+
+/// The element type of a spec's index buffers (tables, qo_indptr, a ragged
+/// kv_indptr): i32, or OpenPPL's i64.
+Expected<std::string> readIndexType(SpecReader &r) {
+  return r.choice("index_dtype", {"i32", "i64"});
 }
 
 std::string tableForm(const Tables &t) {
@@ -496,7 +503,10 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
   std::string q = tensorType(*qHeads, *headDim, c.dtype);
   std::string out = tensorType(*qHeads, *headDimV, *outDtype);
   std::string lse = tensorType(*qHeads, std::nullopt, "f32");
-  std::string i32 = "memref<?xi32>";
+  Expected<std::string> index = readIndexType(r);
+  if (!index)
+    return index.takeError();
+  std::string i32 = "memref<?x" + *index + ">";
   std::string state = formatv("!kv.state<?x{0}x{1}x{2}, base = {3}>", *qHeads,
                               *headDimV, *outDtype, c.lseBase);
   // fp8 caches (per-tensor k_scale / v_scale, f32 arguments after the
@@ -537,7 +547,8 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
     Expected<int64_t> pageSize = r.positive("page_size", std::nullopt);
     if (!pageSize)
       return pageSize.takeError();
-    Expected<std::string> layout = r.choice("kv_layout", {"nhd", "hnd"});
+    Expected<std::string> layout =
+        r.choice("kv_layout", {"nhd", "hnd", "vllm"});
     if (!layout)
       return layout.takeError();
     // K and V pages in one pool (FlashInfer's paged_kv_cache tensor) or in
@@ -546,10 +557,13 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
         r.choice("kv_storage", {"combined", "split"});
     if (!storage)
       return storage.takeError();
-    Expected<Tables> tables = readTables(r);
+    Expected<Tables> tables = readTables(r, *index);
     if (!tables)
       return tables.takeError();
-    bool split = *storage == "split";
+    bool split = *storage == "split", vllm = *layout == "vllm";
+    if (vllm && (!split || int8))
+      return r.error("'kv_layout' vllm is vLLM's K and V pools: "
+                     "'kv_storage': 'split', and no int8 groups");
     if (*headDimV != *headDim && !split)
       return r.error("'head_dim_v' must equal 'head_dim' for a paged cache "
                      "of K and V pages in one pool (FlashInfer's layout; "
@@ -565,6 +579,18 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
                                          ps, dim, type))
           .str();
     };
+    // vLLM's: K [pages, Hk, D / x, page, x] with x the elements of 16
+    // bytes, V [pages, Hk, Dv, page].
+    int64_t x = 16 / (fp8 ? 1 : c.dtype == "f32" ? 4 : 2);
+    if (vllm && *headDim % x)
+      return r.error("'kv_layout' vllm splits the head dim in chunks of " +
+                     Twine(x) + " elements (16 bytes); head_dim " +
+                     Twine(*headDim) + " is not a multiple");
+    std::string vllmK = formatv("memref<?x{0}x{1}x{2}x{3}x{4}>", hk,
+                                *headDim / x, ps, x, poolType)
+                            .str();
+    std::string vllmV =
+        formatv("memref<?x{0}x{1}x{2}x{3}>", hk, *headDimV, ps, poolType).str();
     std::string quant =
         fp8 ? ", quant = " + *kvDtype
         : int8
@@ -580,7 +606,9 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
     // form, one scale of the activation type per quant_group dims.
     int64_t group = int8 ? **quantGroup : 1;
     SmallVector<std::pair<std::string, std::string>> pools, scales;
-    if (split) {
+    if (vllm) {
+      pools = {{"%k_cache", vllmK}, {"%v_cache", vllmV}};
+    } else if (split) {
       pools = {{"%k_cache", poolOf("", *headDim, poolType)},
                {"%v_cache", poolOf("", *headDimV, poolType)}};
       scales = {{"%k_scales", poolOf("", *headDim / group, c.dtype)},
@@ -670,7 +698,10 @@ Expected<std::string> buildMla(SpecReader &r, const Common &c) {
       /*ropeAllowed=*/false);
   if (!attrs)
     return attrs.takeError();
-  Expected<Tables> tables = readTables(r);
+  Expected<std::string> index = readIndexType(r);
+  if (!index)
+    return index.takeError();
+  Expected<Tables> tables = readTables(r, *index);
   if (!tables)
     return tables.takeError();
   if (Error e = r.checkUnused())

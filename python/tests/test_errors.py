@@ -139,6 +139,17 @@ def test_bad_layout():
      "spec: rope: Llama 3.1's scaling takes 'factor', 'low_freq_factor', "
      "'high_freq_factor' and 'original_max_position' together"),
     ({"op": "decode", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
+      "dtype": "f16", "kv_layout": "vllm"},
+     "spec: 'kv_layout' vllm is vLLM's K and V pools: 'kv_storage': "
+     "'split', and no int8 groups"),
+    ({"op": "decode", "num_qo_heads": 4, "head_dim": 60, "page_size": 16,
+      "dtype": "f16", "kv_layout": "vllm", "kv_storage": "split"},
+     "spec: 'kv_layout' vllm splits the head dim in chunks of 8 elements (16 "
+     "bytes); head_dim 60 is not a multiple"),
+    ({"op": "decode", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
+      "dtype": "f16", "index_dtype": "i16"},
+     "spec: 'index_dtype' must be one of 'i32', 'i64', got 'i16'"),
+    ({"op": "decode", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
       "dtype": "f16", "alibi": "paper"},
      "spec: 'alibi' must be one of 'none', 'standard', 'slopes', got "
      "'paper'"),

@@ -175,3 +175,35 @@ def test_llama31_rope_prefill(rng, cache):
         # q and K are rotated into f16 before the products: f16's bound.
         check(out[r0:r1], lse[r0:r1], ref_o, ref_lse, TOLERANCE["f16"],
               TOLERANCE["f16"] * 4)
+
+
+def test_vllm_layout_with_i64_block_tables(rng, cache):
+    # vLLM's pools (K [pages, Hk, D / 8, page, 8], V [pages, Hk, D, page])
+    # read through i64 block tables (OpenPPL's index type).
+    lens, page, hk, d, hq = [50, 17], 16, 2, 64, 4
+    pages = [-(-n // page) for n in lens]
+    total = sum(pages) + 2
+    order = rng.permutation(total)
+    tables = np.full((2, max(pages)), -1, np.int64)
+    tables[0, :pages[0]] = order[:pages[0]]
+    tables[1, :pages[1]] = order[pages[0]:sum(pages)]
+    kpool = rng.uniform(-1, 1, (total, hk, d // 8, page, 8)).astype(
+        np.float16)
+    vpool = rng.uniform(-1, 1, (total, hk, d, page)).astype(np.float16)
+    seq_lens = np.array(lens, np.int64)
+    q = rng.uniform(-1, 1, (2, hq, d)).astype(np.float16)
+    out = poisoned((2, hq, d), np.float16)
+    lse = poisoned((2, hq), np.float32)
+    spec = {"op": "decode", "num_qo_heads": hq, "num_kv_heads": hk,
+            "head_dim": d, "page_size": page, "dtype": "f16",
+            "kv_layout": "vllm", "kv_storage": "split",
+            "table": "block_table", "index_dtype": "i64"}
+    emulate(cache, spec, q, kpool, vpool, tables, seq_lens, out, lse)
+    for b, n in enumerate(lens):
+        tok = np.arange(n)
+        pg, slot = tables[b, tok // page], tok % page
+        k = kpool[pg, :, :, slot, :].reshape(n, hk, d)
+        v = vpool[pg, :, :, slot]
+        ref_o, ref_lse = attend(q[b:b + 1], k, v, [n - 1])
+        check(out[b:b + 1], lse[b:b + 1], ref_o, ref_lse, TOLERANCE["f16"],
+              1e-3)
