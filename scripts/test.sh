@@ -88,16 +88,19 @@ fi
 report install "$install_ok" $((1 - install_ok))
 
 # The installed Python package (finding the installed library) runs the
-# FlashInfer-shaped example against its float64 reference.
+# FlashInfer-shaped example and the context-parallel one (two gloo
+# processes) against their float64 references.
 py_ok=0
 log="$BUILD/install-python.log"
 if PYTHONPATH="$BUILD/install/lib/python3/dist-packages" /usr/bin/python3 -c \
      "import kvir, sys; sys.exit(not kvir.__file__.startswith('$BUILD/install'))" > "$log" 2>&1 &&
    PYTHONPATH="$BUILD/install/lib/python3/dist-packages" \
      KVIR_CACHE_DIR="$BUILD/kvir-cache-install" \
-     /usr/bin/python3 examples/python/batch_decode.py >> "$log" 2>&1; then
+     /usr/bin/python3 examples/python/batch_decode.py >> "$log" 2>&1 &&
+   PYTHONPATH="$BUILD/install/lib/python3/dist-packages" \
+     /usr/bin/python3 examples/python/context_parallel.py 2 >> "$log" 2>&1; then
   py_ok=1
-  tail -n 2 "$log"
+  tail -n 3 "$log"
 else
   tail -n 30 "$log"
 fi

@@ -295,10 +295,11 @@ class _Wrapper:
         self._exec = None
         self._pair_exec = None
         self._custom_mask = None
+        self._positions = None
         self._captured = []
 
     def _variants(self, spec, score_mod=None, mask_mod=None,
-                  custom_mask=None):
+                  custom_mask=None, positions=None):
         """Adds the plan's variants to `spec`: score_mod / mask_mod traced
         (kvir.flex's tracer; their q_idx is the row's position kv_len -
         qo_len + i, a decode's kv_len - 1), a custom mask (prefill: the
@@ -306,10 +307,13 @@ class _Wrapper:
         from .flex import trace_variants
         self._captured = trace_variants(spec, score_mod, mask_mod)
         self._custom_mask = custom_mask
+        self._positions = positions
+        if positions is not None:
+            spec["positions"] = True
 
     def _variant_args(self, like):
         """run()'s variant arguments on the device of Arg `like`, in the
-        kernel's order: the custom mask, then the captured tensors."""
+        kernel's order: the custom mask, positions, the captured tensors."""
         def on(x):
             if like.torch_device is not None:
                 import torch
@@ -318,6 +322,8 @@ class _Wrapper:
         args = []
         if self._custom_mask is not None:
             args.append(("mask", Arg("custom_mask", on(self._custom_mask))))
+        if self._positions is not None:
+            args.append(("positions", Arg("positions", on(self._positions))))
         return args + [(f"capture{i}", Arg(f"capture{i}", on(t)))
                        for i, t in enumerate(self._captured)]
 

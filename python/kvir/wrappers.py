@@ -153,7 +153,8 @@ class _PrefillBase(_Wrapper):
         return _options(spec, window_left, logits_soft_cap, sm_scale,
                         lse_base, pos_encoding_mode, rope_scale, rope_theta)
 
-    def _plan_variants(self, kv_lengths, score_mod, mask_mod):
+    def _plan_variants(self, kv_lengths, score_mod, mask_mod,
+                       positions=None):
         """The plan's variants (_Wrapper._variants), the custom mask checked
         against the batch: FlashInfer's concatenated qo_len x kv_len blocks,
         bool, or packed 8 to a byte (least significant bit first), each
@@ -174,7 +175,13 @@ class _PrefillBase(_Wrapper):
                                  f"{a.shape}, expected {' or '.join(want)} "
                                  f"[{need}] (the requests' qo_len x kv_len "
                                  f"blocks{'' if kind == 'bool' else ', 8 to a byte'})")
-        self._variants(self.spec, score_mod, mask_mod, mask)
+        if positions is not None:
+            positions = np.ascontiguousarray(
+                host_int_array("positions", positions), dtype=np.int32)
+            if positions.shape != (self.nnz,):
+                raise ValueError(f"positions: shape {list(positions.shape)}, "
+                                 f"expected [{self.nnz}] (one per query row)")
+        self._variants(self.spec, score_mod, mask_mod, mask, positions)
 
     def _check_rows(self, kv_lengths):
         a, pa = _i32(self._qo)
@@ -221,8 +228,11 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
              use_fp16_qk_reduction=False, sm_scale=None, window_left=-1,
              logits_soft_cap=None, rope_scale=None, rope_theta=None,
              q_data_type="float16", kv_data_type=None, o_data_type=None,
-             non_blocking=True, lse_base="2", score_mod=None, mask_mod=None):
+             non_blocking=True, lse_base="2", score_mod=None, mask_mod=None,
+             positions=None):
         # use_fp16_qk_reduction: kvir accumulates Q K^T in f32 always.
+        # positions (kvir's): each row's position among its request's keys
+        # (i32 [nnz]) in place of kv_len - qo_len + i.
         spec = self._spec("paged", qo_indptr, num_qo_heads, num_kv_heads,
                           head_dim_qk, head_dim_vo, causal, pos_encoding_mode,
                           sm_scale, window_left, logits_soft_cap, q_data_type,
@@ -243,8 +253,9 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
             ip, host_int_array("paged_kv_indices", paged_kv_indices), last,
             page_size)
         lengths = _csr_lengths(ip, last, int(page_size))
-        self._check_rows(lengths)
-        self._plan_variants(lengths, score_mod, mask_mod)
+        if positions is None:
+            self._check_rows(lengths)
+        self._plan_variants(lengths, score_mod, mask_mod, positions)
         self._tables = _Tables(self._graph.fill(
             [("qo_indptr", qo_indptr), ("kv_indptr", paged_kv_indptr),
              ("kv_indices", paged_kv_indices),

@@ -1,0 +1,290 @@
+"""Context-parallel attention on torch.distributed.
+
+Attention over a union of key sets is the merge of the attention states
+over its parts (docs/Semantics.md, "Context parallelism"): each rank
+attends to the keys it holds, producing a state (out, LSE), and the states
+are merged -- kvir's merge kernels, over torch.distributed's collectives
+(NCCL on GPUs, gloo on CPUs).
+
+- `ContextParallelDecode`: each rank holds a contiguous span of each
+  request's keys in its own paged cache (any of the decode wrappers'
+  options); `run` attends to it, all-gathers the states and merges them
+  (every rank gets the result), or with `head_split=True` exchanges them
+  all-to-all so that each rank merges its share of the heads (vLLM's
+  reduce-scatter form). Sinks join once, after the merge.
+- `ring_prefill`: a long prompt split into consecutive chunks, one per rank
+  (its query rows and their keys); the key chunks travel around the ring
+  (send / receive overlapped with the attention of the chunk at hand), each
+  rank attending its rows to every chunk at the chunk's global positions
+  and merging the partial states as they arrive.
+"""
+import math
+
+import numpy as np
+
+from ._wrapping import _Executor, _backend
+from .merge import merge_state, merge_states
+from .tensors import Arg, dtype_name
+from .wrappers import BatchDecodeWithPagedKVCacheWrapper
+
+__all__ = ["ContextParallelDecode", "ring_prefill"]
+
+
+def _dist():
+    import torch.distributed as dist
+    if not dist.is_initialized():
+        raise RuntimeError("kvir.distributed: torch.distributed is not "
+                           "initialized (torch.distributed.init_process_group)")
+    return dist
+
+
+def _with_sinks(out, lse, sinks, lse_base, merge_args):
+    """(out, lse) merged once with each head's sink: the state (0, sink /
+    ln base) (docs/Semantics.md, "Sinks")."""
+    import torch
+    if sinks is None:
+        return out, lse
+    sinks = torch.as_tensor(sinks, dtype=torch.float32, device=lse.device)
+    scale = 1.0 / math.log(2.0) if str(lse_base) == "2" else 1.0
+    sink_lse = (sinks * scale).expand_as(lse).contiguous()
+    return merge_state(out, lse, torch.zeros_like(out), sink_lse,
+                       lse_base=lse_base, **merge_args)
+
+
+class ContextParallelDecode:
+    """Decode with each request's keys sharded over the ranks of `group`.
+
+    Each rank plans with its own tables (the pages of its span of each
+    request) and `kv_start` (the global index of its span's first key per
+    request; needed with a window or ALiBi, which see global positions)
+    and the requests' whole lengths `kv_len`; a rank may hold no key of a
+    request (an empty shard, state (0, -inf))."""
+
+    def __init__(self, group=None, kv_layout="NHD", head_split=False,
+                 chip=None, cache_dir=None, backend="auto"):
+        self.group, self.head_split = group, bool(head_split)
+        self.kv_layout = kv_layout
+        self.merge_args = {"chip": chip, "cache_dir": cache_dir,
+                           "backend": backend}
+        self.chip, self.cache_dir, self.backend = chip, cache_dir, backend
+        self._local = None
+
+    def plan(self, indptr, indices, last_page_len, num_qo_heads,
+             num_kv_heads, head_dim, page_size, kv_len=None, kv_start=None,
+             window_left=-1, logits_soft_cap=None, sm_scale=None,
+             q_data_type="float16", kv_data_type=None, lse_base="2",
+             alibi=False, sinks=None):
+        dist = _dist()
+        self.world = dist.get_world_size(self.group)
+        self.rank = dist.get_rank(self.group)
+        if self.head_split and num_qo_heads % self.world:
+            raise ValueError(f"head_split: {num_qo_heads} query heads over "
+                             f"{self.world} ranks; expected a multiple")
+        self.lse_base, self.sinks = str(lse_base), sinks
+        self.heads, self.dim = int(num_qo_heads), int(head_dim)
+        positioned = window_left is not None and window_left >= 0 or alibi
+        if positioned and (kv_len is None or kv_start is None):
+            raise ValueError("kv_len / kv_start: a window or ALiBi sees "
+                             "global positions; give each request's whole "
+                             "length and this rank's first key")
+        # Without a window or ALiBi a state does not depend on where the
+        # keys sit: the decode wrapper. With them, a prefill of one row per
+        # request at the row's position among this rank's keys.
+        self._local = _LocalDecode(
+            self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads,
+            head_dim, page_size, kv_len, kv_start, window_left,
+            logits_soft_cap, sm_scale, q_data_type, kv_data_type, alibi,
+            positioned)
+
+    def run(self, q, paged_kv_cache, return_lse=False):
+        """The merged (out, lse) of every rank's keys: [batch, H, D] (with
+        head_split, this rank's H / world heads, in rank order)."""
+        import torch
+        if self._local is None:
+            raise RuntimeError("run() before plan()")
+        dist = _dist()
+        out, lse = self._local.run(q, paged_kv_cache)
+        if self.head_split:
+            out, lse, sinks = self._exchange_heads(dist, out, lse)
+        else:
+            outs = [torch.empty_like(out) for _ in range(self.world)]
+            lses = [torch.empty_like(lse) for _ in range(self.world)]
+            dist.all_gather(outs, out, group=self.group)
+            dist.all_gather(lses, lse, group=self.group)
+            out = torch.stack(outs, dim=1).contiguous()
+            lse = torch.stack(lses, dim=1).contiguous()
+            sinks = self.sinks
+        out, lse = merge_states(out, lse, lse_base=self.lse_base,
+                                **self.merge_args)
+        out, lse = _with_sinks(out, lse, sinks, self.lse_base,
+                               self.merge_args)
+        return (out, lse) if return_lse else out
+
+    def _exchange_heads(self, dist, out, lse):
+        """All-to-all: rank s gets every rank's states of its slice of the
+        heads, [batch, world, H / world, ...]."""
+        import torch
+        share = self.heads // self.world
+        send_o = list(out.split(share, dim=1))
+        send_l = list(lse.split(share, dim=1))
+        recv_o = [torch.empty_like(t).contiguous() for t in send_o]
+        recv_l = [torch.empty_like(t).contiguous() for t in send_l]
+        _all_to_all(dist, recv_o, send_o, self.group)
+        _all_to_all(dist, recv_l, send_l, self.group)
+        sinks = None
+        if self.sinks is not None:
+            mine = slice(self.rank * share, (self.rank + 1) * share)
+            sinks = torch.as_tensor(self.sinks, dtype=torch.float32)[mine]
+        return (torch.stack(recv_o, dim=1).contiguous(),
+                torch.stack(recv_l, dim=1).contiguous(), sinks)
+
+
+def _all_to_all(dist, recv, send, group):
+    """recv[s] = rank s's send[this rank], by point-to-point messages (gloo
+    has no all_to_all; NCCL's would do the same)."""
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
+    pending = []
+    for peer in range(world):
+        if peer == rank:
+            recv[peer].copy_(send[peer])
+            continue
+        pending.append(dist.isend(send[peer].contiguous(), _global(dist, group,
+                                                                   peer),
+                                  group=group))
+        pending.append(dist.irecv(recv[peer], _global(dist, group, peer),
+                                  group=group))
+    for p in pending:
+        p.wait()
+
+
+def _global(dist, group, rank):
+    """The global rank of `group`'s rank `rank` (what isend / irecv take)."""
+    if group is None:
+        return rank
+    return dist.distributed_c10d._get_global_rank(group, rank)
+
+
+class _LocalDecode:
+    """One rank's share of a context-parallel decode: its keys' state."""
+
+    def __init__(self, cp, indptr, indices, last_page_len, num_qo_heads,
+                 num_kv_heads, head_dim, page_size, kv_len, kv_start,
+                 window_left, logits_soft_cap, sm_scale, q_data_type,
+                 kv_data_type, alibi, positioned):
+        self.positioned = positioned
+        self.wrapper = None
+        if not positioned:
+            self.wrapper = BatchDecodeWithPagedKVCacheWrapper(
+                kv_layout=cp.kv_layout, chip=cp.chip, cache_dir=cp.cache_dir,
+                backend=cp.backend)
+            self.wrapper.plan(indptr, indices, last_page_len, num_qo_heads,
+                              num_kv_heads, head_dim, page_size,
+                              logits_soft_cap=logits_soft_cap,
+                              q_data_type=q_data_type,
+                              kv_data_type=kv_data_type, sm_scale=sm_scale,
+                              lse_base=cp.lse_base)
+            return
+        from .wrappers import BatchPrefillWithPagedKVCacheWrapper
+        batch = len(np.asarray(last_page_len))
+        # The row sits at global position kv_len - 1, which is this rank's
+        # key index kv_len - 1 - kv_start.
+        self.positions = (np.asarray(kv_len, np.int64) - 1 -
+                          np.asarray(kv_start, np.int64)).astype(np.int32)
+        self.wrapper = BatchPrefillWithPagedKVCacheWrapper(
+            kv_layout=cp.kv_layout, chip=cp.chip, cache_dir=cp.cache_dir,
+            backend=cp.backend)
+        self.wrapper.plan(np.arange(batch + 1, dtype=np.int32), indptr,
+                          indices, last_page_len, num_qo_heads, num_kv_heads,
+                          head_dim, page_size, window_left=window_left,
+                          logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
+                          q_data_type=q_data_type, kv_data_type=kv_data_type,
+                          lse_base=cp.lse_base,
+                          pos_encoding_mode="ALIBI" if alibi else "NONE",
+                          positions=self.positions)
+
+    def run(self, q, cache):
+        return self.wrapper.run(q, cache, return_lse=True)
+
+
+def ring_prefill(q, k, v, group=None, causal=True, sm_scale=None,
+                 logits_soft_cap=None, lse_base="2", chip=None,
+                 cache_dir=None, backend="auto"):
+    """Ring attention over one prompt split into consecutive chunks, one per
+    rank of `group` in rank order: this rank's query rows q [L, Hq, D] and
+    their keys k, v [L, Hk, D] (L may differ between ranks; the rows sit at
+    the chunk's global positions). Returns this rank's rows' (out [L, Hq,
+    D], lse [L, Hq]) over the whole prompt's keys (causal: those at or
+    before each row)."""
+    import torch
+    dist = _dist()
+    world, rank = dist.get_world_size(group), dist.get_rank(group)
+    L, hq, d = q.shape
+    hk = k.shape[1]
+    # Every chunk's length and offset.
+    lengths = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
+    dist.all_gather(lengths, torch.tensor([k.shape[0]], dtype=torch.int64),
+                    group=group)
+    lengths = [int(t) for t in lengths]
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    dtype = dtype_name(q.dtype)
+    spec = {"op": "prefill", "kv": "ragged", "num_qo_heads": int(hq),
+            "num_kv_heads": int(hk), "head_dim": int(d), "dtype": dtype,
+            "causal": bool(causal), "positions": True,
+            "lse_base": str(lse_base)}
+    if sm_scale is not None:
+        spec["sm_scale"] = float(sm_scale)
+    if logits_soft_cap:
+        spec["logits_soft_cap"] = float(logits_soft_cap)
+    executor = _Executor(spec, chip, cache_dir)
+    merge_args = {"chip": chip, "cache_dir": cache_dir, "backend": backend}
+    out = torch.zeros((L, hq, d), dtype=q.dtype)
+    lse = torch.full((L, hq), -math.inf, dtype=torch.float32)
+    q = q.contiguous()
+    chunk = (k.contiguous(), v.contiguous())
+    row_positions = np.arange(offsets[rank], offsets[rank] + L)
+    for step in range(world):
+        source = (rank - step) % world
+        # Pass the chunk at hand on while attending to it.
+        pending = []
+        if step + 1 < world:
+            n = lengths[(source - 1) % world]
+            incoming = (torch.empty((n, hk, d), dtype=k.dtype),
+                        torch.empty((n, hk, d), dtype=v.dtype))
+            for t_send, t_recv in zip(chunk, incoming):
+                pending.append(dist.isend(
+                    t_send, _global(dist, group, (rank + 1) % world),
+                    group=group))
+                pending.append(dist.irecv(
+                    t_recv, _global(dist, group, (rank - 1) % world),
+                    group=group))
+        # A chunk after every row (causal) is skipped: no key is visible.
+        if lengths[source] and L and not (causal and source > rank):
+            part = _attend_chunk(executor, q, chunk, row_positions -
+                                 offsets[source], backend)
+            out, lse = merge_state(out, lse, part[0], part[1],
+                                   lse_base=lse_base, **merge_args)
+        for p in pending:
+            p.wait()
+        if step + 1 < world:
+            chunk = incoming
+    return out, lse
+
+
+def _attend_chunk(executor, q, chunk, positions, backend):
+    """The state of rows q at `positions` (among the chunk's keys) over the
+    chunk: a ragged prefill of one request."""
+    import torch
+    L, hq, _ = q.shape
+    k, v = chunk
+    out = torch.full((L, hq, v.shape[2]), float("nan"), dtype=q.dtype)
+    lse = torch.full((L, hq), float("nan"), dtype=torch.float32)
+    index = torch.tensor([0, L], dtype=torch.int32)
+    kv_index = torch.tensor([0, k.shape[0]], dtype=torch.int32)
+    pos = torch.as_tensor(np.asarray(positions), dtype=torch.int32)
+    executor.run([("q", Arg("q", q)), ("qo_indptr", Arg("qo_indptr", index)),
+                  ("k", Arg("k", k)), ("v", Arg("v", v)),
+                  ("kv_indptr", Arg("kv_indptr", kv_index)),
+                  ("positions", Arg("positions", pos)),
+                  ("out", Arg("out", out)), ("lse", Arg("lse", lse))],
+                 backend=_backend(backend))
+    return out, lse
