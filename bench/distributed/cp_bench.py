@@ -56,7 +56,7 @@ def rank_main(rank, world, init_file, cache, args, results):
         cp = kvir.distributed.ContextParallelDecode(head_split=split,
                                                     cache_dir=cache)
         cp.plan(indptr, indices, last, HQ, HK, D, PAGE)
-        local_state = cp._local.run(q, torch.from_numpy(pool))
+        local_state = cp._local.run(q, torch.from_numpy(pool), None, None)
         attention = launched_bytes()
         cp.run(q, torch.from_numpy(pool))
         merge = launched_bytes()  # the merge is the last kernel run

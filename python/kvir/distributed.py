@@ -96,14 +96,15 @@ class ContextParallelDecode:
             logits_soft_cap, sm_scale, q_data_type, kv_data_type, alibi,
             positioned)
 
-    def run(self, q, paged_kv_cache, return_lse=False):
+    def run(self, q, paged_kv_cache, return_lse=False, k_scale=None,
+            v_scale=None):
         """The merged (out, lse) of every rank's keys: [batch, H, D] (with
         head_split, this rank's H / world heads, in rank order)."""
         import torch
         if self._local is None:
             raise RuntimeError("run() before plan()")
         dist = _dist()
-        out, lse = self._local.run(q, paged_kv_cache)
+        out, lse = self._local.run(q, paged_kv_cache, k_scale, v_scale)
         if self.head_split:
             out, lse, sinks = self._exchange_heads(dist, out, lse)
         else:
@@ -202,8 +203,21 @@ class _LocalDecode:
                           pos_encoding_mode="ALIBI" if alibi else "NONE",
                           positions=self.positions)
 
-    def run(self, q, cache):
-        return self.wrapper.run(q, cache, return_lse=True)
+    def run(self, q, cache, k_scale, v_scale):
+        """This rank's state; on the CPU (the emulator) into NaN-filled
+        outputs, so that anything the kernels leave unwritten shows."""
+        import torch
+        q = torch.as_tensor(q)
+        out = lse = None
+        if q.device.type == "cpu":
+            dv = self.wrapper.spec.get("head_dim_v", self.wrapper.spec[
+                "head_dim"])
+            out = torch.full((q.shape[0], q.shape[1], dv), float("nan"),
+                             dtype=q.dtype)
+            lse = torch.full((q.shape[0], q.shape[1]), float("nan"),
+                             dtype=torch.float32)
+        return self.wrapper.run(q, cache, out=out, lse=lse, return_lse=True,
+                                k_scale=k_scale, v_scale=v_scale)
 
 
 def ring_prefill(q, k, v, group=None, causal=True, sm_scale=None,
