@@ -2,6 +2,7 @@
 checks, the spec's executor per chip and device, page-table checks and
 buffers, and the wrappers' common constructor (wrappers.py, merge.py)."""
 import ctypes
+import json
 import os
 
 import numpy as np
@@ -104,15 +105,20 @@ def _pool_dtypes(spec):
 
 
 def _fp8_scales(spec, k_scale, v_scale):
-    """The (k_scale, v_scale) arguments of an fp8 cache, or none."""
+    """The (k_scale, v_scale) arguments of an fp8 cache, or none (a 16-bit
+    cache's scales are _Wrapper._executor's and _scale_output's)."""
     if spec.get("kv_dtype", "same") == "same":
-        if k_scale not in (None, 1.0) or v_scale not in (None, 1.0):
-            raise ValueError("k_scale / v_scale: the plan's cache is not fp8 "
-                             "(plan with kv_data_type=float8_e4m3fn or "
-                             "float8_e5m2)")
         return []
     return [("k_scale", 1.0 if k_scale is None else float(k_scale)),
             ("v_scale", 1.0 if v_scale is None else float(v_scale))]
+
+
+def _scale_output(spec, out, v_scale):
+    """FlashInfer's v_scale on a 16-bit cache: the output times v_scale
+    (an fp8 cache's kernel applies it)."""
+    if spec.get("kv_dtype", "same") == "same" and \
+            v_scale not in (None, 1.0):
+        out *= float(v_scale)
 
 
 class _Executor:
@@ -293,7 +299,7 @@ class _Wrapper:
             raise ValueError("jit_args: FlashInfer's JIT arguments; kvir "
                              "compiles from the plan's spec, pass None")
         self._exec = None
-        self._pair_exec = None
+        self._execs = {}
         self._custom_mask = None
         self._positions = None
         self._captured = []
@@ -331,15 +337,24 @@ class _Wrapper:
         if self._exec is None:
             raise RuntimeError("run() before plan()")
 
-    def _executor(self, pools):
-        """The plan's executor for the cache form of `pools`
-        (_paged_cache): one pool, or K and V pools (their own spec)."""
-        if len(pools) == 1:
+    def _executor(self, pools, k_scale=None):
+        """The plan's executor for the cache form of `pools` (_paged_cache:
+        one pool, or K and V pools) and FlashInfer's k_scale on a 16-bit
+        cache (the logits times k_scale: sm_scale times k_scale, a spec of
+        its own per value; an fp8 cache's kernel takes it)."""
+        spec = self.spec
+        if len(pools) > 1:
+            spec = dict(spec, kv_storage="split")
+        if spec.get("kv_dtype", "same") == "same" and \
+                k_scale not in (None, 1.0):
+            base = spec.get("sm_scale", spec["head_dim"] ** -0.5)
+            spec = dict(spec, sm_scale=float(base) * float(k_scale))
+        if spec is self.spec:
             return self._exec
-        if self._pair_exec is None:
-            self._pair_exec = _Executor(dict(self.spec, kv_storage="split"),
-                                        self.chip, self.cache_dir)
-        return self._pair_exec
+        key = json.dumps(spec, sort_keys=True)
+        if key not in self._execs:
+            self._execs[key] = _Executor(spec, self.chip, self.cache_dir)
+        return self._execs[key]
 
     # FlashInfer's other spellings of run().
     def forward(self, *args, **kwargs):

@@ -14,7 +14,7 @@ import numpy as np
 from ._wrapping import (_CsrCheck, _Executor, _GraphBuffers, _Tables,
                         _Wrapper, _backend, _check_tables, _csr_lengths,
                         _fp8_scales, _i32, _input, _kv_dtype, _options,
-                        _paged_cache, _plan_device)
+                        _paged_cache, _plan_device, _scale_output)
 from .merge import merge_state
 from .tensors import Arg, dtype_name, empty_like_arg, host_int_array
 
@@ -46,10 +46,31 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
              window_left=-1, logits_soft_cap=None, q_data_type="float16",
              kv_data_type=None, data_type=None, sm_scale=None,
              rope_scale=None, rope_theta=None, non_blocking=True,
-             lse_base="2", score_mod=None, mask_mod=None):
+             lse_base="2", score_mod=None, mask_mod=None,
+             q_len_per_req=None):
         # FlashInfer's data_type: the older name of kv_data_type.
         if kv_data_type is None:
             kv_data_type = data_type
+        # Several query rows per request (speculative decoding's draft
+        # tokens, FlashInfer's q_len_per_req): the last rows of each
+        # request, causal -- a paged prefill of q_len_per_req rows each.
+        self._rows = None
+        if q_len_per_req is not None and int(q_len_per_req) > 1:
+            batch = len(host_int_array("last_page_len", last_page_len))
+            self._rows = BatchPrefillWithPagedKVCacheWrapper(
+                kv_layout=self.kv_layout, chip=self.chip,
+                cache_dir=self.cache_dir, backend=self.backend)
+            self._rows.plan(
+                np.arange(batch + 1, dtype=np.int32) * int(q_len_per_req),
+                indptr, indices, last_page_len, num_qo_heads, num_kv_heads,
+                head_dim, page_size, causal=True,
+                pos_encoding_mode=pos_encoding_mode, sm_scale=sm_scale,
+                window_left=window_left, logits_soft_cap=logits_soft_cap,
+                rope_scale=rope_scale, rope_theta=rope_theta,
+                q_data_type=q_data_type, kv_data_type=kv_data_type,
+                lse_base=lse_base, score_mod=score_mod, mask_mod=mask_mod)
+            self._exec = self._rows._exec
+            return
         dtype = dtype_name(q_data_type)
         spec = _options({"op": "decode", "num_qo_heads": int(num_qo_heads),
                          "num_kv_heads": int(num_kv_heads),
@@ -78,12 +99,15 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
         self._variants(spec, score_mod, mask_mod)
         self.spec = spec
         self._exec = _Executor(spec, self.chip, self.cache_dir)
-        self._pair_exec = None
+        self._execs = {}
         self._exec.kernel(*_plan_device(indptr))
 
     def run(self, q, paged_kv_cache, out=None, lse=None, return_lse=False,
             k_scale=None, v_scale=None):
         self._planned()
+        if self._rows is not None:
+            return self._rows.run(q, paged_kv_cache, out, lse, return_lse,
+                                  k_scale, v_scale)
         s = self.spec
         hq, d = s["num_qo_heads"], s["head_dim"]
         qa = Arg("q", _input(q)).check(s["dtype"], [self.batch, hq, d])
@@ -98,7 +122,9 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
         la = Arg("lse", lse).check("f32", [self.batch, hq])
         args = [("q", qa)] + pools + self._tables.on(qa) + scales + \
             self._variant_args(qa) + [("out", oa), ("lse", la)]
-        self._executor(pools).run(args, self.kv_lengths, self.backend)
+        self._executor(pools, k_scale).run(args, self.kv_lengths,
+                                           self.backend)
+        _scale_output(s, out, v_scale)
         return (out, lse) if return_lse else out
 
 
@@ -262,7 +288,7 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
              ("kv_last_page_len", paged_kv_last_page_len)], "qo_indptr",
             self.batch))
         self._exec = _Executor(spec, self.chip, self.cache_dir)
-        self._pair_exec = None
+        self._execs = {}
         self._exec.kernel(*_plan_device(qo_indptr))
 
     def run(self, q, paged_kv_cache, out=None, lse=None, return_lse=False,
@@ -279,7 +305,8 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
         t = self._tables.on(qa)
         args = [("q", qa), t[0]] + pools + t[1:] + scales + \
             self._variant_args(qa) + [("out", oa), ("lse", la)]
-        self._executor(pools).run(args, backend=self.backend)
+        self._executor(pools, k_scale).run(args, backend=self.backend)
+        _scale_output(s, out, v_scale)
         return (out, lse) if return_lse else out
 
 

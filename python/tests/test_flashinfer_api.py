@@ -57,7 +57,7 @@ def test_decode_over_a_pool_pair(rng, cache, layout):
     w.run(q, _pool_pair(pool), out=out, lse=lse)
     _check_decode(q, out, lse, keys, values, lens)
     # The pair runs a kernel of its own: K and V pools (kv_storage split).
-    assert w._pair_exec.spec["kv_storage"] == "split"
+    assert [e.spec["kv_storage"] for e in w._execs.values()] == ["split"]
     with pytest.raises(ValueError, match=r"^v_cache: shape "):
         w.run(q, (pool[:, 0].copy(), pool[:-1, 1].copy()))
 
@@ -311,3 +311,31 @@ def test_score_and_mask_mods_on_the_wrappers(rng, cache):
                                 score_mod=lambda s, h, p, j: s * temp[h])
         check(out[qo[b]:qo[b + 1]].numpy(), lse[qo[b]:qo[b + 1]].numpy(),
               ref_o, ref_lse, TOLERANCE["f16"], 1e-3)
+
+
+def test_decode_scales_on_a_16_bit_cache_and_draft_rows(rng, cache):
+    # FlashInfer's k_scale / v_scale on an f16 cache: logits times k_scale,
+    # the output times v_scale. q_len_per_req: several (causal) rows per
+    # request, the last positions of its keys.
+    lens = [40, 77]
+    pool, indptr, indices, last, keys, values = paged_batch(
+        rng, lens, 16, 2, 64, "float16")
+    q = rng.uniform(-1, 1, (2, 8, 64)).astype(np.float16)
+    w = kvir.BatchDecodeWithPagedKVCacheWrapper(cache_dir=cache)
+    w.plan(indptr, indices, last, 8, 2, 64, 16)
+    out, lse = w.run(q, pool, return_lse=True, k_scale=0.5, v_scale=3.0)
+    for b, n in enumerate(lens):
+        ref_o, ref_lse = attend(q[b:b + 1], keys[b] * 0.5, values[b], [n - 1])
+        check(out[b:b + 1], lse[b:b + 1], 3.0 * ref_o, ref_lse,
+              TOLERANCE["f16"], 1e-3)
+
+    rows = 3
+    qd = rng.uniform(-1, 1, (2 * rows, 8, 64)).astype(np.float16)
+    d = kvir.BatchDecodeWithPagedKVCacheWrapper(cache_dir=cache)
+    d.plan(indptr, indices, last, 8, 2, 64, 16, q_len_per_req=rows)
+    out, lse = d.run(qd, pool, return_lse=True)
+    for b, n in enumerate(lens):
+        sl = slice(b * rows, (b + 1) * rows)
+        ref_o, ref_lse = attend(qd[sl], keys[b], values[b],
+                                list(range(n - rows, n)), causal=True)
+        check(out[sl], lse[sl], ref_o, ref_lse, TOLERANCE["f16"], 1e-3)

@@ -54,13 +54,3 @@ def test_fp8_cache(rng, cache, kind, op):
         # The prefill's tensor cores read the keys converted to f16.
         check(out[r0:r1], lse[r0:r1], ref_o, ref_lse, TOLERANCE["f16"],
               2e-3 if op == "decode" else 4e-3)
-
-
-def test_fp8_scales_need_an_fp8_plan(rng, cache):
-    pool, indptr, indices, last, _, _ = paged_batch(rng, [5], 16, 2, 64,
-                                                    "float16")
-    w = kvir.BatchDecodeWithPagedKVCacheWrapper(cache_dir=cache)
-    w.plan(indptr, indices, last, 2, 2, 64, 16)
-    with pytest.raises(ValueError, match="k_scale / v_scale: the plan's cache "
-                                         "is not fp8"):
-        w.run(np.zeros((1, 2, 64), np.float16), pool, k_scale=2.0)
