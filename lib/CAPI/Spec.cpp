@@ -96,7 +96,8 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
   if (decode && !paged)
     return r.error("'kv' must be 'paged' for a decode (its keys are a paged "
                    "cache); a ragged decode is a prefill of one row each");
-  Expected<Variants> variants = readVariants(r, !decode, *qHeads);
+  Expected<Variants> variants = readVariants(
+      r, decode ? AttentionKind::decode : AttentionKind::prefill, *qHeads);
   if (!variants)
     return variants.takeError();
   Expected<std::string> attrs = readOptions(
@@ -343,6 +344,98 @@ Expected<std::string> buildMla(SpecReader &r, const Common &c) {
      << lse << "\n  return\n}\n";
   return text;
 }
+/// FlashInfer's multi-level cascade as one kv.cascade: `levels` levels of
+/// one paged cache (FlashInfer's paged_kv_cache), each grouping the query
+/// rows into requests by its qo_indptr and reading the pages of its own
+/// tables; positions (causal on the last level, the window, RoPE, ALiBi)
+/// are positions in the concatenation of a row's levels.
+Expected<std::string> buildCascade(SpecReader &r, const Common &c) {
+  Expected<int64_t> levels = r.positive("levels", std::nullopt);
+  if (!levels)
+    return levels.takeError();
+  Expected<int64_t> qHeads = r.positive("num_qo_heads", std::nullopt);
+  if (!qHeads)
+    return qHeads.takeError();
+  Expected<int64_t> headDim = r.positive("head_dim", std::nullopt);
+  if (!headDim)
+    return headDim.takeError();
+  Expected<int64_t> kvHeads = r.positive("num_kv_heads", *qHeads);
+  if (!kvHeads)
+    return kvHeads.takeError();
+  Expected<int64_t> pageSize = r.positive("page_size", std::nullopt);
+  if (!pageSize)
+    return pageSize.takeError();
+  Expected<std::string> layout = r.choice("kv_layout", {"nhd", "hnd"});
+  if (!layout)
+    return layout.takeError();
+  Expected<std::string> index = readIndexType(r);
+  if (!index)
+    return index.takeError();
+  Expected<Variants> variants =
+      readVariants(r, AttentionKind::cascade, *qHeads);
+  if (!variants)
+    return variants.takeError();
+  Expected<std::string> attrs = readOptions(
+      r, /*causalAllowed=*/true, "", /*ropeAllowed=*/true, variants->attrs);
+  if (!attrs)
+    return attrs.takeError();
+  SmallVector<Tables> tables;
+  for (int64_t l = 0; l < *levels; ++l) {
+    Expected<Tables> t = readTables(r, *index, "_" + std::to_string(l));
+    if (!t)
+      return t.takeError();
+    tables.push_back(*t);
+  }
+  if (Error e = r.checkUnused())
+    return std::move(e);
+
+  int64_t ps = *pageSize, hk = *kvHeads, d = *headDim;
+  std::string pool =
+      (*layout == "nhd"
+           ? formatv("memref<?x2x{0}x{1}x{2}x{3}>", ps, hk, d, c.dtype)
+           : formatv("memref<?x2x{0}x{1}x{2}x{3}>", hk, ps, d, c.dtype))
+          .str();
+  std::string kvType =
+      formatv("!kv.paged<page_size = {0}, kv_heads = {1}, head_dim = {2}, "
+              "head_dim_v = {2}, dtype = {3}, layout = {4}, storage = "
+              "combined, table = {5}>",
+              ps, hk, d, c.dtype, *layout, tables.front().form)
+          .str();
+  std::string q = tensorType(*qHeads, d, c.dtype);
+  std::string lse = tensorType(*qHeads, std::nullopt, "f32");
+  std::string rows = "memref<?x" + *index + ">";
+  std::string state = formatv("!kv.state<?x{0}x{1}x{2}, base = {3}>", *qHeads,
+                              d, c.dtype, c.lseBase)
+                          .str();
+  SmallVector<std::string> args{"%q: " + q}, qoNames, qoTypes, kvNames, kvTypes;
+  for (int64_t l = 0; l < *levels; ++l) {
+    std::string name = "%qo_indptr_" + std::to_string(l);
+    args.push_back(name + ": " + rows);
+    qoNames.push_back(name);
+    qoTypes.push_back(rows);
+  }
+  args.push_back("%paged_kv_cache: " + pool);
+  for (const Tables &t : tables)
+    args.push_back(t.args);
+  std::string text;
+  raw_string_ostream os(text);
+  os << entry(join(args, ", ") + variants->args + ", %out: " + q +
+              ", %lse: " + lse);
+  for (auto [l, t] : llvm::enumerate(tables)) {
+    std::string kv = "%kv" + std::to_string(l);
+    os << "  " << kv << " = kv.paged_view pools(%paged_kv_cache : " << pool
+       << ") " << t.clause << " : " << kvType << "\n";
+    kvNames.push_back(kv);
+    kvTypes.push_back(kvType);
+  }
+  os << "  %s = kv.cascade %q levels(" << join(qoNames, ", ") << " : "
+     << join(qoTypes, ", ") << ") kvs(" << join(kvNames, ", ") << " : "
+     << join(kvTypes, ", ") << ")" << variants->clauses << *attrs << " : " << q
+     << " -> " << state << "\n"
+     << "  kv.store_state %s, %out, %lse : " << state << ", " << q << ", "
+     << lse << "\n  return\n}\n";
+  return text;
+}
 } // namespace
 
 Expected<std::string> kvir::capi::buildSpecModule(StringRef specJson) {
@@ -358,7 +451,7 @@ Expected<std::string> kvir::capi::buildSpecModule(StringRef specJson) {
   Common c;
   Expected<std::string> op =
       r.choice("op",
-               {"decode", "prefill", "mla_decode", "merge_state",
+               {"decode", "prefill", "mla_decode", "cascade", "merge_state",
                 "merge_states"},
                true);
   if (!op)
@@ -376,5 +469,7 @@ Expected<std::string> kvir::capi::buildSpecModule(StringRef specJson) {
     return buildMerge(r, c);
   if (c.op == "mla_decode")
     return buildMla(r, c);
+  if (c.op == "cascade")
+    return buildCascade(r, c);
   return buildAttention(r, c);
 }

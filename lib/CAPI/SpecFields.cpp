@@ -152,21 +152,25 @@ Expected<std::string> readOptions(SpecReader &r, bool causalAllowed,
                        : " {" + llvm::join(attrs, ", ") + "}";
 }
 
-
-Expected<Tables> readTables(SpecReader &r, StringRef index) {
+Expected<Tables> readTables(SpecReader &r, StringRef index, StringRef suffix) {
   Expected<std::string> table = r.choice("table", {"csr", "block_table"});
   if (!table)
     return table.takeError();
   std::string list = ("memref<?x" + index + ">").str();
+  std::string s = suffix.str();
   if (*table == "csr")
-    return Tables{"%kv_indptr: " + list + ", %kv_indices: " + list +
-                      ", %kv_last_page_len: " + list,
-                  "tables(%kv_indptr, %kv_indices, %kv_last_page_len : " +
-                      list + ", " + list + ", " + list + ")"};
+    return Tables{"%kv_indptr" + s + ": " + list + ", %kv_indices" + s + ": " +
+                      list + ", %kv_last_page_len" + s + ": " + list,
+                  "tables(%kv_indptr" + s + ", %kv_indices" + s +
+                      ", %kv_last_page_len" + s + " : " + list + ", " + list +
+                      ", " + list + ")",
+                  "csr"};
   std::string blocks = ("memref<?x?x" + index + ">").str();
-  return Tables{"%block_tables: " + blocks + ", %seq_lens: " + list,
-                "tables(%block_tables, %seq_lens : " + blocks + ", " + list +
-                    ")"};
+  return Tables{"%block_tables" + s + ": " + blocks + ", %seq_lens" + s + ": " +
+                    list,
+                "tables(%block_tables" + s + ", %seq_lens" + s + " : " +
+                    blocks + ", " + list + ")",
+                "block_table"};
 }
 
 /// The element type of a spec's index buffers (tables, qo_indptr, a ragged
@@ -175,12 +179,11 @@ Expected<std::string> readIndexType(SpecReader &r) {
   return r.choice("index_dtype", {"i32", "i64"});
 }
 
-std::string tableForm(const Tables &t) {
-  return StringRef(t.args).contains("block_tables") ? "block_table" : "csr";
-}
+std::string tableForm(const Tables &t) { return t.form; }
 
-
-Expected<Variants> readVariants(SpecReader &r, bool prefill, int64_t qHeads) {
+Expected<Variants> readVariants(SpecReader &r, AttentionKind kind,
+                                int64_t qHeads) {
+  bool prefill = kind == AttentionKind::prefill;
   Variants v;
   Expected<std::string> mask =
       r.choice("custom_mask", {"none", "bool", "packed"});
@@ -188,8 +191,8 @@ Expected<Variants> readVariants(SpecReader &r, bool prefill, int64_t qHeads) {
     return mask.takeError();
   if (*mask != "none") {
     if (!prefill)
-      return r.error("'custom_mask' applies to prefills (a decode row's "
-                     "mask is a mask_mod)");
+      return r.error("'custom_mask' applies to prefills (a decode's or a "
+                     "cascade's mask is a mask_mod)");
     std::string type = *mask == "bool" ? "memref<?xi1>" : "memref<?xi8>";
     v.args += ", %custom_mask: " + type;
     v.maskClause = " mask(%custom_mask : " + type + ")";
@@ -211,7 +214,7 @@ Expected<Variants> readVariants(SpecReader &r, bool prefill, int64_t qHeads) {
   if (!topk)
     return topk.takeError();
   if (*topk) {
-    if (prefill)
+    if (kind != AttentionKind::decode)
       return r.error("'topk' applies to decodes");
     if (**topk <= 0)
       return r.error("'topk' must be positive, got " + Twine(**topk));

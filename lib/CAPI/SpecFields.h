@@ -163,10 +163,10 @@ private:
 struct Common {
   std::string op, dtype, lseBase;
 };
-/// A paged cache's tables: the function arguments and the paged_view's
-/// `tables(...)` clause.
+/// A paged cache's tables: the function arguments, the paged_view's
+/// `tables(...)` clause and the paged type's table form.
 struct Tables {
-  std::string args, clause;
+  std::string args, clause, form;
 };
 
 /// A spec's attention variants (docs/Frameworks.md): the function
@@ -207,8 +207,10 @@ Expected<std::string> readOptions(SpecReader &r, bool causalAllowed,
                                   ArrayRef<std::string> extraAttrs = {});
 
 /// The page tables a spec's "table" names (csr or block_table), of element
-/// type `index`.
-Expected<Tables> readTables(SpecReader &r, StringRef index);
+/// type `index`, their arguments' names ending in `suffix` (a cascade's
+/// levels).
+Expected<Tables> readTables(SpecReader &r, StringRef index,
+                            StringRef suffix = "");
 
 /// The element type of a spec's index buffers (tables, qo_indptr, a ragged
 /// kv_indptr): i32, or OpenPPL's i64.
@@ -217,8 +219,14 @@ Expected<std::string> readIndexType(SpecReader &r);
 /// The paged type's `table` of `t`.
 std::string tableForm(const Tables &t);
 
-/// The variants of a decode or prefill (`prefill`) of `qHeads` query heads.
-Expected<Variants> readVariants(SpecReader &r, bool prefill, int64_t qHeads);
+/// The attention ops a spec builds variants for.
+enum class AttentionKind { decode, prefill, cascade };
+
+/// The variants of an attention op of `qHeads` query heads: per-row
+/// operands only where the op takes them (a prefill's custom mask and
+/// positions, a decode's top-k).
+Expected<Variants> readVariants(SpecReader &r, AttentionKind kind,
+                                int64_t qHeads);
 
 } // namespace kvir::capi::spec
 

@@ -19,8 +19,10 @@ SPEC_VERSION = 1
 _ENTRY = "kvir_entry.json"
 
 # The kv op whose launch plan a spec's kernels carry.
+# (A cascade's kernels carry several plans, its levels' and merges'; kvir.gpu
+# launches one plan's kernels, so a cascade spec runs in the emulator.)
 PLAN_OPS = {"decode": "kv.decode", "prefill": "kv.prefill",
-            "mla_decode": "kv.mla_decode",
+            "mla_decode": "kv.mla_decode", "cascade": "kv.cascade",
             "merge_state": "kv.merge", "merge_states": "kv.merge_partitions"}
 
 

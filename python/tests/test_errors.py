@@ -149,6 +149,12 @@ def test_bad_layout():
     ({"op": "decode", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
       "dtype": "f16", "index_dtype": "i16"},
      "spec: 'index_dtype' must be one of 'i32', 'i64', got 'i16'"),
+    ({"op": "cascade", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
+      "dtype": "f16"}, "spec: 'levels' is required (a positive integer)"),
+    ({"op": "cascade", "levels": 2, "num_qo_heads": 4, "head_dim": 64,
+      "page_size": 16, "dtype": "f16", "custom_mask": "bool"},
+     "spec: 'custom_mask' applies to prefills (a decode's or a cascade's "
+     "mask is a mask_mod)"),
     ({"op": "decode", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
       "dtype": "f16", "alibi": "paper"},
      "spec: 'alibi' must be one of 'none', 'standard', 'slopes', got "

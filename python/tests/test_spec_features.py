@@ -2,7 +2,7 @@
 kvir.compile and run in the emulator on numpy buffers, against the float64
 reference: int8-group caches, split K/V pools of their own widths,
 prefill positions, decode top-k selection, sinks, ALiBi slopes and Llama
-3.1's RoPE scaling."""
+3.1's RoPE scaling, a cascade over concatenated levels."""
 import math
 
 import numpy as np
@@ -207,3 +207,64 @@ def test_vllm_layout_with_i64_block_tables(rng, cache):
         ref_o, ref_lse = attend(q[b:b + 1], k, v, [n - 1])
         check(out[b:b + 1], lse[b:b + 1], ref_o, ref_lse, TOLERANCE["f16"],
               1e-3)
+
+
+def test_cascade_over_concatenated_levels(rng, cache):
+    # Level 0: one shared prefix for all rows; level 1: each request's own
+    # keys. Causal and the window see positions in the concatenation.
+    page, hq, hk, d = 8, 4, 2, 64
+    prefix = 37
+    own = [20, 9, 30]
+    rows = [3, 1, 5]
+    levels_keys = [[prefix], own]
+    tables = []
+    total = prefix + sum(own)
+    kall = rng.uniform(-1, 1, (total, hk, d)).astype(np.float16)
+    vall = rng.uniform(-1, 1, (total, hk, d)).astype(np.float16)
+    # Tokens laid out prefix first, then each request's own keys; pages in
+    # order (each level's requests start on a page).
+    offsets, cursor = [], 0
+    for lens in levels_keys:
+        level = []
+        for n in lens:
+            p = -(-n // page)
+            level.append((cursor, n))
+            cursor += p
+        offsets.append(level)
+    pool = np.full((cursor + 1, 2, page, hk, d), np.nan, np.float16)
+    starts = [0] + list(np.cumsum([prefix] + own)[:-1])
+    flat = 0
+    for level in offsets:
+        for first_page, n in level:
+            t = np.arange(n)
+            pool[first_page + t // page, 0, t % page] = kall[starts[flat] + t]
+            pool[first_page + t // page, 1, t % page] = vall[starts[flat] + t]
+            flat += 1
+    qo0 = np.array([0, sum(rows)], np.int32)
+    qo1 = np.concatenate([[0], np.cumsum(rows)]).astype(np.int32)
+    for level in offsets:
+        indptr = np.concatenate([[0], np.cumsum(
+            [-(-n // page) for _, n in level])]).astype(np.int32)
+        indices = np.concatenate([np.arange(fp, fp + -(-n // page))
+                                  for fp, n in level]).astype(np.int32)
+        last = np.array([n - (-(-n // page) - 1) * page for _, n in level],
+                        np.int32)
+        tables.append((indptr, indices, last))
+    q = rng.uniform(-1, 1, (sum(rows), hq, d)).astype(np.float16)
+    out = poisoned((sum(rows), hq, d), np.float16)
+    lse = poisoned((sum(rows), hq), np.float32)
+    spec = {"op": "cascade", "levels": 2, "num_qo_heads": hq,
+            "num_kv_heads": hk, "head_dim": d, "page_size": page,
+            "dtype": "f16", "causal": True, "window_left": 30}
+    emulate(cache, spec, q, qo0, qo1, pool, *tables[0], *tables[1], out, lse)
+    for b, r in enumerate(rows):
+        r0, r1 = qo1[b], qo1[b + 1]
+        keys = np.concatenate([kall[:prefix], kall[starts[1 + b]:
+                                                   starts[1 + b] + own[b]]])
+        values = np.concatenate([vall[:prefix], vall[starts[1 + b]:
+                                                     starts[1 + b] + own[b]]])
+        n = prefix + own[b]
+        ref_o, ref_lse = attend(q[r0:r1], keys, values,
+                                list(range(n - r, n)), causal=True,
+                                window_left=30)
+        check(out[r0:r1], lse[r0:r1], ref_o, ref_lse, TOLERANCE["f16"], 1e-3)
