@@ -263,10 +263,15 @@ def _paged_cache(cache, spec, kv_layout):
     pool [pages, 2, ...] as ("pool", Arg), or FlashInfer's (k_cache,
     v_cache) pair as ("k_pool", Arg), ("v_pool", Arg)."""
     ps, hk, d = spec["page_size"], spec["num_kv_heads"], spec["head_dim"]
+    dv = spec.get("head_dim_v", d)
 
     def inner(dim):
         return [ps, hk, dim] if kv_layout == "nhd" else [hk, ps, dim]
     if not _is_pool_pair(cache):
+        if dv != d:
+            raise ValueError(f"paged_kv_cache: one pool holds K and V of one "
+                             f"width; head_dim_vo {dv} != head_dim_qk {d} "
+                             f"takes a (k_cache, v_cache) pair")
         return [("pool", Arg("paged_kv_cache", cache).check(
             _pool_dtypes(spec), [None, 2] + inner(d)))]
     if len(cache) != 2:
@@ -274,7 +279,7 @@ def _paged_cache(cache, spec, kv_layout):
                          f"expected (k_cache, v_cache)")
     k = Arg("k_cache", cache[0]).check(_pool_dtypes(spec), [None] + inner(d))
     v = Arg("v_cache", cache[1]).check(_pool_dtypes(spec),
-                                       [k.shape[0]] + inner(d))
+                                       [k.shape[0]] + inner(dv))
     return [("k_pool", k), ("v_pool", v)]
 
 
@@ -343,7 +348,7 @@ class _Wrapper:
         cache (the logits times k_scale: sm_scale times k_scale, a spec of
         its own per value; an fp8 cache's kernel takes it)."""
         spec = self.spec
-        if len(pools) > 1:
+        if len(pools) > 1 and spec.get("kv_storage") != "split":
             spec = dict(spec, kv_storage="split")
         if spec.get("kv_dtype", "same") == "same" and \
                 k_scale not in (None, 1.0):

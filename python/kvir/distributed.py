@@ -142,19 +142,18 @@ class ContextParallelDecode:
 
 def _all_to_all(dist, recv, send, group):
     """recv[s] = rank s's send[this rank], by point-to-point messages (gloo
-    has no all_to_all; NCCL's would do the same)."""
+    has no all_to_all) batched into one group, which NCCL needs to pair each
+    rank's sends with its receives without deadlock."""
     rank, world = dist.get_rank(group), dist.get_world_size(group)
-    pending = []
+    ops = []
     for peer in range(world):
         if peer == rank:
             recv[peer].copy_(send[peer])
             continue
-        pending.append(dist.isend(send[peer].contiguous(), _global(dist, group,
-                                                                   peer),
-                                  group=group))
-        pending.append(dist.irecv(recv[peer], _global(dist, group, peer),
-                                  group=group))
-    for p in pending:
+        g = _global(dist, group, peer)
+        ops.append(dist.P2POp(dist.isend, send[peer].contiguous(), g, group))
+        ops.append(dist.P2POp(dist.irecv, recv[peer], g, group))
+    for p in dist.batch_isend_irecv(ops) if ops else []:
         p.wait()
 
 
@@ -234,10 +233,12 @@ def ring_prefill(q, k, v, group=None, causal=True, sm_scale=None,
     world, rank = dist.get_world_size(group), dist.get_rank(group)
     L, hq, d = q.shape
     hk = k.shape[1]
+    dev = q.device
     # Every chunk's length and offset.
-    lengths = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
-    dist.all_gather(lengths, torch.tensor([k.shape[0]], dtype=torch.int64),
-                    group=group)
+    lengths = [torch.zeros(1, dtype=torch.int64, device=dev)
+               for _ in range(world)]
+    dist.all_gather(lengths, torch.tensor([k.shape[0]], dtype=torch.int64,
+                                          device=dev), group=group)
     lengths = [int(t) for t in lengths]
     offsets = np.concatenate([[0], np.cumsum(lengths)])
     dtype = dtype_name(q.dtype)
@@ -251,37 +252,39 @@ def ring_prefill(q, k, v, group=None, causal=True, sm_scale=None,
         spec["logits_soft_cap"] = float(logits_soft_cap)
     executor = _Executor(spec, chip, cache_dir)
     merge_args = {"chip": chip, "cache_dir": cache_dir, "backend": backend}
-    out = torch.zeros((L, hq, d), dtype=q.dtype)
-    lse = torch.full((L, hq), -math.inf, dtype=torch.float32)
+    # The running state in f32 (each merge would round a 16-bit one again),
+    # rounded once at the end.
+    out = torch.zeros((L, hq, d), dtype=torch.float32, device=dev)
+    lse = torch.full((L, hq), -math.inf, dtype=torch.float32, device=dev)
     q = q.contiguous()
     chunk = (k.contiguous(), v.contiguous())
     row_positions = np.arange(offsets[rank], offsets[rank] + L)
+    after = _global(dist, group, (rank + 1) % world)
+    before = _global(dist, group, (rank - 1) % world)
     for step in range(world):
         source = (rank - step) % world
-        # Pass the chunk at hand on while attending to it.
+        # Pass the chunk at hand on while attending to it (one batch of
+        # sends and receives, which NCCL pairs without deadlock).
         pending = []
         if step + 1 < world:
             n = lengths[(source - 1) % world]
-            incoming = (torch.empty((n, hk, d), dtype=k.dtype),
-                        torch.empty((n, hk, d), dtype=v.dtype))
-            for t_send, t_recv in zip(chunk, incoming):
-                pending.append(dist.isend(
-                    t_send, _global(dist, group, (rank + 1) % world),
-                    group=group))
-                pending.append(dist.irecv(
-                    t_recv, _global(dist, group, (rank - 1) % world),
-                    group=group))
+            incoming = (torch.empty((n, hk, d), dtype=k.dtype, device=dev),
+                        torch.empty((n, hk, d), dtype=v.dtype, device=dev))
+            ops = [dist.P2POp(dist.isend, t, after, group) for t in chunk]
+            ops += [dist.P2POp(dist.irecv, t, before, group)
+                    for t in incoming]
+            pending = dist.batch_isend_irecv(ops)
         # A chunk after every row (causal) is skipped: no key is visible.
         if lengths[source] and L and not (causal and source > rank):
-            part = _attend_chunk(executor, q, chunk, row_positions -
-                                 offsets[source], backend)
-            out, lse = merge_state(out, lse, part[0], part[1],
+            part_out, part_lse = _attend_chunk(
+                executor, q, chunk, row_positions - offsets[source], backend)
+            out, lse = merge_state(out, lse, part_out.float(), part_lse,
                                    lse_base=lse_base, **merge_args)
         for p in pending:
             p.wait()
         if step + 1 < world:
             chunk = incoming
-    return out, lse
+    return out.to(q.dtype), lse
 
 
 def _attend_chunk(executor, q, chunk, positions, backend):
@@ -290,11 +293,15 @@ def _attend_chunk(executor, q, chunk, positions, backend):
     import torch
     L, hq, _ = q.shape
     k, v = chunk
-    out = torch.full((L, hq, v.shape[2]), float("nan"), dtype=q.dtype)
-    lse = torch.full((L, hq), float("nan"), dtype=torch.float32)
-    index = torch.tensor([0, L], dtype=torch.int32)
-    kv_index = torch.tensor([0, k.shape[0]], dtype=torch.int32)
-    pos = torch.as_tensor(np.asarray(positions), dtype=torch.int32)
+    dev = q.device
+    # NaN-filled on the CPU (the emulator), so that unwritten values show.
+    fill = float("nan") if dev.type == "cpu" else 0.0
+    out = torch.full((L, hq, v.shape[2]), fill, dtype=q.dtype, device=dev)
+    lse = torch.full((L, hq), fill, dtype=torch.float32, device=dev)
+    index = torch.tensor([0, L], dtype=torch.int32, device=dev)
+    kv_index = torch.tensor([0, k.shape[0]], dtype=torch.int32, device=dev)
+    pos = torch.as_tensor(np.asarray(positions), dtype=torch.int32,
+                          device=dev)
     executor.run([("q", Arg("q", q)), ("qo_indptr", Arg("qo_indptr", index)),
                   ("k", Arg("k", k)), ("v", Arg("v", v)),
                   ("kv_indptr", Arg("kv_indptr", kv_index)),

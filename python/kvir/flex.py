@@ -22,6 +22,7 @@ block mask does.
 """
 import json
 import os
+import re
 import traceback
 
 import numpy as np
@@ -164,7 +165,9 @@ class _Value:
     __rxor__ = __xor__
 
     def __invert__(self):
-        return self.tracer.logic("xori", self, True)
+        # Booleans: not; integers: -x - 1, as Python's and torch's ~.
+        return self.tracer.logic("xori", self,
+                                 True if self.kind == "i1" else -1)
 
     # torch functions on traced values (torch's __torch_function__).
     @classmethod
@@ -188,11 +191,15 @@ _COMPARE_F = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge",
               "eq": "oeq", "ne": "une"}
 _COMPARE_I = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge",
               "eq": "eq", "ne": "ne"}
-_TENSOR_ELEMENTS = {"float32": ("f32", "f32"), "float16": ("f16", "f32"),
-                    "bfloat16": ("bf16", "f32"), "int32": ("i32", "i32"),
-                    "int64": ("i64", "i64"), "bool": ("i8", "i1"),
-                    "uint8": ("i8", "i32"), "int8": ("i8", "i32"),
-                    "int16": ("i16", "i32")}
+# A captured tensor's dtype: (the element type it is stored as, the kind a
+# load yields, whether a narrower integer is sign-extended).
+_TENSOR_ELEMENTS = {"float32": ("f32", "f32", True),
+                    "float16": ("f16", "f32", True),
+                    "bfloat16": ("bf16", "f32", True),
+                    "int32": ("i32", "i32", True),
+                    "int64": ("i64", "i64", True), "bool": ("i8", "i1", False),
+                    "uint8": ("i8", "i32", False),
+                    "int8": ("i8", "i32", True), "int16": ("i16", "i32", True)}
 
 
 class _Captures:
@@ -214,7 +221,7 @@ class _Captures:
         if tensor.dim() == 0:
             _fail("a captured 0-dim tensor: index a 1-element tensor, or "
                   "use a Python number")
-        stored, _ = _TENSOR_ELEMENTS[dtype]
+        stored = _TENSOR_ELEMENTS[dtype][0]
         shape = "x".join(str(int(d)) for d in tensor.shape)
         self.tensors.append(tensor)
         self.types.append(f"memref<{shape}x{stored}>")
@@ -342,10 +349,9 @@ class _Tracer:
                          f": {kind}", "i1")
 
     def logic(self, op, a, b):
-        if all(isinstance(x, bool) or (isinstance(x, _Value) and
-                                       x.kind == "i1") for x in (a, b)):
-            a, b = self.value(a, "i1"), self.value(b, "i1")
-            return self.emit(f"arith.{op} {a.name}, {b.name} : i1", "i1")
+        if (both := self._booleans(a, b)) is not None:
+            return self.emit(f"arith.{op} {both[0].name}, {both[1].name} : "
+                             f"i1", "i1")
         a, b, kind = self.unify(a, b)
         if kind == "f32":
             _fail("&, |, ^ or ~ on a float: they take booleans (a "
@@ -362,16 +368,30 @@ class _Tracer:
             return self.divide(1.0, self.arith("add", 1.0, e))
         return self.emit(f"{_UNARY[fn]} {v.name} : f32", "f32")
 
+    def _booleans(self, a, b):
+        """Both operands as i1 when both are booleans, else None."""
+        if all(isinstance(x, bool) or (isinstance(x, _Value) and
+                                       x.kind == "i1") for x in (a, b)):
+            return self.value(a, "i1"), self.value(b, "i1")
+        return None
+
     def select(self, cond, a, b):
         cond = self.value(cond, "i1")
         if cond.kind != "i1":
             _fail("torch.where's condition must be a boolean (a comparison's "
                   "result)")
+        if (both := self._booleans(a, b)) is not None:
+            return self.emit(f"arith.select {cond.name}, {both[0].name}, "
+                             f"{both[1].name} : i1", "i1")
         a, b, kind = self.unify(a, b)
         return self.emit(f"arith.select {cond.name}, {a.name}, {b.name} : "
                          f"{kind}", kind)
 
     def extreme(self, which, a, b):
+        if (both := self._booleans(a, b)) is not None:
+            op = "andi" if which == "min" else "ori"
+            return self.emit(f"arith.{op} {both[0].name}, {both[1].name} : "
+                             f"i1", "i1")
         a, b, kind = self.unify(a, b)
         if kind == "f32":
             return self.emit(f"arith.{which}imumf {a.name}, {b.name} : f32",
@@ -388,10 +408,22 @@ class _Tracer:
             _fail(f"a tensor of {tensor.dim()} dimensions indexed with "
                   f"{len(index)} values: index every dimension")
         name, type_ = self.captures.name(tensor)
-        idx = [self.to_int(self.value(i, "index"), "index").name
-               for i in index]
-        stored, kind = _TENSOR_ELEMENTS[str(tensor.dtype).replace("torch.",
-                                                                  "")]
+        idx = []
+        for i, extent in zip(index, tensor.shape):
+            if hasattr(i, "dim") and i.dim() == 0:
+                i = i.item()
+            if isinstance(i, float) or (isinstance(i, _Value) and
+                                        i.kind == "f32"):
+                _fail("a captured tensor indexed by a float: index it with "
+                      "integers (b, h, q_idx, kv_idx and integer arithmetic)")
+            if isinstance(i, int) and not isinstance(i, bool):
+                if not -int(extent) <= i < int(extent):
+                    _fail(f"index {i} out of range for a dimension of "
+                          f"{int(extent)}")
+                i %= int(extent)  # Python's negative indices
+            idx.append(self.to_int(self.value(i, "index"), "index").name)
+        stored, kind, signed = _TENSOR_ELEMENTS[
+            str(tensor.dtype).replace("torch.", "")]
         v = self.emit(f"memref.load {name}[{', '.join(idx)}] : {type_}",
                       stored)
         if stored in ("f16", "bf16"):
@@ -401,7 +433,8 @@ class _Tracer:
             return self.emit(f"arith.cmpi ne, {v.name}, {zero.name} : i8",
                              "i1")
         if stored != kind:
-            return self.emit(f"arith.extsi {v.name} : {stored} to {kind}",
+            ext = "extsi" if signed else "extui"
+            return self.emit(f"arith.{ext} {v.name} : {stored} to {kind}",
                              kind)
         return v
 
@@ -465,24 +498,58 @@ def _trace_region(fn, captures, q_offset, with_score):
         if result.kind != "i1":
             _fail("mask_mod must return a boolean (a comparison's result)",
                   fn)
-    return "\n".join(tracer.lines +
-                     [f"    kv.yield {result.name} : {result.kind}"])
+    return _live(tracer.lines, result.name) + [
+        f"    kv.yield {result.name} : {result.kind}"]
+
+
+_SSA = re.compile(r"%[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _live(lines, result):
+    """The recorded lines `result` depends on (every recorded op is pure):
+    what the function computed and dropped would leave a capture the
+    kernel's regions no longer read, and shift the captures' numbering."""
+    needed, kept = {result}, []
+    for line in reversed(lines):
+        name, rhs = line.split(" = ", 1)
+        if name.strip() in needed:
+            needed.update(_SSA.findall(rhs))
+            kept.append(line)
+    return kept[::-1]
 
 
 def trace_variants(spec, score_mod, mask_mod, q_offset=0):
     """Adds score_mod / mask_mod, traced, to `spec` (its "score_mod",
     "mask_mod" and "captures" fields); returns the captured tensors, in
-    the kernel's argument order. `q_offset`: what the functions' q_idx is
-    short of kvir's position (FlexAttention's kv_len - qo_len; 0 where
-    q_idx is the position)."""
+    the kernel's argument order (the order the regions first read them,
+    score_mod's first, as the kernel numbers its captures). `q_offset`: what
+    the functions' q_idx is short of kvir's position (FlexAttention's
+    kv_len - qo_len; 0 where q_idx is the position)."""
     captures = _Captures()
+    regions = {}
     if score_mod is not None:
-        spec["score_mod"] = _trace_region(score_mod, captures, q_offset, True)
+        regions["score_mod"] = _trace_region(score_mod, captures, q_offset,
+                                             True)
     if mask_mod is not None:
-        spec["mask_mod"] = _trace_region(mask_mod, captures, q_offset, False)
-    if captures.types:
-        spec["captures"] = list(captures.types)
-    return captures.buffers()
+        regions["mask_mod"] = _trace_region(mask_mod, captures, q_offset,
+                                            False)
+    # Renumber the captures the live lines read, in order of first read.
+    order = []
+    for lines in regions.values():
+        for line in lines:
+            for cap in re.findall(r"%cap(\d+)\b", line):
+                if int(cap) not in order:
+                    order.append(int(cap))
+    renumber = {old: new for new, old in enumerate(order)}
+    for key, lines in regions.items():
+        spec[key] = "\n".join(
+            re.sub(r"%cap(\d+)\b",
+                   lambda m: f"%cap{renumber[int(m.group(1))]}", line)
+            for line in lines)
+    if order:
+        spec["captures"] = [captures.types[i] for i in order]
+    buffers = captures.buffers()
+    return [buffers[i] for i in order]
 
 
 class BlockMask:

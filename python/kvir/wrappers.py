@@ -266,6 +266,9 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
                           custom_mask, packed_custom_mask, o_data_type)
         spec["page_size"] = int(page_size)
         spec["kv_layout"] = self.kv_layout
+        if "head_dim_v" in spec:
+            # K and V of their own widths: FlashInfer's (k_cache, v_cache).
+            spec["kv_storage"] = "split"
         self.spec = spec
         ip = host_int_array("paged_kv_indptr", paged_kv_indptr)
         last = host_int_array("paged_kv_last_page_len", paged_kv_last_page_len)

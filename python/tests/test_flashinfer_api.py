@@ -339,3 +339,32 @@ def test_decode_scales_on_a_16_bit_cache_and_draft_rows(rng, cache):
         ref_o, ref_lse = attend(qd[sl], keys[b], values[b],
                                 list(range(n - rows, n)), causal=True)
         check(out[sl], lse[sl], ref_o, ref_lse, TOLERANCE["f16"], 1e-3)
+
+
+def test_paged_prefill_value_dim_of_its_own(rng, cache):
+    # head_dim_vo != head_dim_qk: K and V pools of their own widths.
+    lens, rows, page, hk = [30, 12], [4, 12], 8, 2
+    pages = [-(-n // page) for n in lens]
+    indptr = np.concatenate([[0], np.cumsum(pages)]).astype(np.int32)
+    indices = np.arange(sum(pages), dtype=np.int32)
+    last = np.array([n - (p - 1) * page for n, p in zip(lens, pages)],
+                    np.int32)
+    kc = rng.uniform(-1, 1, (sum(pages), page, hk, 128)).astype(np.float16)
+    vc = rng.uniform(-1, 1, (sum(pages), page, hk, 64)).astype(np.float16)
+    qo = np.array([0, 4, 16], np.int32)
+    q = rng.uniform(-1, 1, (16, 4, 128)).astype(np.float16)
+    w = kvir.BatchPrefillWithPagedKVCacheWrapper(cache_dir=cache)
+    w.plan(qo, indptr, indices, last, 4, hk, 128, page, head_dim_vo=64,
+           causal=True)
+    out, lse = w.run(q, (kc, vc), return_lse=True)
+    for b, (n, r) in enumerate(zip(lens, rows)):
+        tok = np.arange(n)
+        pg = indices[indptr[b] + tok // page]
+        ref_o, ref_lse = attend(q[qo[b]:qo[b + 1]], kc[pg, tok % page],
+                                vc[pg, tok % page], list(range(n - r, n)),
+                                causal=True)
+        check(out[qo[b]:qo[b + 1]], lse[qo[b]:qo[b + 1]], ref_o, ref_lse,
+              TOLERANCE["f16"], 1e-3)
+    with pytest.raises(ValueError, match=r"takes a \(k_cache, v_cache\) "
+                                         r"pair"):
+        w.run(q, np.zeros((2, 2, page, hk, 128), np.float16))

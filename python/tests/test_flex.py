@@ -237,3 +237,25 @@ def test_f32_and_more_query_rows_than_keys(cache):
                                                      None, 50, 20))
     check(out, lse, *reference(q, k, v, mask_mod=top_left_causal),
           torch.float16)
+
+
+def test_tracer_keeps_booleans_unsigned_bytes_and_live_captures(cache):
+    # A boolean where (prefix-LM), ~ on an integer (-x - 1), uint8 captures
+    # read unsigned, a capture read and dropped (not a kernel argument).
+    q, k, v = tensors(1, 2, 2, 24, 24, 64, torch.float16, 9)
+    weight = torch.tensor([200, 3, 50, 255], dtype=torch.uint8)
+    unused = torch.ones(2)
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        dropped = unused[h]  # noqa: F841
+        return score + weight[kv_idx % 4] / 256.0 + (~kv_idx) / 64.0
+
+    def prefix_lm(b, h, q_idx, kv_idx):
+        return torch.where(kv_idx < 6, True, q_idx >= kv_idx)
+    spec = {}
+    captured = kvir.flex.trace_variants(spec, score_mod, prefix_lm)
+    assert spec["captures"] == ["memref<4xi8>"] and len(captured) == 1
+    out, lse = run(cache, q, k, v, score_mod=score_mod,
+                   block_mask=kvir.create_block_mask(prefix_lm, None, None,
+                                                     24, 24))
+    check(out, lse, *reference(q, k, v, score_mod, prefix_lm), torch.float16)
