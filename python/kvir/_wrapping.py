@@ -15,9 +15,11 @@ _FLOATS = ("f16", "bf16", "f32")
 
 
 def _layout(kv_layout):
+    """FlashInfer's NHD / HND, or vLLM's layout (its K and V pools)."""
     text = str(kv_layout).upper()
-    if text not in ("NHD", "HND"):
-        raise ValueError(f"kv_layout: '{kv_layout}', expected 'NHD' or 'HND'")
+    if text not in ("NHD", "HND", "VLLM"):
+        raise ValueError(f"kv_layout: '{kv_layout}', expected 'NHD', 'HND' "
+                         f"or 'vllm'")
     return text.lower()
 
 
@@ -232,6 +234,61 @@ def _plan_device(x):
     return "cpu", None
 
 
+class _BlockTableCheck:
+    """A batch's block tables on the host, checked (kvir_check_block_table)
+    against each pool size they are run with, once."""
+
+    def __init__(self, block_tables, seq_lens, page_size):
+        self.blocks = _i32(np.atleast_2d(block_tables))
+        self.lens = _i32(seq_lens)
+        self.page_size = int(page_size)
+        self.checked = set()
+
+    def __call__(self, num_pages):
+        if num_pages in self.checked:
+            return
+        (blocks, pb), (lens, pl) = self.blocks, self.lens
+        _check_tables("kvir_check_block_table", pb,
+                      ctypes.c_int64(blocks.shape[1]), pl,
+                      ctypes.c_int64(len(lens)),
+                      ctypes.c_int64(self.page_size),
+                      ctypes.c_int64(num_pages * self.page_size))
+        self.checked.add(num_pages)
+
+
+def _page_tables(indptr, indices, last_page_len, block_tables, seq_lens,
+                 page_size):
+    """A paged wrapper's tables: CSR (FlashInfer's indptr, indices,
+    last_page_len) or block tables (FlashInfer's block_tables, seq_lens).
+    Returns (the spec's table form, [(plan argument, table)], the check,
+    each request's kv_len)."""
+    if block_tables is not None or seq_lens is not None:
+        if block_tables is None or seq_lens is None:
+            raise ValueError("block_tables and seq_lens: give both")
+        blocks = host_int_array("block_tables", block_tables)
+        lens = host_int_array("seq_lens", seq_lens)
+        if blocks.ndim != 2 or lens.shape != (blocks.shape[0],):
+            raise ValueError(f"block_tables: shape {list(blocks.shape)}, "
+                             f"seq_lens: shape {list(lens.shape)}, expected "
+                             f"[batch, max_pages] and [batch]")
+        return ("block_table",
+                [("block_tables", block_tables), ("seq_lens", seq_lens)],
+                _BlockTableCheck(blocks, lens, page_size),
+                [int(n) for n in lens])
+    ip = host_int_array("indptr", indptr)
+    last = host_int_array("last_page_len", last_page_len)
+    ind = host_int_array("indices", indices)
+    if ip.ndim != 1 or len(ip) < 1 or last.shape != (len(ip) - 1,):
+        raise ValueError(f"indptr: shape {list(ip.shape)} and "
+                         f"last_page_len: shape {list(last.shape)}, "
+                         f"expected [batch + 1] and [batch]")
+    return ("csr",
+            [("kv_indptr", indptr), ("kv_indices", indices),
+             ("kv_last_page_len", last_page_len)],
+            _CsrCheck(ip, ind, last, page_size),
+            [int(n) for n in _csr_lengths(ip, last, int(page_size))])
+
+
 class _CsrCheck:
     """A batch's CSR page tables on the host, checked (kvir_check_csr)
     against each pool size they are run with, once."""
@@ -267,6 +324,20 @@ def _paged_cache(cache, spec, kv_layout):
 
     def inner(dim):
         return [ps, hk, dim] if kv_layout == "nhd" else [hk, ps, dim]
+    if kv_layout == "vllm":
+        # vLLM's K [pages, Hk, D / x, page, x] (x: 16 bytes of elements)
+        # and V [pages, Hk, Dv, page].
+        if not _is_pool_pair(cache) or len(cache) != 2:
+            raise ValueError("paged_kv_cache: vLLM's layout is a (k_cache, "
+                             "v_cache) pair")
+        kv = spec.get("kv_dtype", "same")
+        x = 16 // (1 if kv != "same" else 4 if spec["dtype"] == "f32"
+                   else 2)
+        k = Arg("k_cache", cache[0]).check(_pool_dtypes(spec),
+                                           [None, hk, d // x, ps, x])
+        v = Arg("v_cache", cache[1]).check(_pool_dtypes(spec),
+                                           [k.shape[0], hk, dv, ps])
+        return [("k_pool", k), ("v_pool", v)]
     if not _is_pool_pair(cache):
         if dv != d:
             raise ValueError(f"paged_kv_cache: one pool holds K and V of one "
@@ -308,6 +379,14 @@ class _Wrapper:
         self._custom_mask = None
         self._positions = None
         self._captured = []
+
+    def _graph_tables(self, form, named, fixed_batch_name):
+        """The plan's tables, copied into use_cuda_graph's buffers (CSR, as
+        FlashInfer's are) when the wrapper has them."""
+        if form != "csr" and self._graph.on:
+            raise ValueError("block_tables: use_cuda_graph's buffers hold CSR "
+                             "tables (indptr, indices, last_page_len)")
+        return self._graph.fill(named, fixed_batch_name, self.batch)
 
     def _variants(self, spec, score_mod=None, mask_mod=None,
                   custom_mask=None, positions=None):

@@ -73,7 +73,10 @@ class ContextParallelDecode:
              num_kv_heads, head_dim, page_size, kv_len=None, kv_start=None,
              window_left=-1, logits_soft_cap=None, sm_scale=None,
              q_data_type="float16", kv_data_type=None, lse_base="2",
-             alibi=False, sinks=None):
+             alibi=False, sinks=None, block_tables=None, seq_lens=None):
+        """The rank's tables: CSR (indptr, indices, last_page_len) or block
+        tables (block_tables, seq_lens), over its cache in the
+        constructor's kv_layout (NHD, HND, or vLLM's K and V pools)."""
         dist = _dist()
         self.world = dist.get_world_size(self.group)
         self.rank = dist.get_rank(self.group)
@@ -94,7 +97,7 @@ class ContextParallelDecode:
             self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads,
             head_dim, page_size, kv_len, kv_start, window_left,
             logits_soft_cap, sm_scale, q_data_type, kv_data_type, alibi,
-            positioned)
+            positioned, block_tables, seq_lens)
 
     def run(self, q, paged_kv_cache, return_lse=False, k_scale=None,
             v_scale=None):
@@ -170,9 +173,10 @@ class _LocalDecode:
     def __init__(self, cp, indptr, indices, last_page_len, num_qo_heads,
                  num_kv_heads, head_dim, page_size, kv_len, kv_start,
                  window_left, logits_soft_cap, sm_scale, q_data_type,
-                 kv_data_type, alibi, positioned):
+                 kv_data_type, alibi, positioned, block_tables, seq_lens):
         self.positioned = positioned
         self.wrapper = None
+        tables = {"block_tables": block_tables, "seq_lens": seq_lens}
         if not positioned:
             self.wrapper = BatchDecodeWithPagedKVCacheWrapper(
                 kv_layout=cp.kv_layout, chip=cp.chip, cache_dir=cp.cache_dir,
@@ -182,10 +186,11 @@ class _LocalDecode:
                               logits_soft_cap=logits_soft_cap,
                               q_data_type=q_data_type,
                               kv_data_type=kv_data_type, sm_scale=sm_scale,
-                              lse_base=cp.lse_base)
+                              lse_base=cp.lse_base, **tables)
             return
         from .wrappers import BatchPrefillWithPagedKVCacheWrapper
-        batch = len(np.asarray(last_page_len))
+        batch = len(np.asarray(seq_lens if seq_lens is not None
+                               else last_page_len))
         # The row sits at global position kv_len - 1, which is this rank's
         # key index kv_len - 1 - kv_start.
         self.positions = (np.asarray(kv_len, np.int64) - 1 -
@@ -200,7 +205,7 @@ class _LocalDecode:
                           q_data_type=q_data_type, kv_data_type=kv_data_type,
                           lse_base=cp.lse_base,
                           pos_encoding_mode="ALIBI" if alibi else "NONE",
-                          positions=self.positions)
+                          positions=self.positions, **tables)
 
     def run(self, q, cache, k_scale, v_scale):
         """This rank's state; on the CPU (the emulator) into NaN-filled

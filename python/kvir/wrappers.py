@@ -12,6 +12,7 @@ import ctypes
 import numpy as np
 
 from ._wrapping import (_CsrCheck, _Executor, _GraphBuffers, _Tables,
+                        _page_tables,
                         _Wrapper, _backend, _check_tables, _csr_lengths,
                         _fp8_scales, _i32, _input, _kv_dtype, _options,
                         _paged_cache, _plan_device, _scale_output)
@@ -47,7 +48,7 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
              kv_data_type=None, data_type=None, sm_scale=None,
              rope_scale=None, rope_theta=None, non_blocking=True,
              lse_base="2", score_mod=None, mask_mod=None,
-             q_len_per_req=None):
+             q_len_per_req=None, block_tables=None, seq_lens=None):
         # FlashInfer's data_type: the older name of kv_data_type.
         if kv_data_type is None:
             kv_data_type = data_type
@@ -56,7 +57,9 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
         # request, causal -- a paged prefill of q_len_per_req rows each.
         self._rows = None
         if q_len_per_req is not None and int(q_len_per_req) > 1:
-            batch = len(host_int_array("last_page_len", last_page_len))
+            batch = len(host_int_array(
+                "seq_lens" if seq_lens is not None else "last_page_len",
+                seq_lens if seq_lens is not None else last_page_len))
             self._rows = BatchPrefillWithPagedKVCacheWrapper(
                 kv_layout=self.kv_layout, chip=self.chip,
                 cache_dir=self.cache_dir, backend=self.backend)
@@ -68,7 +71,8 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
                 window_left=window_left, logits_soft_cap=logits_soft_cap,
                 rope_scale=rope_scale, rope_theta=rope_theta,
                 q_data_type=q_data_type, kv_data_type=kv_data_type,
-                lse_base=lse_base, score_mod=score_mod, mask_mod=mask_mod)
+                lse_base=lse_base, score_mod=score_mod, mask_mod=mask_mod,
+                block_tables=block_tables, seq_lens=seq_lens)
             self._exec = self._rows._exec
             return
         dtype = dtype_name(q_data_type)
@@ -81,21 +85,15 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
                         pos_encoding_mode, rope_scale, rope_theta)
         if _kv_dtype(dtype, kv_data_type) != "same":
             spec["kv_dtype"] = _kv_dtype(dtype, kv_data_type)
-        ip = host_int_array("indptr", indptr)
-        last = host_int_array("last_page_len", last_page_len)
-        ind = host_int_array("indices", indices)
-        if ip.ndim != 1 or len(ip) < 1 or last.shape != (len(ip) - 1,):
-            raise ValueError(f"indptr: shape {list(ip.shape)} and "
-                             f"last_page_len: shape {list(last.shape)}, "
-                             f"expected [batch + 1] and [batch]")
-        self.batch = len(ip) - 1
+        if self.kv_layout == "vllm":
+            spec["kv_storage"] = "split"
+        form, named, self._check, self.kv_lengths = _page_tables(
+            indptr, indices, last_page_len, block_tables, seq_lens,
+            page_size)
+        spec["table"] = form
+        self.batch = len(self.kv_lengths)
         self.page_size = int(page_size)
-        self._check = _CsrCheck(ip, ind, last, page_size)
-        self.kv_lengths = [int(n) for n in
-                           _csr_lengths(ip, last, self.page_size)]
-        self._tables = _Tables(self._graph.fill(
-            [("kv_indptr", indptr), ("kv_indices", indices),
-             ("kv_last_page_len", last_page_len)], "indptr", self.batch))
+        self._tables = _Tables(self._graph_tables(form, named, "indptr"))
         self._variants(spec, score_mod, mask_mod)
         self.spec = spec
         self._exec = _Executor(spec, self.chip, self.cache_dir)
@@ -255,7 +253,7 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
              logits_soft_cap=None, rope_scale=None, rope_theta=None,
              q_data_type="float16", kv_data_type=None, o_data_type=None,
              non_blocking=True, lse_base="2", score_mod=None, mask_mod=None,
-             positions=None):
+             positions=None, block_tables=None, seq_lens=None):
         # use_fp16_qk_reduction: kvir accumulates Q K^T in f32 always.
         # positions (kvir's): each row's position among its request's keys
         # (i32 [nnz]) in place of kv_len - qo_len + i.
@@ -266,30 +264,24 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
                           custom_mask, packed_custom_mask, o_data_type)
         spec["page_size"] = int(page_size)
         spec["kv_layout"] = self.kv_layout
-        if "head_dim_v" in spec:
-            # K and V of their own widths: FlashInfer's (k_cache, v_cache).
+        if "head_dim_v" in spec or self.kv_layout == "vllm":
+            # K and V pools: FlashInfer's (k_cache, v_cache) of their own
+            # widths, vLLM's layout.
             spec["kv_storage"] = "split"
         self.spec = spec
-        ip = host_int_array("paged_kv_indptr", paged_kv_indptr)
-        last = host_int_array("paged_kv_last_page_len", paged_kv_last_page_len)
-        if ip.shape != (self.batch + 1,) or last.shape != (self.batch,):
-            raise ValueError(f"paged_kv_indptr: shape {list(ip.shape)}, "
-                             f"paged_kv_last_page_len: shape "
-                             f"{list(last.shape)}, expected "
-                             f"[{self.batch + 1}] and [{self.batch}] (one "
-                             f"request per qo_indptr entry)")
-        self._check = _CsrCheck(
-            ip, host_int_array("paged_kv_indices", paged_kv_indices), last,
-            page_size)
-        lengths = _csr_lengths(ip, last, int(page_size))
+        form, named, self._check, lengths = _page_tables(
+            paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len,
+            block_tables, seq_lens, page_size)
+        spec["table"] = form
+        if len(lengths) != self.batch:
+            raise ValueError(f"the page tables hold {len(lengths)} requests, "
+                             f"qo_indptr {self.batch}: one request per "
+                             f"qo_indptr entry")
         if positions is None:
             self._check_rows(lengths)
         self._plan_variants(lengths, score_mod, mask_mod, positions)
-        self._tables = _Tables(self._graph.fill(
-            [("qo_indptr", qo_indptr), ("kv_indptr", paged_kv_indptr),
-             ("kv_indices", paged_kv_indices),
-             ("kv_last_page_len", paged_kv_last_page_len)], "qo_indptr",
-            self.batch))
+        self._tables = _Tables(self._graph_tables(
+            form, [("qo_indptr", qo_indptr)] + named, "qo_indptr"))
         self._exec = _Executor(spec, self.chip, self.cache_dir)
         self._execs = {}
         self._exec.kernel(*_plan_device(qo_indptr))

@@ -68,3 +68,24 @@ def paged_batch(rng, lens, page_size, heads, dim, dtype, layout="NHD"):
         keys.append(k)
         values.append(v)
     return pool, indptr, indices, last, keys, values
+
+
+def vllm_pools(keys, values, page, rng):
+    """vLLM's K [pages, Hk, D / 8, page, 8] and V [pages, Hk, D, page]
+    pools of f16 (NaN where no request's token is) and block tables."""
+    hk, d = keys[0].shape[1:]
+    pages = [-(-len(k) // page) for k in keys]
+    total = sum(pages) + 1
+    order = rng.permutation(total)
+    tables = np.zeros((len(keys), max(1, max(pages))), np.int32)
+    kpool = np.full((total, hk, d // 8, page, 8), np.nan, np.float16)
+    vpool = np.full((total, hk, d, page), np.nan, np.float16)
+    used = 0
+    for b, (k, v) in enumerate(zip(keys, values)):
+        tables[b, :pages[b]] = order[used:used + pages[b]]
+        used += pages[b]
+        t = np.arange(len(k))
+        pg, slot = tables[b, t // page], t % page
+        kpool[pg, :, :, slot, :] = k.reshape(len(k), hk, d // 8, 8)
+        vpool[pg, :, :, slot] = v
+    return kpool, vpool, tables, np.array([len(k) for k in keys], np.int32)

@@ -11,10 +11,8 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
+from conftest import TOLERANCE, vllm_pools  # noqa: E402
 from reference import attend, check  # noqa: E402
-
-TOLERANCE = {"f16": 2e-3, "bf16": 1.6e-2, "f32": 1e-5}
-
 
 def _init(rank, world, init_file):
     import torch.distributed as dist
@@ -74,18 +72,29 @@ def decode_rank(rank, world, init_file, cache, options):
     cut = spans(lengths, world, rng, options.get("empty_shard", False))[rank]
     my_keys = [keys[b][a:z] for b, (a, z) in enumerate(cut)]
     my_values = [values[b][a:z] for b, (a, z) in enumerate(cut)]
-    pool, indptr, indices, last = pack(my_keys, my_values, page,
-                                       np.random.default_rng(100 + rank))
+    layout = "vllm" if options.get("vllm") else "NHD"
     cp = kvir.distributed.ContextParallelDecode(
-        head_split=options.get("head_split", False), cache_dir=cache)
+        kv_layout=layout, head_split=options.get("head_split", False),
+        cache_dir=cache)
     window = options.get("window_left", -1)
     base = options.get("lse_base", "2")
-    cp.plan(indptr, indices, last, hq, hk, d, page,
-            kv_len=lengths, kv_start=[a for a, _ in cut], window_left=window,
-            logits_soft_cap=options.get("soft_cap"), lse_base=base,
-            alibi=options.get("alibi", False), sinks=sinks)
-    out, lse = cp.run(torch.from_numpy(q), torch.from_numpy(pool),
-                      return_lse=True)
+    common = dict(kv_len=lengths, kv_start=[a for a, _ in cut],
+                  window_left=window, logits_soft_cap=options.get("soft_cap"),
+                  lse_base=base, alibi=options.get("alibi", False),
+                  sinks=sinks)
+    if options.get("vllm"):
+        # vLLM's pools and block tables.
+        kpool, vpool, tables, seq_lens = vllm_pools(
+            my_keys, my_values, page, np.random.default_rng(100 + rank))
+        cp.plan(None, None, None, hq, hk, d, page, block_tables=tables,
+                seq_lens=seq_lens, **common)
+        cache_args = (torch.from_numpy(kpool), torch.from_numpy(vpool))
+    else:
+        pool, indptr, indices, last = pack(my_keys, my_values, page,
+                                           np.random.default_rng(100 + rank))
+        cp.plan(indptr, indices, last, hq, hk, d, page, **common)
+        cache_args = torch.from_numpy(pool)
+    out, lse = cp.run(torch.from_numpy(q), cache_args, return_lse=True)
     heads = range(hq)
     if options.get("head_split"):
         share = hq // world

@@ -27,6 +27,14 @@ def test_decode_uneven_and_empty_shards(tmp_path, cache, world):
            "empty_shard": True})
 
 
+def test_decode_over_vllm_pools_with_window(tmp_path, cache):
+    # vLLM's layout and block tables on each rank (its DCP shards), global
+    # positions for the window.
+    spawn(cp_workers.decode_rank, 2, tmp_path, cache,
+          {"seed": 17, "lengths": [150, 33], "vllm": True,
+           "window_left": 60, "empty_shard": True})
+
+
 def test_decode_window_alibi_sinks_head_split(tmp_path, cache):
     # Global positions (window, ALiBi), sinks joined once after the merge,
     # base-e LSEs, each rank merging its share of the heads.

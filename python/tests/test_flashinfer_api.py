@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import kvir
-from conftest import TOLERANCE, paged_batch, poisoned
+from conftest import TOLERANCE, paged_batch, poisoned, vllm_pools
 from reference import attend, check, merge
 
 
@@ -368,3 +368,35 @@ def test_paged_prefill_value_dim_of_its_own(rng, cache):
     with pytest.raises(ValueError, match=r"takes a \(k_cache, v_cache\) "
                                          r"pair"):
         w.run(q, np.zeros((2, 2, page, hk, 128), np.float16))
+
+
+def test_decode_and_prefill_over_vllm_pools_with_block_tables(rng, cache):
+    lens = [41, 7, 100]
+    keys = [rng.uniform(-1, 1, (n, 2, 64)).astype(np.float16) for n in lens]
+    values = [rng.uniform(-1, 1, (n, 2, 64)).astype(np.float16)
+              for n in lens]
+    kpool, vpool, tables, seq_lens = vllm_pools(keys, values, 16, rng)
+    q = rng.uniform(-1, 1, (3, 8, 64)).astype(np.float16)
+    w = kvir.BatchDecodeWithPagedKVCacheWrapper(kv_layout="vllm",
+                                               cache_dir=cache)
+    w.plan(None, None, None, 8, 2, 64, 16, block_tables=tables,
+           seq_lens=seq_lens)
+    out, lse = w.run(q, (kpool, vpool), return_lse=True)
+    _check_decode(q, out, lse, keys, values, lens)
+
+    qo = np.array([0, 3, 4, 9], np.int32)
+    qp = rng.uniform(-1, 1, (9, 8, 64)).astype(np.float16)
+    p = kvir.BatchPrefillWithPagedKVCacheWrapper(kv_layout="vllm",
+                                                cache_dir=cache)
+    p.plan(qo, None, None, None, 8, 2, 64, 16, causal=True,
+           block_tables=tables, seq_lens=seq_lens)
+    out, lse = p.run(qp, (kpool, vpool), return_lse=True)
+    for b, n in enumerate(lens):
+        r = qo[b + 1] - qo[b]
+        ref_o, ref_lse = attend(qp[qo[b]:qo[b + 1]], keys[b], values[b],
+                                list(range(n - r, n)), causal=True)
+        check(out[qo[b]:qo[b + 1]], lse[qo[b]:qo[b + 1]], ref_o, ref_lse,
+              TOLERANCE["f16"], 1e-3)
+    with pytest.raises(ValueError, match=r"vLLM's layout is a \(k_cache, "
+                                         r"v_cache\) pair"):
+        w.run(q, kpool)
