@@ -12,6 +12,8 @@ are merged -- kvir's merge kernels, over torch.distributed's collectives
   (every rank gets the result), or with `head_split=True` exchanges them
   all-to-all so that each rank merges its share of the heads (vLLM's
   reduce-scatter form). Sinks join once, after the merge.
+- `merge_across_ranks`: the merge step alone, for a rank's state that any
+  kvir kernel computed (every cache layout and table form kvir has).
 - `ring_prefill`: a long prompt split into consecutive chunks, one per rank
   (its query rows and their keys); the key chunks travel around the ring
   (send / receive overlapped with the attention of the chunk at hand), each
@@ -27,7 +29,7 @@ from .merge import merge_state, merge_states
 from .tensors import Arg, dtype_name
 from .wrappers import BatchDecodeWithPagedKVCacheWrapper
 
-__all__ = ["ContextParallelDecode", "ring_prefill"]
+__all__ = ["ContextParallelDecode", "merge_across_ranks", "ring_prefill"]
 
 
 def _dist():
@@ -103,44 +105,53 @@ class ContextParallelDecode:
             v_scale=None):
         """The merged (out, lse) of every rank's keys: [batch, H, D] (with
         head_split, this rank's H / world heads, in rank order)."""
-        import torch
         if self._local is None:
             raise RuntimeError("run() before plan()")
-        dist = _dist()
         out, lse = self._local.run(q, paged_kv_cache, k_scale, v_scale)
-        if self.head_split:
-            out, lse, sinks = self._exchange_heads(dist, out, lse)
-        else:
-            outs = [torch.empty_like(out) for _ in range(self.world)]
-            lses = [torch.empty_like(lse) for _ in range(self.world)]
-            dist.all_gather(outs, out, group=self.group)
-            dist.all_gather(lses, lse, group=self.group)
-            out = torch.stack(outs, dim=1).contiguous()
-            lse = torch.stack(lses, dim=1).contiguous()
-            sinks = self.sinks
-        out, lse = merge_states(out, lse, lse_base=self.lse_base,
-                                **self.merge_args)
-        out, lse = _with_sinks(out, lse, sinks, self.lse_base,
-                               self.merge_args)
+        out, lse = merge_across_ranks(out, lse, self.group, self.head_split,
+                                      self.sinks, self.lse_base,
+                                      **self.merge_args)
         return (out, lse) if return_lse else out
 
-    def _exchange_heads(self, dist, out, lse):
-        """All-to-all: rank s gets every rank's states of its slice of the
-        heads, [batch, world, H / world, ...]."""
-        import torch
-        share = self.heads // self.world
-        send_o = list(out.split(share, dim=1))
-        send_l = list(lse.split(share, dim=1))
-        recv_o = [torch.empty_like(t).contiguous() for t in send_o]
-        recv_l = [torch.empty_like(t).contiguous() for t in send_l]
-        _all_to_all(dist, recv_o, send_o, self.group)
-        _all_to_all(dist, recv_l, send_l, self.group)
-        sinks = None
-        if self.sinks is not None:
-            mine = slice(self.rank * share, (self.rank + 1) * share)
-            sinks = torch.as_tensor(self.sinks, dtype=torch.float32)[mine]
-        return (torch.stack(recv_o, dim=1).contiguous(),
-                torch.stack(recv_l, dim=1).contiguous(), sinks)
+
+def merge_across_ranks(out, lse, group=None, head_split=False, sinks=None,
+                       lse_base="2", chip=None, cache_dir=None,
+                       backend="auto"):
+    """The merge of every rank's state (out [rows, H, D], lse [rows, H], in
+    base `lse_base`) of the same rows over its own keys: what
+    ContextParallelDecode does after its local decode, for a state any kvir
+    kernel computed (any cache layout or table form, a kv module's). All
+    ranks get the merged [rows, H, D]; with `head_split` each gets its H /
+    world heads (rank order). `sinks` (per head) join once, after the
+    merge."""
+    import torch
+    dist = _dist()
+    world, rank = dist.get_world_size(group), dist.get_rank(group)
+    merge_args = {"chip": chip, "cache_dir": cache_dir, "backend": backend}
+    heads = out.shape[1]
+    if head_split:
+        if heads % world:
+            raise ValueError(f"head_split: {heads} heads over {world} ranks; "
+                             f"expected a multiple")
+        share = heads // world
+        send_o = [t.contiguous() for t in out.split(share, dim=1)]
+        send_l = [t.contiguous() for t in lse.split(share, dim=1)]
+        recv_o = [torch.empty_like(t) for t in send_o]
+        recv_l = [torch.empty_like(t) for t in send_l]
+        _all_to_all(dist, recv_o, send_o, group)
+        _all_to_all(dist, recv_l, send_l, group)
+        if sinks is not None:
+            sinks = torch.as_tensor(sinks, dtype=torch.float32)[
+                rank * share:(rank + 1) * share]
+    else:
+        recv_o = [torch.empty_like(out) for _ in range(world)]
+        recv_l = [torch.empty_like(lse) for _ in range(world)]
+        dist.all_gather(recv_o, out.contiguous(), group=group)
+        dist.all_gather(recv_l, lse.contiguous(), group=group)
+    out, lse = merge_states(torch.stack(recv_o, dim=1).contiguous(),
+                            torch.stack(recv_l, dim=1).contiguous(),
+                            lse_base=lse_base, **merge_args)
+    return _with_sinks(out, lse, sinks, lse_base, merge_args)
 
 
 def _all_to_all(dist, recv, send, group):

@@ -141,3 +141,51 @@ def ring_rank(rank, world, init_file, cache, options):
         return
     ref_o, ref_lse = attend(q[a:z], k, v, list(range(a, z)), causal=causal)
     check(out.numpy(), lse.numpy(), ref_o, ref_lse, TOLERANCE["f16"], 1e-3)
+
+
+def merge_rank(rank, world, init_file, cache, options):
+    """A local state from a kernel the wrappers do not offer (an int8-group
+    cache through kvir.compile), merged by merge_across_ranks."""
+    import torch
+    import kvir
+    _init(rank, world, init_file)
+    rng = np.random.default_rng(options["seed"])
+    lengths, hq, hk, d, page, group = [90, 31], 4, 2, 64, 16, 16
+    codes = [rng.integers(-127, 128, (n, 2, hk, d)).astype(np.int8)
+             for n in lengths]
+    scales = [rng.uniform(0.002, 0.02, (n, 2, hk, d // group)).astype(
+        np.float16) for n in lengths]
+    q = rng.uniform(-1, 1, (len(lengths), hq, d)).astype(np.float16)
+    cut = spans(lengths, world, rng)[rank]
+    # This rank's pages: codes and scales of its spans, pages in order.
+    pages = [-(-(z - a) // page) for a, z in cut]
+    indptr = np.concatenate([[0], np.cumsum(pages)]).astype(np.int32)
+    total = int(indptr[-1]) + 1
+    pool = np.zeros((total, 2, page, hk, d), np.int8)
+    spool = np.full((total, 2, page, hk, d // group), np.nan, np.float16)
+    for b, (a, z) in enumerate(cut):
+        t = np.arange(z - a)
+        pg, slot = indptr[b] + t // page, t % page
+        pool[pg, :, slot] = codes[b][a:z]
+        spool[pg, :, slot] = scales[b][a:z]
+    indices = np.arange(total - 1, dtype=np.int32)
+    last = np.array([(z - a) - (p - 1) * page if p else 0
+                     for (a, z), p in zip(cut, pages)], np.int32)
+    out = np.full((len(lengths), hq, d), np.nan, np.float16)
+    lse = np.full((len(lengths), hq), np.nan, np.float32)
+    spec = {"op": "decode", "num_qo_heads": hq, "num_kv_heads": hk,
+            "head_dim": d, "page_size": page, "dtype": "f16",
+            "kv_dtype": "int8", "quant_group": group}
+    kernel = kvir.compile(spec, "sm_90a", cache)
+    kernel.module().emulate("kvir_main", "sm_90a",
+                            [("buffer", x.ctypes.data, list(x.shape))
+                             for x in (q, pool, spool, indptr, indices, last,
+                                       out, lse)])
+    merged, merged_lse = kvir.distributed.merge_across_ranks(
+        torch.from_numpy(out), torch.from_numpy(lse), cache_dir=cache)
+    for b, n in enumerate(lengths):
+        kv = codes[b].astype(np.float64) * np.repeat(
+            scales[b].astype(np.float64), group, axis=-1)
+        ref_o, ref_lse = attend(q[b:b + 1], kv[:, 0], kv[:, 1], [n - 1])
+        check(merged[b:b + 1].numpy(), merged_lse[b:b + 1].numpy(), ref_o,
+              ref_lse, TOLERANCE["f16"], 1e-3)

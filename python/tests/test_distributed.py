@@ -48,3 +48,9 @@ def test_decode_window_alibi_sinks_head_split(tmp_path, cache):
 def test_ring_prefill(tmp_path, cache, world, causal):
     spawn(cp_workers.ring_rank, world, tmp_path, cache,
           {"seed": 13 + world, "length": 150, "causal": causal})
+
+
+def test_merge_across_ranks_of_an_int8_group_cache(tmp_path, cache):
+    # Any kvir kernel's local state (here an int8-group cache the wrappers
+    # do not take) merged across 2 ranks.
+    spawn(cp_workers.merge_rank, 2, tmp_path, cache, {"seed": 19})
