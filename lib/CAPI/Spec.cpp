@@ -74,16 +74,11 @@ Expected<std::string> buildMerge(SpecReader &r, const Common &c) {
 /// decode and prefill over a paged (FlashInfer's K and V pages in one pool)
 /// or a ragged cache.
 Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
-  Expected<int64_t> qHeads = r.positive("num_qo_heads", std::nullopt);
-  if (!qHeads)
-    return qHeads.takeError();
-  Expected<int64_t> headDim = r.positive("head_dim", std::nullopt);
-  if (!headDim)
-    return headDim.takeError();
-  Expected<int64_t> kvHeads = r.positive("num_kv_heads", *qHeads);
-  if (!kvHeads)
-    return kvHeads.takeError();
-  Expected<int64_t> headDimV = r.positive("head_dim_v", *headDim);
+  Expected<Heads> heads = readHeads(r);
+  if (!heads)
+    return heads.takeError();
+  const int64_t qHeads = heads->q, headDim = heads->dim, kvHeads = heads->kv;
+  Expected<int64_t> headDimV = r.positive("head_dim_v", headDim);
   if (!headDimV)
     return headDimV.takeError();
   Expected<std::string> outDtype = readDtype(r, "out_dtype", c.dtype);
@@ -97,7 +92,7 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
     return r.error("'kv' must be 'paged' for a decode (its keys are a paged "
                    "cache); a ragged decode is a prefill of one row each");
   Expected<Variants> variants = readVariants(
-      r, decode ? AttentionKind::decode : AttentionKind::prefill, *qHeads);
+      r, decode ? AttentionKind::decode : AttentionKind::prefill, qHeads);
   if (!variants)
     return variants.takeError();
   Expected<std::string> attrs = readOptions(
@@ -107,14 +102,14 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
   if (!attrs)
     return attrs.takeError();
 
-  std::string q = tensorType(*qHeads, *headDim, c.dtype);
-  std::string out = tensorType(*qHeads, *headDimV, *outDtype);
-  std::string lse = tensorType(*qHeads, std::nullopt, "f32");
+  std::string q = tensorType(qHeads, headDim, c.dtype);
+  std::string out = tensorType(qHeads, *headDimV, *outDtype);
+  std::string lse = tensorType(qHeads, std::nullopt, "f32");
   Expected<std::string> index = readIndexType(r);
   if (!index)
     return index.takeError();
   std::string i32 = "memref<?x" + *index + ">";
-  std::string state = formatv("!kv.state<?x{0}x{1}x{2}, base = {3}>", *qHeads,
+  std::string state = formatv("!kv.state<?x{0}x{1}x{2}, base = {3}>", qHeads,
                               *headDimV, *outDtype, c.lseBase);
   // fp8 caches (per-tensor k_scale / v_scale, f32 arguments after the
   // tables); otherwise the cache holds the activation type.
@@ -139,11 +134,11 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
                    c.dtype + "', got '" + *kvDtype + "'");
   if ((fp8 || int8) && !paged)
     return r.error("'kv_dtype' " + *kvDtype + " needs a paged cache");
-  if (int8 && (**quantGroup <= 0 || *headDim % **quantGroup ||
-               *headDimV % **quantGroup))
+  if (int8 &&
+      (**quantGroup <= 0 || headDim % **quantGroup || *headDimV % **quantGroup))
     return r.error("'quant_group' must be positive and divide the head dims "
                    "(" +
-                   Twine(*headDim) + ", " + Twine(*headDimV) + "), got " +
+                   Twine(headDim) + ", " + Twine(*headDimV) + "), got " +
                    Twine(**quantGroup));
   std::string poolType = int8                     ? "i8"
                          : !fp8                   ? c.dtype
@@ -171,12 +166,12 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
     if (vllm && (!split || int8))
       return r.error("'kv_layout' vllm is vLLM's K and V pools: "
                      "'kv_storage': 'split', and no int8 groups");
-    if (*headDimV != *headDim && !split)
+    if (*headDimV != headDim && !split)
       return r.error("'head_dim_v' must equal 'head_dim' for a paged cache "
                      "of K and V pages in one pool (FlashInfer's layout; "
                      "'kv_storage': 'split' gives K and V pools of their "
                      "own widths)");
-    int64_t ps = *pageSize, hk = *kvHeads;
+    int64_t ps = *pageSize, hk = kvHeads;
     // A pool of `dim`-wide rows of `type`: K and V pages together ("2x")
     // or one of them.
     auto poolOf = [&](StringRef kv, int64_t dim, StringRef type) {
@@ -189,12 +184,12 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
     // vLLM's: K [pages, Hk, D / x, page, x] with x the elements of 16
     // bytes, V [pages, Hk, Dv, page].
     int64_t x = 16 / (fp8 ? 1 : c.dtype == "f32" ? 4 : 2);
-    if (vllm && *headDim % x)
+    if (vllm && headDim % x)
       return r.error("'kv_layout' vllm splits the head dim in chunks of " +
                      Twine(x) + " elements (16 bytes); head_dim " +
-                     Twine(*headDim) + " is not a multiple");
+                     Twine(headDim) + " is not a multiple");
     std::string vllmK = formatv("memref<?x{0}x{1}x{2}x{3}x{4}>", hk,
-                                *headDim / x, ps, x, poolType)
+                                headDim / x, ps, x, poolType)
                             .str();
     std::string vllmV =
         formatv("memref<?x{0}x{1}x{2}x{3}>", hk, *headDimV, ps, poolType).str();
@@ -207,7 +202,7 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
     kvType = formatv("!kv.paged<page_size = {0}, kv_heads = {1}, head_dim = "
                      "{2}, head_dim_v = {3}, dtype = {4}, layout = {5}, "
                      "storage = {6}, table = {7}{8}>",
-                     ps, hk, *headDim, *headDimV, c.dtype, *layout, *storage,
+                     ps, hk, headDim, *headDimV, c.dtype, *layout, *storage,
                      tableForm(*tables), quant);
     // The pools (int8 codes), then with int8 the scale pools of the same
     // form, one scale of the activation type per quant_group dims.
@@ -216,13 +211,13 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
     if (vllm) {
       pools = {{"%k_cache", vllmK}, {"%v_cache", vllmV}};
     } else if (split) {
-      pools = {{"%k_cache", poolOf("", *headDim, poolType)},
+      pools = {{"%k_cache", poolOf("", headDim, poolType)},
                {"%v_cache", poolOf("", *headDimV, poolType)}};
-      scales = {{"%k_scales", poolOf("", *headDim / group, c.dtype)},
+      scales = {{"%k_scales", poolOf("", headDim / group, c.dtype)},
                 {"%v_scales", poolOf("", *headDimV / group, c.dtype)}};
     } else {
-      pools = {{"%paged_kv_cache", poolOf("2x", *headDim, poolType)}};
-      scales = {{"%kv_scales", poolOf("2x", *headDim / group, c.dtype)}};
+      pools = {{"%paged_kv_cache", poolOf("2x", headDim, poolType)}};
+      scales = {{"%kv_scales", poolOf("2x", headDim / group, c.dtype)}};
     }
     if (!int8)
       scales.clear();
@@ -248,11 +243,11 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
            (scales.empty() ? "" : " scales(" + listed(scales, true) + ")") +
            " : " + kvType;
   } else {
-    std::string k = tensorType(*kvHeads, *headDim, c.dtype);
-    std::string v = tensorType(*kvHeads, *headDimV, c.dtype);
+    std::string k = tensorType(kvHeads, headDim, c.dtype);
+    std::string v = tensorType(kvHeads, *headDimV, c.dtype);
     kvType = formatv("!kv.ragged<kv_heads = {0}, head_dim = {1}, head_dim_v "
                      "= {2}, dtype = {3}>",
-                     *kvHeads, *headDim, *headDimV, c.dtype);
+                     kvHeads, headDim, *headDimV, c.dtype);
     kvArgs = "%k: " + k + ", %v: " + v + ", %kv_indptr: " + i32;
     view = "kv.ragged_view %k, %v, %kv_indptr : " + k + ", " + v + ", " + i32 +
            " -> " + kvType;
@@ -344,6 +339,7 @@ Expected<std::string> buildMla(SpecReader &r, const Common &c) {
      << lse << "\n  return\n}\n";
   return text;
 }
+
 /// FlashInfer's multi-level cascade as one kv.cascade: `levels` levels of
 /// one paged cache (FlashInfer's paged_kv_cache), each grouping the query
 /// rows into requests by its qo_indptr and reading the pages of its own
@@ -353,15 +349,10 @@ Expected<std::string> buildCascade(SpecReader &r, const Common &c) {
   Expected<int64_t> levels = r.positive("levels", std::nullopt);
   if (!levels)
     return levels.takeError();
-  Expected<int64_t> qHeads = r.positive("num_qo_heads", std::nullopt);
-  if (!qHeads)
-    return qHeads.takeError();
-  Expected<int64_t> headDim = r.positive("head_dim", std::nullopt);
-  if (!headDim)
-    return headDim.takeError();
-  Expected<int64_t> kvHeads = r.positive("num_kv_heads", *qHeads);
-  if (!kvHeads)
-    return kvHeads.takeError();
+  Expected<Heads> heads = readHeads(r);
+  if (!heads)
+    return heads.takeError();
+  const int64_t qHeads = heads->q, headDim = heads->dim, kvHeads = heads->kv;
   Expected<int64_t> pageSize = r.positive("page_size", std::nullopt);
   if (!pageSize)
     return pageSize.takeError();
@@ -371,8 +362,7 @@ Expected<std::string> buildCascade(SpecReader &r, const Common &c) {
   Expected<std::string> index = readIndexType(r);
   if (!index)
     return index.takeError();
-  Expected<Variants> variants =
-      readVariants(r, AttentionKind::cascade, *qHeads);
+  Expected<Variants> variants = readVariants(r, AttentionKind::cascade, qHeads);
   if (!variants)
     return variants.takeError();
   Expected<std::string> attrs = readOptions(
@@ -389,7 +379,7 @@ Expected<std::string> buildCascade(SpecReader &r, const Common &c) {
   if (Error e = r.checkUnused())
     return std::move(e);
 
-  int64_t ps = *pageSize, hk = *kvHeads, d = *headDim;
+  int64_t ps = *pageSize, hk = kvHeads, d = headDim;
   std::string pool =
       (*layout == "nhd"
            ? formatv("memref<?x2x{0}x{1}x{2}x{3}>", ps, hk, d, c.dtype)
@@ -401,11 +391,11 @@ Expected<std::string> buildCascade(SpecReader &r, const Common &c) {
               "combined, table = {5}>",
               ps, hk, d, c.dtype, *layout, tables.front().form)
           .str();
-  std::string q = tensorType(*qHeads, d, c.dtype);
-  std::string lse = tensorType(*qHeads, std::nullopt, "f32");
+  std::string q = tensorType(qHeads, d, c.dtype);
+  std::string lse = tensorType(qHeads, std::nullopt, "f32");
   std::string rows = "memref<?x" + *index + ">";
-  std::string state = formatv("!kv.state<?x{0}x{1}x{2}, base = {3}>", *qHeads,
-                              d, c.dtype, c.lseBase)
+  std::string state = formatv("!kv.state<?x{0}x{1}x{2}, base = {3}>", qHeads, d,
+                              c.dtype, c.lseBase)
                           .str();
   SmallVector<std::string> args{"%q: " + q}, qoNames, qoTypes, kvNames, kvTypes;
   for (int64_t l = 0; l < *levels; ++l) {

@@ -11,6 +11,19 @@ using namespace llvm;
 
 namespace kvir::capi::spec {
 
+Expected<Heads> readHeads(SpecReader &r) {
+  Expected<int64_t> q = r.positive("num_qo_heads", std::nullopt);
+  if (!q)
+    return q.takeError();
+  Expected<int64_t> dim = r.positive("head_dim", std::nullopt);
+  if (!dim)
+    return dim.takeError();
+  Expected<int64_t> kv = r.positive("num_kv_heads", *q);
+  if (!kv)
+    return kv.takeError();
+  return Heads{*q, *kv, *dim};
+}
+
 /// The MLIR element type of a dtype name (torch's and numpy's spellings
 /// too).
 std::optional<std::string> elementType(StringRef dtype) {

@@ -177,6 +177,13 @@ struct Variants {
   SmallVector<std::string> attrs;
 };
 
+/// An attention op's heads: query heads, KV heads (the query heads unless
+/// given: no GQA) and the query / key head dim.
+struct Heads {
+  int64_t q, kv, dim;
+};
+Expected<Heads> readHeads(SpecReader &r);
+
 /// The MLIR element type of a dtype name (torch's and numpy's spellings
 /// too).
 std::optional<std::string> elementType(StringRef dtype);
