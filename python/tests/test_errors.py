@@ -84,8 +84,8 @@ def test_run_before_plan():
 
 
 def test_bad_layout():
-    with pytest.raises(ValueError, match="kv_layout: 'NDH', expected 'NHD' "
-                                         "or 'HND'"):
+    with pytest.raises(ValueError, match="kv_layout: 'NDH', expected 'NHD', "
+                                         "'HND' or 'vllm'"):
         kvir.BatchDecodeWithPagedKVCacheWrapper(kv_layout="NDH")
 
 
