@@ -123,6 +123,21 @@ def _scale_output(spec, out, v_scale):
         out *= float(v_scale)
 
 
+def _state_buffers(rows, heads, dim, dtype, device):
+    """An attention state's out [rows, heads, dim] (torch `dtype`) and lse
+    [rows, heads] (f32) on `device`: NaN-filled on the CPU (the emulator),
+    so that anything the kernels leave unwritten shows; unfilled on a GPU,
+    where the kernels write them whole."""
+    import torch
+
+    def make(shape, element):
+        if device.type == "cpu":
+            return torch.full(shape, float("nan"), dtype=element,
+                              device=device)
+        return torch.empty(shape, dtype=element, device=device)
+    return make((rows, heads, dim), dtype), make((rows, heads), torch.float32)
+
+
 class _Executor:
     """Compiles a spec per chip and runs it on one device's buffers."""
 
@@ -379,6 +394,10 @@ class _Wrapper:
         self._custom_mask = None
         self._positions = None
         self._captured = []
+
+    @property
+    def is_cuda_graph_enabled(self):
+        return self._graph.on
 
     def _graph_tables(self, form, named, fixed_batch_name):
         """The plan's tables, copied into use_cuda_graph's buffers (CSR, as

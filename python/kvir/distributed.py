@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from ._wrapping import _Executor, _backend
+from ._wrapping import _Executor, _backend, _state_buffers
 from .merge import merge_state, merge_states
 from .tensors import Arg, dtype_name
 from .wrappers import BatchDecodeWithPagedKVCacheWrapper
@@ -79,14 +79,11 @@ class ContextParallelDecode:
         """The rank's tables: CSR (indptr, indices, last_page_len) or block
         tables (block_tables, seq_lens), over its cache in the
         constructor's kv_layout (NHD, HND, or vLLM's K and V pools)."""
-        dist = _dist()
-        self.world = dist.get_world_size(self.group)
-        self.rank = dist.get_rank(self.group)
-        if self.head_split and num_qo_heads % self.world:
+        world = _dist().get_world_size(self.group)
+        if self.head_split and num_qo_heads % world:
             raise ValueError(f"head_split: {num_qo_heads} query heads over "
-                             f"{self.world} ranks; expected a multiple")
+                             f"{world} ranks; expected a multiple")
         self.lse_base, self.sinks = str(lse_base), sinks
-        self.heads, self.dim = int(num_qo_heads), int(head_dim)
         positioned = window_left is not None and window_left >= 0 or alibi
         if positioned and (kv_len is None or kv_start is None):
             raise ValueError("kv_len / kv_start: a window or ALiBi sees "
@@ -219,18 +216,13 @@ class _LocalDecode:
                           positions=self.positions, **tables)
 
     def run(self, q, cache, k_scale, v_scale):
-        """This rank's state; on the CPU (the emulator) into NaN-filled
-        outputs, so that anything the kernels leave unwritten shows."""
+        """This rank's state (_state_buffers: NaN-filled on the CPU)."""
         import torch
         q = torch.as_tensor(q)
-        out = lse = None
-        if q.device.type == "cpu":
-            dv = self.wrapper.spec.get("head_dim_v", self.wrapper.spec[
-                "head_dim"])
-            out = torch.full((q.shape[0], q.shape[1], dv), float("nan"),
-                             dtype=q.dtype)
-            lse = torch.full((q.shape[0], q.shape[1]), float("nan"),
-                             dtype=torch.float32)
+        spec = self.wrapper.spec
+        out, lse = _state_buffers(q.shape[0], q.shape[1],
+                                  spec.get("head_dim_v", spec["head_dim"]),
+                                  q.dtype, q.device)
         return self.wrapper.run(q, cache, out=out, lse=lse, return_lse=True,
                                 k_scale=k_scale, v_scale=v_scale)
 
@@ -310,10 +302,7 @@ def _attend_chunk(executor, q, chunk, positions, backend):
     L, hq, _ = q.shape
     k, v = chunk
     dev = q.device
-    # NaN-filled on the CPU (the emulator), so that unwritten values show.
-    fill = float("nan") if dev.type == "cpu" else 0.0
-    out = torch.full((L, hq, v.shape[2]), fill, dtype=q.dtype, device=dev)
-    lse = torch.full((L, hq), fill, dtype=torch.float32, device=dev)
+    out, lse = _state_buffers(L, hq, v.shape[2], q.dtype, dev)
     index = torch.tensor([0, L], dtype=torch.int32, device=dev)
     kv_index = torch.tensor([0, k.shape[0]], dtype=torch.int32, device=dev)
     pos = torch.as_tensor(np.asarray(positions), dtype=torch.int32,

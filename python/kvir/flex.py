@@ -27,7 +27,7 @@ import traceback
 
 import numpy as np
 
-from ._wrapping import _Executor, _backend
+from ._wrapping import _Executor, _backend, _state_buffers
 from .tensors import Arg, dtype_name
 
 __all__ = ["BlockMask", "TraceError", "create_block_mask", "flex_attention"]
@@ -211,10 +211,12 @@ class _Captures:
         self.tensors, self.types = [], []
 
     def name(self, tensor):
+        """The capture's argument name, memref type and _TENSOR_ELEMENTS
+        entry."""
+        dtype = str(tensor.dtype).replace("torch.", "")
         for i, t in enumerate(self.tensors):
             if t is tensor:
-                return f"%cap{i}", self.types[i]
-        dtype = str(tensor.dtype).replace("torch.", "")
+                return f"%cap{i}", self.types[i], _TENSOR_ELEMENTS[dtype]
         if dtype not in _TENSOR_ELEMENTS:
             _fail(f"a captured tensor of dtype {dtype}: kvir's regions read "
                   f"float32, float16, bfloat16, integer or bool tensors")
@@ -225,7 +227,8 @@ class _Captures:
         shape = "x".join(str(int(d)) for d in tensor.shape)
         self.tensors.append(tensor)
         self.types.append(f"memref<{shape}x{stored}>")
-        return f"%cap{len(self.tensors) - 1}", self.types[-1]
+        return (f"%cap{len(self.tensors) - 1}", self.types[-1],
+                _TENSOR_ELEMENTS[dtype])
 
     def buffers(self):
         """The captured tensors as the kernel reads them (contiguous; bool
@@ -407,7 +410,7 @@ class _Tracer:
         if len(index) != tensor.dim():
             _fail(f"a tensor of {tensor.dim()} dimensions indexed with "
                   f"{len(index)} values: index every dimension")
-        name, type_ = self.captures.name(tensor)
+        name, type_, (stored, kind, signed) = self.captures.name(tensor)
         idx = []
         for i, extent in zip(index, tensor.shape):
             if hasattr(i, "dim") and i.dim() == 0:
@@ -422,8 +425,6 @@ class _Tracer:
                           f"{int(extent)}")
                 i %= int(extent)  # Python's negative indices
             idx.append(self.to_int(self.value(i, "index"), "index").name)
-        stored, kind, signed = _TENSOR_ELEMENTS[
-            str(tensor.dtype).replace("torch.", "")]
         v = self.emit(f"memref.load {name}[{', '.join(idx)}] : {type_}",
                       stored)
         if stored in ("f16", "bf16"):
@@ -634,14 +635,7 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None,
     executor = _executors[key_]
     # kvir's rows are [B * L, Hq, E].
     q_rows = query.transpose(1, 2).reshape(B * L, Hq, E).contiguous()
-    # On the CPU (the emulator) the outputs start as NaN, so that anything
-    # the kernels leave unwritten shows; on a GPU they are not filled.
-    fill = torch.full if query.device.type == "cpu" else \
-        (lambda shape, _, **kw: torch.empty(shape, **kw))
-    out = fill((B * L, Hq, Ev), float("nan"), dtype=query.dtype,
-               device=query.device)
-    lse = fill((B * L, Hq), float("nan"), dtype=torch.float32,
-               device=query.device)
+    out, lse = _state_buffers(B * L, Hq, Ev, query.dtype, query.device)
 
     def index(values):
         return torch.tensor(values, dtype=torch.int32, device=query.device)

@@ -12,16 +12,17 @@ import ctypes
 import numpy as np
 
 from ._wrapping import (_CsrCheck, _Executor, _GraphBuffers, _Tables,
-                        _page_tables,
-                        _Wrapper, _backend, _check_tables, _csr_lengths,
-                        _fp8_scales, _i32, _input, _kv_dtype, _options,
+                        _Wrapper, _backend, _check_tables, _fp8_scales, _i32,
+                        _input, _kv_dtype, _options, _page_tables,
                         _paged_cache, _plan_device, _scale_output)
 from .merge import merge_state
 from .tensors import Arg, dtype_name, empty_like_arg, host_int_array
 
+
 class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
     """Decode (one query row per request) over a paged KV cache in CSR page
-    tables: FlashInfer's BatchDecodeWithPagedKVCacheWrapper. kvir picks the
+    tables or block tables: FlashInfer's BatchDecodeWithPagedKVCacheWrapper.
+    kvir picks the
     kernel per decode (its tensor-core kernel for GQA groups of 8 and
     more): `use_tensor_cores` is accepted and kept as an attribute."""
 
@@ -37,10 +38,6 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
             use_cuda_graph, paged_kv_indptr_buffer=paged_kv_indptr_buffer,
             paged_kv_indices_buffer=paged_kv_indices_buffer,
             paged_kv_last_page_len_buffer=paged_kv_last_page_len_buffer)
-
-    @property
-    def is_cuda_graph_enabled(self):
-        return self._graph.on
 
     def plan(self, indptr, indices, last_page_len, num_qo_heads,
              num_kv_heads, head_dim, page_size, pos_encoding_mode="NONE",
@@ -135,10 +132,6 @@ class _PrefillBase(_Wrapper):
         buffers = {n: b for n, b in buffers.items()
                    if not n.startswith(("custom_mask", "mask_indptr"))}
         self._graph = _GraphBuffers(use_cuda_graph, **buffers)
-
-    @property
-    def is_cuda_graph_enabled(self):
-        return self._graph.on
 
     def _spec(self, kind, qo_indptr, num_qo_heads, num_kv_heads, head_dim_qk,
               head_dim_vo, causal, pos_encoding_mode, sm_scale, window_left,
