@@ -172,14 +172,8 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
                      "'kv_storage': 'split' gives K and V pools of their "
                      "own widths)");
     int64_t ps = *pageSize, hk = kvHeads;
-    // A pool of `dim`-wide rows of `type`: K and V pages together ("2x")
-    // or one of them.
     auto poolOf = [&](StringRef kv, int64_t dim, StringRef type) {
-      return (*layout == "nhd" ? formatv("memref<?x{0}{1}x{2}x{3}x{4}>", kv, ps,
-                                         hk, dim, type)
-                               : formatv("memref<?x{0}{1}x{2}x{3}x{4}>", kv, hk,
-                                         ps, dim, type))
-          .str();
+      return pagedPoolType(*layout, kv, ps, hk, dim, type);
     };
     // vLLM's: K [pages, Hk, D / x, page, x] with x the elements of 16
     // bytes, V [pages, Hk, Dv, page].
@@ -380,11 +374,7 @@ Expected<std::string> buildCascade(SpecReader &r, const Common &c) {
     return std::move(e);
 
   int64_t ps = *pageSize, hk = kvHeads, d = headDim;
-  std::string pool =
-      (*layout == "nhd"
-           ? formatv("memref<?x2x{0}x{1}x{2}x{3}>", ps, hk, d, c.dtype)
-           : formatv("memref<?x2x{0}x{1}x{2}x{3}>", hk, ps, d, c.dtype))
-          .str();
+  std::string pool = pagedPoolType(*layout, "2x", ps, hk, d, c.dtype);
   std::string kvType =
       formatv("!kv.paged<page_size = {0}, kv_heads = {1}, head_dim = {2}, "
               "head_dim_v = {2}, dtype = {3}, layout = {4}, storage = "

@@ -24,6 +24,14 @@ Expected<Heads> readHeads(SpecReader &r) {
   return Heads{*q, *kv, *dim};
 }
 
+std::string pagedPoolType(StringRef layout, StringRef kv, int64_t pageSize,
+                          int64_t kvHeads, int64_t dim, StringRef type) {
+  bool nhd = layout == "nhd";
+  return formatv("memref<?x{0}{1}x{2}x{3}x{4}>", kv, nhd ? pageSize : kvHeads,
+                 nhd ? kvHeads : pageSize, dim, type)
+      .str();
+}
+
 /// The MLIR element type of a dtype name (torch's and numpy's spellings
 /// too).
 std::optional<std::string> elementType(StringRef dtype) {

@@ -199,6 +199,11 @@ std::string floatAttr(double v);
 /// `memref<?x a [x b] x type>`: rows of heads (and their dim).
 std::string tensorType(int64_t a, std::optional<int64_t> b, StringRef type);
 
+/// The memref of an NHD / HND (`layout`) pool of `dim`-wide rows of
+/// `type`: K and V pages together (`kv` "2x") or one of them ("").
+std::string pagedPoolType(StringRef layout, StringRef kv, int64_t pageSize,
+                          int64_t kvHeads, int64_t dim, StringRef type);
+
 /// `func.func @kvir_main(<args>) ... {` for the C interface.
 std::string entry(StringRef args);
 
