@@ -89,3 +89,14 @@ def vllm_pools(keys, values, page, rng):
         kpool[pg, :, :, slot, :] = k.reshape(len(k), hk, d // 8, 8)
         vpool[pg, :, :, slot] = v
     return kpool, vpool, tables, np.array([len(k) for k in keys], np.int32)
+
+
+def unowned_slots(total_pages, page_size, request_pages, lens):
+    """[total_pages, page_size] True where no request's token is: request b
+    holds its first lens[b] slots over its pages request_pages[b]. A test
+    puts NaN there, so that a kernel letting them into a result fails."""
+    owned = np.zeros((total_pages, page_size), dtype=bool)
+    for pages, n in zip(request_pages, lens):
+        tok = np.arange(n)
+        owned[np.asarray(pages)[tok // page_size], tok % page_size] = True
+    return ~owned

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import kvir
-from conftest import TOLERANCE, paged_batch, poisoned, vllm_pools
+from conftest import (TOLERANCE, paged_batch, poisoned, unowned_slots,
+                      vllm_pools)
 from reference import attend, check, merge
 
 
@@ -351,6 +352,9 @@ def test_paged_prefill_value_dim_of_its_own(rng, cache):
                     np.int32)
     kc = rng.uniform(-1, 1, (sum(pages), page, hk, 128)).astype(np.float16)
     vc = rng.uniform(-1, 1, (sum(pages), page, hk, 64)).astype(np.float16)
+    spare = unowned_slots(sum(pages), page, [indices[indptr[b]:indptr[b + 1]]
+                                             for b in range(2)], lens)
+    kc[spare] = vc[spare] = np.nan
     qo = np.array([0, 4, 16], np.int32)
     q = rng.uniform(-1, 1, (16, 4, 128)).astype(np.float16)
     w = kvir.BatchPrefillWithPagedKVCacheWrapper(cache_dir=cache)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import kvir
-from conftest import TOLERANCE, paged_batch, poisoned
+from conftest import TOLERANCE, paged_batch, poisoned, unowned_slots
 from reference import attend, check
 
 
@@ -67,6 +67,9 @@ def test_prefill_positions_over_split_pools(rng, cache):
     indices = rng.permutation(pages).astype(np.int32)[:int(indptr[-1])].copy()
     kpool = rng.uniform(-1, 1, (pages, page, hk, d)).astype(np.float16)
     vpool = rng.uniform(-1, 1, (pages, page, hk, dv)).astype(np.float16)
+    spare = unowned_slots(pages, page, [indices[indptr[b]:indptr[b + 1]]
+                                        for b in range(2)], lens)
+    kpool[spare] = vpool[spare] = np.nan
     qo = np.array([0, 3, 5], np.int32)
     positions = np.array([10, 33, 59, 4, 19], np.int32)
     q = rng.uniform(-1, 1, (5, hq, d)).astype(np.float16)
@@ -190,6 +193,10 @@ def test_vllm_layout_with_i64_block_tables(rng, cache):
     kpool = rng.uniform(-1, 1, (total, hk, d // 8, page, 8)).astype(
         np.float16)
     vpool = rng.uniform(-1, 1, (total, hk, d, page)).astype(np.float16)
+    spare = unowned_slots(total, page, [tables[b, :pages[b]]
+                                        for b in range(2)], lens)
+    np.moveaxis(kpool, 3, 1)[spare] = np.nan
+    np.moveaxis(vpool, 3, 1)[spare] = np.nan
     seq_lens = np.array(lens, np.int64)
     q = rng.uniform(-1, 1, (2, hq, d)).astype(np.float16)
     out = poisoned((2, hq, d), np.float16)
