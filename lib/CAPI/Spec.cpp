@@ -71,6 +71,166 @@ Expected<std::string> buildMerge(SpecReader &r, const Common &c) {
   return text;
 }
 
+/// The elements of a spec's cache: the activation type, fp8 codes (with
+/// per-tensor k_scale / v_scale, f32 arguments after the tables) or
+/// OpenPPL's int8 groups (codes, and one scale of the activation type per
+/// `quant_group` dims, in scale pools of the cache's form).
+struct CacheElements {
+  std::string kvDtype, poolType;
+  bool fp8 = false, int8 = false;
+  int64_t group = 1;
+};
+
+Expected<CacheElements> readCacheElements(SpecReader &r, const Common &c,
+                                          int64_t headDim, int64_t headDimV,
+                                          bool paged) {
+  CacheElements e;
+  Expected<std::string> kvDtype =
+      r.choice("kv_dtype",
+               {"same", "fp8_e4m3", "fp8_e5m2", "int8", "f16", "bf16", "f32"});
+  if (!kvDtype)
+    return kvDtype.takeError();
+  e.kvDtype = *kvDtype;
+  e.fp8 = StringRef(*kvDtype).starts_with("fp8");
+  e.int8 = *kvDtype == "int8";
+  Expected<std::optional<int64_t>> quantGroup = r.integer("quant_group");
+  if (!quantGroup)
+    return quantGroup.takeError();
+  if (e.int8 != quantGroup->has_value())
+    return r.error("'quant_group' (the dims per int8 scale) goes with "
+                   "'kv_dtype': 'int8', and only with it");
+  if (!e.fp8 && !e.int8 && *kvDtype != "same" && *kvDtype != c.dtype)
+    return r.error("'kv_dtype' must be 'fp8_e4m3', 'fp8_e5m2', 'int8' or "
+                   "the activation dtype '" +
+                   c.dtype + "', got '" + *kvDtype + "'");
+  if ((e.fp8 || e.int8) && !paged)
+    return r.error("'kv_dtype' " + *kvDtype + " needs a paged cache");
+  if (e.int8 &&
+      (**quantGroup <= 0 || headDim % **quantGroup || headDimV % **quantGroup))
+    return r.error("'quant_group' must be positive and divide the head dims "
+                   "(" +
+                   Twine(headDim) + ", " + Twine(headDimV) + "), got " +
+                   Twine(**quantGroup));
+  e.group = e.int8 ? **quantGroup : 1;
+  e.poolType = e.int8                   ? "i8"
+               : !e.fp8                 ? c.dtype
+               : *kvDtype == "fp8_e4m3" ? "f8E4M3FN"
+                                        : "f8E5M2";
+  return e;
+}
+
+/// A spec's KV view: the paged or ragged type, the view's op and the
+/// function arguments it reads.
+struct KVView {
+  std::string type, view, args;
+};
+
+/// `%a: A, %b: B`, or as a clause `%a, %b : A, B`.
+std::string listed(ArrayRef<std::pair<std::string, std::string>> values,
+                   bool clause) {
+  SmallVector<std::string> names, types, args;
+  for (const auto &[name, type] : values) {
+    names.push_back(name);
+    types.push_back(type);
+    args.push_back(name + ": " + type);
+  }
+  return clause ? join(names, ", ") + " : " + join(types, ", ")
+                : join(args, ", ");
+}
+
+/// A paged cache: FlashInfer's K and V pages in one pool, or K and V
+/// pools (its (k_cache, v_cache) pair; vLLM's layout), with int8 groups'
+/// scale pools of the same form, and its tables.
+Expected<KVView> readPagedView(SpecReader &r, const Common &c, int64_t kvHeads,
+                               int64_t headDim, int64_t headDimV,
+                               StringRef index, const CacheElements &e) {
+  Expected<int64_t> pageSize = r.positive("page_size", std::nullopt);
+  if (!pageSize)
+    return pageSize.takeError();
+  Expected<std::string> layout = r.choice("kv_layout", {"nhd", "hnd", "vllm"});
+  if (!layout)
+    return layout.takeError();
+  Expected<std::string> storage = r.choice("kv_storage", {"combined", "split"});
+  if (!storage)
+    return storage.takeError();
+  Expected<Tables> tables = readTables(r, index);
+  if (!tables)
+    return tables.takeError();
+  bool split = *storage == "split", vllm = *layout == "vllm";
+  if (vllm && (!split || e.int8))
+    return r.error("'kv_layout' vllm is vLLM's K and V pools: "
+                   "'kv_storage': 'split', and no int8 groups");
+  if (headDimV != headDim && !split)
+    return r.error("'head_dim_v' must equal 'head_dim' for a paged cache "
+                   "of K and V pages in one pool (FlashInfer's layout; "
+                   "'kv_storage': 'split' gives K and V pools of their "
+                   "own widths)");
+  int64_t ps = *pageSize, hk = kvHeads;
+  auto poolOf = [&](StringRef kv, int64_t dim, StringRef type) {
+    return pagedPoolType(*layout, kv, ps, hk, dim, type);
+  };
+  // vLLM's: K [pages, Hk, D / x, page, x] with x the elements of 16
+  // bytes, V [pages, Hk, Dv, page].
+  int64_t x = 16 / (e.fp8 ? 1 : c.dtype == "f32" ? 4 : 2);
+  if (vllm && headDim % x)
+    return r.error("'kv_layout' vllm splits the head dim in chunks of " +
+                   Twine(x) + " elements (16 bytes); head_dim " +
+                   Twine(headDim) + " is not a multiple");
+  std::string quant =
+      e.fp8 ? ", quant = " + e.kvDtype
+      : e.int8
+          ? formatv(", quant = int8_group, quant_group = {0}", e.group).str()
+          : std::string();
+  KVView kv;
+  kv.type = formatv("!kv.paged<page_size = {0}, kv_heads = {1}, head_dim = "
+                    "{2}, head_dim_v = {3}, dtype = {4}, layout = {5}, "
+                    "storage = {6}, table = {7}{8}>",
+                    ps, hk, headDim, headDimV, c.dtype, *layout, *storage,
+                    tableForm(*tables), quant);
+  SmallVector<std::pair<std::string, std::string>> pools, scales;
+  if (vllm) {
+    pools = {{"%k_cache", formatv("memref<?x{0}x{1}x{2}x{3}x{4}>", hk,
+                                  headDim / x, ps, x, e.poolType)},
+             {"%v_cache", formatv("memref<?x{0}x{1}x{2}x{3}>", hk, headDimV, ps,
+                                  e.poolType)}};
+  } else if (split) {
+    pools = {{"%k_cache", poolOf("", headDim, e.poolType)},
+             {"%v_cache", poolOf("", headDimV, e.poolType)}};
+    scales = {{"%k_scales", poolOf("", headDim / e.group, c.dtype)},
+              {"%v_scales", poolOf("", headDimV / e.group, c.dtype)}};
+  } else {
+    pools = {{"%paged_kv_cache", poolOf("2x", headDim, e.poolType)}};
+    scales = {{"%kv_scales", poolOf("2x", headDim / e.group, c.dtype)}};
+  }
+  if (!e.int8)
+    scales.clear();
+  kv.args = listed(pools, false);
+  if (!scales.empty())
+    kv.args += ", " + listed(scales, false);
+  kv.args +=
+      ", " + tables->args + (e.fp8 ? ", %k_scale: f32, %v_scale: f32" : "");
+  kv.view = "kv.paged_view pools(" + listed(pools, true) + ") " +
+            tables->clause + (e.fp8 ? " fp8_scales(%k_scale, %v_scale)" : "") +
+            (scales.empty() ? "" : " scales(" + listed(scales, true) + ")") +
+            " : " + kv.type;
+  return kv;
+}
+
+/// Ragged K and V with their kv_indptr (`indptr`'s memref type).
+KVView raggedView(const Common &c, int64_t kvHeads, int64_t headDim,
+                  int64_t headDimV, StringRef indptr) {
+  std::string k = tensorType(kvHeads, headDim, c.dtype);
+  std::string v = tensorType(kvHeads, headDimV, c.dtype);
+  KVView kv;
+  kv.type = formatv("!kv.ragged<kv_heads = {0}, head_dim = {1}, head_dim_v "
+                    "= {2}, dtype = {3}>",
+                    kvHeads, headDim, headDimV, c.dtype);
+  kv.args = "%k: " + k + ", %v: " + v + ", %kv_indptr: " + indptr.str();
+  kv.view = "kv.ragged_view %k, %v, %kv_indptr : " + k + ", " + v + ", " +
+            indptr.str() + " -> " + kv.type;
+  return kv;
+}
+
 /// decode and prefill over a paged (FlashInfer's K and V pages in one pool)
 /// or a ragged cache.
 Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
@@ -84,10 +244,10 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
   Expected<std::string> outDtype = readDtype(r, "out_dtype", c.dtype);
   if (!outDtype)
     return outDtype.takeError();
-  Expected<std::string> kv = r.choice("kv", {"paged", "ragged"});
-  if (!kv)
-    return kv.takeError();
-  bool decode = c.op == "decode", paged = *kv == "paged";
+  Expected<std::string> kvForm = r.choice("kv", {"paged", "ragged"});
+  if (!kvForm)
+    return kvForm.takeError();
+  bool decode = c.op == "decode", paged = *kvForm == "paged";
   if (decode && !paged)
     return r.error("'kv' must be 'paged' for a decode (its keys are a paged "
                    "cache); a ragged decode is a prefill of one row each");
@@ -111,141 +271,16 @@ Expected<std::string> buildAttention(SpecReader &r, const Common &c) {
   std::string i32 = "memref<?x" + *index + ">";
   std::string state = formatv("!kv.state<?x{0}x{1}x{2}, base = {3}>", qHeads,
                               *headDimV, *outDtype, c.lseBase);
-  // fp8 caches (per-tensor k_scale / v_scale, f32 arguments after the
-  // tables); otherwise the cache holds the activation type.
-  Expected<std::string> kvDtype =
-      r.choice("kv_dtype",
-               {"same", "fp8_e4m3", "fp8_e5m2", "int8", "f16", "bf16", "f32"});
-  if (!kvDtype)
-    return kvDtype.takeError();
-  bool fp8 = StringRef(*kvDtype).starts_with("fp8");
-  // OpenPPL's int8 groups: codes, and one scale of the activation type per
-  // `quant_group` dims, in scale pools of the cache's form.
-  bool int8 = *kvDtype == "int8";
-  Expected<std::optional<int64_t>> quantGroup = r.integer("quant_group");
-  if (!quantGroup)
-    return quantGroup.takeError();
-  if (int8 != quantGroup->has_value())
-    return r.error("'quant_group' (the dims per int8 scale) goes with "
-                   "'kv_dtype': 'int8', and only with it");
-  if (!fp8 && !int8 && *kvDtype != "same" && *kvDtype != c.dtype)
-    return r.error("'kv_dtype' must be 'fp8_e4m3', 'fp8_e5m2', 'int8' or "
-                   "the activation dtype '" +
-                   c.dtype + "', got '" + *kvDtype + "'");
-  if ((fp8 || int8) && !paged)
-    return r.error("'kv_dtype' " + *kvDtype + " needs a paged cache");
-  if (int8 &&
-      (**quantGroup <= 0 || headDim % **quantGroup || *headDimV % **quantGroup))
-    return r.error("'quant_group' must be positive and divide the head dims "
-                   "(" +
-                   Twine(headDim) + ", " + Twine(*headDimV) + "), got " +
-                   Twine(**quantGroup));
-  std::string poolType = int8                     ? "i8"
-                         : !fp8                   ? c.dtype
-                         : *kvDtype == "fp8_e4m3" ? "f8E4M3FN"
-                                                  : "f8E5M2";
-  std::string kvType, view, kvArgs;
-  if (paged) {
-    Expected<int64_t> pageSize = r.positive("page_size", std::nullopt);
-    if (!pageSize)
-      return pageSize.takeError();
-    Expected<std::string> layout =
-        r.choice("kv_layout", {"nhd", "hnd", "vllm"});
-    if (!layout)
-      return layout.takeError();
-    // K and V pages in one pool (FlashInfer's paged_kv_cache tensor) or in
-    // two (its (k_cache, v_cache) tuple; vLLM's split pools).
-    Expected<std::string> storage =
-        r.choice("kv_storage", {"combined", "split"});
-    if (!storage)
-      return storage.takeError();
-    Expected<Tables> tables = readTables(r, *index);
-    if (!tables)
-      return tables.takeError();
-    bool split = *storage == "split", vllm = *layout == "vllm";
-    if (vllm && (!split || int8))
-      return r.error("'kv_layout' vllm is vLLM's K and V pools: "
-                     "'kv_storage': 'split', and no int8 groups");
-    if (*headDimV != headDim && !split)
-      return r.error("'head_dim_v' must equal 'head_dim' for a paged cache "
-                     "of K and V pages in one pool (FlashInfer's layout; "
-                     "'kv_storage': 'split' gives K and V pools of their "
-                     "own widths)");
-    int64_t ps = *pageSize, hk = kvHeads;
-    auto poolOf = [&](StringRef kv, int64_t dim, StringRef type) {
-      return pagedPoolType(*layout, kv, ps, hk, dim, type);
-    };
-    // vLLM's: K [pages, Hk, D / x, page, x] with x the elements of 16
-    // bytes, V [pages, Hk, Dv, page].
-    int64_t x = 16 / (fp8 ? 1 : c.dtype == "f32" ? 4 : 2);
-    if (vllm && headDim % x)
-      return r.error("'kv_layout' vllm splits the head dim in chunks of " +
-                     Twine(x) + " elements (16 bytes); head_dim " +
-                     Twine(headDim) + " is not a multiple");
-    std::string vllmK = formatv("memref<?x{0}x{1}x{2}x{3}x{4}>", hk,
-                                headDim / x, ps, x, poolType)
-                            .str();
-    std::string vllmV =
-        formatv("memref<?x{0}x{1}x{2}x{3}>", hk, *headDimV, ps, poolType).str();
-    std::string quant =
-        fp8 ? ", quant = " + *kvDtype
-        : int8
-            ? formatv(", quant = int8_group, quant_group = {0}", **quantGroup)
-                  .str()
-            : std::string();
-    kvType = formatv("!kv.paged<page_size = {0}, kv_heads = {1}, head_dim = "
-                     "{2}, head_dim_v = {3}, dtype = {4}, layout = {5}, "
-                     "storage = {6}, table = {7}{8}>",
-                     ps, hk, headDim, *headDimV, c.dtype, *layout, *storage,
-                     tableForm(*tables), quant);
-    // The pools (int8 codes), then with int8 the scale pools of the same
-    // form, one scale of the activation type per quant_group dims.
-    int64_t group = int8 ? **quantGroup : 1;
-    SmallVector<std::pair<std::string, std::string>> pools, scales;
-    if (vllm) {
-      pools = {{"%k_cache", vllmK}, {"%v_cache", vllmV}};
-    } else if (split) {
-      pools = {{"%k_cache", poolOf("", headDim, poolType)},
-               {"%v_cache", poolOf("", *headDimV, poolType)}};
-      scales = {{"%k_scales", poolOf("", headDim / group, c.dtype)},
-                {"%v_scales", poolOf("", *headDimV / group, c.dtype)}};
-    } else {
-      pools = {{"%paged_kv_cache", poolOf("2x", headDim, poolType)}};
-      scales = {{"%kv_scales", poolOf("2x", headDim / group, c.dtype)}};
-    }
-    if (!int8)
-      scales.clear();
-    // `%a: A, %b: B`, or `%a, %b : A, B` (a clause).
-    auto listed = [](ArrayRef<std::pair<std::string, std::string>> values,
-                     bool clause) {
-      SmallVector<std::string> names, types, args;
-      for (const auto &[name, type] : values) {
-        names.push_back(name);
-        types.push_back(type);
-        args.push_back(name + ": " + type);
-      }
-      return clause ? join(names, ", ") + " : " + join(types, ", ")
-                    : join(args, ", ");
-    };
-    kvArgs = listed(pools, false);
-    if (!scales.empty())
-      kvArgs += ", " + listed(scales, false);
-    kvArgs +=
-        ", " + tables->args + (fp8 ? ", %k_scale: f32, %v_scale: f32" : "");
-    view = "kv.paged_view pools(" + listed(pools, true) + ") " +
-           tables->clause + (fp8 ? " fp8_scales(%k_scale, %v_scale)" : "") +
-           (scales.empty() ? "" : " scales(" + listed(scales, true) + ")") +
-           " : " + kvType;
-  } else {
-    std::string k = tensorType(kvHeads, headDim, c.dtype);
-    std::string v = tensorType(kvHeads, *headDimV, c.dtype);
-    kvType = formatv("!kv.ragged<kv_heads = {0}, head_dim = {1}, head_dim_v "
-                     "= {2}, dtype = {3}>",
-                     kvHeads, headDim, *headDimV, c.dtype);
-    kvArgs = "%k: " + k + ", %v: " + v + ", %kv_indptr: " + i32;
-    view = "kv.ragged_view %k, %v, %kv_indptr : " + k + ", " + v + ", " + i32 +
-           " -> " + kvType;
-  }
+  Expected<CacheElements> elements =
+      readCacheElements(r, c, headDim, *headDimV, paged);
+  if (!elements)
+    return elements.takeError();
+  Expected<KVView> kv = paged ? readPagedView(r, c, kvHeads, headDim, *headDimV,
+                                              *index, *elements)
+                              : raggedView(c, kvHeads, headDim, *headDimV, i32);
+  if (!kv)
+    return kv.takeError();
+  const std::string &kvType = kv->type, &view = kv->view, &kvArgs = kv->args;
   if (Error e = r.checkUnused())
     return std::move(e);
 
