@@ -23,7 +23,10 @@ from .wrappers import (BatchDecodeWithPagedKVCache,
                        MultiLevelCascadeAttentionWrapper)
 from .merge import merge_state, merge_state_in_place, merge_states
 from .flex import BlockMask, TraceError, create_block_mask, flex_attention
-from . import distributed
+from . import distributed, torch_ops
+
+if torch_ops.available():
+    torch_ops.register()
 
 __all__ = ["KvirError", "Module", "Kernel", "compile", "cache_dir",
            "last_launches", "BatchDecodeWithPagedKVCache",

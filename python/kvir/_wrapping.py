@@ -7,9 +7,10 @@ import os
 
 import numpy as np
 
-from . import _lib
+from . import _lib, torch_ops
 from .compiler import compile as _compile
-from .tensors import Arg, dtype_name, host_int_array, same_device
+from .tensors import (Arg, _is_torch, dtype_name, host_int_array,
+                      is_traced, same_device)
 
 _FLOATS = ("f16", "bf16", "f32")
 
@@ -147,6 +148,10 @@ class _Executor:
         self.spec, self.chip, self.cache = spec, chip, cache
         self.views = views or {}
         self.kernels = {}
+        # kvir::run's plan ids of this executor's calls (torch_ops).
+        self.bindings = {}
+        from .gpu import LaunchCache
+        self.launches = LaunchCache()
 
     def kernel(self, device, torch_device=None):
         if self.chip:
@@ -163,7 +168,16 @@ class _Executor:
 
     def run(self, args, kv_lengths=None, backend="auto"):
         """`args`: (plan argument name, Arg, or a float for an f32 scalar)
-        in the spec function's order."""
+        in the spec function's order, ending with out and lse. On torch
+        tensors, a call of the torch operator kvir::run (torch_ops)."""
+        tensors = [a.obj for _, a in args if isinstance(a, Arg)]
+        if torch_ops.available() and all(_is_torch(t) for t in tensors):
+            torch_ops.call(self, args, kv_lengths, backend)
+        else:
+            self.run_now(args, kv_lengths, backend)
+
+    def run_now(self, args, kv_lengths=None, backend="auto"):
+        """Runs the kernels on `args` (run()'s) now."""
         buffers = [(n, a) for n, a in args if isinstance(a, Arg)]
         scalars = {n: a for n, a in args if not isinstance(a, Arg)}
         device = same_device([a for _, a in buffers])
@@ -195,10 +209,15 @@ class _Executor:
                 drv.release()
             return
         import torch
+        from .gpu import launch_key
         dev = buffers[0][1].torch_device
-        launch = GpuLaunch(kernel.plan(), tensors, kv_lengths, dev,
-                           scalars=scalars)
-        launch.run(torch.cuda.current_stream(dev).cuda_stream)
+        stream = torch.cuda.current_stream(dev).cuda_stream
+        launch = self.launches.get(
+            launch_key(tensors, kv_lengths, scalars, dev, stream),
+            lambda: GpuLaunch(kernel.plan(), tensors, kv_lengths, dev,
+                              scalars=scalars),
+            torch.cuda.is_current_stream_capturing())
+        launch.run(stream)
 
 
 def _check_tables(fn, *args):
@@ -224,7 +243,8 @@ class _Tables:
         self.copies = {}
 
     def on(self, device_arg):
-        key = str(device_arg.torch_device or "cpu")
+        # numpy calls get numpy tables, torch calls torch tables.
+        key = str(device_arg.torch_device or "numpy")
         if key not in self.copies:
             out = []
             for n, x in self.named:
@@ -236,6 +256,9 @@ class _Tables:
                 elif hasattr(x, "device") and not hasattr(x, "ctypes"):
                     x = x.to("cpu")
                 out.append((n, Arg(n, x).check("i32")))
+            if is_traced(device_arg.obj):
+                # A tracer's tensors stand for this call only.
+                return out
             self.copies[key] = out
         return self.copies[key]
 

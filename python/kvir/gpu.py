@@ -4,6 +4,8 @@ Nothing here needs LLVM, MLIR or the CUDA toolkit: a launch plan from the
 manifests (kvir.plan_launch), the work schedule from libkvir_runtime.so and
 the driver's libcuda.so.1.
 """
+from collections import OrderedDict
+
 from . import _lib
 
 _driver = []
@@ -67,7 +69,9 @@ class GpuLaunch:
         buffers = {n: (t.data_ptr(), list(t.shape), list(t.stride()))
                    for n, t in keep.items()}
         self.launches = plan.launches(buffers, env)
-        self.keep = keep
+        # What the launches own (schedule, workspace, tensor maps); the
+        # caller's tensors stay the caller's.
+        self.keep = {n: t for n, t in keep.items() if n not in tensors}
         self.env = env
 
     def _tensor_map(self, m, tensors, device):
@@ -91,3 +95,43 @@ class GpuLaunch:
         for kernel, grid, block, smem, params in self.launches:
             self.drv.launch(self.plan.ptx, kernel, grid, block, smem, params,
                             stream)
+
+
+class LaunchCache:
+    """The GpuLaunches of recent calls, by what their parameters depend on
+    (launch_key): a call repeated over the same buffers -- a decode step,
+    a CUDA graph's capture after its warm-up run -- launches without
+    planning, scheduling or copying anything to the device, which a stream
+    being captured must not do."""
+
+    def __init__(self, size=8):
+        self.size = size
+        self.kept = OrderedDict()
+
+    def get(self, key, build, capturing=False):
+        """The launch kept under `key`, or `build()`'s (not while a stream
+        is capturing: it copies the schedule to the device)."""
+        if key in self.kept:
+            self.kept.move_to_end(key)
+            return self.kept[key]
+        if capturing:
+            raise RuntimeError(
+                "kvir: this call's launch is not planned yet; run it once "
+                "before capturing a CUDA graph (torch.cuda.graph's warm-up) "
+                "so that its schedule is on the device")
+        launch = build()
+        self.kept[key] = launch
+        if len(self.kept) > self.size:
+            self.kept.popitem(last=False)
+        return launch
+
+
+def launch_key(tensors, kv_lengths, scalars, device, stream):
+    """What a GpuLaunch's parameters depend on: each tensor's address,
+    shape and strides (tensor maps encode them), the batch's kv lengths (the
+    schedule), the scalars, the device and the stream (the workspace is
+    the stream's)."""
+    return (tuple((n, t.data_ptr(), tuple(t.shape), tuple(t.stride()))
+                  for n, t in sorted(tensors.items())),
+            None if kv_lengths is None else tuple(int(n) for n in kv_lengths),
+            tuple(sorted((scalars or {}).items())), str(device), int(stream))

@@ -41,6 +41,15 @@ def _is_torch(x):
     return torch is not None and isinstance(x, torch.Tensor)
 
 
+def is_traced(x):
+    """Whether `x` is a tracer's stand-in for a tensor (torch.compile's or
+    make_fx's fake tensors, functionalization's wrappers): a torch.Tensor
+    subclass with no storage of its own to keep."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor) and \
+        type(x) not in (torch.Tensor, torch.nn.Parameter)
+
+
 class Arg:
     """A buffer argument: where it lives and what it holds."""
 
@@ -59,7 +68,12 @@ class Arg:
             if not x.is_contiguous():
                 raise ValueError(f"{name}: strides {tuple(x.stride())} are not "
                                  f"contiguous; pass {name}.contiguous()")
-            self.ptr = x.data_ptr()
+            try:
+                self.ptr = x.data_ptr()
+            except RuntimeError:
+                # A tracer's fake tensor (torch.compile's): no storage. The
+                # operator kvir::run checks the real tensor it runs on.
+                self.ptr = None
         else:
             import numpy as np
             if not isinstance(x, np.ndarray):
@@ -80,7 +94,7 @@ class Arg:
         size = 1
         for d in self.shape:
             size *= d
-        if size and self.ptr % 16:
+        if size and self.ptr is not None and self.ptr % 16:
             raise ValueError(f"{name}: address {self.ptr:#x} is not 16-byte "
                              f"aligned (kvir's kernels read 16-byte vectors)")
 

@@ -144,3 +144,38 @@ def test_ragged_prefill_copies_by_tma(rng, cache, backend):
                                 list(range(n - (r1 - r0), n)), causal=True)
         check(out[r0:r1].float().numpy(), lse[r0:r1].numpy(), ref_o, ref_lse,
               TOLERANCE["f16"], 2e-3)
+
+
+def test_launch_cache_reuses_a_call_over_the_same_buffers():
+    # A CUDA graph captures a call's launches only: the launch (schedule on
+    # the device) must come from a run before capture, over the same
+    # buffers.
+    torch = pytest.importorskip("torch")
+    from kvir.gpu import LaunchCache, launch_key
+    q, out = torch.zeros(4, 8), torch.zeros(4, 8)
+    built = []
+
+    def build():
+        built.append(object())
+        return built[-1]
+    cache = LaunchCache(size=2)
+
+    def key(tensors, lens=(5, 7), scalars=None, stream=0):
+        return launch_key(tensors, lens, scalars, "cuda:0", stream)
+    first = cache.get(key({"q": q, "out": out}), build)
+    assert cache.get(key({"out": out, "q": q}), build, capturing=True) \
+        is first
+    # Anything a launch's parameters depend on is a new launch.
+    for other in [key({"q": q, "out": torch.zeros(4, 8)}),
+                  key({"q": q, "out": out}, lens=(5, 8)),
+                  key({"q": q, "out": out.view(8, 4)}),
+                  key({"q": q, "out": out}, scalars={"k_scale": 2.0}),
+                  key({"q": q, "out": out}, stream=1)]:
+        with pytest.raises(RuntimeError, match="run it once before"):
+            cache.get(other, build, capturing=True)
+    cache.get(key({"q": q, "out": out}, stream=1), build)
+    cache.get(key({"q": q, "out": out}, stream=2), build)
+    # The least recently used fell out of a cache of two.
+    assert len(built) == 3
+    cache.get(key({"q": q, "out": out}), build)
+    assert len(built) == 4
