@@ -206,23 +206,10 @@ extern "C" int64_t kvir_check_token_offset(const int32_t *cachestarts,
 }
 
 extern "C" int64_t kvir_check_query_rows(const int32_t *qo_indptr,
-                                         int64_t num_rows,
-                                         const int32_t *kv_lengths,
-                                         int64_t batch, int64_t causal,
+                                         int64_t num_rows, int64_t batch,
                                          char *message, int64_t message_size) {
-  if (int64_t e = checkIndptr(qo_indptr, "qo_indptr", batch, num_rows,
-                              "the query rows", message, message_size))
-    return e;
-  if (causal)
-    for (int64_t r = 0; r < batch; ++r) {
-      int64_t qoLen = qo_indptr[r + 1] - qo_indptr[r];
-      if (qoLen > kv_lengths[r])
-        return fail(message, message_size,
-                    "request %lld: %lld query rows but kv_len %d; a causal "
-                    "prefill needs qo_len <= kv_len",
-                    (long long)r, (long long)qoLen, kv_lengths[r]);
-    }
-  return 0;
+  return checkIndptr(qo_indptr, "qo_indptr", batch, num_rows, "the query rows",
+                     message, message_size);
 }
 
 extern "C" int64_t kvir_check_topk(const int32_t *topk, int64_t rows,

@@ -200,12 +200,10 @@ class _PrefillBase(_Wrapper):
                                  f"expected [{self.nnz}] (one per query row)")
         self._variants(self.spec, score_mod, mask_mod, mask, positions)
 
-    def _check_rows(self, kv_lengths):
+    def _check_rows(self):
         a, pa = _i32(self._qo)
-        b, pb = _i32(kv_lengths)
         _check_tables("kvir_check_query_rows", pa, ctypes.c_int64(self.nnz),
-                      pb, ctypes.c_int64(self.batch),
-                      ctypes.c_int64(1 if self.spec["causal"] else 0))
+                      ctypes.c_int64(self.batch))
 
     def _outputs(self, qa, out, lse):
         s = self.spec
@@ -270,8 +268,7 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
             raise ValueError(f"the page tables hold {len(lengths)} requests, "
                              f"qo_indptr {self.batch}: one request per "
                              f"qo_indptr entry")
-        if positions is None:
-            self._check_rows(lengths)
+        self._check_rows()
         self._plan_variants(lengths, score_mod, mask_mod, positions)
         self._tables = _Tables(self._graph_tables(
             form, [("qo_indptr", qo_indptr)] + named, "qo_indptr"))
@@ -333,7 +330,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillBase):
             raise ValueError(f"kv_indptr: expected [{self.batch + 1}] "
                              f"non-decreasing key offsets starting at 0")
         self.nnz_kv = int(kv[-1])
-        self._check_rows(kv[1:] - kv[:-1])
+        self._check_rows()
         self._plan_variants(kv[1:] - kv[:-1], score_mod, mask_mod)
         self._tables = _Tables(self._graph.fill(
             [("qo_indptr", qo_indptr), ("kv_indptr", kv_indptr)],
@@ -430,11 +427,8 @@ class BatchMLAPagedAttentionWrapper(_Wrapper):
         self.kv_lengths = [int(n) for n in lens]
         if rows:
             a, pa = _i32(qo)
-            b, pb = _i32(lens)
             _check_tables("kvir_check_query_rows", pa,
-                          ctypes.c_int64(self.nnz), pb,
-                          ctypes.c_int64(self.batch),
-                          ctypes.c_int64(1 if causal else 0))
+                          ctypes.c_int64(self.nnz), ctypes.c_int64(self.batch))
         self._check = _CsrCheck(ip, host_int_array("kv_indices", kv_indices),
                                 last, page_size)
         graph = self._graph.fill([("qo_indptr", qo_indptr),

@@ -71,11 +71,12 @@ def test_page_past_the_pool(rng, cache):
         w.run(q, pool)
 
 
-def test_causal_rows_past_the_keys(cache):
+def test_decreasing_qo_indptr(cache):
     w = kvir.BatchPrefillWithRaggedKVCacheWrapper(cache_dir=cache)
-    with pytest.raises(ValueError, match=r"request 0"):
-        w.plan(np.array([0, 5], np.int32), np.array([0, 3], np.int32), 2, 2,
-               64, causal=True)
+    with pytest.raises(ValueError, match=r"qo_indptr: expected \[batch \+ 1\] "
+                                         r"non-decreasing row offsets"):
+        w.plan(np.array([0, 5, 3], np.int32), np.array([0, 3, 6], np.int32),
+               2, 2, 64, causal=True)
 
 
 def test_run_before_plan():

@@ -39,6 +39,8 @@ def _mla_reference(q_nope, q_pe, ckv, kpe, positions, causal, sm_scale):
 @pytest.mark.parametrize("qo_lens,kv_lens,causal", [
     ([1, 1, 1], [100, 1, 700], False),   # decode, split-KV for the long one
     ([3, 1, 4], [30, 9, 64], True),      # several causal rows per request
+    # More causal rows than keys: the first rows see none (0, LSE -inf).
+    ([3, 5, 4], [2, 0, 64], True),
 ])
 def test_mla(rng, cache, qo_lens, kv_lens, causal):
     heads, ckv_dim, kpe_dim, page = 16, 512, 64, 64

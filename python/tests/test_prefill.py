@@ -40,6 +40,12 @@ def _check_requests(out, lse, q, qo_indptr, keys, values, name, opts):
     ("float32", "NHD", 4, 1, 64, 16, [21, 48], [4, 16], {"causal": True}),
     ("float16", "NHD", 4, 2, 128, 16, [50, 33], [10, 33],
      {"causal": True, "pos_encoding_mode": "ROPE_LLAMA", "rope_scale": 4.0}),
+    # More causal rows than keys (the first rows see none: 0, LSE -inf),
+    # across a 64-row tile, with a window and RoPE at negative positions.
+    ("float16", "NHD", 4, 2, 64, 16, [5, 0, 40], [20, 3, 70],
+     {"causal": True}),
+    ("float16", "HND", 8, 2, 128, 8, [17, 3], [90, 4],
+     {"causal": True, "window_left": 9, "pos_encoding_mode": "ROPE_LLAMA"}),
 ])
 def test_paged_prefill_matches_reference(rng, cache, dtype, layout, hq, hk,
                                          d, page, kv_lens, qo_lens, opts):
@@ -62,6 +68,7 @@ def test_paged_prefill_matches_reference(rng, cache, dtype, layout, hq, hk,
     ("float16", 8, 8, 128, 128, [64, 10], [64, 10], {}),
     ("float16", 4, 4, 128, 64, [30, 12], [30, 6],
      {"causal": True, "window_left": 7}),
+    ("float16", 4, 2, 64, 64, [3, 50, 0], [30, 70, 2], {"causal": True}),
 ])
 def test_ragged_prefill_matches_reference(rng, cache, dtype, hq, hk, d, dv,
                                           kv_lens, qo_lens, opts):
@@ -98,3 +105,24 @@ def test_bfloat16_through_torch_cpu_tensors(rng, cache):
               for b in range(2)]
     _check_requests(out.float().numpy(), lse.numpy(), tq.float().numpy(),
                     qo_indptr, keys, values, "bf16", {"causal": True})
+
+
+@pytest.mark.parametrize("chip", ["sm_90a", "sm_80"])
+def test_more_causal_rows_than_keys_on_the_gpu_path(rng, cache, chip):
+    # The GPU launch path (plan, schedule, kernel ABI) with the emulator as
+    # the driver: wgmma on sm_90a, mma.sync on sm_80.
+    torch = pytest.importorskip("torch", reason="python3-torch not installed")
+    kv_lens, qo_lens = [9, 0, 100], [80, 2, 130]
+    pool, indptr, indices, last, keys, values = paged_batch(
+        rng, kv_lens, 16, 2, 128, np.float16)
+    q, qo_indptr = _rows(rng, qo_lens, 8, 128, np.float16)
+    t = torch.from_numpy
+    w = kvir.BatchPrefillWithPagedKVCacheWrapper(
+        cache_dir=cache, chip=chip, backend="emulated_driver")
+    w.plan(t(qo_indptr), t(indptr), t(indices), t(last), 8, 2, 128, 16,
+           causal=True)
+    out = t(poisoned(q.shape, np.float16))
+    lse = t(poisoned(q.shape[:2], np.float32))
+    w.run(t(q), t(pool), out=out, lse=lse)
+    _check_requests(out.numpy(), lse.numpy(), q, qo_indptr, keys, values,
+                    "f16", {"causal": True})

@@ -237,17 +237,18 @@ std::vector<MlaCase> mlaCases() {
     c->graphMaxBatch = 8;
   }
   {
-    // Speculative decoding: 1, 2 and 4 causal rows per request.
+    // Speculative decoding: 1, 2 and 4 causal rows per request; the last
+    // two requests have more rows than keys (their first rows see none).
     MlaCase *c = add("H16CausalRowsSplitCsrP64F16", 16, DType::F16,
                      Table::CSR, 9006);
-    c->kvLens = {1, 2, 63, 64, 65, 4096};
-    c->qoLens = {1, 2, 1, 4, 2, 4};
+    c->kvLens = {1, 2, 63, 64, 65, 4096, 0, 1};
+    c->qoLens = {1, 2, 1, 4, 2, 4, 3, 4};
   }
   {
     MlaCase *c = add("H128CausalRowsSharedPoolBlockTableP16BF16", 128,
                      DType::BF16, Table::BlockTable, 9007);
-    c->kvLens = {2, 64, 130};
-    c->qoLens = {2, 4, 1};
+    c->kvLens = {2, 64, 130, 1};
+    c->qoLens = {2, 4, 1, 4};
     c->pageSize = 16;
     c->sharedPool = true;
     c->chip = "sm_80";
@@ -255,8 +256,8 @@ std::vector<MlaCase> mlaCases() {
   {
     MlaCase *c = add("H16CausalRowsUnsplitCsrP32F16", 16, DType::F16,
                      Table::CSR, 9008);
-    c->kvLens = {4, 63, 65, 300};
-    c->qoLens = {4, 1, 2, 4};
+    c->kvLens = {4, 63, 65, 300, 2};
+    c->qoLens = {4, 1, 2, 4, 4};
     c->pageSize = 32;
     c->config = "#kvgpu.prefill<q_tile = 64, kv_tile = 16, warps = 8, "
                 "stages = 2, q_in_registers = false, max_partitions = 1, "

@@ -26,10 +26,14 @@ using namespace kvir::test::gpu;
 namespace {
 
 /// The lengths: qo_len {1, 7, 64, 65, 300} against kv_len
-/// {1, 17, 1000} (causal needs kv_len >= qo_len), and an empty request.
+/// {1, 17, 1000}, and an empty request. Causal batches also hold requests
+/// with more rows than keys (rows placed before the first key see none):
+/// 65 rows over 17 keys, 7 over none, 130 over 70 (a tile's rows on both
+/// sides of key 0).
 PrefillBatch standardBatch(bool causal) {
   if (causal)
-    return {{1, 7, 0, 64, 65, 300, 17}, {1, 17, 0, 1000, 1000, 1000, 17}};
+    return {{1, 7, 0, 64, 65, 300, 17, 65, 7, 130},
+            {1, 17, 0, 1000, 1000, 1000, 17, 17, 0, 70}};
   return {{1, 7, 0, 64, 65, 300, 7}, {17, 1, 17, 1000, 17, 1000, 0}};
 }
 
@@ -763,8 +767,11 @@ std::vector<GpuPrefillCase> prefillCases() {
 }
 
 /// A random request of a sweep batch: lengths 0 and 1 as often as longer
-/// ones; causal requests see at least their own rows.
-void addRandomRequest(Rng &rng, bool causal, PrefillBatch &batch) {
+/// ones; causal requests have at least as many keys as rows, except a
+/// quarter of them (drawn from `overhang`, so that the other draws stay
+/// what they were), whose first rows see no key.
+void addRandomRequest(Rng &rng, Rng &overhang, bool causal,
+                      PrefillBatch &batch) {
   auto length = [&](int64_t longest) {
     switch (rng.integer(0, 3)) {
     case 0:
@@ -776,7 +783,7 @@ void addRandomRequest(Rng &rng, bool causal, PrefillBatch &batch) {
     }
   };
   int64_t qo = length(80), kv = length(300);
-  if (causal)
+  if (causal && !overhang.coin(0.25))
     kv = std::max(kv, qo);
   batch.qo.push_back(qo);
   batch.kv.push_back(kv);
@@ -904,8 +911,9 @@ std::vector<GpuPrefillCase> prefillSweepCases() {
       c.params.rope = randomRope(ropeRng, dim);
     PrefillBatch batch;
     int64_t requests = rng.integer(1, 5);
+    Rng overhang(sweepSeed * 2311 + 43);
     for (int64_t r = 0; r < requests; ++r)
-      addRandomRequest(rng, c.params.causal, batch);
+      addRandomRequest(rng, overhang, c.params.causal, batch);
     c.batches = {batch};
     std::ostringstream name;
     name << "Sweep" << i << "_" << form << (ragged ? "" : "P")

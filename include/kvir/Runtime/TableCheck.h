@@ -61,11 +61,10 @@ int64_t kvir_check_token_offset(const int32_t *cachestarts,
                                 int64_t message_size);
 
 /* A prefill's query rows: qo_indptr[batch + 1] monotone from >= 0 to at
- * most num_rows (-1: unknown); with `causal`, qo_len <= kv_len for every
- * request (`kv_lengths[r]`, as the tables give them). */
+ * most num_rows (-1: unknown). Any qo_len goes with any kv_len: causal rows
+ * placed before the first key see none. */
 int64_t kvir_check_query_rows(const int32_t *qo_indptr, int64_t num_rows,
-                              const int32_t *kv_lengths, int64_t batch,
-                              int64_t causal, char *message,
+                              int64_t batch, char *message,
                               int64_t message_size);
 
 /* A sparse selection topk[rows][k] (kv.decode / kv.mla_decode topk(...)):

@@ -223,16 +223,10 @@ void checkQueryRows(PrefillOp op) {
   Value indptr = op.getQoIndptr();
   Value batch = arith::SubIOp::create(b, e.dim(indptr, 0),
                                       arith::ConstantIndexOp::create(b, 1));
-  // Bottom-right causal rows need kv_len >= qo_len; rows at given positions
-  // may sit anywhere (they index no memory).
-  bool needsKeys = op.getCausal() && !op.getPositions();
-  Value lengths = needsKeys ? emitKvLengths(b, op.getKv(), batch) : Value();
+  // Any qo_len goes with any kv_len: causal rows before the first key see
+  // none (docs/Semantics.md).
   e.call("kvir_check_query_rows",
-         {e.pointer(indptr), e.i64Of(e.dim(op.getQ(), 0)),
-          lengths ? e.pointer(lengths) : e.null(), e.i64Of(batch),
-          e.constant(lengths ? 1 : 0)});
-  if (lengths)
-    memref::DeallocOp::create(b, lengths);
+         {e.pointer(indptr), e.i64Of(e.dim(op.getQ(), 0)), e.i64Of(batch)});
   e.freeCopies();
 }
 
