@@ -423,6 +423,11 @@ class BatchMLAPagedAttentionWrapper(_Wrapper):
                          "rows": rows, "causal": bool(causal)},
                         -1, None, sm_scale, lse_base, "NONE")
         self.spec = spec
+        if int(head_dim_kpe) == 0:
+            # MLA without a rotary part is attention of one KV head whose
+            # keys and values are both the ckv cache: a paged decode (one
+            # row per request) or prefill over it as split K and V pools.
+            spec = self._ckv_attention_spec(spec)
         self.page_size = int(page_size)
         self.kv_lengths = [int(n) for n in lens]
         if rows:
@@ -441,6 +446,20 @@ class BatchMLAPagedAttentionWrapper(_Wrapper):
         self._tables = _Tables(named)
         self._exec = _Executor(spec, self.chip, self.cache_dir)
         self._exec.kernel(*_plan_device(qo_indptr))
+
+    def _ckv_attention_spec(self, mla):
+        """The decode or prefill spec of an MLA spec without kpe."""
+        spec = {k: mla[k] for k in ("page_size", "dtype", "lse_base")
+                if k in mla}
+        spec.update(op="prefill" if mla["rows"] else "decode",
+                    num_qo_heads=mla["num_heads"], num_kv_heads=1,
+                    head_dim=mla["head_dim_ckv"], kv_layout="nhd",
+                    kv_storage="split", table="csr",
+                    sm_scale=mla.get("sm_scale",
+                                     mla["head_dim_ckv"] ** -0.5))
+        if mla["rows"]:
+            spec.update(kv="paged", causal=mla["causal"])
+        return spec
 
     def run(self, q_nope, q_pe, ckv_cache, kpe_cache, out=None, lse=None,
             return_lse=False, profiler_buffer=None, kv_len=None,
@@ -476,9 +495,18 @@ class BatchMLAPagedAttentionWrapper(_Wrapper):
         oa = Arg("out", out).check(s["dtype"], [rows, h, dc])
         la = Arg("lse", lse).check("f32", [rows, h])
         t = self._tables.on(qn)
-        args = [("q_nope", qn), ("q_pe", qp)] + t[:1 if self.rows else 0] + \
-            [("ckv_pool", ckv), ("kpe_pool", kpe)] + \
-            t[1 if self.rows else 0:] + [("out", oa), ("lse", la)]
+        if dp == 0:
+            # One KV head of width dc, read as both K and V.
+            pool = ckv_cache.reshape(ckv.shape[0], ps, 1, dc)
+            pools = [("k_pool", Arg("ckv_cache", pool)),
+                     ("v_pool", Arg("ckv_cache", pool))]
+            args = [("q", qn)] + t[:1 if self.rows else 0] + pools + \
+                t[1 if self.rows else 0:] + [("out", oa), ("lse", la)]
+        else:
+            args = [("q_nope", qn), ("q_pe", qp)] + \
+                t[:1 if self.rows else 0] + \
+                [("ckv_pool", ckv), ("kpe_pool", kpe)] + \
+                t[1 if self.rows else 0:] + [("out", oa), ("lse", la)]
         self._exec.run(args, None if self.rows else self.kv_lengths,
                        self.backend)
         if return_lse_base_on_e and s["lse_base"] == "2":

@@ -66,6 +66,41 @@ def test_mla(rng, cache, qo_lens, kv_lens, causal):
         check(out[r0:r1], lse[r0:r1], ref_o, ref_lse, TOLERANCE["f16"], 2e-3)
 
 
+@pytest.mark.parametrize("qo_lens,kv_lens,causal", [
+    ([1, 1, 1], [100, 0, 700], False),
+    ([3, 1, 4], [30, 9, 2], True),
+])
+@pytest.mark.parametrize("backend", ["auto", "emulated_driver"])
+def test_mla_without_a_rotary_part(rng, cache, qo_lens, kv_lens, causal,
+                                   backend):
+    # FlashInfer's head_dim_kpe = 0: q_pe and the kpe cache are empty.
+    heads, ckv_dim, page = 16, 512, 64
+    ckv, kpe, indptr, indices, keys = _mla_batch(rng, kv_lens, page, ckv_dim,
+                                                 0, np.float16)
+    qo = np.concatenate([[0], np.cumsum(qo_lens)]).astype(np.int32)
+    rows = int(qo[-1])
+    q_nope = rng.uniform(-1, 1, (rows, heads, ckv_dim)).astype(np.float16)
+    q_pe = np.zeros((rows, heads, 0), np.float16)
+    w = kvir.BatchMLAPagedAttentionWrapper(cache_dir=cache, backend=backend)
+    w.plan(qo, indptr, indices, np.array(kv_lens, np.int32), heads, ckv_dim,
+           0, page, causal=causal, q_data_type=np.float16)
+    out = poisoned((rows, heads, ckv_dim), np.float16)
+    lse = poisoned((rows, heads), np.float32)
+    if backend == "auto":
+        w.run(q_nope, q_pe, ckv, kpe, out=out, lse=lse)
+    else:
+        # The GPU path runs torch tensors (the emulator as the driver).
+        torch = pytest.importorskip("torch")
+        t = torch.from_numpy
+        w.run(t(q_nope), t(q_pe), t(ckv), t(kpe), out=t(out), lse=t(lse))
+    for b, n in enumerate(kv_lens):
+        r0, r1 = qo[b], qo[b + 1]
+        ref_o, ref_lse = _mla_reference(
+            q_nope[r0:r1], q_pe[r0:r1], keys[b][0], keys[b][1],
+            list(range(n - (r1 - r0), n)), causal, 1 / math.sqrt(ckv_dim))
+        check(out[r0:r1], lse[r0:r1], ref_o, ref_lse, TOLERANCE["f16"], 2e-3)
+
+
 def test_mla_through_the_gpu_path(rng, cache):
     torch = pytest.importorskip("torch", reason="python3-torch not installed")
     heads, page, lens = 16, 64, [200, 5]
