@@ -138,28 +138,58 @@ std::string listed(ArrayRef<std::pair<std::string, std::string>> values,
                 : join(args, ", ");
 }
 
+/// The "layer" of an OpenPPL layout (`layout = pplN, layer = L` in the
+/// paged type), or "" for the others, which take no layer.
+Expected<std::string> readLayer(SpecReader &r, StringRef layout) {
+  Expected<std::optional<int64_t>> layer = r.integer("layer");
+  if (!layer)
+    return layer.takeError();
+  if (!layout.starts_with("ppl")) {
+    if (*layer)
+      return r.error("'layer' applies to OpenPPL's layouts (ppl0..ppl3)");
+    return std::string();
+  }
+  if (layer->value_or(0) < 0)
+    return r.error("'layer' must be >= 0, got " + Twine(**layer));
+  return formatv(", layer = {0}", layer->value_or(0)).str();
+}
+
 /// A paged cache: FlashInfer's K and V pages in one pool, or K and V
-/// pools (its (k_cache, v_cache) pair; vLLM's layout), with int8 groups'
-/// scale pools of the same form, and its tables.
+/// pools (its (k_cache, v_cache) pair; vLLM's and Llama's layouts), or
+/// OpenPPL's pool of every layer, with int8 groups' scale pools of the
+/// same form, and its tables.
 Expected<KVView> readPagedView(SpecReader &r, const Common &c, int64_t kvHeads,
                                int64_t headDim, int64_t headDimV,
                                StringRef index, const CacheElements &e) {
   Expected<int64_t> pageSize = r.positive("page_size", std::nullopt);
   if (!pageSize)
     return pageSize.takeError();
-  Expected<std::string> layout = r.choice("kv_layout", {"nhd", "hnd", "vllm"});
+  Expected<std::string> layout =
+      r.choice("kv_layout",
+               {"nhd", "hnd", "vllm", "ppl0", "ppl1", "ppl2", "ppl3", "llama"});
   if (!layout)
     return layout.takeError();
+  Expected<std::string> layer = readLayer(r, *layout);
+  if (!layer)
+    return layer.takeError();
   Expected<std::string> storage = r.choice("kv_storage", {"combined", "split"});
   if (!storage)
     return storage.takeError();
-  Expected<Tables> tables = readTables(r, index);
+  Expected<Tables> tables = readTables(
+      r, index, {"csr", "block_table", "token_table", "token_offset"});
   if (!tables)
     return tables.takeError();
   bool split = *storage == "split", vllm = *layout == "vllm";
   if (vllm && (!split || e.int8))
     return r.error("'kv_layout' vllm is vLLM's K and V pools: "
                    "'kv_storage': 'split', and no int8 groups");
+  if (!layer->empty() && split)
+    return r.error("'kv_layout' " + *layout +
+                   " is OpenPPL's one pool of K and V: 'kv_storage': "
+                   "'combined'");
+  if (*layout == "llama" && !split)
+    return r.error("'kv_layout' llama is Llama's K and V pools [max_batch, "
+                   "max_seq, H, D]: 'kv_storage': 'split'");
   if (headDimV != headDim && !split)
     return r.error("'head_dim_v' must equal 'head_dim' for a paged cache "
                    "of K and V pages in one pool (FlashInfer's layout; "
@@ -184,9 +214,9 @@ Expected<KVView> readPagedView(SpecReader &r, const Common &c, int64_t kvHeads,
   KVView kv;
   kv.type = formatv("!kv.paged<page_size = {0}, kv_heads = {1}, head_dim = "
                     "{2}, head_dim_v = {3}, dtype = {4}, layout = {5}, "
-                    "storage = {6}, table = {7}{8}>",
+                    "storage = {6}, table = {7}{8}{9}>",
                     ps, hk, headDim, headDimV, c.dtype, *layout, *storage,
-                    tableForm(*tables), quant);
+                    tableForm(*tables), quant, *layer);
   SmallVector<std::pair<std::string, std::string>> pools, scales;
   if (vllm) {
     pools = {{"%k_cache", formatv("memref<?x{0}x{1}x{2}x{3}x{4}>", hk,
@@ -400,7 +430,8 @@ Expected<std::string> buildCascade(SpecReader &r, const Common &c) {
     return attrs.takeError();
   SmallVector<Tables> tables;
   for (int64_t l = 0; l < *levels; ++l) {
-    Expected<Tables> t = readTables(r, *index, "_" + std::to_string(l));
+    Expected<Tables> t =
+        readTables(r, *index, {"csr", "block_table"}, "_" + std::to_string(l));
     if (!t)
       return t.takeError();
     tables.push_back(*t);

@@ -26,10 +26,18 @@ Expected<Heads> readHeads(SpecReader &r) {
 
 std::string pagedPoolType(StringRef layout, StringRef kv, int64_t pageSize,
                           int64_t kvHeads, int64_t dim, StringRef type) {
-  bool nhd = layout == "nhd";
-  return formatv("memref<?x{0}{1}x{2}x{3}x{4}>", kv, nhd ? pageSize : kvHeads,
-                 nhd ? kvHeads : pageSize, dim, type)
-      .str();
+  auto shaped = [&](StringRef axes) {
+    return formatv("memref<{0}x{1}x{2}>", axes, dim, type).str();
+  };
+  std::string h = std::to_string(kvHeads), p = std::to_string(pageSize);
+  if (layout == "ppl0" || layout == "ppl1")
+    return shaped("?x?x2x" + h);
+  if (layout == "ppl2")
+    return shaped("?x2x?x" + h);
+  if (layout == "ppl3")
+    return shaped("?x2x" + h + "x?");
+  bool nhd = layout == "nhd" || layout == "llama";
+  return shaped(("?x" + kv + (nhd ? p + "x" + h : h + "x" + p)).str());
 }
 
 /// The MLIR element type of a dtype name (torch's and numpy's spellings
@@ -173,12 +181,24 @@ Expected<std::string> readOptions(SpecReader &r, bool causalAllowed,
                        : " {" + llvm::join(attrs, ", ") + "}";
 }
 
-Expected<Tables> readTables(SpecReader &r, StringRef index, StringRef suffix) {
-  Expected<std::string> table = r.choice("table", {"csr", "block_table"});
+Expected<Tables> readTables(SpecReader &r, StringRef index,
+                            ArrayRef<StringRef> forms, StringRef suffix) {
+  Expected<std::string> table = r.choice("table", forms);
   if (!table)
     return table.takeError();
   std::string list = ("memref<?x" + index + ">").str();
   std::string s = suffix.str();
+  // OpenPPL's: each request's token offsets per page (cache_mode 1) or its
+  // first token (cache_mode 0, Llama's sequence rows), and kv_lens.
+  if (*table == "token_table" || *table == "token_offset") {
+    std::string starts =
+        *table == "token_table" ? ("memref<?x?x" + index + ">").str() : list;
+    return Tables{"%cachestarts" + s + ": " + starts + ", %kv_lens" + s + ": " +
+                      list,
+                  "tables(%cachestarts" + s + ", %kv_lens" + s + " : " +
+                      starts + ", " + list + ")",
+                  *table};
+  }
   if (*table == "csr")
     return Tables{"%kv_indptr" + s + ": " + list + ", %kv_indices" + s + ": " +
                       list + ", %kv_last_page_len" + s + ": " + list,

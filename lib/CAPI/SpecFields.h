@@ -199,8 +199,12 @@ std::string floatAttr(double v);
 /// `memref<?x a [x b] x type>`: rows of heads (and their dim).
 std::string tensorType(int64_t a, std::optional<int64_t> b, StringRef type);
 
-/// The memref of an NHD / HND (`layout`) pool of `dim`-wide rows of
-/// `type`: K and V pages together (`kv` "2x") or one of them ("").
+/// The memref of a `layout` pool of `dim`-wide rows of `type`: K and V
+/// pages together (`kv` "2x") or one of them (""). NHD and HND hold pages
+/// ([pages, 2?, page, H, D], [pages, 2?, H, page, D]); Llama's split pools
+/// are NHD's with its sequences as pages; OpenPPL's `ppl0`..`ppl3` hold K
+/// and V of every layer over a token axis T ([T, L, 2, H, D], [L, T, 2, H,
+/// D], [L, 2, T, H, D], [L, 2, H, T, D]).
 std::string pagedPoolType(StringRef layout, StringRef kv, int64_t pageSize,
                           int64_t kvHeads, int64_t dim, StringRef type);
 
@@ -218,10 +222,11 @@ Expected<std::string> readOptions(SpecReader &r, bool causalAllowed,
                                   StringRef causalWhy, bool ropeAllowed,
                                   ArrayRef<std::string> extraAttrs = {});
 
-/// The page tables a spec's "table" names (csr or block_table), of element
-/// type `index`, their arguments' names ending in `suffix` (a cascade's
-/// levels).
+/// The page tables a spec's "table" names (one of `forms`: csr,
+/// block_table, OpenPPL's token_table or token_offset), of element type
+/// `index`, their arguments' names ending in `suffix` (a cascade's levels).
 Expected<Tables> readTables(SpecReader &r, StringRef index,
+                            ArrayRef<StringRef> forms = {"csr", "block_table"},
                             StringRef suffix = "");
 
 /// The element type of a spec's index buffers (tables, qo_indptr, a ragged

@@ -275,3 +275,174 @@ def test_cascade_over_concatenated_levels(rng, cache):
                                 list(range(n - r, n)), causal=True,
                                 window_left=30)
         check(out[r0:r1], lse[r0:r1], ref_o, ref_lse, TOLERANCE["f16"], 1e-3)
+
+
+def _ppl_pool(layout, store):
+    """OpenPPL's cache_layout `layout` of store [L, 2, T, H, D]."""
+    order = {"ppl0": (2, 0, 1, 3, 4), "ppl1": (0, 2, 1, 3, 4),
+             "ppl2": (0, 1, 2, 3, 4), "ppl3": (0, 1, 3, 2, 4)}[layout]
+    return np.ascontiguousarray(store.transpose(order))
+
+
+@pytest.mark.parametrize("layout,table,index", [
+    ("ppl0", "token_table", "i32"), ("ppl1", "token_offset", "i64"),
+    ("ppl2", "token_table", "i64"), ("ppl3", "token_offset", "i32")])
+@pytest.mark.parametrize("op", ["decode", "prefill"])
+def test_openppl_layouts(rng, cache, layout, table, index, op):
+    # Layer 1 of 2 over a token axis: each request's tokens through its
+    # cachestarts (a token offset per page, cache_mode 1, or one per
+    # request, cache_mode 0). Every token no request owns, and all of layer
+    # 0, is NaN.
+    lens, page, hk, d, hq, layers = [37, 0, 20], 8, 2, 64, 4, 2
+    pages = [-(-n // page) for n in lens]
+    tokens = (sum(pages) + 2) * page
+    store = np.full((layers, 2, tokens, hk, d), np.nan)
+    itype = np.int32 if index == "i32" else np.int64
+    if table == "token_table":
+        ids = rng.permutation(tokens // page)[:sum(pages)]
+        starts = np.zeros((len(lens), max(pages)), itype)
+        for b in range(len(lens)):
+            first = sum(pages[:b])
+            starts[b, :pages[b]] = ids[first:first + pages[b]] * page
+        token_of = [starts[b][np.arange(n) // page] + np.arange(n) % page
+                    for b, n in enumerate(lens)]
+    else:
+        # Contiguous rows, at offsets that are no multiple of the page.
+        starts = np.array([3, 3 + lens[0] + 5, 3 + lens[0] + 9], itype)
+        token_of = [starts[b] + np.arange(n) for b, n in enumerate(lens)]
+    for b, n in enumerate(lens):
+        store[1, :, token_of[b]] = rng.uniform(-1, 1, (n, 2, hk, d))
+    store = store.astype(np.float16)
+    pool = _ppl_pool(layout, store)
+    kv_lens = np.array(lens, itype)
+    spec = {"op": op, "num_qo_heads": hq, "num_kv_heads": hk,
+            "head_dim": d, "page_size": page, "dtype": "f16",
+            "kv_layout": layout, "layer": 1, "table": table,
+            "index_dtype": index}
+    qo_lens = [1] * 3 if op == "decode" else [5, 0, 20]
+    rows = sum(qo_lens)
+    q = rng.uniform(-1, 1, (rows, hq, d)).astype(np.float16)
+    out = poisoned((rows, hq, d), np.float16)
+    lse = poisoned((rows, hq), np.float32)
+    if op == "decode":
+        emulate(cache, spec, q, pool, starts, kv_lens, out, lse)
+    else:
+        spec["causal"] = True
+        qo = np.concatenate([[0], np.cumsum(qo_lens)]).astype(itype)
+        emulate(cache, spec, q, qo, pool, starts, kv_lens, out, lse)
+    row = 0
+    for b, n in enumerate(lens):
+        k = store[1, 0, token_of[b]]
+        v = store[1, 1, token_of[b]]
+        r = slice(row, row + qo_lens[b])
+        ref_o, ref_lse = attend(q[r], k, v,
+                                list(range(n - qo_lens[b], n)), causal=True)
+        check(out[r], lse[r], ref_o, ref_lse, TOLERANCE["f16"], 1e-3)
+        row += qo_lens[b]
+
+
+def test_llama_layout(rng, cache):
+    # Llama's K and V pools [max_batch, max_seq, H, D] read through token
+    # offsets (a request's row: cachestarts[b] = b * max_seq).
+    lens, max_seq, hk, d, hq = [30, 7], 64, 1, 128, 8
+    kpool = np.full((3, max_seq, hk, d), np.nan, np.float16)
+    vpool = np.full((3, max_seq, hk, d), np.nan, np.float16)
+    starts = np.array([2 * max_seq, 0], np.int32)
+    for b, n in enumerate(lens):
+        row = starts[b] // max_seq
+        kpool[row, :n] = rng.uniform(-1, 1, (n, hk, d))
+        vpool[row, :n] = rng.uniform(-1, 1, (n, hk, d))
+    q = rng.uniform(-1, 1, (2, hq, d)).astype(np.float16)
+    out = poisoned((2, hq, d), np.float16)
+    lse = poisoned((2, hq), np.float32)
+    spec = {"op": "decode", "num_qo_heads": hq, "num_kv_heads": hk,
+            "head_dim": d, "page_size": max_seq, "dtype": "f16",
+            "kv_layout": "llama", "kv_storage": "split",
+            "table": "token_offset"}
+    emulate(cache, spec, q, kpool, vpool, starts, np.array(lens, np.int32),
+            out, lse)
+    for b, n in enumerate(lens):
+        row = starts[b] // max_seq
+        ref_o, ref_lse = attend(q[b:b + 1], kpool[row, :n], vpool[row, :n],
+                                [n - 1])
+        check(out[b:b + 1], lse[b:b + 1], ref_o, ref_lse, TOLERANCE["f16"],
+              1e-3)
+
+
+def test_int8_groups_in_an_openppl_cache(rng, cache):
+    # OpenPPL's int8 cache: codes and one f16 scale per 16 dims, both in
+    # cache_layout 3 (the scales with D / 16 in place of D), layer 0 of 1.
+    lens, page, hk, d, hq, group = [19, 40], 4, 2, 64, 4, 16
+    tokens = 72
+    codes = np.zeros((1, 2, tokens, hk, d), np.int8)
+    scales = np.full((1, 2, tokens, hk, d // group), np.nan, np.float16)
+    starts = np.array([0, 24], np.int32)
+    for b, n in enumerate(lens):
+        t = starts[b] + np.arange(n)
+        codes[0, :, t] = rng.integers(-127, 128, (n, 2, hk, d))
+        scales[0, :, t] = rng.uniform(0.002, 0.02, (n, 2, hk, d // group))
+    q = rng.uniform(-1, 1, (2, hq, d)).astype(np.float16)
+    out = poisoned((2, hq, d), np.float16)
+    lse = poisoned((2, hq), np.float32)
+    spec = {"op": "decode", "num_qo_heads": hq, "num_kv_heads": hk,
+            "head_dim": d, "page_size": page, "dtype": "f16",
+            "kv_dtype": "int8", "quant_group": group, "kv_layout": "ppl3",
+            "table": "token_offset"}
+    emulate(cache, spec, q, _ppl_pool("ppl3", codes),
+            _ppl_pool("ppl3", scales), starts, np.array(lens, np.int32), out,
+            lse)
+    values = codes.astype(np.float64) * np.repeat(
+        scales.astype(np.float64), group, axis=-1)
+    for b, n in enumerate(lens):
+        t = starts[b] + np.arange(n)
+        ref_o, ref_lse = attend(q[b:b + 1], values[0, 0, t], values[0, 1, t],
+                                [n - 1])
+        check(out[b:b + 1], lse[b:b + 1], ref_o, ref_lse, TOLERANCE["f16"],
+              1e-3)
+
+
+def test_openppl_decode_through_the_gpu_path(rng, cache):
+    # The spec's launch plan run as kvir.gpu runs it (sizes from the
+    # tensors, the work schedule from kv_lengths, the kernel ABI), the
+    # emulator standing in for the CUDA driver; one request is long enough
+    # to be split.
+    torch = pytest.importorskip("torch")
+    from kvir.emulated_driver import EmulatedDriver
+    from kvir.gpu import GpuLaunch
+    lens, page, hk, d, hq = [3000, 9], 16, 1, 64, 4
+    pages = [-(-n // page) for n in lens]
+    tokens = (sum(pages) + 1) * page
+    store = np.full((1, 2, tokens, hk, d), np.nan)
+    ids = rng.permutation(tokens // page)[:sum(pages)]
+    starts = np.zeros((2, max(pages)), np.int32)
+    starts[0, :pages[0]] = ids[:pages[0]] * page
+    starts[1, :pages[1]] = ids[pages[0]:] * page
+    token_of = [starts[b][np.arange(n) // page] + np.arange(n) % page
+                for b, n in enumerate(lens)]
+    for b, n in enumerate(lens):
+        store[0, :, token_of[b]] = rng.uniform(-1, 1, (n, 2, hk, d))
+    store = store.astype(np.float16)
+    spec = {"op": "decode", "num_qo_heads": hq, "num_kv_heads": hk,
+            "head_dim": d, "page_size": page, "dtype": "f16",
+            "kv_layout": "ppl2", "table": "token_table"}
+    kernel = kvir.compile(spec, "sm_90a", cache)
+    q = rng.uniform(-1, 1, (2, hq, d)).astype(np.float16)
+    t = torch.from_numpy
+    out, lse = t(poisoned((2, hq, d), np.float16)), \
+        t(poisoned((2, hq), np.float32))
+    tensors = {"q": t(q), "pool": t(_ppl_pool("ppl2", store)),
+               "cachestarts": t(starts),
+               "kv_lens": t(np.array(lens, np.int32)), "out": out,
+               "lse": lse}
+    drv = EmulatedDriver(kernel)
+    try:
+        launch = GpuLaunch(kernel.plan(), tensors, lens, "cpu", drv)
+        launch.run()
+    finally:
+        drv.release()
+    assert any("merge" in k for k, _, _ in drv.launches), drv.launches
+    for b, n in enumerate(lens):
+        ref_o, ref_lse = attend(q[b:b + 1], store[0, 0, token_of[b]],
+                                store[0, 1, token_of[b]], [n - 1])
+        check(out[b:b + 1].numpy(), lse[b:b + 1].numpy(), ref_o, ref_lse,
+              TOLERANCE["f16"], 1e-3)
