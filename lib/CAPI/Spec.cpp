@@ -353,10 +353,13 @@ Expected<std::string> buildMla(SpecReader &r, const Common &c) {
   Expected<bool> rows = r.boolean("rows");
   if (!rows)
     return rows.takeError();
+  Expected<Variants> variants = readVariants(r, AttentionKind::mla, *heads);
+  if (!variants)
+    return variants.takeError();
   // MLA caches hold already rotated kpe rows: no RoPE.
-  Expected<std::string> attrs = readOptions(
-      r, *rows, "needs 'rows' (several query rows per request)",
-      /*ropeAllowed=*/false);
+  Expected<std::string> attrs =
+      readOptions(r, *rows, "needs 'rows' (several query rows per request)",
+                  /*ropeAllowed=*/false, variants->attrs);
   if (!attrs)
     return attrs.takeError();
   Expected<std::string> index = readIndexType(r);
@@ -386,14 +389,15 @@ Expected<std::string> buildMla(SpecReader &r, const Common &c) {
   std::string text;
   raw_string_ostream os(text);
   os << entry("%q_nope: " + qn + ", %q_pe: " + qp +
-              (*rows ? ", %qo_indptr: memref<?xi32>" : "") +
-              ", %ckv_cache: " + ckvPool + ", %kpe_cache: " + kpePool + ", " +
-              tables->args + ", %out: " + out + ", %lse: " + lse)
+              (*rows ? ", %qo_indptr: memref<?xi32>" : "") + ", %ckv_cache: " +
+              ckvPool + ", %kpe_cache: " + kpePool + ", " + tables->args +
+              variants->args + ", %out: " + out + ", %lse: " + lse)
      << "  %kv = kv.paged_view pools(%ckv_cache, %kpe_cache : " << ckvPool
      << ", " << kpePool << ") " << tables->clause << " : " << kvType << "\n"
      << "  %s = kv.mla_decode %q_nope, %q_pe, %kv"
-     << (*rows ? " rows(%qo_indptr : memref<?xi32>)" : "") << *attrs << " : "
-     << qn << ", " << qp << ", " << kvType << " -> " << state << "\n"
+     << (*rows ? " rows(%qo_indptr : memref<?xi32>)" : "")
+     << variants->maskClause << variants->clauses << *attrs << " : " << qn
+     << ", " << qp << ", " << kvType << " -> " << state << "\n"
      << "  kv.store_state %s, %out, %lse : " << state << ", " << out << ", "
      << lse << "\n  return\n}\n";
   return text;

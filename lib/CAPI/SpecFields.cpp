@@ -250,13 +250,14 @@ Expected<Variants> readVariants(SpecReader &r, AttentionKind kind,
     v.args += ", %positions: memref<?xi32>";
     v.maskClause += " positions(%positions : memref<?xi32>)";
   }
-  // A decode's sparse selection: per row, `topk` indices into its keys.
+  // A decode's or an MLA decode's sparse selection (DeepSeek-V3.2's): per
+  // row, `topk` indices into its keys.
   Expected<std::optional<int64_t>> topk = r.integer("topk");
   if (!topk)
     return topk.takeError();
   if (*topk) {
-    if (kind != AttentionKind::decode)
-      return r.error("'topk' applies to decodes");
+    if (kind != AttentionKind::decode && kind != AttentionKind::mla)
+      return r.error("'topk' applies to decodes and MLA decodes");
     if (**topk <= 0)
       return r.error("'topk' must be positive, got " + Twine(**topk));
     std::string type = formatv("memref<?x{0}xi32>", **topk).str();

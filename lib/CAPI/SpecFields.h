@@ -237,11 +237,11 @@ Expected<std::string> readIndexType(SpecReader &r);
 std::string tableForm(const Tables &t);
 
 /// The attention ops a spec builds variants for.
-enum class AttentionKind { decode, prefill, cascade };
+enum class AttentionKind { decode, prefill, cascade, mla };
 
 /// The variants of an attention op of `qHeads` query heads: per-row
 /// operands only where the op takes them (a prefill's custom mask and
-/// positions, a decode's top-k).
+/// positions, a decode's or an MLA decode's top-k).
 Expected<Variants> readVariants(SpecReader &r, AttentionKind kind,
                                 int64_t qHeads);
 

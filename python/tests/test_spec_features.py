@@ -446,3 +446,73 @@ def test_openppl_decode_through_the_gpu_path(rng, cache):
                                 store[0, 1, token_of[b]], [n - 1])
         check(out[b:b + 1].numpy(), lse[b:b + 1].numpy(), ref_o, ref_lse,
               TOLERANCE["f16"], 1e-3)
+
+
+def _mla_cache(rng, lens, page, dc, dp):
+    """An MLA cache (ckv, kpe pools) over CSR tables, NaN where no request's
+    token is, and each request's (ckv, kpe) rows."""
+    indptr, last = csr(lens, page)
+    pages = int(indptr[-1]) + 1
+    indices = rng.permutation(pages).astype(np.int32)[:int(indptr[-1])].copy()
+    ckv = rng.uniform(-1, 1, (pages, page, dc)).astype(np.float16)
+    kpe = rng.uniform(-1, 1, (pages, page, dp)).astype(np.float16)
+    spare = unowned_slots(pages, page, [indices[indptr[b]:indptr[b + 1]]
+                                        for b in range(len(lens))], lens)
+    ckv[spare] = kpe[spare] = np.nan
+    rows = []
+    for b, n in enumerate(lens):
+        tok = np.arange(n)
+        pg = indices[indptr[b] + tok // page]
+        rows.append((ckv[pg, tok % page], kpe[pg, tok % page]))
+    return ckv, kpe, indptr, indices, last, rows
+
+
+@pytest.mark.parametrize("multi_row", [False, True])
+def test_sparse_mla_with_sinks_and_alibi(rng, cache, multi_row):
+    # DeepSeek-V3.2's sparse MLA: each query row attends the keys of its
+    # top-k list (-1 pads), here with sinks and the paper's ALiBi slopes;
+    # several causal rows per request with `rows`.
+    lens, page, h, dc, dp, topk = [300, 20], 64, 16, 512, 64, 32
+    qo_lens = [2, 3] if multi_row else [1, 1]
+    ckv, kpe, indptr, indices, last, keys = _mla_cache(rng, lens, page, dc,
+                                                       dp)
+    qo = np.concatenate([[0], np.cumsum(qo_lens)]).astype(np.int32)
+    nrows = int(qo[-1])
+    lists = np.full((nrows, topk), -1, np.int32)
+    for b, n in enumerate(lens):
+        for i in range(qo_lens[b]):
+            p = n - qo_lens[b] + i
+            pick = rng.choice(p + 1, min(p + 1, topk - 3), replace=False)
+            lists[qo[b] + i, :len(pick)] = pick
+    q_nope = rng.uniform(-1, 1, (nrows, h, dc)).astype(np.float16)
+    q_pe = rng.uniform(-1, 1, (nrows, h, dp)).astype(np.float16)
+    sinks = rng.uniform(-1, 3, h).astype(np.float32)
+    out = poisoned((nrows, h, dc), np.float16)
+    lse = poisoned((nrows, h), np.float32)
+    scale = 1 / math.sqrt(192)
+    spec = {"op": "mla_decode", "num_heads": h, "head_dim_ckv": dc,
+            "head_dim_kpe": dp, "page_size": page, "dtype": "f16",
+            "sm_scale": scale, "topk": topk, "sinks": True,
+            "alibi": "standard", "lse_base": "e"}
+    buffers = [q_nope, q_pe, ckv, kpe, indptr, indices, last, lists, sinks,
+               out, lse]
+    if multi_row:
+        spec.update(rows=True, causal=True)
+        buffers.insert(2, qo)
+    emulate(cache, spec, *buffers)
+    slopes = 2.0 ** (-8.0 * (np.arange(h) + 1) / h)
+    for b, n in enumerate(lens):
+        r = slice(qo[b], qo[b + 1])
+        chosen = np.zeros((qo_lens[b], n), bool)
+        for i, row in enumerate(lists[r]):
+            chosen[i, row[row >= 0]] = True
+        qcat = np.concatenate([q_nope[r], q_pe[r]], axis=-1)
+        kcat = np.concatenate(keys[b], axis=-1)[:, None]
+        ref_o, ref_lse = attend(
+            qcat, kcat, keys[b][0][:, None],
+            list(range(n - qo_lens[b], n)), causal=multi_row,
+            sm_scale=scale, lse_base="e", mask=chosen,
+            score_mod=lambda s, hh, p, j: s + slopes[hh] * (j - p))
+        total = np.exp(ref_lse) + np.exp(sinks.astype(np.float64))[None]
+        ref_o = ref_o * (np.exp(ref_lse) / total)[..., None]
+        check(out[r], lse[r], ref_o, np.log(total), TOLERANCE["f16"], 1e-3)
