@@ -124,6 +124,22 @@ def _scale_output(spec, out, v_scale):
         out *= float(v_scale)
 
 
+def _f32_per_head(values, like, heads):
+    """FlashInfer's per-head `sinks` ([num_qo_heads], any float dtype) as
+    an f32 buffer on the device of Arg `like`."""
+    if like.torch_device is not None or _is_torch(values):
+        import torch
+        t = torch.as_tensor(values).to(
+            device=like.torch_device or "cpu", dtype=torch.float32)
+        t = t.contiguous()
+    else:
+        t = np.ascontiguousarray(values, dtype=np.float32)
+    if tuple(t.shape) != (heads,):
+        raise ValueError(f"sinks: shape {list(t.shape)}, expected "
+                         f"[{heads}] (one per query head)")
+    return t
+
+
 def _state_buffers(rows, heads, dim, dtype, device):
     """An attention state's out [rows, heads, dim] (torch `dtype`) and lse
     [rows, heads] (f32) on `device`: NaN-filled on the CPU (the emulator),
@@ -443,9 +459,10 @@ class _Wrapper:
         if positions is not None:
             spec["positions"] = True
 
-    def _variant_args(self, like):
+    def _variant_args(self, like, sinks=None):
         """run()'s variant arguments on the device of Arg `like`, in the
-        kernel's order: the custom mask, positions, the captured tensors."""
+        kernel's order: the custom mask, positions, the sinks (f32, one per
+        query head), the captured tensors."""
         def on(x):
             if like.torch_device is not None:
                 import torch
@@ -456,6 +473,9 @@ class _Wrapper:
             args.append(("mask", Arg("custom_mask", on(self._custom_mask))))
         if self._positions is not None:
             args.append(("positions", Arg("positions", on(self._positions))))
+        if sinks is not None:
+            args.append(("sinks", Arg("sinks", _f32_per_head(
+                sinks, like, self.spec["num_qo_heads"]))))
         return args + [(f"capture{i}", Arg(f"capture{i}", on(t)))
                        for i, t in enumerate(self._captured)]
 
@@ -463,18 +483,29 @@ class _Wrapper:
         if self._exec is None:
             raise RuntimeError("run() before plan()")
 
-    def _executor(self, pools, k_scale=None):
+    def _executor(self, pools=(), k_scale=None, q_scale=None, sinks=None,
+                  window_left=None):
         """The plan's executor for the cache form of `pools` (_paged_cache:
-        one pool, or K and V pools) and FlashInfer's k_scale on a 16-bit
-        cache (the logits times k_scale: sm_scale times k_scale, a spec of
-        its own per value; an fp8 cache's kernel takes it)."""
+        one pool, or K and V pools), FlashInfer's k_scale on a 16-bit cache
+        and q_scale (the logits times them: sm_scale times the scales, a
+        spec of its own per value; an fp8 cache's kernel takes k_scale)
+        and run()'s sinks (a kernel with a sink argument)."""
         spec = self.spec
+        if window_left is not None and \
+                int(window_left) != spec.get("window_left", -1):
+            raise ValueError(f"window_left: {window_left} at run(), "
+                             f"{spec.get('window_left', -1)} at plan(); "
+                             f"FlashInfer's run takes the plan's or None")
         if len(pools) > 1 and spec.get("kv_storage") != "split":
             spec = dict(spec, kv_storage="split")
-        if spec.get("kv_dtype", "same") == "same" and \
-                k_scale not in (None, 1.0):
+        factor = 1.0 if q_scale is None else float(q_scale)
+        if spec.get("kv_dtype", "same") == "same" and k_scale is not None:
+            factor *= float(k_scale)
+        if factor != 1.0:
             base = spec.get("sm_scale", spec["head_dim"] ** -0.5)
-            spec = dict(spec, sm_scale=float(base) * float(k_scale))
+            spec = dict(spec, sm_scale=float(base) * factor)
+        if sinks is not None:
+            spec = dict(spec, sinks=True)
         if spec is self.spec:
             return self._exec
         key = json.dumps(spec, sort_keys=True)

@@ -98,11 +98,18 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
         self._exec.kernel(*_plan_device(indptr))
 
     def run(self, q, paged_kv_cache, out=None, lse=None, return_lse=False,
-            k_scale=None, v_scale=None):
+            k_scale=None, v_scale=None, *, q_scale=None, sinks=None,
+            window_left=None, enable_pdl=None):
+        """FlashInfer's run: `q_scale` / `k_scale` multiply the logits,
+        `v_scale` the output, `sinks` [num_qo_heads] join each row's
+        softmax denominator (a kernel with sinks, compiled on first use);
+        `window_left` is the plan's or None; `enable_pdl` is accepted
+        (kvir's launches choose their own overlap)."""
         self._planned()
         if self._rows is not None:
             return self._rows.run(q, paged_kv_cache, out, lse, return_lse,
-                                  k_scale, v_scale)
+                                  k_scale, v_scale, q_scale=q_scale,
+                                  sinks=sinks, window_left=window_left)
         s = self.spec
         hq, d = s["num_qo_heads"], s["head_dim"]
         qa = Arg("q", _input(q)).check(s["dtype"], [self.batch, hq, d])
@@ -116,9 +123,9 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
         oa = Arg("out", out).check(s["dtype"], [self.batch, hq, d])
         la = Arg("lse", lse).check("f32", [self.batch, hq])
         args = [("q", qa)] + pools + self._tables.on(qa) + scales + \
-            self._variant_args(qa) + [("out", oa), ("lse", la)]
-        self._executor(pools, k_scale).run(args, self.kv_lengths,
-                                           self.backend)
+            self._variant_args(qa, sinks) + [("out", oa), ("lse", la)]
+        self._executor(pools, k_scale, q_scale, sinks, window_left).run(
+            args, self.kv_lengths, self.backend)
         _scale_output(s, out, v_scale)
         return (out, lse) if return_lse else out
 
@@ -277,7 +284,10 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
         self._exec.kernel(*_plan_device(qo_indptr))
 
     def run(self, q, paged_kv_cache, out=None, lse=None, return_lse=False,
-            k_scale=None, v_scale=None):
+            k_scale=None, v_scale=None, *, q_scale=None, sinks=None,
+            window_left=None, enable_pdl=None):
+        """FlashInfer's run (the scales, sinks and window_left as the
+        decode wrapper's run takes them)."""
         self._planned()
         s = self.spec
         qa = Arg("q", _input(q)).check(s["dtype"], [self.nnz,
@@ -289,8 +299,9 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
         out, lse, oa, la = self._outputs(qa, out, lse)
         t = self._tables.on(qa)
         args = [("q", qa), t[0]] + pools + t[1:] + scales + \
-            self._variant_args(qa) + [("out", oa), ("lse", la)]
-        self._executor(pools, k_scale).run(args, backend=self.backend)
+            self._variant_args(qa, sinks) + [("out", oa), ("lse", la)]
+        self._executor(pools, k_scale, q_scale, sinks, window_left).run(
+            args, backend=self.backend)
         _scale_output(s, out, v_scale)
         return (out, lse) if return_lse else out
 
@@ -336,9 +347,14 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillBase):
             [("qo_indptr", qo_indptr), ("kv_indptr", kv_indptr)],
             "qo_indptr", self.batch))
         self._exec = _Executor(self.spec, self.chip, self.cache_dir)
+        self._execs = {}
         self._exec.kernel(*_plan_device(qo_indptr))
 
-    def run(self, q, k, v, out=None, lse=None, return_lse=False):
+    def run(self, q, k, v, out=None, lse=None, return_lse=False, *,
+            q_scale=None, k_scale=None, v_scale=None, sinks=None,
+            window_left=None, enable_pdl=None):
+        """FlashInfer's run (the scales, sinks and window_left as the
+        decode wrapper's run takes them)."""
         self._planned()
         s = self.spec
         hq, hk, d = s["num_qo_heads"], s["num_kv_heads"], s["head_dim"]
@@ -352,8 +368,10 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillBase):
         out, lse, oa, la = self._outputs(qa, out, lse)
         t = self._tables.on(qa)
         args = [("q", qa), t[0], ("k", ka), ("v", va), t[1]] + \
-            self._variant_args(qa) + [("out", oa), ("lse", la)]
-        self._exec.run(args, backend=self.backend)
+            self._variant_args(qa, sinks) + [("out", oa), ("lse", la)]
+        self._executor((), k_scale, q_scale, sinks, window_left).run(
+            args, backend=self.backend)
+        _scale_output(s, out, v_scale)
         return (out, lse) if return_lse else out
 
 

@@ -404,3 +404,64 @@ def test_decode_and_prefill_over_vllm_pools_with_block_tables(rng, cache):
     with pytest.raises(ValueError, match=r"vLLM's layout is a \(k_cache, "
                                          r"v_cache\) pair"):
         w.run(q, kpool)
+
+
+def _with_sinks(ref_o, ref_lse, sinks):
+    """A state (LSE base 2) with each head's sink logit (natural units)
+    joining the denominator: (o, lse) of FlashInfer's sinks."""
+    natural = ref_lse * math.log(2)
+    total = np.exp(natural) + np.exp(np.asarray(sinks, np.float64))[None]
+    return ref_o * (np.exp(natural) / total)[..., None], \
+        np.log(total) / math.log(2)
+
+
+def test_run_sinks_q_scale_and_window_left(rng, cache):
+    # FlashInfer's run(..., q_scale=, sinks=, window_left=): the logits
+    # times q_scale, one sink logit per query head in each row's softmax
+    # denominator, window_left the plan's. torch sinks in bf16, as GPT-OSS
+    # keeps them; decode, paged and ragged prefill.
+    torch = pytest.importorskip("torch")
+    t = torch.from_numpy
+    lens, qo_lens, hq, hk, d = [40, 9], [5, 9], 8, 2, 64
+    pool, indptr, indices, last, keys, values = paged_batch(
+        rng, lens, 16, hk, d, "float16")
+    sinks = torch.from_numpy(rng.uniform(-1, 3, hq)).to(torch.bfloat16)
+    sink_values = sinks.double().numpy()
+    q = rng.uniform(-1, 1, (2, hq, d)).astype(np.float16)
+    w = kvir.BatchDecodeWithPagedKVCacheWrapper(cache_dir=cache)
+    w.plan(t(indptr), t(indices), t(last), hq, hk, d, 16, window_left=20)
+    out, lse = w.run(t(q), t(pool), return_lse=True, q_scale=0.5,
+                     sinks=sinks, window_left=20)
+    for b, n in enumerate(lens):
+        ref = attend(q[b:b + 1], keys[b], values[b], [n - 1], window_left=20,
+                     sm_scale=0.5 / math.sqrt(d))
+        ref_o, ref_lse = _with_sinks(*ref, sink_values)
+        check(out[b:b + 1].numpy(), lse[b:b + 1].numpy(), ref_o, ref_lse,
+              TOLERANCE["f16"], 1e-3)
+    with pytest.raises(ValueError, match="window_left: 7 at run"):
+        w.run(t(q), t(pool), window_left=7)
+
+    qo = np.array([0, 5, 14], np.int32)
+    qp = rng.uniform(-1, 1, (14, hq, d)).astype(np.float16)
+    p = kvir.BatchPrefillWithPagedKVCacheWrapper(cache_dir=cache)
+    p.plan(t(qo), t(indptr), t(indices), t(last), hq, hk, d, 16, causal=True)
+    out = t(poisoned((14, hq, d), np.float16))
+    lse = t(poisoned((14, hq), np.float32))
+    p.run(t(qp), t(pool), out=out, lse=lse, sinks=sinks, k_scale=2.0)
+    kv = np.array([0, 40, 49], np.int32)
+    k = np.concatenate(keys).astype(np.float16)
+    v = np.concatenate(values).astype(np.float16)
+    r = kvir.BatchPrefillWithRaggedKVCacheWrapper(cache_dir=cache)
+    r.plan(t(qo), t(kv), hq, hk, d, causal=True)
+    rout, rlse = r.run(t(qp), t(k), t(v), return_lse=True, sinks=sinks,
+                       q_scale=2.0, v_scale=0.5)
+    for b, n in enumerate(lens):
+        rows = slice(qo[b], qo[b + 1])
+        ref = attend(qp[rows], keys[b], values[b],
+                     list(range(n - qo_lens[b], n)), causal=True,
+                     sm_scale=2.0 / math.sqrt(d))
+        ref_o, ref_lse = _with_sinks(*ref, sink_values)
+        check(out[rows].numpy(), lse[rows].numpy(), ref_o, ref_lse,
+              TOLERANCE["f16"], 1e-3)
+        check(rout[rows].numpy(), rlse[rows].numpy(), 0.5 * ref_o, ref_lse,
+              TOLERANCE["f16"], 1e-3)
