@@ -74,6 +74,12 @@ Value AttentionState::weightAt(Value s, Value ref) {
   return exp(ir.sub(s, ir.splatLike(ref, s)));
 }
 
+Value AttentionState::weightOfScaled(Value s, Value c, Value ref) {
+  IRBuilder ir{b};
+  Value negRef = arith::NegFOp::create(b, ref);
+  return exp(fma(s, ir.splatLike(c, s), ir.splatLike(negRef, s)));
+}
+
 Value AttentionState::weight(Value s, Value m) {
   return weightAt(s, reference(m));
 }

@@ -147,6 +147,17 @@ SmallVector<Value> WarpAttentionTile::mask(ImplicitLocOpBuilder &b,
   return masked;
 }
 
+Value WarpAttentionTile::fusedLogitScale(ImplicitLocOpBuilder &b,
+                                         double smScale,
+                                         std::optional<double> softCap,
+                                         Value scoreScale,
+                                         bool modified) const {
+  if (softCap || scoreScale || modified)
+    return Value();
+  AttentionState math(b, AttentionState::Flavor::ptxBase2);
+  return IRBuilder{b}.f32(smScale * math.logitPrescale(/*softCap=*/false));
+}
+
 SmallVector<Value> WarpAttentionTile::logits(ImplicitLocOpBuilder &b,
                                              ArrayRef<Value> scores,
                                              double smScale,
@@ -187,20 +198,22 @@ Value WarpAttentionTile::rowPair(ImplicitLocOpBuilder &b, Value x0,
 
 std::pair<WarpAttentionTile::State, SmallVector<Value>>
 WarpAttentionTile::softmax(ImplicitLocOpBuilder &b, const State &state,
-                           ArrayRef<Value> logits) const {
-  SoftmaxStep step = onlineSoftmax(b, state, logits, /*rescaleO=*/true);
+                           ArrayRef<Value> logits, Value logitScale) const {
+  SoftmaxStep step =
+      onlineSoftmax(b, state, logits, logitScale, /*rescaleO=*/true);
   return {step.state, step.p};
 }
 
 WarpAttentionTile::SoftmaxStep
 WarpAttentionTile::softmaxStep(ImplicitLocOpBuilder &b, const State &state,
-                               ArrayRef<Value> logits) const {
-  return onlineSoftmax(b, state, logits, /*rescaleO=*/false);
+                               ArrayRef<Value> logits, Value logitScale) const {
+  return onlineSoftmax(b, state, logits, logitScale, /*rescaleO=*/false);
 }
 
 WarpAttentionTile::SoftmaxStep
 WarpAttentionTile::onlineSoftmax(ImplicitLocOpBuilder &b, const State &state,
-                                 ArrayRef<Value> logits, bool rescaleO) const {
+                                 ArrayRef<Value> logits, Value logitScale,
+                                 bool rescaleO) const {
   IRBuilder ir{b};
   const FragmentLayout &fragment = mma.accLayout();
   AttentionState math(b, AttentionState::Flavor::ptxBase2);
@@ -220,6 +233,9 @@ WarpAttentionTile::onlineSoftmax(ImplicitLocOpBuilder &b, const State &state,
         rowMax = rowMax ? arith::MaximumFOp::create(b, rowMax, m).getResult() : m;
       }
       rowMax = warpReduce(b, rowMax, fragment.lanesPerRow, WarpReduction::max);
+      // The max of the raw scores, scaled (c > 0 keeps the order).
+      if (logitScale)
+        rowMax = ir.mul(rowMax, logitScale);
       AttentionState::Rescale r =
           math.rescale(state.m[fragment.rowSlot(t, h)], rowMax);
       next.m[fragment.rowSlot(t, h)] = r.m;
@@ -230,7 +246,8 @@ WarpAttentionTile::onlineSoftmax(ImplicitLocOpBuilder &b, const State &state,
     SmallVector<Value> weights;
     Value sum[2];
     for (Value acc : s) {
-      Value w = math.weightAt(acc, refs);
+      Value w = logitScale ? math.weightOfScaled(acc, logitScale, refs)
+                           : math.weightAt(acc, refs);
       weights.push_back(w);
       for (int64_t h = 0; h < fragment.rowsPerLane; ++h) {
         Value pair = vector::ExtractOp::create(b, w, ArrayRef<int64_t>{h});

@@ -47,8 +47,17 @@ Value IRBuilder::fma(Value x, Value y, Value z) {
   Value like = isa<VectorType>(x.getType())   ? x
                : isa<VectorType>(y.getType()) ? y
                                               : z;
-  return LLVM::FMAOp::create(b, splatLike(x, like), splatLike(y, like),
-                             splatLike(z, like));
+  auto shape = dyn_cast<VectorType>(like.getType());
+  if (!shape || shape.getRank() == 1)
+    return LLVM::FMAOp::create(b, splatLike(x, like), splatLike(y, like),
+                               splatLike(z, like));
+  // llvm.fma takes scalars and 1-d vectors: an n-d one goes flat.
+  auto flat = VectorType::get({shape.getNumElements()}, shape.getElementType());
+  auto flatten = [&](Value v) {
+    return vector::ShapeCastOp::create(b, flat, splatLike(v, like));
+  };
+  Value r = LLVM::FMAOp::create(b, flatten(x), flatten(y), flatten(z));
+  return vector::ShapeCastOp::create(b, shape, r);
 }
 
 Value IRBuilder::dot(Value x, Value y) {

@@ -79,6 +79,10 @@ public:
   Rescale rescale(mlir::Value m, mlir::Value candidate);
   /// The weight B^(s - ref) of a logit (or state LSE) under a reference.
   mlir::Value weightAt(mlir::Value s, mlir::Value ref);
+  /// The weight B^(c s - ref) of the logit c s (c > 0 an f32 scalar): one
+  /// fused multiply-add before the exponent instead of a multiply and a
+  /// subtraction.
+  mlir::Value weightOfScaled(mlir::Value s, mlir::Value c, mlir::Value ref);
   /// The weight B^(s - reference(m)) under max m.
   mlir::Value weight(mlir::Value s, mlir::Value m);
   /// acc * alpha + p * v (alpha, p scalars or like acc; a null alpha keeps

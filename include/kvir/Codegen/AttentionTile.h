@@ -173,6 +173,16 @@ public:
   using ElementMod =
       std::function<mlir::Value(mlir::ImplicitLocOpBuilder &, mlir::Value logit,
                                 int64_t fragmentRow, int64_t column)>;
+  /// The one factor c > 0 that makes raw scores logits in the working
+  /// base (sm_scale and log2(e)), when nothing else applies to them (no
+  /// element mod, soft cap or run-time `scoreScale`); else null. The
+  /// softmax then
+  /// takes the raw scores and c, and fuses the multiply into the exponent
+  /// (B^(c s - m) as one fma), and a mask applies to the raw scores (-inf
+  /// stays -inf).
+  mlir::Value fusedLogitScale(mlir::ImplicitLocOpBuilder &b, double smScale,
+                              std::optional<double> softCap,
+                              mlir::Value scoreScale, bool modified) const;
   /// Scales raw scores to logits in AttentionState's working base:
   /// sm_scale (times `scoreScale`, an f32 known at run time, if given),
   /// `mod` on each element, the soft cap, log2(e).
@@ -183,10 +193,12 @@ public:
 
   /// The online softmax step over a tile's logits: the new running max and
   /// row sums, O rescaled; returns the state and P as A fragments
-  /// [mTiles][kvTile / K].
+  /// [mTiles][kvTile / K]. With `logitScale` (fusedLogitScale), the logits
+  /// are `logitScale` times `logits`.
   std::pair<State, llvm::SmallVector<mlir::Value>>
   softmax(mlir::ImplicitLocOpBuilder &b, const State &state,
-          llvm::ArrayRef<mlir::Value> logits) const;
+          llvm::ArrayRef<mlir::Value> logits,
+          mlir::Value logitScale = {}) const;
   /// The same step with O left alone (a product may still be accumulating
   /// into it): the new m and l (o as given), P, and each fragment row's
   /// factor for O (indexed like State::m), for rescale().
@@ -195,7 +207,8 @@ public:
     llvm::SmallVector<mlir::Value> p, alpha;
   };
   SoftmaxStep softmaxStep(mlir::ImplicitLocOpBuilder &b, const State &state,
-                          llvm::ArrayRef<mlir::Value> logits) const;
+                          llvm::ArrayRef<mlir::Value> logits,
+                          mlir::Value logitScale = {}) const;
   /// O [mTiles][headDimV / 8] times each fragment row's `alpha`.
   llvm::SmallVector<mlir::Value>
   rescale(mlir::ImplicitLocOpBuilder &b, llvm::ArrayRef<mlir::Value> o,
@@ -239,7 +252,7 @@ private:
   /// synchronous kernels always did) or left for rescale().
   SoftmaxStep onlineSoftmax(mlir::ImplicitLocOpBuilder &b, const State &state,
                             llvm::ArrayRef<mlir::Value> logits,
-                            bool rescaleO) const;
+                            mlir::Value logitScale, bool rescaleO) const;
 
   const MmaAtom &mma;
   Shape shape;

@@ -100,10 +100,18 @@ private:
                                        const State &state, Value live,
                                        const KeyTile &keys, Value stage,
                                        Value ahead, Value liveAhead);
-  /// Logits of raw scores of the tile at t0, masked where needed.
+  /// Logits of raw scores of the tile at t0, masked where needed: the raw
+  /// scores themselves where logitScale() fuses the scaling into the
+  /// softmax.
   SmallVector<Value> maskedLogits(ImplicitLocOpBuilder &sb,
                                   ArrayRef<Value> scores, Value t0,
                                   const KeyFn &keyOf);
+  /// WarpAttentionTile::fusedLogitScale of the kernel's logits, or null.
+  Value logitScale(ImplicitLocOpBuilder &b) const {
+    bool modified = in.variants && in.variants->emitter.modifiesScores();
+    return tile.fusedLogitScale(b, s.smScale, s.softCap, in.kValueScale,
+                                modified);
+  }
   /// ALiBi and score_mod on each natural-unit logit of the tile at t0 (its
   /// keys by `keyOf`), or null.
   WarpAttentionTile::ElementMod scoreMod(Value t0, const KeyFn &keyOf) const;
@@ -139,8 +147,10 @@ WarpAttentionTile::ElementMod Mainloop::scoreMod(Value t0,
 SmallVector<Value> Mainloop::maskedLogits(ImplicitLocOpBuilder &sb,
                                           ArrayRef<Value> scores, Value t0,
                                           const KeyFn &keyOf) {
-  SmallVector<Value> logits = tile.logits(sb, scores, s.smScale, s.softCap,
-                                          in.kValueScale, scoreMod(t0, keyOf));
+  SmallVector<Value> logits =
+      logitScale(sb) ? SmallVector<Value>(scores)
+                     : tile.logits(sb, scores, s.smScale, s.softCap,
+                                   in.kValueScale, scoreMod(t0, keyOf));
   auto masked = scf::IfOp::create(
       sb, needsMask(sb, s, w, t0),
       [&](OpBuilder &mb, Location ml) {
@@ -177,7 +187,8 @@ SmallVector<Value> Mainloop::sharedSoftmaxStep(ImplicitLocOpBuilder &lb,
   emitIf(lb, scores, [&](ImplicitLocOpBuilder &sb) {
     SmallVector<Value> logits =
         tileLogits(sb, keys.t0, keys.kStage, stage, keys.keyOf);
-    shared.publish(sb, tile, tile.softmaxStep(sb, state, logits));
+    shared.publish(sb, tile,
+                   tile.softmaxStep(sb, state, logits, logitScale(sb)));
   });
   // (MLA: the K/V tile holds the values.)
   if (s.isMla()) {
@@ -212,8 +223,8 @@ SmallVector<Value> Mainloop::scoreTile(ImplicitLocOpBuilder &sb,
                                        const State &state, Value t0,
                                        Value kStage, Value stage,
                                        const KeyFn &keyOf) {
-  auto [stepped, p] =
-      tile.softmax(sb, state, tileLogits(sb, t0, kStage, stage, keyOf));
+  auto [stepped, p] = tile.softmax(
+      sb, state, tileLogits(sb, t0, kStage, stage, keyOf), logitScale(sb));
   SmallVector<Value> values = stepped.flatten();
   llvm::append_range(values, p);
   return values;
@@ -348,7 +359,8 @@ SmallVector<Value> Mainloop::overlappedIteration(ImplicitLocOpBuilder &lb,
   products.retire(lb, 1);
   SmallVector<Value> logits = maskedLogits(
       lb, products.scoreFragments(lb, scoreAcc), keys.t0, keys.keyOf);
-  WarpAttentionTile::SoftmaxStep step = tile.softmaxStep(lb, state, logits);
+  WarpAttentionTile::SoftmaxStep step =
+      tile.softmaxStep(lb, state, logits, logitScale(lb));
   products.retire(lb, 0);
   step.state.o = tile.rescale(
       lb, products.valueFragments(lb, accumulated.getResult(0)), step.alpha);
