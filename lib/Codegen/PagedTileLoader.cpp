@@ -23,6 +23,31 @@ PagedTileLoader::PagedTileLoader(RaggedOperands ragged, Value tableBase,
     : ragged(ragged), tableBase(tableBase), kvHead(kvHead),
       tileTokens(tileTokens) {}
 
+void PagedTileLoader::setTilePhase(Value phase) { tilePhase = phase; }
+
+std::optional<std::pair<Value, Value>>
+PagedTileLoader::locatePhased(ImplicitLocOpBuilder &b, Value r, Value count,
+                              Value idSlot) const {
+  if (!tilePhase || gathers() || !stagesPageIds() ||
+      kv.type.getTable() == kv::TableForm::token_table ||
+      tileTokens % kv.type.getPageSize())
+    return std::nullopt;
+  IRBuilder ir{b};
+  Value pageSize = ir.idx(kv.type.getPageSize());
+  // Fixed over the tiles: the row's slot and page within the tile.
+  Value x = ir.add(tilePhase, r);
+  Value slot = ir.remU(x, pageSize);
+  Value page = ir.divU(x, pageSize);
+  // The tile's last page holds its last token (count >= 1). (In 32 bits:
+  // pages of a tile.)
+  Value last = ir.divU(ir.add(tilePhase, ir.sub(count, ir.idx(1))), pageSize);
+  page = ir.toIndex(
+      arith::MinUIOp::create(b, ir.toI32(page), ir.toI32(last)).getResult());
+  Value entry = ir.toIndex(
+      memref::LoadOp::create(b, pageIds, pageIdIndices(idSlot, page)));
+  return std::make_pair(entry, slot);
+}
+
 void PagedTileLoader::setGather(TokenGather g) {
   assert(kv.type && "gathering reads paged views");
   gather = g;
@@ -466,6 +491,9 @@ void PagedTileLoader::copyTileAsync(ImplicitLocOpBuilder &b,
     // is zero-filled), from a clamped address inside the request.
     auto source = [&](ImplicitLocOpBuilder &jb, Value r, Value dim) {
       IRBuilder j{jb};
+      if (auto located = locatePhased(jb, r, count, idSlot))
+        return this->source(jb, copy.role, Value(), located->first,
+                            located->second, dim);
       Value token =
           j.add(tile0, j.minS(r, j.maxS(j.sub(count, j.idx(1)), j.idx(0))));
       Value page, slot;
@@ -477,7 +505,9 @@ void PagedTileLoader::copyTileAsync(ImplicitLocOpBuilder &b,
                   [&](ImplicitLocOpBuilder &jb, Value r) -> Value {
                     if (gathers())
                       return holdsKey(jb, idSlot, r, count);
-                    return IRBuilder{jb}.lt(r, count);
+                    // Rows of a tile: 32 bits.
+                    IRBuilder j{jb};
+                    return j.lt(j.toI32(r), j.toI32(count));
                   });
   }
 }

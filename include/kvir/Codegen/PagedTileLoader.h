@@ -79,6 +79,17 @@ public:
   void setGather(TokenGather gather);
   bool gathers() const { return bool(gather.selected); }
 
+  /// Says that every tile copyTileAsync copies starts at a token congruent
+  /// to `phase` (an index) modulo the page size, the tiles a whole number
+  /// of pages apart (a stream's tiles t0 = start + n * tileTokens, with
+  /// tileTokens a multiple of the page size, and phase = start % page
+  /// size). Row r of every tile then sits at the same slot and on the same
+  /// page of the tile, (phase + r) % page_size and (phase + r) / page_size:
+  /// values a loop over the tiles computes once, so that a copy's address
+  /// per tile is its page entry times the page stride plus a fixed offset.
+  /// (Page tables of page ids, csr and block_table, only; else ignored.)
+  void setTilePhase(mlir::Value phase);
+
   /// The most pages `tileTokens` consecutive tokens can touch, wherever
   /// they start.
   static int64_t pagesPerTile(int64_t pageSize, int64_t tileTokens);
@@ -196,6 +207,13 @@ private:
   std::pair<mlir::Value, mlir::Value>
   locate(mlir::ImplicitLocOpBuilder &b, mlir::Value token, mlir::Value tile0,
          mlir::Value idSlot = {}) const;
+  /// (page, slot) of row `r` of a tile of `count` tokens whose entries are
+  /// in `idSlot`, through setTilePhase's phase; rows past the tile's tokens
+  /// read its last page (their copies read nothing, but their address lies
+  /// in the pool). Null where the phase does not apply.
+  std::optional<std::pair<mlir::Value, mlir::Value>>
+  locatePhased(mlir::ImplicitLocOpBuilder &b, mlir::Value r, mlir::Value count,
+               mlir::Value idSlot) const;
   /// Gathering: whether row `r` of the tile holds a key (r < count and a
   /// key staged in `idSlot`).
   mlir::Value holdsKey(mlir::ImplicitLocOpBuilder &b, mlir::Value idSlot,
@@ -213,7 +231,7 @@ private:
   kv::PagedOperands kv;
   RaggedOperands ragged;
   TokenGather gather;
-  mlir::Value req, tableBase, kvHead, pageIds;
+  mlir::Value req, tableBase, kvHead, pageIds, tilePhase;
   int64_t tileTokens;
 };
 

@@ -191,6 +191,10 @@ KVTileStream::KVTileStream(ImplicitLocOpBuilder &b, const KernelFunc &kf,
          w.kvLen, kf.getShared(*buf.keyIds)});
   numTiles =
       arith::CeilDivUIOp::create(b, ir.sub(w.end, w.start), ir.idx(kvTile));
+  // Tiles start at w.start + n * kvTile: each row keeps its slot and page
+  // of the tile from tile to tile.
+  if (s.paged)
+    loader.setTilePhase(ir.remU(w.start, ir.idx(s.paged.getPageSize())));
 }
 
 std::pair<Value, Value> KVTileStream::range(ImplicitLocOpBuilder &b,
