@@ -23,29 +23,33 @@ PagedTileLoader::PagedTileLoader(RaggedOperands ragged, Value tableBase,
     : ragged(ragged), tableBase(tableBase), kvHead(kvHead),
       tileTokens(tileTokens) {}
 
-void PagedTileLoader::setTilePhase(Value phase) { tilePhase = phase; }
-
 std::optional<std::pair<Value, Value>>
-PagedTileLoader::locatePhased(ImplicitLocOpBuilder &b, Value r, Value count,
-                              Value idSlot) const {
-  if (!tilePhase || gathers() || !stagesPageIds() ||
-      kv.type.getTable() == kv::TableForm::token_table ||
-      tileTokens % kv.type.getPageSize())
+PagedTileLoader::locateInTile(ImplicitLocOpBuilder &b, Value tile0, Value r,
+                              Value count, Value idSlot) const {
+  if (!inTile || gathers() || !stagesPageIds() ||
+      kv.type.getTable() == kv::TableForm::token_table)
     return std::nullopt;
+  // In 32 bits: tokens of a request (i32 lengths), rows and pages of a
+  // tile.
   IRBuilder ir{b};
-  Value pageSize = ir.idx(kv.type.getPageSize());
-  // Fixed over the tiles: the row's slot and page within the tile.
-  Value x = ir.add(tilePhase, r);
+  Value pageSize = ir.i32(kv.type.getPageSize());
+  // Row r's slot and page of the tile, counted from the tile's first page.
+  Value x = ir.add(ir.remU(ir.toI32(tile0), pageSize), ir.toI32(r));
   Value slot = ir.remU(x, pageSize);
   Value page = ir.divU(x, pageSize);
-  // The tile's last page holds its last token (count >= 1). (In 32 bits:
-  // pages of a tile.)
-  Value last = ir.divU(ir.add(tilePhase, ir.sub(count, ir.idx(1))), pageSize);
-  page = ir.toIndex(
-      arith::MinUIOp::create(b, ir.toI32(page), ir.toI32(last)).getResult());
+  // Rows past the tile's tokens read its last page (count >= 1): their
+  // copies read nothing, but their address lies in the pool.
+  Value last = ir.divU(ir.add(ir.remU(ir.toI32(tile0), pageSize),
+                              ir.sub(ir.toI32(count), ir.i32(1))),
+                       pageSize);
+  // (Unsigned: the index's high bits are known zero.)
+  auto toIndex = [&](Value v) {
+    return arith::IndexCastUIOp::create(b, b.getIndexType(), v).getResult();
+  };
+  page = toIndex(arith::MinUIOp::create(b, page, last));
   Value entry = ir.toIndex(
       memref::LoadOp::create(b, pageIds, pageIdIndices(idSlot, page)));
-  return std::make_pair(entry, slot);
+  return std::make_pair(entry, toIndex(slot));
 }
 
 void PagedTileLoader::setGather(TokenGather g) {
@@ -491,7 +495,7 @@ void PagedTileLoader::copyTileAsync(ImplicitLocOpBuilder &b,
     // is zero-filled), from a clamped address inside the request.
     auto source = [&](ImplicitLocOpBuilder &jb, Value r, Value dim) {
       IRBuilder j{jb};
-      if (auto located = locatePhased(jb, r, count, idSlot))
+      if (auto located = locateInTile(jb, tile0, r, count, idSlot))
         return this->source(jb, copy.role, Value(), located->first,
                             located->second, dim);
       Value token =

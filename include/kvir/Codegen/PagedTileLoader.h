@@ -79,16 +79,10 @@ public:
   void setGather(TokenGather gather);
   bool gathers() const { return bool(gather.selected); }
 
-  /// Says that every tile copyTileAsync copies starts at a token congruent
-  /// to `phase` (an index) modulo the page size, the tiles a whole number
-  /// of pages apart (a stream's tiles t0 = start + n * tileTokens, with
-  /// tileTokens a multiple of the page size, and phase = start % page
-  /// size). Row r of every tile then sits at the same slot and on the same
-  /// page of the tile, (phase + r) % page_size and (phase + r) / page_size:
-  /// values a loop over the tiles computes once, so that a copy's address
-  /// per tile is its page entry times the page stride plus a fixed offset.
-  /// (Page tables of page ids, csr and block_table, only; else ignored.)
-  void setTilePhase(mlir::Value phase);
+  /// Whether copyTileAsync locates a tile's rows by locateInTile (fewer
+  /// instructions a copy, 32-bit, but values kept over a K/V loop that a
+  /// kernel at its register budget spills) rather than by locate.
+  void setLocateInTile(bool on) { inTile = on; }
 
   /// The most pages `tileTokens` consecutive tokens can touch, wherever
   /// they start.
@@ -207,13 +201,15 @@ private:
   std::pair<mlir::Value, mlir::Value>
   locate(mlir::ImplicitLocOpBuilder &b, mlir::Value token, mlir::Value tile0,
          mlir::Value idSlot = {}) const;
-  /// (page, slot) of row `r` of a tile of `count` tokens whose entries are
-  /// in `idSlot`, through setTilePhase's phase; rows past the tile's tokens
-  /// read its last page (their copies read nothing, but their address lies
-  /// in the pool). Null where the phase does not apply.
+  /// (page, slot) of row `r` of the tile of `count` tokens from `tile0`
+  /// whose page entries are in `idSlot`, for page tables of page ids (csr,
+  /// block_table): the row's page of the tile from (tile0 % page_size + r)
+  /// in 32 bits, rows past the tile's tokens on its last page (their copies
+  /// read nothing, but their address lies in the pool). Null for other
+  /// forms (locate).
   std::optional<std::pair<mlir::Value, mlir::Value>>
-  locatePhased(mlir::ImplicitLocOpBuilder &b, mlir::Value r, mlir::Value count,
-               mlir::Value idSlot) const;
+  locateInTile(mlir::ImplicitLocOpBuilder &b, mlir::Value tile0, mlir::Value r,
+               mlir::Value count, mlir::Value idSlot) const;
   /// Gathering: whether row `r` of the tile holds a key (r < count and a
   /// key staged in `idSlot`).
   mlir::Value holdsKey(mlir::ImplicitLocOpBuilder &b, mlir::Value idSlot,
@@ -231,8 +227,9 @@ private:
   kv::PagedOperands kv;
   RaggedOperands ragged;
   TokenGather gather;
-  mlir::Value req, tableBase, kvHead, pageIds, tilePhase;
+  mlir::Value req, tableBase, kvHead, pageIds;
   int64_t tileTokens;
+  bool inTile = false;
 };
 
 /// Where element `dim` of row `row` of a copy comes from: a memref and its

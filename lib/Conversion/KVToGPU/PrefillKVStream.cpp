@@ -191,10 +191,13 @@ KVTileStream::KVTileStream(ImplicitLocOpBuilder &b, const KernelFunc &kf,
          w.kvLen, kf.getShared(*buf.keyIds)});
   numTiles =
       arith::CeilDivUIOp::create(b, ir.sub(w.end, w.start), ir.idx(kvTile));
-  // Tiles start at w.start + n * kvTile: each row keeps its slot and page
-  // of the tile from tile to tile.
-  if (s.paged)
-    loader.setTilePhase(ir.remU(w.start, ir.idx(s.paged.getPageSize())));
+  // The leaner copy addresses where the kernel has registers to spare:
+  // blocks of at most 8 warps (255 registers a thread), copying warps that
+  // keep their registers (no producer warpgroup, which setmaxnreg leaves
+  // few), query tiles of rows (the tensor-core decode's GQA tiles run at
+  // the budget).
+  loader.setLocateInTile(s.config.getNumThreads() <= 256 &&
+                         !s.config.hasProducer() && !s.oneRowPerRequest());
 }
 
 std::pair<Value, Value> KVTileStream::range(ImplicitLocOpBuilder &b,
