@@ -4,6 +4,7 @@
 #include "kvir/Codegen/WarpOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
@@ -261,12 +262,34 @@ WarpAttentionTile::onlineSoftmax(ImplicitLocOpBuilder &b, const State &state,
       int64_t slot = fragment.rowSlot(t, h);
       next.l[slot] = ir.add(ir.mul(state.l[slot], step.alpha[slot]), sum[h]);
     }
-    if (rescaleO)
+    if (rescaleO && !shape.skipUnchangedRescale)
       rescaleMTile(b, state.o, step.alpha, t, next.o);
     for (int64_t j = 0; j < n8; j += 2)
       step.p.push_back(mma.accumulatorsToA(b, weights[j], weights[j + 1]));
   }
+  if (rescaleO && shape.skipUnchangedRescale)
+    next.o = rescaleIfChanged(b, state.o, step.alpha);
   return step;
+}
+
+SmallVector<Value>
+WarpAttentionTile::rescaleIfChanged(ImplicitLocOpBuilder &b, ArrayRef<Value> o,
+                                    ArrayRef<Value> alpha) const {
+  // Once the rows' maxima settle, a tile leaves every factor at exactly 1:
+  // the warp skips the multiplies (exact: x * 1 is x), deciding together.
+  Value changed;
+  for (Value a : alpha) {
+    Value ne = arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, a,
+                                     IRBuilder{b}.f32(1.0));
+    changed = changed ? arith::OrIOp::create(b, changed, ne).getResult() : ne;
+  }
+  auto ifOp = scf::IfOp::create(b, ValueRange(o).getTypes(),
+                                warpAny(b, changed), /*withElseRegion=*/true);
+  auto thenB = ImplicitLocOpBuilder::atBlockEnd(b.getLoc(), ifOp.thenBlock());
+  scf::YieldOp::create(thenB, rescale(thenB, o, alpha));
+  auto elseB = ImplicitLocOpBuilder::atBlockEnd(b.getLoc(), ifOp.elseBlock());
+  scf::YieldOp::create(elseB, o);
+  return SmallVector<Value>(ifOp.getResults());
 }
 
 SmallVector<Value> WarpAttentionTile::rescale(ImplicitLocOpBuilder &b,

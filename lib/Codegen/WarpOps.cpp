@@ -3,6 +3,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
 using namespace mlir;
 using namespace kvir::codegen;
@@ -20,6 +21,12 @@ Value kvir::codegen::warpReduce(ImplicitLocOpBuilder &b, Value value,
                 : Value(arith::MaximumFOp::create(b, value, other));
   }
   return value;
+}
+
+Value kvir::codegen::warpAny(ImplicitLocOpBuilder &b, Value pred) {
+  Value fullMask = arith::ConstantOp::create(b, b.getI32IntegerAttr(-1));
+  return NVVM::VoteSyncOp::create(b, b.getI1Type(), fullMask, pred,
+                                  NVVM::VoteSyncKind::any);
 }
 
 Value kvir::codegen::laneId(ImplicitLocOpBuilder &b) {

@@ -106,6 +106,10 @@ public:
     /// Keys per K/V tile (a multiple of 16), head dims (multiples of 16).
     /// headDimV is the width of the warp's slice of the value tile.
     int64_t kvTile = 64, headDim = 128, headDimV = 128;
+    /// softmax() leaves O alone, in a branch the warp takes together,
+    /// where every row's rescale factor is exactly 1 (once the rows'
+    /// maxima settle); it keeps O's fragments live across the branch.
+    bool skipUnchangedRescale = false;
   };
 
   /// The running state of the warp's rows. Fragment row h of m-tile t is
@@ -243,6 +247,11 @@ private:
   /// accumulator's shape: [[x0, x0], [x1, x1]].
   mlir::Value rowPair(mlir::ImplicitLocOpBuilder &b, mlir::Value x0,
                       mlir::Value x1) const;
+  /// rescale(), in a branch the warp takes only where some row's factor is
+  /// not exactly 1 (a uniform vote).
+  llvm::SmallVector<mlir::Value>
+  rescaleIfChanged(mlir::ImplicitLocOpBuilder &b, llvm::ArrayRef<mlir::Value> o,
+                   llvm::ArrayRef<mlir::Value> alpha) const;
   /// Rows of m-tile `t` of `o` times their `alpha`, into `scaled`.
   void rescaleMTile(mlir::ImplicitLocOpBuilder &b,
                     llvm::ArrayRef<mlir::Value> o,

@@ -21,6 +21,10 @@ enum class WarpReduction { sum, max };
 mlir::Value warpReduce(mlir::ImplicitLocOpBuilder &b, mlir::Value value,
                        int64_t lanes, WarpReduction kind);
 
+/// Whether `pred` (i1) holds in any lane of the warp (vote.sync.any over
+/// the full warp): the same i1 in every lane, so a branch on it is uniform.
+mlir::Value warpAny(mlir::ImplicitLocOpBuilder &b, mlir::Value pred);
+
 /// The lane index within the warp (threadIdx linearized, mod 32).
 mlir::Value laneId(mlir::ImplicitLocOpBuilder &b);
 

@@ -191,13 +191,16 @@ KVTileStream::KVTileStream(ImplicitLocOpBuilder &b, const KernelFunc &kf,
          w.kvLen, kf.getShared(*buf.keyIds)});
   numTiles =
       arith::CeilDivUIOp::create(b, ir.sub(w.end, w.start), ir.idx(kvTile));
-  // The leaner copy addresses where the kernel has registers to spare:
-  // blocks of at most 8 warps (255 registers a thread), copying warps that
-  // keep their registers (no producer warpgroup, which setmaxnreg leaves
-  // few), query tiles of rows (the tensor-core decode's GQA tiles run at
-  // the budget).
-  loader.setLocateInTile(s.config.getNumThreads() <= 256 &&
-                         !s.config.hasProducer() && !s.oneRowPerRequest());
+  // The leaner copy addresses where the kernel has registers to spare and
+  // each thread copies at most 4 rows of a K or V tile (a block of two
+  // warps copying 16 each spilled on sm_86).
+  if (s.paged) {
+    int64_t rowBytes = std::max(s.headDim, s.headDimV) *
+                       s.paged.getStorageElementType().getIntOrFloatBitWidth() /
+                       8;
+    int64_t copiesPerThread = kvTile * rowBytes / 16 / s.config.getNumThreads();
+    loader.setLocateInTile(s.hasRegisterHeadroom() && copiesPerThread <= 4);
+  }
 }
 
 std::pair<Value, Value> KVTileStream::range(ImplicitLocOpBuilder &b,

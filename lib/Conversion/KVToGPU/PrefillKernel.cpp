@@ -638,9 +638,14 @@ void PrefillBlock::emitAttentionWarps(ImplicitLocOpBuilder &b,
     warpgroup.emplace(b, s.kvElementType, cfg.getKvTile(), s.valueSlice(),
                       warpgroupRow0, threadInWarpgroup);
   }
+  // Skipping O's rescale where no row's max moved pays with wide value
+  // slices (64+ multiplies a tile and warp), in kernels with registers to
+  // spare for the branch (below 128 value columns ptxas fits two blocks
+  // at 128 registers, and the branch spilled there).
+  bool skipRescale = s.hasRegisterHeadroom() && s.valueSlice() >= 128;
   WarpAttentionTile tile(
-      mma, {mTiles, cfg.getKvTile(), s.headDim, s.valueSlice()}, warpRow0,
-      valueOffset, warpgroup ? &*warpgroup : nullptr);
+      mma, {mTiles, cfg.getKvTile(), s.headDim, s.valueSlice(), skipRescale},
+      warpRow0, valueOffset, warpgroup ? &*warpgroup : nullptr);
   SmallVector<Value> qFrags;
   if (cfg.getQInRegisters())
     qFrags = tile.loadQuery(b, staged.qTile);

@@ -125,6 +125,15 @@ struct PrefillKernelSpec {
   bool overlapsProducts() const { return config.overlapsProducts(); }
   bool isMla() const { return peDim > 0; }
   bool oneRowPerRequest() const { return !qoIndptrType; }
+  /// Whether the kernel has registers to spare for code that keeps more
+  /// values live (the leaner copy addresses, the rescale branch): blocks
+  /// of at most 8 warps (255 registers a thread), no producer warpgroup
+  /// (which setmaxnreg leaves few), query tiles of rows (the tensor-core
+  /// decode's GQA tiles run at the budget). Where ptxas spilled them.
+  bool hasRegisterHeadroom() const {
+    return config.getNumThreads() <= 256 && !config.hasProducer() &&
+           !oneRowPerRequest();
+  }
   /// The value columns each warp accumulates.
   int64_t valueSlice() const { return headDimV / config.getValueWarps(); }
   /// The kernel's warp roles: one, whose warps each copy, score and
