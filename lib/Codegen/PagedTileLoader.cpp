@@ -34,14 +34,14 @@ PagedTileLoader::locateInTile(ImplicitLocOpBuilder &b, Value tile0, Value r,
   IRBuilder ir{b};
   Value pageSize = ir.i32(kv.type.getPageSize());
   // Row r's slot and page of the tile, counted from the tile's first page.
-  Value x = ir.add(ir.remU(ir.toI32(tile0), pageSize), ir.toI32(r));
+  Value firstSlot = ir.remU(ir.toI32(tile0), pageSize);
+  Value x = ir.add(firstSlot, ir.toI32(r));
   Value slot = ir.remU(x, pageSize);
   Value page = ir.divU(x, pageSize);
   // Rows past the tile's tokens read its last page (count >= 1): their
   // copies read nothing, but their address lies in the pool.
-  Value last = ir.divU(ir.add(ir.remU(ir.toI32(tile0), pageSize),
-                              ir.sub(ir.toI32(count), ir.i32(1))),
-                       pageSize);
+  Value last =
+      ir.divU(ir.add(firstSlot, ir.sub(ir.toI32(count), ir.i32(1))), pageSize);
   // (Unsigned: the index's high bits are known zero.)
   auto toIndex = [&](Value v) {
     return arith::IndexCastUIOp::create(b, b.getIndexType(), v).getResult();

@@ -180,10 +180,9 @@ public:
   /// The one factor c > 0 that makes raw scores logits in the working
   /// base (sm_scale and log2(e)), when nothing else applies to them (no
   /// element mod, soft cap or run-time `scoreScale`); else null. The
-  /// softmax then
-  /// takes the raw scores and c, and fuses the multiply into the exponent
-  /// (B^(c s - m) as one fma), and a mask applies to the raw scores (-inf
-  /// stays -inf).
+  /// softmax then takes the raw scores and c and fuses the multiply into
+  /// the exponent (B^(c s - m) as one fma); a mask applies to the raw
+  /// scores (-inf stays -inf).
   mlir::Value fusedLogitScale(mlir::ImplicitLocOpBuilder &b, double smScale,
                               std::optional<double> softCap,
                               mlir::Value scoreScale, bool modified) const;

@@ -74,8 +74,8 @@ def KVValidateTables : Pass<"kv-validate-tables", "::mlir::ModuleOp"> {
     tables and the pool's capacity in tokens (read from the pool's page or
     token axis; unknown, so unchecked, for `affine` maps whose page axis is
     not a plain dimension), and before every `kv.prefill` with query rows
-    the check of `qo_indptr` (monotone, within q's rows), and before every `kv.decode` / `kv.mla_decode` with
-    `topk` the check of its lists (`kvir_check_topk`: each entry -1 or a key
+    the check of `qo_indptr` (monotone, within q's rows), and before every
+    `kv.decode` / `kv.mla_decode` with `topk` the check of its lists (`kvir_check_topk`: each entry -1 or a key
     of the row's request, no key twice in a row). A failed check prints which request and which entry
     is wrong and exits the program with status 1 before anything reads the
     tables. Tables with a non-identity layout are copied to dense buffers
