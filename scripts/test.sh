@@ -119,7 +119,7 @@ if cmake -G Ninja -S examples/engines -B "$BUILD/engines" \
    "$BUILD/engines/decode_engine" examples/decode.mlir >> "$log" 2>&1 &&
    "$BUILD/engines/serving_engine" examples/prefill.mlir >> "$log" 2>&1; then
   engines_ok=1
-  grep -E "error vs" "$log"
+  grep -E "error vs|dependent launches" "$log"
 else
   tail -n 30 "$log"
 fi

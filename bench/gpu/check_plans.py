@@ -64,13 +64,15 @@ def main():
                     ptr = drv.alloc(128)
                     drv.upload(ptr, drv.encode_tensor_map(m, src[0], src[1]))
                     buffers[name] = (ptr, plan.shape_of(name, env))
-            for kernel, grid, block, smem, params in plan.launches(buffers,
-                                                                   env):
-                drv.launch(plan.ptx, kernel, grid, block, smem, params)
+            for kernel, grid, block, smem, params, dependent in \
+                    plan.launches(buffers, env):
+                drv.launch(plan.ptx, kernel, grid, block, smem, params,
+                           dependent=dependent)
                 print(f"{os.path.basename(mdir)} {op} {lens_text}: "
                       f"{'split' if plan.split(env) else 'direct'} {kernel} "
                       f"grid {grid} block {block}"
-                      + (f" items {env['num_work']}" if sched else ""))
+                      + (f" items {env['num_work']}" if sched else "")
+                      + (" dependent" if dependent else ""))
         except (PlanError, RuntimeError) as e:
             bad += 1
             print(f"FAIL {call}: {e}")

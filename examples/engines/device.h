@@ -98,6 +98,37 @@ static int emu_launch_kernel(void *function, unsigned gx, unsigned gy,
   }
   return 0;
 }
+/* Launches the emulator ran as programmatic dependents. */
+static int dependent_launches;
+
+/* cuLaunchKernelEx: the launchers ask for programmatic stream
+   serialization (a merge after its split kernel on sm_90); the emulator
+   checks that the kernel touches nothing of the grid before it until its
+   griddepcontrol.wait. */
+static int emu_launch_kernel_ex(const kvir_cu_launch_config_t *config,
+                                void *function, void **params, void **extra) {
+  const char *name = (const char *)function;
+  const uint32_t grid[3] = {config->grid_x, config->grid_y, config->grid_z};
+  const uint32_t block[3] = {config->block_x, config->block_y, config->block_z};
+  uint32_t flags = 0;
+  unsigned i;
+  (void)extra;
+  for (i = 0; i < config->num_attrs; ++i) {
+    if (config->attrs[i].id !=
+        KVIR_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+      return 1; /* CUDA_ERROR_INVALID_VALUE */
+    if (config->attrs[i].value.value)
+      flags |= KVIR_LAUNCH_PROGRAMMATIC_DEPENDENT;
+  }
+  if (kvir_emulator_launch_ex(name, grid, block, config->shared_bytes, params,
+                              kvir_emulator_kernel_params(name), flags) != 0) {
+    fprintf(stderr, "%s\n", kvir_last_error());
+    return 719; /* CUDA_ERROR_LAUNCH_FAILED */
+  }
+  if (flags)
+    ++dependent_launches;
+  return 0;
+}
 static int emu_memcpy_htod_async(uint64_t dst, const void *src, size_t n,
                                  void *stream) {
   (void)stream;
@@ -154,6 +185,7 @@ static int open_emulator(device_t *dev, const char *mlir_file,
   dev->cu.module_get_function = emu_module_get_function;
   dev->cu.func_set_attribute = emu_func_set_attribute;
   dev->cu.launch_kernel = emu_launch_kernel;
+  dev->cu.launch_kernel_ex = emu_launch_kernel_ex;
   dev->cu.memcpy_htod_async = emu_memcpy_htod_async;
   /* The emulator's tensor maps, for kernels that copy by TMA. */
   dev->cu.tensor_map_encode_tiled = kvir_emulator_encode_tensor_map;

@@ -198,6 +198,9 @@ const Compiled *compileForEmulator(kvir_module &m, const std::string &func,
   kvir::emu::Emulator &emu = kvir::emu::Emulator::get();
   emu.options().exitOnError = false;
   emu.options().rejectLibdevice = true;
+  // kvir's sm_90 kernels may be launched as programmatic dependents: every
+  // run checks that they touch nothing of the grid before them first.
+  emu.options().launchWaitingKernelsAsDependents = true;
   if (failed(kvir::emu::lowerHostForEmulator(*module))) {
     diags.fail("lowering the host code of '" + func + "' failed");
     return nullptr;

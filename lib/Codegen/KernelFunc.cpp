@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/xxhash.h"
@@ -160,6 +161,13 @@ std::array<int64_t, 3> kvir::codegen::getBlock(gpu::GPUFuncOp func) {
     for (auto [i, v] : llvm::enumerate(attr.asArrayRef()))
       block[i] = v;
   return block;
+}
+
+void kvir::codegen::orderAfterPrimaryGrid(gpu::GPUFuncOp func) {
+  auto b = ImplicitLocOpBuilder::atBlockBegin(func.getLoc(),
+                                              &func.getBody().front());
+  NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::wait);
+  NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::launch_dependents);
 }
 
 KernelIdentity &KernelIdentity::add(StringRef text) {

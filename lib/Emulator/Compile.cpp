@@ -122,6 +122,7 @@ static FailureOr<CompiledModule *> compile(gpu::GPUModuleOp gpuModule) {
   compiled->staticSharedBytes = info->staticSharedBytes;
   compiled->kernelSharedBytes = info->kernelSharedBytes;
   compiled->sites = info->sites;
+  compiled->usesGridDependencyControl = info->usesGridDependencyControl;
 
   // Globals the kernels read (constants) are allocations kernels may touch.
   DataLayout layout = DataLayout::closest(*kernels);

@@ -6,6 +6,7 @@
 // emulator; getRuntimeSymbols() hands them to an ExecutionEngine.
 //
 //===----------------------------------------------------------------------===//
+#include "DependentLaunch.h"
 #include "Runtime.h"
 #include "kvir/Emulator/TensorMap.h"
 #include "kvir/Runtime/TableCheck.h"
@@ -239,9 +240,12 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
 
 static void launchFromHostCode(void *function, Dim3 grid, Dim3 block,
                                int32_t smem, void **params,
-                               const LaunchAttributes &attributes) {
+                               LaunchAttributes attributes) {
   auto *kernel = static_cast<KernelHandle *>(function);
   Emulator &emu = Emulator::get();
+  if (emu.options().launchWaitingKernelsAsDependents &&
+      kernel->module->usesGridDependencyControl && previousGridRecorded())
+    attributes.programmaticDependent = true;
   LaunchStats s;
   std::vector<std::string> reports;
   if (emu.options().recordLaunches)

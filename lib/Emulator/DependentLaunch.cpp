@@ -73,6 +73,8 @@ bool kvir::emu::beginGrid(const std::string &kernel, bool programmaticDependent,
   return true;
 }
 
+bool kvir::emu::previousGridRecorded() { return state().previous.has_value(); }
+
 void kvir::emu::endGrid() {
   GridDependencyState &s = state();
   if (s.recording)

@@ -57,6 +57,9 @@ void enableGridAccessRecording();
 /// false returned (its accesses cannot be checked).
 bool beginGrid(const std::string &kernel, bool programmaticDependent,
                std::vector<std::string> &reports);
+/// Whether the grid before the next launch was recorded (a programmatic
+/// dependent launch can be checked against it).
+bool previousGridRecorded();
 /// Ends the running launch: its record becomes the previous grid's.
 void endGrid();
 

@@ -34,6 +34,8 @@ struct CompiledModule {
   /// Static shared bytes per kernel (Instrument.h).
   std::map<std::string, uint64_t> kernelSharedBytes;
   std::vector<std::string> sites;
+  /// Whether its kernels use griddepcontrol.
+  bool usesGridDependencyControl = false;
   std::map<std::string, void (*)(void **)> kernels;
   /// Bytes of each kernel parameter, in order (for launch records).
   std::map<std::string, std::vector<uint32_t>> kernelParamBytes;

@@ -70,10 +70,10 @@ def capi():
                   ctypes.POINTER(ctypes.c_uint),
                   ctypes.POINTER(ctypes.c_uint), ctypes.c_int, ctypes.c_int,
                   ctypes.c_int, ctypes.c_int]),
-                ("kvir_emulator_launch", ctypes.c_int,
+                ("kvir_emulator_launch_ex", ctypes.c_int,
                  [cp, ctypes.POINTER(ctypes.c_uint32),
                   ctypes.POINTER(ctypes.c_uint32), ctypes.c_uint32,
-                  ctypes.POINTER(ctypes.c_void_p), i64])]:
+                  ctypes.POINTER(ctypes.c_void_p), i64, ctypes.c_uint32])]:
             fn = getattr(lib, name)
             fn.restype = res
             fn.argtypes = args

@@ -218,6 +218,7 @@ class _Executor:
                                 "tensors (numpy arrays run in the emulator "
                                 "with backend='auto')")
             drv = EmulatedDriver(kernel)
+            self.last_driver = drv
             try:
                 GpuLaunch(kernel.plan(), tensors, kv_lengths, "cpu", drv,
                           scalars=scalars).run()

@@ -13,6 +13,42 @@ CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
 CU_JIT_ERROR_LOG_BUFFER = 5
 CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
+CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
+
+
+class LaunchAttribute(ctypes.Structure):
+    """CUlaunchAttribute (cuda.h, CUDA 12+): an id, padding to 8 bytes, a
+    64-byte value union (8-byte aligned)."""
+    class Value(ctypes.Union):
+        _fields_ = [("bytes", ctypes.c_char * 64), ("value", ctypes.c_int),
+                    ("align", ctypes.c_void_p)]
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4),
+                ("value", Value)]
+
+
+class LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig (cuda.h, CUDA 12+)."""
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
+                ("shared_bytes", ctypes.c_uint), ("stream", ctypes.c_void_p),
+                ("attrs", ctypes.POINTER(LaunchAttribute)),
+                ("num_attrs", ctypes.c_uint)]
+
+
+def dependent_launch_config(grid, block, dynamic_shared, stream):
+    """cuLaunchKernelEx's config for a programmatic dependent launch (it
+    may overlap the launch before it, whose completion the kernel waits
+    for with griddepcontrol.wait), and the attribute it points to."""
+    attr = LaunchAttribute()
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    attr.value.value = 1
+    config = LaunchConfig()
+    config.grid[:] = [int(g) for g in grid]
+    config.block[:] = [int(b) for b in block]
+    config.shared_bytes = int(dynamic_shared)
+    config.stream = ctypes.c_void_p(stream) if stream else None
+    config.attrs = ctypes.pointer(attr)
+    config.num_attrs = 1
+    return config, attr
 
 
 class CudaError(RuntimeError):
@@ -141,13 +177,22 @@ class Driver:
         return f
 
     def launch(self, ptx, kernel, grid, block, dynamic_shared, params,
-               stream=None):
+               stream=None, dependent=False):
         """Launches `kernel` with `params`: a list of bytes objects, one per
-        kernel parameter (its exact bytes)."""
+        kernel parameter (its exact bytes). `dependent`: as a programmatic
+        dependent of the launch before it (cuLaunchKernelEx, where the
+        driver has it; a plain launch otherwise)."""
         f = self.function(ptx, kernel, dynamic_shared)
         bufs = [ctypes.create_string_buffer(p, len(p)) for p in params]
         arr = (ctypes.c_void_p * max(1, len(bufs)))(
             *[ctypes.cast(b, ctypes.c_void_p) for b in bufs])
+        if dependent and hasattr(self.lib, "cuLaunchKernelEx"):
+            config, _ = dependent_launch_config(grid, block, dynamic_shared,
+                                                stream)
+            self.check(self.lib.cuLaunchKernelEx(
+                ctypes.byref(config), f, arr, None),
+                "cuLaunchKernelEx " + kernel)
+            return
         self.check(self.lib.cuLaunchKernel(
             f, *[ctypes.c_uint(int(g)) for g in grid],
             *[ctypes.c_uint(int(b)) for b in block],
@@ -197,6 +242,7 @@ class DryDriver:
         self.memory = {}
         self.next = 1 << 40
         self.launches = []
+        self.dependent = []
 
     def name(self):
         return "dry run (no GPU)"
@@ -205,11 +251,14 @@ class DryDriver:
         return 132
 
     def launch(self, ptx, kernel, grid, block, dynamic_shared, params,
-               stream=None):
+               stream=None, dependent=False):
         check_entry(ptx, kernel, params)
         if any(int(g) <= 0 for g in grid) or any(int(b) <= 0 for b in block):
             raise CudaError(f"{kernel}: empty grid {grid} or block {block}")
+        if dependent:
+            dependent_launch_config(grid, block, dynamic_shared, stream)
         self.launches.append((kernel, tuple(grid), tuple(block)))
+        self.dependent.append(bool(dependent))
 
     def encode_tensor_map(self, m, address, shape):
         """Zeros in place of a map (nothing reads it), its arguments formed

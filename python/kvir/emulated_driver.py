@@ -13,6 +13,9 @@ import ctypes
 from . import _lib
 from .cuda_driver import check_entry, encode_tensor_map
 
+# KVIR_LAUNCH_PROGRAMMATIC_DEPENDENT of kvir_emulator_launch_ex.
+PROGRAMMATIC_DEPENDENT = 1
+
 
 class EmulatedDriver:
     def __init__(self, kernel):
@@ -23,6 +26,7 @@ class EmulatedDriver:
             raise _lib.KvirError(_lib.last_error())
         self.registered = []
         self.launches = []
+        self.dependent = []
 
     def name(self):
         return "kvir emulator"
@@ -48,19 +52,24 @@ class EmulatedDriver:
                                  m, address, shape, fail)
 
     def launch(self, ptx, kernel, grid, block, dynamic_shared, params,
-               stream=None):
+               stream=None, dependent=False):
+        """`dependent`: a programmatic dependent of the launch before it
+        (cuLaunchKernelEx's programmatic stream serialization); the
+        emulator checks that the kernel touches nothing the previous grid
+        wrote (or writes nothing it read) before griddepcontrol.wait."""
         check_entry(ptx, kernel, params)
         bufs = [ctypes.create_string_buffer(bytes(p), len(p)) for p in params]
         arr = (ctypes.c_void_p * max(1, len(bufs)))(
             *[ctypes.cast(b, ctypes.c_void_p) for b in bufs])
         u32x3 = ctypes.c_uint32 * 3
-        rc = _lib.capi().kvir_emulator_launch(
+        rc = _lib.capi().kvir_emulator_launch_ex(
             kernel.encode(), u32x3(*[int(g) for g in grid]),
             u32x3(*[int(b) for b in block]), int(dynamic_shared), arr,
-            len(params))
+            len(params), PROGRAMMATIC_DEPENDENT if dependent else 0)
         if rc != 0:
             raise _lib.KvirError(_lib.last_error())
         self.launches.append((kernel, tuple(grid), tuple(block)))
+        self.dependent.append(bool(dependent))
 
     def synchronize(self):
         pass

@@ -92,9 +92,9 @@ class GpuLaunch:
         return out
 
     def run(self, stream=0):
-        for kernel, grid, block, smem, params in self.launches:
+        for kernel, grid, block, smem, params, dependent in self.launches:
             self.drv.launch(self.plan.ptx, kernel, grid, block, smem, params,
-                            stream)
+                            stream, dependent=dependent)
 
 
 class LaunchCache:

@@ -127,9 +127,11 @@ class Plan:
         return eval_size(p["value"], env)
 
     def launches(self, buffers, env):
-        """[(kernel, grid, block, dynamic shared bytes, [param bytes])] for
-        buffers {name: (device pointer, shape[, strides in elements])}
-        (contiguous when no strides are given)."""
+        """[(kernel, grid, block, dynamic shared bytes, [param bytes],
+        dependent)] for buffers {name: (device pointer, shape[, strides in
+        elements])} (contiguous when no strides are given); `dependent`: the
+        kernel is launched as a programmatic dependent of the one before it
+        (the plan's "programmatic_dependent")."""
         split = self.split(env)
         out = []
         for k in self.plan["kernels"]:
@@ -163,5 +165,6 @@ class Plan:
                                 f"the manifest says {m['num_params']}")
             grid = [eval_size(g, env) for g in m["grid"]]
             out.append((m["kernel"], grid, m["block"],
-                        m["dynamic_shared_bytes"], params))
+                        m["dynamic_shared_bytes"], params,
+                        bool(k.get("programmatic_dependent", False))))
         return out

@@ -41,6 +41,35 @@ def test_decode(rng, cache, lens, hq, hk):
               ref_lse, TOLERANCE["f16"], 1e-3)
 
 
+@pytest.mark.parametrize("chip,dependent", [("sm_90a", True),
+                                             ("sm_80", False)])
+def test_split_decode_launches_its_merge_as_a_dependent(rng, cache, chip,
+                                                        dependent):
+    # One long request splits: on sm_90a the plan launches the merge as a
+    # programmatic dependent of the split kernel, and the emulator checks
+    # that it touches nothing the split kernel wrote before its
+    # griddepcontrol.wait; sm_80 has no griddepcontrol.
+    lens, hq, hk, d, page = [3000, 20], 4, 1, 64, 16
+    pool, indptr, indices, last, keys, values = paged_batch(
+        rng, lens, page, hk, d, "float16")
+    q = rng.uniform(-1, 1, (len(lens), hq, d)).astype(np.float16)
+    w = kvir.BatchDecodeWithPagedKVCacheWrapper(
+        cache_dir=cache, backend="emulated_driver", chip=chip)
+    w.plan(t(indptr), t(indices), t(last), hq, hk, d, page)
+    out = nan((len(lens), hq, d), torch.float16)
+    lse = nan((len(lens), hq), torch.float32)
+    w.run(t(q), t(pool), out=out, lse=lse)
+    drv = w._exec.last_driver
+    names = [k for k, _, _ in drv.launches]
+    assert len(names) == 2 and "_split_" in names[0]
+    assert names[1].startswith("merge_")
+    assert drv.dependent == [False, dependent]
+    for b, n in enumerate(lens):
+        ref_o, ref_lse = attend(q[b:b + 1], keys[b], values[b], [n - 1])
+        check(out[b:b + 1].float().numpy(), lse[b:b + 1].numpy(), ref_o,
+              ref_lse, TOLERANCE["f16"], 1e-3)
+
+
 def test_paged_prefill(rng, cache):
     hq, hk, d, page = 4, 2, 64, 16
     kv_lens, qo_lens = [40, 70], [40, 9]

@@ -113,6 +113,10 @@ GpuKernel::compile(const std::string &source, const std::string &funcName,
   }
   kvir::emu::Emulator::get().options().exitOnError = false;
   kvir::emu::Emulator::get().options().rejectLibdevice = true;
+  // Every sm_90 kernel launched as a programmatic dependent of the grid
+  // before it, as a host may: what it touches before griddepcontrol.wait
+  // is checked against that grid.
+  kvir::emu::Emulator::get().options().launchWaitingKernelsAsDependents = true;
   if (mlir::failed(kvir::emu::lowerHostForEmulator(*module)))
     return fail("lowering the host code for the emulator failed");
 

@@ -92,6 +92,16 @@ int64_t getDynamicSharedBytes(mlir::gpu::GPUFuncOp func);
 /// The exact block a kernel built by KernelFunc is launched with.
 std::array<int64_t, 3> getBlock(mlir::gpu::GPUFuncOp func);
 
+/// Makes a built kernel safe to launch as a programmatic dependent of the
+/// grid before it in its stream (CUDA's programmatic stream serialization),
+/// on chips with griddepcontrol: before anything else, its threads wait
+/// until that grid completed and its memory operations are visible
+/// (griddepcontrol.wait), then let the grid after it launch early
+/// (griddepcontrol.launch_dependents: once every block of this one issued
+/// it, the dependent's blocks take the SMs' free slots and wait in turn).
+/// Launched without the attribute, both are no-ops.
+void orderAfterPrimaryGrid(mlir::gpu::GPUFuncOp func);
+
 /// A kernel symbol: `<stem>_<16 hex digits>`, the digits a stable hash of
 /// everything added.
 class KernelIdentity {

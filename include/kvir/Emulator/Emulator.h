@@ -117,6 +117,11 @@ struct EmulatorOptions {
   /// Keep a LaunchRecord of every launch (getLaunchRecords): enough to
   /// replay the launches elsewhere, e.g. on a GPU, on the same inputs.
   bool recordLaunches = false;
+  /// Launch every grid whose kernel uses griddepcontrol as a programmatic
+  /// dependent of the grid before it, when that grid was recorded: the
+  /// overlap a host launching every kernel with programmatic stream
+  /// serialization may cause, checked (kvir's GPU tests set it).
+  bool launchWaitingKernelsAsDependents = false;
 };
 
 /// One launch as a replay needs it: the kernel, its shape and each

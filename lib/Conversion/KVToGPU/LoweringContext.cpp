@@ -41,6 +41,11 @@ gpu::GPUFuncOp LoweringContext::getOrBuildKernel(
     return it->second;
   gpu::GPUFuncOp func = build(getKernelModule()).getOp();
   assert(func.getName() == symbol && "kernel built under another symbol");
+  // Every kernel may be launched as a programmatic dependent (a plan's
+  // merge after its split kernel; any kernel after the caller's, which the
+  // caller chooses).
+  if (target.hasGridDependencyControl)
+    codegen::orderAfterPrimaryGrid(func);
   return built[symbol] = func;
 }
 

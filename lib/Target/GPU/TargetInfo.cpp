@@ -18,17 +18,17 @@ static const CopyAtom kHopperCopy[] = {CopyAtom::Tma, CopyAtom::CpAsync};
 // (without "a") has TMA but not wgmma, which needs the arch-specific target.
 static const TargetInfo kTargets[] = {
     // chip, part, SMs, smem/SM, smem/block, reserved, regs/SM, threads/SM,
-    // blocks/SM, DRAM B/s, MMA atoms, copy atoms
+    // blocks/SM, DRAM B/s, MMA atoms, copy atoms, griddepcontrol
     {"sm_80", "A100 SXM 80GB", 108, 167936, 166912, 1024, 65536, 2048, 32,
      2.039e12, kAmpereMma, kAmpereCopy},
     {"sm_86", "A10 / RTX A6000", 84, 102400, 101376, 1024, 65536, 1536, 16,
      0.768e12, kAmpereMma, kAmpereCopy},
     {"sm_89", "L40S", 142, 102400, 101376, 1024, 65536, 1536, 24, 0.864e12,
      kAmpereMma, kAmpereCopy},
-    {"sm_90", "H100 SXM", 132, 233472, 232448, 1024, 65536, 2048, 32,
-     3.35e12, kAmpereMma, kHopperCopy},
-    {"sm_90a", "H100 SXM", 132, 233472, 232448, 1024, 65536, 2048, 32,
-     3.35e12, kHopperMma, kHopperCopy},
+    {"sm_90", "H100 SXM", 132, 233472, 232448, 1024, 65536, 2048, 32, 3.35e12,
+     kAmpereMma, kHopperCopy, true},
+    {"sm_90a", "H100 SXM", 132, 233472, 232448, 1024, 65536, 2048, 32, 3.35e12,
+     kHopperMma, kHopperCopy, true},
 };
 
 llvm::StringRef kvir::target::stringifyMmaAtom(MmaAtom atom) {

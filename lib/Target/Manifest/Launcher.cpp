@@ -22,6 +22,27 @@ std::string manifest::cudaDriverTable() {
    fills the table from libcuda.so.1 at run time, so building needs no CUDA
    headers or libraries; a caller may fill it with its own functions. The
    launchers use the caller's current CUDA context. */
+/* cuLaunchKernelEx's CUlaunchAttribute and CUlaunchConfig (cuda.h, CUDA
+   12+), laid out as the driver reads them. */
+typedef struct kvir_cu_launch_attribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int value;
+    void *align;
+  } value;
+} kvir_cu_launch_attribute_t;
+typedef struct kvir_cu_launch_config {
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
+  void *stream;
+  kvir_cu_launch_attribute_t *attrs;
+  unsigned num_attrs;
+} kvir_cu_launch_config_t;
+/* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: the launch may
+   overlap the previous kernel in the stream (the kernel waits for it with
+   griddepcontrol.wait). */
+#define KVIR_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
 typedef struct kvir_cuda {
   int (*module_load_data)(void **module, const void *image);
   int (*module_get_function)(void **function, void *module, const char *name);
@@ -40,6 +61,11 @@ typedef struct kvir_cuda {
                                  const unsigned *element_strides,
                                  int interleave, int swizzle, int l2_promotion,
                                  int oob_fill);
+  /* cuLaunchKernelEx (CUDA 12+ drivers; null before): a kernel the plan
+     launches as a programmatic dependent of the one before it (sm_90+)
+     goes through it; without it, through launch_kernel (no overlap). */
+  int (*launch_kernel_ex)(const kvir_cu_launch_config_t *config,
+                          void *function, void **params, void **extra);
 } kvir_cuda_t;
 /* 0, or -1 when libcuda.so.1 (the NVIDIA driver) is not there. */
 static inline int kvir_cuda_load(kvir_cuda_t *cu) {
@@ -63,6 +89,9 @@ static inline int kvir_cuda_load(kvir_cuda_t *cu) {
       (int (*)(void *, int, unsigned, void *, const uint64_t *,
                const uint64_t *, const unsigned *, const unsigned *, int, int,
                int, int))dlsym(lib, "cuTensorMapEncodeTiled");
+  cu->launch_kernel_ex =
+      (int (*)(const kvir_cu_launch_config_t *, void *, void **,
+               void **))dlsym(lib, "cuLaunchKernelEx");
   return cu->module_load_data && cu->module_get_function &&
                  cu->func_set_attribute && cu->launch_kernel &&
                  cu->memcpy_htod_async
@@ -163,11 +192,39 @@ void emitTensorMapCopy(raw_ostream &os, LaunchPlanAttr plan, PlanArgAttr arg,
      << "      return kvir_rc;\n"
      << "  }\n";
 }
+/// Kernel `index` (`k`) launched as a programmatic dependent of the kernel
+/// before it, by cuLaunchKernelEx where the driver has it (the launch
+/// after this falls through to cuLaunchKernel otherwise).
+void emitDependentLaunch(raw_ostream &os, KernelLaunchAttr k, size_t index) {
+  os << "      if (kvir_cu->launch_kernel_ex) {\n"
+     << "        kvir_cu_launch_attribute_t kvir_attr;\n"
+     << "        kvir_cu_launch_config_t kvir_config;\n"
+     << "        memset(&kvir_attr, 0, sizeof kvir_attr);\n"
+     << "        kvir_attr.id = "
+        "KVIR_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;\n"
+     << "        kvir_attr.value.value = 1;\n"
+     << "        kvir_config.grid_x = (unsigned)kvir_grid[0];\n"
+     << "        kvir_config.grid_y = (unsigned)kvir_grid[1];\n"
+     << "        kvir_config.grid_z = (unsigned)kvir_grid[2];\n"
+     << "        kvir_config.block_x = " << k.getBlock()[0] << ";\n"
+     << "        kvir_config.block_y = " << k.getBlock()[1] << ";\n"
+     << "        kvir_config.block_z = " << k.getBlock()[2] << ";\n"
+     << "        kvir_config.shared_bytes = " << k.getDynamicSharedBytes()
+     << ";\n"
+     << "        kvir_config.stream = kvir_stream;\n"
+     << "        kvir_config.attrs = &kvir_attr;\n"
+     << "        kvir_config.num_attrs = 1;\n"
+     << "        if ((kvir_rc = kvir_cu->launch_kernel_ex(&kvir_config, "
+        "kvir_kernels->functions["
+     << index << "],\n                 kvir_params, NULL)) != 0)\n"
+     << "          return kvir_rc;\n"
+     << "      } else\n";
+}
 } // namespace
 
 std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
                                     StringRef helpers, StringRef ptx,
-                                    bool hasSchedule) {
+                                    StringRef chip, bool hasSchedule) {
   std::string text;
   llvm::raw_string_ostream os(text);
   WorkScheduleAttr schedule = plan.getSchedule();
@@ -304,6 +361,9 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
     }
     if (when.empty())
       continue;
+    // Taken on both paths: unconditional (`!split || split` warns).
+    if (when.size() > 1)
+      when.assign({runsWhen(LaunchCondition::always, "")});
     os << "  if (" << llvm::join(when, " || ") << ") {\n    kvir_plan->"
        << arg.getName() << "_offset = kvir_at;\n    kvir_at += ("
        << bytesOf(arg) << " + 255) / 256 * 256;\n  }";
@@ -398,8 +458,10 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
          << "],\n                 "
             "KVIR_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, "
          << dynamic << ")) != 0)\n          return kvir_rc;\n";
-    os << "      }\n"
-       << "      if ((kvir_rc = kvir_cu->launch_kernel(kvir_kernels->functions["
+    os << "      }\n";
+    if (launchesAsDependent(plan, k, chip))
+      emitDependentLaunch(os, k, index);
+    os << "      if ((kvir_rc = kvir_cu->launch_kernel(kvir_kernels->functions["
        << index << "], (unsigned)kvir_grid[0], (unsigned)kvir_grid[1],\n"
        << "               (unsigned)kvir_grid[2], " << k.getBlock()[0] << ", "
        << k.getBlock()[1] << ", " << k.getBlock()[2] << ", " << dynamic

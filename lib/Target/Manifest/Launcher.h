@@ -21,7 +21,9 @@ namespace kvir::manifest {
 std::string cudaDriverTable();
 
 /// The typed launcher `name` of `plan`, whose helpers (sizes, schedule) are
-/// named `<helpers>_...`, whose PTX is the array `ptx`. `hasSchedule`: the
+/// named `<helpers>_...`, whose PTX is the array `ptx` compiled for `chip`
+/// (kernels after the first of a path launch as programmatic dependents
+/// where launchesAsDependent says so). `hasSchedule`: the
 /// header has `<helpers>_schedule`. The strides of a strided view, which
 /// only the caller's buffer knows, are parameters of `_launch` after the
 /// buffers (`<arg>_stride<axis>`, in elements). A plan a launcher cannot
@@ -29,7 +31,7 @@ std::string cudaDriverTable();
 /// saying so.
 std::string typedLauncher(kvgpu::LaunchPlanAttr plan, llvm::StringRef name,
                           llvm::StringRef helpers, llvm::StringRef ptx,
-                          bool hasSchedule);
+                          llvm::StringRef chip, bool hasSchedule);
 
 } // namespace kvir::manifest
 

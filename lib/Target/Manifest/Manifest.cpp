@@ -3,6 +3,7 @@
 #include "Launcher.h"
 #include "kvir/Dialect/KV/IR/PoolLayout.h"
 #include "kvir/Dialect/KVGPU/IR/KernelABI.h"
+#include "kvir/Target/GPU/TargetInfo.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -237,7 +238,29 @@ static llvm::json::Value configJson(Attribute config) {
   return text;
 }
 
-static llvm::json::Value planJson(LaunchPlanAttr plan) {
+bool manifest::waitsForPreviousGrid(StringRef chip) {
+  const target::TargetInfo *target = target::TargetInfo::lookup(chip);
+  return target && target->hasGridDependencyControl;
+}
+
+bool manifest::launchesAsDependent(LaunchPlanAttr plan, KernelLaunchAttr kernel,
+                                   StringRef chip) {
+  if (!waitsForPreviousGrid(chip))
+    return false;
+  auto samePath = [](LaunchCondition a, LaunchCondition b) {
+    return a == b || a == LaunchCondition::always ||
+           b == LaunchCondition::always;
+  };
+  for (KernelLaunchAttr k : plan.getKernels()) {
+    if (k == kernel)
+      return false;
+    if (samePath(k.getWhen(), kernel.getWhen()))
+      return true;
+  }
+  return false;
+}
+
+static llvm::json::Value planJson(LaunchPlanAttr plan, StringRef chip) {
   llvm::json::Array args, sizes, kernels;
   for (PlanArgAttr arg : plan.getArgs())
     args.push_back(argJson(plan, arg));
@@ -254,7 +277,9 @@ static llvm::json::Value planJson(LaunchPlanAttr plan) {
     kernels.push_back(llvm::json::Object{
         {"role", k.getRole()},
         {"kernel", k.getKernel().getLeafReference().getValue()},
-        {"when", stringifyLaunchCondition(k.getWhen())}});
+        {"when", stringifyLaunchCondition(k.getWhen())},
+        {"programmatic_dependent",
+         manifest::launchesAsDependent(plan, k, chip)}});
   llvm::json::Object workspace;
   if (plan.getPartitions().empty() && !plan.getSchedule()) {
     workspace["always"] = exprJson(workspaceBytes(plan, plan.getKernels()));
@@ -322,6 +347,7 @@ llvm::json::Value manifest::kernelManifest(LaunchPlanAttr plan,
       {"when", stringifyLaunchCondition(kernel.getWhen())},
       {"ptx", ptxFile},
       {"chip", chip},
+      {"waits_for_previous_grid", waitsForPreviousGrid(chip)},
       {"grid", std::move(grid)},
       {"block", std::move(block)},
       {"static_shared_bytes", kernel.getStaticSharedBytes()},
@@ -331,7 +357,7 @@ llvm::json::Value manifest::kernelManifest(LaunchPlanAttr plan,
       {"param_abi", "buffers as bare device pointers (16-byte aligned) and "
                     "sizes as int64, in order; then each buffer's dynamic "
                     "extents as int64 (role extent, value an expression)"},
-      {"plan", planJson(plan)},
+      {"plan", planJson(plan, chip)},
   };
 }
 
@@ -726,7 +752,7 @@ std::string manifest::cHeader(StringRef binary, StringRef ptx, StringRef chip,
     std::optional<int64_t> maxBatch;
     bool hasSchedule =
         plan.getSchedule() && scheduleReadsBatchOnly(plan, maxBatch);
-    h << typedLauncher(plan, launcher, pid, "kvir_" + id + "_ptx",
+    h << typedLauncher(plan, launcher, pid, "kvir_" + id + "_ptx", chip,
                        hasSchedule)
       << "\n";
   }

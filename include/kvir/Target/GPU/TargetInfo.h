@@ -58,6 +58,10 @@ struct TargetInfo {
   /// The chip's MMA and copy atoms, most preferred first.
   llvm::ArrayRef<MmaAtom> mmaAtoms;
   llvm::ArrayRef<CopyAtom> copyAtoms;
+  /// griddepcontrol (sm_90+; PTX ISA 7.8): a grid launched as a
+  /// programmatic dependent of the one before it may start while that one
+  /// runs and waits for it with griddepcontrol.wait.
+  bool hasGridDependencyControl = false;
 
   bool has(MmaAtom atom) const;
   bool has(CopyAtom atom) const;

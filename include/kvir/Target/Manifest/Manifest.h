@@ -51,6 +51,19 @@ struct KernelParam {
 llvm::SmallVector<KernelParam> getKernelParams(kvgpu::LaunchPlanAttr plan,
                                                kvgpu::KernelLaunchAttr kernel);
 
+/// Whether `chip`'s kernels wait for the grid launched before them
+/// (griddepcontrol.wait first): any launch of them may be a programmatic
+/// dependent (CUDA's programmatic stream serialization).
+bool waitsForPreviousGrid(llvm::StringRef chip);
+
+/// Whether a host launches `kernel`, one of `plan`'s compiled for `chip`,
+/// as a programmatic dependent of the plan's kernel before it: a kernel
+/// after the first of its path (a merge after its split kernel), where
+/// waitsForPreviousGrid. Its launch then overlaps the previous kernel's
+/// last blocks.
+bool launchesAsDependent(kvgpu::LaunchPlanAttr plan,
+                         kvgpu::KernelLaunchAttr kernel, llvm::StringRef chip);
+
 /// The manifest of `kernel`, one of `plan`'s, whose PTX is `ptxFile`
 /// compiled for `chip`.
 llvm::json::Value kernelManifest(kvgpu::LaunchPlanAttr plan,

@@ -39,6 +39,21 @@ static int fake_launch(void *function, unsigned gx, unsigned gy, unsigned gz,
   ++launches;
   return 0;
 }
+/* cuLaunchKernelEx: records the launch and its one attribute. */
+static int dependent[4];
+static int fake_launch_ex(const kvir_cu_launch_config_t *config,
+                          void *function, void **params, void **extra) {
+  if (config->num_attrs != 1 ||
+      config->attrs[0].id !=
+          KVIR_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION ||
+      config->attrs[0].value.value != 1)
+    return 1;
+  dependent[launches] = 1;
+  return fake_launch(function, config->grid_x, config->grid_y,
+                     config->grid_z, config->block_x, config->block_y,
+                     config->block_z, config->shared_bytes, config->stream,
+                     params, extra);
+}
 static int fake_upload(uint64_t device, const void *host, size_t bytes,
                        void *stream) {
   (void)device, (void)host, (void)stream;
@@ -135,6 +150,19 @@ int main(void) {
     EXPECT(firstPointer[0] == 0x1000 && firstExtent[0] == 4);
     EXPECT(strncmp(names[1], "merge_rows", 10) == 0);
     EXPECT(grids[1][0] == 4 && grids[1][1] == 32 && blocks[1][0] == 128);
+    /* Without cuLaunchKernelEx both are plain launches; with it, the merge
+       is a programmatic dependent of the split kernel (sm_90a), which is
+       not one itself. */
+    EXPECT(!dependent[0] && !dependent[1]);
+    cu.launch_kernel_ex = fake_launch_ex;
+    launches = 0;
+    EXPECT(kvir_kv_kernels_decode0_launch(&cu, &kernels, NULL, &plan, 0x1000,
+                                          0x2000, 0x3000, 0x4000, 0x5000,
+                                          0x6000, 0x7000, 0x100000) == 0);
+    EXPECT(launches == 2 && !dependent[0] && dependent[1]);
+    EXPECT(strncmp(names[1], "merge_rows", 10) == 0);
+    EXPECT(grids[1][0] == 4 && grids[1][1] == 32 && grids[1][2] == 1);
+    EXPECT(blocks[1][0] == 128 && blocks[1][1] == 1);
     kvir_kv_kernels_decode0_plan_release(&plan);
   }
   EXPECT(strstr(kvir_kv_kernels_ptx, ".target sm_90a") != NULL);
