@@ -1,6 +1,7 @@
 //===- PagedTileLoader.cpp - K/V tiles of a paged cache -------------------===//
 #include "kvir/Codegen/PagedTileLoader.h"
 #include "kvir/Codegen/IRBuilder.h"
+#include "kvir/Dialect/KV/IR/PoolLayout.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -427,27 +428,56 @@ void codegen::waitAsyncCopies(ImplicitLocOpBuilder &b, int64_t pending) {
   NVVM::CpAsyncWaitGroupOp::create(b, pending);
 }
 
+int64_t codegen::chunksPerThreadRow(int64_t rows, int64_t chunks,
+                                    int64_t numThreads, int64_t maxPerRow) {
+  int64_t perRow = 1;
+  for (int64_t g = 2; g <= std::min<int64_t>(4, maxPerRow); g *= 2)
+    if (chunks % g == 0 && chunks / g >= 8 && rows * chunks / g >= numThreads)
+      perRow = g;
+  return perRow;
+}
+
 void codegen::copyRowsAsync(
     ImplicitLocOpBuilder &b, const SharedTile &tile, Value stage, int64_t width,
     Value thread, int64_t numThreads, const RowSource &source,
-    function_ref<Value(ImplicitLocOpBuilder &, Value)> valid) {
+    function_ref<Value(ImplicitLocOpBuilder &, Value)> valid, bool dimInnermost,
+    int64_t maxChunksPerRow) {
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
   int64_t ce = tile.chunkElements();
   int64_t chunks = width / ce;
-  int64_t total = tile.rows * chunks;
+  // A thread takes `perRow` chunks of one row, `span` chunks apart: it
+  // locates a row once for all of them, and a warp's phase of 8 threads
+  // still writes 8 consecutive chunks of a row. Where the dim is the
+  // source's last index, the other chunks' sources are the first's moved;
+  // otherwise all are formed before any copy (so that CSE shares the row's
+  // lookups).
+  int64_t perRow =
+      chunksPerThreadRow(tile.rows, chunks, numThreads, maxChunksPerRow);
+  int64_t span = chunks / perRow;
   auto emit = [&](ImplicitLocOpBuilder &jb, Value i) {
     IRBuilder j{jb};
-    Value r = j.divU(i, j.idx(chunks));
-    Value c = j.remU(i, j.idx(chunks));
-    Value dim = j.mul(c, j.idx(ce));
-    auto [from, indices] = source(jb, r, dim);
+    Value r = j.divU(i, j.idx(span));
+    Value c0 = j.remU(i, j.idx(span));
+    SmallVector<Value> cs;
+    SmallVector<std::pair<Value, SmallVector<Value>>> sources;
+    for (int64_t m = 0; m < perRow; ++m) {
+      cs.push_back(j.add(c0, j.idx(m * span)));
+      if (m == 0 || !dimInnermost) {
+        sources.push_back(source(jb, r, j.mul(cs.back(), j.idx(ce))));
+        continue;
+      }
+      sources.push_back(sources.front());
+      sources.back().second.back() =
+          j.add(sources.back().second.back(), j.idx(m * span * ce));
+    }
     Value srcElements = j.select(valid(jb, r), j.idx(ce), j.idx(0));
-    nvgpu::DeviceAsyncCopyOp::create(
-        jb, tokenType, tile.memref, tile.chunkIndices(jb, stage, r, c), from,
-        indices, jb.getIndexAttr(ce), srcElements,
-        /*bypassL1=*/tile.chunkBytes == 16 ? jb.getUnitAttr() : UnitAttr());
+    for (auto [c, from] : llvm::zip(cs, sources))
+      nvgpu::DeviceAsyncCopyOp::create(
+          jb, tokenType, tile.memref, tile.chunkIndices(jb, stage, r, c),
+          from.first, from.second, jb.getIndexAttr(ce), srcElements,
+          /*bypassL1=*/tile.chunkBytes == 16 ? jb.getUnitAttr() : UnitAttr());
   };
-  emitStrided(b, thread, numThreads, total, emit);
+  emitStrided(b, thread, numThreads, tile.rows * span, emit);
 }
 
 void PagedTileLoader::copyTileTransposedAsync(
@@ -505,14 +535,17 @@ void PagedTileLoader::copyTileAsync(ImplicitLocOpBuilder &b,
         std::tie(page, slot) = locate(jb, token, tile0, idSlot);
       return this->source(jb, copy.role, token, page, slot, dim);
     };
-    copyRowsAsync(b, copy.tile, stage, copy.width, thread, numThreads, source,
-                  [&](ImplicitLocOpBuilder &jb, Value r) -> Value {
-                    if (gathers())
-                      return holdsKey(jb, idSlot, r, count);
-                    // Rows of a tile: 32 bits.
-                    IRBuilder j{jb};
-                    return j.lt(j.toI32(r), j.toI32(count));
-                  });
+    copyRowsAsync(
+        b, copy.tile, stage, copy.width, thread, numThreads, source,
+        [&](ImplicitLocOpBuilder &jb, Value r) -> Value {
+          if (gathers())
+            return holdsKey(jb, idSlot, r, count);
+          // Rows of a tile: 32 bits.
+          IRBuilder j{jb};
+          return j.lt(j.toI32(r), j.toI32(count));
+        },
+        /*dimInnermost=*/!kv.type || kv::isDimInnermost(kv.type, copy.role),
+        maxChunksPerRow);
   }
 }
 

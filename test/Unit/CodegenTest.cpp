@@ -7,6 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kvir/Codegen/KernelFunc.h"
+#include "kvir/Codegen/PagedTileLoader.h"
+#include "kvir/Dialect/KV/IR/KVTypes.h"
+#include "kvir/Dialect/KV/IR/PoolLayout.h"
 #include "kvir/Dialect/KVGPU/IR/KVGPUDialect.h"
 #include "kvir/Registration/InitAll.h"
 #include "kvir/Target/GPU/TargetInfo.h"
@@ -210,6 +213,45 @@ TEST(TargetInfo, OccupancyFollowsTheCalculator) {
   EXPECT_NEAR(a100.occupancy(128, 72, 21600), 28.0 / 64.0, 1e-12);
   // Shared memory bound: 100 KB blocks, one per SM.
   EXPECT_EQ(a100.residentBlocks(128, 32, 100 * 1024), 1);
+}
+
+TEST(TargetInfo, GridDependencyControlFromSm90) {
+  for (const target::TargetInfo &t : target::TargetInfo::all())
+    EXPECT_EQ(t.hasGridDependencyControl, t.chip.starts_with("sm_90"))
+        << t.chip.str();
+}
+
+TEST(CopyRows, ChunksPerThreadRow) {
+  // A 64-row tile of 16 chunks (head dim 128, f16): 2 chunks of a row a
+  // thread at 256 and 128 threads (8 threads a row), 1 where 2 would idle
+  // threads (16 rows over 256 threads) or leave fewer than 8 a row.
+  EXPECT_EQ(codegen::chunksPerThreadRow(64, 16, 256), 2);
+  EXPECT_EQ(codegen::chunksPerThreadRow(64, 16, 128), 2);
+  EXPECT_EQ(codegen::chunksPerThreadRow(16, 16, 256), 1);
+  EXPECT_EQ(codegen::chunksPerThreadRow(64, 8, 128), 1);
+  // Head dim 512 (64 chunks): 4 a row.
+  EXPECT_EQ(codegen::chunksPerThreadRow(32, 64, 256), 4);
+  EXPECT_EQ(codegen::chunksPerThreadRow(64, 12, 64), 1);
+}
+
+TEST(PoolLayout, DimInnermostExceptVllmKeys) {
+  auto paged = [](StringRef params) {
+    return cast<kv::PagedType>(
+        parseType(("!kv.paged<" + params + ">").str(), &context()));
+  };
+  kv::PagedType nhd =
+      paged("page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, "
+            "dtype = f16, layout = nhd, storage = combined, table = csr");
+  kv::PagedType vllm =
+      paged("page_size = 16, kv_heads = 2, head_dim = 64, head_dim_v = 64, "
+            "dtype = f16, layout = vllm, storage = split, table = block_table");
+  ASSERT_TRUE(nhd && vllm);
+  EXPECT_TRUE(kv::isDimInnermost(nhd, kv::PoolRole::K));
+  EXPECT_TRUE(kv::isDimInnermost(nhd, kv::PoolRole::V));
+  // vLLM's K packs 8 dims innermost ([blocks, heads, dim / 8, slots, 8]),
+  // its V has the slots innermost ([blocks, heads, dim, slots]).
+  EXPECT_FALSE(kv::isDimInnermost(vllm, kv::PoolRole::K));
+  EXPECT_FALSE(kv::isDimInnermost(vllm, kv::PoolRole::V));
 }
 
 TEST(Build, AssertionsAreOn) {

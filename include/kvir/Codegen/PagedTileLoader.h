@@ -83,6 +83,9 @@ public:
   /// instructions a copy, 32-bit, but values kept over a K/V loop that a
   /// kernel at its register budget spills) rather than by locate.
   void setLocateInTile(bool on) { inTile = on; }
+  /// The most chunks of a row one thread copies in copyTileAsync
+  /// (chunksPerThreadRow; 4 unless set).
+  void setMaxChunksPerThreadRow(int64_t max) { maxChunksPerRow = max; }
 
   /// The most pages `tileTokens` consecutive tokens can touch, wherever
   /// they start.
@@ -230,6 +233,7 @@ private:
   mlir::Value req, tableBase, kvHead, pageIds;
   int64_t tileTokens;
   bool inTile = false;
+  int64_t maxChunksPerRow = 4;
 };
 
 /// Where element `dim` of row `row` of a copy comes from: a memref and its
@@ -244,13 +248,25 @@ using RowSource = std::function<std::pair<mlir::Value, llvm::SmallVector<mlir::V
 /// (i1), else it is zero-filled and nothing is read (`source` must still
 /// give an address, e.g. of a clamped row). Consecutive threads take
 /// consecutive chunks of a row, so a warp's writes to a swizzled tile are
-/// free of bank conflicts. Part of the caller's next commit group.
+/// free of bank conflicts; each thread takes chunksPerThreadRow chunks of
+/// a row, locating it once. `dimInnermost`: `source`'s last index is the
+/// dim (plus a constant), so a row's other chunks are that index moved.
+/// Part of the caller's next commit group.
+/// The chunks of one row each thread copies in copyRowsAsync of `rows`
+/// rows of `chunks` chunks over `numThreads` threads: the most of 1, 2 and
+/// 4 (at most `maxPerRow`) that divides the row, leaves at least 8 threads
+/// a row (a warp's phase of 8 writes consecutive chunks of one row) and
+/// keeps every thread busy.
+int64_t chunksPerThreadRow(int64_t rows, int64_t chunks, int64_t numThreads,
+                           int64_t maxPerRow = 4);
+
 void copyRowsAsync(mlir::ImplicitLocOpBuilder &b, const SharedTile &tile,
                    mlir::Value stage, int64_t width, mlir::Value thread,
                    int64_t numThreads, const RowSource &source,
                    llvm::function_ref<mlir::Value(mlir::ImplicitLocOpBuilder &,
                                                   mlir::Value row)>
-                       valid);
+                       valid,
+                   bool dimInnermost = false, int64_t maxChunksPerRow = 4);
 
 /// Tile `index` of keys [start, end) cut into tiles of `tileTokens`: its
 /// first key and its key count (the last tile's may be short).

@@ -404,7 +404,8 @@ PrefillBlock::emitPrologue(ImplicitLocOpBuilder &b, const KVTileStream &stream,
         },
         [&](ImplicitLocOpBuilder &jb, Value r) {
           return unpackRow(jb, s, w, kvHead, r).valid;
-        });
+        },
+        /*dimInnermost=*/true);
   };
   // The query by TMA only where the tile is whole: a box of a tile with
   // fewer rows would read the next request's (a decode-like request's 4

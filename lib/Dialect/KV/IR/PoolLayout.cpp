@@ -127,6 +127,15 @@ AffineMap kvir::kv::getPoolIndexMap(PagedType type, PoolRole role) {
   llvm_unreachable("unknown layout");
 }
 
+bool kvir::kv::isDimInnermost(PagedType type, PoolRole role) {
+  AffineMap map = getPoolIndexMap(type, role);
+  ArrayRef<AffineExpr> results = map.getResults();
+  AffineExpr dim = getAffineDimExpr(4, map.getContext());
+  return !results.empty() && results.back() == dim &&
+         llvm::none_of(results.drop_back(),
+                       [&](AffineExpr e) { return e.isFunctionOfDim(4); });
+}
+
 unsigned kvir::kv::getPoolOperandIndex(PagedType type, PoolRole role) {
   if (type.getStorage() == Storage::combined)
     return 0;

@@ -43,6 +43,11 @@ llvm::SmallVector<int64_t> getExpectedPoolShape(PagedType type, PoolRole role);
 /// Scale pools take `dim / quant_group` as their dim coordinate.
 mlir::AffineMap getPoolIndexMap(PagedType type, PoolRole role);
 
+/// Whether `role`'s pool index map gives the dim as its last index and uses
+/// it nowhere else (not vLLM's K, whose dims are split in packs): moving
+/// along a row's dims moves only that index.
+bool isDimInnermost(PagedType type, PoolRole role);
+
 /// The index of the pool memref `role` reads within the view's pools and
 /// scales (combined storage keeps K and V in pool 0).
 unsigned getPoolOperandIndex(PagedType type, PoolRole role);
