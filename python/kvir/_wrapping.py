@@ -182,17 +182,20 @@ class _Executor:
             self.kernels[chip] = _compile(self.spec, chip, self.cache)
         return self.kernels[chip]
 
-    def run(self, args, kv_lengths=None, backend="auto"):
+    def run(self, args, kv_lengths=None, backend="auto", pdl=False):
         """`args`: (plan argument name, Arg, or a float for an f32 scalar)
         in the spec function's order, ending with out and lse. On torch
-        tensors, a call of the torch operator kvir::run (torch_ops)."""
+        tensors, a call of the torch operator kvir::run (torch_ops).
+        `pdl`: on the GPU path, the call's first kernel is launched as a
+        programmatic dependent of the stream's previous kernel where the
+        chip's kernels wait for it (FlashInfer's enable_pdl)."""
         tensors = [a.obj for _, a in args if isinstance(a, Arg)]
         if torch_ops.available() and all(_is_torch(t) for t in tensors):
-            torch_ops.call(self, args, kv_lengths, backend)
+            torch_ops.call(self, args, kv_lengths, backend, pdl)
         else:
-            self.run_now(args, kv_lengths, backend)
+            self.run_now(args, kv_lengths, backend, pdl)
 
-    def run_now(self, args, kv_lengths=None, backend="auto"):
+    def run_now(self, args, kv_lengths=None, backend="auto", pdl=False):
         """Runs the kernels on `args` (run()'s) now."""
         buffers = [(n, a) for n, a in args if isinstance(a, Arg)]
         scalars = {n: a for n, a in args if not isinstance(a, Arg)}
@@ -221,7 +224,7 @@ class _Executor:
             self.last_driver = drv
             try:
                 GpuLaunch(kernel.plan(), tensors, kv_lengths, "cpu", drv,
-                          scalars=scalars).run()
+                          scalars=scalars).run(first_dependent=pdl)
             finally:
                 drv.release()
             return
@@ -234,7 +237,7 @@ class _Executor:
             lambda: GpuLaunch(kernel.plan(), tensors, kv_lengths, dev,
                               scalars=scalars),
             torch.cuda.is_current_stream_capturing())
-        launch.run(stream)
+        launch.run(stream, first_dependent=pdl)
 
 
 def _check_tables(fn, *args):

@@ -91,8 +91,17 @@ class GpuLaunch:
             raise PlanError("a tensor map's buffer is not 64-byte aligned")
         return out
 
-    def run(self, stream=0):
-        for kernel, grid, block, smem, params, dependent in self.launches:
+    def run(self, stream=0, first_dependent=False):
+        """Launches the kernels on `stream`: those the plan marks as
+        programmatic dependents of the kernel before them so, and with
+        `first_dependent` the first too, where its chip's kernels wait for
+        the grid before them (FlashInfer's enable_pdl: it overlaps the
+        stream's previous kernel)."""
+        for i, (kernel, grid, block, smem, params, dependent) in \
+                enumerate(self.launches):
+            if i == 0 and first_dependent:
+                dependent = bool(self.plan.kernels[kernel].get(
+                    "waits_for_previous_grid", False))
             self.drv.launch(self.plan.ptx, kernel, grid, block, smem, params,
                             stream, dependent=dependent)
 

@@ -29,12 +29,13 @@ _library = []
 
 class _Binding:
     """What a plan id stands for: the executor, the names and kinds of its
-    arguments in the kernel's order, the batch's kv lengths, the backend.
-    Held by the executor, so an id lives as long as its plan."""
+    arguments in the kernel's order, the batch's kv lengths, the backend,
+    whether the first launch is a programmatic dependent. Held by the
+    executor, so an id lives as long as its plan."""
 
-    def __init__(self, executor, layout, kv_lengths, backend):
+    def __init__(self, executor, layout, kv_lengths, backend, pdl=False):
         self.executor, self.layout = executor, layout
-        self.kv_lengths, self.backend = kv_lengths, backend
+        self.kv_lengths, self.backend, self.pdl = kv_lengths, backend, pdl
         _next_id[0] += 1
         self.id = _next_id[0]
         _bindings[self.id] = self
@@ -53,7 +54,8 @@ def _run_kernel(plan, inputs, scalars, out, lse):
     args = [(name, Arg(label, next(tensors)) if kind == "tensor"
              else float(next(values)))
             for name, label, kind in binding.layout]
-    binding.executor.run_now(args, binding.kv_lengths, binding.backend)
+    binding.executor.run_now(args, binding.kv_lengths, binding.backend,
+                             binding.pdl)
 
 
 def _fake_kernel(plan, inputs, scalars, out, lse):
@@ -82,17 +84,17 @@ def available():
     return "torch" in sys.modules
 
 
-def call(executor, args, kv_lengths, backend):
+def call(executor, args, kv_lengths, backend, pdl=False):
     """Runs `args` ((plan argument, Arg or float), ending with out and lse)
     of `executor` through kvir::run."""
     layout = tuple((n, a.name, "tensor") if hasattr(a, "obj")
                    else (n, n, "scalar") for n, a in args)
     if layout[-2][0] != "out" or layout[-1][0] != "lse":
         raise ValueError("kvir::run: a call's last arguments are out and lse")
-    key = (layout, id(kv_lengths), backend)
+    key = (layout, id(kv_lengths), backend, bool(pdl))
     binding = executor.bindings.get(key)
     if binding is None:
-        binding = _Binding(executor, layout, kv_lengths, backend)
+        binding = _Binding(executor, layout, kv_lengths, backend, bool(pdl))
         executor.bindings[key] = binding
     tensors = [a.obj for _, a in args if hasattr(a, "obj")]
     scalars = [float(a) for _, a in args if not hasattr(a, "obj")]

@@ -103,13 +103,17 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
         """FlashInfer's run: `q_scale` / `k_scale` multiply the logits,
         `v_scale` the output, `sinks` [num_qo_heads] join each row's
         softmax denominator (a kernel with sinks, compiled on first use);
-        `window_left` is the plan's or None; `enable_pdl` is accepted
-        (kvir's launches choose their own overlap)."""
+        `window_left` is the plan's or None; `enable_pdl`: on a GPU, the
+        first kernel is launched as a programmatic dependent of the
+        stream's previous kernel (sm_90: it overlaps that kernel's tail and
+        waits for it before touching memory; a split's merge always
+        overlaps its split kernel so)."""
         self._planned()
         if self._rows is not None:
             return self._rows.run(q, paged_kv_cache, out, lse, return_lse,
                                   k_scale, v_scale, q_scale=q_scale,
-                                  sinks=sinks, window_left=window_left)
+                                  sinks=sinks, window_left=window_left,
+                                  enable_pdl=enable_pdl)
         s = self.spec
         hq, d = s["num_qo_heads"], s["head_dim"]
         qa = Arg("q", _input(q)).check(s["dtype"], [self.batch, hq, d])
@@ -125,7 +129,7 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
         args = [("q", qa)] + pools + self._tables.on(qa) + scales + \
             self._variant_args(qa, sinks) + [("out", oa), ("lse", la)]
         self._executor(pools, k_scale, q_scale, sinks, window_left).run(
-            args, self.kv_lengths, self.backend)
+            args, self.kv_lengths, self.backend, pdl=bool(enable_pdl))
         _scale_output(s, out, v_scale)
         return (out, lse) if return_lse else out
 
@@ -301,7 +305,7 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
         args = [("q", qa), t[0]] + pools + t[1:] + scales + \
             self._variant_args(qa, sinks) + [("out", oa), ("lse", la)]
         self._executor(pools, k_scale, q_scale, sinks, window_left).run(
-            args, backend=self.backend)
+            args, backend=self.backend, pdl=bool(enable_pdl))
         _scale_output(s, out, v_scale)
         return (out, lse) if return_lse else out
 
@@ -370,7 +374,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillBase):
         args = [("q", qa), t[0], ("k", ka), ("v", va), t[1]] + \
             self._variant_args(qa, sinks) + [("out", oa), ("lse", la)]
         self._executor((), k_scale, q_scale, sinks, window_left).run(
-            args, backend=self.backend)
+            args, backend=self.backend, pdl=bool(enable_pdl))
         _scale_output(s, out, v_scale)
         return (out, lse) if return_lse else out
 

@@ -70,6 +70,32 @@ def test_split_decode_launches_its_merge_as_a_dependent(rng, cache, chip,
               ref_lse, TOLERANCE["f16"], 1e-3)
 
 
+@pytest.mark.parametrize("chip,first", [("sm_90a", True), ("sm_80", False)])
+def test_enable_pdl_launches_the_first_kernel_as_a_dependent(rng, cache, chip,
+                                                             first):
+    # FlashInfer's enable_pdl: the call's first kernel may overlap the
+    # stream's previous one where the chip's kernels wait for it (sm_90);
+    # the emulator checks it against the grid launched before it (the same
+    # call without enable_pdl).
+    lens, hq, hk, d, page = [37, 1, 100], 8, 2, 64, 16
+    pool, indptr, indices, last, keys, values = paged_batch(
+        rng, lens, page, hk, d, "float16")
+    q = rng.uniform(-1, 1, (len(lens), hq, d)).astype(np.float16)
+    w = kvir.BatchDecodeWithPagedKVCacheWrapper(
+        cache_dir=cache, backend="emulated_driver", chip=chip)
+    w.plan(t(indptr), t(indices), t(last), hq, hk, d, page)
+    w.run(t(q), t(pool))
+    assert w._exec.last_driver.dependent[0] is False
+    out = nan((len(lens), hq, d), torch.float16)
+    lse = nan((len(lens), hq), torch.float32)
+    w.run(t(q), t(pool), out=out, lse=lse, enable_pdl=True)
+    assert w._exec.last_driver.dependent[0] is first
+    for b, n in enumerate(lens):
+        ref_o, ref_lse = attend(q[b:b + 1], keys[b], values[b], [n - 1])
+        check(out[b:b + 1].float().numpy(), lse[b:b + 1].numpy(), ref_o,
+              ref_lse, TOLERANCE["f16"], 1e-3)
+
+
 def test_paged_prefill(rng, cache):
     hq, hk, d, page = 4, 2, 64, 16
     kv_lens, qo_lens = [40, 70], [40, 9]
@@ -208,3 +234,42 @@ def test_launch_cache_reuses_a_call_over_the_same_buffers():
     assert len(built) == 3
     cache.get(key({"q": q, "out": out}), build)
     assert len(built) == 4
+
+
+def test_cuda_launch_structures_match_cuda_h(tmp_path):
+    # kvir.cuda_driver's ctypes copies of CUlaunchAttribute / CUlaunchConfig
+    # (cuLaunchKernelEx) against cuda.h, where CUDA is installed (it is not
+    # a Debian package).
+    import ctypes
+    import os
+    import shutil
+    import subprocess
+    include = "/usr/local/cuda/include"
+    cc = shutil.which("cc")
+    if not (os.path.exists(os.path.join(include, "cuda.h")) and cc):
+        pytest.skip("no CUDA header or C compiler")
+    src = tmp_path / "abi.c"
+    src.write_text(
+        "#include <cuda.h>\n#include <stddef.h>\n#include <stdio.h>\n"
+        "int main(void) {\n"
+        "  printf(\"%zu %zu %zu %zu %zu %zu %zu %zu %zu\\n\",\n"
+        "         sizeof(CUlaunchAttribute), offsetof(CUlaunchAttribute, value),\n"
+        "         sizeof(CUlaunchConfig), offsetof(CUlaunchConfig, blockDimX),\n"
+        "         offsetof(CUlaunchConfig, sharedMemBytes),\n"
+        "         offsetof(CUlaunchConfig, hStream),\n"
+        "         offsetof(CUlaunchConfig, attrs),\n"
+        "         offsetof(CUlaunchConfig, numAttrs),\n"
+        "         (size_t)CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);\n"
+        "  return 0;\n}\n")
+    exe = tmp_path / "abi"
+    subprocess.run([cc, "-I" + include, str(src), "-o", str(exe)], check=True)
+    got = [int(x) for x in subprocess.run(
+        [str(exe)], capture_output=True, text=True, check=True).stdout.split()]
+    from kvir.cuda_driver import (
+        CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION as serialization,
+        LaunchAttribute, LaunchConfig)
+    assert got == [ctypes.sizeof(LaunchAttribute), LaunchAttribute.value.offset,
+                   ctypes.sizeof(LaunchConfig), LaunchConfig.block.offset,
+                   LaunchConfig.shared_bytes.offset, LaunchConfig.stream.offset,
+                   LaunchConfig.attrs.offset, LaunchConfig.num_attrs.offset,
+                   serialization]
