@@ -16,8 +16,8 @@ ptxas = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas" if os.path.exists(
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
-# CUDA's driver header (not Debian's either): the C headers' copies of its
-# launch structures are checked against it where it is installed.
+# CUDA's driver header, beside the ptxas found above: the C headers' copies
+# of its launch structures are checked against it where it is installed.
 cuda_include = os.path.join(os.path.dirname(os.path.dirname(ptxas)), "include") if ptxas else None
 if cuda_include and os.path.exists(os.path.join(cuda_include, "cuda.h")):
     config.available_features.add("cuda-header")

@@ -127,6 +127,10 @@ KVIR_C_API int
 kvir_emulator_launch_ex(const char *kernel, const uint32_t grid[3],
                         const uint32_t block[3], uint32_t dynamic_shared_bytes,
                         void **params, int64_t num_params, uint32_t flags);
+/* 1 when a launch now may be KVIR_LAUNCH_PROGRAMMATIC_DEPENDENT (the grid
+   before it was recorded), else 0 (the process's first launch, or one
+   after grids of kernels without griddepcontrol only). */
+KVIR_C_API int kvir_emulator_can_check_dependent_launch(void);
 
 #ifdef __cplusplus
 }

@@ -473,6 +473,10 @@ int kvir_emulator_launch(const char *kernel, const uint32_t grid[3],
                                  numParams, 0);
 }
 
+int kvir_emulator_can_check_dependent_launch(void) {
+  return kvir::emu::Emulator::get().canCheckDependentLaunch() ? 1 : 0;
+}
+
 int kvir_emulator_launch_ex(const char *kernel, const uint32_t grid[3],
                             const uint32_t block[3], uint32_t dynamicShared,
                             void **params, int64_t numParams, uint32_t flags) {

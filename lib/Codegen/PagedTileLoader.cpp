@@ -429,10 +429,12 @@ void codegen::waitAsyncCopies(ImplicitLocOpBuilder &b, int64_t pending) {
 }
 
 int64_t codegen::chunksPerThreadRow(int64_t rows, int64_t chunks,
-                                    int64_t numThreads, int64_t maxPerRow) {
+                                    int64_t numThreads,
+                                    int64_t maxChunksPerThreadRow) {
   int64_t perRow = 1;
-  for (int64_t g = 2; g <= std::min<int64_t>(4, maxPerRow); g *= 2)
-    if (chunks % g == 0 && chunks / g >= 8 && rows * chunks / g >= numThreads)
+  for (int64_t g = 2; g <= std::min<int64_t>(4, maxChunksPerThreadRow); ++g)
+    if (chunks % g == 0 && (chunks / g) % 8 == 0 &&
+        rows * chunks / g >= numThreads)
       perRow = g;
   return perRow;
 }
@@ -441,18 +443,18 @@ void codegen::copyRowsAsync(
     ImplicitLocOpBuilder &b, const SharedTile &tile, Value stage, int64_t width,
     Value thread, int64_t numThreads, const RowSource &source,
     function_ref<Value(ImplicitLocOpBuilder &, Value)> valid, bool dimInnermost,
-    int64_t maxChunksPerRow) {
+    int64_t maxChunksPerThreadRow) {
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
   int64_t ce = tile.chunkElements();
   int64_t chunks = width / ce;
   // A thread takes `perRow` chunks of one row, `span` chunks apart: it
   // locates a row once for all of them, and a warp's phase of 8 threads
-  // still writes 8 consecutive chunks of a row. Where the dim is the
+  // still writes an aligned group of 8 chunks of one row. Where the dim is the
   // source's last index, the other chunks' sources are the first's moved;
   // otherwise all are formed before any copy (so that CSE shares the row's
   // lookups).
   int64_t perRow =
-      chunksPerThreadRow(tile.rows, chunks, numThreads, maxChunksPerRow);
+      chunksPerThreadRow(tile.rows, chunks, numThreads, maxChunksPerThreadRow);
   int64_t span = chunks / perRow;
   auto emit = [&](ImplicitLocOpBuilder &jb, Value i) {
     IRBuilder j{jb};
@@ -545,7 +547,7 @@ void PagedTileLoader::copyTileAsync(ImplicitLocOpBuilder &b,
           return j.lt(j.toI32(r), j.toI32(count));
         },
         /*dimInnermost=*/!kv.type || kv::isDimInnermost(kv.type, copy.role),
-        maxChunksPerRow);
+        maxChunksPerThreadRow);
   }
 }
 

@@ -43,6 +43,10 @@ void Emulator::unregisterAllocation(const void *ptr) {
   allocations().remove(reinterpret_cast<uint64_t>(ptr));
 }
 
+bool Emulator::canCheckDependentLaunch() const {
+  return previousGridRecorded();
+}
+
 llvm::LogicalResult Emulator::launch(llvm::StringRef kernel, Dim3 grid,
                                      Dim3 block, uint32_t dynamicSharedBytes,
                                      void **params,

@@ -70,6 +70,8 @@ def capi():
                   ctypes.POINTER(ctypes.c_uint),
                   ctypes.POINTER(ctypes.c_uint), ctypes.c_int, ctypes.c_int,
                   ctypes.c_int, ctypes.c_int]),
+                ("kvir_emulator_can_check_dependent_launch", ctypes.c_int,
+                 []),
                 ("kvir_emulator_launch_ex", ctypes.c_int,
                  [cp, ctypes.POINTER(ctypes.c_uint32),
                   ctypes.POINTER(ctypes.c_uint32), ctypes.c_uint32,

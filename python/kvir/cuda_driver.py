@@ -187,8 +187,10 @@ class Driver:
         arr = (ctypes.c_void_p * max(1, len(bufs)))(
             *[ctypes.cast(b, ctypes.c_void_p) for b in bufs])
         if dependent and hasattr(self.lib, "cuLaunchKernelEx"):
-            config, _ = dependent_launch_config(grid, block, dynamic_shared,
-                                                stream)
+            # (The config points to the attribute, which must outlive the
+            # call: hold both.)
+            config, attribute = dependent_launch_config(
+                grid, block, dynamic_shared, stream)
             self.check(self.lib.cuLaunchKernelEx(
                 ctypes.byref(config), f, arr, None),
                 "cuLaunchKernelEx " + kernel)

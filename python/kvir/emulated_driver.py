@@ -56,20 +56,25 @@ class EmulatedDriver:
         """`dependent`: a programmatic dependent of the launch before it
         (cuLaunchKernelEx's programmatic stream serialization); the
         emulator checks that the kernel touches nothing the previous grid
-        wrote (or writes nothing it read) before griddepcontrol.wait."""
+        wrote (or writes nothing it read) before griddepcontrol.wait. With
+        no recorded grid before it (the process's first launch) there is
+        nothing to check against: it runs as a plain launch."""
         check_entry(ptx, kernel, params)
+        capi = _lib.capi()
+        dependent = bool(dependent) and \
+            capi.kvir_emulator_can_check_dependent_launch() == 1
         bufs = [ctypes.create_string_buffer(bytes(p), len(p)) for p in params]
         arr = (ctypes.c_void_p * max(1, len(bufs)))(
             *[ctypes.cast(b, ctypes.c_void_p) for b in bufs])
         u32x3 = ctypes.c_uint32 * 3
-        rc = _lib.capi().kvir_emulator_launch_ex(
+        rc = capi.kvir_emulator_launch_ex(
             kernel.encode(), u32x3(*[int(g) for g in grid]),
             u32x3(*[int(b) for b in block]), int(dynamic_shared), arr,
             len(params), PROGRAMMATIC_DEPENDENT if dependent else 0)
         if rc != 0:
             raise _lib.KvirError(_lib.last_error())
         self.launches.append((kernel, tuple(grid), tuple(block)))
-        self.dependent.append(bool(dependent))
+        self.dependent.append(dependent)
 
     def synchronize(self):
         pass

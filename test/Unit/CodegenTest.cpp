@@ -229,9 +229,14 @@ TEST(CopyRows, ChunksPerThreadRow) {
   EXPECT_EQ(codegen::chunksPerThreadRow(64, 16, 128), 2);
   EXPECT_EQ(codegen::chunksPerThreadRow(16, 16, 256), 1);
   EXPECT_EQ(codegen::chunksPerThreadRow(64, 8, 128), 1);
-  // Head dim 512 (64 chunks): 4 a row.
+  // Head dim 512 (64 chunks): 4 a row. Spans must be whole groups of 8
+  // chunks: head dim 192 (24 chunks) takes 3 (spans of 8, not 12, which
+  // would put two rows in one phase of 8 threads: bank conflicts), 96 (12
+  // chunks) takes 1, as does a caller's maximum of 1.
   EXPECT_EQ(codegen::chunksPerThreadRow(32, 64, 256), 4);
+  EXPECT_EQ(codegen::chunksPerThreadRow(64, 24, 256), 3);
   EXPECT_EQ(codegen::chunksPerThreadRow(64, 12, 64), 1);
+  EXPECT_EQ(codegen::chunksPerThreadRow(64, 16, 128, 1), 1);
 }
 
 TEST(PoolLayout, DimInnermostExceptVllmKeys) {

@@ -85,7 +85,7 @@ public:
   void setLocateInTile(bool on) { inTile = on; }
   /// The most chunks of a row one thread copies in copyTileAsync
   /// (chunksPerThreadRow; 4 unless set).
-  void setMaxChunksPerThreadRow(int64_t max) { maxChunksPerRow = max; }
+  void setMaxChunksPerThreadRow(int64_t max) { maxChunksPerThreadRow = max; }
 
   /// The most pages `tileTokens` consecutive tokens can touch, wherever
   /// they start.
@@ -233,13 +233,22 @@ private:
   mlir::Value req, tableBase, kvHead, pageIds;
   int64_t tileTokens;
   bool inTile = false;
-  int64_t maxChunksPerRow = 4;
+  int64_t maxChunksPerThreadRow = 4;
 };
 
 /// Where element `dim` of row `row` of a copy comes from: a memref and its
 /// indices.
 using RowSource = std::function<std::pair<mlir::Value, llvm::SmallVector<mlir::Value>>(
     mlir::ImplicitLocOpBuilder &, mlir::Value row, mlir::Value dim)>;
+
+/// The chunks of one row each thread copies in copyRowsAsync of `rows`
+/// rows of `chunks` chunks over `numThreads` threads: the most of 1 to 4
+/// (at most `maxChunksPerThreadRow`) that divides the row into spans of a
+/// multiple of 8 chunks (a warp's phase of 8 threads then writes 8
+/// consecutive chunks of one row, an aligned group the swizzle permutes:
+/// no bank conflicts) and keeps every thread busy.
+int64_t chunksPerThreadRow(int64_t rows, int64_t chunks, int64_t numThreads,
+                           int64_t maxChunksPerThreadRow = 4);
 
 /// Issues cp.async copies of `tile`'s chunks (16 bytes bypass L1; 4 and 8
 /// go through it, as PTX allows) of dims [0, width) of rows [0, tile.rows)
@@ -249,24 +258,17 @@ using RowSource = std::function<std::pair<mlir::Value, llvm::SmallVector<mlir::V
 /// give an address, e.g. of a clamped row). Consecutive threads take
 /// consecutive chunks of a row, so a warp's writes to a swizzled tile are
 /// free of bank conflicts; each thread takes chunksPerThreadRow chunks of
-/// a row, locating it once. `dimInnermost`: `source`'s last index is the
-/// dim (plus a constant), so a row's other chunks are that index moved.
-/// Part of the caller's next commit group.
-/// The chunks of one row each thread copies in copyRowsAsync of `rows`
-/// rows of `chunks` chunks over `numThreads` threads: the most of 1, 2 and
-/// 4 (at most `maxPerRow`) that divides the row, leaves at least 8 threads
-/// a row (a warp's phase of 8 writes consecutive chunks of one row) and
-/// keeps every thread busy.
-int64_t chunksPerThreadRow(int64_t rows, int64_t chunks, int64_t numThreads,
-                           int64_t maxPerRow = 4);
-
+/// a row, one span apart, locating it once. `dimInnermost`: `source`'s
+/// last index is the dim (plus a constant), so a row's other chunks are
+/// that index moved. Part of the caller's next commit group.
 void copyRowsAsync(mlir::ImplicitLocOpBuilder &b, const SharedTile &tile,
                    mlir::Value stage, int64_t width, mlir::Value thread,
                    int64_t numThreads, const RowSource &source,
                    llvm::function_ref<mlir::Value(mlir::ImplicitLocOpBuilder &,
                                                   mlir::Value row)>
                        valid,
-                   bool dimInnermost = false, int64_t maxChunksPerRow = 4);
+                   bool dimInnermost = false,
+                   int64_t maxChunksPerThreadRow = 4);
 
 /// Tile `index` of keys [start, end) cut into tiles of `tileTokens`: its
 /// first key and its key count (the last tile's may be short).

@@ -117,10 +117,11 @@ struct EmulatorOptions {
   /// Keep a LaunchRecord of every launch (getLaunchRecords): enough to
   /// replay the launches elsewhere, e.g. on a GPU, on the same inputs.
   bool recordLaunches = false;
-  /// Launch every grid whose kernel uses griddepcontrol as a programmatic
-  /// dependent of the grid before it, when that grid was recorded: the
-  /// overlap a host launching every kernel with programmatic stream
-  /// serialization may cause, checked (kvir's GPU tests set it).
+  /// Launch every grid whose kernel's module uses griddepcontrol as a
+  /// programmatic dependent of the grid before it, when that grid was
+  /// recorded: the overlap a host launching every kernel with programmatic
+  /// stream serialization may cause, checked (kvir's GPU tests and the C
+  /// API's emulated runs set it).
   bool launchWaitingKernelsAsDependents = false;
 };
 
@@ -168,6 +169,10 @@ public:
   llvm::LogicalResult launch(llvm::StringRef kernel, Dim3 grid, Dim3 block,
                              uint32_t dynamicSharedBytes, void **params,
                              const LaunchAttributes &attributes = {});
+
+  /// Whether a launch now may be a programmatic dependent: the grid before
+  /// it was recorded, so its accesses can be checked against that grid's.
+  bool canCheckDependentLaunch() const;
 
   /// The byte size of each parameter of a compiled kernel (its PTX entry's
   /// parameters in kvir's kernel ABI), or nullopt if no kernel has the name.

@@ -55,8 +55,8 @@ DecodeKVStream::DecodeKVStream(ImplicitLocOpBuilder &b, const DecodeBlock &blk,
     vScale = SharedTile{blk.kf.getShared(*blk.buf.vScales), blk.tile,
                         blk.spec.scaleColumns(), Swizzle::None, bytes};
   }
-  // One chunk a copy: two chunks of a row a thread raised the group-1
-  // split kernel from 69 to 93 registers (sm_90a: 44% occupancy to 31%).
+  // One chunk a copy: two chunks of a row a thread cost the group-1 split
+  // kernel an occupancy step on sm_90a (bench/RESULTS.md).
   loader.setMaxChunksPerThreadRow(1);
   if (Value topk = blk.args.topk)
     loader.setGather({topk, blk.qRow, blk.metaAt(b, kMetaKvLen),

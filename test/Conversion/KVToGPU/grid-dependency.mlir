@@ -1,6 +1,9 @@
 // RUN: kvir-opt %s --convert-kv-to-gpu=chip=sm_90a | FileCheck %s --check-prefix=SM90
 // RUN: kvir-opt %s --convert-kv-to-gpu=chip=sm_90 | FileCheck %s --check-prefix=SM90
 // RUN: kvir-opt %s --convert-kv-to-gpu=chip=sm_80 | FileCheck %s --check-prefix=SM80
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: kvir-opt %s --kv-to-ptx=chip=sm_90a | kvir-translate -o %t
+// RUN: FileCheck %s --check-prefix=PTX < %t/kv_kernels.ptx
 
 // On chips with griddepcontrol every kernel may be launched as a
 // programmatic dependent of the grid before it (a plan's merge after its
@@ -20,6 +23,19 @@
 
 // SM80-LABEL: func.func @batch_decode
 // SM80-NOT: griddepcontrol
+
+// LLVM sees griddepcontrol.wait as touching no memory: no global access
+// (a global or generic load or store, cp.async, an atomic) may have been
+// scheduled above it in the PTX.
+// PTX-LABEL: .entry decode_
+// PTX-NOT: {{(ld|st)\.(global|[ubsfv][0-9])|cp\.async|atom\.|red\.}}
+// PTX: griddepcontrol.wait;
+// PTX-LABEL: .entry decode_{{.*}}_split_
+// PTX-NOT: {{(ld|st)\.(global|[ubsfv][0-9])|cp\.async|atom\.|red\.}}
+// PTX: griddepcontrol.wait;
+// PTX-LABEL: .entry merge_rows_
+// PTX-NOT: {{(ld|st)\.(global|[ubsfv][0-9])|cp\.async|atom\.|red\.}}
+// PTX: griddepcontrol.wait;
 
 !cache = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128,
                    dtype = f16, layout = nhd, storage = combined, table = csr>
