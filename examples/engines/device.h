@@ -84,30 +84,36 @@ static int emu_func_set_attribute(void *function, int attribute, int value) {
   (void)function, (void)attribute, (void)value;
   return 0;
 }
-static int emu_launch_kernel(void *function, unsigned gx, unsigned gy,
-                             unsigned gz, unsigned bx, unsigned by,
-                             unsigned bz, unsigned shared, void *stream,
-                             void **params, void **extra) {
-  const char *name = (const char *)function;
-  const uint32_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-  (void)stream, (void)extra;
-  if (kvir_emulator_launch(name, grid, block, shared, params,
-                           kvir_emulator_kernel_params(name)) != 0) {
-    fprintf(stderr, "%s\n", kvir_last_error());
-    return 719; /* CUDA_ERROR_LAUNCH_FAILED */
-  }
-  return 0;
-}
 /* Launches the emulator ran as programmatic dependents. */
 static int dependent_launches;
 
+/* One launch of kernel `name` with kvir_emulator_launch_ex's `flags`. */
+static int emu_launch(const char *name, const uint32_t grid[3],
+                      const uint32_t block[3], unsigned shared, void **params,
+                      uint32_t flags) {
+  if (kvir_emulator_launch_ex(name, grid, block, shared, params,
+                              kvir_emulator_kernel_params(name), flags) != 0) {
+    fprintf(stderr, "%s\n", kvir_last_error());
+    return 719; /* CUDA_ERROR_LAUNCH_FAILED */
+  }
+  if (flags & KVIR_LAUNCH_PROGRAMMATIC_DEPENDENT)
+    ++dependent_launches;
+  return 0;
+}
+static int emu_launch_kernel(void *function, unsigned gx, unsigned gy,
+                             unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                             unsigned shared, void *stream, void **params,
+                             void **extra) {
+  const uint32_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  (void)stream, (void)extra;
+  return emu_launch((const char *)function, grid, block, shared, params, 0);
+}
 /* cuLaunchKernelEx: the launchers ask for programmatic stream
    serialization (a merge after its split kernel on sm_90); the emulator
    checks that the kernel touches nothing of the grid before it until its
    griddepcontrol.wait. */
 static int emu_launch_kernel_ex(const kvir_cu_launch_config_t *config,
                                 void *function, void **params, void **extra) {
-  const char *name = (const char *)function;
   const uint32_t grid[3] = {config->grid_x, config->grid_y, config->grid_z};
   const uint32_t block[3] = {config->block_x, config->block_y, config->block_z};
   uint32_t flags = 0;
@@ -120,14 +126,8 @@ static int emu_launch_kernel_ex(const kvir_cu_launch_config_t *config,
     if (config->attrs[i].value.value)
       flags |= KVIR_LAUNCH_PROGRAMMATIC_DEPENDENT;
   }
-  if (kvir_emulator_launch_ex(name, grid, block, config->shared_bytes, params,
-                              kvir_emulator_kernel_params(name), flags) != 0) {
-    fprintf(stderr, "%s\n", kvir_last_error());
-    return 719; /* CUDA_ERROR_LAUNCH_FAILED */
-  }
-  if (flags)
-    ++dependent_launches;
-  return 0;
+  return emu_launch((const char *)function, grid, block, config->shared_bytes,
+                    params, flags);
 }
 static int emu_memcpy_htod_async(uint64_t dst, const void *src, size_t n,
                                  void *stream) {

@@ -248,7 +248,8 @@ static void launchFromHostCode(void *function, Dim3 grid, Dim3 block,
   auto *kernel = static_cast<KernelHandle *>(function);
   Emulator &emu = Emulator::get();
   if (emu.options().launchWaitingKernelsAsDependents &&
-      kernel->module->usesGridDependencyControl && previousGridRecorded())
+      kernel->module->usesGridDependencyControl &&
+      emu.canCheckDependentLaunch())
     attributes.programmaticDependent = true;
   LaunchStats s;
   std::vector<std::string> reports;

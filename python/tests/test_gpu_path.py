@@ -22,23 +22,39 @@ def nan(shape, dtype):
     return torch.full(shape, float("nan"), dtype=dtype)
 
 
+class _DecodeBatch:
+    """A paged f16 decode batch (head dim 64, pages of 16) through a decode
+    wrapper on the emulated driver for `chip` (None: the default)."""
+
+    def __init__(self, rng, cache, lens, hq, hk, chip=None):
+        d, page = 64, 16
+        self.lens = lens
+        (self.pool, indptr, indices, last, self.keys,
+         self.values) = paged_batch(rng, lens, page, hk, d, "float16")
+        self.q = rng.uniform(-1, 1, (len(lens), hq, d)).astype(np.float16)
+        self.w = kvir.BatchDecodeWithPagedKVCacheWrapper(
+            cache_dir=cache, backend="emulated_driver", chip=chip)
+        self.w.plan(t(indptr), t(indices), t(last), hq, hk, d, page)
+
+    def run(self, **options):
+        """Runs into NaN-poisoned outputs; checks them against the float64
+        reference; returns the driver that launched the kernels."""
+        hq, d = self.q.shape[1:]
+        out = nan((len(self.lens), hq, d), torch.float16)
+        lse = nan((len(self.lens), hq), torch.float32)
+        self.w.run(t(self.q), t(self.pool), out=out, lse=lse, **options)
+        for b, n in enumerate(self.lens):
+            ref_o, ref_lse = attend(self.q[b:b + 1], self.keys[b],
+                                    self.values[b], [n - 1])
+            check(out[b:b + 1].float().numpy(), lse[b:b + 1].numpy(), ref_o,
+                  ref_lse, TOLERANCE["f16"], 1e-3)
+        return self.w._exec.last_driver
+
+
 @pytest.mark.parametrize("lens,hq,hk", [([37, 1, 100], 8, 2),
                                         ([3000, 20], 4, 1)])
 def test_decode(rng, cache, lens, hq, hk):
-    d, page = 64, 16
-    pool, indptr, indices, last, keys, values = paged_batch(
-        rng, lens, page, hk, d, "float16")
-    q = rng.uniform(-1, 1, (len(lens), hq, d)).astype(np.float16)
-    w = kvir.BatchDecodeWithPagedKVCacheWrapper(cache_dir=cache,
-                                                backend="emulated_driver")
-    w.plan(t(indptr), t(indices), t(last), hq, hk, d, page)
-    out = nan((len(lens), hq, d), torch.float16)
-    lse = nan((len(lens), hq), torch.float32)
-    w.run(t(q), t(pool), out=out, lse=lse)
-    for b, n in enumerate(lens):
-        ref_o, ref_lse = attend(q[b:b + 1], keys[b], values[b], [n - 1])
-        check(out[b:b + 1].float().numpy(), lse[b:b + 1].numpy(), ref_o,
-              ref_lse, TOLERANCE["f16"], 1e-3)
+    _DecodeBatch(rng, cache, lens, hq, hk).run()
 
 
 @pytest.mark.parametrize("chip,dependent", [("sm_90a", True),
@@ -49,25 +65,11 @@ def test_split_decode_launches_its_merge_as_a_dependent(rng, cache, chip,
     # programmatic dependent of the split kernel, and the emulator checks
     # that it touches nothing the split kernel wrote before its
     # griddepcontrol.wait; sm_80 has no griddepcontrol.
-    lens, hq, hk, d, page = [3000, 20], 4, 1, 64, 16
-    pool, indptr, indices, last, keys, values = paged_batch(
-        rng, lens, page, hk, d, "float16")
-    q = rng.uniform(-1, 1, (len(lens), hq, d)).astype(np.float16)
-    w = kvir.BatchDecodeWithPagedKVCacheWrapper(
-        cache_dir=cache, backend="emulated_driver", chip=chip)
-    w.plan(t(indptr), t(indices), t(last), hq, hk, d, page)
-    out = nan((len(lens), hq, d), torch.float16)
-    lse = nan((len(lens), hq), torch.float32)
-    w.run(t(q), t(pool), out=out, lse=lse)
-    drv = w._exec.last_driver
+    drv = _DecodeBatch(rng, cache, [3000, 20], 4, 1, chip).run()
     names = [k for k, _, _ in drv.launches]
     assert len(names) == 2 and "_split_" in names[0]
     assert names[1].startswith("merge_")
     assert drv.dependent == [False, dependent]
-    for b, n in enumerate(lens):
-        ref_o, ref_lse = attend(q[b:b + 1], keys[b], values[b], [n - 1])
-        check(out[b:b + 1].float().numpy(), lse[b:b + 1].numpy(), ref_o,
-              ref_lse, TOLERANCE["f16"], 1e-3)
 
 
 @pytest.mark.parametrize("chip,first", [("sm_90a", True), ("sm_80", False)])
@@ -78,22 +80,9 @@ def test_enable_pdl_launches_the_first_kernel_as_a_dependent(rng, cache, chip,
     # the emulator checks it against the grid launched before it (the
     # first call's; a first launch with nothing recorded before it runs
     # plainly).
-    lens, hq, hk, d, page = [37, 1, 100], 8, 2, 64, 16
-    pool, indptr, indices, last, keys, values = paged_batch(
-        rng, lens, page, hk, d, "float16")
-    q = rng.uniform(-1, 1, (len(lens), hq, d)).astype(np.float16)
-    w = kvir.BatchDecodeWithPagedKVCacheWrapper(
-        cache_dir=cache, backend="emulated_driver", chip=chip)
-    w.plan(t(indptr), t(indices), t(last), hq, hk, d, page)
-    w.run(t(q), t(pool), enable_pdl=True)
-    out = nan((len(lens), hq, d), torch.float16)
-    lse = nan((len(lens), hq), torch.float32)
-    w.run(t(q), t(pool), out=out, lse=lse, enable_pdl=True)
-    assert w._exec.last_driver.dependent[0] is first
-    for b, n in enumerate(lens):
-        ref_o, ref_lse = attend(q[b:b + 1], keys[b], values[b], [n - 1])
-        check(out[b:b + 1].float().numpy(), lse[b:b + 1].numpy(), ref_o,
-              ref_lse, TOLERANCE["f16"], 1e-3)
+    batch = _DecodeBatch(rng, cache, [37, 1, 100], 8, 2, chip)
+    batch.run(enable_pdl=True)
+    assert batch.run(enable_pdl=True).dependent[0] is first
 
 
 def test_paged_prefill(rng, cache):
