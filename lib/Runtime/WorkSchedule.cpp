@@ -22,6 +22,52 @@ int64_t countItems(const std::vector<int64_t> &visible, int64_t chunk) {
   return n;
 }
 
+/// The smallest chunk, a multiple of `granule` of at least `minChunk`
+/// tokens, that cuts `visible` into at most `budget` items (at least one
+/// each): the count only falls as the chunk grows, and a chunk of the
+/// longest gives one item each, which fits any budget of at least
+/// visible.size().
+int64_t smallestChunk(const std::vector<int64_t> &visible, int64_t budget,
+                      int64_t granule, int64_t minChunk) {
+  int64_t longest = 0;
+  for (int64_t v : visible)
+    longest = std::max(longest, v);
+  int64_t lo = std::max<int64_t>(1, ceilDiv(minChunk, granule));
+  int64_t hi = std::max(lo, ceilDiv(longest, granule));
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (countItems(visible, mid * granule) <= budget)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo * granule;
+}
+
+/// Indices 0 .. n - 1 by `tokens`, most first (index order among equals),
+/// so that a GPU's block scheduler fills the tail of a launch with short
+/// blocks. (A sort with the index as tie-break: std::stable_sort's buffer
+/// is deprecated in C++17's libstdc++.)
+std::vector<int64_t> longestFirst(const std::vector<int64_t> &tokens) {
+  std::vector<int64_t> order(tokens.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return tokens[a] != tokens[b] ? tokens[a] > tokens[b] : a < b;
+  });
+  return order;
+}
+
+/// Marks items [from, maxItems) of `fields` int32 each as no work.
+void padItems(int32_t *items, int64_t fields, int64_t from, int64_t maxItems) {
+  for (int64_t i = from; i < maxItems; ++i) {
+    int32_t *item = items + i * fields;
+    std::fill(item, item + fields, 0);
+    item[KVIR_WORK_REQUEST] = -1;
+    item[KVIR_WORK_NUM_CHUNKS] = 1;
+    item[KVIR_WORK_PARTIAL_ROW] = -1;
+  }
+}
+
 } // namespace
 
 extern "C" int64_t kvir_schedule_max_items(int64_t batch, int64_t target_items,
@@ -51,29 +97,15 @@ extern "C" int64_t kvir_schedule_work(const int32_t *kv_lengths, int64_t batch,
   std::vector<int64_t> chunkTokens(batch, 0); // for the order only
   if (kv_lengths) {
     std::vector<int64_t> visible(batch);
-    int64_t longest = 0;
     for (int64_t r = 0; r < batch; ++r) {
       if (kv_lengths[r] < 0)
         return KVIR_SCHEDULE_BAD_ARGUMENT;
       visible[r] = kv_lengths[r];
       if (window_left >= 0)
         visible[r] = std::min(visible[r], window_left + 1);
-      longest = std::max(longest, visible[r]);
     }
-    // The smallest chunk (in granules) whose item count fits the target;
-    // the count only falls as the chunk grows, and a chunk of the longest
-    // request gives one item per request, which always fits.
-    int64_t budget = std::max(batch, target_items);
-    int64_t lo = std::max<int64_t>(1, ceilDiv(min_chunk, granule));
-    int64_t hi = std::max(lo, ceilDiv(longest, granule));
-    while (lo < hi) {
-      int64_t mid = lo + (hi - lo) / 2;
-      if (countItems(visible, mid * granule) <= budget)
-        hi = mid;
-      else
-        lo = mid + 1;
-    }
-    int64_t chunk = lo * granule;
+    int64_t chunk = smallestChunk(visible, std::max(batch, target_items),
+                                  granule, min_chunk);
     for (int64_t r = 0; r < batch; ++r) {
       chunks[r] = std::max<int64_t>(1, ceilDiv(visible[r], chunk));
       chunkTokens[r] = ceilDiv(visible[r], chunks[r]);
@@ -86,16 +118,7 @@ extern "C" int64_t kvir_schedule_work(const int32_t *kv_lengths, int64_t batch,
   merge_indptr[0] = 0;
   for (int64_t r = 0; r < batch; ++r)
     merge_indptr[r + 1] = int32_t(merge_indptr[r] + chunks[r]);
-  // Longest chunks first (request order among equals), so that a GPU's
-  // block scheduler fills the tail of the launch with short blocks. (A
-  // sort with the index as tie-break: std::stable_sort's buffer is
-  // deprecated in C++17's libstdc++.)
-  std::vector<int64_t> order(batch);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return chunkTokens[a] != chunkTokens[b] ? chunkTokens[a] > chunkTokens[b]
-                                            : a < b;
-  });
+  std::vector<int64_t> order = longestFirst(chunkTokens);
   int32_t *item = items;
   for (int64_t r : order)
     for (int64_t j = 0; j < chunks[r]; ++j, item += KVIR_WORK_FIELDS) {
@@ -104,11 +127,120 @@ extern "C" int64_t kvir_schedule_work(const int32_t *kv_lengths, int64_t batch,
       item[KVIR_WORK_NUM_CHUNKS] = int32_t(chunks[r]);
       item[KVIR_WORK_PARTIAL_ROW] = int32_t(merge_indptr[r] + j);
     }
-  for (int64_t i = total; i < max_items; ++i, item += KVIR_WORK_FIELDS) {
-    item[KVIR_WORK_REQUEST] = -1;
-    item[KVIR_WORK_CHUNK] = 0;
-    item[KVIR_WORK_NUM_CHUNKS] = 1;
-    item[KVIR_WORK_PARTIAL_ROW] = -1;
+  padItems(items, KVIR_WORK_FIELDS, total, max_items);
+  return total;
+}
+
+extern "C" int64_t kvir_schedule_prefill_max_items(int64_t nnz, int64_t batch,
+                                                   int64_t tile_rows,
+                                                   int64_t target_items) {
+  if (tile_rows < 1)
+    return 0;
+  return nnz / tile_rows + batch + target_items;
+}
+
+namespace {
+
+/// One query tile of a prefill: its request, index and visible keys.
+struct QueryTileWork {
+  int64_t request, tile, firstRow, rows, visible;
+};
+
+/// The query tiles of a batch and the keys each sees (as the prefill
+/// kernel derives them: the union of its rows' visible ranges), or an
+/// error.
+int64_t listQueryTiles(const int32_t *qo_indptr, const int32_t *kv_lengths,
+                       int64_t batch, int64_t tileRows, bool causal,
+                       int64_t windowLeft, std::vector<QueryTileWork> &tiles) {
+  if (qo_indptr[0] != 0)
+    return KVIR_SCHEDULE_BAD_INDPTR;
+  for (int64_t r = 0; r < batch; ++r) {
+    int64_t qo = int64_t(qo_indptr[r + 1]) - qo_indptr[r];
+    int64_t kv = kv_lengths[r];
+    if (qo < 0)
+      return KVIR_SCHEDULE_BAD_INDPTR;
+    if (kv < 0)
+      return KVIR_SCHEDULE_BAD_ARGUMENT;
+    for (int64_t t = 0; t * tileRows < qo; ++t) {
+      int64_t rows = std::min(tileRows, qo - t * tileRows);
+      // Positions of the tile's first and last rows (negative: rows
+      // before the first key, which see none under causal).
+      int64_t first = kv - qo + t * tileRows, last = first + rows - 1;
+      int64_t hi = causal ? std::clamp<int64_t>(last + 1, 0, kv) : kv;
+      int64_t lo =
+          windowLeft >= 0 ? std::clamp<int64_t>(first - windowLeft, 0, kv) : 0;
+      tiles.push_back({r, t, qo_indptr[r] + t * tileRows, rows,
+                       std::max<int64_t>(0, hi - lo)});
+    }
   }
+  return 0;
+}
+
+} // namespace
+
+extern "C" int64_t kvir_schedule_prefill_work(
+    const int32_t *qo_indptr, const int32_t *kv_lengths, int64_t batch,
+    int64_t tile_rows, int64_t causal, int64_t window_left,
+    int64_t target_items, int64_t granule, int64_t min_chunk,
+    int64_t max_items, int32_t *items, int32_t *merge_indptr,
+    int64_t *num_tiles) {
+  if (batch < 0 || tile_rows < 1 || granule < 1 || min_chunk < 0 ||
+      max_items < 0 || target_items < 0 || window_left < -1 || !qo_indptr ||
+      (batch > 0 && !kv_lengths))
+    return KVIR_SCHEDULE_BAD_ARGUMENT;
+  std::vector<QueryTileWork> tiles;
+  if (int64_t error = listQueryTiles(qo_indptr, kv_lengths, batch, tile_rows,
+                                     causal != 0, window_left, tiles))
+    return error;
+  int64_t numTiles = tiles.size();
+  std::vector<int64_t> visible(numTiles);
+  int64_t keys = 0;
+  for (int64_t t = 0; t < numTiles; ++t) {
+    visible[t] = tiles[t].visible;
+    keys += visible[t];
+  }
+  // Chunks of about keys / target_items: enough items of bounded length
+  // that blocks handed out longest first end together; a tile of no more
+  // keys stays whole.
+  int64_t chunk = std::max<int64_t>(
+      1, ceilDiv(ceilDiv(keys, std::max<int64_t>(1, target_items)), granule) *
+             granule);
+  chunk = std::max(chunk, ceilDiv(min_chunk, granule) * granule);
+  std::vector<int64_t> chunks(numTiles), chunkTokens(numTiles);
+  for (int64_t t = 0; t < numTiles; ++t) {
+    chunks[t] = std::max<int64_t>(1, ceilDiv(visible[t], chunk));
+    chunkTokens[t] = ceilDiv(visible[t], chunks[t]);
+  }
+  int64_t total = std::accumulate(chunks.begin(), chunks.end(), int64_t(0));
+  if (total > max_items)
+    return KVIR_SCHEDULE_TOO_MANY_ITEMS;
+
+  // Workspace rows: n per row of a cut tile, none for a whole one.
+  int64_t nnz = qo_indptr[batch];
+  merge_indptr[0] = 0;
+  int64_t row = 0;
+  for (int64_t t = 0; t < numTiles; ++t) {
+    for (; row < tiles[t].firstRow; ++row) // rows of no tile: none
+      merge_indptr[row + 1] = merge_indptr[row];
+    int64_t per = chunks[t] > 1 ? chunks[t] : 0;
+    for (int64_t k = 0; k < tiles[t].rows; ++k, ++row)
+      merge_indptr[row + 1] = int32_t(merge_indptr[row] + per);
+  }
+  for (; row < nnz; ++row)
+    merge_indptr[row + 1] = merge_indptr[row];
+
+  int32_t *item = items;
+  for (int64_t t : longestFirst(chunkTokens))
+    for (int64_t j = 0; j < chunks[t]; ++j, item += KVIR_PREFILL_WORK_FIELDS) {
+      item[KVIR_WORK_REQUEST] = int32_t(tiles[t].request);
+      item[KVIR_WORK_CHUNK] = int32_t(j);
+      item[KVIR_WORK_NUM_CHUNKS] = int32_t(chunks[t]);
+      item[KVIR_WORK_PARTIAL_ROW] =
+          chunks[t] > 1 ? int32_t(merge_indptr[tiles[t].firstRow] + j) : -1;
+      item[KVIR_WORK_QUERY_TILE] = int32_t(tiles[t].tile);
+    }
+  padItems(items, KVIR_PREFILL_WORK_FIELDS, total, max_items);
+  if (num_tiles)
+    *num_tiles = numTiles;
   return total;
 }

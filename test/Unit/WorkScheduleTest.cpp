@@ -1,7 +1,7 @@
 //===- WorkScheduleTest.cpp - The split-KV work list of the runtime -------===//
 //
 // kvir_schedule_work (include/kvir/Runtime/WorkSchedule.h) on seeded random
-// and hand-made batches: every visible key of every request is covered by
+// and hand-made batches (kvir_schedule_prefill_work below): every visible key of every request is covered by
 // exactly one item (replaying the kernels' chunk rule), partial rows are
 // each request's contiguous range, chunk sizes respect the bounds, the item
 // count respects the target and the capacity, and a skewed batch is cut
@@ -223,6 +223,263 @@ TEST(WorkSchedule, PadsMergeRowsForAFixedGrid) {
             KVIR_SCHEDULE_BAD_ARGUMENT);
   EXPECT_EQ(kvir_schedule_pad_batch(-1, 2, full.data()),
             KVIR_SCHEDULE_BAD_ARGUMENT);
+}
+
+// kvir_schedule_prefill_work: query tiles times chunks of their keys.
+
+struct PrefillBatch {
+  std::vector<int32_t> qoIndptr, kvLens;
+  int64_t batch() const { return kvLens.size(); }
+  int64_t nnz() const { return qoIndptr.back(); }
+};
+
+struct PrefillParams {
+  int64_t tileRows = 64, causal = 1, windowLeft = -1, target = 132,
+          granule = 64, minChunk = 256;
+};
+
+struct PrefillSchedule {
+  int64_t count = 0, tiles = -1;
+  std::vector<int32_t> items, indptr;
+  const int32_t *item(int64_t i) const {
+    return &items[i * KVIR_PREFILL_WORK_FIELDS];
+  }
+};
+
+PrefillSchedule schedulePrefill(const PrefillBatch &in, const PrefillParams &p,
+                                int64_t maxItems = -1) {
+  if (maxItems < 0)
+    maxItems = kvir_schedule_prefill_max_items(in.nnz(), in.batch(),
+                                               p.tileRows, p.target);
+  PrefillSchedule s;
+  s.items.assign(maxItems * KVIR_PREFILL_WORK_FIELDS, 12345);
+  s.indptr.assign(in.nnz() + 1, 12345);
+  s.count = kvir_schedule_prefill_work(
+      in.qoIndptr.data(), in.kvLens.data(), in.batch(), p.tileRows, p.causal,
+      p.windowLeft, p.target, p.granule, p.minChunk, maxItems, s.items.data(),
+      s.indptr.data(), &s.tiles);
+  return s;
+}
+
+/// Whether row `i` of a request of qo rows and kv keys sees key `j`.
+bool sees(int64_t i, int64_t j, int64_t qo, int64_t kv, const PrefillParams &p) {
+  int64_t pos = kv - qo + i;
+  return (!p.causal || j <= pos) && (p.windowLeft < 0 || j >= pos - p.windowLeft);
+}
+
+/// Checks what a prefill schedule promises: every key each row sees is in
+/// exactly one item of the row's tile (the kernel's rule: the tile's keys,
+/// the union of its rows' ranges, cut into n pieces of whole granules),
+/// partial rows are distinct and inside the workspace bound, and the
+/// count, cut and order rules hold.
+void checkPrefillSchedule(const PrefillSchedule &s, const PrefillBatch &in,
+                          const PrefillParams &p) {
+  int64_t batch = in.batch(), nnz = in.nnz();
+  int64_t expectedTiles = 0;
+  for (int64_t r = 0; r < batch; ++r)
+    expectedTiles +=
+        (in.qoIndptr[r + 1] - in.qoIndptr[r] + p.tileRows - 1) / p.tileRows;
+  ASSERT_EQ(s.tiles, expectedTiles);
+  ASSERT_GE(s.count, s.tiles);
+  EXPECT_LE(s.count, s.tiles + p.target);
+  ASSERT_EQ(s.indptr[0], 0);
+  for (int64_t row = 0; row < nnz; ++row)
+    ASSERT_LE(s.indptr[row], s.indptr[row + 1]);
+  int64_t workspace = s.indptr[nnz];
+  EXPECT_LE(workspace, 2 * p.target * p.tileRows);
+  if (s.count == s.tiles)
+    EXPECT_EQ(workspace, 0) << "no tile cut, no workspace";
+  std::vector<int> rowSeen(workspace, 0);
+  // covered[row][key]: the items covering that key for that row.
+  std::vector<std::vector<int>> covered(nnz);
+  for (int64_t r = 0; r < batch; ++r)
+    for (int64_t row = in.qoIndptr[r]; row < in.qoIndptr[r + 1]; ++row)
+      covered[row].assign(in.kvLens[r], 0);
+  int64_t previous = INT64_MAX;
+  for (int64_t i = 0; i < s.count; ++i) {
+    const int32_t *item = s.item(i);
+    int64_t r = item[KVIR_WORK_REQUEST], t = item[KVIR_WORK_QUERY_TILE];
+    ASSERT_GE(r, 0);
+    ASSERT_LT(r, batch);
+    int64_t qo = in.qoIndptr[r + 1] - in.qoIndptr[r], kv = in.kvLens[r];
+    ASSERT_GE(t, 0);
+    ASSERT_LT(t * p.tileRows, qo);
+    int64_t first = t * p.tileRows,
+            rows = std::min(p.tileRows, qo - first);
+    int64_t n = item[KVIR_WORK_NUM_CHUNKS], j = item[KVIR_WORK_CHUNK];
+    ASSERT_GE(j, 0);
+    ASSERT_LT(j, n);
+    // The tile's keys, from its rows (brute force).
+    int64_t lo = kv, hi = 0;
+    for (int64_t k = 0; k < rows; ++k)
+      for (int64_t key = 0; key < kv; ++key)
+        if (sees(first + k, key, qo, kv, p)) {
+          lo = std::min(lo, key);
+          hi = std::max(hi, key + 1);
+        }
+    hi = std::max(lo, hi);
+    int64_t granules = (hi - lo + p.granule - 1) / p.granule;
+    int64_t piece = (granules + n - 1) / n * p.granule;
+    int64_t start = std::min(lo + j * piece, hi), end = std::min(start + piece, hi);
+    // Longest first, by the scheduler's own measure of a chunk.
+    int64_t tokens = (hi - lo + n - 1) / n;
+    EXPECT_LE(tokens, previous) << "item " << i;
+    previous = tokens;
+    for (int64_t k = 0; k < rows; ++k) {
+      int64_t row = in.qoIndptr[r] + first + k;
+      int64_t span = s.indptr[row + 1] - s.indptr[row];
+      if (n == 1) {
+        EXPECT_EQ(span, 0) << "row " << row;
+      } else {
+        ASSERT_EQ(span, n) << "row " << row;
+        int64_t partial = item[KVIR_WORK_PARTIAL_ROW] + k * n;
+        ASSERT_EQ(partial, s.indptr[row] + j);
+        ++rowSeen[partial];
+      }
+      for (int64_t key = start; key < end; ++key)
+        ++covered[row][key];
+    }
+    if (n > 1)
+      EXPECT_GE(hi - lo, (n - 1) * p.minChunk) << "a cut below min_chunk";
+  }
+  for (int64_t row = 0; row < workspace; ++row)
+    EXPECT_EQ(rowSeen[row], 1) << "partial row " << row;
+  for (int64_t r = 0; r < batch; ++r) {
+    int64_t qo = in.qoIndptr[r + 1] - in.qoIndptr[r], kv = in.kvLens[r];
+    for (int64_t i = 0; i < qo; ++i)
+      for (int64_t key = 0; key < kv; ++key)
+        if (sees(i, key, qo, kv, p))
+          ASSERT_EQ(covered[in.qoIndptr[r] + i][key], 1)
+              << "request " << r << " row " << i << " key " << key;
+  }
+  int64_t capacity = int64_t(s.items.size()) / KVIR_PREFILL_WORK_FIELDS;
+  for (int64_t i = s.count; i < capacity; ++i)
+    EXPECT_EQ(s.item(i)[KVIR_WORK_REQUEST], -1);
+}
+
+PrefillBatch makePrefillBatch(const std::vector<int64_t> &qo,
+                              const std::vector<int64_t> &kv) {
+  PrefillBatch in;
+  in.qoIndptr.push_back(0);
+  for (size_t r = 0; r < qo.size(); ++r) {
+    in.qoIndptr.push_back(int32_t(in.qoIndptr.back() + qo[r]));
+    in.kvLens.push_back(int32_t(kv[r]));
+  }
+  return in;
+}
+
+TEST(PrefillSchedule, RandomBatchesCoverEveryVisibleKeyOnce) {
+  kvir::test::Rng rng(7002);
+  for (int trial = 0; trial < 150; ++trial) {
+    int64_t batch = rng.integer(1, 12);
+    std::vector<int64_t> qo(batch), kv(batch);
+    for (int64_t r = 0; r < batch; ++r) {
+      kv[r] = rng.integer(0, rng.coin() ? 200 : 1500);
+      // Rows as keys (a prompt), fewer (appends), more, or none.
+      int64_t mode = rng.integer(0, 3);
+      qo[r] = mode == 0 ? kv[r] : mode == 1 ? rng.integer(0, kv[r] + 1)
+              : mode == 2 ? kv[r] + rng.integer(1, 40) : 0;
+    }
+    PrefillParams p;
+    p.tileRows = rng.coin() ? 64 : rng.integer(1, 40);
+    p.causal = rng.coin(0.7);
+    p.target = rng.integer(1, 200);
+    p.granule = rng.coin() ? 64 : rng.integer(1, 48);
+    p.minChunk = rng.integer(0, 300);
+    if (rng.coin(0.3))
+      p.windowLeft = rng.integer(0, 400);
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    PrefillBatch in = makePrefillBatch(qo, kv);
+    checkPrefillSchedule(schedulePrefill(in, p), in, p);
+  }
+}
+
+/// The makespan of `costs` handed in order to the least loaded of
+/// `slots` (a GPU's block scheduler), over a perfect split.
+double listMakespan(const std::vector<int64_t> &costs, int64_t slots) {
+  std::vector<int64_t> load(slots, 0);
+  int64_t total = 0;
+  for (int64_t c : costs) {
+    *std::min_element(load.begin(), load.end()) += c;
+    total += c;
+  }
+  return double(*std::max_element(load.begin(), load.end())) /
+         (double(total) / double(slots));
+}
+
+TEST(PrefillSchedule, SkewedCausalBatchIsBalanced) {
+  // One 8192-row causal prompt among 63 of 128 on 264 block slots, three
+  // items each: the prompt's late tiles (up to 8192 keys) are cut, the
+  // short prompts' tiles stay whole, and handed out in order the items
+  // end within 1.15x of a perfect split (whole tiles: 3.9x).
+  std::vector<int64_t> qo(64, 128);
+  qo[17] = 8192;
+  PrefillBatch in = makePrefillBatch(qo, qo);
+  PrefillParams p;
+  p.target = 3 * 264;
+  PrefillSchedule s = schedulePrefill(in, p);
+  checkPrefillSchedule(s, in, p);
+  EXPECT_EQ(s.tiles, 63 * 2 + 128);
+  EXPECT_GT(s.count, s.tiles);
+  std::vector<int64_t> costs;
+  for (int64_t i = 0; i < s.count; ++i) {
+    const int32_t *item = s.item(i);
+    int64_t r = item[KVIR_WORK_REQUEST], t = item[KVIR_WORK_QUERY_TILE];
+    // The kernel's piece of the tile's keys: whole granules.
+    int64_t keys = std::min<int64_t>(qo[r], (t + 1) * p.tileRows);
+    int64_t n = item[KVIR_WORK_NUM_CHUNKS];
+    int64_t piece = ((keys + p.granule - 1) / p.granule + n - 1) / n * p.granule;
+    int64_t start = std::min(item[KVIR_WORK_CHUNK] * piece, keys);
+    costs.push_back(std::min(start + piece, keys) - start);
+    if (r != 17)
+      EXPECT_EQ(item[KVIR_WORK_NUM_CHUNKS], 1);
+  }
+  EXPECT_EQ(s.item(0)[KVIR_WORK_REQUEST], 17);
+  EXPECT_LE(listMakespan(costs, 264), 1.15);
+}
+
+TEST(PrefillSchedule, FillingBatchesAreNotCut) {
+  // 320 tiles for a target of 100: none has more keys than the chunk
+  // (92160 keys / 100, rounded up to 960), so every tile is one item and
+  // there is no workspace.
+  std::vector<int64_t> qo(40, 512);
+  PrefillBatch in = makePrefillBatch(qo, qo);
+  PrefillParams p;
+  p.target = 100;
+  PrefillSchedule s = schedulePrefill(in, p);
+  checkPrefillSchedule(s, in, p);
+  EXPECT_EQ(s.count, s.tiles);
+  EXPECT_EQ(s.indptr.back(), 0);
+}
+
+TEST(PrefillSchedule, RejectsBadInput) {
+  PrefillParams p;
+  PrefillBatch falling = makePrefillBatch({4, 4}, {4, 4});
+  falling.qoIndptr = {0, 5, 3};
+  EXPECT_EQ(schedulePrefill(falling, p).count, KVIR_SCHEDULE_BAD_INDPTR);
+  PrefillBatch offset = makePrefillBatch({4}, {4});
+  offset.qoIndptr = {1, 5};
+  EXPECT_EQ(schedulePrefill(offset, p).count, KVIR_SCHEDULE_BAD_INDPTR);
+  PrefillBatch negative = makePrefillBatch({4}, {-1});
+  EXPECT_EQ(schedulePrefill(negative, p).count, KVIR_SCHEDULE_BAD_ARGUMENT);
+  PrefillBatch ok = makePrefillBatch({4096}, {4096});
+  EXPECT_EQ(schedulePrefill(ok, p, /*maxItems=*/10).count,
+            KVIR_SCHEDULE_TOO_MANY_ITEMS);
+  PrefillParams noRows = p;
+  noRows.tileRows = 0;
+  EXPECT_EQ(schedulePrefill(ok, noRows, 200).count, KVIR_SCHEDULE_BAD_ARGUMENT);
+}
+
+TEST(PrefillSchedule, EmptyBatchAndRequests) {
+  PrefillParams p;
+  PrefillSchedule none = schedulePrefill(makePrefillBatch({}, {}), p);
+  EXPECT_EQ(none.count, 0);
+  EXPECT_EQ(none.tiles, 0);
+  // Requests without rows have no tile; rows without keys one item each.
+  PrefillBatch in = makePrefillBatch({0, 3, 0, 70}, {10, 0, 0, 0});
+  PrefillSchedule s = schedulePrefill(in, p);
+  checkPrefillSchedule(s, in, p);
+  EXPECT_EQ(s.count, 3);
 }
 
 } // namespace

@@ -41,7 +41,8 @@ enum {
 /* Errors kvir_schedule_work returns (negative). */
 enum {
   KVIR_SCHEDULE_BAD_ARGUMENT = -1, /* a negative length or parameter */
-  KVIR_SCHEDULE_TOO_MANY_ITEMS = -2 /* more items than max_items */
+  KVIR_SCHEDULE_TOO_MANY_ITEMS = -2, /* more items than max_items */
+  KVIR_SCHEDULE_BAD_INDPTR = -3 /* qo_indptr not starting at 0 and rising */
 };
 
 /* Fills `items` ([max_items][KVIR_WORK_FIELDS], items past the returned
@@ -55,6 +56,48 @@ int64_t kvir_schedule_work(const int32_t *kv_lengths, int64_t batch,
                            int64_t granule, int64_t min_chunk,
                            int64_t uniform_chunks, int64_t max_items,
                            int32_t *items, int32_t *merge_indptr);
+
+/* Prefill work lists: a request of several query rows is cut into query
+ * tiles of `tile_rows` consecutive rows (the last may be shorter), and each
+ * tile's visible keys into chunks. An item holds KVIR_PREFILL_WORK_FIELDS
+ * int32 fields: the four above (request, chunk, chunk count, partial row)
+ * and the tile's index within its request. A tile's visible keys are
+ * those any of its rows sees: rows sit at positions kv_len - qo_len + i,
+ * so under `causal` a tile ends at its last row's position, and with
+ * window_left >= 0 it starts window_left keys before its first row's.
+ * Chunks are about 1 / target_items of all tiles' keys (rounded up to a
+ * multiple of `granule`, at least `min_chunk`), and a tile is cut only
+ * when it has more keys than that: target_items is the number of items
+ * the chip should run, a few per block slot, so that items of bounded
+ * length listed longest first end together. Items are listed by their
+ * chunk's keys, longest first; there are at most tiles + target_items.
+ *
+ * A tile of one chunk writes its rows' final states. A tile of n > 1
+ * chunks writes n partial states per row: row k of the tile (query row
+ * qo_indptr[r] + t * tile_rows + k of the batch) keeps them in workspace
+ * rows merge_indptr[row] .. merge_indptr[row + 1] (n rows), chunk j in
+ * row merge_indptr[row] + j; an item's partial row is its tile's first
+ * row's, so row k's is partial_row + k * n. Rows of whole tiles have no
+ * workspace rows (merge_indptr[row + 1] == merge_indptr[row]).
+ * `merge_indptr` holds nnz + 1 entries (nnz = qo_indptr[batch]); the
+ * workspace rows used, merge_indptr[nnz], are at most
+ * 2 * target_items * tile_rows. `*num_tiles` (when not NULL) gets the number
+ * of query tiles: some tile is cut exactly when the count exceeds it.
+ * Returns the number of items or a KVIR_SCHEDULE_* error; items past it up
+ * to max_items get request -1. */
+enum { KVIR_WORK_QUERY_TILE = 4, KVIR_PREFILL_WORK_FIELDS = 5 };
+int64_t kvir_schedule_prefill_work(const int32_t *qo_indptr,
+                                   const int32_t *kv_lengths, int64_t batch,
+                                   int64_t tile_rows, int64_t causal,
+                                   int64_t window_left, int64_t target_items,
+                                   int64_t granule, int64_t min_chunk,
+                                   int64_t max_items, int32_t *items,
+                                   int32_t *merge_indptr, int64_t *num_tiles);
+/* The most items kvir_schedule_prefill_work can return for a batch of
+ * `nnz` query rows: the size of `items` that never fails. */
+int64_t kvir_schedule_prefill_max_items(int64_t nnz, int64_t batch,
+                                        int64_t tile_rows,
+                                        int64_t target_items);
 
 /* For a fixed grid sized for `max_batch` requests (CUDA graphs: the
  * launches replay with the grids they were captured with): sets
