@@ -49,7 +49,10 @@ def main():
                   "kv_indices": [sum(pages)], "kv_last_page_len": [batch]}
         try:
             env = plan.sizes(shapes)
-            sched = plan.schedule(runtime, lens, env)
+            qo = [0]
+            for n in (lens if op != "decode" else [1] * batch):
+                qo.append(qo[-1] + n)
+            sched = plan.schedule(runtime, lens, env, qo)
             buffers = {}
             for name, a in plan.args.items():
                 if a["role"] in ("input", "output", "schedule") or (

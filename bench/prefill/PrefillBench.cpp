@@ -18,10 +18,12 @@
 //     executed against the minimum for the visible (row, key) pairs and
 //     against the dense count;
 //   * the result against the float64 reference.
-// Then the load balance of one skewed batch (one 8192-row causal request
-// among 63 of 128 rows, head dim 64): the busiest block's MACs over the
-// mean, and the makespan of the launch list-scheduled in block order onto
-// the chip's resident-block slots over a perfect split of the same work.
+// Then the load balance of three causal batches (head dim 64): a skewed
+// one (one 8192-row request among 63 of 128 rows), a chunked-prefill step
+// (4 chunks of 2048 rows beside 252 one-row decodes) and a uniform one:
+// the busiest block's MACs over the mean, and the makespan of the launch
+// list-scheduled in block order onto the chip's resident-block slots over
+// a perfect split of the same work.
 //
 // Prints markdown (bench/RESULTS.md keeps the last run). Not run by the
 // tests. Usage:
@@ -224,6 +226,114 @@ std::string mainKernel(const RunResult &r) {
   return {};
 }
 
+/// The split column of the table: "items / tiles" of the work schedule
+/// when it cut a query tile, "direct" otherwise.
+std::string splitColumn(const RunResult &result, const Problem &p) {
+  int64_t rows = p.qoIndptr.back();
+  std::optional<RunResult::PrefillScheduleCounts> s = result.scheduledPrefill(
+      "kv.prefill", p.qoIndptr, p.kv,
+      {{"nnz", rows}, {"qo_indptr_len", int64_t(p.qoIndptr.size())}});
+  if (!s || !s->cut())
+    return "direct";
+  return std::to_string(s->items) + " / " + std::to_string(s->tiles);
+}
+
+/// The balance of one emulated call: the attention kernel's blocks in
+/// launch order (their tensor-core MACs) list-scheduled onto the chip's
+/// resident-block slots.
+struct Balance {
+  size_t blocks = 0;
+  int64_t resident = 1;
+  double busiestOverMean = 0, makespan = 0, partialShare = 0, relError = 0;
+  std::string split;
+  bool ok = false;
+};
+
+Balance measureBalance(Toolbox &tools, Problem &p, const std::string &chip,
+                       int64_t graphMaxBatch) {
+  Balance m;
+  RunResult result;
+  ::testing::AssertionResult ran = runGpu(p.src, {p.out.o, p.out.lse}, chip,
+                                          {"kv.prefill"}, result,
+                                          graphMaxBatch);
+  if (!ran) {
+    std::fprintf(stderr, "%s\n", ran.message());
+    return m;
+  }
+  ref::State expected =
+      ref::attention(p.q, p.qoIndptr, ref::PagedSource(p.cache), p.params);
+  m.relError = maxRelativeError(p.out, expected);
+  m.ok = m.relError <= outputTolerance(DType::F16) && result.reports.empty();
+  std::string kernel = mainKernel(result);
+  std::vector<uint64_t> work;
+  int64_t threads = 0;
+  uint64_t partial = 0, all = 0;
+  for (const auto &l : result.launches) {
+    all += l.globalBytesLoaded + l.globalBytesStored;
+    if (l.kernel.rfind("merge", 0) == 0)
+      partial += l.globalBytesLoaded;
+    else if (isSplitKernel(l.kernel))
+      partial += l.globalBytesStored;
+    if (l.kernel != kernel)
+      continue;
+    threads = l.block.count();
+    for (const auto &b : l.blocks)
+      work.push_back(b.tensorCoreMacs);
+  }
+  uint64_t total = 0, busiest = 0;
+  for (uint64_t w : work) {
+    total += w;
+    busiest = std::max(busiest, w);
+  }
+  const kvir::target::TargetInfo *target =
+      kvir::target::TargetInfo::lookup(parseGpuTarget(chip).chip);
+  Toolbox::Compiled compiled = tools.compile(p.src.text(), chip);
+  if (!compiled.kernels.empty()) {
+    int64_t dyn =
+        result.launches.empty() ? 0 : result.launches[0].dynamicSharedBytes;
+    m.resident = std::max<int64_t>(
+        1, target->residentBlocks(threads, compiled.kernels[kernel].registers,
+                                  dyn));
+  }
+  m.blocks = work.size();
+  m.busiestOverMean =
+      work.empty() ? 0.0
+                   : double(busiest) / (double(total) / double(work.size()));
+  m.makespan = makespanRatio(work, target->smCount * m.resident);
+  m.partialShare = all ? double(partial) / double(all) : 0.0;
+  m.split = splitColumn(result, p);
+  return m;
+}
+
+/// One row of the load-balance table: a causal prefill of `qo` rows over
+/// `kv` keys per request on sm_90a, run in the emulator on the plan's work
+/// schedule and, for comparison, on the plan-free grid (the form fixed
+/// grids take), each against the float64 reference.
+bool reportBalance(Toolbox &tools, const std::string &name,
+                   const std::vector<int64_t> &qo,
+                   const std::vector<int64_t> &kv) {
+  CacheSpec spec;
+  spec.pageSize = 16;
+  spec.kvHeads = 1;
+  spec.headDim = spec.headDimV = 64;
+  spec.dtype = DType::F16;
+  std::unique_ptr<Problem> p =
+      makeProblem(spec, 1, qo, kv, true, /*ragged=*/false, 99);
+  Balance scheduled = measureBalance(tools, *p, "sm_90a", 0);
+  Balance planFree = measureBalance(tools, *p, "sm_90a", int64_t(qo.size()));
+  bool ok = scheduled.ok && planFree.ok;
+  std::printf("| %s | %zu | %s | %lld | %.2f | **%.3f** | %.3f | %.2f | %.3f "
+              "| %.1e%s |\n",
+              name.c_str(), scheduled.blocks, scheduled.split.c_str(),
+              (long long)scheduled.resident, scheduled.busiestOverMean,
+              scheduled.makespan, scheduled.partialShare,
+              planFree.busiestOverMean, planFree.makespan,
+              std::max(scheduled.relError, planFree.relError),
+              ok ? "" : " **FAIL**");
+  std::fflush(stdout);
+  return ok;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -300,7 +410,7 @@ int main(int argc, char **argv) {
       kvName.c_str(), kvLayout.c_str(), (long long)kvHeads, (long long)len,
       tools.ptxas().empty() ? " (no ptxas: register columns empty)" : "");
   std::printf("| config | chip | q tile, warps | regs (split/direct) | "
-              "smem KB | spill B | occupancy | P | bytes / ideal | workspace / "
+              "smem KB | spill B | occupancy | split | bytes / ideal | workspace / "
               "ideal | sector eff "
               "| bank conflicts / shared req | mma / min | mma / dense | PTX "
               "instr / mma | compile s / kernel | max rel err |\n");
@@ -355,12 +465,11 @@ int main(int argc, char **argv) {
         else if (l.kernel.rfind("merge", 0) == 0)
           workspace += l.globalBytesLoaded;
       }
-      int64_t parts = 1, threads = 0;
+      int64_t threads = 0;
       for (const auto &l : result.launches)
-        if (l.kernel == kernel) {
-          parts = l.grid.z;
+        if (l.kernel == kernel)
           threads = l.block.count();
-        }
+      std::string split = splitColumn(result, *p);
       // kv-tile's configurations give every computing warp one 16-row mma
       // tile.
       ChosenTile chosen = chosenTile(compiled.lowered);
@@ -425,12 +534,12 @@ int main(int argc, char **argv) {
                 (spill.empty() || spill == "0");
       allOk &= ok;
       std::printf(
-          "| %s | %s | %lld, %lld%s | %s | %s | %s | %s | %lld | "
+          "| %s | %s | %lld, %lld%s | %s | %s | %s | %s | %s | "
           "%.3f | %.3f | %.1f%% | %.4f | %.3f | %.3f | %s | %.2f | "
           "%.1e%s |\n",
           cfg.name().c_str(), chip.c_str(), (long long)tileRows,
           (long long)warps, (chosen.producer ? "+4" : ""), regs.c_str(),
-          smem.c_str(), spill.c_str(), occ.c_str(), (long long)parts, ratio,
+          smem.c_str(), spill.c_str(), occ.c_str(), split.c_str(), ratio,
           double(workspace) / ideal, 100.0 * t.sectorEfficiency(),
           t.sharedRequests ? double(t.bankConflicts) / double(t.sharedRequests)
                            : 0.0,
@@ -454,61 +563,40 @@ int main(int argc, char **argv) {
       "merge).\n");
 
   if (skew) {
-    // One long causal request among 63 short ones, head dim 64, one KV head.
-    CacheSpec spec;
-    spec.pageSize = 16;
-    spec.kvHeads = 1;
-    spec.headDim = spec.headDimV = 64;
-    spec.dtype = DType::F16;
+    std::printf(
+        "\nLoad balance on sm_90a (head dim 64, 1 KV head and 1 query head, "
+        "f16, causal): the work schedule's launch (`blocks` of its attention "
+        "kernel, `items / tiles` when it cut tiles, the busiest block's "
+        "MACs over the mean, the makespan of the blocks list-scheduled in "
+        "launch order onto SMs x resident slots over a perfect split, the "
+        "partial states' share of all global bytes) and the plan-free "
+        "grid's (the form fixed grids keep):\n\n"
+        "| batch | blocks | items / tiles | resident per SM | busiest / mean "
+        "| makespan / perfect | partial states / all bytes | plan-free: "
+        "busiest / mean | plan-free: makespan / perfect | max rel err |\n"
+        "|---|---|---|---|---|---|---|---|---|---|\n");
+    // (a) One long prompt among 63 short ones.
     std::vector<int64_t> qo(64, 128);
     qo[17] = 8192;
-    std::string chip = "sm_90a";
-    std::unique_ptr<Problem> p = makeProblem(spec, 1, qo, qo, true,
-                                             /*ragged=*/false, 99);
-    Toolbox::Compiled compiled = tools.compile(p->src.text(), chip);
-    RunResult result;
-    ::testing::AssertionResult ran =
-        runGpu(p->src, {p->out.o, p->out.lse}, chip, {"kv.prefill"}, result);
-    if (!ran) {
-      std::fprintf(stderr, "%s\n", ran.message());
-      return 1;
+    allOk &= reportBalance(tools, "skewed: 1 x 8192 + 63 x 128", qo, qo);
+    // (b) A chunked-prefill step: 4 chunks of 2048 new rows over 0-16k
+    // cached keys beside 252 decodes of 1-8k keys, as one kv.prefill.
+    std::vector<int64_t> stepQo, stepKv;
+    for (int64_t i = 0; i < 4; ++i) {
+      stepQo.push_back(2048);
+      stepKv.push_back(2048 + i * 16384 / 3);
     }
-    std::string kernel = mainKernel(result);
-    std::vector<uint64_t> work;
-    int64_t threads = 0;
-    for (const auto &l : result.launches)
-      if (l.kernel == kernel) {
-        threads = l.block.count();
-        for (const auto &b : l.blocks)
-          work.push_back(b.tensorCoreMacs);
-      }
-    uint64_t total = 0, busiest = 0;
-    for (uint64_t w : work) {
-      total += w;
-      busiest = std::max(busiest, w);
+    Rng rng(4242);
+    for (int64_t i = 0; i < 252; ++i) {
+      stepQo.push_back(1);
+      stepKv.push_back(rng.integer(1024, 8192));
     }
-    const kvir::target::TargetInfo *target =
-        kvir::target::TargetInfo::lookup(parseGpuTarget(chip).chip);
-    int64_t resident = 1;
-    if (!compiled.kernels.empty()) {
-      int64_t dyn = result.launches.empty()
-                        ? 0
-                        : result.launches[0].dynamicSharedBytes;
-      resident = std::max<int64_t>(
-          1, target->residentBlocks(threads,
-                                    compiled.kernels[kernel].registers, dyn));
-    }
-    int64_t slots = target->smCount * resident;
-    std::printf("\nSkewed batch on %s: one causal request of 8192 rows among "
-                "63 of 128 (head dim 64, 1 KV head, f16): %zu blocks, %lld "
-                "resident per SM. Busiest block / mean: %.2f. Makespan of "
-                "the launch list-scheduled in block order onto %lld slots / "
-                "(total / slots): %.3f.\n",
-                chip.c_str(), work.size(), (long long)resident,
-                work.empty() ? 0.0
-                             : double(busiest) /
-                                   (double(total) / double(work.size())),
-                (long long)slots, makespanRatio(work, slots));
+    allOk &= reportBalance(tools, "chunked-prefill step: 4 x 2048 over 0-16k "
+                                  "cached + 252 decodes of 1-8k",
+                           stepQo, stepKv);
+    // (c) Prompts that fill the chip alike.
+    std::vector<int64_t> uniform(16, 2048);
+    allOk &= reportBalance(tools, "uniform: 16 x 2048", uniform, uniform);
   }
   clearGpuKernelCache();
   return allOk ? 0 : 1;

@@ -55,8 +55,9 @@ public:
             const std::vector<int32_t> &last, std::vector<uint16_t> &out,
             std::vector<float> &lse) {
     int64_t nnz = 0;
-    std::vector<int32_t> qoIndptr{0}, batchIndices, positions;
+    std::vector<int32_t> qoIndptr{0}, batchIndices, positions, kvLengths;
     for (size_t b = 0; b < batch.size(); ++b) {
+      kvLengths.push_back(batch[b].keys);
       for (int i = 0; i < batch[b].newRows; ++i) {
         batchIndices.push_back(int32_t(b));
         positions.push_back(batch[b].keys - batch[b].newRows + i);
@@ -66,7 +67,8 @@ public:
     }
     int64_t numPages = int64_t(pool.size()) / (2 * kPage * kKvHeads * kDim);
 
-    // Plans: sizes on the host (no work schedule for these two ops).
+    // Plans: sizes on the host, and the prefill's work schedule from the
+    // requests' rows and keys (the tables' lengths, known on the host).
     kvir_kv_kernels_append0_plan_t append;
     kvir_kv_kernels_prefill1_plan_t prefill;
     check(kvir_kv_kernels_append0_plan(&append, nnz, numPages,
@@ -75,12 +77,14 @@ public:
           "append plan");
     check(kvir_kv_kernels_prefill1_plan(&prefill, nnz,
                                         int64_t(qoIndptr.size()), numPages,
-                                        int64_t(indices.size())),
+                                        int64_t(indices.size()),
+                                        kvLengths.data(), qoIndptr.data()),
           "prefill plan");
-    std::printf("plan: %lld rows, prefill %s (%lld partitions), workspace "
-                "%zu bytes\n",
+    std::printf("plan: %lld rows, prefill %s (%lld items of %lld query "
+                "tiles), workspace %zu bytes\n",
                 (long long)nnz, prefill.split ? "split" : "direct",
-                (long long)prefill.num_partitions, prefill.workspace_bytes);
+                (long long)prefill.num_work,
+                (long long)prefill.num_query_tiles, prefill.workspace_bytes);
 
     DeviceBuffer<uint16_t> dq(dev, q), dk(dev, k), dv(dev, v),
         dpool(dev, pool), dout(dev, out);

@@ -141,6 +141,8 @@ struct PlanEmitter {
       return arith::ConstantOp::create(b, b.getI64IntegerAttr(v));
     };
     Value maxItems = memref::DimOp::create(b, items, 0);
+    if (s.isPrefill())
+      return emitPrefillSchedule(b, s, lengths, items, indptr, maxItems);
     if (!s.getMaxBatch().empty())
       cf::AssertOp::create(
           b,
@@ -168,6 +170,54 @@ struct PlanEmitter {
           b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, padded, i64Const(0)),
           "kvir_schedule_pad_batch failed");
     }
+    return SmallVector<Value>{items, indptr};
+  }
+
+  /// The prefill form of emitSchedule: kvir_schedule_prefill_work, which
+  /// also defines the query tile count.
+  FailureOr<SmallVector<Value>>
+  emitPrefillSchedule(ImplicitLocOpBuilder &b, kvgpu::WorkScheduleAttr s,
+                      Value lengths, Value items, Value indptr,
+                      Value maxItems) {
+    Value qoIndptr = lookup(s.getQoIndptr());
+    if (!qoIndptr)
+      return emitError(b.getLoc()) << "launch plan '" << plan.getName()
+                                   << "' has no value for '"
+                                   << s.getQoIndptr() << "'";
+    Type i64 = b.getI64Type();
+    auto i64Of = [&](Value index) -> Value {
+      return arith::IndexCastOp::create(b, i64, index);
+    };
+    auto i64Const = [&](int64_t v) -> Value {
+      return arith::ConstantOp::create(b, b.getI64IntegerAttr(v));
+    };
+    Value tiles = memref::AllocaOp::create(b, MemRefType::get({1}, i64));
+    Value count = kv::emitHostCall(
+        b, "kvir_schedule_prefill_work",
+        {kv::emitDataPointer(b, qoIndptr), kv::emitDataPointer(b, lengths),
+         i64Of(lookup(s.getBatch())), i64Const(s.getTileRows()),
+         i64Const(s.getCausal()), i64Const(s.getWindowLeft()),
+         i64Const(s.getTargetItems()), i64Const(s.getGranule()),
+         i64Const(s.getMinChunk()), i64Of(maxItems),
+         kv::emitDataPointer(b, items), kv::emitDataPointer(b, indptr),
+         kv::emitDataPointer(b, tiles)});
+    cf::AssertOp::create(
+        b,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::sge, count,
+                              i64Const(0)),
+        "kvir_schedule_prefill_work failed (a negative kv_len, a qo_indptr "
+        "not rising from 0, or a work list too small)");
+    auto toIndex = [&](Value v) -> Value {
+      return arith::IndexCastOp::create(b, b.getIndexType(), v);
+    };
+    values[s.getCount()] = toIndex(count);
+    values[s.getTiles()] = toIndex(
+        memref::LoadOp::create(b, tiles, ValueRange{IRBuilder{b}.idx(0)}));
+    // The partial-state rows: merge_indptr's last entry.
+    IRBuilder ir{b};
+    Value last = ir.sub(memref::DimOp::create(b, indptr, 0), ir.idx(1));
+    values[s.getWorkspaceRows()] =
+        ir.toIndex(memref::LoadOp::create(b, indptr, ValueRange{last}));
     return SmallVector<Value>{items, indptr};
   }
 
@@ -298,8 +348,11 @@ LogicalResult codegen::emitLaunches(ImplicitLocOpBuilder &b,
         need(dim);
   if (schedule) {
     needed.insert(schedule.getBatch());
-    needed.insert(schedule.getUniformChunks());
+    if (!schedule.isPrefill())
+      needed.insert(schedule.getUniformChunks());
     needed.erase(schedule.getCount());
+    needed.erase(schedule.getTiles());
+    needed.erase(schedule.getWorkspaceRows());
   }
   for (kvgpu::SizeDefAttr size : llvm::reverse(plan.getSizes()))
     if (needed.contains(size.getName()) && size.getValue())
@@ -351,7 +404,7 @@ LogicalResult codegen::emitLaunches(ImplicitLocOpBuilder &b,
         schedule
             ? ir.cmp(arith::CmpIPredicate::sgt,
                      emitter.lookup(schedule.getCount()),
-                     emitter.lookup(schedule.getBatch()))
+                     emitter.lookup(schedule.getUnsplitCount()))
             : ir.cmp(arith::CmpIPredicate::sgt,
                      emitter.lookup(plan.getPartitions()), ir.idx(1));
     Value cond = when == kvgpu::LaunchCondition::split

@@ -584,6 +584,8 @@ Emulator::getRuntimeSymbols(llvm::orc::MangleAndInterner interner) {
   // The host side of launch plans with a work schedule.
   add(map, interner, "kvir_schedule_work", &kvir_schedule_work);
   add(map, interner, "kvir_schedule_pad_batch", &kvir_schedule_pad_batch);
+  add(map, interner, "kvir_schedule_prefill_work",
+      &kvir_schedule_prefill_work);
   // kv-validate-tables' checks.
   add(map, interner, "kvir_check_csr", &kvir_check_csr);
   add(map, interner, "kvir_check_block_table", &kvir_check_block_table);

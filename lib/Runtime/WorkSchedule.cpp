@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <queue>
 #include <vector>
 
 namespace {
@@ -133,10 +134,10 @@ extern "C" int64_t kvir_schedule_work(const int32_t *kv_lengths, int64_t batch,
 
 extern "C" int64_t kvir_schedule_prefill_max_items(int64_t nnz, int64_t batch,
                                                    int64_t tile_rows,
-                                                   int64_t target_items) {
+                                                   int64_t slots) {
   if (tile_rows < 1)
     return 0;
-  return nnz / tile_rows + batch + target_items;
+  return nnz / tile_rows + batch + KVIR_PREFILL_MAX_WAVES * slots;
 }
 
 namespace {
@@ -176,16 +177,74 @@ int64_t listQueryTiles(const int32_t *qo_indptr, const int32_t *kv_lengths,
   return 0;
 }
 
+/// The keys of piece j of n of a tile of `visible` keys, as the kernel cuts
+/// it: n pieces of the same number of whole granules, the last shorter
+/// (some may be empty).
+int64_t pieceKeys(int64_t visible, int64_t n, int64_t j, int64_t granule) {
+  int64_t piece = ceilDiv(ceilDiv(visible, granule), n) * granule;
+  int64_t start = std::min(j * piece, visible);
+  return std::min(start + piece, visible) - start;
+}
+
+/// The chunk counts of `visible` keys per tile under chunks of `chunk`.
+std::vector<int64_t> chunkCounts(const std::vector<int64_t> &visible,
+                                 int64_t chunk) {
+  std::vector<int64_t> n(visible.size());
+  for (size_t t = 0; t < visible.size(); ++t)
+    n[t] = std::max<int64_t>(1, ceilDiv(visible[t], chunk));
+  return n;
+}
+
+/// The items (tile, piece) of chunk counts `n`, with the cost of each (its
+/// keys plus `overhead`), most costly first (tile order among equals).
+struct PieceList {
+  std::vector<std::pair<int64_t, int64_t>> items; // (tile, piece)
+  std::vector<int64_t> cost;
+};
+PieceList listPieces(const std::vector<int64_t> &visible,
+                     const std::vector<int64_t> &n, int64_t granule,
+                     int64_t overhead) {
+  PieceList list;
+  for (size_t t = 0; t < visible.size(); ++t)
+    for (int64_t j = 0; j < n[t]; ++j) {
+      list.items.push_back({int64_t(t), j});
+      list.cost.push_back(pieceKeys(visible[t], n[t], j, granule) + overhead);
+    }
+  std::vector<int64_t> order = longestFirst(list.cost);
+  PieceList sorted;
+  for (int64_t i : order) {
+    sorted.items.push_back(list.items[i]);
+    sorted.cost.push_back(list.cost[i]);
+  }
+  return sorted;
+}
+
+/// When the last of `costs` ends, handed out in order to the first free of
+/// `slots` (a GPU's block scheduler).
+int64_t makespan(const std::vector<int64_t> &costs, int64_t slots) {
+  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>>
+      free;
+  for (int64_t i = 0; i < std::max<int64_t>(1, slots); ++i)
+    free.push(0);
+  int64_t end = 0;
+  for (int64_t c : costs) {
+    int64_t at = free.top() + c;
+    free.pop();
+    free.push(at);
+    end = std::max(end, at);
+  }
+  return end;
+}
+
 } // namespace
 
 extern "C" int64_t kvir_schedule_prefill_work(
     const int32_t *qo_indptr, const int32_t *kv_lengths, int64_t batch,
-    int64_t tile_rows, int64_t causal, int64_t window_left,
-    int64_t target_items, int64_t granule, int64_t min_chunk,
-    int64_t max_items, int32_t *items, int32_t *merge_indptr,
-    int64_t *num_tiles) {
+    int64_t tile_rows, int64_t causal, int64_t window_left, int64_t slots,
+    int64_t granule, int64_t min_chunk, int64_t max_items, int32_t *items,
+    int32_t *merge_indptr, int64_t *num_tiles) {
   if (batch < 0 || tile_rows < 1 || granule < 1 || min_chunk < 0 ||
-      max_items < 0 || target_items < 0 || window_left < -1 || !qo_indptr ||
+      max_items < 0 || slots < 1 || window_left < -1 || !qo_indptr ||
       (batch > 0 && !kv_lengths))
     return KVIR_SCHEDULE_BAD_ARGUMENT;
   std::vector<QueryTileWork> tiles;
@@ -194,24 +253,49 @@ extern "C" int64_t kvir_schedule_prefill_work(
     return error;
   int64_t numTiles = tiles.size();
   std::vector<int64_t> visible(numTiles);
-  int64_t keys = 0;
+  int64_t keys = 0, longest = 0;
   for (int64_t t = 0; t < numTiles; ++t) {
     visible[t] = tiles[t].visible;
     keys += visible[t];
+    longest = std::max(longest, visible[t]);
   }
-  // Chunks of about keys / target_items: enough items of bounded length
-  // that blocks handed out longest first end together; a tile of no more
-  // keys stays whole.
-  int64_t chunk = std::max<int64_t>(
-      1, ceilDiv(ceilDiv(keys, std::max<int64_t>(1, target_items)), granule) *
-             granule);
-  chunk = std::max(chunk, ceilDiv(min_chunk, granule) * granule);
-  std::vector<int64_t> chunks(numTiles), chunkTokens(numTiles);
-  for (int64_t t = 0; t < numTiles; ++t) {
-    chunks[t] = std::max<int64_t>(1, ceilDiv(visible[t], chunk));
-    chunkTokens[t] = ceilDiv(visible[t], chunks[t]);
+  // The chunk size whose items, handed out longest first, end soonest on
+  // the chip's slots: tiles whole, or chunks of about keys / (w * slots)
+  // for w waves of items; an item costs its keys and one granule more
+  // (its query tile, epilogue and partial state). The chip runs `slots`
+  // items at once, or twice as many where the kernel's registers allow
+  // (which ptxas decides after the plan): a chunk size is judged by the
+  // worse of the two makespans over its perfect split, ties keeping fewer
+  // items.
+  int64_t shortest = std::max<int64_t>(1, ceilDiv(min_chunk, granule)) * granule;
+  int64_t bestChunk = std::max<int64_t>(longest, 1), bestItems = 0;
+  double bestRatio = -1;
+  for (int64_t w = 0; w <= KVIR_PREFILL_MAX_WAVES; ++w) {
+    int64_t chunk =
+        w == 0 ? std::max<int64_t>(longest, 1)
+               : std::max(shortest,
+                          ceilDiv(ceilDiv(keys, w * slots), granule) * granule);
+    if (w > 0 && chunk >= longest)
+      continue; // cuts nothing
+    PieceList list =
+        listPieces(visible, chunkCounts(visible, chunk), granule, granule);
+    double work = double(std::accumulate(list.cost.begin(), list.cost.end(),
+                                         int64_t(0)));
+    double ratio = 0;
+    for (int64_t s : {slots, 2 * slots})
+      ratio = std::max(ratio, double(makespan(list.cost, s)) /
+                                  std::max(1.0, work / double(s)));
+    int64_t count = list.items.size();
+    if (bestRatio < 0 || ratio < bestRatio ||
+        (ratio == bestRatio && count < bestItems)) {
+      bestChunk = chunk;
+      bestRatio = ratio;
+      bestItems = count;
+    }
   }
-  int64_t total = std::accumulate(chunks.begin(), chunks.end(), int64_t(0));
+  std::vector<int64_t> chunks = chunkCounts(visible, bestChunk);
+  PieceList list = listPieces(visible, chunks, granule, granule);
+  int64_t total = list.items.size();
   if (total > max_items)
     return KVIR_SCHEDULE_TOO_MANY_ITEMS;
 
@@ -230,15 +314,15 @@ extern "C" int64_t kvir_schedule_prefill_work(
     merge_indptr[row + 1] = merge_indptr[row];
 
   int32_t *item = items;
-  for (int64_t t : longestFirst(chunkTokens))
-    for (int64_t j = 0; j < chunks[t]; ++j, item += KVIR_PREFILL_WORK_FIELDS) {
-      item[KVIR_WORK_REQUEST] = int32_t(tiles[t].request);
-      item[KVIR_WORK_CHUNK] = int32_t(j);
-      item[KVIR_WORK_NUM_CHUNKS] = int32_t(chunks[t]);
-      item[KVIR_WORK_PARTIAL_ROW] =
-          chunks[t] > 1 ? int32_t(merge_indptr[tiles[t].firstRow] + j) : -1;
-      item[KVIR_WORK_QUERY_TILE] = int32_t(tiles[t].tile);
-    }
+  for (auto [t, j] : list.items) {
+    item[KVIR_WORK_REQUEST] = int32_t(tiles[t].request);
+    item[KVIR_WORK_CHUNK] = int32_t(j);
+    item[KVIR_WORK_NUM_CHUNKS] = int32_t(chunks[t]);
+    item[KVIR_WORK_PARTIAL_ROW] =
+        chunks[t] > 1 ? int32_t(merge_indptr[tiles[t].firstRow] + j) : -1;
+    item[KVIR_WORK_QUERY_TILE] = int32_t(tiles[t].tile);
+    item += KVIR_PREFILL_WORK_FIELDS;
+  }
   padItems(items, KVIR_PREFILL_WORK_FIELDS, total, max_items);
   if (num_tiles)
     *num_tiles = numTiles;

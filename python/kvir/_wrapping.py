@@ -182,20 +182,24 @@ class _Executor:
             self.kernels[chip] = _compile(self.spec, chip, self.cache)
         return self.kernels[chip]
 
-    def run(self, args, kv_lengths=None, backend="auto", pdl=False):
+    def run(self, args, kv_lengths=None, backend="auto", pdl=False,
+            qo_indptr=None):
         """`args`: (plan argument name, Arg, or a float for an f32 scalar)
         in the spec function's order, ending with out and lse. On torch
         tensors, a call of the torch operator kvir::run (torch_ops).
+        `kv_lengths` and `qo_indptr`: the batch's kv lengths and query row
+        offsets on the host, for the GPU path's work schedule.
         `pdl`: on the GPU path, the call's first kernel is launched as a
         programmatic dependent of the stream's previous kernel where the
         chip's kernels wait for it (FlashInfer's enable_pdl)."""
         tensors = [a.obj for _, a in args if isinstance(a, Arg)]
         if torch_ops.available() and all(_is_torch(t) for t in tensors):
-            torch_ops.call(self, args, kv_lengths, backend, pdl)
+            torch_ops.call(self, args, kv_lengths, backend, pdl, qo_indptr)
         else:
-            self.run_now(args, kv_lengths, backend, pdl)
+            self.run_now(args, kv_lengths, backend, pdl, qo_indptr)
 
-    def run_now(self, args, kv_lengths=None, backend="auto", pdl=False):
+    def run_now(self, args, kv_lengths=None, backend="auto", pdl=False,
+                qo_indptr=None):
         """Runs the kernels on `args` (run()'s) now."""
         buffers = [(n, a) for n, a in args if isinstance(a, Arg)]
         scalars = {n: a for n, a in args if not isinstance(a, Arg)}
@@ -224,7 +228,8 @@ class _Executor:
             self.last_driver = drv
             try:
                 GpuLaunch(kernel.plan(), tensors, kv_lengths, "cpu", drv,
-                          scalars=scalars).run(first_dependent=pdl)
+                          scalars=scalars,
+                          qo_indptr=qo_indptr).run(first_dependent=pdl)
             finally:
                 drv.release()
             return
@@ -233,9 +238,9 @@ class _Executor:
         dev = buffers[0][1].torch_device
         stream = torch.cuda.current_stream(dev).cuda_stream
         launch = self.launches.get(
-            launch_key(tensors, kv_lengths, scalars, dev, stream),
+            launch_key(tensors, kv_lengths, scalars, dev, stream, qo_indptr),
             lambda: GpuLaunch(kernel.plan(), tensors, kv_lengths, dev,
-                              scalars=scalars),
+                              scalars=scalars, qo_indptr=qo_indptr),
             torch.cuda.is_current_stream_capturing())
         launch.run(stream, first_dependent=pdl)
 

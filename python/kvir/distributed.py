@@ -312,5 +312,6 @@ def _attend_chunk(executor, q, chunk, positions, backend):
                   ("kv_indptr", Arg("kv_indptr", kv_index)),
                   ("positions", Arg("positions", pos)),
                   ("out", Arg("out", out)), ("lse", Arg("lse", lse))],
-                 backend=_backend(backend))
+                 [int(k.shape[0])], backend=_backend(backend),
+                 qo_indptr=[0, L])
     return out, lse

@@ -650,7 +650,8 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None,
     args += [(f"capture{i}", Arg(f"capture{i}", t.to(query.device)))
              for i, t in enumerate(captured)]
     args += [("out", Arg("out", out)), ("lse", Arg("lse", lse))]
-    executor.run(args, backend=_backend(backend))
+    executor.run(args, [S] * B, backend=_backend(backend),
+                 qo_indptr=[L * b for b in range(B + 1)])
     o = out.view(B, L, Hq, Ev).transpose(1, 2).contiguous()
     if not return_lse:
         return o

@@ -35,23 +35,28 @@ class GpuLaunch:
     """The launches of `plan` for `tensors` ({plan argument: torch tensor},
     on `device`) and `scalars` ({plan argument: float}): its sizes from
     their shapes, the work schedule run on the
-    host from `kv_lengths`, the schedule buffers and workspace allocated on
-    the device."""
+    host from `kv_lengths` (and a prefill's from `qo_indptr` too, the host
+    copy of the tensor of that name, read from the tensor when not given),
+    the schedule buffers and workspace allocated on the device."""
 
     def __init__(self, plan, tensors, kv_lengths=None, device="cuda",
-                 drv=None, runtime=None, scalars=None):
+                 drv=None, runtime=None, scalars=None, qo_indptr=None):
         import torch
         self.plan = plan
         self.drv = drv if drv is not None else driver()
         shapes = {n: list(t.shape) for n, t in tensors.items()}
         env = plan.sizes(shapes, scalars)
-        sched = plan.schedule(runtime or _lib.runtime(), kv_lengths, env)
+        s = plan.plan.get("schedule")
+        if s is not None and "qo_indptr" in s and qo_indptr is None:
+            qo_indptr = [int(x) for x in tensors["qo_indptr"].cpu().tolist()]
+        sched = plan.schedule(runtime or _lib.runtime(), kv_lengths, env,
+                              qo_indptr)
         keep = dict(tensors)
         if sched is not None:
-            s = plan.plan["schedule"]
+            fields = 5 if "qo_indptr" in s else 4
             items = torch.frombuffer(bytearray(sched[0]), dtype=torch.int32)
             merge = torch.frombuffer(bytearray(sched[1]), dtype=torch.int32)
-            keep[s["items"]] = items.reshape(-1, 4).to(device)
+            keep[s["items"]] = items.reshape(-1, fields).to(device)
             keep[s["merge_indptr"]] = merge.to(device)
         for name, a in plan.args.items():
             if a["role"] == "tensor_map":
@@ -135,12 +140,14 @@ class LaunchCache:
         return launch
 
 
-def launch_key(tensors, kv_lengths, scalars, device, stream):
+def launch_key(tensors, kv_lengths, scalars, device, stream, qo_indptr=None):
     """What a GpuLaunch's parameters depend on: each tensor's address,
-    shape and strides (tensor maps encode them), the batch's kv lengths (the
-    schedule), the scalars, the device and the stream (the workspace is
-    the stream's)."""
+    shape and strides (tensor maps encode them), the batch's kv lengths and
+    query row offsets (the schedule), the scalars, the device and the
+    stream (the workspace is the stream's)."""
+    def values(xs):
+        return None if xs is None else tuple(int(n) for n in xs)
     return (tuple((n, t.data_ptr(), tuple(t.shape), tuple(t.stride()))
                   for n, t in sorted(tensors.items())),
-            None if kv_lengths is None else tuple(int(n) for n in kv_lengths),
+            values(kv_lengths), values(qo_indptr),
             tuple(sorted((scalars or {}).items())), str(device), int(stream))

@@ -81,12 +81,17 @@ class Plan:
     def shape_of(self, arg, env):
         return [eval_size(d, env) for d in self.args[arg]["shape"]]
 
-    def schedule(self, runtime, kv_lengths, env):
-        """Runs the plan's work schedule on the host (kvir_schedule_work):
-        returns (work_items, merge_indptr) as bytes and sets the count."""
+    def schedule(self, runtime, kv_lengths, env, qo_indptr=None):
+        """Runs the plan's work schedule on the host (kvir_schedule_work,
+        or kvir_schedule_prefill_work, which also reads the requests' query
+        row offsets `qo_indptr`): returns (work_items, merge_indptr) as
+        bytes and sets the count (and a prefill's query tile count)."""
         s = self.plan.get("schedule")
         if s is None:
             return None
+        if "qo_indptr" in s:
+            return self._prefill_schedule(runtime, s, kv_lengths, env,
+                                          qo_indptr)
         batch = env[s["batch"]]
         max_items = self.shape_of(s["items"], env)[0]
         items = (ctypes.c_int32 * (4 * max_items))()
@@ -102,6 +107,37 @@ class Plan:
         if count < 0:
             raise PlanError(f"kvir_schedule_work failed: {count}")
         env[s["count"]] = int(count)
+        return bytes(items), bytes(merge)
+
+    def _prefill_schedule(self, runtime, s, kv_lengths, env, qo_indptr):
+        batch = env[s["batch"]]
+        if kv_lengths is None or qo_indptr is None:
+            raise PlanError("a prefill's work schedule needs the requests' "
+                            "kv lengths and query row offsets on the host")
+        if len(kv_lengths) != batch or len(qo_indptr) != batch + 1:
+            raise PlanError(f"prefill schedule: {len(kv_lengths)} kv lengths "
+                            f"and {len(qo_indptr)} qo_indptr entries for a "
+                            f"batch of {batch}")
+        nnz = int(qo_indptr[-1])
+        max_items = self.shape_of(s["items"], env)[0]
+        items = (ctypes.c_int32 * (5 * max_items))()
+        merge = (ctypes.c_int32 * (nnz + 1))()
+        lens = (ctypes.c_int32 * max(1, batch))(*kv_lengths)
+        qo = (ctypes.c_int32 * (batch + 1))(*qo_indptr)
+        tiles = ctypes.c_int64(0)
+        fn = runtime.kvir_schedule_prefill_work
+        fn.restype = ctypes.c_int64
+        i64 = ctypes.c_int64
+        count = fn(qo, lens, i64(batch), i64(s["tile_rows"]),
+                   i64(1 if s["causal"] else 0), i64(s["window_left"]),
+                   i64(s["target_items"]), i64(s["granule"]),
+                   i64(s["min_chunk"]), i64(max_items), items, merge,
+                   ctypes.byref(tiles))
+        if count < 0:
+            raise PlanError(f"kvir_schedule_prefill_work failed: {count}")
+        env[s["count"]] = int(count)
+        env[s["tiles"]] = int(tiles.value)
+        env[s["workspace_rows"]] = int(merge[nnz])
         return bytes(items), bytes(merge)
 
     def split(self, env):

@@ -29,13 +29,15 @@ _library = []
 
 class _Binding:
     """What a plan id stands for: the executor, the names and kinds of its
-    arguments in the kernel's order, the batch's kv lengths, the backend,
-    whether the first launch is a programmatic dependent. Held by the
-    executor, so an id lives as long as its plan."""
+    arguments in the kernel's order, the batch's kv lengths and query row
+    offsets, the backend, whether the first launch is a programmatic
+    dependent. Held by the executor, so an id lives as long as its plan."""
 
-    def __init__(self, executor, layout, kv_lengths, backend, pdl=False):
+    def __init__(self, executor, layout, kv_lengths, backend, pdl=False,
+                 qo_indptr=None):
         self.executor, self.layout = executor, layout
         self.kv_lengths, self.backend, self.pdl = kv_lengths, backend, pdl
+        self.qo_indptr = qo_indptr
         _next_id[0] += 1
         self.id = _next_id[0]
         _bindings[self.id] = self
@@ -55,7 +57,7 @@ def _run_kernel(plan, inputs, scalars, out, lse):
              else float(next(values)))
             for name, label, kind in binding.layout]
     binding.executor.run_now(args, binding.kv_lengths, binding.backend,
-                             binding.pdl)
+                             binding.pdl, binding.qo_indptr)
 
 
 def _fake_kernel(plan, inputs, scalars, out, lse):
@@ -84,17 +86,18 @@ def available():
     return "torch" in sys.modules
 
 
-def call(executor, args, kv_lengths, backend, pdl=False):
+def call(executor, args, kv_lengths, backend, pdl=False, qo_indptr=None):
     """Runs `args` ((plan argument, Arg or float), ending with out and lse)
     of `executor` through kvir::run."""
     layout = tuple((n, a.name, "tensor") if hasattr(a, "obj")
                    else (n, n, "scalar") for n, a in args)
     if layout[-2][0] != "out" or layout[-1][0] != "lse":
         raise ValueError("kvir::run: a call's last arguments are out and lse")
-    key = (layout, id(kv_lengths), backend, bool(pdl))
+    key = (layout, id(kv_lengths), id(qo_indptr), backend, bool(pdl))
     binding = executor.bindings.get(key)
     if binding is None:
-        binding = _Binding(executor, layout, kv_lengths, backend, bool(pdl))
+        binding = _Binding(executor, layout, kv_lengths, backend, bool(pdl),
+                           qo_indptr)
         executor.bindings[key] = binding
     tensors = [a.obj for _, a in args if hasattr(a, "obj")]
     scalars = [float(a) for _, a in args if not hasattr(a, "obj")]

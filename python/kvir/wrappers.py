@@ -158,6 +158,8 @@ class _PrefillBase(_Wrapper):
                              "row offsets starting at 0")
         self.batch, self.nnz = len(qo) - 1, int(qo[-1])
         self._qo = qo
+        # The host copies the GPU path's work schedule reads.
+        self._qo_host = [int(x) for x in qo]
         spec = {"op": "prefill", "kv": kind,
                 "num_qo_heads": int(num_qo_heads),
                 "num_kv_heads": int(num_kv_heads),
@@ -280,6 +282,7 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
                              f"qo_indptr {self.batch}: one request per "
                              f"qo_indptr entry")
         self._check_rows()
+        self.kv_lengths = [int(n) for n in lengths]
         self._plan_variants(lengths, score_mod, mask_mod, positions)
         self._tables = _Tables(self._graph_tables(
             form, [("qo_indptr", qo_indptr)] + named, "qo_indptr"))
@@ -305,7 +308,8 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
         args = [("q", qa), t[0]] + pools + t[1:] + scales + \
             self._variant_args(qa, sinks) + [("out", oa), ("lse", la)]
         self._executor(pools, k_scale, q_scale, sinks, window_left).run(
-            args, backend=self.backend, pdl=bool(enable_pdl))
+            args, self.kv_lengths, backend=self.backend,
+            pdl=bool(enable_pdl), qo_indptr=self._qo_host)
         _scale_output(s, out, v_scale)
         return (out, lse) if return_lse else out
 
@@ -346,6 +350,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillBase):
                              f"non-decreasing key offsets starting at 0")
         self.nnz_kv = int(kv[-1])
         self._check_rows()
+        self.kv_lengths = [int(n) for n in kv[1:] - kv[:-1]]
         self._plan_variants(kv[1:] - kv[:-1], score_mod, mask_mod)
         self._tables = _Tables(self._graph.fill(
             [("qo_indptr", qo_indptr), ("kv_indptr", kv_indptr)],
@@ -374,7 +379,8 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillBase):
         args = [("q", qa), t[0], ("k", ka), ("v", va), t[1]] + \
             self._variant_args(qa, sinks) + [("out", oa), ("lse", la)]
         self._executor((), k_scale, q_scale, sinks, window_left).run(
-            args, backend=self.backend, pdl=bool(enable_pdl))
+            args, self.kv_lengths, backend=self.backend,
+            pdl=bool(enable_pdl), qo_indptr=self._qo_host)
         _scale_output(s, out, v_scale)
         return (out, lse) if return_lse else out
 
@@ -452,6 +458,7 @@ class BatchMLAPagedAttentionWrapper(_Wrapper):
             spec = self._ckv_attention_spec(spec)
         self.page_size = int(page_size)
         self.kv_lengths = [int(n) for n in lens]
+        self._qo_host = [int(x) for x in qo] if rows else None
         if rows:
             a, pa = _i32(qo)
             _check_tables("kvir_check_query_rows", pa,
@@ -529,8 +536,8 @@ class BatchMLAPagedAttentionWrapper(_Wrapper):
                 t[:1 if self.rows else 0] + \
                 [("ckv_pool", ckv), ("kpe_pool", kpe)] + \
                 t[1 if self.rows else 0:] + [("out", oa), ("lse", la)]
-        self._exec.run(args, None if self.rows else self.kv_lengths,
-                       self.backend)
+        self._exec.run(args, self.kv_lengths, self.backend,
+                       qo_indptr=self._qo_host)
         if return_lse_base_on_e and s["lse_base"] == "2":
             lse *= float(np.log(2.0))
         return (out, lse) if return_lse else out

@@ -105,6 +105,37 @@ def test_paged_prefill(rng, cache):
               TOLERANCE["f16"], 2e-3)
 
 
+@pytest.mark.parametrize("chip", ["sm_90a", "sm_80"])
+def test_skewed_prefill_cuts_its_long_tiles(rng, cache, chip):
+    # One long causal prompt beside short appends: the host's work schedule
+    # (kvir_schedule_prefill_work, from the wrapper's host copies of
+    # qo_indptr and the kv lengths) cuts the prompt's query tiles that see
+    # the most keys into chunks; the split kernel writes whole tiles final
+    # and the cut tiles' partial states, the merge reduces those rows.
+    hq, hk, d, page = 4, 1, 64, 16
+    kv_lens, qo_lens = [1500, 40, 300], [1500, 3, 1]
+    pool, indptr, indices, last, keys, values = paged_batch(
+        rng, kv_lens, page, hk, d, "float16")
+    qo = np.concatenate([[0], np.cumsum(qo_lens)]).astype(np.int32)
+    q = rng.uniform(-1, 1, (int(qo[-1]), hq, d)).astype(np.float16)
+    w = kvir.BatchPrefillWithPagedKVCacheWrapper(
+        cache_dir=cache, backend="emulated_driver", chip=chip)
+    w.plan(t(qo), t(indptr), t(indices), t(last), hq, hk, d, page,
+           causal=True)
+    out = nan((int(qo[-1]), hq, d), torch.float16)
+    lse = nan((int(qo[-1]), hq), torch.float32)
+    w.run(t(q), t(pool), out=out, lse=lse)
+    names = [k for k, _, _ in w._exec.last_driver.launches]
+    assert len(names) == 2 and "_split_" in names[0], names
+    assert names[1].startswith("merge_rows"), names
+    for b in range(3):
+        r0, r1, n = qo[b], qo[b + 1], kv_lens[b]
+        ref_o, ref_lse = attend(q[r0:r1], keys[b], values[b],
+                                list(range(n - (r1 - r0), n)), causal=True)
+        check(out[r0:r1].float().numpy(), lse[r0:r1].numpy(), ref_o, ref_lse,
+              TOLERANCE["f16"], 2e-3)
+
+
 def test_merge_states_reads_strided_views(rng, cache):
     # kvir's partitioned states are partition-major: the kernel takes the
     # [rows, states, ...] buffers transposed, its row stride an extent

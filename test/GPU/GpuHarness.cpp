@@ -361,7 +361,7 @@ RunResult::scheduledItems(llvm::StringRef op,
     return std::nullopt;
   for (kvir::kvgpu::LaunchPlanAttr plan : kernel->summary().plans) {
     kvir::kvgpu::WorkScheduleAttr s = plan.getSchedule();
-    if (plan.getOp() != op || !s)
+    if (plan.getOp() != op || !s || s.isPrefill())
       continue;
     int64_t batch = kvLens.size();
     std::optional<int64_t> uniform =
@@ -379,6 +379,36 @@ RunResult::scheduledItems(llvm::StringRef op,
     if (n < 0)
       return std::nullopt;
     return n;
+  }
+  return std::nullopt;
+}
+
+std::optional<RunResult::PrefillScheduleCounts> RunResult::scheduledPrefill(
+    llvm::StringRef op, const std::vector<int32_t> &qoIndptr,
+    const std::vector<int64_t> &kvLens,
+    const std::map<std::string, int64_t> &inputs) const {
+  if (!kernel)
+    return std::nullopt;
+  for (kvir::kvgpu::LaunchPlanAttr plan : kernel->summary().plans) {
+    kvir::kvgpu::WorkScheduleAttr s = plan.getSchedule();
+    if (plan.getOp() != op || !s || !s.isPrefill())
+      continue;
+    std::optional<int64_t> maxItems = planSize(op, "max_work", inputs);
+    if (!maxItems)
+      return std::nullopt;
+    int64_t batch = kvLens.size();
+    std::vector<int32_t> lengths(kvLens.begin(), kvLens.end());
+    std::vector<int32_t> items(*maxItems * KVIR_PREFILL_WORK_FIELDS),
+        indptr(qoIndptr.back() + 1);
+    PrefillScheduleCounts counts;
+    counts.items = kvir_schedule_prefill_work(
+        qoIndptr.data(), lengths.data(), batch, s.getTileRows(), s.getCausal(),
+        s.getWindowLeft(), s.getTargetItems(), s.getGranule(),
+        s.getMinChunk(), *maxItems, items.data(), indptr.data(),
+        &counts.tiles);
+    if (counts.items < 0)
+      return std::nullopt;
+    return counts;
   }
   return std::nullopt;
 }

@@ -90,6 +90,18 @@ struct RunResult {
   /// the plan's own expressions.
   std::optional<int64_t> planSize(llvm::StringRef op, llvm::StringRef size,
                                   const std::map<std::string, int64_t> &inputs) const;
+  /// The items and query tiles the prefill work schedule of the first
+  /// `op`'s plan gives a batch of `qoIndptr` rows and `kvLens` keys
+  /// (kvir_schedule_prefill_work with the plan's parameters; `inputs` the
+  /// sizes the plan reads from its arguments), or nullopt without one.
+  struct PrefillScheduleCounts {
+    int64_t items = 0, tiles = 0;
+    bool cut() const { return items > tiles; }
+  };
+  std::optional<PrefillScheduleCounts>
+  scheduledPrefill(llvm::StringRef op, const std::vector<int32_t> &qoIndptr,
+                   const std::vector<int64_t> &kvLens,
+                   const std::map<std::string, int64_t> &inputs) const;
   /// The configuration of the first `op`'s plan as MLIR prints it ("" if
   /// none).
   std::string planConfig(llvm::StringRef op) const;

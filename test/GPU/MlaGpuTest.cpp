@@ -139,6 +139,18 @@ void runMlaCase(const MlaCase &c) {
   EXPECT_EQ(names.front().rfind("mla_", 0), 0u) << result.describeLaunches();
   bool split = names.front().find("_split_") != std::string::npos;
   EXPECT_EQ(split, c.expectSplit) << result.describeLaunches();
+  if (multiRow) {
+    // Query rows: the work schedule for these rows and lengths chose the
+    // split (a config of one partition, or fixed grids, have none).
+    std::optional<RunResult::PrefillScheduleCounts> schedule =
+        result.scheduledPrefill(
+            "kv.mla_decode", qoIndptr,
+            c.topk ? std::vector<int64_t>(c.kvLens.size(), c.topk) : c.kvLens,
+            {{"nnz", qoIndptr.back()},
+             {"qo_indptr_len", int64_t(qoIndptr.size())}});
+    if (schedule)
+      EXPECT_EQ(split, schedule->cut()) << result.describeLaunches();
+  }
   if (split && !multiRow) {
     // One row per request: the work schedule for these lengths chose the
     // split, and the split kernel ran one block per item (per query tile).
@@ -247,7 +259,8 @@ std::vector<MlaCase> mlaCases() {
   {
     MlaCase *c = add("H128CausalRowsSharedPoolBlockTableP16BF16", 128,
                      DType::BF16, Table::BlockTable, 9007);
-    c->kvLens = {2, 64, 130, 1};
+    // The 1300-key request's tile is cut into chunks.
+    c->kvLens = {2, 64, 1300, 1};
     c->qoLens = {2, 4, 1, 4};
     c->pageSize = 16;
     c->sharedPool = true;

@@ -128,24 +128,29 @@ void gpu::runGpuPrefillCase(const GpuPrefillCase &c) {
       EXPECT_TRUE(check(compareGpuState(out, expected, c.outType)));
       continue;
     }
-    std::optional<int64_t> parts =
-        result.planSize("kv.prefill", "num_partitions",
-                        {{"nnz", rows}, {"qo_indptr_len", numRequests + 1}});
-    ASSERT_TRUE(parts.has_value()) << "no kv.prefill launch plan";
-    if (rows == 0) {
-      // No query row: the merge grid is empty (no launch); the split
-      // kernel's grid still has a slot per request.
-      for (const std::string &name : names)
-        EXPECT_NE(name.rfind("merge_partitions", 0), 0u) << name;
-    } else if (*parts == 1) {
+    // The launches the plan's work schedule calls for: the direct kernel
+    // when no query tile is cut, else the scheduled split kernel (a block
+    // per item) and the merge of the cut tiles' rows. A config of one
+    // partition has no schedule and never splits.
+    std::map<std::string, int64_t> sizes{{"nnz", rows},
+                                         {"qo_indptr_len", numRequests + 1}};
+    std::optional<RunResult::PrefillScheduleCounts> schedule =
+        result.scheduledPrefill("kv.prefill", qoIndptr, batch.kv, sizes);
+    if (!schedule) {
+      ASSERT_EQ(result.planSize("kv.prefill", "num_partitions", sizes),
+                std::optional<int64_t>(1))
+          << "neither a work schedule nor one partition";
+      schedule = RunResult::PrefillScheduleCounts{};
+    }
+    if (rows == 0 || !schedule->cut()) {
       ASSERT_LE(names.size(), 1u) << result.describeLaunches();
       if (!names.empty())
         EXPECT_FALSE(isSplitKernel(names[0])) << names[0];
     } else {
       ASSERT_EQ(names.size(), 2u) << result.describeLaunches();
       EXPECT_TRUE(isSplitKernel(names[0])) << names[0];
-      EXPECT_EQ(result.launches[0].grid.z, uint32_t(*parts));
-      EXPECT_EQ(names[1].rfind("merge_partitions", 0), 0u) << names[1];
+      EXPECT_EQ(result.launches[0].grid.x, uint32_t(schedule->items));
+      EXPECT_EQ(names[1].rfind("merge_rows", 0), 0u) << names[1];
     }
     // The P V mma takes P rounded to the KV type: an f32 output is as
     // precise as that type allows.
@@ -161,9 +166,11 @@ void gpu::runGpuPrefillCase(const GpuPrefillCase &c) {
                               : 1e-3;
     EXPECT_TRUE(check(compareGpuState(out, expected, precision, lseTolerance)));
     if (std::getenv("KVIR_UNIT_VERBOSE"))
-      std::printf("%s    %lld requests, %lld rows, P = %lld: %.2f s\n",
+      std::printf("%s    %lld requests, %lld rows, %lld items of %lld "
+                  "tiles: %.2f s\n",
                   result.describeLaunches().c_str(), (long long)numRequests,
-                  (long long)rows, (long long)*parts, seconds);
+                  (long long)rows, (long long)schedule->items,
+                  (long long)schedule->tiles, seconds);
   }
 }
 

@@ -234,7 +234,7 @@ struct PrefillBatch {
 };
 
 struct PrefillParams {
-  int64_t tileRows = 64, causal = 1, windowLeft = -1, target = 132,
+  int64_t tileRows = 64, causal = 1, windowLeft = -1, slots = 132,
           granule = 64, minChunk = 256;
 };
 
@@ -250,13 +250,13 @@ PrefillSchedule schedulePrefill(const PrefillBatch &in, const PrefillParams &p,
                                 int64_t maxItems = -1) {
   if (maxItems < 0)
     maxItems = kvir_schedule_prefill_max_items(in.nnz(), in.batch(),
-                                               p.tileRows, p.target);
+                                               p.tileRows, p.slots);
   PrefillSchedule s;
   s.items.assign(maxItems * KVIR_PREFILL_WORK_FIELDS, 12345);
   s.indptr.assign(in.nnz() + 1, 12345);
   s.count = kvir_schedule_prefill_work(
       in.qoIndptr.data(), in.kvLens.data(), in.batch(), p.tileRows, p.causal,
-      p.windowLeft, p.target, p.granule, p.minChunk, maxItems, s.items.data(),
+      p.windowLeft, p.slots, p.granule, p.minChunk, maxItems, s.items.data(),
       s.indptr.data(), &s.tiles);
   return s;
 }
@@ -281,12 +281,12 @@ void checkPrefillSchedule(const PrefillSchedule &s, const PrefillBatch &in,
         (in.qoIndptr[r + 1] - in.qoIndptr[r] + p.tileRows - 1) / p.tileRows;
   ASSERT_EQ(s.tiles, expectedTiles);
   ASSERT_GE(s.count, s.tiles);
-  EXPECT_LE(s.count, s.tiles + p.target);
+  EXPECT_LE(s.count, s.tiles + KVIR_PREFILL_MAX_WAVES * p.slots);
   ASSERT_EQ(s.indptr[0], 0);
   for (int64_t row = 0; row < nnz; ++row)
     ASSERT_LE(s.indptr[row], s.indptr[row + 1]);
   int64_t workspace = s.indptr[nnz];
-  EXPECT_LE(workspace, 2 * p.target * p.tileRows);
+  EXPECT_LE(workspace, 2 * KVIR_PREFILL_MAX_WAVES * p.slots * p.tileRows);
   if (s.count == s.tiles)
     EXPECT_EQ(workspace, 0) << "no tile cut, no workspace";
   std::vector<int> rowSeen(workspace, 0);
@@ -321,10 +321,9 @@ void checkPrefillSchedule(const PrefillSchedule &s, const PrefillBatch &in,
     int64_t granules = (hi - lo + p.granule - 1) / p.granule;
     int64_t piece = (granules + n - 1) / n * p.granule;
     int64_t start = std::min(lo + j * piece, hi), end = std::min(start + piece, hi);
-    // Longest first, by the scheduler's own measure of a chunk.
-    int64_t tokens = (hi - lo + n - 1) / n;
-    EXPECT_LE(tokens, previous) << "item " << i;
-    previous = tokens;
+    // Most keys first.
+    EXPECT_LE(end - start, previous) << "item " << i;
+    previous = end - start;
     for (int64_t k = 0; k < rows; ++k) {
       int64_t row = in.qoIndptr[r] + first + k;
       int64_t span = s.indptr[row + 1] - s.indptr[row];
@@ -383,7 +382,7 @@ TEST(PrefillSchedule, RandomBatchesCoverEveryVisibleKeyOnce) {
     PrefillParams p;
     p.tileRows = rng.coin() ? 64 : rng.integer(1, 40);
     p.causal = rng.coin(0.7);
-    p.target = rng.integer(1, 200);
+    p.slots = rng.integer(1, 60);
     p.granule = rng.coin() ? 64 : rng.integer(1, 48);
     p.minChunk = rng.integer(0, 300);
     if (rng.coin(0.3))
@@ -408,15 +407,15 @@ double listMakespan(const std::vector<int64_t> &costs, int64_t slots) {
 }
 
 TEST(PrefillSchedule, SkewedCausalBatchIsBalanced) {
-  // One 8192-row causal prompt among 63 of 128 on 264 block slots, three
-  // items each: the prompt's late tiles (up to 8192 keys) are cut, the
-  // short prompts' tiles stay whole, and handed out in order the items
-  // end within 1.15x of a perfect split (whole tiles: 3.9x).
+  // One 8192-row causal prompt among 63 of 128 on 264 block slots: the
+  // prompt's late tiles (up to 8192 keys) are cut, the short prompts'
+  // tiles stay whole, and handed out in order the items end within 1.15x
+  // of a perfect split (whole tiles: 3.9x).
   std::vector<int64_t> qo(64, 128);
   qo[17] = 8192;
   PrefillBatch in = makePrefillBatch(qo, qo);
   PrefillParams p;
-  p.target = 3 * 264;
+  p.slots = 264;
   PrefillSchedule s = schedulePrefill(in, p);
   checkPrefillSchedule(s, in, p);
   EXPECT_EQ(s.tiles, 63 * 2 + 128);
@@ -439,17 +438,31 @@ TEST(PrefillSchedule, SkewedCausalBatchIsBalanced) {
 }
 
 TEST(PrefillSchedule, FillingBatchesAreNotCut) {
-  // 320 tiles for a target of 100: none has more keys than the chunk
-  // (92160 keys / 100, rounded up to 960), so every tile is one item and
-  // there is no workspace.
+  // 320 equal tiles (not causal) on 80 slots: four waves of whole tiles
+  // end together, so none is cut and there is no workspace.
   std::vector<int64_t> qo(40, 512);
   PrefillBatch in = makePrefillBatch(qo, qo);
   PrefillParams p;
-  p.target = 100;
+  p.causal = 0;
+  p.slots = 80;
   PrefillSchedule s = schedulePrefill(in, p);
   checkPrefillSchedule(s, in, p);
   EXPECT_EQ(s.count, s.tiles);
   EXPECT_EQ(s.indptr.back(), 0);
+}
+
+TEST(PrefillSchedule, OnePromptIsCutToFillTheChip) {
+  // 64 tiles of 4096 keys on 132 slots (or 264, where registers allow):
+  // whole, they would leave half the slots idle or more; cut in four, 256
+  // items of 1024 keys keep 128 of 132 slots busy twice over, or 256 of
+  // 264 once (in two, 128 items would leave half of 264 idle).
+  PrefillBatch in = makePrefillBatch({4096}, {4096});
+  PrefillParams p;
+  p.causal = 0;
+  PrefillSchedule s = schedulePrefill(in, p);
+  checkPrefillSchedule(s, in, p);
+  EXPECT_EQ(s.tiles, 64);
+  EXPECT_EQ(s.count, 256);
 }
 
 TEST(PrefillSchedule, RejectsBadInput) {

@@ -65,12 +65,16 @@ int64_t kvir_schedule_work(const int32_t *kv_lengths, int64_t batch,
  * those any of its rows sees: rows sit at positions kv_len - qo_len + i,
  * so under `causal` a tile ends at its last row's position, and with
  * window_left >= 0 it starts window_left keys before its first row's.
- * Chunks are about 1 / target_items of all tiles' keys (rounded up to a
- * multiple of `granule`, at least `min_chunk`), and a tile is cut only
- * when it has more keys than that: target_items is the number of items
- * the chip should run, a few per block slot, so that items of bounded
- * length listed longest first end together. Items are listed by their
- * chunk's keys, longest first; there are at most tiles + target_items.
+ *
+ * `slots` is the number of items the chip runs at once. The chunk size is
+ * the one whose items, handed out longest first to the first free slot
+ * (a GPU's block scheduler), end soonest: tiles whole, or chunks of about
+ * keys / (w * slots) keys (a multiple of `granule`, at least `min_chunk`)
+ * for w = 1 .. KVIR_PREFILL_MAX_WAVES; an item costs its keys plus one
+ * granule (its query tile, epilogue and partial state), and a tile is cut
+ * into pieces of whole granules as the kernel cuts it. Items are listed
+ * most costly first; there are at most tiles + KVIR_PREFILL_MAX_WAVES *
+ * slots (kvir_schedule_prefill_max_items).
  *
  * A tile of one chunk writes its rows' final states. A tile of n > 1
  * chunks writes n partial states per row: row k of the tile (query row
@@ -80,24 +84,26 @@ int64_t kvir_schedule_work(const int32_t *kv_lengths, int64_t batch,
  * row's, so row k's is partial_row + k * n. Rows of whole tiles have no
  * workspace rows (merge_indptr[row + 1] == merge_indptr[row]).
  * `merge_indptr` holds nnz + 1 entries (nnz = qo_indptr[batch]); the
- * workspace rows used, merge_indptr[nnz], are at most
- * 2 * target_items * tile_rows. `*num_tiles` (when not NULL) gets the number
- * of query tiles: some tile is cut exactly when the count exceeds it.
- * Returns the number of items or a KVIR_SCHEDULE_* error; items past it up
- * to max_items get request -1. */
-enum { KVIR_WORK_QUERY_TILE = 4, KVIR_PREFILL_WORK_FIELDS = 5 };
+ * workspace rows used are merge_indptr[nnz]. `*num_tiles` (when not NULL)
+ * gets the number of query tiles: some tile is cut exactly when the count
+ * exceeds it. Returns the number of items or a KVIR_SCHEDULE_* error;
+ * items past it up to max_items get request -1. */
+enum {
+  KVIR_WORK_QUERY_TILE = 4,
+  KVIR_PREFILL_WORK_FIELDS = 5,
+  KVIR_PREFILL_MAX_WAVES = 4
+};
 int64_t kvir_schedule_prefill_work(const int32_t *qo_indptr,
                                    const int32_t *kv_lengths, int64_t batch,
                                    int64_t tile_rows, int64_t causal,
-                                   int64_t window_left, int64_t target_items,
+                                   int64_t window_left, int64_t slots,
                                    int64_t granule, int64_t min_chunk,
                                    int64_t max_items, int32_t *items,
                                    int32_t *merge_indptr, int64_t *num_tiles);
 /* The most items kvir_schedule_prefill_work can return for a batch of
  * `nnz` query rows: the size of `items` that never fails. */
 int64_t kvir_schedule_prefill_max_items(int64_t nnz, int64_t batch,
-                                        int64_t tile_rows,
-                                        int64_t target_items);
+                                        int64_t tile_rows, int64_t slots);
 
 /* For a fixed grid sized for `max_batch` requests (CUDA graphs: the
  * launches replay with the grids they were captured with): sets

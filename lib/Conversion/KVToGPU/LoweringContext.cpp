@@ -335,8 +335,9 @@ gpu_lowering::addPagedKVArguments(PlanBuilder &plan,
   return names;
 }
 
-MemRefType gpu_lowering::workItemsType(MLIRContext *ctx) {
-  return MemRefType::get({ShapedType::kDynamic, 4}, IntegerType::get(ctx, 32));
+MemRefType gpu_lowering::workItemsType(MLIRContext *ctx, int64_t fields) {
+  return MemRefType::get({ShapedType::kDynamic, fields},
+                         IntegerType::get(ctx, 32));
 }
 
 MemRefType gpu_lowering::tensorMapType(MLIRContext *ctx) {
@@ -393,7 +394,8 @@ gpu_lowering::addWorkSchedule(PlanBuilder &plan, const WorkSchedulePlan &ws,
   plan.setSchedule(kvgpu::WorkScheduleAttr::get(
       ctx, "kv_lengths", "work_items", "merge_indptr", "num_work", "batch",
       "num_partitions", ws.targetItems, ws.granule, ws.minChunk,
-      ws.windowLeft, ws.fixedBatch ? "max_batch" : ""));
+      ws.windowLeft, ws.fixedBatch ? "max_batch" : "", /*qo_indptr=*/"",
+      /*tiles=*/"", /*workspace_rows=*/"", /*tile_rows=*/0, /*causal=*/false));
   return gridBatch;
 }
 

@@ -224,8 +224,9 @@ kvgpu::SizeExprAttr addWorkSchedule(PlanBuilder &plan,
                                     const WorkSchedulePlan &schedule,
                                     const target::TargetInfo &target);
 
-/// The work list's type: [items, 4] i32 (WorkSchedule.h's fields).
-mlir::MemRefType workItemsType(mlir::MLIRContext *ctx);
+/// The work list's type: [items, fields] i32 (WorkSchedule.h's fields: 4,
+/// or KVIR_PREFILL_WORK_FIELDS for a prefill's query tiles).
+mlir::MemRefType workItemsType(mlir::MLIRContext *ctx, int64_t fields = 4);
 
 /// A tensor-map argument's type: the 128 bytes of a CUtensorMap as
 /// memref<16xi64>.

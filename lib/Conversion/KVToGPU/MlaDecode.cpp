@@ -153,6 +153,8 @@ struct MlaDecodeLowering : OpRewritePattern<kv::MlaDecodeOp> {
       return names;
     };
     if (failed(emitTensorCoreLaunches(b, context, op, spec, out, lse,
+                                      {op.getQoIndptr(), op.getKv(),
+                                       op.getTopk()},
                                       addInputs,
                                       [&](const PrefillKernelSpec &s) {
                                         return mlaKernelSymbol(op, s, target);

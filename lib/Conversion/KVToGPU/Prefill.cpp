@@ -11,12 +11,14 @@
 #include "Patterns.h"
 #include "PrefillKernelParts.h"
 
+#include "kvir/Codegen/IRBuilder.h"
 #include "kvir/Codegen/LaunchEmitter.h"
 #include "kvir/Codegen/QueryTiles.h"
 #include "kvir/Codegen/Variants.h"
 #include "kvir/Dialect/KV/IR/PoolLayout.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 #include "kvir/Dialect/KVGPU/Transforms/ConfigSelection.h"
+#include "kvir/Runtime/WorkSchedule.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
@@ -186,7 +188,8 @@ struct PrefillLowering : OpRewritePattern<kv::PrefillOp> {
       return names;
     };
     if (failed(emitTensorCoreLaunches(
-            b, context, op, spec, out, lse, addInputs,
+            b, context, op, spec, out, lse,
+            {op.getQoIndptr(), op.getKv(), Value()}, addInputs,
             [&](const PrefillKernelSpec &s) {
               return prefillKernelSymbol(op, s, target);
             })))
@@ -350,70 +353,73 @@ addVariantLaunchArguments(Operation *op, PlanBuilder &plan,
   return names;
 }
 
-LogicalResult gpu_lowering::emitTensorCoreLaunches(
-    ImplicitLocOpBuilder &b, LoweringContext &context, Operation *op,
-    const PrefillKernelSpec &spec, Value out, Value lse,
-    llvm::function_ref<SmallVector<StringRef>(PlanBuilder &,
-                                              llvm::StringMap<Value> &)>
-        addInputs,
-    llvm::function_ref<std::string(const PrefillKernelSpec &)> symbol) {
-  const target::TargetInfo &target = context.getTarget();
-  auto build = [&](const PrefillKernelSpec &s, StringRef name) {
-    return buildTensorCoreKernel(context, op, s, name);
+namespace {
+
+/// What the two launch forms of a tensor-core op with query rows share:
+/// the direct kernel, the plan with the op's inputs, tensor maps and
+/// outputs, and the variant arguments.
+struct TensorCorePlan {
+  PlanBuilder plan;
+  llvm::StringMap<Value> bindings;
+  SmallVector<StringRef> inputs;
+  SmallVector<std::string> variantNames;
+  gpu::GPUFuncOp direct;
+  QueryTiles tiles;
+};
+
+/// Adds the K and V tensor maps (and the query's) of a copy = tma spec.
+void addPrefillTensorMaps(PlanBuilder &plan, Operation *op,
+                          const PrefillKernelSpec &spec,
+                          const llvm::StringMap<Value> &bindings) {
+  // The maps' sources: the plan arguments bound to the K and V buffers.
+  auto nameOf = [&](Value buffer) {
+    for (const auto &binding : bindings)
+      if (binding.getValue() == buffer)
+        return binding.getKey();
+    llvm_unreachable("the K/V buffers are plan arguments");
   };
-  std::string directName = symbol(spec);
-  gpu::GPUFuncOp direct = build(spec, directName);
+  Value kv = cast<kv::PrefillOp>(op).getKv();
+  Value k, v;
+  if (auto view = kv.getDefiningOp<kv::PagedViewOp>()) {
+    kv::PagedOperands operands = kv::PagedOperands::fromView(view);
+    k = operands.pool(kv::PoolRole::K);
+    v = operands.pool(kv::PoolRole::V);
+  } else {
+    auto ragged = kv.getDefiningOp<kv::RaggedViewOp>();
+    k = ragged.getK();
+    v = ragged.getV();
+  }
+  for (auto [name, map] : llvm::zip_equal(
+           kTensorMapNames, prefillTensorMaps(spec, nameOf(k), nameOf(v))))
+    plan.addTensorMap(name, map);
+  if (copiesQueryByTma(spec))
+    plan.addTensorMap(kQueryMapName, prefillQueryMap(spec));
+}
+
+} // namespace
+
+/// The partitioned form (CUDA graphs: grids from the sizes alone): block
+/// slots of the query tiles times KV heads times partitions, partitions
+/// while the tiles of all KV heads do not give every SM a block (one
+/// block of 8 warps and ~100 KB fills an SM: more partitions would only
+/// add partial states).
+static LogicalResult emitPartitionedLaunches(
+    ImplicitLocOpBuilder &b, LoweringContext &context, Operation *op,
+    const PrefillKernelSpec &spec, TensorCorePlan &tc,
+    llvm::function_ref<gpu::GPUFuncOp(const PrefillKernelSpec &)> build) {
+  const target::TargetInfo &target = context.getTarget();
   PrefillKernelSpec split = spec;
   split.partitioned = true;
   const int64_t dyn = ShapedType::kDynamic;
   split.outType = MemRefType::get({dyn, dyn, spec.qHeads, spec.headDimV},
                                   b.getF32Type());
   split.lseType = MemRefType::get({dyn, dyn, spec.qHeads}, b.getF32Type());
-  gpu::GPUFuncOp splitKernel = build(split, symbol(split));
+  gpu::GPUFuncOp splitKernel = build(split);
   gpu::GPUFuncOp mergeKernel =
       getPartialsMerge(context, spec, split, /*ragged=*/false);
-
-  // The launch plan.
-  PlanBuilder plan(op->getContext(), op->getName().getStringRef(), directName);
+  PlanBuilder &plan = tc.plan;
   using kvgpu::ArgRole;
   using kvgpu::SizeExprAttr;
-  llvm::StringMap<Value> bindings{{"out", out}, {"lse", lse}};
-  SmallVector<StringRef> inputs = addInputs(plan, bindings);
-  if (spec.config.copiesByTma()) {
-    // The maps' sources: the plan arguments bound to the K and V buffers.
-    auto nameOf = [&](Value buffer) {
-      for (const auto &binding : bindings)
-        if (binding.getValue() == buffer)
-          return binding.getKey();
-      llvm_unreachable("the K/V buffers are plan arguments");
-    };
-    Value kv = cast<kv::PrefillOp>(op).getKv();
-    Value k, v;
-    if (auto view = kv.getDefiningOp<kv::PagedViewOp>()) {
-      kv::PagedOperands operands = kv::PagedOperands::fromView(view);
-      k = operands.pool(kv::PoolRole::K);
-      v = operands.pool(kv::PoolRole::V);
-    } else {
-      auto ragged = kv.getDefiningOp<kv::RaggedViewOp>();
-      k = ragged.getK();
-      v = ragged.getV();
-    }
-    for (auto [name, map] : llvm::zip_equal(
-             kTensorMapNames, prefillTensorMaps(spec, nameOf(k), nameOf(v))))
-      plan.addTensorMap(name, map);
-    if (copiesQueryByTma(spec))
-      plan.addTensorMap(kQueryMapName, prefillQueryMap(spec));
-  }
-  plan.addBuffer("out", ArgRole::output, spec.outType, {plan.sym("nnz")});
-  plan.addBuffer("lse", ArgRole::output, spec.lseType, {plan.sym("nnz")});
-  // Block slots of the query tiles; partitions while the tiles of all KV
-  // heads do not give every SM a block (one block of 8 warps and ~100 KB
-  // fills an SM: more partitions would only add partial states).
-  QueryTiles tiles(spec.rowStride(), spec.config.getQTile());
-  plan.defineSize("num_tile_slots",
-                  spec.oneRowPerRequest()
-                      ? tiles.numSlotsOneRowEach(plan.sym("batch"))
-                      : tiles.numSlots(plan.sym("nnz"), plan.sym("batch")));
   int64_t hkv = spec.kvHeads;
   // A selection's entries bound the partitions worth launching: each takes
   // at least kMinPartitionKeys of them.
@@ -438,29 +444,197 @@ LogicalResult gpu_lowering::emitTensorCoreLaunches(
                          SizeExprAttr::mul(plan.sym("num_tile_slots"),
                                            plan.cst(hkv))}))})}));
   plan.setPartitions("num_partitions");
-  plan.setConfig(spec.config);
   plan.addBuffer("partial_out", ArgRole::workspace, split.outType,
                  {plan.sym("num_partitions"), plan.sym("nnz")});
   plan.addBuffer("partial_lse", ArgRole::workspace, split.lseType,
                  {plan.sym("num_partitions"), plan.sym("nnz")});
   SmallVector<StringRef> mergeArgs{"partial_out", "partial_lse", "out", "lse"};
-  SmallVector<std::string> variantNames =
-      addVariantLaunchArguments(op, plan, bindings, mergeArgs);
-  SmallVector<StringRef> directArgs =
-      prefillArgumentNames(spec, inputs, variantNames);
-  SmallVector<StringRef> splitArgs =
-      prefillArgumentNames(split, inputs, variantNames);
-  plan.addKernel("direct", direct, kvgpu::LaunchCondition::unsplit,
+  if (cast<kv::AttentionVariantOpInterface>(op).getSinks())
+    mergeArgs.push_back("sinks");
+  plan.addKernel("direct", tc.direct, kvgpu::LaunchCondition::unsplit,
                  {plan.sym("num_tile_slots"), plan.cst(hkv), plan.cst(1)},
-                 directArgs);
+                 prefillArgumentNames(spec, tc.inputs, tc.variantNames));
   plan.addKernel("split", splitKernel, kvgpu::LaunchCondition::split,
                  {plan.sym("num_tile_slots"), plan.cst(hkv),
                   plan.sym("num_partitions")},
-                 splitArgs);
+                 prefillArgumentNames(split, tc.inputs, tc.variantNames));
   plan.addKernel("merge", mergeKernel, kvgpu::LaunchCondition::split,
                  {plan.sym("nnz"), plan.cst(spec.qHeads), plan.cst(1)},
                  mergeArgs);
-  return context.launch(b, plan, bindings, op->getLoc());
+  return context.launch(b, plan, tc.bindings, op->getLoc());
+}
+
+/// Each request's keys as the schedule counts them, in a new host buffer:
+/// kv_len, or the entries of a selection's lists.
+static Value emitRequestKeyCounts(ImplicitLocOpBuilder &b,
+                                  const QueryRowsKV &rows) {
+  IRBuilder ir{b};
+  Value batch =
+      ir.sub(memref::DimOp::create(b, rows.qoIndptr, 0), ir.idx(1));
+  auto paged = rows.kv.getDefiningOp<kv::PagedViewOp>();
+  auto ragged = rows.kv.getDefiningOp<kv::RaggedViewOp>();
+  return kv::emitLengthsBuffer(
+      b, batch, [&](ImplicitLocOpBuilder &ib, Value r) -> Value {
+        IRBuilder j{ib};
+        if (rows.topk)
+          return memref::DimOp::create(ib, rows.topk, 1);
+        if (paged)
+          return kv::emitKvLen(ib, kv::PagedOperands::fromView(paged), r);
+        auto at = [&](Value i) {
+          return j.toIndex(memref::LoadOp::create(ib, ragged.getKvIndptr(),
+                                                  ValueRange{i}));
+        };
+        return j.sub(at(j.add(r, j.idx(1))), at(r));
+      });
+}
+
+/// The scheduled form: kvir_schedule_prefill_work over the requests' query
+/// rows and keys cuts the query tiles with the most keys into chunks; the
+/// direct kernel runs when no tile is cut, else the scheduled split kernel
+/// (a block per item, KV head and q tile of a row; whole tiles written
+/// final) and the ragged merge of the cut tiles' rows.
+static LogicalResult emitScheduledLaunches(
+    ImplicitLocOpBuilder &b, LoweringContext &context, Operation *op,
+    const PrefillKernelSpec &spec, TensorCorePlan &tc,
+    const QueryRowsKV &rows,
+    llvm::function_ref<gpu::GPUFuncOp(const PrefillKernelSpec &)> build) {
+  const target::TargetInfo &target = context.getTarget();
+  PrefillKernelSpec split = spec;
+  split.scheduled = true;
+  const int64_t dyn = ShapedType::kDynamic;
+  split.outType =
+      MemRefType::get({dyn, spec.qHeads, spec.headDimV}, b.getF32Type());
+  split.lseType = MemRefType::get({dyn, spec.qHeads}, b.getF32Type());
+  split.finalOutType = spec.outType;
+  split.finalLseType = spec.lseType;
+  gpu::GPUFuncOp splitKernel = build(split);
+  gpu::GPUFuncOp mergeKernel =
+      getPartialsMerge(context, spec, split, /*ragged=*/true);
+  PlanBuilder &plan = tc.plan;
+  using kvgpu::ArgRole;
+  using kvgpu::SizeExprAttr;
+  MLIRContext *ctx = op->getContext();
+  Type i32 = IntegerType::get(ctx, 32);
+  int64_t hkv = spec.kvHeads, tileRows = split.scheduledTileRows();
+  int64_t blocksPerItem = hkv * split.blocksPerScheduledRow();
+  int64_t resident = std::max<int64_t>(
+      1, target.residentBlocks(spec.config.getNumThreads(), 255,
+                               prefillSharedLayout(split).getBytes()));
+  // The items the chip runs at once (at the register budget's residency;
+  // the schedule also weighs twice as many).
+  int64_t targetItems =
+      std::max<int64_t>(1, target.smCount * resident / blocksPerItem);
+  // kvir_schedule_prefill_max_items, as a size.
+  plan.defineSize(
+      "max_work",
+      SizeExprAttr::add(
+          SizeExprAttr::add(
+              SizeExprAttr::floorDiv(plan.sym("nnz"), plan.cst(tileRows)),
+              plan.sym("batch")),
+          plan.cst(KVIR_PREFILL_MAX_WAVES * targetItems)));
+  plan.addBuffer("kv_lengths", ArgRole::host, MemRefType::get({dyn}, i32),
+                 {plan.sym("batch")});
+  plan.addBuffer("qo_indptr_host", ArgRole::host, MemRefType::get({dyn}, i32),
+                 {SizeExprAttr::add(plan.sym("batch"), plan.cst(1))});
+  plan.addBuffer("work_items", ArgRole::schedule,
+                 workItemsType(ctx, KVIR_PREFILL_WORK_FIELDS),
+                 {plan.sym("max_work"), plan.cst(KVIR_PREFILL_WORK_FIELDS)});
+  plan.addBuffer("merge_indptr", ArgRole::schedule,
+                 MemRefType::get({dyn}, i32),
+                 {SizeExprAttr::add(plan.sym("nnz"), plan.cst(1))});
+  // The rows the cut tiles' partial states take, which the schedule
+  // defines.
+  plan.addBuffer("partial_out", ArgRole::workspace, split.outType,
+                 {plan.sym("partial_rows")});
+  plan.addBuffer("partial_lse", ArgRole::workspace, split.lseType,
+                 {plan.sym("partial_rows")});
+  // Costs the host cannot see are counted whole: given positions and
+  // frames (rows in no order) and selections (their entries).
+  bool costsCausal = spec.causal && !spec.positionsType &&
+                     !spec.framePositionsType && !spec.gathers();
+  std::optional<int64_t> window =
+      spec.positionsType || spec.framePositionsType || spec.gathers()
+          ? std::nullopt
+          : spec.windowLeft;
+  plan.setSchedule(kvgpu::WorkScheduleAttr::get(
+      ctx, "kv_lengths", "work_items", "merge_indptr", "num_work", "batch",
+      /*uniform_chunks=*/"", targetItems, spec.config.getKvTile(),
+      std::max<int64_t>(prefill::kMinPartitionKeys, spec.config.getKvTile()),
+      window.value_or(-1), /*max_batch=*/"", "qo_indptr_host",
+      "num_query_tiles", "partial_rows", tileRows, costsCausal));
+  SmallVector<StringRef> mergeArgs{"partial_out", "partial_lse", "merge_indptr",
+                                   "out", "lse"};
+  if (cast<kv::AttentionVariantOpInterface>(op).getSinks())
+    mergeArgs.push_back("sinks");
+  plan.addKernel("direct", tc.direct, kvgpu::LaunchCondition::unsplit,
+                 {plan.sym("num_tile_slots"), plan.cst(hkv), plan.cst(1)},
+                 prefillArgumentNames(spec, tc.inputs, tc.variantNames));
+  plan.addKernel("split", splitKernel, kvgpu::LaunchCondition::split,
+                 {plan.sym("num_work"), plan.cst(hkv),
+                  plan.cst(split.blocksPerScheduledRow())},
+                 prefillArgumentNames(split, tc.inputs, tc.variantNames));
+  plan.addKernel("merge", mergeKernel, kvgpu::LaunchCondition::split,
+                 {plan.sym("nnz"), plan.cst(spec.qHeads), plan.cst(1)},
+                 mergeArgs);
+  // The schedule's host copies: each request's keys, and the row offsets
+  // as i32 (OpenPPL's are i64).
+  Value keyCounts = emitRequestKeyCounts(b, rows);
+  Value rowOffsets = kv::emitLengthsBuffer(
+      b, memref::DimOp::create(b, rows.qoIndptr, 0),
+      [&](ImplicitLocOpBuilder &ib, Value i) -> Value {
+        return IRBuilder{ib}.toIndex(
+            memref::LoadOp::create(ib, rows.qoIndptr, ValueRange{i}));
+      });
+  tc.bindings["kv_lengths"] = keyCounts;
+  tc.bindings["qo_indptr_host"] = rowOffsets;
+  if (failed(context.launch(b, plan, tc.bindings, op->getLoc())))
+    return failure();
+  memref::DeallocOp::create(b, keyCounts);
+  memref::DeallocOp::create(b, rowOffsets);
+  return success();
+}
+
+LogicalResult gpu_lowering::emitTensorCoreLaunches(
+    ImplicitLocOpBuilder &b, LoweringContext &context, Operation *op,
+    const PrefillKernelSpec &spec, Value out, Value lse,
+    const QueryRowsKV &rows,
+    llvm::function_ref<SmallVector<StringRef>(PlanBuilder &,
+                                              llvm::StringMap<Value> &)>
+        addInputs,
+    llvm::function_ref<std::string(const PrefillKernelSpec &)> symbol) {
+  auto build = [&](const PrefillKernelSpec &s) {
+    return buildTensorCoreKernel(context, op, s, symbol(s));
+  };
+  std::string directName = symbol(spec);
+  TensorCorePlan tc{
+      PlanBuilder(op->getContext(), op->getName().getStringRef(), directName),
+      {{"out", out}, {"lse", lse}},
+      {},
+      {},
+      build(spec),
+      QueryTiles(spec.rowStride(), spec.config.getQTile())};
+  PlanBuilder &plan = tc.plan;
+  tc.inputs = addInputs(plan, tc.bindings);
+  if (spec.config.copiesByTma())
+    addPrefillTensorMaps(plan, op, spec, tc.bindings);
+  plan.addBuffer("out", kvgpu::ArgRole::output, spec.outType, {plan.sym("nnz")});
+  plan.addBuffer("lse", kvgpu::ArgRole::output, spec.lseType, {plan.sym("nnz")});
+  plan.defineSize("num_tile_slots",
+                  spec.oneRowPerRequest()
+                      ? tc.tiles.numSlotsOneRowEach(plan.sym("batch"))
+                      : tc.tiles.numSlots(plan.sym("nnz"), plan.sym("batch")));
+  plan.setConfig(spec.config);
+  SmallVector<StringRef> unusedMergeArgs;
+  tc.variantNames =
+      addVariantLaunchArguments(op, plan, tc.bindings, unusedMergeArgs);
+  // CUDA graphs replay the grids they were captured with: the partitioned
+  // form's grids follow the sizes alone. It is also the form of ops
+  // without query rows here (whose config allows one partition: it never
+  // splits) and of configs of one partition.
+  if (context.getGraphMaxBatch() || !rows.qoIndptr ||
+      spec.config.getMaxPartitions() == 1)
+    return emitPartitionedLaunches(b, context, op, spec, tc, build);
+  return emitScheduledLaunches(b, context, op, spec, tc, rows, build);
 }
 
 LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(

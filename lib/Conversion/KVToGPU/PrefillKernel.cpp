@@ -216,7 +216,8 @@ void prefill::listArguments(
   if (s.gathers())
     single(s.topkType, &Arguments::topk);
   if (s.scheduled)
-    single(workItemsType(ctx), &Arguments::workItems);
+    single(workItemsType(ctx, s.oneRowPerRequest() ? 4 : 5),
+           &Arguments::workItems);
   single(s.outType, &Arguments::out);
   single(s.lseType, &Arguments::lse);
   if (s.partitioned)
@@ -725,8 +726,15 @@ void gpu_lowering::buildPrefillBody(const KernelFunc &kf,
       idx.insert(idx.begin(), part);
     return idx;
   };
-  RowsFn itemRows = [&w](ImplicitLocOpBuilder &, const PackedRow &p) {
-    return SmallVector<Value>{w.partialRow, p.head};
+  RowsFn itemRows = [&w, &s](ImplicitLocOpBuilder &ib, const PackedRow &p) {
+    if (s.oneRowPerRequest())
+      return SmallVector<Value>{w.partialRow, p.head};
+    // The tile's k-th query row keeps its chunks' states num_chunks rows
+    // after the (k - 1)-th's.
+    IRBuilder ir{ib};
+    Value k = ir.sub(p.queryRow, ir.divU(w.firstRow, ir.idx(s.rowStride())));
+    return SmallVector<Value>{ir.add(w.partialRow, ir.mul(k, w.numChunks)),
+                              p.head};
   };
   Value work = w.valid;
   if (part || s.scheduled) {

@@ -62,13 +62,16 @@ struct PrefillKernelSpec {
   /// Partial states: f32 output and base-2 LSE per KV partition
   /// (blockIdx.z), into [P, nnz, Hq, Dv] and [P, nnz, Hq] workspaces.
   bool partitioned = false;
-  /// Split-KV by a work schedule (one query row per request): block x
-  /// takes work item x of an extra [items, 4] i32 argument (request, chunk,
-  /// num_chunks, partial_row; WorkSchedule.h), block z the request's query
-  /// tile z. The item's chunk of the request's keys gives an f32 base-2
-  /// partial state in rows partial_row of out / lse ([items, Hq, Dv],
-  /// [items, Hq]); an item that is a whole request writes its final state
-  /// to two more arguments of `finalOutType` / `finalLseType` instead.
+  /// Split-KV by a work schedule: block x takes work item x of an extra
+  /// [items, 4] i32 argument (request, chunk, num_chunks, partial_row;
+  /// WorkSchedule.h), or with query rows [items, 5] (and the request's
+  /// query tile of scheduledTileRows() rows), block z the z-th q tile of
+  /// a row's packed rows (blocksPerScheduledRow). The item's chunk of the
+  /// tile's keys gives f32 base-2 partial states in rows partial_row (+ k
+  /// * num_chunks for the tile's k-th query row) of out / lse ([rows, Hq,
+  /// Dv], [rows, Hq]); an item that is a whole tile writes its final
+  /// states to two more arguments of `finalOutType` / `finalLseType`
+  /// instead.
   bool scheduled = false;
   mlir::MemRefType finalOutType, finalLseType;
   kvgpu::PrefillConfigAttr config;
@@ -95,6 +98,21 @@ struct PrefillKernelSpec {
                : g;
   }
   bool gathers() const { return bool(topkType); }
+  /// A scheduled kernel's query tile: whole query rows, so that the
+  /// blocks of a row's heads see the same keys and share the row's
+  /// workspace rows (at least one row; one per request without rows).
+  int64_t scheduledTileRows() const {
+    return oneRowPerRequest()
+               ? 1
+               : std::max<int64_t>(1, config.getQTile() / rowStride());
+  }
+  /// The q tiles (blocks) a scheduled item's query row takes: its packed
+  /// rows in tiles when they outnumber a tile.
+  int64_t blocksPerScheduledRow() const {
+    return rowStride() > config.getQTile()
+               ? llvm::divideCeil(rowStride(), config.getQTile())
+               : 1;
+  }
   /// Whether a mask_mod region hides keys (every tile is masked).
   bool hasMaskMod() const {
     kv::AttentionVariantOpInterface v = variants.op;
@@ -230,17 +248,29 @@ void buildPrefillBody(const codegen::KernelFunc &kf,
 std::optional<std::string> whyNot16ByteRows(llvm::StringRef what,
                                             mlir::MemRefType type);
 
+/// The query rows and keys of a tensor-core op with rows: its qo_indptr,
+/// KV view and selection (or null).
+struct QueryRowsKV {
+  mlir::Value qoIndptr, kv, topk;
+};
+
 /// The kernels, launch plan and launches of a tensor-core attention op
-/// (kv.prefill, kv.mla_decode) whose direct kernel is `spec`: the direct
-/// kernel when one partition suffices, else the split kernel (f32 partial
-/// states of `num_partitions` shares of each tile's keys) and the merge
-/// kernel. `addInputs` adds the op's input buffers to the plan (defining
-/// the sizes `batch` and `nnz`, the query rows), binds them and returns
-/// their names in kernel argument order; `symbol` names a kernel.
+/// with query rows (kv.prefill, kv.mla_decode rows()) whose direct kernel
+/// is `spec`. Split-KV follows the host's work schedule
+/// (kvir_schedule_prefill_work over each request's rows and keys): the
+/// direct kernel when no query tile is cut, else the scheduled split
+/// kernel and the ragged merge of the cut tiles' rows. With fixed grids
+/// (graph-max-batch), without query rows (`rows.qoIndptr` null) or under
+/// a config of one partition, the plan-free form: the split kernel over
+/// `num_partitions` shares of each tile's keys when the tiles do not fill
+/// the chip, and the merge. `addInputs` adds the op's input buffers to the
+/// plan (defining the sizes `batch` and `nnz`, the query rows), binds them
+/// and returns their names in kernel argument order; `symbol` names a
+/// kernel.
 mlir::LogicalResult emitTensorCoreLaunches(
     mlir::ImplicitLocOpBuilder &b, LoweringContext &context,
     mlir::Operation *op, const PrefillKernelSpec &spec, mlir::Value out,
-    mlir::Value lse,
+    mlir::Value lse, const QueryRowsKV &rows,
     llvm::function_ref<llvm::SmallVector<llvm::StringRef>(
         PlanBuilder &, llvm::StringMap<mlir::Value> &)>
         addInputs,

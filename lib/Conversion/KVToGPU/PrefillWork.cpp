@@ -14,6 +14,7 @@
 #include "kvir/Codegen/QueryTiles.h"
 #include "kvir/Dialect/KV/Utils/PagedAddressing.h"
 #include "kvir/Dialect/KV/Utils/Visibility.h"
+#include "kvir/Runtime/WorkSchedule.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -103,10 +104,18 @@ Work prefill::emitBlockWork(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
   IRBuilder ir{b};
   // Packed rows per query row (the group, or padded: rowStride).
   int64_t group = s.rowStride(), tileRows = s.config.getQTile();
+  // A scheduled item's tile is scheduledTileRows() whole query rows.
+  int64_t scheduledSpan = s.scheduledTileRows() * group;
+  bool scheduledRows = s.scheduled && !s.oneRowPerRequest();
   auto positions = [&](ImplicitLocOpBuilder &ib, Value kvLen, Value qoLen,
                        Value firstRow) {
     IRBuilder j{ib};
     Value packedRows = j.mul(qoLen, j.idx(group));
+    if (scheduledRows)
+      packedRows = j.minS(
+          packedRows,
+          j.mul(j.add(j.divU(firstRow, j.idx(scheduledSpan)), j.idx(1)),
+                j.idx(scheduledSpan)));
     Value lastRow =
         j.sub(j.minS(j.add(firstRow, j.idx(tileRows)), packedRows), j.idx(1));
     Value firstPos =
@@ -139,6 +148,19 @@ Work prefill::emitBlockWork(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
           tile.qoStart = tile.request;
           tile.qoLen = j.idx(1);
           tile.firstRow = j.mul(part, j.idx(tileRows));
+          if (scheduledRows) {
+            auto indptrAt = [&](Value i) {
+              return j.toIndex(
+                  memref::LoadOp::create(ib, a.qoIndptr, ValueRange{i}));
+            };
+            tile.qoStart = indptrAt(tile.request);
+            tile.qoLen =
+                j.sub(indptrAt(j.add(tile.request, j.idx(1))), tile.qoStart);
+            tile.firstRow = j.add(
+                j.mul(j.toIndex(field(KVIR_WORK_QUERY_TILE)),
+                      j.idx(scheduledSpan)),
+                tile.firstRow);
+          }
           piece = j.toIndex(field(1));
           pieces = j.toIndex(field(2));
           partialRow = j.toIndex(field(3));

@@ -251,6 +251,9 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
   }
   if (schedule && !llvm::is_contained(sizes, schedule.getCount().str()))
     sizes.push_back(schedule.getCount().str());
+  if (schedule && schedule.isPrefill())
+    sizes.append({schedule.getTiles().str(),
+                  schedule.getWorkspaceRows().str()});
   SmallVector<PlanArgAttr> callerArgs, hostArgs, deviceScratch;
   for (PlanArgAttr arg : plan.getArgs()) {
     switch (arg.getRole()) {
@@ -272,7 +275,7 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
     }
   }
   std::string split =
-      schedule ? (schedule.getCount() + " > " + schedule.getBatch()).str()
+      schedule ? (schedule.getCount() + " > " + schedule.getUnsplitCount()).str()
       : !plan.getPartitions().empty() ? (plan.getPartitions() + " > 1").str()
                                       : std::string("0");
 
@@ -340,13 +343,25 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
     os << "  if (!kvir_plan->" << items.getName() << "_host || !kvir_plan->"
        << merge.getName() << "_host) {\n    " << name
        << "_plan_release(kvir_plan);\n    return -1;\n  }\n";
-    os << "  " << schedule.getCount() << " = " << helpers << "_schedule("
-       << schedule.getLengths() << ", " << schedule.getBatch()
+    if (schedule.isPrefill())
+      os << "  int64_t " << schedule.getTiles() << " = 0;\n";
+    os << "  " << schedule.getCount() << " = " << helpers << "_schedule(";
+    if (schedule.isPrefill())
+      os << schedule.getQoIndptr() << ", ";
+    os << schedule.getLengths() << ", " << schedule.getBatch()
        << ", (int32_t *)kvir_plan->" << items.getName() << "_host, "
        << items.getShape().front().toC(nullptr, "kvir_")
-       << ", (int32_t *)kvir_plan->" << merge.getName() << "_host);\n";
+       << ", (int32_t *)kvir_plan->" << merge.getName() << "_host";
+    if (schedule.isPrefill())
+      os << ", &" << schedule.getTiles();
+    os << ");\n";
     os << "  if (" << schedule.getCount() << " < 0) {\n    " << name
        << "_plan_release(kvir_plan);\n    return -1;\n  }\n";
+    if (schedule.isPrefill())
+      // The partial-state rows: merge_indptr's last entry.
+      os << "  const int64_t " << schedule.getWorkspaceRows()
+         << " = ((const int32_t *)kvir_plan->" << merge.getName() << "_host)["
+         << merge.getShape().front().toC(nullptr, "kvir_") << " - 1];\n";
   }
   os << "  kvir_plan->split = " << split << ";\n";
   // Each scratch buffer a launched kernel takes, 256-byte aligned.

@@ -310,11 +310,21 @@ static llvm::json::Value planJson(LaunchPlanAttr plan, StringRef chip) {
         {"granule", s.getGranule()},
         {"min_chunk", s.getMinChunk()},
         {"window_left", s.getWindowLeft()},
-        {"split_when", (s.getCount() + " > " + s.getBatch()).str()}};
+        {"split_when", (s.getCount() + " > " + s.getUnsplitCount()).str()}};
+    llvm::json::Object &schedule = *result["schedule"].getAsObject();
     if (!s.getMaxBatch().empty()) {
-      llvm::json::Object &schedule = *result["schedule"].getAsObject();
       schedule["max_batch"] = s.getMaxBatch();
       schedule["pad_function"] = "kvir_schedule_pad_batch";
+    }
+    if (s.isPrefill()) {
+      // kvir_schedule_prefill_work's: query tiles times chunks.
+      schedule["function"] = "kvir_schedule_prefill_work";
+      schedule.erase("uniform_chunks");
+      schedule["qo_indptr"] = s.getQoIndptr();
+      schedule["tiles"] = s.getTiles();
+      schedule["workspace_rows"] = s.getWorkspaceRows();
+      schedule["tile_rows"] = s.getTileRows();
+      schedule["causal"] = s.getCausal();
     }
   }
   if (PagedTablesAttr tables = plan.getTables()) {
@@ -589,6 +599,9 @@ static std::string validateFunction(LaunchPlanAttr plan, StringRef pid) {
 static bool scheduleReadsBatchOnly(LaunchPlanAttr plan,
                                    std::optional<int64_t> &maxBatch) {
   WorkScheduleAttr s = plan.getSchedule();
+  if (s.isPrefill())
+    return true; // the lengths and the plan's constants
+
   SizeDefAttr uniform = plan.lookupSize(s.getUniformChunks());
   bool batchOnly = uniform && uniform.getArg().empty();
   if (batchOnly)
@@ -606,10 +619,48 @@ static bool scheduleReadsBatchOnly(LaunchPlanAttr plan,
   return batchOnly;
 }
 
+/// `<pid>_schedule(qo_indptr, kv_lengths, batch, work_items, max_items,
+/// merge_indptr, num_query_tiles)`: a prefill's work schedule.
+static std::string prefillScheduleFunction(WorkScheduleAttr s, StringRef pid) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "/* The split-KV work list of this plan (kvir_schedule_prefill_work of\n"
+        "   libKVIRRuntime): fills " << s.getItems()
+     << " ([max_items][5] int32, device\n   buffer) and "
+     << s.getMergeIndptr()
+     << " ([nnz + 1] int32) from the requests' query row\n   offsets and "
+        "kv_len on the host; returns " << s.getCount()
+     << ", the split kernels' grid.x,\n   and sets *" << s.getTiles()
+     << " (query tiles of " << s.getTileRows()
+     << " rows): the split kernels\n   launch when the count exceeds it, "
+        "on the workspace of merge_indptr[nnz]\n   partial-state rows ("
+     << pid << "_workspace_bytes). */\n"
+     << "#ifdef __cplusplus\nextern \"C\"\n#endif\n"
+        "int64_t kvir_schedule_prefill_work(const int32_t *qo_indptr,\n"
+        "    const int32_t *kv_lengths, int64_t batch, int64_t tile_rows,\n"
+        "    int64_t causal, int64_t window_left, int64_t slots,\n"
+        "    int64_t granule, int64_t min_chunk, int64_t max_items,\n"
+        "    int32_t *items, int32_t *merge_indptr, int64_t *num_tiles);\n"
+     << "static inline int64_t " << pid
+     << "_schedule(const int32_t *qo_indptr,\n    const int32_t *kv_lengths, "
+        "int64_t " << s.getBatch()
+     << ", int32_t *work_items,\n    int64_t max_items, int32_t *merge_indptr, "
+        "int64_t *" << s.getTiles() << ") {\n"
+     << "  return kvir_schedule_prefill_work(qo_indptr, kv_lengths, "
+     << s.getBatch() << ", " << s.getTileRows() << ", "
+     << (s.getCausal() ? 1 : 0) << ", " << s.getWindowLeft() << ",\n      "
+     << s.getTargetItems() << ", " << s.getGranule() << ", "
+     << s.getMinChunk() << ", max_items, work_items, merge_indptr,\n      "
+     << s.getTiles() << ");\n}\n";
+  return text;
+}
+
 static std::string scheduleFunction(LaunchPlanAttr plan, StringRef pid) {
   WorkScheduleAttr s = plan.getSchedule();
   std::optional<int64_t> maxBatch;
   bool batchOnly = scheduleReadsBatchOnly(plan, maxBatch);
+  if (s.isPrefill())
+    return prefillScheduleFunction(s, pid);
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "/* The split-KV work list of this plan (kvir_schedule_work of\n"

@@ -2,8 +2,12 @@
 
 // A ragged causal prefill (Hq 4 over Hkv 2, head dim 64, f16) becomes the
 // tensor-core prefill kernel, its split-KV twin and the merge kernel, a
-// launch plan whose grid is the query-tile slots floor(nnz * 2 / 128) +
-// batch times the KV heads, and the kernel's structure:
+// launch plan whose direct grid is the query-tile slots floor(nnz * 2 /
+// 128) + batch times the KV heads; split-KV follows the host's work
+// schedule (kvir_schedule_prefill_work: query tiles of 64 whole rows, 54
+// slots: sm_80's 108 SMs over 2 KV heads), a block per item and KV head,
+// then the merge of the cut tiles' rows (merge_indptr per query row);
+// and the kernel's structure:
 //   - 256 threads (8 warps of 16 query rows), 48 KB + of dynamic shared
 //     memory (the query tile and two stages of K and V tiles);
 //   - the query tile by cp.async, waited for (depth 0), then its A
@@ -19,16 +23,21 @@
 !s = !kv.state<?x4x64xf16, base = 2>
 
 // CHECK: kvgpu.launch_plans = [#kvgpu.plan<"kv.prefill", "[[DIRECT:prefill_ragged_h4x2_d64_f16_f16_causal_[0-9a-f]+]]"
-// CHECK-SAME: sizes = [<"nnz" from "q"[0]>, <"qo_indptr_len" from "qo_indptr"[0]>, <"batch" = <qo_indptr_len - 1>>, <"nnz_kv" from "k"[0]>, <"num_tile_slots" = <floordiv(nnz * 2, 128) + batch>>, <"num_partitions" = <min(16, max(1, floordiv(108, max(1, num_tile_slots * 2))))>>], partitions = "num_partitions"
+// CHECK-SAME: <"kv_lengths", host, memref<?xi32>, shape = [<batch>]>, <"qo_indptr_host", host, memref<?xi32>, shape = [<batch + 1>]>, <"work_items", schedule, memref<?x5xi32>, shape = [<max_work>, <5>]>, <"merge_indptr", schedule, memref<?xi32>, shape = [<nnz + 1>]>, <"partial_out", workspace, memref<?x4x64xf32>, shape = [<partial_rows>, <4>, <64>]>
+// CHECK-SAME: sizes = [<"nnz" from "q"[0]>, <"qo_indptr_len" from "qo_indptr"[0]>, <"batch" = <qo_indptr_len - 1>>, <"nnz_kv" from "k"[0]>, <"num_tile_slots" = <floordiv(nnz * 2, 128) + batch>>, <"max_work" = <floordiv(nnz, 64) + batch + 216>>]
+// CHECK-SAME: schedule = <lengths = "kv_lengths", items = "work_items", merge_indptr = "merge_indptr", count = "num_work", batch = "batch", target_items = 54, granule = 64, min_chunk = 256, window_left = -1, qo_indptr = "qo_indptr_host", tiles = "num_query_tiles", workspace_rows = "partial_rows", tile_rows = 64, causal = true>
 // CHECK-SAME: config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>
 // CHECK-SAME: kernels = [<"direct", @kv_kernels::@[[DIRECT]], unsplit, grid = [<num_tile_slots>, <2>, <1>], block = [256, 1, 1], shared = 0, dynamic_shared = {{[0-9]+}}
-// CHECK-SAME: <"merge", @kv_kernels::@merge_partitions_h4_d64_f16_base_2_{{[0-9a-f]+}}, split, grid = [<nnz>, <4>, <1>]
+// CHECK-SAME: <"split", @kv_kernels::@[[SPLIT:prefill_ragged_h4x2_d64_f16_f32_causal_split_[0-9a-f]+]], split, grid = [<num_work>, <2>, <1>]
+// CHECK-SAME: args = ["q", "qo_indptr", "k", "v", "kv_indptr", "work_items", "partial_out", "partial_lse", "out", "lse"]
+// CHECK-SAME: <"merge", @kv_kernels::@merge_rows_h4_d64_f16_base_2_{{[0-9a-f]+}}, split, grid = [<nnz>, <4>, <1>], block = [64, 1, 1], shared = 256, dynamic_shared = 0, args = ["partial_out", "partial_lse", "merge_indptr", "out", "lse"]>
 
 // CHECK-LABEL: func.func @ragged_causal
 // CHECK-NOT: kv.prefill
+// CHECK: call @kvir_schedule_prefill_work
 // CHECK: gpu.launch_func @kv_kernels::@[[DIRECT]] blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%c256, %{{.*}}, %{{.*}}) dynamic_shared_memory_size
-// CHECK: gpu.launch_func @kv_kernels::@prefill_ragged_h4x2_d64_f16_f32_causal_split_{{[0-9a-f]+}}
-// CHECK: gpu.launch_func @kv_kernels::@merge_partitions_h4_d64_f16_base_2_
+// CHECK: gpu.launch_func @kv_kernels::@[[SPLIT]]
+// CHECK: gpu.launch_func @kv_kernels::@merge_rows_h4_d64_f16_base_2_
 
 // CHECK-LABEL: gpu.func @prefill_ragged_h4x2_d64_f16_f16_causal_
 // CHECK-SAME: kernel attributes {kvgpu.dynamic_shared_bytes = {{[0-9]+}} : i64, nvvm.reqntid = array<i32: 256, 1, 1>}

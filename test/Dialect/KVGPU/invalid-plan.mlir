@@ -205,6 +205,46 @@ func.func private @schedule_names() attributes {s = #kvgpu.work_schedule<lengths
 
 // -----
 
+// expected-error @below {{a work schedule names every argument and size}}
+func.func private @schedule_no_uniform() attributes {s = #kvgpu.work_schedule<lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", target_items = 8, granule = 16, min_chunk = 128, window_left = -1>}
+
+// -----
+
+// expected-error @below {{work schedule: tiles, workspace_rows, tile_rows and causal are a prefill schedule's (one with qo_indptr)}}
+func.func private @schedule_decode_causal() attributes {s = #kvgpu.work_schedule<lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", uniform_chunks = "u", target_items = 8, granule = 16, min_chunk = 128, window_left = -1, causal = true>}
+
+// -----
+
+// expected-error @below {{prefill work schedule needs tiles and workspace_rows (size names) and tile_rows >= 1, got 't', 'w' and 0}}
+func.func private @schedule_prefill_rows() attributes {s = #kvgpu.work_schedule<lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", target_items = 8, granule = 16, min_chunk = 128, window_left = -1, qo_indptr = "qo", tiles = "t", workspace_rows = "w">}
+
+// -----
+
+// expected-error @below {{prefill work schedule takes no uniform_chunks or max_batch (it always has the lengths and sizes its grids per call)}}
+func.func private @schedule_prefill_uniform() attributes {s = #kvgpu.work_schedule<lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", uniform_chunks = "u", target_items = 8, granule = 16, min_chunk = 128, window_left = -1, qo_indptr = "qo", tiles = "t", workspace_rows = "w", tile_rows = 16>}
+
+// -----
+
+// expected-error @below {{plan 'p': schedule argument 'items' must be a schedule argument of type memref<?x5xi32>}}
+func.func private @schedule_prefill_items() attributes {p = #kvgpu.plan<"kv.prefill", "p", args = [<"q", input, memref<?xf32>, shape = [<b>]>, <"len", host, memref<?xi32>, shape = [<b>]>, <"qo", host, memref<?xi32>, shape = [<b + 1>]>, <"items", schedule, memref<?x4xi32>, shape = [<8>, <4>]>, <"ip", schedule, memref<?xi32>, shape = [<b + 1>]>], sizes = [<"b" from "q"[0]>], schedule = <lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", target_items = 8, granule = 16, min_chunk = 128, window_left = -1, qo_indptr = "qo", tiles = "t", workspace_rows = "w", tile_rows = 16>, kernels = [<"s", @m::@k, split, grid = [<n>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q", "items"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p': schedule argument 'qo' must be a host argument of type memref<?xi32>}}
+func.func private @schedule_prefill_qo() attributes {p = #kvgpu.plan<"kv.prefill", "p", args = [<"q", input, memref<?xf32>, shape = [<b>]>, <"len", host, memref<?xi32>, shape = [<b>]>, <"qo", input, memref<?xi32>, shape = [<b + 1>]>, <"items", schedule, memref<?x5xi32>, shape = [<8>, <5>]>, <"ip", schedule, memref<?xi32>, shape = [<b + 1>]>], sizes = [<"b" from "q"[0]>], schedule = <lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", target_items = 8, granule = 16, min_chunk = 128, window_left = -1, qo_indptr = "qo", tiles = "t", workspace_rows = "w", tile_rows = 16>, kernels = [<"s", @m::@k, split, grid = [<n>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q", "items"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p' defines 'b' twice}}
+func.func private @schedule_prefill_tiles_twice() attributes {p = #kvgpu.plan<"kv.prefill", "p", args = [<"q", input, memref<?xf32>, shape = [<b>]>, <"len", host, memref<?xi32>, shape = [<b>]>, <"qo", host, memref<?xi32>, shape = [<b + 1>]>, <"items", schedule, memref<?x5xi32>, shape = [<8>, <5>]>, <"ip", schedule, memref<?xi32>, shape = [<b + 1>]>], sizes = [<"b" from "q"[0]>], schedule = <lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", target_items = 8, granule = 16, min_chunk = 128, window_left = -1, qo_indptr = "qo", tiles = "b", workspace_rows = "w", tile_rows = 16>, kernels = [<"s", @m::@k, split, grid = [<n>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q", "items"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p' defines 'n' twice}}
+func.func private @schedule_prefill_rows_twice() attributes {p = #kvgpu.plan<"kv.prefill", "p", args = [<"q", input, memref<?xf32>, shape = [<b>]>, <"len", host, memref<?xi32>, shape = [<b>]>, <"qo", host, memref<?xi32>, shape = [<b + 1>]>, <"items", schedule, memref<?x5xi32>, shape = [<8>, <5>]>, <"ip", schedule, memref<?xi32>, shape = [<b + 1>]>], sizes = [<"b" from "q"[0]>], schedule = <lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", target_items = 8, granule = 16, min_chunk = 128, window_left = -1, qo_indptr = "qo", tiles = "t", workspace_rows = "n", tile_rows = 16>, kernels = [<"s", @m::@k, split, grid = [<n>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q", "items"]>]>}
+
+// -----
+
 // expected-error @below {{plan 'p': its schedule reads 'u', which is not a size}}
 func.func private @schedule_uniform() attributes {p = #kvgpu.plan<"kv.decode", "p", args = [<"q", input, memref<?xf32>, shape = [<b>]>, <"len", host, memref<?xi32>, shape = [<b>]>, <"items", schedule, memref<?x4xi32>, shape = [<8>, <4>]>, <"ip", schedule, memref<?xi32>, shape = [<b + 1>]>], sizes = [<"b" from "q"[0]>], schedule = <lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", uniform_chunks = "u", target_items = 8, granule = 16, min_chunk = 128, window_left = -1>, kernels = [<"s", @m::@k, split, grid = [<n>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q", "items"]>]>}
 

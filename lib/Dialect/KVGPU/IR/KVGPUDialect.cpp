@@ -778,9 +778,10 @@ WorkScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          StringRef batch, StringRef uniformChunks,
                          int64_t targetItems, int64_t granule,
                          int64_t minChunk, int64_t windowLeft,
-                         StringRef maxBatch) {
-  for (StringRef name : {lengths, items, mergeIndptr, count, batch,
-                         uniformChunks})
+                         StringRef maxBatch, StringRef qoIndptr,
+                         StringRef tiles, StringRef workspaceRows,
+                         int64_t tileRows, bool causal) {
+  for (StringRef name : {lengths, items, mergeIndptr, count, batch})
     if (name.empty())
       return emitError() << "a work schedule names every argument and size";
   if (targetItems < 0 || granule < 1 || minChunk < 0 || windowLeft < -1)
@@ -788,6 +789,25 @@ WorkScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                           ">= 1, min_chunk >= 0 and window_left >= -1, got "
                        << targetItems << ", " << granule << ", " << minChunk
                        << ", " << windowLeft;
+  if (qoIndptr.empty()) {
+    if (uniformChunks.empty())
+      return emitError() << "a work schedule names every argument and size";
+    if (!tiles.empty() || !workspaceRows.empty() || tileRows != 0 || causal)
+      return emitError() << "work schedule: tiles, workspace_rows, tile_rows "
+                            "and causal are a prefill schedule's (one with "
+                            "qo_indptr)";
+    return success();
+  }
+  if (tiles.empty() || workspaceRows.empty() || tileRows < 1)
+    return emitError() << "prefill work schedule needs tiles and "
+                          "workspace_rows (size names) and tile_rows >= 1, "
+                          "got '"
+                       << tiles << "', '" << workspaceRows << "' and "
+                       << tileRows;
+  if (!uniformChunks.empty() || !maxBatch.empty())
+    return emitError() << "prefill work schedule takes no uniform_chunks or "
+                          "max_batch (it always has the lengths and sizes "
+                          "its grids per call)";
   return success();
 }
 
@@ -861,10 +881,16 @@ LaunchPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     }
     defined.insert(size.getName());
   }
-  for (PlanArgAttr arg : args)
+  // Workspaces are sized last: they may read what a schedule defines.
+  auto checkShape = [&](PlanArgAttr arg) -> LogicalResult {
     for (SizeExprAttr dim : arg.getShape())
       if (failed(checkSymbols(dim, "argument '" + arg.getName().str() + "'")))
         return failure();
+    return success();
+  };
+  for (PlanArgAttr arg : args)
+    if (arg.getRole() != ArgRole::workspace && failed(checkShape(arg)))
+      return failure();
   for (PlanArgAttr arg : args)
     if (TensorMapAttr map = arg.getMap())
       if (failed(verifyTensorMapSource(emitError, name, arg.getName(), map,
@@ -888,14 +914,16 @@ LaunchPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "plan '" << name << "': partitions names '"
                        << partitions << "', which is not a size";
   if (schedule) {
-    SmallVector<StringRef> scheduleSizes{schedule.getBatch(),
-                                         schedule.getUniformChunks()};
+    SmallVector<StringRef> scheduleSizes{schedule.getBatch()};
+    if (!schedule.isPrefill())
+      scheduleSizes.push_back(schedule.getUniformChunks());
     if (!schedule.getMaxBatch().empty())
       scheduleSizes.push_back(schedule.getMaxBatch());
     for (StringRef size : scheduleSizes)
       if (!defined.contains(size))
         return emitError() << "plan '" << name << "': its schedule reads '"
                            << size << "', which is not a size";
+    int64_t fields = schedule.getItemFields();
     auto checkBuffer = [&](StringRef arg, ArgRole role,
                            int64_t rank) -> LogicalResult {
       auto it = argByName.find(arg);
@@ -904,24 +932,36 @@ LaunchPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       : dyn_cast<MemRefType>(it->second.getType());
       if (!type || it->second.getRole() != role || type.getRank() != rank ||
           !type.getElementType().isInteger(32) ||
-          (rank == 2 && type.getDimSize(1) != 4))
+          (rank == 2 && type.getDimSize(1) != fields))
         return emitError() << "plan '" << name << "': schedule argument '"
                            << arg << "' must be a " << stringifyArgRole(role)
                            << " argument of type "
-                           << (rank == 1 ? "memref<?xi32>" : "memref<?x4xi32>");
+                           << (rank == 1 ? std::string("memref<?xi32>")
+                                         : "memref<?x" +
+                                               std::to_string(fields) +
+                                               "xi32>");
       return success();
     };
     if (failed(checkBuffer(schedule.getLengths(), ArgRole::host, 1)) ||
         failed(checkBuffer(schedule.getItems(), ArgRole::schedule, 2)) ||
-        failed(checkBuffer(schedule.getMergeIndptr(), ArgRole::schedule, 1)))
+        failed(checkBuffer(schedule.getMergeIndptr(), ArgRole::schedule, 1)) ||
+        (schedule.isPrefill() &&
+         failed(checkBuffer(schedule.getQoIndptr(), ArgRole::host, 1))))
       return failure();
-    if (defined.contains(schedule.getCount()) ||
-        argByName.count(schedule.getCount()))
-      return emitError() << "plan '" << name << "' defines '"
-                         << schedule.getCount() << "' twice";
-    // Only the launches read the schedule's count: it is known last.
-    defined.insert(schedule.getCount());
+    // Only the launches read the schedule's sizes: they are known last.
+    SmallVector<StringRef> results{schedule.getCount()};
+    if (schedule.isPrefill())
+      results.append({schedule.getTiles(), schedule.getWorkspaceRows()});
+    for (StringRef size : results) {
+      if (defined.contains(size) || argByName.count(size))
+        return emitError() << "plan '" << name << "' defines '" << size
+                           << "' twice";
+      defined.insert(size);
+    }
   }
+  for (PlanArgAttr arg : args)
+    if (arg.getRole() == ArgRole::workspace && failed(checkShape(arg)))
+      return failure();
   for (KernelLaunchAttr kernel : kernels) {
     if (kernel.getWhen() != LaunchCondition::always && partitions.empty() &&
         !schedule)

@@ -447,11 +447,30 @@ def KVGPU_WorkScheduleAttr : KVGPU_Attr<"WorkSchedule", "work_schedule"> {
     requests (CUDA graphs): `merge_indptr` has max_batch + 1 entries, those
     past the batch padded empty (`kvir_schedule_pad_batch`).
 
+    With `qo_indptr` (a `host` argument: the requests' query row offsets,
+    batch + 1 i32) the schedule is a prefill's
+    (`kvir_schedule_prefill_work`): items ([max items, 5] i32: the four
+    above and the query tile) are query tiles of `tile_rows` rows times
+    chunks of the keys they see (under `causal` and the window), the chunk
+    size the one whose items end soonest on the chip's `target_items`
+    slots (the items it runs at once); `merge_indptr` has a row
+    per query row (nnz + 1 entries: a cut tile's rows hold their chunks'
+    partial states there); the schedule also defines size `tiles`, the
+    number of query tiles (the split kernels launch when the count exceeds
+    it), and size `workspace_rows`, the partial-state rows the cut tiles
+    take (merge_indptr[nnz]). A prefill schedule has no `uniform_chunks`
+    and no `max_batch`.
+
     ```mlir
     #kvgpu.work_schedule<lengths = "kv_lengths", items = "work_items",
       merge_indptr = "merge_indptr", count = "num_work", batch = "batch",
       uniform_chunks = "num_partitions", target_items = 132, granule = 16,
       min_chunk = 256, window_left = -1>
+    #kvgpu.work_schedule<lengths = "kv_lengths", items = "work_items",
+      merge_indptr = "merge_indptr", count = "num_work", batch = "batch",
+      target_items = 792, granule = 64, min_chunk = 256, window_left = -1,
+      qo_indptr = "qo_indptr_host", tiles = "num_query_tiles",
+      workspace_rows = "partial_rows", tile_rows = 32, causal = true>
     ```
   }];
   let parameters = (ins StringRefParameter<"host lengths argument">:$lengths,
@@ -459,12 +478,28 @@ def KVGPU_WorkScheduleAttr : KVGPU_Attr<"WorkSchedule", "work_schedule"> {
                         StringRefParameter<"merge row offsets argument">:$merge_indptr,
                         StringRefParameter<"size it defines">:$count,
                         StringRefParameter<"batch size">:$batch,
-                        StringRefParameter<"plan-free chunk count size">:$uniform_chunks,
+                        StringRefParameter<"plan-free chunk count size", "\"\"">:$uniform_chunks,
                         "int64_t":$target_items,
                         "int64_t":$granule,
                         "int64_t":$min_chunk,
                         "int64_t":$window_left,
-                        StringRefParameter<"fixed-grid batch size", "\"\"">:$max_batch);
+                        StringRefParameter<"fixed-grid batch size", "\"\"">:$max_batch,
+                        StringRefParameter<"host query row offsets argument", "\"\"">:$qo_indptr,
+                        StringRefParameter<"query tile count size it defines", "\"\"">:$tiles,
+                        StringRefParameter<"partial-state row count size it defines", "\"\"">:$workspace_rows,
+                        DefaultValuedParameter<"int64_t", "0">:$tile_rows,
+                        DefaultValuedParameter<"bool", "false">:$causal);
+  let extraClassDeclaration = [{
+    /// Whether this is a prefill's schedule (kvir_schedule_prefill_work).
+    bool isPrefill() const { return !getQoIndptr().empty(); }
+    /// The int32 fields of one work item.
+    int64_t getItemFields() const { return isPrefill() ? 5 : 4; }
+    /// The size the item count is compared with: the split kernels launch
+    /// when it is exceeded (some request or tile was cut).
+    ::llvm::StringRef getUnsplitCount() const {
+      return isPrefill() ? getTiles() : getBatch();
+    }
+  }];
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
