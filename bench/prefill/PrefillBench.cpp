@@ -36,11 +36,13 @@
 
 #include "Harness/Harness.h"
 
+#include "kvir/Runtime/WorkSchedule.h"
 #include "kvir/Target/GPU/TargetInfo.h"
 
 #include "llvm/ADT/StringExtras.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cmath>
 #include <cstdio>
@@ -238,13 +240,48 @@ std::string splitColumn(const RunResult &result, const Problem &p) {
   return std::to_string(s->items) + " / " + std::to_string(s->tiles);
 }
 
+/// The host's time for the prefill work schedule of `result`'s plan over
+/// the batch of `p` (kvir_schedule_prefill_work with the plan's
+/// parameters, the median of 101 runs), in microseconds; 0 without one.
+double scheduleMicros(const RunResult &result, const Problem &p) {
+  if (!result.kernel)
+    return 0;
+  for (kvir::kvgpu::LaunchPlanAttr plan : result.kernel->summary().plans) {
+    kvir::kvgpu::WorkScheduleAttr s = plan.getSchedule();
+    if (plan.getOp() != "kv.prefill" || !s || !s.isPrefill())
+      continue;
+    int64_t batch = p.kv.size(), nnz = p.qoIndptr.back();
+    std::vector<int32_t> lengths(p.kv.begin(), p.kv.end());
+    int64_t maxItems = kvir_schedule_prefill_max_items(
+        nnz, batch, s.getTileRows(), s.getTargetItems());
+    std::vector<int32_t> items(maxItems * KVIR_PREFILL_WORK_FIELDS),
+        indptr(nnz + 1);
+    std::vector<double> micros;
+    for (int i = 0; i < 101; ++i) {
+      int64_t tiles = 0;
+      auto start = std::chrono::steady_clock::now();
+      kvir_schedule_prefill_work(
+          p.qoIndptr.data(), lengths.data(), batch, s.getTileRows(),
+          s.getCausal(), s.getWindowLeft(), s.getTargetItems(), s.getGranule(),
+          s.getMinChunk(), maxItems, items.data(), indptr.data(), &tiles);
+      micros.push_back(std::chrono::duration<double, std::micro>(
+                           std::chrono::steady_clock::now() - start)
+                           .count());
+    }
+    std::nth_element(micros.begin(), micros.begin() + 50, micros.end());
+    return micros[50];
+  }
+  return 0;
+}
+
 /// The balance of one emulated call: the attention kernel's blocks in
 /// launch order (their tensor-core MACs) list-scheduled onto the chip's
 /// resident-block slots.
 struct Balance {
   size_t blocks = 0;
   int64_t resident = 1;
-  double busiestOverMean = 0, makespan = 0, partialShare = 0, relError = 0;
+  double busiestOverMean = 0, makespan = 0, partialShare = 0, relError = 0,
+         planMicros = 0;
   std::string split;
   bool ok = false;
 };
@@ -302,6 +339,7 @@ Balance measureBalance(Toolbox &tools, Problem &p, const std::string &chip,
   m.makespan = makespanRatio(work, target->smCount * m.resident);
   m.partialShare = all ? double(partial) / double(all) : 0.0;
   m.split = splitColumn(result, p);
+  m.planMicros = scheduleMicros(result, p);
   return m;
 }
 
@@ -322,11 +360,11 @@ bool reportBalance(Toolbox &tools, const std::string &name,
   Balance scheduled = measureBalance(tools, *p, "sm_90a", 0);
   Balance planFree = measureBalance(tools, *p, "sm_90a", int64_t(qo.size()));
   bool ok = scheduled.ok && planFree.ok;
-  std::printf("| %s | %zu | %s | %lld | %.2f | **%.3f** | %.3f | %.2f | %.3f "
-              "| %.1e%s |\n",
+  std::printf("| %s | %zu | %s | %lld | %.2f | **%.3f** | %.3f | %.0f | "
+              "%.2f | %.3f | %.1e%s |\n",
               name.c_str(), scheduled.blocks, scheduled.split.c_str(),
               (long long)scheduled.resident, scheduled.busiestOverMean,
-              scheduled.makespan, scheduled.partialShare,
+              scheduled.makespan, scheduled.partialShare, scheduled.planMicros,
               planFree.busiestOverMean, planFree.makespan,
               std::max(scheduled.relError, planFree.relError),
               ok ? "" : " **FAIL**");
@@ -569,12 +607,13 @@ int main(int argc, char **argv) {
         "kernel, `items / tiles` when it cut tiles, the busiest block's "
         "MACs over the mean, the makespan of the blocks list-scheduled in "
         "launch order onto SMs x resident slots over a perfect split, the "
-        "partial states' share of all global bytes) and the plan-free "
+        "partial states' share of all global bytes, the host's "
+        "kvir_schedule_prefill_work time, median of 101) and the plan-free "
         "grid's (the form fixed grids keep):\n\n"
         "| batch | blocks | items / tiles | resident per SM | busiest / mean "
-        "| makespan / perfect | partial states / all bytes | plan-free: "
-        "busiest / mean | plan-free: makespan / perfect | max rel err |\n"
-        "|---|---|---|---|---|---|---|---|---|---|\n");
+        "| makespan / perfect | partial states / all bytes | host plan us "
+        "| plan-free: busiest / mean | plan-free: makespan / perfect | max "
+        "rel err |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
     // (a) One long prompt among 63 short ones.
     std::vector<int64_t> qo(64, 128);
     qo[17] = 8192;

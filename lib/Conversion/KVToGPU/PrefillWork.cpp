@@ -99,6 +99,53 @@ static std::pair<Value, Value> positionBounds(ImplicitLocOpBuilder &b,
   return {scan.getResult(0), scan.getResult(1)};
 }
 
+namespace {
+/// A work schedule's item (WorkSchedule.h's fields) as block slot `slot`
+/// takes it: its tile, the request's (one row each, or its query tile of
+/// whole rows, scheduledTileRows) z-th q tile `part`, and the item's chunk,
+/// chunk count and partial row.
+struct ScheduledItem {
+  QueryTile tile;
+  Value piece, pieces, partialRow;
+};
+} // namespace
+
+static ScheduledItem locateScheduledItem(ImplicitLocOpBuilder &ib,
+                                         const PrefillKernelSpec &s,
+                                         const Arguments &a, Value slot,
+                                         Value part) {
+  IRBuilder j{ib};
+  auto field = [&](int64_t f) {
+    return memref::LoadOp::create(ib, a.workItems, ValueRange{slot, j.idx(f)})
+        .getResult();
+  };
+  ScheduledItem item;
+  QueryTile &tile = item.tile;
+  Value request = field(KVIR_WORK_REQUEST);
+  // Items past the schedule's count (fixed grids) have request -1.
+  tile.valid =
+      arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, request, j.i32(0));
+  tile.request = j.toIndex(j.select(tile.valid, request, j.i32(0)));
+  tile.qoStart = tile.request;
+  tile.qoLen = j.idx(1);
+  tile.firstRow = j.mul(part, j.idx(s.config.getQTile()));
+  if (!s.oneRowPerRequest()) {
+    auto indptrAt = [&](Value i) {
+      return j.toIndex(memref::LoadOp::create(ib, a.qoIndptr, ValueRange{i}));
+    };
+    tile.qoStart = indptrAt(tile.request);
+    tile.qoLen = j.sub(indptrAt(j.add(tile.request, j.idx(1))), tile.qoStart);
+    tile.firstRow =
+        j.add(j.mul(j.toIndex(field(KVIR_WORK_QUERY_TILE)),
+                    j.idx(s.scheduledTileRows() * s.rowStride())),
+              tile.firstRow);
+  }
+  item.piece = j.toIndex(field(KVIR_WORK_CHUNK));
+  item.pieces = j.toIndex(field(KVIR_WORK_NUM_CHUNKS));
+  item.partialRow = j.toIndex(field(KVIR_WORK_PARTIAL_ROW));
+  return item;
+}
+
 Work prefill::emitBlockWork(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
                             const Arguments &a, Value meta, Value thread) {
   IRBuilder ir{b};
@@ -135,36 +182,11 @@ Work prefill::emitBlockWork(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
         // Scheduled: the work item's chunk `piece` of `pieces`.
         Value piece, pieces, partialRow = j.idx(0);
         if (s.scheduled) {
-          auto field = [&](int64_t f) {
-            return memref::LoadOp::create(ib, a.workItems,
-                                          ValueRange{slot, j.idx(f)})
-                .getResult();
-          };
-          Value request = field(0);
-          // Items past the schedule's count (fixed grids) have request -1.
-          tile.valid = arith::CmpIOp::create(ib, arith::CmpIPredicate::sge,
-                                             request, j.i32(0));
-          tile.request = j.toIndex(j.select(tile.valid, request, j.i32(0)));
-          tile.qoStart = tile.request;
-          tile.qoLen = j.idx(1);
-          tile.firstRow = j.mul(part, j.idx(tileRows));
-          if (scheduledRows) {
-            auto indptrAt = [&](Value i) {
-              return j.toIndex(
-                  memref::LoadOp::create(ib, a.qoIndptr, ValueRange{i}));
-            };
-            tile.qoStart = indptrAt(tile.request);
-            tile.qoLen =
-                j.sub(indptrAt(j.add(tile.request, j.idx(1))), tile.qoStart);
-            tile.firstRow = j.add(
-                j.mul(j.toIndex(field(KVIR_WORK_QUERY_TILE)),
-                      j.idx(scheduledSpan)),
-                tile.firstRow);
-          }
-          piece = j.toIndex(field(1));
-          pieces = j.toIndex(field(2));
-          partialRow = j.toIndex(field(3));
-        } else if (s.oneRowPerRequest()) {
+          ScheduledItem item = locateScheduledItem(ib, s, a, slot, part);
+          tile = item.tile;
+          piece = item.piece;
+          pieces = item.pieces;
+          partialRow = item.partialRow;        } else if (s.oneRowPerRequest()) {
           tile = tiles.locateOneRowEach(ib, memref::DimOp::create(ib, a.q, 0),
                                         slot);
         } else {
