@@ -353,6 +353,31 @@ addVariantLaunchArguments(Operation *op, PlanBuilder &plan,
   return names;
 }
 
+/// The scheduled split kernel of `spec`: a work item's chunk gives f32
+/// base-2 partial states in [rows, Hq, Dv] / [rows, Hq] workspaces, a
+/// whole item its final states in `spec`'s outputs.
+static PrefillKernelSpec scheduledSplitSpec(const PrefillKernelSpec &spec) {
+  PrefillKernelSpec split = spec;
+  split.scheduled = true;
+  MLIRContext *ctx = spec.outType.getContext();
+  const int64_t dyn = ShapedType::kDynamic;
+  split.outType = MemRefType::get({dyn, spec.qHeads, spec.headDimV},
+                                  Float32Type::get(ctx));
+  split.lseType = MemRefType::get({dyn, spec.qHeads}, Float32Type::get(ctx));
+  split.finalOutType = spec.outType;
+  split.finalLseType = spec.lseType;
+  return split;
+}
+
+/// The blocks of kernel `s` an SM holds at the register budget (255 a
+/// thread; ptxas may allow more): what a work schedule's slots assume.
+static int64_t residentBlocks(const target::TargetInfo &target,
+                              const PrefillKernelSpec &s) {
+  return std::max<int64_t>(
+      1, target.residentBlocks(s.config.getNumThreads(), 255,
+                               prefillSharedLayout(s).getBytes()));
+}
+
 namespace {
 
 /// What the two launch forms of a tensor-core op with query rows share:
@@ -363,6 +388,8 @@ struct TensorCorePlan {
   llvm::StringMap<Value> bindings;
   SmallVector<StringRef> inputs;
   SmallVector<std::string> variantNames;
+  /// The variant arguments the merge takes too (the sinks).
+  SmallVector<StringRef> mergeVariants;
   gpu::GPUFuncOp direct;
   QueryTiles tiles;
 };
@@ -449,8 +476,7 @@ static LogicalResult emitPartitionedLaunches(
   plan.addBuffer("partial_lse", ArgRole::workspace, split.lseType,
                  {plan.sym("num_partitions"), plan.sym("nnz")});
   SmallVector<StringRef> mergeArgs{"partial_out", "partial_lse", "out", "lse"};
-  if (cast<kv::AttentionVariantOpInterface>(op).getSinks())
-    mergeArgs.push_back("sinks");
+  llvm::append_range(mergeArgs, tc.mergeVariants);
   plan.addKernel("direct", tc.direct, kvgpu::LaunchCondition::unsplit,
                  {plan.sym("num_tile_slots"), plan.cst(hkv), plan.cst(1)},
                  prefillArgumentNames(spec, tc.inputs, tc.variantNames));
@@ -499,14 +525,7 @@ static LogicalResult emitScheduledLaunches(
     const QueryRowsKV &rows,
     llvm::function_ref<gpu::GPUFuncOp(const PrefillKernelSpec &)> build) {
   const target::TargetInfo &target = context.getTarget();
-  PrefillKernelSpec split = spec;
-  split.scheduled = true;
-  const int64_t dyn = ShapedType::kDynamic;
-  split.outType =
-      MemRefType::get({dyn, spec.qHeads, spec.headDimV}, b.getF32Type());
-  split.lseType = MemRefType::get({dyn, spec.qHeads}, b.getF32Type());
-  split.finalOutType = spec.outType;
-  split.finalLseType = spec.lseType;
+  PrefillKernelSpec split = scheduledSplitSpec(spec);
   gpu::GPUFuncOp splitKernel = build(split);
   gpu::GPUFuncOp mergeKernel =
       getPartialsMerge(context, spec, split, /*ragged=*/true);
@@ -515,11 +534,10 @@ static LogicalResult emitScheduledLaunches(
   using kvgpu::SizeExprAttr;
   MLIRContext *ctx = op->getContext();
   Type i32 = IntegerType::get(ctx, 32);
+  const int64_t dyn = ShapedType::kDynamic;
   int64_t hkv = spec.kvHeads, tileRows = split.scheduledTileRows();
   int64_t blocksPerItem = hkv * split.blocksPerScheduledRow();
-  int64_t resident = std::max<int64_t>(
-      1, target.residentBlocks(spec.config.getNumThreads(), 255,
-                               prefillSharedLayout(split).getBytes()));
+  int64_t resident = residentBlocks(target, split);
   // The items the chip runs at once (at the register budget's residency;
   // the schedule also weighs twice as many).
   int64_t targetItems =
@@ -564,8 +582,7 @@ static LogicalResult emitScheduledLaunches(
       "num_query_tiles", "partial_rows", tileRows, costsCausal));
   SmallVector<StringRef> mergeArgs{"partial_out", "partial_lse", "merge_indptr",
                                    "out", "lse"};
-  if (cast<kv::AttentionVariantOpInterface>(op).getSinks())
-    mergeArgs.push_back("sinks");
+  llvm::append_range(mergeArgs, tc.mergeVariants);
   plan.addKernel("direct", tc.direct, kvgpu::LaunchCondition::unsplit,
                  {plan.sym("num_tile_slots"), plan.cst(hkv), plan.cst(1)},
                  prefillArgumentNames(spec, tc.inputs, tc.variantNames));
@@ -611,6 +628,7 @@ LogicalResult gpu_lowering::emitTensorCoreLaunches(
       {{"out", out}, {"lse", lse}},
       {},
       {},
+      {},
       build(spec),
       QueryTiles(spec.rowStride(), spec.config.getQTile())};
   PlanBuilder &plan = tc.plan;
@@ -624,9 +642,8 @@ LogicalResult gpu_lowering::emitTensorCoreLaunches(
                       ? tc.tiles.numSlotsOneRowEach(plan.sym("batch"))
                       : tc.tiles.numSlots(plan.sym("nnz"), plan.sym("batch")));
   plan.setConfig(spec.config);
-  SmallVector<StringRef> unusedMergeArgs;
   tc.variantNames =
-      addVariantLaunchArguments(op, plan, tc.bindings, unusedMergeArgs);
+      addVariantLaunchArguments(op, plan, tc.bindings, tc.mergeVariants);
   // CUDA graphs replay the grids they were captured with: the partitioned
   // form's grids follow the sizes alone. It is also the form of ops
   // without query rows here (whose config allows one partition: it never
@@ -652,14 +669,7 @@ LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(
   int64_t fixedBatch = context.getGraphMaxBatch();
   std::string directName = symbol(spec);
   gpu::GPUFuncOp direct = fixedBatch ? nullptr : build(spec);
-  PrefillKernelSpec split = spec;
-  split.scheduled = true;
-  const int64_t dyn = ShapedType::kDynamic;
-  split.outType =
-      MemRefType::get({dyn, spec.qHeads, spec.headDimV}, b.getF32Type());
-  split.lseType = MemRefType::get({dyn, spec.qHeads}, b.getF32Type());
-  split.finalOutType = spec.outType;
-  split.finalLseType = spec.lseType;
+  PrefillKernelSpec split = scheduledSplitSpec(spec);
   gpu::GPUFuncOp splitKernel = build(split);
   gpu::GPUFuncOp mergeKernel =
       getPartialsMerge(context, spec, split, /*ragged=*/true);
@@ -691,9 +701,7 @@ LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(
   // which counted each tile kv_heads times and cut the target that often).
   int64_t tilesPerRequest =
       llvm::divideCeil(spec.group(), spec.config.getQTile());
-  int64_t resident = std::max<int64_t>(
-      1, target.residentBlocks(spec.config.getNumThreads(), 255,
-                               prefillSharedLayout(split).getBytes()));
+  int64_t resident = residentBlocks(target, split);
   // Each item is a block per query tile of its request and KV head.
   int64_t blocksPerItem = tilesPerRequest * spec.kvHeads;
   WorkSchedulePlan work;
