@@ -268,7 +268,8 @@ extern "C" int64_t kvir_schedule_prefill_work(
   // worse of the two makespans over its perfect split, ties keeping fewer
   // items.
   int64_t shortest = std::max<int64_t>(1, ceilDiv(min_chunk, granule)) * granule;
-  int64_t bestChunk = std::max<int64_t>(longest, 1), bestItems = 0;
+  std::vector<int64_t> chunks;
+  PieceList list;
   double bestRatio = -1;
   for (int64_t w = 0; w <= KVIR_PREFILL_MAX_WAVES; ++w) {
     int64_t chunk =
@@ -277,24 +278,22 @@ extern "C" int64_t kvir_schedule_prefill_work(
                           ceilDiv(ceilDiv(keys, w * slots), granule) * granule);
     if (w > 0 && chunk >= longest)
       continue; // cuts nothing
-    PieceList list =
-        listPieces(visible, chunkCounts(visible, chunk), granule, granule);
-    double work = double(std::accumulate(list.cost.begin(), list.cost.end(),
-                                         int64_t(0)));
+    std::vector<int64_t> counts = chunkCounts(visible, chunk);
+    PieceList candidate = listPieces(visible, counts, granule, granule);
+    double work = double(std::accumulate(
+        candidate.cost.begin(), candidate.cost.end(), int64_t(0)));
     double ratio = 0;
     for (int64_t s : {slots, 2 * slots})
-      ratio = std::max(ratio, double(makespan(list.cost, s)) /
+      ratio = std::max(ratio, double(makespan(candidate.cost, s)) /
                                   std::max(1.0, work / double(s)));
-    int64_t count = list.items.size();
+    int64_t count = candidate.items.size();
     if (bestRatio < 0 || ratio < bestRatio ||
-        (ratio == bestRatio && count < bestItems)) {
-      bestChunk = chunk;
+        (ratio == bestRatio && count < int64_t(list.items.size()))) {
+      chunks = std::move(counts);
+      list = std::move(candidate);
       bestRatio = ratio;
-      bestItems = count;
     }
   }
-  std::vector<int64_t> chunks = chunkCounts(visible, bestChunk);
-  PieceList list = listPieces(visible, chunks, granule, granule);
   int64_t total = list.items.size();
   if (total > max_items)
     return KVIR_SCHEDULE_TOO_MANY_ITEMS;
