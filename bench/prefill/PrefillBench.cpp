@@ -261,9 +261,10 @@ double scheduleMicros(const RunResult &result, const Problem &p) {
       int64_t tiles = 0;
       auto start = std::chrono::steady_clock::now();
       kvir_schedule_prefill_work(
-          p.qoIndptr.data(), lengths.data(), batch, s.getTileRows(),
+          p.qoIndptr.data(), lengths.data(), batch, nnz, s.getTileRows(),
           s.getCausal(), s.getWindowLeft(), s.getTargetItems(), s.getGranule(),
-          s.getMinChunk(), maxItems, items.data(), indptr.data(), &tiles);
+          s.getMinChunk(), maxItems, /*max_partial_rows=*/-1, items.data(),
+          indptr.data(), &tiles);
       micros.push_back(std::chrono::duration<double, std::micro>(
                            std::chrono::steady_clock::now() - start)
                            .count());

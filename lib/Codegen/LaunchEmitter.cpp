@@ -192,13 +192,20 @@ struct PlanEmitter {
       return arith::ConstantOp::create(b, b.getI64IntegerAttr(v));
     };
     Value tiles = memref::AllocaOp::create(b, MemRefType::get({1}, i64));
+    // The query rows of the buffers: merge_indptr's entries less one.
+    IRBuilder ir{b};
+    Value numRows = ir.sub(memref::DimOp::create(b, indptr, 0), ir.idx(1));
+    Value limit = s.getWorkspaceLimit().empty()
+                      ? i64Const(-1)
+                      : i64Of(lookup(s.getWorkspaceLimit()));
     Value count = kv::emitHostCall(
         b, "kvir_schedule_prefill_work",
         {kv::emitDataPointer(b, qoIndptr), kv::emitDataPointer(b, lengths),
-         i64Of(lookup(s.getBatch())), i64Const(s.getTileRows()),
+         i64Of(lookup(s.getBatch())), i64Of(numRows),
+         i64Const(s.getTileRows()),
          i64Const(s.getCausal()), i64Const(s.getWindowLeft()),
          i64Const(s.getTargetItems()), i64Const(s.getGranule()),
-         i64Const(s.getMinChunk()), i64Of(maxItems),
+         i64Const(s.getMinChunk()), i64Of(maxItems), limit,
          kv::emitDataPointer(b, items), kv::emitDataPointer(b, indptr),
          kv::emitDataPointer(b, tiles)});
     cf::AssertOp::create(
@@ -214,10 +221,8 @@ struct PlanEmitter {
     values[s.getTiles()] = toIndex(
         memref::LoadOp::create(b, tiles, ValueRange{IRBuilder{b}.idx(0)}));
     // The partial-state rows: merge_indptr's last entry.
-    IRBuilder ir{b};
-    Value last = ir.sub(memref::DimOp::create(b, indptr, 0), ir.idx(1));
     values[s.getWorkspaceRows()] =
-        ir.toIndex(memref::LoadOp::create(b, indptr, ValueRange{last}));
+        ir.toIndex(memref::LoadOp::create(b, indptr, ValueRange{numRows}));
     return SmallVector<Value>{items, indptr};
   }
 
@@ -350,6 +355,8 @@ LogicalResult codegen::emitLaunches(ImplicitLocOpBuilder &b,
     needed.insert(schedule.getBatch());
     if (!schedule.isPrefill())
       needed.insert(schedule.getUniformChunks());
+    if (!schedule.getWorkspaceLimit().empty())
+      needed.insert(schedule.getWorkspaceLimit());
     needed.erase(schedule.getCount());
     needed.erase(schedule.getTiles());
     needed.erase(schedule.getWorkspaceRows());

@@ -219,6 +219,16 @@ PieceList listPieces(const std::vector<int64_t> &visible,
   return sorted;
 }
 
+/// The workspace rows of chunk counts `n`: n per row of a cut tile.
+int64_t partialRows(const std::vector<QueryTileWork> &tiles,
+                    const std::vector<int64_t> &n) {
+  int64_t rows = 0;
+  for (size_t t = 0; t < tiles.size(); ++t)
+    if (n[t] > 1)
+      rows += n[t] * tiles[t].rows;
+  return rows;
+}
+
 /// When the last of `costs` ends, handed out in order to the first free of
 /// `slots` (a GPU's block scheduler).
 int64_t makespan(const std::vector<int64_t> &costs, int64_t slots) {
@@ -240,17 +250,20 @@ int64_t makespan(const std::vector<int64_t> &costs, int64_t slots) {
 
 extern "C" int64_t kvir_schedule_prefill_work(
     const int32_t *qo_indptr, const int32_t *kv_lengths, int64_t batch,
-    int64_t tile_rows, int64_t causal, int64_t window_left, int64_t slots,
-    int64_t granule, int64_t min_chunk, int64_t max_items, int32_t *items,
-    int32_t *merge_indptr, int64_t *num_tiles) {
+    int64_t num_rows, int64_t tile_rows, int64_t causal, int64_t window_left,
+    int64_t slots, int64_t granule, int64_t min_chunk, int64_t max_items,
+    int64_t max_partial_rows, int32_t *items, int32_t *merge_indptr,
+    int64_t *num_tiles) {
   if (batch < 0 || tile_rows < 1 || granule < 1 || min_chunk < 0 ||
-      max_items < 0 || slots < 1 || window_left < -1 || !qo_indptr ||
-      (batch > 0 && !kv_lengths))
+      max_items < 0 || max_partial_rows < -1 || slots < 1 || window_left < -1 ||
+      !qo_indptr || (batch > 0 && !kv_lengths))
     return KVIR_SCHEDULE_BAD_ARGUMENT;
   std::vector<QueryTileWork> tiles;
   if (int64_t error = listQueryTiles(qo_indptr, kv_lengths, batch, tile_rows,
                                      causal != 0, window_left, tiles))
     return error;
+  if (qo_indptr[batch] > num_rows)
+    return KVIR_SCHEDULE_BAD_INDPTR;
   int64_t numTiles = tiles.size();
   std::vector<int64_t> visible(numTiles);
   int64_t keys = 0, longest = 0;
@@ -266,8 +279,10 @@ extern "C" int64_t kvir_schedule_prefill_work(
   // items at once, or twice as many where the kernel's registers allow
   // (which ptxas decides after the plan): a chunk size is judged by the
   // worse of the two makespans over its perfect split, ties keeping fewer
-  // items.
-  int64_t shortest = std::max<int64_t>(1, ceilDiv(min_chunk, granule)) * granule;
+  // items. A chunk size whose cut tiles need more than max_partial_rows
+  // workspace rows (a fixed workspace) is not taken; whole tiles need none.
+  int64_t shortest =
+      std::max<int64_t>(1, ceilDiv(min_chunk, granule)) * granule;
   std::vector<int64_t> chunks;
   PieceList list;
   double bestRatio = -1;
@@ -279,9 +294,11 @@ extern "C" int64_t kvir_schedule_prefill_work(
     if (w > 0 && chunk >= longest)
       continue; // cuts nothing
     std::vector<int64_t> counts = chunkCounts(visible, chunk);
+    if (max_partial_rows >= 0 && partialRows(tiles, counts) > max_partial_rows)
+      continue;
     PieceList candidate = listPieces(visible, counts, granule, granule);
-    double work = double(std::accumulate(
-        candidate.cost.begin(), candidate.cost.end(), int64_t(0)));
+    double work = double(std::accumulate(candidate.cost.begin(),
+                                         candidate.cost.end(), int64_t(0)));
     double ratio = 0;
     for (int64_t s : {slots, 2 * slots})
       ratio = std::max(ratio, double(makespan(candidate.cost, s)) /
@@ -298,8 +315,9 @@ extern "C" int64_t kvir_schedule_prefill_work(
   if (total > max_items)
     return KVIR_SCHEDULE_TOO_MANY_ITEMS;
 
-  // Workspace rows: n per row of a cut tile, none for a whole one.
-  int64_t nnz = qo_indptr[batch];
+  // Workspace rows: n per row of a cut tile, none for a whole one (nor
+  // for the rows past the requests').
+  int64_t nnz = num_rows;
   merge_indptr[0] = 0;
   int64_t row = 0;
   for (int64_t t = 0; t < numTiles; ++t) {

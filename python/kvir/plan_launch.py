@@ -118,21 +118,25 @@ class Plan:
             raise PlanError(f"prefill schedule: {len(kv_lengths)} kv lengths "
                             f"and {len(qo_indptr)} qo_indptr entries for a "
                             f"batch of {batch}")
-        nnz = int(qo_indptr[-1])
+        # The rows of the buffers (at least qo_indptr[-1]: rows past it
+        # belong to no request).
+        nnz = self.shape_of(s["merge_indptr"], env)[0] - 1
         max_items = self.shape_of(s["items"], env)[0]
         items = (ctypes.c_int32 * (5 * max_items))()
         merge = (ctypes.c_int32 * (nnz + 1))()
         lens = (ctypes.c_int32 * max(1, batch))(*kv_lengths)
         qo = (ctypes.c_int32 * (batch + 1))(*qo_indptr)
         tiles = ctypes.c_int64(0)
+        # A fixed workspace (CUDA graphs) bounds the partial-state rows.
+        limit = env[s["workspace_limit"]] if "workspace_limit" in s else -1
         fn = runtime.kvir_schedule_prefill_work
         fn.restype = ctypes.c_int64
         i64 = ctypes.c_int64
-        count = fn(qo, lens, i64(batch), i64(s["tile_rows"]),
+        count = fn(qo, lens, i64(batch), i64(nnz), i64(s["tile_rows"]),
                    i64(1 if s["causal"] else 0), i64(s["window_left"]),
                    i64(s["target_items"]), i64(s["granule"]),
-                   i64(s["min_chunk"]), i64(max_items), items, merge,
-                   ctypes.byref(tiles))
+                   i64(s["min_chunk"]), i64(max_items), i64(limit), items,
+                   merge, ctypes.byref(tiles))
         if count < 0:
             raise PlanError(f"kvir_schedule_prefill_work failed: {count}")
         env[s["count"]] = int(count)

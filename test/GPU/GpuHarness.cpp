@@ -396,16 +396,26 @@ std::optional<RunResult::PrefillScheduleCounts> RunResult::scheduledPrefill(
     std::optional<int64_t> maxItems = planSize(op, "max_work", inputs);
     if (!maxItems)
       return std::nullopt;
+    std::optional<int64_t> limit = -1;
+    if (!s.getWorkspaceLimit().empty())
+      limit = planSize(op, s.getWorkspaceLimit(), inputs);
+    if (!limit)
+      return std::nullopt;
     int64_t batch = kvLens.size();
     std::vector<int32_t> lengths(kvLens.begin(), kvLens.end());
+    // The rows of the buffers (the plan's nnz), at least the requests'.
+    auto rows = inputs.find("nnz");
+    int64_t numRows = rows == inputs.end() ? qoIndptr.back() : rows->second;
     std::vector<int32_t> items(*maxItems * KVIR_PREFILL_WORK_FIELDS),
-        indptr(qoIndptr.back() + 1);
+        indptr(numRows + 1);
     PrefillScheduleCounts counts;
     counts.items = kvir_schedule_prefill_work(
-        qoIndptr.data(), lengths.data(), batch, s.getTileRows(), s.getCausal(),
+        qoIndptr.data(), lengths.data(), batch, numRows, s.getTileRows(),
+        s.getCausal(),
         s.getWindowLeft(), s.getTargetItems(), s.getGranule(),
-        s.getMinChunk(), *maxItems, items.data(), indptr.data(),
+        s.getMinChunk(), *maxItems, *limit, items.data(), indptr.data(),
         &counts.tiles);
+    counts.partialRows = indptr.back();
     if (counts.items < 0)
       return std::nullopt;
     return counts;

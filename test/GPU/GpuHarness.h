@@ -95,7 +95,8 @@ struct RunResult {
   /// (kvir_schedule_prefill_work with the plan's parameters; `inputs` the
   /// sizes the plan reads from its arguments), or nullopt without one.
   struct PrefillScheduleCounts {
-    int64_t items = 0, tiles = 0;
+    /// Items, query tiles and the workspace rows the cut tiles take.
+    int64_t items = 0, tiles = 0, partialRows = 0;
     bool cut() const { return items > tiles; }
   };
   std::optional<PrefillScheduleCounts>

@@ -141,15 +141,24 @@ void runMlaCase(const MlaCase &c) {
   EXPECT_EQ(split, c.expectSplit) << result.describeLaunches();
   if (multiRow) {
     // Query rows: the work schedule for these rows and lengths chose the
-    // split (a config of one partition, or fixed grids, have none).
+    // split (a config of one partition has none); fixed grids always
+    // split, over the most items the shapes allow.
+    std::map<std::string, int64_t> sizes{
+        {"nnz", qoIndptr.back()}, {"qo_indptr_len", int64_t(qoIndptr.size())}};
     std::optional<RunResult::PrefillScheduleCounts> schedule =
         result.scheduledPrefill(
             "kv.mla_decode", qoIndptr,
             c.topk ? std::vector<int64_t>(c.kvLens.size(), c.topk) : c.kvLens,
-            {{"nnz", qoIndptr.back()},
-             {"qo_indptr_len", int64_t(qoIndptr.size())}});
-    if (schedule)
+            sizes);
+    if (schedule && c.graphMaxBatch) {
+      EXPECT_TRUE(split) << result.describeLaunches();
+      EXPECT_EQ(std::optional<int64_t>(result.launches.front().grid.x),
+                result.planSize("kv.mla_decode", "max_work", sizes));
+      EXPECT_LE(std::optional<int64_t>(schedule->partialRows),
+                result.planSize("kv.mla_decode", "max_partial_rows", sizes));
+    } else if (schedule) {
       EXPECT_EQ(split, schedule->cut()) << result.describeLaunches();
+    }
   }
   if (split && !multiRow) {
     // One row per request: the work schedule for these lengths chose the
@@ -247,6 +256,15 @@ std::vector<MlaCase> mlaCases() {
                      9010);
     c->kvLens = {700, 0, 65, 1, 2000};
     c->graphMaxBatch = 8;
+  }
+  {
+    // Query rows under CUDA-graph grids: the prefill schedule's fixed
+    // form (split kernel over the shapes' most items, the merge always).
+    MlaCase *c = add("H16CausalRowsFixedGridCsrP64F16", 16, DType::F16,
+                     Table::CSR, 9011);
+    c->kvLens = {3000, 2, 0, 65};
+    c->qoLens = {2, 1, 1, 4};
+    c->graphMaxBatch = 4;
   }
   {
     // Speculative decoding: 1, 2 and 4 causal rows per request; the last

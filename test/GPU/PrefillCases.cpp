@@ -17,6 +17,7 @@
 #include "PrefillCases.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -27,6 +28,31 @@ using namespace kvir::test::gpu;
 std::ostream &gpu::operator<<(std::ostream &os, const GpuPrefillCase &c) {
   return os << c.name;
 }
+
+namespace {
+
+/// Rows [first, first + count) of `t` (a view).
+Tensor rowsOf(const Tensor &t, int64_t first, int64_t count) {
+  Index shape = t.shape();
+  shape[0] = count;
+  return t.view(t.offset() + first * t.strides()[0], shape, t.strides());
+}
+StateBuffers rowsOf(const StateBuffers &s, int64_t first, int64_t count) {
+  return {rowsOf(s.o, first, count), rowsOf(s.lse, first, count)};
+}
+
+/// Succeeds if every element of `s` is still the NaN it was poisoned with.
+::testing::AssertionResult stillPoisoned(const StateBuffers &s) {
+  int64_t written = 0;
+  for (const Tensor *t : {&s.o, &s.lse})
+    t->forEachIndex([&](const Index &i) { written += !std::isnan(t->get(i)); });
+  if (written)
+    return ::testing::AssertionFailure()
+           << written << " elements of the padding rows were written";
+  return ::testing::AssertionSuccess();
+}
+
+} // namespace
 
 void gpu::runGpuPrefillCase(const GpuPrefillCase &c) {
   Rng rng(c.seed);
@@ -39,9 +65,13 @@ void gpu::runGpuPrefillCase(const GpuPrefillCase &c) {
     int64_t numRequests = batch.qo.size();
     SCOPED_TRACE("batch of " + std::to_string(numRequests));
     std::vector<int32_t> qoIndptr = indptrOf(batch.qo);
-    int64_t rows = qoIndptr.back();
-    Tensor q = randomTensor(rng, s.dtype, {rows, c.qHeads, s.headDim}, 2.0);
-    StateBuffers out = makeStateBuffers(rows, c.qHeads, s.headDimV, c.outType);
+    int64_t rows = qoIndptr.back(), allRows = rows + c.paddingRows;
+    Tensor q = randomTensor(rng, s.dtype, {allRows, c.qHeads, s.headDim}, 2.0);
+    StateBuffers all =
+        makeStateBuffers(allRows, c.qHeads, s.headDimV, c.outType);
+    // The requests' rows, and the padding past them.
+    StateBuffers out = rowsOf(all, 0, rows),
+                 padding = rowsOf(all, rows, c.paddingRows);
     Tensor mask;
     if (c.mask != MaskKind::None)
       mask = randomMask(rng, batch.qo, batch.kv, c.mask == MaskKind::Packed);
@@ -88,23 +118,26 @@ void gpu::runGpuPrefillCase(const GpuPrefillCase &c) {
     src.addLine("%s = kv.prefill " + qs + ", " + qo + ", " + kv + maskClause +
                 " " + attrs + " : " + src.typeOf(qs) + ", " + src.typeOf(qo) +
                 ", " + kvType + " -> " + stateType);
-    emitStore(src, "%s", stateType, out);
+    emitStore(src, "%s", stateType, all);
 
     ref::AttentionParams params = asKernelSees(c.params);
     if (c.mask != MaskKind::None)
       params.mask = &mask;
     params.positions = positions;
     ref::State expected =
-        c.ragged ? ref::attention(q, qoIndptr,
+        c.ragged ? ref::attention(rowsOf(q, 0, rows), qoIndptr,
                                   ref::RaggedSource(rk, rv, kvIndptr), params)
-                 : ref::attention(q, qoIndptr, ref::PagedSource(cache), params);
+                 : ref::attention(rowsOf(q, 0, rows), qoIndptr,
+                                  ref::PagedSource(cache), params);
     RunResult result;
     auto start = std::chrono::steady_clock::now();
-    ASSERT_TRUE(runGpu(src, {out.o, out.lse}, c.chip, {"kv.prefill"}, result));
+    ASSERT_TRUE(runGpu(src, {all.o, all.lse}, c.chip, {"kv.prefill"}, result,
+                       c.graphMaxBatch));
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
     EXPECT_TRUE(noReports(result));
+    EXPECT_TRUE(check(stillPoisoned(padding)));
     std::string config = result.planConfig("kv.prefill");
     if (!c.expectConfig.empty() && parseGpuTarget(c.chip).mma == "auto")
       EXPECT_NE(config.find(c.expectConfig), std::string::npos) << config;
@@ -132,7 +165,7 @@ void gpu::runGpuPrefillCase(const GpuPrefillCase &c) {
     // when no query tile is cut, else the scheduled split kernel (a block
     // per item) and the merge of the cut tiles' rows. A config of one
     // partition has no schedule and never splits.
-    std::map<std::string, int64_t> sizes{{"nnz", rows},
+    std::map<std::string, int64_t> sizes{{"nnz", allRows},
                                          {"qo_indptr_len", numRequests + 1}};
     std::optional<RunResult::PrefillScheduleCounts> schedule =
         result.scheduledPrefill("kv.prefill", qoIndptr, batch.kv, sizes);
@@ -142,7 +175,20 @@ void gpu::runGpuPrefillCase(const GpuPrefillCase &c) {
           << "neither a work schedule nor one partition";
       schedule = RunResult::PrefillScheduleCounts{};
     }
-    if (rows == 0 || !schedule->cut()) {
+    if (c.graphMaxBatch && result.planSize("kv.prefill", "max_partial_rows",
+                                           sizes)) {
+      // Fixed grids: the split kernel over the most items these shapes
+      // allow (those past the schedule's count do nothing) and the merge,
+      // whether or not a tile is cut; the cut tiles' rows fit the fixed
+      // workspace.
+      ASSERT_EQ(names.size(), rows ? 2u : 1u) << result.describeLaunches();
+      EXPECT_TRUE(isSplitKernel(names[0])) << names[0];
+      EXPECT_EQ(std::optional<int64_t>(result.launches[0].grid.x),
+                result.planSize("kv.prefill", "max_work", sizes));
+      EXPECT_GE(int64_t(result.launches[0].grid.x), schedule->items);
+      EXPECT_LE(std::optional<int64_t>(schedule->partialRows),
+                result.planSize("kv.prefill", "max_partial_rows", sizes));
+    } else if (rows == 0 || !schedule->cut()) {
       ASSERT_LE(names.size(), 1u) << result.describeLaunches();
       if (!names.empty())
         EXPECT_FALSE(isSplitKernel(names[0])) << names[0];

@@ -46,6 +46,12 @@ struct GpuPrefillCase {
   /// mma.sync twin).
   bool expectTmaCopies = false;
   std::vector<PrefillBatch> batches;
+  /// Lower with fixed grids (CUDA graphs: convert-kv-to-gpu's
+  /// graph-max-batch), or 0.
+  int64_t graphMaxBatch = 0;
+  /// Query and output rows past the requests' (a CUDA graph's padding):
+  /// they belong to no request and must stay unwritten.
+  int64_t paddingRows = 0;
   uint64_t seed = 1;
 };
 

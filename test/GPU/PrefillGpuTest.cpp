@@ -217,6 +217,41 @@ std::vector<GpuPrefillCase> prefillCases() {
                                        DType::F16, "sm_90a", 2011);
     add(c, {{{8192}, {17}}});
   }
+  // CUDA-graph grids: a mixed batch (one-row requests beside long ones,
+  // an empty one) and a lighter batch of the same shapes, whose grids are
+  // the same and whose items are fewer than its split kernel's blocks.
+  {
+    GpuPrefillCase c = makePrefillCase("FixedGridsMixedCausalNhdCsrP16D128G4F16",
+                                       makeSpec(16, 2, 128, DType::F16), 8,
+                                       DType::F16, "sm_80", 2013);
+    c.params.causal = true;
+    c.graphMaxBatch = 8;
+    c.paddingRows = 13;
+    add(c, {{{1, 1, 300, 1, 65, 0, 1, 1}, {1000, 17, 1000, 1, 1000, 5, 0, 700}},
+            {{1, 1, 300, 1, 65, 0, 1, 1}, {1, 17, 300, 1, 65, 5, 0, 7}}});
+  }
+  {
+    GpuPrefillCase c = makePrefillCase("FixedGridsWindowRaggedD64G2BF16Sm90a",
+                                       makeSpec(16, 2, 64, DType::BF16), 4,
+                                       DType::BF16, "sm_90a", 2014);
+    c.ragged = true;
+    c.params.causal = true;
+    c.params.windowLeft = 100;
+    c.graphMaxBatch = 4;
+    add(c, {{{1, 700, 1, 3}, {2000, 700, 1, 40}}});
+  }
+  // Rows past the requests' (buffers of a larger batch) without fixed
+  // grids: a cut batch's merge finds no partial states for them, and
+  // nothing writes them.
+  {
+    GpuPrefillCase c = makePrefillCase("PaddingRowsCausalRaggedD64G2F16",
+                                       makeSpec(16, 2, 64, DType::F16), 4,
+                                       DType::F16, "sm_80", 2015);
+    c.ragged = true;
+    c.params.causal = true;
+    c.paddingRows = 70;
+    add(c, {{{3, 500, 1}, {3000, 500, 9}}});
+  }
   // Many short requests over 8 KV heads: the tiles fill sm_80 (P == 1, the
   // direct kernel).
   {

@@ -229,13 +229,15 @@ TEST(WorkSchedule, PadsMergeRowsForAFixedGrid) {
 
 struct PrefillBatch {
   std::vector<int32_t> qoIndptr, kvLens;
+  /// Rows of the buffers past the requests' (a CUDA graph's padding).
+  int64_t padding = 0;
   int64_t batch() const { return kvLens.size(); }
-  int64_t nnz() const { return qoIndptr.back(); }
+  int64_t nnz() const { return qoIndptr.back() + padding; }
 };
 
 struct PrefillParams {
   int64_t tileRows = 64, causal = 1, windowLeft = -1, slots = 132,
-          granule = 64, minChunk = 256;
+          granule = 64, minChunk = 256, maxPartialRows = -1;
 };
 
 struct PrefillSchedule {
@@ -255,9 +257,10 @@ PrefillSchedule schedulePrefill(const PrefillBatch &in, const PrefillParams &p,
   s.items.assign(maxItems * KVIR_PREFILL_WORK_FIELDS, 12345);
   s.indptr.assign(in.nnz() + 1, 12345);
   s.count = kvir_schedule_prefill_work(
-      in.qoIndptr.data(), in.kvLens.data(), in.batch(), p.tileRows, p.causal,
-      p.windowLeft, p.slots, p.granule, p.minChunk, maxItems, s.items.data(),
-      s.indptr.data(), &s.tiles);
+      in.qoIndptr.data(), in.kvLens.data(), in.batch(), in.nnz(), p.tileRows,
+      p.causal,
+      p.windowLeft, p.slots, p.granule, p.minChunk, maxItems, p.maxPartialRows,
+      s.items.data(), s.indptr.data(), &s.tiles);
   return s;
 }
 
@@ -437,6 +440,31 @@ TEST(PrefillSchedule, SkewedCausalBatchIsBalanced) {
   EXPECT_LE(listMakespan(costs, 264), 1.15);
 }
 
+TEST(PrefillSchedule, FixedWorkspaceBoundsThePartialRows) {
+  // The skewed batch under workspaces of several sizes (CUDA graphs fix
+  // it): the rows taken never exceed the bound, the schedule is still
+  // exact, and no workspace at all keeps every tile whole.
+  std::vector<int64_t> qo(64, 128);
+  qo[17] = 8192;
+  PrefillBatch in = makePrefillBatch(qo, qo);
+  PrefillParams p;
+  p.slots = 264;
+  int64_t unbounded = schedulePrefill(in, p).indptr.back();
+  ASSERT_GT(unbounded, 0);
+  for (int64_t bound : {int64_t(0), unbounded / 3, unbounded - 1, unbounded}) {
+    p.maxPartialRows = bound;
+    PrefillSchedule s = schedulePrefill(in, p);
+    checkPrefillSchedule(s, in, p);
+    EXPECT_LE(s.indptr.back(), bound);
+    if (bound == 0)
+      EXPECT_EQ(s.count, s.tiles);
+    if (bound == unbounded)
+      EXPECT_EQ(s.indptr.back(), unbounded);
+  }
+  p.maxPartialRows = -2;
+  EXPECT_EQ(schedulePrefill(in, p).count, KVIR_SCHEDULE_BAD_ARGUMENT);
+}
+
 TEST(PrefillSchedule, FillingBatchesAreNotCut) {
   // 320 equal tiles (not causal) on 80 slots: four waves of whole tiles
   // end together, so none is cut and there is no workspace.
@@ -493,6 +521,26 @@ TEST(PrefillSchedule, EmptyBatchAndRequests) {
   PrefillSchedule s = schedulePrefill(in, p);
   checkPrefillSchedule(s, in, p);
   EXPECT_EQ(s.count, 3);
+}
+
+TEST(PrefillSchedule, PaddingRowsHaveNoWorkspace) {
+  // Buffers of more rows than the requests' (a CUDA graph captured for a
+  // larger batch): the rows past qo_indptr[batch] get no workspace rows,
+  // and merge_indptr is written whole; fewer rows than the requests' is an
+  // error.
+  PrefillParams p;
+  p.slots = 8;
+  PrefillBatch in = makePrefillBatch({300, 1, 40}, {2000, 700, 40});
+  in.padding = 37;
+  PrefillSchedule s = schedulePrefill(in, p);
+  checkPrefillSchedule(s, in, p);
+  ASSERT_GT(s.count, s.tiles);
+  int64_t used = s.indptr[in.qoIndptr.back()];
+  EXPECT_GT(used, 0);
+  for (int64_t row = in.qoIndptr.back(); row <= in.nnz(); ++row)
+    EXPECT_EQ(s.indptr[row], used) << "row " << row;
+  in.padding = -1;
+  EXPECT_EQ(schedulePrefill(in, p).count, KVIR_SCHEDULE_BAD_INDPTR);
 }
 
 } // namespace

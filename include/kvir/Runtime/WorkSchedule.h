@@ -42,7 +42,8 @@ enum {
 enum {
   KVIR_SCHEDULE_BAD_ARGUMENT = -1, /* a negative length or parameter */
   KVIR_SCHEDULE_TOO_MANY_ITEMS = -2, /* more items than max_items */
-  KVIR_SCHEDULE_BAD_INDPTR = -3 /* qo_indptr not starting at 0 and rising */
+  KVIR_SCHEDULE_BAD_INDPTR = -3 /* qo_indptr not starting at 0 and rising, or
+                                   past the rows */
 };
 
 /* Fills `items` ([max_items][KVIR_WORK_FIELDS], items past the returned
@@ -83,11 +84,15 @@ int64_t kvir_schedule_work(const int32_t *kv_lengths, int64_t batch,
  * row merge_indptr[row] + j; an item's partial row is its tile's first
  * row's, so row k's is partial_row + k * n. Rows of whole tiles have no
  * workspace rows (merge_indptr[row + 1] == merge_indptr[row]).
- * `merge_indptr` holds nnz + 1 entries (nnz = qo_indptr[batch]); the
- * workspace rows used are merge_indptr[nnz]. `*num_tiles` (when not NULL)
+ * `merge_indptr` holds num_rows + 1 entries: num_rows is the query rows of
+ * the buffers, at least qo_indptr[batch] (rows past it, a CUDA graph's
+ * padding, belong to no request and have no workspace rows); the
+ * workspace rows used are merge_indptr[num_rows]. `*num_tiles` (when not NULL)
  * gets the number of query tiles: some tile is cut exactly when the count
- * exceeds it. Returns the number of items or a KVIR_SCHEDULE_* error;
- * items past it up to max_items get request -1. */
+ * exceeds it. With max_partial_rows >= 0 (a fixed workspace: CUDA graphs)
+ * no chunk size whose cut tiles need more workspace rows is taken (tiles
+ * whole need none); -1: no bound. Returns the number of items or a
+ * KVIR_SCHEDULE_* error; items past it up to max_items get request -1. */
 enum {
   KVIR_WORK_QUERY_TILE = 4,
   KVIR_PREFILL_WORK_FIELDS = 5,
@@ -95,10 +100,11 @@ enum {
 };
 int64_t kvir_schedule_prefill_work(const int32_t *qo_indptr,
                                    const int32_t *kv_lengths, int64_t batch,
-                                   int64_t tile_rows, int64_t causal,
+                                   int64_t num_rows, int64_t tile_rows, int64_t causal,
                                    int64_t window_left, int64_t slots,
                                    int64_t granule, int64_t min_chunk,
-                                   int64_t max_items, int32_t *items,
+                                   int64_t max_items,
+                                   int64_t max_partial_rows, int32_t *items,
                                    int32_t *merge_indptr, int64_t *num_tiles);
 /* The most items kvir_schedule_prefill_work can return for a batch of
  * `nnz` query rows: the size of `items` that never fails. */

@@ -395,7 +395,8 @@ gpu_lowering::addWorkSchedule(PlanBuilder &plan, const WorkSchedulePlan &ws,
       ctx, "kv_lengths", "work_items", "merge_indptr", "num_work", "batch",
       "num_partitions", ws.targetItems, ws.granule, ws.minChunk,
       ws.windowLeft, ws.fixedBatch ? "max_batch" : "", /*qo_indptr=*/"",
-      /*tiles=*/"", /*workspace_rows=*/"", /*tile_rows=*/0, /*causal=*/false));
+      /*tiles=*/"", /*workspace_rows=*/"", /*tile_rows=*/0, /*causal=*/false,
+      /*workspace_limit=*/""));
   return gridBatch;
 }
 

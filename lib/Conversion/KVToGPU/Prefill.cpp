@@ -390,6 +390,7 @@ struct TensorCorePlan {
   SmallVector<std::string> variantNames;
   /// The variant arguments the merge takes too (the sinks).
   SmallVector<StringRef> mergeVariants;
+  /// The direct kernel (none for fixed grids, which always split).
   gpu::GPUFuncOp direct;
   QueryTiles tiles;
 };
@@ -425,8 +426,8 @@ void addPrefillTensorMaps(PlanBuilder &plan, Operation *op,
 
 } // namespace
 
-/// The partitioned form (CUDA graphs: grids from the sizes alone): block
-/// slots of the query tiles times KV heads times partitions, partitions
+/// The partitioned form (grids from the sizes alone, no host schedule):
+/// block slots of the query tiles times KV heads times partitions, partitions
 /// while the tiles of all KV heads do not give every SM a block (one
 /// block of 8 warps and ~100 KB fills an SM: more partitions would only
 /// add partial states).
@@ -518,11 +519,16 @@ static Value emitRequestKeyCounts(ImplicitLocOpBuilder &b,
 /// rows and keys cuts the query tiles with the most keys into chunks; the
 /// direct kernel runs when no tile is cut, else the scheduled split kernel
 /// (a block per item, KV head and q tile of a row; whole tiles written
-/// final) and the ragged merge of the cut tiles' rows.
+/// final) and the ragged merge of the cut tiles' rows. With `fixedGrids`
+/// (CUDA graphs: a captured graph replays its launches, grids and buffers
+/// as captured) the grids and the workspace follow the sizes alone: the
+/// split kernel and the merge always run, over the most items the batch's
+/// shapes allow (blocks past the schedule's count have no work), and the
+/// schedule takes at most the workspace's `max_partial_rows` rows.
 static LogicalResult emitScheduledLaunches(
     ImplicitLocOpBuilder &b, LoweringContext &context, Operation *op,
     const PrefillKernelSpec &spec, TensorCorePlan &tc,
-    const QueryRowsKV &rows,
+    const QueryRowsKV &rows, bool fixedGrids,
     llvm::function_ref<gpu::GPUFuncOp(const PrefillKernelSpec &)> build) {
   const target::TargetInfo &target = context.getTarget();
   PrefillKernelSpec split = scheduledSplitSpec(spec);
@@ -561,11 +567,18 @@ static LogicalResult emitScheduledLaunches(
                  MemRefType::get({dyn}, i32),
                  {SizeExprAttr::add(plan.sym("nnz"), plan.cst(1))});
   // The rows the cut tiles' partial states take, which the schedule
-  // defines.
+  // defines; a fixed workspace holds two waves of cut items' rows (as
+  // FlashInfer's graph-mode workspace: a wave of tiles), which the
+  // schedule does not exceed.
+  StringRef workspaceRows = "partial_rows";
+  if (fixedGrids) {
+    workspaceRows = "max_partial_rows";
+    plan.defineSize(workspaceRows, plan.cst(2 * targetItems * tileRows));
+  }
   plan.addBuffer("partial_out", ArgRole::workspace, split.outType,
-                 {plan.sym("partial_rows")});
+                 {plan.sym(workspaceRows)});
   plan.addBuffer("partial_lse", ArgRole::workspace, split.lseType,
-                 {plan.sym("partial_rows")});
+                 {plan.sym(workspaceRows)});
   // Costs the host cannot see are counted whole: given positions and
   // frames (rows in no order) and selections (their entries).
   bool costsCausal = spec.causal && !spec.positionsType &&
@@ -579,18 +592,22 @@ static LogicalResult emitScheduledLaunches(
       /*uniform_chunks=*/"", targetItems, spec.config.getKvTile(),
       std::max<int64_t>(prefill::kMinPartitionKeys, spec.config.getKvTile()),
       window.value_or(-1), /*max_batch=*/"", "qo_indptr_host",
-      "num_query_tiles", "partial_rows", tileRows, costsCausal));
+      "num_query_tiles", "partial_rows", tileRows, costsCausal,
+      fixedGrids ? workspaceRows : StringRef()));
   SmallVector<StringRef> mergeArgs{"partial_out", "partial_lse", "merge_indptr",
                                    "out", "lse"};
   llvm::append_range(mergeArgs, tc.mergeVariants);
-  plan.addKernel("direct", tc.direct, kvgpu::LaunchCondition::unsplit,
-                 {plan.sym("num_tile_slots"), plan.cst(hkv), plan.cst(1)},
-                 prefillArgumentNames(spec, tc.inputs, tc.variantNames));
-  plan.addKernel("split", splitKernel, kvgpu::LaunchCondition::split,
-                 {plan.sym("num_work"), plan.cst(hkv),
+  if (!fixedGrids)
+    plan.addKernel("direct", tc.direct, kvgpu::LaunchCondition::unsplit,
+                   {plan.sym("num_tile_slots"), plan.cst(hkv), plan.cst(1)},
+                   prefillArgumentNames(spec, tc.inputs, tc.variantNames));
+  auto splitWhen = fixedGrids ? kvgpu::LaunchCondition::always
+                              : kvgpu::LaunchCondition::split;
+  plan.addKernel("split", splitKernel, splitWhen,
+                 {plan.sym(fixedGrids ? "max_work" : "num_work"), plan.cst(hkv),
                   plan.cst(split.blocksPerScheduledRow())},
                  prefillArgumentNames(split, tc.inputs, tc.variantNames));
-  plan.addKernel("merge", mergeKernel, kvgpu::LaunchCondition::split,
+  plan.addKernel("merge", mergeKernel, splitWhen,
                  {plan.sym("nnz"), plan.cst(spec.qHeads), plan.cst(1)},
                  mergeArgs);
   // The schedule's host copies: each request's keys, and the row offsets
@@ -623,13 +640,20 @@ LogicalResult gpu_lowering::emitTensorCoreLaunches(
     return buildTensorCoreKernel(context, op, s, symbol(s));
   };
   std::string directName = symbol(spec);
+  // The partitioned form (grids from the sizes alone) is that of ops
+  // without query rows here (whose config allows one partition: it never
+  // splits) and of configs of one partition. CUDA graphs replay the grids
+  // they were captured with: the scheduled form's fixed grids, which have
+  // no direct kernel.
+  bool partitioned = !rows.qoIndptr || spec.config.getMaxPartitions() == 1;
+  bool fixedGrids = !partitioned && context.getGraphMaxBatch() != 0;
   TensorCorePlan tc{
       PlanBuilder(op->getContext(), op->getName().getStringRef(), directName),
       {{"out", out}, {"lse", lse}},
       {},
       {},
       {},
-      build(spec),
+      fixedGrids ? nullptr : build(spec),
       QueryTiles(spec.rowStride(), spec.config.getQTile())};
   PlanBuilder &plan = tc.plan;
   tc.inputs = addInputs(plan, tc.bindings);
@@ -644,14 +668,10 @@ LogicalResult gpu_lowering::emitTensorCoreLaunches(
   plan.setConfig(spec.config);
   tc.variantNames =
       addVariantLaunchArguments(op, plan, tc.bindings, tc.mergeVariants);
-  // CUDA graphs replay the grids they were captured with: the partitioned
-  // form's grids follow the sizes alone. It is also the form of ops
-  // without query rows here (whose config allows one partition: it never
-  // splits) and of configs of one partition.
-  if (context.getGraphMaxBatch() || !rows.qoIndptr ||
-      spec.config.getMaxPartitions() == 1)
+  if (partitioned)
     return emitPartitionedLaunches(b, context, op, spec, tc, build);
-  return emitScheduledLaunches(b, context, op, spec, tc, rows, build);
+  return emitScheduledLaunches(b, context, op, spec, tc, rows, fixedGrids,
+                               build);
 }
 
 LogicalResult gpu_lowering::emitOneRowTensorCoreLaunches(

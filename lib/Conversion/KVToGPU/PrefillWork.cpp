@@ -186,7 +186,8 @@ Work prefill::emitBlockWork(ImplicitLocOpBuilder &b, const PrefillKernelSpec &s,
           tile = item.tile;
           piece = item.piece;
           pieces = item.pieces;
-          partialRow = item.partialRow;        } else if (s.oneRowPerRequest()) {
+          partialRow = item.partialRow;
+        } else if (s.oneRowPerRequest()) {
           tile = tiles.locateOneRowEach(ib, memref::DimOp::create(ib, a.q, 0),
                                         slot);
         } else {

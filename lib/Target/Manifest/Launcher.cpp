@@ -348,12 +348,19 @@ std::string manifest::typedLauncher(LaunchPlanAttr plan, StringRef name,
     os << "  " << schedule.getCount() << " = " << helpers << "_schedule(";
     if (schedule.isPrefill())
       os << schedule.getQoIndptr() << ", ";
-    os << schedule.getLengths() << ", " << schedule.getBatch()
-       << ", (int32_t *)kvir_plan->" << items.getName() << "_host, "
+    os << schedule.getLengths() << ", " << schedule.getBatch();
+    if (schedule.isPrefill())
+      os << ", " << merge.getShape().front().toC(nullptr, "kvir_") << " - 1";
+    os << ", (int32_t *)kvir_plan->" << items.getName() << "_host, "
        << items.getShape().front().toC(nullptr, "kvir_")
        << ", (int32_t *)kvir_plan->" << merge.getName() << "_host";
     if (schedule.isPrefill())
       os << ", &" << schedule.getTiles();
+    if (!schedule.getWorkspaceLimit().empty())
+      os << ", "
+         << SizeExprAttr::symbolRef(plan.getContext(),
+                                   schedule.getWorkspaceLimit())
+                .toC(nullptr, "kvir_");
     os << ");\n";
     os << "  if (" << schedule.getCount() << " < 0) {\n    " << name
        << "_plan_release(kvir_plan);\n    return -1;\n  }\n";

@@ -325,6 +325,8 @@ static llvm::json::Value planJson(LaunchPlanAttr plan, StringRef chip) {
       schedule["workspace_rows"] = s.getWorkspaceRows();
       schedule["tile_rows"] = s.getTileRows();
       schedule["causal"] = s.getCausal();
+      if (!s.getWorkspaceLimit().empty())
+        schedule["workspace_limit"] = s.getWorkspaceLimit();
     }
   }
   if (PagedTablesAttr tables = plan.getTables()) {
@@ -619,39 +621,50 @@ static bool scheduleReadsBatchOnly(LaunchPlanAttr plan,
   return batchOnly;
 }
 
-/// `<pid>_schedule(qo_indptr, kv_lengths, batch, work_items, max_items,
-/// merge_indptr, num_query_tiles)`: a prefill's work schedule.
+/// `<pid>_schedule(qo_indptr, kv_lengths, batch, num_rows, work_items,
+/// max_items, merge_indptr, num_query_tiles[, workspace limit])`: a prefill's work
+/// schedule.
 static std::string prefillScheduleFunction(WorkScheduleAttr s, StringRef pid) {
   std::string text;
   llvm::raw_string_ostream os(text);
+  StringRef limit = s.getWorkspaceLimit();
   os << "/* The split-KV work list of this plan (kvir_schedule_prefill_work of\n"
         "   libKVIRRuntime): fills " << s.getItems()
      << " ([max_items][5] int32, device\n   buffer) and "
      << s.getMergeIndptr()
-     << " ([nnz + 1] int32) from the requests' query row\n   offsets and "
+     << " ([num_rows + 1] int32: the rows of the buffers,\n   at least qo_indptr[batch]) from the requests' query row offsets and\n   "
         "kv_len on the host; returns " << s.getCount()
      << ", the split kernels' grid.x,\n   and sets *" << s.getTiles()
      << " (query tiles of " << s.getTileRows()
      << " rows): the split kernels\n   launch when the count exceeds it, "
         "on the workspace of merge_indptr[nnz]\n   partial-state rows ("
-     << pid << "_workspace_bytes). */\n"
+     << pid << "_workspace_bytes)";
+  if (!limit.empty())
+    os << ", at most " << limit
+       << " (the\n   workspace's fixed rows)";
+  os << ". */\n"
      << "#ifdef __cplusplus\nextern \"C\"\n#endif\n"
         "int64_t kvir_schedule_prefill_work(const int32_t *qo_indptr,\n"
-        "    const int32_t *kv_lengths, int64_t batch, int64_t tile_rows,\n"
+        "    const int32_t *kv_lengths, int64_t batch, int64_t num_rows,\n"
+        "    int64_t tile_rows,"
         "    int64_t causal, int64_t window_left, int64_t slots,\n"
         "    int64_t granule, int64_t min_chunk, int64_t max_items,\n"
-        "    int32_t *items, int32_t *merge_indptr, int64_t *num_tiles);\n"
+        "    int64_t max_partial_rows, int32_t *items, int32_t *merge_indptr,\n"
+        "    int64_t *num_tiles);\n"
      << "static inline int64_t " << pid
      << "_schedule(const int32_t *qo_indptr,\n    const int32_t *kv_lengths, "
         "int64_t " << s.getBatch()
-     << ", int32_t *work_items,\n    int64_t max_items, int32_t *merge_indptr, "
-        "int64_t *" << s.getTiles() << ") {\n"
+     << ", int64_t num_rows,\n    int32_t *work_items, int64_t max_items, "
+        "int32_t *merge_indptr,\n    int64_t *" << s.getTiles();
+  if (!limit.empty())
+    os << ",\n    int64_t " << limit;
+  os << ") {\n"
      << "  return kvir_schedule_prefill_work(qo_indptr, kv_lengths, "
-     << s.getBatch() << ", " << s.getTileRows() << ", "
+     << s.getBatch() << ", num_rows, " << s.getTileRows() << ", "
      << (s.getCausal() ? 1 : 0) << ", " << s.getWindowLeft() << ",\n      "
      << s.getTargetItems() << ", " << s.getGranule() << ", "
-     << s.getMinChunk() << ", max_items, work_items, merge_indptr,\n      "
-     << s.getTiles() << ");\n}\n";
+     << s.getMinChunk() << ", max_items, " << (limit.empty() ? "-1" : limit)
+     << ", work_items,\n      merge_indptr, " << s.getTiles() << ");\n}\n";
   return text;
 }
 

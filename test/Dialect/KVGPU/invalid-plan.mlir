@@ -210,8 +210,13 @@ func.func private @schedule_no_uniform() attributes {s = #kvgpu.work_schedule<le
 
 // -----
 
-// expected-error @below {{work schedule: tiles, workspace_rows, tile_rows and causal are a prefill schedule's (one with qo_indptr)}}
+// expected-error @below {{work schedule: tiles, workspace_rows, tile_rows, causal and workspace_limit are a prefill schedule's (one with qo_indptr)}}
 func.func private @schedule_decode_causal() attributes {s = #kvgpu.work_schedule<lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", uniform_chunks = "u", target_items = 8, granule = 16, min_chunk = 128, window_left = -1, causal = true>}
+
+// -----
+
+// expected-error @below {{work schedule: tiles, workspace_rows, tile_rows, causal and workspace_limit are a prefill schedule's (one with qo_indptr)}}
+func.func private @schedule_decode_workspace_limit() attributes {s = #kvgpu.work_schedule<lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", uniform_chunks = "u", target_items = 8, granule = 16, min_chunk = 128, window_left = -1, workspace_limit = "lim">}
 
 // -----
 
@@ -252,6 +257,11 @@ func.func private @schedule_uniform() attributes {p = #kvgpu.plan<"kv.decode", "
 
 // expected-error @below {{plan 'p': its schedule reads 'mb', which is not a size}}
 func.func private @schedule_max_batch() attributes {p = #kvgpu.plan<"kv.decode", "p", args = [<"q", input, memref<?xf32>, shape = [<b>]>, <"len", host, memref<?xi32>, shape = [<b>]>, <"items", schedule, memref<?x4xi32>, shape = [<8>, <4>]>, <"ip", schedule, memref<?xi32>, shape = [<b + 1>]>], sizes = [<"b" from "q"[0]>, <"u" = <2>>], schedule = <lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", uniform_chunks = "u", target_items = 8, granule = 16, min_chunk = 128, window_left = -1, max_batch = "mb">, kernels = [<"s", @m::@k, always, grid = [<8>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q", "items"]>]>}
+
+// -----
+
+// expected-error @below {{plan 'p': its schedule reads 'lim', which is not a size}}
+func.func private @schedule_prefill_workspace_limit() attributes {p = #kvgpu.plan<"kv.prefill", "p", args = [<"q", input, memref<?xf32>, shape = [<b>]>, <"len", host, memref<?xi32>, shape = [<b>]>, <"qo", host, memref<?xi32>, shape = [<b + 1>]>, <"items", schedule, memref<?x5xi32>, shape = [<8>, <5>]>, <"ip", schedule, memref<?xi32>, shape = [<b + 1>]>], sizes = [<"b" from "q"[0]>], schedule = <lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", target_items = 8, granule = 16, min_chunk = 128, window_left = -1, qo_indptr = "qo", tiles = "t", workspace_rows = "w", tile_rows = 16, workspace_limit = "lim">, kernels = [<"s", @m::@k, always, grid = [<8>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q", "items"]>]>}
 
 // -----
 

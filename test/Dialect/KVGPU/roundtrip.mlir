@@ -88,6 +88,15 @@ module attributes {kvgpu.launch_plans = [
 
 // -----
 
+// A fixed workspace bounds a prefill schedule's partial-state rows (CUDA
+// graphs); the bound is a size of the plan.
+// CHECK: tile_rows = 16, workspace_limit = "lim">, kernels
+module attributes {kvgpu.launch_plans = [
+  #kvgpu.plan<"kv.prefill", "p", args = [<"q", input, memref<?xf32>, shape = [<nnz>]>, <"len", host, memref<?xi32>, shape = [<b>]>, <"qo", host, memref<?xi32>, shape = [<b + 1>]>, <"items", schedule, memref<?x5xi32>, shape = [<nnz + b + 8>, <5>]>, <"ip", schedule, memref<?xi32>, shape = [<nnz + 1>]>, <"ws", workspace, memref<?xf32>, shape = [<lim>]>], sizes = [<"nnz" from "q"[0]>, <"b" = <2>>, <"lim" = <64>>], schedule = <lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", target_items = 8, granule = 16, min_chunk = 128, window_left = -1, qo_indptr = "qo", tiles = "t", workspace_rows = "w", tile_rows = 16, workspace_limit = "lim">, kernels = [<"s", @m::@k, always, grid = [<nnz + b + 8>, <1>, <1>], block = [32, 1, 1], shared = 0, dynamic_shared = 0, args = ["q", "items", "ws"]>]>]} {
+}
+
+// -----
+
 // A prefill's schedule: query tiles times chunks; the tile count and the
 // partial-state rows it defines (read by a kernel's argument list).
 // CHECK: schedule = <lengths = "len", items = "items", merge_indptr = "ip", count = "n", batch = "b", target_items = 8, granule = 16, min_chunk = 128, window_left = 64, qo_indptr = "qo", tiles = "t", workspace_rows = "w", tile_rows = 32, causal = true>, kernels

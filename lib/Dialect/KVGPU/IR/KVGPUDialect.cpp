@@ -780,7 +780,8 @@ WorkScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          int64_t minChunk, int64_t windowLeft,
                          StringRef maxBatch, StringRef qoIndptr,
                          StringRef tiles, StringRef workspaceRows,
-                         int64_t tileRows, bool causal) {
+                         int64_t tileRows, bool causal,
+                         StringRef workspaceLimit) {
   for (StringRef name : {lengths, items, mergeIndptr, count, batch})
     if (name.empty())
       return emitError() << "a work schedule names every argument and size";
@@ -792,10 +793,11 @@ WorkScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (qoIndptr.empty()) {
     if (uniformChunks.empty())
       return emitError() << "a work schedule names every argument and size";
-    if (!tiles.empty() || !workspaceRows.empty() || tileRows != 0 || causal)
-      return emitError() << "work schedule: tiles, workspace_rows, tile_rows "
-                            "and causal are a prefill schedule's (one with "
-                            "qo_indptr)";
+    if (!tiles.empty() || !workspaceRows.empty() || tileRows != 0 ||
+        causal || !workspaceLimit.empty())
+      return emitError() << "work schedule: tiles, workspace_rows, tile_rows, "
+                            "causal and workspace_limit are a prefill "
+                            "schedule's (one with qo_indptr)";
     return success();
   }
   if (tiles.empty() || workspaceRows.empty() || tileRows < 1)
@@ -919,6 +921,8 @@ LaunchPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       scheduleSizes.push_back(schedule.getUniformChunks());
     if (!schedule.getMaxBatch().empty())
       scheduleSizes.push_back(schedule.getMaxBatch());
+    if (!schedule.getWorkspaceLimit().empty())
+      scheduleSizes.push_back(schedule.getWorkspaceLimit());
     for (StringRef size : scheduleSizes)
       if (!defined.contains(size))
         return emitError() << "plan '" << name << "': its schedule reads '"

@@ -458,8 +458,12 @@ def KVGPU_WorkScheduleAttr : KVGPU_Attr<"WorkSchedule", "work_schedule"> {
     partial states there); the schedule also defines size `tiles`, the
     number of query tiles (the split kernels launch when the count exceeds
     it), and size `workspace_rows`, the partial-state rows the cut tiles
-    take (merge_indptr[nnz]). A prefill schedule has no `uniform_chunks`
-    and no `max_batch`.
+    take (merge_indptr[nnz]). With `workspace_limit` (a size; omitted:
+    none) the schedule takes at most that many partial-state rows, so that
+    a workspace of that size, fixed before the batch is known, always
+    holds them (CUDA graphs: the grids and buffers of a captured graph are
+    those of its capture). A prefill schedule has no `uniform_chunks` and
+    no `max_batch`.
 
     ```mlir
     #kvgpu.work_schedule<lengths = "kv_lengths", items = "work_items",
@@ -471,6 +475,12 @@ def KVGPU_WorkScheduleAttr : KVGPU_Attr<"WorkSchedule", "work_schedule"> {
       target_items = 792, granule = 64, min_chunk = 256, window_left = -1,
       qo_indptr = "qo_indptr_host", tiles = "num_query_tiles",
       workspace_rows = "partial_rows", tile_rows = 32, causal = true>
+    #kvgpu.work_schedule<lengths = "kv_lengths", items = "work_items",
+      merge_indptr = "merge_indptr", count = "num_work", batch = "batch",
+      target_items = 16, granule = 64, min_chunk = 256, window_left = -1,
+      qo_indptr = "qo_indptr_host", tiles = "num_query_tiles",
+      workspace_rows = "partial_rows", tile_rows = 32, causal = true,
+      workspace_limit = "max_partial_rows">
     ```
   }];
   let parameters = (ins StringRefParameter<"host lengths argument">:$lengths,
@@ -488,7 +498,8 @@ def KVGPU_WorkScheduleAttr : KVGPU_Attr<"WorkSchedule", "work_schedule"> {
                         StringRefParameter<"query tile count size it defines", "\"\"">:$tiles,
                         StringRefParameter<"partial-state row count size it defines", "\"\"">:$workspace_rows,
                         DefaultValuedParameter<"int64_t", "0">:$tile_rows,
-                        DefaultValuedParameter<"bool", "false">:$causal);
+                        DefaultValuedParameter<"bool", "false">:$causal,
+                        StringRefParameter<"partial-state row bound size", "\"\"">:$workspace_limit);
   let extraClassDeclaration = [{
     /// Whether this is a prefill's schedule (kvir_schedule_prefill_work).
     bool isPrefill() const { return !getQoIndptr().empty(); }
