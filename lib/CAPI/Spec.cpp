@@ -515,11 +515,24 @@ Expected<std::string> kvir::capi::buildSpecModule(StringRef specJson) {
   if (!lseBase)
     return lseBase.takeError();
   c.lseBase = *lseBase;
-  if (c.op == "merge_state" || c.op == "merge_states")
-    return buildMerge(r, c);
-  if (c.op == "mla_decode")
-    return buildMla(r, c);
-  if (c.op == "cascade")
-    return buildCascade(r, c);
-  return buildAttention(r, c);
+  // Fixed grids for CUDA graphs: a module attribute the lowering reads.
+  Expected<std::optional<int64_t>> graphMaxBatch =
+      r.integer("graph_max_batch");
+  if (!graphMaxBatch)
+    return graphMaxBatch.takeError();
+  if (*graphMaxBatch && **graphMaxBatch < 1)
+    return r.error("'graph_max_batch' must be positive (the fixed grids' "
+                   "most requests), got " +
+                   Twine(**graphMaxBatch));
+  Expected<std::string> text =
+      c.op == "merge_state" || c.op == "merge_states" ? buildMerge(r, c)
+      : c.op == "mla_decode"                          ? buildMla(r, c)
+      : c.op == "cascade"                             ? buildCascade(r, c)
+                                                      : buildAttention(r, c);
+  if (!text || !*graphMaxBatch)
+    return text;
+  return formatv("module attributes {{kvgpu.graph_max_batch = {0} : i64} {{\n"
+                 "{1}}\n",
+                 **graphMaxBatch, *text)
+      .str();
 }

@@ -216,6 +216,12 @@ class _Executor:
         tensors = {n: a.obj for n, a in buffers}
         for name, view in self.views.items():
             tensors[name] = view(tensors[name])
+        from .gpu import launch_key
+        # Fixed grids (graph_max_batch): a launch is kept across batches of
+        # the same shapes, plan() rewriting its schedule (refresh), so the
+        # key leaves the batch out.
+        fixed = "graph_max_batch" in self.spec
+        lengths, rows = (None, None) if fixed else (kv_lengths, qo_indptr)
         if device == "cpu":
             # The GPU path (plan, schedule, kernel ABI) with the emulator
             # standing in for the CUDA driver.
@@ -227,22 +233,38 @@ class _Executor:
             drv = EmulatedDriver(kernel)
             self.last_driver = drv
             try:
-                GpuLaunch(kernel.plan(), tensors, kv_lengths, "cpu", drv,
-                          scalars=scalars,
-                          qo_indptr=qo_indptr).run(first_dependent=pdl)
+                build = lambda: GpuLaunch(kernel.plan(), tensors, kv_lengths,
+                                          "cpu", drv, scalars=scalars,
+                                          qo_indptr=qo_indptr)
+                launch = self.launches.get(
+                    launch_key(tensors, lengths, scalars, "cpu", 0, rows),
+                    build) if fixed else build()
+                if launch.drv is not drv:
+                    # A kept launch (a graph's replay) on this call's driver.
+                    launch.drv = drv
+                    drv.track(list(tensors.values()) +
+                              list(launch.keep.values()))
+                launch.run(first_dependent=pdl)
             finally:
                 drv.release()
             return
         import torch
-        from .gpu import launch_key
         dev = buffers[0][1].torch_device
         stream = torch.cuda.current_stream(dev).cuda_stream
         launch = self.launches.get(
-            launch_key(tensors, kv_lengths, scalars, dev, stream, qo_indptr),
+            launch_key(tensors, lengths, scalars, dev, stream, rows),
             lambda: GpuLaunch(kernel.plan(), tensors, kv_lengths, dev,
                               scalars=scalars, qo_indptr=qo_indptr),
             torch.cuda.is_current_stream_capturing())
         launch.run(stream, first_dependent=pdl)
+
+    def refresh(self, kv_lengths, qo_indptr=None):
+        """A new batch for the kept launches of a fixed-grid spec (plan()
+        again under use_cuda_graph): each launch's work schedule rewritten
+        in place, so that its kernels -- and a CUDA graph that captured
+        them -- run the new batch."""
+        for launch in self.launches.kept.values():
+            launch.refresh(kv_lengths, qo_indptr)
 
 
 def _check_tables(fn, *args):
@@ -492,6 +514,26 @@ class _Wrapper:
         if self._exec is None:
             raise RuntimeError("run() before plan()")
 
+    def _adopt(self, spec, plan_device, qo_indptr=None):
+        """plan()'s executor of `spec`. Under use_cuda_graph the spec's
+        grids are fixed (graph_max_batch: the buffers' batch), and a plan of
+        the same spec keeps the executors it had: their kept launches' work
+        schedules are rewritten for this batch (self.kv_lengths and
+        `qo_indptr`), which is what a CUDA graph captured from them replays
+        (FlashInfer's plan() before graph.replay())."""
+        graph = getattr(self, "_graph", None)
+        if graph is not None and graph.on:
+            spec["graph_max_batch"] = max(1, self.batch)
+        old = self._exec
+        if graph is not None and graph.on and old is not None and \
+                old.spec == spec:
+            for executor in [old] + list(self._execs.values()):
+                executor.refresh(self.kv_lengths, qo_indptr)
+            return
+        self._exec = _Executor(spec, self.chip, self.cache_dir)
+        self._execs = {}
+        self._exec.kernel(*plan_device)
+
     def _executor(self, pools=(), k_scale=None, q_scale=None, sinks=None,
                   window_left=None):
         """The plan's executor for the cache form of `pools` (_paged_cache:
@@ -548,8 +590,11 @@ class _GraphBuffers:
                                      f"preallocated index buffers")
 
     def fill(self, named, fixed_batch_name, batch):
-        """`named` [(plan argument, table)] as views of the buffers (same
-        order as the constructor's), or as given outside graph mode."""
+        """`named` [(plan argument, table)] copied into the buffers (same
+        order as the constructor's), which stand for them whole -- the
+        kernels read the entries the tables reach, and a captured graph's
+        launches keep the buffers' shapes --, or as given outside graph
+        mode."""
         if not self.on:
             return named
         bufs = list(self.buffers.items())
@@ -570,5 +615,5 @@ class _GraphBuffers:
                 view.copy_(torch.as_tensor(data, dtype=view.dtype))
             else:
                 view[...] = data
-            out.append((arg, view))
+            out.append((arg, buf))
         return out

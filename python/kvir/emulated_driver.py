@@ -26,6 +26,8 @@ class EmulatedDriver:
             raise _lib.KvirError(_lib.last_error())
         self.registered = []
         self.launches = []
+        # Each launch's parameter bytes (what a captured CUDA graph keeps).
+        self.params = []
         self.dependent = []
 
     def name(self):
@@ -74,6 +76,7 @@ class EmulatedDriver:
         if rc != 0:
             raise _lib.KvirError(_lib.last_error())
         self.launches.append((kernel, tuple(grid), tuple(block)))
+        self.params.append([bytes(p) for p in params])
         self.dependent.append(dependent)
 
     def synchronize(self):

@@ -44,24 +44,20 @@ class GpuLaunch:
         import torch
         self.plan = plan
         self.drv = drv if drv is not None else driver()
-        shapes = {n: list(t.shape) for n, t in tensors.items()}
-        env = plan.sizes(shapes, scalars)
-        s = plan.plan.get("schedule")
-        if s is not None and "qo_indptr" in s and qo_indptr is None:
-            qo_indptr = [int(x) for x in tensors["qo_indptr"].cpu().tolist()]
-        sched = plan.schedule(runtime or _lib.runtime(), kv_lengths, env,
-                              qo_indptr)
+        self.runtime = runtime
+        self.shapes = {n: list(t.shape) for n, t in tensors.items()}
+        self.scalars = scalars
+        env = plan.sizes(self.shapes, scalars)
         keep = dict(tensors)
-        if sched is not None:
-            fields = 5 if "qo_indptr" in s else 4
-            items = torch.frombuffer(bytearray(sched[0]), dtype=torch.int32)
-            merge = torch.frombuffer(bytearray(sched[1]), dtype=torch.int32)
-            keep[s["items"]] = items.reshape(-1, fields).to(device)
-            keep[s["merge_indptr"]] = merge.to(device)
+        for name, t in self._schedule(env, kv_lengths, qo_indptr,
+                                      tensors).items():
+            keep[name] = t.to(device)
         for name, a in plan.args.items():
             if a["role"] == "tensor_map":
                 keep[name] = self._tensor_map(a["map"], tensors, device)
-        if plan.split(env):
+        # Fixed grids launch the split kernels (and take the workspace)
+        # always.
+        if plan.split(env) or plan.fixed_grids():
             for name, a in plan.args.items():
                 if a["role"] == "workspace":
                     keep[name] = torch.empty(
@@ -71,12 +67,50 @@ class GpuLaunch:
         if hasattr(self.drv, "track"):
             # An emulated driver must know the buffers kernels may touch.
             self.drv.track(keep.values())
-        buffers = {n: (t.data_ptr(), list(t.shape), list(t.stride()))
-                   for n, t in keep.items()}
-        self.launches = plan.launches(buffers, env)
+        self.buffers = {n: (t.data_ptr(), list(t.shape), list(t.stride()))
+                        for n, t in keep.items()}
+        self.launches = plan.launches(self.buffers, env)
         # What the launches own (schedule, workspace, tensor maps); the
         # caller's tensors stay the caller's.
         self.keep = {n: t for n, t in keep.items() if n not in tensors}
+        self.env = env
+
+    def _schedule(self, env, kv_lengths, qo_indptr, tensors=None):
+        """The work schedule's buffers ({argument: host tensor}) for a
+        batch of `kv_lengths` (and a prefill's `qo_indptr`, read from the
+        tensor of that name when not given); sets the schedule's sizes in
+        `env`."""
+        import torch
+        s = self.plan.plan.get("schedule")
+        if s is None:
+            return {}
+        if "qo_indptr" in s and qo_indptr is None:
+            qo_indptr = [int(x) for x in tensors["qo_indptr"].cpu().tolist()]
+        items, merge = self.plan.schedule(self.runtime or _lib.runtime(),
+                                          kv_lengths, env, qo_indptr)
+        fields = 5 if "qo_indptr" in s else 4
+        return {s["items"]: torch.frombuffer(bytearray(items),
+                                             dtype=torch.int32)
+                .reshape(-1, fields),
+                s["merge_indptr"]: torch.frombuffer(bytearray(merge),
+                                                    dtype=torch.int32)}
+
+    def refresh(self, kv_lengths, qo_indptr=None):
+        """A new batch of the same shapes under fixed grids (CUDA graphs:
+        FlashInfer's plan() before a replay): its work schedule written
+        into this launch's own buffers, which the launches -- and a graph
+        that captured them -- read; the launches themselves do not change
+        (checked)."""
+        from .plan_launch import PlanError
+        if not self.plan.fixed_grids():
+            raise PlanError("refresh: the plan's grids follow the schedule; "
+                            "a new batch needs a new launch (compile with "
+                            "graph_max_batch for fixed grids)")
+        env = self.plan.sizes(self.shapes, self.scalars)
+        for name, t in self._schedule(env, kv_lengths, qo_indptr).items():
+            self.keep[name].copy_(t)
+        if self.plan.launches(self.buffers, env) != self.launches:
+            raise PlanError("refresh: the new batch changes the launches")
         self.env = env
 
     def _tensor_map(self, m, tensors, device):

@@ -95,7 +95,12 @@ class Plan:
         batch = env[s["batch"]]
         max_items = self.shape_of(s["items"], env)[0]
         items = (ctypes.c_int32 * (4 * max_items))()
-        merge = (ctypes.c_int32 * (batch + 1))()
+        # Fixed grids: merge_indptr holds max_batch + 1 entries, padded.
+        rows = env[s["max_batch"]] if "max_batch" in s else batch
+        if batch > rows:
+            raise PlanError(f"a batch of {batch} requests, but the fixed "
+                            f"grids take at most {rows}")
+        merge = (ctypes.c_int32 * (rows + 1))()
         lens = (ctypes.c_int32 * max(1, batch))(*kv_lengths)
         fn = runtime.kvir_schedule_work
         fn.restype = ctypes.c_int64
@@ -106,6 +111,11 @@ class Plan:
                    i64(max_items), items, merge)
         if count < 0:
             raise PlanError(f"kvir_schedule_work failed: {count}")
+        if "max_batch" in s:
+            pad = runtime.kvir_schedule_pad_batch
+            pad.restype = ctypes.c_int64
+            if pad(i64(batch), i64(rows), merge) != 0:
+                raise PlanError("kvir_schedule_pad_batch failed")
         env[s["count"]] = int(count)
         return bytes(items), bytes(merge)
 
@@ -143,6 +153,12 @@ class Plan:
         env[s["tiles"]] = int(tiles.value)
         env[s["workspace_rows"]] = int(merge[nnz])
         return bytes(items), bytes(merge)
+
+    def fixed_grids(self):
+        """Whether the grids and buffers follow the sizes alone (CUDA
+        graphs: every kernel always launches, whatever the schedule)."""
+        return self.plan.get("schedule") is not None and all(
+            k["when"] == "always" for k in self.plan["kernels"])
 
     def split(self, env):
         """Whether the split kernels run (else the direct one)."""

@@ -93,9 +93,7 @@ class BatchDecodeWithPagedKVCacheWrapper(_Wrapper):
         self._tables = _Tables(self._graph_tables(form, named, "indptr"))
         self._variants(spec, score_mod, mask_mod)
         self.spec = spec
-        self._exec = _Executor(spec, self.chip, self.cache_dir)
-        self._execs = {}
-        self._exec.kernel(*_plan_device(indptr))
+        self._adopt(spec, _plan_device(indptr))
 
     def run(self, q, paged_kv_cache, out=None, lse=None, return_lse=False,
             k_scale=None, v_scale=None, *, q_scale=None, sinks=None,
@@ -157,6 +155,14 @@ class _PrefillBase(_Wrapper):
             raise ValueError("qo_indptr: expected [batch + 1] non-decreasing "
                              "row offsets starting at 0")
         self.batch, self.nnz = len(qo) - 1, int(qo[-1])
+        if self._graph.on:
+            # FlashInfer's max_total_num_rows: the first plan's rows, which
+            # a captured graph's buffers hold.
+            self._graph_rows = getattr(self, "_graph_rows", self.nnz)
+            if self.nnz > self._graph_rows:
+                raise ValueError(f"qo_indptr: {self.nnz} rows, but "
+                                 f"use_cuda_graph's first plan fixed at "
+                                 f"most {self._graph_rows}")
         self._qo = qo
         # The host copies the GPU path's work schedule reads.
         self._qo_host = [int(x) for x in qo]
@@ -218,16 +224,26 @@ class _PrefillBase(_Wrapper):
         _check_tables("kvir_check_query_rows", pa, ctypes.c_int64(self.nnz),
                       ctypes.c_int64(self.batch))
 
+    def _query_rows(self, q):
+        """The query rows run() takes: the plan's, or under use_cuda_graph
+        as many as the first plan's (a captured graph's buffers): rows past
+        the requests' belong to none and are left unwritten."""
+        rows = int(q.shape[0]) if len(getattr(q, "shape", ())) else self.nnz
+        if self._graph.on and self.nnz <= rows <= self._graph_rows:
+            return rows
+        return self.nnz
+
     def _outputs(self, qa, out, lse):
         s = self.spec
         hq, dv = s["num_qo_heads"], s.get("head_dim_v", s["head_dim"])
         out_dtype = s.get("out_dtype", s["dtype"])
+        rows = qa.shape[0]
         if out is None:
-            out = empty_like_arg(qa, [self.nnz, hq, dv], out_dtype)
+            out = empty_like_arg(qa, [rows, hq, dv], out_dtype)
         if lse is None:
-            lse = empty_like_arg(qa, [self.nnz, hq], "f32")
-        return (out, lse, Arg("out", out).check(out_dtype, [self.nnz, hq, dv]),
-                Arg("lse", lse).check("f32", [self.nnz, hq]))
+            lse = empty_like_arg(qa, [rows, hq], "f32")
+        return (out, lse, Arg("out", out).check(out_dtype, [rows, hq, dv]),
+                Arg("lse", lse).check("f32", [rows, hq]))
 
 
 class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
@@ -286,9 +302,7 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
         self._plan_variants(lengths, score_mod, mask_mod, positions)
         self._tables = _Tables(self._graph_tables(
             form, [("qo_indptr", qo_indptr)] + named, "qo_indptr"))
-        self._exec = _Executor(spec, self.chip, self.cache_dir)
-        self._execs = {}
-        self._exec.kernel(*_plan_device(qo_indptr))
+        self._adopt(spec, _plan_device(qo_indptr), self._qo_host)
 
     def run(self, q, paged_kv_cache, out=None, lse=None, return_lse=False,
             k_scale=None, v_scale=None, *, q_scale=None, sinks=None,
@@ -297,7 +311,7 @@ class BatchPrefillWithPagedKVCacheWrapper(_PrefillBase):
         decode wrapper's run takes them)."""
         self._planned()
         s = self.spec
-        qa = Arg("q", _input(q)).check(s["dtype"], [self.nnz,
+        qa = Arg("q", _input(q)).check(s["dtype"], [self._query_rows(q),
                                                     s["num_qo_heads"],
                                                     s["head_dim"]])
         pools = _paged_cache(paged_kv_cache, s, self.kv_layout)
@@ -355,9 +369,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillBase):
         self._tables = _Tables(self._graph.fill(
             [("qo_indptr", qo_indptr), ("kv_indptr", kv_indptr)],
             "qo_indptr", self.batch))
-        self._exec = _Executor(self.spec, self.chip, self.cache_dir)
-        self._execs = {}
-        self._exec.kernel(*_plan_device(qo_indptr))
+        self._adopt(self.spec, _plan_device(qo_indptr), self._qo_host)
 
     def run(self, q, k, v, out=None, lse=None, return_lse=False, *,
             q_scale=None, k_scale=None, v_scale=None, sinks=None,
@@ -368,7 +380,8 @@ class BatchPrefillWithRaggedKVCacheWrapper(_PrefillBase):
         s = self.spec
         hq, hk, d = s["num_qo_heads"], s["num_kv_heads"], s["head_dim"]
         dv = s.get("head_dim_v", d)
-        qa = Arg("q", _input(q)).check(s["dtype"], [self.nnz, hq, d])
+        qa = Arg("q", _input(q)).check(s["dtype"],
+                                       [self._query_rows(q), hq, d])
         ka = Arg("k", _input(k)).check(s["dtype"], [None, hk, d])
         va = Arg("v", _input(v)).check(s["dtype"], [ka.shape[0], hk, dv])
         if ka.shape[0] < self.nnz_kv:
@@ -473,8 +486,7 @@ class BatchMLAPagedAttentionWrapper(_Wrapper):
         if rows:
             named.insert(0, graph[0])
         self._tables = _Tables(named)
-        self._exec = _Executor(spec, self.chip, self.cache_dir)
-        self._exec.kernel(*_plan_device(qo_indptr))
+        self._adopt(spec, _plan_device(qo_indptr), self._qo_host)
 
     def _ckv_attention_spec(self, mla):
         """The decode or prefill spec of an MLA spec without kpe."""

@@ -177,6 +177,13 @@ def test_bad_layout():
       "page_size": 16, "dtype": "f16", "custom_mask": "bool"},
      "spec: 'custom_mask' applies to prefills (a decode's or a cascade's "
      "mask is a mask_mod)"),
+    ({"op": "prefill", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
+      "dtype": "f16", "graph_max_batch": 0},
+     "spec: 'graph_max_batch' must be positive (the fixed grids' most "
+     "requests), got 0"),
+    ({"op": "decode", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
+      "dtype": "f16", "graph_max_batch": "8"},
+     "spec: 'graph_max_batch' must be an integer"),
     ({"op": "decode", "num_qo_heads": 4, "head_dim": 64, "page_size": 16,
       "dtype": "f16", "alibi": "paper"},
      "spec: 'alibi' must be one of 'none', 'standard', 'slopes', got "

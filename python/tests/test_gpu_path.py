@@ -136,6 +136,129 @@ def test_skewed_prefill_cuts_its_long_tiles(rng, cache, chip):
               TOLERANCE["f16"], 2e-3)
 
 
+def _two_batches(rng, first, second, page, hk, d):
+    """Two batches of (kv_lens, qo_lens) in one pool (a CUDA graph's
+    buffers stay where they were captured): the pool, and per batch its CSR
+    tables, qo_indptr and each request's K and V."""
+    lens = list(first[0]) + list(second[0])
+    pool, indptr, indices, last, keys, values = paged_batch(
+        rng, lens, page, hk, d, "float16")
+    out = []
+    for lo, (kv_lens, qo_lens) in [(0, first), (len(first[0]), second)]:
+        hi = lo + len(kv_lens)
+        out.append({
+            "indptr": (indptr[lo:hi + 1] - indptr[lo]).astype(np.int32),
+            "indices": indices[indptr[lo]:indptr[hi]].copy(),
+            "last": last[lo:hi].copy(), "kv_lens": list(kv_lens),
+            "qo": np.concatenate([[0], np.cumsum(qo_lens)]).astype(np.int32),
+            "keys": keys[lo:hi], "values": values[lo:hi]})
+    return pool, out
+
+
+@pytest.mark.parametrize("chip", ["sm_90a", "sm_80"])
+def test_cuda_graph_prefill_replans_and_replays(rng, cache, chip):
+    # FlashInfer's CUDA-graph flow on the emulated driver: use_cuda_graph
+    # with preallocated index buffers, plan and run a batch (the run a
+    # graph captures), then plan another batch of the same size with fewer
+    # rows and run again over the same buffers: the launches -- kernels,
+    # grids and parameter bytes, what a captured graph replays -- are the
+    # same (fixed grids), plan() rewrote the work schedule they read, and
+    # the output is the new batch's; rows past its requests stay unwritten.
+    hq, hk, d, page = 4, 1, 64, 16
+    pool, batches = _two_batches(rng, ([1500, 40, 300], [1500, 3, 1]),
+                                 ([60, 900, 2], [1, 700, 2]), page, hk, d)
+    rows = int(batches[0]["qo"][-1])
+    i32 = dict(dtype=torch.int32)
+    w = kvir.BatchPrefillWithPagedKVCacheWrapper(
+        use_cuda_graph=True, qo_indptr_buf=torch.zeros(4, **i32),
+        paged_kv_indptr_buf=torch.zeros(4, **i32),
+        paged_kv_indices_buf=torch.zeros(len(batches[0]["indices"]) +
+                                         len(batches[1]["indices"]), **i32),
+        paged_kv_last_page_len_buf=torch.zeros(3, **i32),
+        cache_dir=cache, backend="emulated_driver", chip=chip)
+    q = torch.from_numpy(
+        rng.uniform(-1, 1, (rows, hq, d)).astype(np.float16))
+    out = nan((rows, hq, d), torch.float16)
+    lse = nan((rows, hq), torch.float32)
+    captured = None
+    for b in batches:
+        w.plan(t(b["qo"]), t(b["indptr"]), t(b["indices"]), t(b["last"]), hq,
+               hk, d, page, causal=True)
+        out.fill_(float("nan"))
+        lse.fill_(float("nan"))
+        w.run(q, t(pool), out=out, lse=lse)
+        drv = w._exec.last_driver
+        launches = list(zip(drv.launches, drv.params))
+        names = [k for (k, _, _), _ in launches]
+        assert "_split_" in names[0] and names[1].startswith("merge_rows")
+        if captured is None:
+            captured = launches
+        else:
+            assert launches == captured, "the replay's launches changed"
+        qo, n_rows = b["qo"], int(b["qo"][-1])
+        for r in range(3):
+            r0, r1, n = qo[r], qo[r + 1], b["kv_lens"][r]
+            ref_o, ref_lse = attend(q[r0:r1].numpy(), b["keys"][r],
+                                    b["values"][r],
+                                    list(range(n - (r1 - r0), n)),
+                                    causal=True)
+            check(out[r0:r1].float().numpy(), lse[r0:r1].numpy(), ref_o,
+                  ref_lse, TOLERANCE["f16"], 2e-3)
+        assert torch.isnan(out[n_rows:].float()).all()
+        assert torch.isnan(lse[n_rows:]).all()
+    # A batch of more rows than the first plan's is refused, as FlashInfer
+    # refuses it.
+    b = batches[0]
+    more = b["qo"].copy()
+    more[-1] += 1
+    with pytest.raises(ValueError, match="use_cuda_graph's first plan"):
+        w.plan(t(more), t(b["indptr"]), t(b["indices"]), t(b["last"]), hq,
+               hk, d, page, causal=True)
+
+
+def test_cuda_graph_decode_replans_and_replays(rng, cache):
+    # The decode wrapper's CUDA-graph flow: fixed grids for the buffers'
+    # batch; a second batch of other lengths over the same buffers runs the
+    # same launches (kernels, grids, parameter bytes) with its own schedule.
+    hq, hk, d, page = 8, 2, 64, 16
+    pool, batches = _two_batches(rng, ([37, 1, 100], [1, 1, 1]),
+                                 ([3000, 20, 2], [1, 1, 1]), page, hk, d)
+    i32 = dict(dtype=torch.int32)
+    w = kvir.BatchDecodeWithPagedKVCacheWrapper(
+        use_cuda_graph=True, paged_kv_indptr_buffer=torch.zeros(4, **i32),
+        paged_kv_indices_buffer=torch.zeros(
+            len(batches[0]["indices"]) + len(batches[1]["indices"]), **i32),
+        paged_kv_last_page_len_buffer=torch.zeros(3, **i32),
+        cache_dir=cache, backend="emulated_driver")
+    q = torch.from_numpy(rng.uniform(-1, 1, (3, hq, d)).astype(np.float16))
+    out, lse = nan((3, hq, d), torch.float16), nan((3, hq), torch.float32)
+    captured = None
+    for b in batches:
+        w.plan(t(b["indptr"]), t(b["indices"]), t(b["last"]), hq, hk, d,
+               page)
+        out.fill_(float("nan"))
+        lse.fill_(float("nan"))
+        w.run(q, t(pool), out=out, lse=lse)
+        drv = w._exec.last_driver
+        launches = list(zip(drv.launches, drv.params))
+        if captured is None:
+            captured = launches
+        else:
+            assert launches == captured, "the replay's launches changed"
+        for r, n in enumerate(b["kv_lens"]):
+            ref_o, ref_lse = attend(q[r:r + 1].numpy(), b["keys"][r],
+                                    b["values"][r], [n - 1])
+            check(out[r:r + 1].float().numpy(), lse[r:r + 1].numpy(), ref_o,
+                  ref_lse, TOLERANCE["f16"], 1e-3)
+        # The kept launch reads this batch's schedule: the 3000-key request
+        # is cut into chunks, the 37-key one is not. (A stale schedule
+        # would still be right, only slow: kernels take the tokens from the
+        # tables.)
+        (launch,) = w._exec.launches.kept.values()
+        merge = launch.keep["merge_indptr"].tolist()
+        assert (merge[1] - merge[0] > 1) == (b["kv_lens"][0] == 3000)
+
+
 def test_merge_states_reads_strided_views(rng, cache):
     # kvir's partitioned states are partition-major: the kernel takes the
     # [rows, states, ...] buffers transposed, its row stride an extent

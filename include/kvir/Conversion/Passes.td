@@ -58,7 +58,8 @@ def ConvertKVToGPU : Pass<"convert-kv-to-gpu", "::mlir::ModuleOp"> {
            "Leave kv ops without a kernel to kv-to-loops instead of failing">,
     Option<"graphMaxBatch", "graph-max-batch", "int64_t", /*default=*/"0",
            "Fixed grids for batches of at most this many requests, for "
-           "CUDA-graph capture (0: grids sized per call)">
+           "CUDA-graph capture (0: grids sized per call, or the module's "
+           "kvgpu.graph_max_batch)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",

@@ -127,7 +127,21 @@ struct ConvertKVToGPUPass
           << static_cast<int64_t>(graphMaxBatch);
       return signalPassFailure();
     }
-    LoweringContext context(module, *target, graphMaxBatch);
+    // The module may carry its fixed grids (a spec's); the option, where
+    // given, must agree.
+    int64_t maxBatch = graphMaxBatch;
+    if (auto fixed = module->getAttrOfType<IntegerAttr>(
+            kvgpu::KVGPUDialect::getGraphMaxBatchAttrName())) {
+      if (maxBatch && maxBatch != fixed.getInt()) {
+        module.emitError("convert-kv-to-gpu: graph-max-batch=")
+            << maxBatch << " but the module's "
+            << kvgpu::KVGPUDialect::getGraphMaxBatchAttrName() << " is "
+            << fixed.getInt();
+        return signalPassFailure();
+      }
+      maxBatch = fixed.getInt();
+    }
+    LoweringContext context(module, *target, maxBatch);
     RewritePatternSet patterns(&getContext());
     populateDecodePatterns(patterns, context);
     populatePrefillPatterns(patterns, context);

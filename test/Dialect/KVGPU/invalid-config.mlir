@@ -59,6 +59,17 @@ func.func private @negative_shared() attributes {kvgpu.dynamic_shared_bytes = -1
 
 // -----
 
+// expected-error @below {{'kvgpu.graph_max_batch' must be a positive integer on a module (the fixed grids' most requests), got 0 : i64}}
+module attributes {kvgpu.graph_max_batch = 0 : i64} {
+}
+
+// -----
+
+// expected-error @below {{'kvgpu.graph_max_batch' must be a positive integer on a module (the fixed grids' most requests), got 4 : i64}}
+func.func private @graph_on_function() attributes {kvgpu.graph_max_batch = 4 : i64}
+
+// -----
+
 // expected-error @below {{'kvgpu.dynamic_shared_alignment' must be a power of two over 16 (bytes)}}
 func.func private @small_alignment() attributes {kvgpu.dynamic_shared_alignment = 16}
 

@@ -214,6 +214,15 @@ LogicalResult KVGPUDialect::verifyOperationAttribute(Operation *op,
     }
     return success();
   }
+  if (attr.getName() == getGraphMaxBatchAttrName()) {
+    auto batch = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !batch || batch.getInt() < 1)
+      return op->emitOpError() << "'" << getGraphMaxBatchAttrName()
+                               << "' must be a positive integer on a module "
+                                  "(the fixed grids' most requests), got "
+                               << attr.getValue();
+    return success();
+  }
   if (attr.getName() == "kvgpu.dynamic_shared_bytes") {
     auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
     if (!bytes || bytes.getInt() < 0)

@@ -17,7 +17,9 @@ def KVGPU_Dialect : Dialect {
     kernels with their roles, grids and blocks as expressions of run-time
     sizes (`#kvgpu.size`), the split-KV rule and the workspace. The host
     launch code, the JSON manifests and the C header are all derived from
-    that one attribute.
+    that one attribute. A module attribute `kvgpu.graph_max_batch = N :
+    i64` asks for fixed grids for up to N requests (CUDA graphs), as the
+    pass option graph-max-batch does.
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
@@ -29,6 +31,12 @@ def KVGPU_Dialect : Dialect {
     /// `kvgpu.launch_plans`: the module's array of #kvgpu.plan.
     static constexpr ::llvm::StringLiteral getLaunchPlansAttrName() {
       return ::llvm::StringLiteral("kvgpu.launch_plans");
+    }
+    /// `kvgpu.graph_max_batch`: a module's fixed grids for CUDA graphs
+    /// (convert-kv-to-gpu's graph-max-batch, carried by the module: a
+    /// spec's kernels are compiled and emulated with it).
+    static constexpr ::llvm::StringLiteral getGraphMaxBatchAttrName() {
+      return ::llvm::StringLiteral("kvgpu.graph_max_batch");
     }
   }];
 }
