@@ -155,7 +155,7 @@ void gpu::runGpuPrefillCase(const GpuPrefillCase &c) {
       if (rows) {
         ASSERT_EQ(names.size(), 1u) << result.describeLaunches();
         EXPECT_EQ(names[0].rfind("prefill_rows_", 0), 0u) << names[0];
-        EXPECT_EQ(result.launches[0].grid.x, uint32_t(rows));
+        EXPECT_EQ(result.launches[0].grid.x, uint32_t(allRows));
         EXPECT_EQ(result.launches[0].grid.y, uint32_t(s.kvHeads));
       }
       EXPECT_TRUE(check(compareGpuState(out, expected, c.outType)));

@@ -772,6 +772,17 @@ std::vector<GpuPrefillCase> prefillCases() {
     add(c, {{{1, 7, 0, 64, 65, 17}, {1, 17, 0, 150, 200, 17}}});
   }
   {
+    // Rows past the requests' (a CUDA graph's padding) on the decode
+    // kernel's blocks of one query row: they find no request and write
+    // nothing.
+    GpuPrefillCase c = makePrefillCase("F32PaddingRowsCausalNhdCsrP16D64G2",
+                                       makeSpec(16, 2, 64, DType::F32), 4,
+                                       DType::F32, "sm_80", 2062);
+    c.params.causal = true;
+    c.paddingRows = 5;
+    add(c, {{{3, 1, 2}, {20, 7, 40}}});
+  }
+  {
     GpuPrefillCase c =
         makePrefillCase("F32WindowSoftCapHndBlockTableP8D64G2ToF16Base2",
                         makeSpec(8, 2, 64, DType::F32, Layout::HND,

@@ -97,6 +97,16 @@ void decode::emitBlockCoordinates(ImplicitLocOpBuilder &b, DecodeBlock &blk) {
   }
   // q and the outputs are indexed by the request (decode) or the row.
   blk.qRow = blk.req;
+  if (Value qoIndptr = blk.args.qoIndptr) {
+    // Rows past the requests' (buffers of a larger batch: a CUDA graph's
+    // padding) belong to none: their blocks write nothing.
+    Value rows = ir.toIndex(memref::LoadOp::create(
+        b, qoIndptr,
+        ValueRange{ir.sub(memref::DimOp::create(b, qoIndptr, 0), ir.idx(1))}));
+    auto hasRow = scf::IfOp::create(b, ir.lt(blk.qRow, rows),
+                                    /*withElseRegion=*/false);
+    b.setInsertionPoint(hasRow.thenBlock()->getTerminator());
+  }
   blk.zero = ir.idx(0);
   blk.head = ir.add(ir.mul(blk.kvHead, ir.idx(blk.group)), blk.y);
   blk.dim0 = ir.mul(blk.x, ir.idx(blk.vec));
