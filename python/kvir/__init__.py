@@ -13,7 +13,7 @@ GPU runs of cached kernels only the CUDA driver and libkvir_runtime.so.
 """
 from ._lib import KvirError, Module, last_launches
 from .compiler import Kernel, cache_dir, compile
-from .wrappers import (BatchDecodeWithPagedKVCache,
+from .wrappers import (BatchAttention, BatchDecodeWithPagedKVCache,
                        BatchDecodeWithPagedKVCacheWrapper,
                        BatchPrefillWithPagedKVCache,
                        BatchPrefillWithPagedKVCacheWrapper,
@@ -29,7 +29,7 @@ if torch_ops.available():
     torch_ops.register()
 
 __all__ = ["KvirError", "Module", "Kernel", "compile", "cache_dir",
-           "last_launches", "BatchDecodeWithPagedKVCache",
+           "last_launches", "BatchAttention", "BatchDecodeWithPagedKVCache",
            "BatchDecodeWithPagedKVCacheWrapper",
            "BatchPrefillWithPagedKVCache",
            "BatchPrefillWithPagedKVCacheWrapper",

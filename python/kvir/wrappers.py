@@ -628,6 +628,66 @@ class MultiLevelCascadeAttentionWrapper:
         return (o, s) if return_lse else o
 
 
+class BatchAttention:
+    """FlashInfer's BatchAttention: one serving step's attention over a
+    paged cache, whatever its requests' query rows -- decodes of one row
+    beside prefill chunks of thousands -- in one launch (and the merge of
+    the query tiles it cut): kvir's paged prefill on the work schedule,
+    which counts each tile's visible keys and cuts the costly ones. The
+    tables are CSR over pages with each request's kv_len (kv_len_arr);
+    run() returns (out, lse), the LSE base 2 as FlashInfer's."""
+
+    def __init__(self, kv_layout="NHD", device="cuda", backend="auto",
+                 chip=None, cache_dir=None):
+        # device: FlashInfer's workspace buffers' device; kvir runs where
+        # run()'s tensors are.
+        self._prefill = BatchPrefillWithPagedKVCacheWrapper(
+            kv_layout=kv_layout, backend=backend, chip=chip,
+            cache_dir=cache_dir)
+
+    def plan(self, qo_indptr, kv_indptr, kv_indices, kv_len_arr,
+             num_qo_heads, num_kv_heads, head_dim_qk, head_dim_vo,
+             page_size, causal=False, sm_scale=None, logits_soft_cap=None,
+             q_data_type="bfloat16", kv_data_type=None, use_profiler=False):
+        if use_profiler:
+            raise ValueError("use_profiler: FlashInfer's profiler has no "
+                             "kvir counterpart (kvir's bench counts the "
+                             "kernels' work in its emulator)")
+        ip = host_int_array("kv_indptr", kv_indptr).astype(np.int64)
+        lens = host_int_array("kv_len_arr", kv_len_arr).astype(np.int64)
+        if ip.ndim != 1 or lens.shape != (len(ip) - 1,):
+            raise ValueError(f"kv_indptr: shape {list(ip.shape)} and "
+                             f"kv_len_arr: shape {list(lens.shape)}, "
+                             f"expected [batch + 1] and [batch]")
+        page = int(page_size)
+        pages = ip[1:] - ip[:-1]
+        # Each request's pages hold its kv_len: the last one 1 .. page_size
+        # tokens (none without pages).
+        misfit = (lens > pages * page) | (lens <= (pages - 1) * page)
+        if misfit.any():
+            bad = int(np.nonzero(misfit)[0][0])
+            raise ValueError(f"kv_len_arr[{bad}] = {int(lens[bad])} does not "
+                             f"fit its {int(pages[bad])} pages of {page}")
+        last = np.where(pages > 0, lens - (pages - 1) * page, 0)
+        self._prefill.plan(
+            qo_indptr, kv_indptr, kv_indices, last.astype(np.int32),
+            num_qo_heads, num_kv_heads, head_dim_qk, page,
+            head_dim_vo=head_dim_vo, causal=causal, sm_scale=sm_scale,
+            logits_soft_cap=logits_soft_cap, q_data_type=q_data_type,
+            kv_data_type=kv_data_type)
+
+    def run(self, q, kv_cache, out=None, lse=None, logits_soft_cap=None,
+            profiler_buffer=None):
+        if logits_soft_cap not in (None, 0.0) and \
+                self._prefill.spec.get("logits_soft_cap") != \
+                float(logits_soft_cap):
+            raise ValueError(f"logits_soft_cap: {logits_soft_cap} at run(), "
+                             f"the plan's is "
+                             f"{self._prefill.spec.get('logits_soft_cap')}")
+        return self._prefill.run(q, kv_cache, out=out, lse=lse,
+                                 return_lse=True)
+
+
 # Aliases under the names without FlashInfer's "Wrapper" suffix.
 BatchDecodeWithPagedKVCache = BatchDecodeWithPagedKVCacheWrapper
 BatchPrefillWithPagedKVCache = BatchPrefillWithPagedKVCacheWrapper
