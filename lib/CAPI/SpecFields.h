@@ -90,9 +90,11 @@ public:
                                bool required = false) {
     used.insert(key);
     const json::Value *v = fields.get(key);
+    // (The first choice is the default, and may be listed again.)
     std::string expected;
-    for (StringRef c : choices)
-      expected += (expected.empty() ? "'" : ", '") + c.str() + "'";
+    for (auto [i, c] : llvm::enumerate(choices))
+      if (!llvm::is_contained(choices.take_front(i), c))
+        expected += (expected.empty() ? "'" : ", '") + c.str() + "'";
     if (!v || v->kind() == json::Value::Null) {
       if (required)
         return error("'" + key + "' is required (one of " + expected + ")");
