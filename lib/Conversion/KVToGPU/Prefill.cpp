@@ -567,13 +567,17 @@ static LogicalResult emitScheduledLaunches(
                  MemRefType::get({dyn}, i32),
                  {SizeExprAttr::add(plan.sym("nnz"), plan.cst(1))});
   // The rows the cut tiles' partial states take, which the schedule
-  // defines; a fixed workspace holds two waves of cut items' rows (as
-  // FlashInfer's graph-mode workspace: a wave of tiles), which the
-  // schedule does not exceed.
+  // defines. A fixed workspace holds the most any schedule takes: a tile
+  // cut into n > 1 chunks of c keys sees more than (n - 1) c >= n c / 2,
+  // so the cut tiles' items are at most 2 x keys / c <= 2 x waves x slots
+  // (c >= keys / (waves x slots)), each with a tile's rows -- the bound
+  // never binds, and the workspace does not grow with the batch.
   StringRef workspaceRows = "partial_rows";
   if (fixedGrids) {
     workspaceRows = "max_partial_rows";
-    plan.defineSize(workspaceRows, plan.cst(2 * targetItems * tileRows));
+    plan.defineSize(workspaceRows,
+                    plan.cst(2 * KVIR_PREFILL_MAX_WAVES * targetItems *
+                             tileRows));
   }
   plan.addBuffer("partial_out", ArgRole::workspace, split.outType,
                  {plan.sym(workspaceRows)});

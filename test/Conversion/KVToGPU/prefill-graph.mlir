@@ -11,7 +11,7 @@
 // (floordiv(nnz, 64) + batch + 4 x 54 slots; items past the schedule's
 // count have request -1 and do nothing) and the merge over every row; the
 // direct kernel is not built; the workspace holds two waves of cut items'
-// rows (2 x 54 x 64 = 6912), a bound the schedule respects
+// rows (2 x 54 x 64 = 27648), a bound the schedule respects
 // (workspace_limit).
 
 !r = !kv.ragged<kv_heads = 2, head_dim = 64, head_dim_v = 64, dtype = f16>
@@ -19,7 +19,7 @@
 
 // CHECK: kvgpu.launch_plans = [#kvgpu.plan<"kv.prefill",
 // CHECK-SAME: <"partial_out", workspace, memref<?x4x64xf32>, shape = [<max_partial_rows>, <4>, <64>]>
-// CHECK-SAME: <"max_work" = <floordiv(nnz, 64) + batch + 216>>, <"max_partial_rows" = <6912>>]
+// CHECK-SAME: <"max_work" = <floordiv(nnz, 64) + batch + 216>>, <"max_partial_rows" = <27648>>]
 // CHECK-SAME: tile_rows = 64, causal = true, workspace_limit = "max_partial_rows">
 // CHECK-SAME: kernels = [<"split", @kv_kernels::@[[SPLIT:prefill_ragged_h4x2_d64_f16_f32_causal_split_[0-9a-f]+]], always, grid = [<max_work>, <2>, <1>]
 // CHECK-SAME: <"merge", @kv_kernels::@[[MERGE:merge_rows_h4_d64_f16_base_2_[0-9a-f]+]], always, grid = [<nnz>, <4>, <1>]
@@ -36,7 +36,7 @@
 // The C header: the workspace's size needs no schedule (a constant), the
 // schedule and the typed launcher pass its rows as the bound.
 // HEADER: static inline size_t kvir_kv_kernels_plan0_workspace_bytes(void) {
-// HEADER-NEXT: const int64_t max_partial_rows = 6912;
+// HEADER-NEXT: const int64_t max_partial_rows = 27648;
 // HEADER: static inline int64_t kvir_kv_kernels_plan0_schedule(const int32_t *qo_indptr,
 // HEADER: int64_t *num_query_tiles,
 // HEADER-NEXT: int64_t max_partial_rows) {
