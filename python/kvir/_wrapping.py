@@ -521,15 +521,12 @@ class _Wrapper:
         schedules are rewritten for this batch (self.kv_lengths and
         `qo_indptr`), which is what a CUDA graph captured from them replays
         (FlashInfer's plan() before graph.replay())."""
-        graph = getattr(self, "_graph", None)
-        if graph is not None and graph.on:
+        if getattr(self, "_graph", None) is not None and self._graph.on:
             spec["graph_max_batch"] = max(1, self.batch)
-        old = self._exec
-        if graph is not None and graph.on and old is not None and \
-                old.spec == spec:
-            for executor in [old] + list(self._execs.values()):
-                executor.refresh(self.kv_lengths, qo_indptr)
-            return
+            if self._exec is not None and self._exec.spec == spec:
+                for executor in [self._exec] + list(self._execs.values()):
+                    executor.refresh(self.kv_lengths, qo_indptr)
+                return
         self._exec = _Executor(spec, self.chip, self.cache_dir)
         self._execs = {}
         self._exec.kernel(*plan_device)

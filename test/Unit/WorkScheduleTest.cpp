@@ -289,7 +289,8 @@ void checkPrefillSchedule(const PrefillSchedule &s, const PrefillBatch &in,
   for (int64_t row = 0; row < nnz; ++row)
     ASSERT_LE(s.indptr[row], s.indptr[row + 1]);
   int64_t workspace = s.indptr[nnz];
-  EXPECT_LE(workspace, 2 * KVIR_PREFILL_MAX_WAVES * p.slots * p.tileRows);
+  EXPECT_LE(workspace,
+            kvir_schedule_prefill_max_partial_rows(p.tileRows, p.slots));
   if (s.count == s.tiles)
     EXPECT_EQ(workspace, 0) << "no tile cut, no workspace";
   std::vector<int> rowSeen(workspace, 0);

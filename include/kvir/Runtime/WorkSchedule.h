@@ -100,16 +100,26 @@ enum {
 };
 int64_t kvir_schedule_prefill_work(const int32_t *qo_indptr,
                                    const int32_t *kv_lengths, int64_t batch,
-                                   int64_t num_rows, int64_t tile_rows, int64_t causal,
-                                   int64_t window_left, int64_t slots,
-                                   int64_t granule, int64_t min_chunk,
-                                   int64_t max_items,
+                                   int64_t num_rows, int64_t tile_rows,
+                                   int64_t causal, int64_t window_left,
+                                   int64_t slots, int64_t granule,
+                                   int64_t min_chunk, int64_t max_items,
                                    int64_t max_partial_rows, int32_t *items,
                                    int32_t *merge_indptr, int64_t *num_tiles);
 /* The most items kvir_schedule_prefill_work can return for a batch of
  * `nnz` query rows: the size of `items` that never fails. */
 int64_t kvir_schedule_prefill_max_items(int64_t nnz, int64_t batch,
                                         int64_t tile_rows, int64_t slots);
+/* The most workspace rows kvir_schedule_prefill_work takes for any batch:
+ * a tile cut into n > 1 chunks of c keys sees more than (n - 1) c >= n c / 2
+ * keys, so the cut tiles' items are at most 2 keys / c <= 2 waves x slots
+ * (chunks of at least keys / (waves x slots)), each of at most tile_rows
+ * rows. A workspace this large (CUDA graphs: fixed before the batch) never
+ * limits the schedule. */
+static inline int64_t kvir_schedule_prefill_max_partial_rows(int64_t tile_rows,
+                                                             int64_t slots) {
+  return 2 * KVIR_PREFILL_MAX_WAVES * slots * tile_rows;
+}
 
 /* For a fixed grid sized for `max_batch` requests (CUDA graphs: the
  * launches replay with the grids they were captured with): sets

@@ -567,17 +567,14 @@ static LogicalResult emitScheduledLaunches(
                  MemRefType::get({dyn}, i32),
                  {SizeExprAttr::add(plan.sym("nnz"), plan.cst(1))});
   // The rows the cut tiles' partial states take, which the schedule
-  // defines. A fixed workspace holds the most any schedule takes: a tile
-  // cut into n > 1 chunks of c keys sees more than (n - 1) c >= n c / 2,
-  // so the cut tiles' items are at most 2 x keys / c <= 2 x waves x slots
-  // (c >= keys / (waves x slots)), each with a tile's rows -- the bound
-  // never binds, and the workspace does not grow with the batch.
+  // defines. A fixed workspace holds the most any schedule takes, so it
+  // never limits the schedule and does not grow with the batch.
   StringRef workspaceRows = "partial_rows";
   if (fixedGrids) {
     workspaceRows = "max_partial_rows";
     plan.defineSize(workspaceRows,
-                    plan.cst(2 * KVIR_PREFILL_MAX_WAVES * targetItems *
-                             tileRows));
+                    plan.cst(kvir_schedule_prefill_max_partial_rows(
+                        tileRows, targetItems)));
   }
   plan.addBuffer("partial_out", ArgRole::workspace, split.outType,
                  {plan.sym(workspaceRows)});
