@@ -40,6 +40,8 @@ import glob, json, sys
 seen = set()
 for path in sorted(glob.glob(sys.argv[1] + "/*.json")):
     m = json.load(open(path))
+    if "plan" not in m:  # a host function's chain of plans
+        continue
     plan = m["plan"]
     if plan["name"] in seen:
         continue

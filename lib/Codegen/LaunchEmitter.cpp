@@ -64,6 +64,8 @@ struct PlanEmitter {
   kvgpu::LaunchPlanAttr plan;
   gpu::GPUModuleOp kernels;
   llvm::StringMap<Value> values;
+  /// This run of the plan in its function (kvgpu.call of its launches).
+  int64_t call = 0;
 
   Value lookup(StringRef name) { return values.lookup(name); }
 
@@ -98,10 +100,14 @@ struct PlanEmitter {
         b, ir.cmp(arith::CmpIPredicate::sgt, blocks, ir.idx(0)),
         [&](OpBuilder &nb, Location loc) {
           ImplicitLocOpBuilder ib(loc, nb);
-          gpu::LaunchFuncOp::create(
+          auto launch = gpu::LaunchFuncOp::create(
               ib, func, gpu::KernelDim3{grid[0], grid[1], grid[2]},
               gpu::KernelDim3{block[0], block[1], block[2]}, dynamicShared,
               operands);
+          launch->setAttr(kvgpu::KVGPUDialect::getPlanOfLaunchAttrName(),
+                          ib.getStringAttr(plan.getName()));
+          launch->setAttr(kvgpu::KVGPUDialect::getPlanCallAttrName(),
+                          ib.getI64IntegerAttr(call));
           scf::YieldOp::create(ib);
         });
     return success();
@@ -324,11 +330,28 @@ struct PlanEmitter {
 };
 } // namespace
 
+/// A kvgpu.call for launches emitted at `b`: one past the largest the
+/// enclosing function's launches carry.
+static int64_t nextPlanCall(ImplicitLocOpBuilder &b) {
+  Operation *func = b.getInsertionBlock()->getParentOp();
+  while (func && !isa<FunctionOpInterface>(func))
+    func = func->getParentOp();
+  int64_t next = 0;
+  if (func)
+    func->walk([&](gpu::LaunchFuncOp launch) {
+      if (auto call = launch->getAttrOfType<IntegerAttr>(
+              kvgpu::KVGPUDialect::getPlanCallAttrName()))
+        next = std::max(next, call.getInt() + 1);
+    });
+  return next;
+}
+
 LogicalResult codegen::emitLaunches(ImplicitLocOpBuilder &b,
                                     kvgpu::LaunchPlanAttr plan,
                                     const llvm::StringMap<Value> &args,
                                     gpu::GPUModuleOp kernels) {
   PlanEmitter emitter{plan, kernels, {}};
+  emitter.call = nextPlanCall(b);
   for (const auto &entry : args)
     emitter.values[entry.getKey()] = entry.getValue();
   auto look = [&](StringRef s) { return emitter.lookup(s); };

@@ -18,9 +18,9 @@ from ._lib import KvirError
 SPEC_VERSION = 1
 _ENTRY = "kvir_entry.json"
 
-# The kv op whose launch plan a spec's kernels carry.
-# (A cascade's kernels carry several plans, its levels' and merges'; kvir.gpu
-# launches one plan's kernels, so a cascade spec runs in the emulator.)
+# The kv op whose launch plan a spec's kernels carry. (A cascade's kernels
+# carry several plans, its positions', levels' and merge's: Kernel.plan()
+# has no single one; kvir.gpu.ProgramLaunch runs the chain.)
 PLAN_OPS = {"decode": "kv.decode", "prefill": "kv.prefill",
             "mla_decode": "kv.mla_decode", "cascade": "kv.cascade",
             "merge_state": "kv.merge", "merge_states": "kv.merge_partitions"}
@@ -78,7 +78,10 @@ class Kernel:
     def plan(self):
         """The launch plan of the kernels (kvir.plan_launch.Plan)."""
         if self._plan is None:
-            from .plan_launch import Plan
+            from .plan_launch import Plan, PlanError
+            if self.op == "cascade":
+                raise PlanError("a cascade runs several plans: launch it "
+                                "with kvir.gpu.ProgramLaunch(kernel, args)")
             self._plan = Plan(self.directory, PLAN_OPS[self.op])
         return self._plan
 

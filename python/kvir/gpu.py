@@ -145,6 +145,72 @@ class GpuLaunch:
                             stream, dependent=dependent)
 
 
+class ProgramLaunch:
+    """The launches of a function that runs several plans (a cascade's
+    positions, levels and merge) from its description in the manifests
+    (`<function>.program.json`): `args` are the function's arguments in
+    order (torch tensors; floats for f32 scalars), the buffers it
+    allocates between plans are made here (on the CPU NaN-filled, so that
+    a value no kernel wrote shows), and each run of a plan is a GpuLaunch
+    over its bindings, its work schedule's host inputs read from its
+    tables as the manifest says (device tables are copied to the host, as
+    the function itself reads them)."""
+
+    def __init__(self, kernel, args, device="cuda", drv=None, runtime=None,
+                 function="kvir_main"):
+        import json
+        import os
+        from .plan_launch import Plan, PlanError
+        path = os.path.join(kernel.directory, f"{function}.program.json")
+        if not os.path.exists(path):
+            raise PlanError(f"{kernel.directory} describes no function "
+                            f"'{function}'")
+        program = json.load(open(path))
+        if "error" in program:
+            raise PlanError(f"kvir.gpu cannot run '{function}': "
+                            f"{program['error']}")
+        if len(args) != len(program["args"]):
+            raise PlanError(f"'{function}' takes {len(program['args'])} "
+                            f"arguments, got {len(args)}")
+        self.temps = [self._temp(t, args, device) for t in program["temps"]]
+        self.steps = []
+        for step in program["steps"]:
+            plan = Plan(kernel.directory, name=step["plan"])
+            tensors, scalars = {}, {}
+            for name, src in step["args"].items():
+                if "value" in src:
+                    value = src["value"]
+                elif "temp" in src:
+                    value = self.temps[src["temp"]]
+                else:
+                    value = args[src["arg"]]
+                if plan.args[name]["role"] == "scalar":
+                    scalars[name] = float(value)
+                else:
+                    tensors[name] = value
+            env = plan.sizes({n: list(t.shape) for n, t in tensors.items()},
+                             scalars)
+            lengths, rows = plan.host_inputs(tensors, env)
+            self.steps.append(GpuLaunch(plan, tensors, lengths, device, drv,
+                                        runtime, scalars, rows))
+
+    @staticmethod
+    def _temp(t, args, device):
+        import torch
+        shape = [d if isinstance(d, int) else int(args[d["arg"]].shape[
+            d["axis"]]) for d in t["shape"]]
+        dtype = getattr(torch, _TORCH_DTYPES[t["dtype"]])
+        if torch.device(device).type == "cpu":
+            fill = float("nan") if dtype.is_floating_point else -1
+            return torch.full(shape, fill, dtype=dtype, device=device)
+        return torch.empty(shape, dtype=dtype, device=device)
+
+    def run(self, stream=0, first_dependent=False):
+        """Every plan's launches on `stream`, in the function's order."""
+        for i, step in enumerate(self.steps):
+            step.run(stream, first_dependent and i == 0)
+
+
 class LaunchCache:
     """The GpuLaunches of recent calls, by what their parameters depend on
     (launch_key): a call repeated over the same buffers -- a decode step,

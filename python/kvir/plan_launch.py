@@ -48,22 +48,41 @@ def eval_size(expr, env):
         raise PlanError(f"size expression '{expr}': {e}")
 
 
-class Plan:
-    """The launch plan of op `op` (e.g. "kv.decode") in `directory`."""
+def csr_lengths(indptr, last_page_len, page_size):
+    """Each request's kv_len of CSR page tables: its pages less one, full,
+    and the last page's tokens (0 without pages)."""
+    return [(indptr[b + 1] - indptr[b] - 1) * page_size + last_page_len[b]
+            if indptr[b + 1] > indptr[b] else 0
+            for b in range(len(indptr) - 1)]
 
-    def __init__(self, directory, op):
+
+def _host_ints(x):
+    """The integers of a tensor or array (a device tensor is copied)."""
+    if hasattr(x, "cpu"):
+        x = x.cpu()
+    return [int(v) for v in x.tolist()]
+
+
+class Plan:
+    """The launch plan of op `op` (e.g. "kv.decode") in `directory`, or the
+    plan named `name` (a module with several plans of one op: a cascade's
+    levels)."""
+
+    def __init__(self, directory, op=None, name=None):
         self.directory = directory
         self.kernels = {}
         self.plan = None
         for path in sorted(glob.glob(os.path.join(directory, "*.json"))):
             m = json.load(open(path))
-            if m.get("plan", {}).get("op") != op:
+            plan = m.get("plan", {})
+            if (plan.get("name") != name if name is not None
+                    else plan.get("op") != op):
                 continue
             self.plan = m["plan"]
             self.kernels[m["kernel"]] = m
             self.ptx_file = os.path.join(directory, m["ptx"])
         if self.plan is None:
-            raise PlanError(f"no {op} manifests in {directory}")
+            raise PlanError(f"no manifests of {name or op} in {directory}")
         self.ptx = open(self.ptx_file).read()
         self.args = {a["name"]: a for a in self.plan["args"]}
 
@@ -80,6 +99,38 @@ class Plan:
 
     def shape_of(self, arg, env):
         return [eval_size(d, env) for d in self.args[arg]["shape"]]
+
+    def host_inputs(self, tensors, env):
+        """The work schedule's host inputs (kv_lengths, qo_indptr) read
+        from the plan's input tensors ({name: tensor}) as the manifest's
+        lengths_from / qo_indptr_from say (device tensors are copied to the
+        host); (None, None) without a schedule."""
+        s = self.plan.get("schedule")
+        if s is None:
+            return None, None
+        src = s.get("lengths_from")
+        if src is None:
+            raise PlanError(f"plan {self.plan['name']}: its manifest does not "
+                            f"say where the kv lengths come from; pass them")
+        batch = env[s["batch"]]
+        kind = src["kind"]
+        if kind == "csr":
+            lens = csr_lengths(_host_ints(tensors[src["indptr"]]),
+                               _host_ints(tensors[src["last_page_len"]]),
+                               src["page_size"])
+        elif kind == "copy":
+            lens = _host_ints(tensors[src["of"]])
+        elif kind == "indptr":
+            ip = _host_ints(tensors[src["of"]])
+            lens = [ip[b + 1] - ip[b] for b in range(len(ip) - 1)]
+        elif kind == "columns":
+            lens = [int(tensors[src["of"]].shape[1])] * batch
+        else:
+            raise PlanError(f"lengths_from: unknown kind '{kind}'")
+        rows = None
+        if "qo_indptr_from" in s:
+            rows = _host_ints(tensors[s["qo_indptr_from"]])
+        return lens[:batch], rows
 
     def schedule(self, runtime, kv_lengths, env, qo_indptr=None):
         """Runs the plan's work schedule on the host (kvir_schedule_work,

@@ -20,7 +20,12 @@ def test_compile_writes_ptx_manifests_and_header(tmp_path):
     files = k.files()
     assert "kv_kernels.ptx" in files and "kv_kernels.h" in files
     manifests = [json.load(open(os.path.join(k.directory, f)))
-                 for f in files if f.endswith(".json") and f != "kvir_entry.json"]
+                 for f in files if f.endswith(".json") and
+                 f != "kvir_entry.json" and not f.endswith(".program.json")]
+    # kvir_main's chain of plans: the decode's one.
+    program = json.load(open(os.path.join(k.directory,
+                                          "kvir_main.program.json")))
+    assert [s["op"] for s in program["steps"]] == ["kv.decode"]
     assert manifests and all(m["chip"] == "sm_80" for m in manifests)
     direct = [m for m in manifests if m["role"] == "direct"][0]
     # Bare pointers, then the buffers' dynamic extents.

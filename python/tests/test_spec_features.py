@@ -216,11 +216,14 @@ def test_vllm_layout_with_i64_block_tables(rng, cache):
               1e-3)
 
 
-def test_cascade_over_concatenated_levels(rng, cache):
-    # Level 0: one shared prefix for all rows; level 1: each request's own
-    # keys. Causal and the window see positions in the concatenation.
+def _cascade_case(rng, prefix=37):
+    """A 2-level cascade over one paged pool: level 0 one shared prefix for
+    all rows, level 1 each request's own keys (tokens laid out prefix
+    first, each level's requests starting on a page; NaN elsewhere).
+    Returns the spec function's arguments in order and a check of its
+    outputs against the float64 reference, where causal and the window see
+    positions in the concatenation."""
     page, hq, hk, d = 8, 4, 2, 64
-    prefix = 37
     own = [20, 9, 30]
     rows = [3, 1, 5]
     levels_keys = [[prefix], own]
@@ -228,8 +231,6 @@ def test_cascade_over_concatenated_levels(rng, cache):
     total = prefix + sum(own)
     kall = rng.uniform(-1, 1, (total, hk, d)).astype(np.float16)
     vall = rng.uniform(-1, 1, (total, hk, d)).astype(np.float16)
-    # Tokens laid out prefix first, then each request's own keys; pages in
-    # order (each level's requests start on a page).
     offsets, cursor = [], 0
     for lens in levels_keys:
         level = []
@@ -263,18 +264,54 @@ def test_cascade_over_concatenated_levels(rng, cache):
     spec = {"op": "cascade", "levels": 2, "num_qo_heads": hq,
             "num_kv_heads": hk, "head_dim": d, "page_size": page,
             "dtype": "f16", "causal": True, "window_left": 30}
-    emulate(cache, spec, q, qo0, qo1, pool, *tables[0], *tables[1], out, lse)
-    for b, r in enumerate(rows):
-        r0, r1 = qo1[b], qo1[b + 1]
-        keys = np.concatenate([kall[:prefix], kall[starts[1 + b]:
-                                                   starts[1 + b] + own[b]]])
-        values = np.concatenate([vall[:prefix], vall[starts[1 + b]:
-                                                     starts[1 + b] + own[b]]])
-        n = prefix + own[b]
-        ref_o, ref_lse = attend(q[r0:r1], keys, values,
-                                list(range(n - r, n)), causal=True,
-                                window_left=30)
-        check(out[r0:r1], lse[r0:r1], ref_o, ref_lse, TOLERANCE["f16"], 1e-3)
+    args = [q, qo0, qo1, pool, *tables[0], *tables[1], out, lse]
+
+    def check_outputs(out, lse):
+        for b, r in enumerate(rows):
+            r0, r1 = qo1[b], qo1[b + 1]
+            own_keys = slice(starts[1 + b], starts[1 + b] + own[b])
+            keys = np.concatenate([kall[:prefix], kall[own_keys]])
+            values = np.concatenate([vall[:prefix], vall[own_keys]])
+            n = prefix + own[b]
+            ref_o, ref_lse = attend(q[r0:r1], keys, values,
+                                    list(range(n - r, n)), causal=True,
+                                    window_left=30)
+            check(out[r0:r1], lse[r0:r1], ref_o, ref_lse, TOLERANCE["f16"],
+                  1e-3)
+    return spec, args, check_outputs
+
+
+def test_cascade_over_concatenated_levels(rng, cache):
+    # Level 0: one shared prefix for all rows; level 1: each request's own
+    # keys. Causal and the window see positions in the concatenation.
+    spec, args, check_outputs = _cascade_case(rng)
+    emulate(cache, spec, *args)
+    check_outputs(args[-2], args[-1])
+
+
+@pytest.mark.parametrize("prefix", [37, 700])
+def test_cascade_through_the_gpu_path(rng, cache, prefix):
+    # The cascade's chain of plans (positions, two levels, their merge) as
+    # kvir.gpu runs it from the manifests' description of kvir_main: its
+    # buffers between plans, each level's schedule from its own tables, the
+    # kernel ABI; the emulator stands in for the CUDA driver. A prefix of
+    # 700 keys is cut into chunks (the split kernel and its merge).
+    torch = pytest.importorskip("torch")
+    from kvir.emulated_driver import EmulatedDriver
+    from kvir.gpu import ProgramLaunch
+    spec, args, check_outputs = _cascade_case(rng, prefix)
+    kernel = kvir.compile(spec, "sm_90a", cache)
+    tensors = [torch.from_numpy(a) for a in args]
+    drv = EmulatedDriver(kernel)
+    try:
+        ProgramLaunch(kernel, tensors, "cpu", drv).run()
+    finally:
+        drv.release()
+    launched = [k for k, _, _ in drv.launches]
+    assert launched[0].startswith("cascade_positions"), launched
+    assert launched[-1].startswith("merge2"), launched
+    assert any("_split_" in k for k in launched) == (prefix > 256), launched
+    check_outputs(tensors[-2].numpy(), tensors[-1].numpy())
 
 
 def _ppl_pool(layout, store):
@@ -516,3 +553,45 @@ def test_sparse_mla_with_sinks_and_alibi(rng, cache, multi_row):
         total = np.exp(ref_lse) + np.exp(sinks.astype(np.float64))[None]
         ref_o = ref_o * (np.exp(ref_lse) / total)[..., None]
         check(out[r], lse[r], ref_o, np.log(total), TOLERANCE["f16"], 1e-3)
+
+
+def test_a_function_kvir_gpu_cannot_replay_says_why(rng, cache, tmp_path):
+    # A decode in a loop of the function's own: the manifests describe it
+    # by the reason, which ProgramLaunch raises; a cascade has no single
+    # plan for GpuLaunch.
+    torch = pytest.importorskip("torch")
+    from kvir.gpu import ProgramLaunch
+    from kvir.plan_launch import PlanError
+    kvt = ("!kv.paged<page_size = 16, kv_heads = 2, head_dim = 64, "
+           "head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, "
+           "table = csr>")
+    text = f"""
+func.func @kvir_main(%n: index, %q: memref<?x8x64xf16>,
+    %pool: memref<?x2x16x2x64xf16>, %ip: memref<?xi32>, %ix: memref<?xi32>,
+    %last: memref<?xi32>, %o: memref<?x8x64xf16>, %lse: memref<?x8xf32>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x64xf16>)
+      tables(%ip, %ix, %last : memref<?xi32>, memref<?xi32>, memref<?xi32>)
+      : {kvt}
+  scf.for %i = %c0 to %n step %c1 {{
+    %s = kv.decode %q, %kv : memref<?x8x64xf16>, {kvt}
+        -> !kv.state<?x8x64xf16, base = 2>
+    kv.store_state %s, %o, %lse : !kv.state<?x8x64xf16, base = 2>,
+        memref<?x8x64xf16>, memref<?x8xf32>
+  }}
+  return
+}}"""
+    kvir.Module.parse(text).compile("sm_80", str(tmp_path))
+
+    class Compiled:
+        directory = str(tmp_path)
+    with pytest.raises(PlanError, match="kvir.gpu cannot run 'kvir_main': "
+                                        "it launches kernels in a loop"):
+        ProgramLaunch(Compiled(), [], "cpu")
+    spec, args, _ = _cascade_case(rng)
+    kernel = kvir.compile(spec, "sm_90a", cache)
+    with pytest.raises(PlanError, match="takes 12 arguments, got 11"):
+        ProgramLaunch(kernel, [torch.from_numpy(a) for a in args[:-1]], "cpu")
+    with pytest.raises(PlanError, match="kvir.gpu.ProgramLaunch"):
+        kernel.plan()

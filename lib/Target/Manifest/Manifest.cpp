@@ -260,6 +260,33 @@ bool manifest::launchesAsDependent(LaunchPlanAttr plan, KernelLaunchAttr kernel,
   return false;
 }
 
+/// Where the work schedule's kv lengths come from, for a host that has
+/// only the plan's inputs (the host function computes them the same way):
+/// a selection's list width ("topk", every request alike), the paged
+/// tables (CSR's page counts and last page, or the form's length table),
+/// or a ragged KV's row offsets.
+static std::optional<llvm::json::Object> lengthsSource(LaunchPlanAttr plan) {
+  auto input = [&](StringRef name) {
+    PlanArgAttr arg = plan.lookupArg(name);
+    return arg && arg.getRole() == ArgRole::input;
+  };
+  if (input("topk"))
+    return llvm::json::Object{{"kind", "columns"}, {"of", "topk"}};
+  if (PagedTablesAttr tables = plan.getTables()) {
+    auto form = *kvir::kv::symbolizeTableForm(tables.getTable());
+    ArrayRef<StringRef> names = kvir::kv::getTableNames(form);
+    if (form == kvir::kv::TableForm::csr)
+      return llvm::json::Object{{"kind", "csr"},
+                                {"indptr", names[0]},
+                                {"last_page_len", names[2]},
+                                {"page_size", tables.getPageSize()}};
+    return llvm::json::Object{{"kind", "copy"}, {"of", names.back()}};
+  }
+  if (input("kv_indptr"))
+    return llvm::json::Object{{"kind", "indptr"}, {"of", "kv_indptr"}};
+  return std::nullopt;
+}
+
 static llvm::json::Value planJson(LaunchPlanAttr plan, StringRef chip) {
   llvm::json::Array args, sizes, kernels;
   for (PlanArgAttr arg : plan.getArgs())
@@ -312,6 +339,8 @@ static llvm::json::Value planJson(LaunchPlanAttr plan, StringRef chip) {
         {"window_left", s.getWindowLeft()},
         {"split_when", (s.getCount() + " > " + s.getUnsplitCount()).str()}};
     llvm::json::Object &schedule = *result["schedule"].getAsObject();
+    if (std::optional<llvm::json::Object> from = lengthsSource(plan))
+      schedule["lengths_from"] = std::move(*from);
     if (!s.getMaxBatch().empty()) {
       schedule["max_batch"] = s.getMaxBatch();
       schedule["pad_function"] = "kvir_schedule_pad_batch";
@@ -321,6 +350,10 @@ static llvm::json::Value planJson(LaunchPlanAttr plan, StringRef chip) {
       schedule["function"] = "kvir_schedule_prefill_work";
       schedule.erase("uniform_chunks");
       schedule["qo_indptr"] = s.getQoIndptr();
+      // The host copy of the requests' row offsets (as i32).
+      if (PlanArgAttr rows = plan.lookupArg("qo_indptr");
+          rows && rows.getRole() == ArgRole::input)
+        schedule["qo_indptr_from"] = "qo_indptr";
       schedule["tiles"] = s.getTiles();
       schedule["workspace_rows"] = s.getWorkspaceRows();
       schedule["tile_rows"] = s.getTileRows();
@@ -912,5 +945,16 @@ LogicalResult manifest::writeOutputs(ModuleOp module, StringRef outputDir) {
   if (!binaries)
     return module.emitError("kvir-translate: no gpu.binary with PTX in the "
                             "module; lower it with --kv-to-ptx first");
+  for (llvm::json::Object &program : describePrograms(module)) {
+    SmallString<128> path(outputDir);
+    llvm::sys::path::append(
+        path, *program.getString("function") + ".program.json");
+    std::string json;
+    llvm::raw_string_ostream js(json);
+    js << llvm::formatv("{0:2}", llvm::json::Value(std::move(program)))
+       << "\n";
+    if (failed(writeFile(path, json, module.getLoc())))
+      return failure();
+  }
   return success();
 }

@@ -80,6 +80,13 @@
 // DIRECT-NEXT: "granule": 16,
 // DIRECT-NEXT: "items": "work_items",
 // DIRECT-NEXT: "lengths": "kv_lengths",
+// Where a host with only the plan's inputs finds them: CSR's tables.
+// DIRECT-NEXT: "lengths_from": {
+// DIRECT-NEXT: "indptr": "kv_indptr",
+// DIRECT-NEXT: "kind": "csr",
+// DIRECT-NEXT: "last_page_len": "kv_last_page_len",
+// DIRECT-NEXT: "page_size": 16
+// DIRECT-NEXT: },
 // DIRECT-NEXT: "merge_indptr": "merge_indptr",
 // DIRECT-NEXT: "min_chunk": 256,
 // DIRECT-NEXT: "split_when": "num_work > batch",

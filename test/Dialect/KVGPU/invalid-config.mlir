@@ -255,3 +255,39 @@ func.func @value_slice(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %kv: !p) {
 
 // expected-error @below {{prefill config copy = tma needs roles = producer (one producer thread issues the copies)}}
 func.func private @tma_uniform() attributes {c = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = false, max_partitions = 16, mma = wgmma, schedule = overlap, copy = tma>}
+
+// -----
+
+// The launches of a lowered op name their plan and its run.
+
+// expected-error @below {{'kvgpu.plan' must be a string (a launch plan's name) on a gpu.launch_func}}
+func.func private @plan_on_function() attributes {kvgpu.plan = "p"}
+
+// -----
+
+gpu.module @m {
+  gpu.func @k() kernel { gpu.return }
+}
+func.func @plan_unknown() {
+  %c1 = arith.constant 1 : index
+  // expected-error @below {{'kvgpu.plan' names no launch plan of the module: "p"}}
+  gpu.launch_func @m::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) {kvgpu.plan = "p"}
+  return
+}
+
+// -----
+
+// expected-error @below {{'kvgpu.call' must be a non-negative integer on a gpu.launch_func (the run of its plan)}}
+func.func private @call_on_function() attributes {kvgpu.call = 0 : i64}
+
+// -----
+
+gpu.module @m {
+  gpu.func @k() kernel { gpu.return }
+}
+func.func @call_negative() {
+  %c1 = arith.constant 1 : index
+  // expected-error @below {{'kvgpu.call' must be a non-negative integer on a gpu.launch_func (the run of its plan)}}
+  gpu.launch_func @m::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) {kvgpu.call = -1 : i64}
+  return
+}

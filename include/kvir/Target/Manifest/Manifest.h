@@ -76,8 +76,18 @@ std::string cHeader(llvm::StringRef binary, llvm::StringRef ptx,
                     llvm::StringRef chip,
                     llvm::ArrayRef<kvgpu::LaunchPlanAttr> plans);
 
+/// Per function of `module` that runs launch plans, its chain of them:
+/// `function`, `args` (index, type), `temps` (the buffers it allocates for
+/// plan arguments: dtype, shape of constants and {arg, axis} extents),
+/// `steps` (each run of a plan in order: `plan`, `op`, `args` binding each
+/// input, output and scalar of the plan to {arg}, {temp} or {value}); or
+/// `function` and `error` (why a host cannot replay it: launches in a
+/// loop, a view of a buffer passed, a host call that is not a plan's).
+llvm::SmallVector<llvm::json::Object> describePrograms(mlir::ModuleOp module);
+
 /// Writes `<binary>.ptx`, `<kernel>.json` and `<binary>.h` into `outputDir`
-/// for every gpu.binary of `module` that holds PTX. Fails with a diagnostic
+/// for every gpu.binary of `module` that holds PTX, and
+/// `<function>.program.json` (describePrograms) per function. Fails with a diagnostic
 /// when the module has none.
 mlir::LogicalResult writeOutputs(mlir::ModuleOp module,
                                  llvm::StringRef outputDir);

@@ -152,6 +152,12 @@ LogicalResult PrefillConfigAttr::verify(
   return success();
 }
 
+/// A gpu.launch_func (by name: this dialect does not depend on the GPU
+/// dialect's library).
+static bool isLaunch(Operation *op) {
+  return op->getName().getStringRef() == "gpu.launch_func";
+}
+
 LogicalResult KVGPUDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   if (attr.getName() == getConfigAttrName()) {
@@ -221,6 +227,34 @@ LogicalResult KVGPUDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a positive integer on a module "
                                   "(the fixed grids' most requests), got "
                                << attr.getValue();
+    return success();
+  }
+  if (attr.getName() == getPlanOfLaunchAttrName()) {
+    auto name = dyn_cast<StringAttr>(attr.getValue());
+    if (!isLaunch(op) || !name)
+      return op->emitOpError() << "'" << getPlanOfLaunchAttrName()
+                               << "' must be a string (a launch plan's name) "
+                                  "on a gpu.launch_func";
+    auto module = op->getParentOfType<ModuleOp>();
+    auto plans = module ? module->getAttrOfType<ArrayAttr>(
+                              getLaunchPlansAttrName())
+                        : ArrayAttr();
+    bool known = plans && llvm::any_of(plans, [&](Attribute a) {
+                   auto plan = dyn_cast<LaunchPlanAttr>(a);
+                   return plan && plan.getName() == name.getValue();
+                 });
+    if (!known)
+      return op->emitOpError() << "'" << getPlanOfLaunchAttrName()
+                               << "' names no launch plan of the module: "
+                               << name;
+    return success();
+  }
+  if (attr.getName() == getPlanCallAttrName()) {
+    auto call = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isLaunch(op) || !call || call.getInt() < 0)
+      return op->emitOpError() << "'" << getPlanCallAttrName()
+                               << "' must be a non-negative integer on a "
+                                  "gpu.launch_func (the run of its plan)";
     return success();
   }
   if (attr.getName() == "kvgpu.dynamic_shared_bytes") {

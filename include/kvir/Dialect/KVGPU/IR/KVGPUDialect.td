@@ -19,7 +19,11 @@ def KVGPU_Dialect : Dialect {
     launch code, the JSON manifests and the C header are all derived from
     that one attribute. A module attribute `kvgpu.graph_max_batch = N :
     i64` asks for fixed grids for up to N requests (CUDA graphs), as the
-    pass option graph-max-batch does.
+    pass option graph-max-batch does. Each `gpu.launch_func` of a lowered
+    op carries `kvgpu.plan = "<plan name>"` and `kvgpu.call = N : i64`, the
+    same N for every launch of one run of the plan in its function: what
+    the manifests' description of a host function (its chain of plans)
+    reads.
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
@@ -37,6 +41,15 @@ def KVGPU_Dialect : Dialect {
     /// spec's kernels are compiled and emulated with it).
     static constexpr ::llvm::StringLiteral getGraphMaxBatchAttrName() {
       return ::llvm::StringLiteral("kvgpu.graph_max_batch");
+    }
+    /// `kvgpu.plan` on a gpu.launch_func: the launch plan it is of.
+    static constexpr ::llvm::StringLiteral getPlanOfLaunchAttrName() {
+      return ::llvm::StringLiteral("kvgpu.plan");
+    }
+    /// `kvgpu.call` on a gpu.launch_func: which run of its plan in the
+    /// function (the launches of one kv op share it).
+    static constexpr ::llvm::StringLiteral getPlanCallAttrName() {
+      return ::llvm::StringLiteral("kvgpu.call");
     }
   }];
 }
