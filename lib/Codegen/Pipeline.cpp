@@ -19,7 +19,9 @@ CpAsyncPipeline::CpAsyncPipeline(int64_t stages, int64_t groupsPerTile,
                                  Refill refill, Readers readers)
     : stages(stages), groupsPerTile(groupsPerTile), refill(refill),
       readers(readers) {
-  assert(stages >= 2 && groupsPerTile >= 1 && "a ring of at least two stages");
+  assert(stages >= 1 && groupsPerTile >= 1 && "a ring of at least one stage");
+  assert((stages > 1 || (groupsPerTile == 2 && refill == Refill::afterWait)) &&
+         "one buffer per part: K and V, each refilled after its wait");
 }
 
 Value CpAsyncPipeline::stageOf(ImplicitLocOpBuilder &b, Value index) const {
@@ -32,6 +34,9 @@ void CpAsyncPipeline::commit(ImplicitLocOpBuilder &b) const {
 }
 
 int64_t CpAsyncPipeline::pendingAtWait() const {
+  // One buffer per part: only the part waited on is in flight.
+  if (isSingleBuffered())
+    return 0;
   // In flight at the wait: the oldest tile's groups from the one waited on,
   // the groups of tiles i + 1 ... i + stages - 2, and the refill of tile
   // i + stages - 1 up to the group waited on (afterWait: the groups before

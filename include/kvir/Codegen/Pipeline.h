@@ -16,6 +16,12 @@
 // over per-stage mbarriers (sm_90), acquire and release being waits and
 // arrivals.
 //
+// A ring of one stage holds one K and one V buffer (FlashAttention-2's
+// schedule, two groups a tile): at the wait for K_i every thread is done
+// with V_{i-1}, so V_i is issued there and loads while S_i is computed; at
+// the wait for V_i every thread is done with K_i, so K_{i+1} is issued
+// there and loads while P_i V_i is. Each wait finds one group in flight.
+//
 //===----------------------------------------------------------------------===//
 #ifndef KVIR_CODEGEN_PIPELINE_H
 #define KVIR_CODEGEN_PIPELINE_H
@@ -37,15 +43,20 @@ public:
   /// thread's copies wrote only after that thread's fence.proxy.async.
   enum class Readers { threads, asyncProxy };
 
-  /// A ring of `stages` (>= 2) buffers, each tile's copies committed as
-  /// `groupsPerTile` groups, refilled as `refill` says.
+  /// A ring of `stages` buffers, each tile's copies committed as
+  /// `groupsPerTile` groups, refilled as `refill` says; one stage: a K and
+  /// a V buffer (two groups a tile, refilled after their waits).
   CpAsyncPipeline(int64_t stages, int64_t groupsPerTile = 1,
                   Refill refill = Refill::afterWait,
                   Readers readers = Readers::threads);
 
   int64_t getStages() const { return stages; }
+  /// One K and one V buffer (see above): tile i's V is issued at the wait
+  /// for its K, tile i + 1's K at the wait for its V.
+  bool isSingleBuffered() const { return stages == 1; }
   /// Tiles issued before the loop: 0 ... stages - 2 (the loop refills a
-  /// stage with tile i + stages - 1 in iteration i).
+  /// stage with tile i + stages - 1 in iteration i); single-buffered, none
+  /// whole (K_0 alone).
   int64_t tilesAhead() const { return stages - 1; }
   /// The ring stage of tile `index`.
   mlir::Value stageOf(mlir::ImplicitLocOpBuilder &b, mlir::Value index) const;

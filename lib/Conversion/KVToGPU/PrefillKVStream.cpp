@@ -240,6 +240,11 @@ void KVTileStream::stageFirstIds(ImplicitLocOpBuilder &b) const {
 void KVTileStream::issuePrologue(ImplicitLocOpBuilder &b,
                                  ArrayRef<Value> live) const {
   IRBuilder ir{b};
+  if (pipeline.isSingleBuffered()) {
+    issue(b, ir.idx(0), kv::PoolRole::K, Value());
+    pipeline.commit(b);
+    return;
+  }
   int64_t stages = pipeline.getStages();
   for (int64_t m = 0; m + 1 < stages; ++m) {
     Value liveM = live.empty() ? Value() : live[m];
@@ -261,16 +266,32 @@ Value KVTileStream::aheadOf(ImplicitLocOpBuilder &b, Value i) const {
   return ir.add(i, ir.idx(pipeline.tilesAhead()));
 }
 
-void KVTileStream::refillK(ImplicitLocOpBuilder &b, Value i, Value ahead,
-                           Value live) const {
+void KVTileStream::afterKWait(ImplicitLocOpBuilder &b, Value i, Value ahead,
+                              Value live) const {
   IRBuilder ir{b};
+  if (pipeline.isSingleBuffered()) {
+    // Every thread is done with V_{i-1}: V_i (ahead is i); tile i + 1's
+    // entries take the slot tile i - 1's V was issued from.
+    issue(b, ahead, kv::PoolRole::V, live);
+    stageIds(b, ir.add(i, ir.idx(1)));
+    pipeline.commit(b);
+    return;
+  }
   issue(b, ahead, kv::PoolRole::K, live);
   stageIds(b, ir.add(i, ir.idx(2 * pipeline.tilesAhead())));
   pipeline.commit(b);
 }
 
-void KVTileStream::refillV(ImplicitLocOpBuilder &b, Value ahead,
-                           Value live) const {
+void KVTileStream::afterVWait(ImplicitLocOpBuilder &b, Value ahead,
+                              Value live) const {
+  if (pipeline.isSingleBuffered()) {
+    // Every thread is done with K_i (its scores; ahead is i): K_{i+1},
+    // whose entries landed at this wait.
+    IRBuilder ir{b};
+    issue(b, ir.add(ahead, ir.idx(1)), kv::PoolRole::K, live);
+    pipeline.commit(b);
+    return;
+  }
   issue(b, ahead, kv::PoolRole::V, live);
   pipeline.commit(b);
 }

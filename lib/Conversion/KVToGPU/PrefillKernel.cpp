@@ -115,6 +115,21 @@ gpu_lowering::whyNotPrefillSpec(const PrefillKernelSpec &s,
     if (s.isMla())
       return std::string("MLA's kernel has no overlapped schedule");
   }
+  if (s.config.getStages() == 1) {
+    // One K and one V buffer: V_i is issued at the wait for K_i, K_{i+1}
+    // at the wait for V_i; a tile's keys are scored where they landed.
+    if (s.isMla() || s.oneRowPerRequest())
+      return std::string("stages = 1 (one K and one V buffer) is a prefill "
+                         "schedule; decode and MLA kernels use a ring");
+    if (s.convertsV() || s.quantizedKV())
+      return std::string("stages = 1 (one K and one V buffer) reads K and V "
+                         "where they landed: quantized or transposed KV is "
+                         "converted per tile (use a ring, stages >= 2)");
+    if (s.rope || s.skipsTiles() || s.gathers())
+      return std::string("stages = 1 (one K and one V buffer) runs plain "
+                         "tiles: RoPE on keys, mask_mod tile skipping and "
+                         "top-k gathers need a ring (stages >= 2)");
+  }
   if (s.config.hasProducer()) {
     // Only the producer copies, and only it reads the staged entries.
     if (s.gathers())

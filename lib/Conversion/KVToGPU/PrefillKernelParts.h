@@ -310,17 +310,21 @@ public:
   /// 0 ... S - 1 (`stageFirstIds`); `issuePrologue` issues tiles
   /// 0 ... S - 2, K tile m with the entries of tile m + S for m <= S - 3
   /// (those of tile 2S - 2 ride with the loop's first K group); iteration i
-  /// refills the stage of tile i - 1 with tile i + S - 1 (`refillK`, with
-  /// the entries of tile i + 2S - 2, after the wait for K_i; `refillV` after
-  /// the wait for V_i). `live` (null: every tile) says whether mask_mod
-  /// left the tile live: a dead one is not loaded, its groups are still
-  /// committed.
+  /// refills the stage of tile i - 1 with tile i + S - 1 (`afterKWait`,
+  /// with the entries of tile i + 2S - 2, after the wait for K_i;
+  /// `afterVWait` after the wait for V_i). `live` (null: every tile) says
+  /// whether mask_mod left the tile live: a dead one is not loaded, its
+  /// groups are still committed. Single-buffered (S = 1, one K and one V
+  /// buffer, two entry slots, `ahead` = i): the prologue issues K_0 (its
+  /// entries staged with the query); `afterKWait` issues V_i with the
+  /// entries of tile i + 1, `afterVWait` K_{i + 1}.
   void stageFirstIds(ImplicitLocOpBuilder &b) const;
   void issuePrologue(ImplicitLocOpBuilder &b, llvm::ArrayRef<Value> live) const;
   /// The tile iteration `i` refills a stage with: i + S - 1 (`ahead`).
   Value aheadOf(ImplicitLocOpBuilder &b, Value i) const;
-  void refillK(ImplicitLocOpBuilder &b, Value i, Value ahead, Value live) const;
-  void refillV(ImplicitLocOpBuilder &b, Value ahead, Value live) const;
+  void afterKWait(ImplicitLocOpBuilder &b, Value i, Value ahead,
+                  Value live) const;
+  void afterVWait(ImplicitLocOpBuilder &b, Value ahead, Value live) const;
   /// roles = producer: the producer warpgroup's loop. Tile n's K and V are
   /// issued into its stage once `handoff` says it is empty, one commit
   /// group; the threads hand tile n - lag over once its group landed (lag

@@ -195,7 +195,7 @@ SmallVector<Value> Mainloop::sharedSoftmaxStep(ImplicitLocOpBuilder &lb,
     gpu::BarrierOp::create(lb);
   } else {
     stream.getPipeline().wait(lb);
-    stream.refillV(lb, ahead, liveAhead);
+    stream.afterVWait(lb, ahead, liveAhead);
   }
   Value vStage = stream.prepareV(lb, stage);
   return ifLive(lb, live, state.flatten(), [&](ImplicitLocOpBuilder &ab) {
@@ -329,7 +329,7 @@ SmallVector<Value> Mainloop::overlappedIteration(ImplicitLocOpBuilder &lb,
     pipeline.wait(lb);
     // Everyone is done with tile i - 1's K (its scores retired in
     // iteration i - 1): its K stage takes tile i + S - 1.
-    stream.refillK(lb, i, ahead, Value());
+    stream.afterKWait(lb, i, ahead, Value());
   }
   KeyTile keys = prepareKeys(lb, i, stage);
 
@@ -375,7 +375,7 @@ SmallVector<Value> Mainloop::overlappedIteration(ImplicitLocOpBuilder &lb,
     // V_i is ready; everyone's P_{i-1} V_{i-1} retired (the barrier): tile
     // i - 1's V stage takes tile i + S - 1.
     pipeline.wait(lb);
-    stream.refillV(lb, ahead, Value());
+    stream.afterVWait(lb, ahead, Value());
   }
   SmallVector<Value> results = step.state.flatten();
   llvm::append_range(results, step.p);
@@ -398,7 +398,7 @@ SmallVector<Value> Mainloop::iteration(ImplicitLocOpBuilder &lb, Value i,
   Value liveNew = skipping ? skipping->isLive(lb, ahead) : Value();
   // Everyone is done with tile i - 1: its K/V stage and page-entry slot
   // take tile i + S - 1 and the entries of tile i + 2S - 2.
-  stream.refillK(lb, i, ahead, liveNew);
+  stream.afterKWait(lb, i, ahead, liveNew);
 
   KeyTile keys = prepareKeys(lb, i, stage);
   SmallVector<Value> results;
@@ -409,7 +409,7 @@ SmallVector<Value> Mainloop::iteration(ImplicitLocOpBuilder &lb, Value i,
         scoreIfLive(lb, state, live, keys.t0, keys.kStage, stage, keys.keyOf);
     if (!s.isMla()) {
       pipeline.wait(lb);
-      stream.refillV(lb, ahead, liveNew);
+      stream.afterVWait(lb, ahead, liveNew);
     }
     Value vStage = stream.prepareV(lb, stage);
     results = accumulateIfLive(lb, stepped, p, live, vStage);

@@ -120,3 +120,40 @@ func.func @producer_topk(%q: memref<?x8x128xf16>, %pool: memref<?x2x16x2x128xf16
   kv.store_state %s, %o, %l : !s, memref<?x8x128xf16>, memref<?x8xf32>
   return
 }
+
+// -----
+
+// One K and one V buffer (stages = 1) read K and V where they landed: fp8
+// codes are converted per tile.
+!q8 = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr, quant = fp8_e4m3>
+func.func @single_buffer_converted(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %p0: memref<?x2x16x2x128xf8E4M3FN>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %ks: f32, %vs: f32, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%p0 : memref<?x2x16x2x128xf8E4M3FN>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) fp8_scales(%ks, %vs) : !q8
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: stages = 1 (one K and one V buffer) reads K and V where they landed: quantized or transposed KV is converted per tile (use a ring, stages >= 2)}}
+  %s = kv.prefill %q, %qo, %kv {causal, kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 32, warps = 4, stages = 1, q_in_registers = false, max_partitions = 16>} : memref<?x8x128xf16>, memref<?xi32>, !q8 -> !kv.state<?x8x128xf16, base = 2>
+  kv.store_state %s, %o, %l : !kv.state<?x8x128xf16, base = 2>, memref<?x8x128xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+// ... and runs plain tiles: no keys turned by RoPE in place.
+!p = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
+func.func @single_buffer_rope(%q: memref<?x8x128xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x2x128xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x8x128xf16>, %l: memref<?x8xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x128xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !p
+  // expected-error @below {{'kv.prefill' op has no GPU kernel: stages = 1 (one K and one V buffer) runs plain tiles: RoPE on keys, mask_mod tile skipping and top-k gathers need a ring (stages >= 2)}}
+  %s = kv.prefill %q, %qo, %kv {causal, rope = #kv.rope<rotate_half>, kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 32, warps = 4, stages = 1, q_in_registers = false, max_partitions = 16>} : memref<?x8x128xf16>, memref<?xi32>, !p -> !kv.state<?x8x128xf16, base = 2>
+  kv.store_state %s, %o, %l : !kv.state<?x8x128xf16, base = 2>, memref<?x8x128xf16>, memref<?x8xf32>
+  return
+}
+
+// -----
+
+// ... and is a prefill schedule: the tensor-core decode keeps its ring.
+!p = !kv.paged<page_size = 16, kv_heads = 2, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
+func.func @single_buffer_decode(%q: memref<?x16x128xf16>, %pool: memref<?x2x16x2x128xf16>, %t0: memref<?xi32>, %t1: memref<?xi32>, %t2: memref<?xi32>, %o: memref<?x16x128xf16>, %l: memref<?x16xf32>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x2x128xf16>) tables(%t0, %t1, %t2 : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !p
+  // expected-error @below {{'kv.decode' op has no GPU kernel: on tensor cores (head dim 128): stages = 1 (one K and one V buffer) is a prefill schedule; decode and MLA kernels use a ring}}
+  %s = kv.decode %q, %kv {kvgpu.config = #kvgpu.prefill<q_tile = 16, kv_tile = 32, warps = 1, stages = 1, q_in_registers = false, max_partitions = 16>} : memref<?x16x128xf16>, !p -> !kv.state<?x16x128xf16, base = 2>
+  kv.store_state %s, %o, %l : !kv.state<?x16x128xf16, base = 2>, memref<?x16x128xf16>, memref<?x16xf32>
+  return
+}

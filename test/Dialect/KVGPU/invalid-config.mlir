@@ -145,13 +145,23 @@ func.func private @warp_rows() attributes {c = #kvgpu.prefill<q_tile = 128, kv_t
 
 // -----
 
-// expected-error @below {{prefill config stages must be in [2, 4] (K/V tiles i + 1 ... i + stages - 1 load while tile i is computed), got 5}}
+// expected-error @below {{prefill config stages must be in [1, 4] (K/V tiles i + 1 ... i + stages - 1 load while tile i is computed; 1: one K and one V buffer), got 5}}
 func.func private @stages() attributes {c = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 5, q_in_registers = true, max_partitions = 16>}
 
 // -----
 
-// expected-error @below {{prefill config stages must be in [2, 4] (K/V tiles i + 1 ... i + stages - 1 load while tile i is computed), got 1}}
-func.func private @one_stage() attributes {c = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 1, q_in_registers = true, max_partitions = 16>}
+// expected-error @below {{prefill config stages must be in [1, 4] (K/V tiles i + 1 ... i + stages - 1 load while tile i is computed; 1: one K and one V buffer), got 0}}
+func.func private @no_stage() attributes {c = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 0, q_in_registers = true, max_partitions = 16>}
+
+// -----
+
+// expected-error @below {{prefill config stages = 1 (one K and one V buffer) needs mma = mma_sync, schedule = serial, roles = uniform, copy = cp_async and value_warps = 1}}
+func.func private @one_stage_wgmma() attributes {c = #kvgpu.prefill<q_tile = 64, kv_tile = 64, warps = 4, stages = 1, q_in_registers = false, max_partitions = 16, mma = wgmma>}
+
+// -----
+
+// expected-error @below {{prefill config stages = 1 (one K and one V buffer) needs mma = mma_sync, schedule = serial, roles = uniform, copy = cp_async and value_warps = 1}}
+func.func private @one_stage_value_warps() attributes {c = #kvgpu.prefill<q_tile = 32, kv_tile = 16, warps = 4, stages = 1, q_in_registers = false, max_partitions = 16, value_warps = 2>}
 
 // -----
 

@@ -114,11 +114,22 @@ LogicalResult PrefillConfigAttr::verify(
                        << "16-row mma tiles of the " << qTile
                        << "-row query tile, got " << rowWarps
                        << " warps along the rows";
-  if (stages < 2 || stages > kMaxStages)
-    return emitError() << "prefill config stages must be in [2, "
+  if (stages < 1 || stages > kMaxStages)
+    return emitError() << "prefill config stages must be in [1, "
                        << kMaxStages << "] (K/V "
                        << "tiles i + 1 ... i + stages - 1 load while tile i "
-                       << "is computed), got " << stages;
+                       << "is computed; 1: one K and one V buffer), got "
+                       << stages;
+  // One K and one V buffer: V_i loads while S_i is computed, K_{i+1} while
+  // P_i V_i is: the serial mma.sync loop of threads that all copy.
+  if (stages == 1 &&
+      (mma != MmaAtomKind::mma_sync || schedule != TileSchedule::serial ||
+       roles != PrefillRoles::uniform || copy != TileCopy::cp_async ||
+       valueWarps != 1))
+    return emitError() << "prefill config stages = 1 (one K and one V "
+                       << "buffer) needs mma = mma_sync, schedule = serial, "
+                       << "roles = uniform, copy = cp_async and value_warps "
+                       << "= 1";
   if (maxPartitions <= 0 || maxPartitions > kMaxGridDimYZ)
     return emitError() << "prefill config max_partitions must be in [1, "
                        << kMaxGridDimYZ << "] (a grid dim), got "

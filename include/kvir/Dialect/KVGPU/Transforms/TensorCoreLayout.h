@@ -56,10 +56,12 @@ struct TensorCoreLayoutShape {
   /// entries arrive with K tile n - S + 1 (or in the prologue) and are
   /// read when tile n is issued, S - 1 tiles later; the prologue stages
   /// those of tiles 0 ... 2S - 3 before the loop's first barrier:
-  /// 2 (S - 1) slots. A gathering kernel also reads a tile's keys while it
-  /// is scored: one slot more.
+  /// 2 (S - 1) slots. Single-buffered (S = 1), tile i + 1's entries are
+  /// staged while tile i's V is issued: 2 slots. A gathering kernel also
+  /// reads a tile's keys while it is scored: one slot more.
   int64_t idSlots() const {
-    return 2 * (config.getStages() - 1) + (gathers ? 1 : 0);
+    int64_t stages = config.getStages();
+    return (stages == 1 ? 2 : 2 * (stages - 1)) + (gathers ? 1 : 0);
   }
   /// mask_mod's live-tile marks: the prologue marks tiles 0 ... S - 2
   /// before one barrier, and the loop's first mark (tile S - 1) may land
