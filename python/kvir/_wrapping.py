@@ -9,6 +9,7 @@ import numpy as np
 
 from . import _lib, torch_ops
 from .compiler import compile as _compile
+from .plan_launch import csr_lengths
 from .tensors import (Arg, _is_torch, dtype_name, host_int_array,
                       is_traced, same_device)
 
@@ -371,7 +372,8 @@ def _page_tables(indptr, indices, last_page_len, block_tables, seq_lens,
             [("kv_indptr", indptr), ("kv_indices", indices),
              ("kv_last_page_len", last_page_len)],
             _CsrCheck(ip, ind, last, page_size),
-            [int(n) for n in _csr_lengths(ip, last, int(page_size))])
+            csr_lengths([int(x) for x in ip], [int(x) for x in last],
+                        int(page_size)))
 
 
 class _CsrCheck:
@@ -437,12 +439,6 @@ def _paged_cache(cache, spec, kv_layout):
     v = Arg("v_cache", cache[1]).check(_pool_dtypes(spec),
                                        [k.shape[0]] + inner(dv))
     return [("k_pool", k), ("v_pool", v)]
-
-
-def _csr_lengths(indptr, last, page_size):
-    pages = indptr[1:] - indptr[:-1]
-    import numpy as np
-    return np.where(pages > 0, (pages - 1) * page_size + last, 0)
 
 
 class _Wrapper:

@@ -174,8 +174,11 @@ class ProgramLaunch:
                             f"arguments, got {len(args)}")
         self.temps = [self._temp(t, args, device) for t in program["temps"]]
         self.steps = []
+        plans = {}  # a plan run twice (levels alike) is read once
         for step in program["steps"]:
-            plan = Plan(kernel.directory, name=step["plan"])
+            if step["plan"] not in plans:
+                plans[step["plan"]] = Plan(kernel.directory, name=step["plan"])
+            plan = plans[step["plan"]]
             tensors, scalars = {}, {}
             for name, src in step["args"].items():
                 if "value" in src:

@@ -43,15 +43,13 @@ public:
   }
 
   llvm::json::Object build() {
-    llvm::json::Object program{{"function", func.getSymName()}};
     if (!describe())
-      program["error"] = reason;
-    else
-      program = llvm::json::Object{{"function", func.getSymName()},
-                                   {"args", argsJson()},
-                                   {"temps", std::move(temps)},
-                                   {"steps", std::move(steps)}};
-    return program;
+      return llvm::json::Object{{"function", func.getSymName()},
+                                {"error", reason}};
+    return llvm::json::Object{{"function", func.getSymName()},
+                              {"args", argsJson()},
+                              {"temps", std::move(temps)},
+                              {"steps", std::move(steps)}};
   }
 
 private:
