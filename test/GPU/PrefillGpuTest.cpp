@@ -51,6 +51,29 @@ std::vector<GpuPrefillCase> prefillCases() {
     c.params.causal = true;
     add(c, {standardBatch(true)});
   }
+  // One K and one V buffer (stages = 1): 4 warps of 32 rows, 32- and
+  // 64-key tiles, paged causal and ragged.
+  for (int64_t kvTile : {32, 64}) {
+    GpuPrefillCase c = makePrefillCase(
+        "SingleBufferedCausalNhdCsrP16D128G4F16Kv" + std::to_string(kvTile),
+        makeSpec(16, 2, 128, DType::F16), 8, DType::F16, "sm_80",
+        2101 + kvTile);
+    c.params.causal = true;
+    c.config = "#kvgpu.prefill<q_tile = 128, kv_tile = " +
+               std::to_string(kvTile) +
+               ", warps = 4, stages = 1, q_in_registers = false, "
+               "max_partitions = 16>";
+    add(c, {standardBatch(true)});
+  }
+  {
+    GpuPrefillCase c = makePrefillCase("SingleBufferedRaggedD128G2BF16",
+                                       makeSpec(16, 2, 128, DType::BF16), 4,
+                                       DType::BF16, "sm_80", 2199);
+    c.ragged = true;
+    c.config = "#kvgpu.prefill<q_tile = 128, kv_tile = 32, warps = 4, "
+               "stages = 1, q_in_registers = false, max_partitions = 16>";
+    add(c, {standardBatch(false)});
+  }
   {
     GpuPrefillCase c =
         makePrefillCase("RaggedD128G1BF16", makeSpec(16, 2, 128, DType::BF16),
