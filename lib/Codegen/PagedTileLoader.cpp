@@ -456,30 +456,54 @@ void codegen::copyRowsAsync(
   int64_t perRow =
       chunksPerThreadRow(tile.rows, chunks, numThreads, maxChunksPerThreadRow);
   int64_t span = chunks / perRow;
-  auto emit = [&](ImplicitLocOpBuilder &jb, Value i) {
-    IRBuilder j{jb};
-    Value r = j.divU(i, j.idx(span));
-    Value c0 = j.remU(i, j.idx(span));
-    SmallVector<Value> cs;
+  // A round's rows located: its chunks, their sources and source size.
+  struct Located {
+    Value row, srcElements;
+    SmallVector<Value> chunks;
     SmallVector<std::pair<Value, SmallVector<Value>>> sources;
+  };
+  auto locate = [&](ImplicitLocOpBuilder &jb, Value i) {
+    IRBuilder j{jb};
+    Located l;
+    l.row = j.divU(i, j.idx(span));
+    Value c0 = j.remU(i, j.idx(span));
     for (int64_t m = 0; m < perRow; ++m) {
-      cs.push_back(j.add(c0, j.idx(m * span)));
+      l.chunks.push_back(j.add(c0, j.idx(m * span)));
       if (m == 0 || !dimInnermost) {
-        sources.push_back(source(jb, r, j.mul(cs.back(), j.idx(ce))));
+        l.sources.push_back(source(jb, l.row, j.mul(l.chunks.back(), j.idx(ce))));
         continue;
       }
-      sources.push_back(sources.front());
-      sources.back().second.back() =
-          j.add(sources.back().second.back(), j.idx(m * span * ce));
+      l.sources.push_back(l.sources.front());
+      l.sources.back().second.back() =
+          j.add(l.sources.back().second.back(), j.idx(m * span * ce));
     }
-    Value srcElements = j.select(valid(jb, r), j.idx(ce), j.idx(0));
-    for (auto [c, from] : llvm::zip(cs, sources))
+    l.srcElements = j.select(valid(jb, l.row), j.idx(ce), j.idx(0));
+    return l;
+  };
+  auto copy = [&](ImplicitLocOpBuilder &jb, const Located &l) {
+    for (auto [c, from] : llvm::zip(l.chunks, l.sources))
       nvgpu::DeviceAsyncCopyOp::create(
-          jb, tokenType, tile.memref, tile.chunkIndices(jb, stage, r, c),
-          from.first, from.second, jb.getIndexAttr(ce), srcElements,
+          jb, tokenType, tile.memref, tile.chunkIndices(jb, stage, l.row, c),
+          from.first, from.second, jb.getIndexAttr(ce), l.srcElements,
           /*bypassL1=*/tile.chunkBytes == 16 ? jb.getUnitAttr() : UnitAttr());
   };
-  emitStrided(b, thread, numThreads, tile.rows * span, emit);
+  // Every whole round's rows are located (their page entries read from
+  // shared memory) before any of its copies is issued: a copy writes
+  // shared memory, so ptxas keeps each later entry read behind it and pads
+  // every read that follows a copy (three `@!PT LDS` on sm_80) where one
+  // group of reads pays it once.
+  int64_t items = tile.rows * span, whole = items / numThreads;
+  IRBuilder ir{b};
+  SmallVector<Located> rounds;
+  for (int64_t k = 0; k < whole; ++k)
+    rounds.push_back(locate(b, ir.add(thread, ir.idx(k * numThreads))));
+  for (const Located &l : rounds)
+    copy(b, l);
+  if (whole * numThreads < items) {
+    Value item = ir.add(thread, ir.idx(whole * numThreads));
+    emitIf(b, ir.lt(item, ir.idx(items)),
+           [&](ImplicitLocOpBuilder &jb) { copy(jb, locate(jb, item)); });
+  }
 }
 
 void PagedTileLoader::copyTileTransposedAsync(
