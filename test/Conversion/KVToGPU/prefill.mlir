@@ -85,13 +85,13 @@ func.func @ragged_causal(%q: memref<?x4x64xf16>, %qo: memref<?xi32>, %k: memref<
 // -----
 
 // Paged bf16 with a bit-packed mask: the page-table entries of each K/V
-// tile are staged by 4-byte cp.async (into one of two slots), bf16
+// tile are staged by 4-byte cp.async (into one of the slots), bf16
 // fragments go through nvvm.mma.sync, and every tile takes the mask.
 !c = !kv.paged<page_size = 16, kv_heads = 1, head_dim = 128, head_dim_v = 128, dtype = bf16, layout = hnd, storage = combined, table = block_table>
 !s = !kv.state<?x8x128xbf16, base = e>
 
 // CHECK-LABEL: gpu.func @prefill_hnd_combined_block_table_p16_h8x1_d128_bf16_bf16_
-// CHECK: nvgpu.device_async_copy %{{.*}} : memref<?x?xi32> to memref<2x5xi32, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %{{.*}} : memref<?x?xi32> to memref<2x3xi32, #gpu.address_space<workgroup>>
 // CHECK: scf.for
 // CHECK: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK: scf.if %true

@@ -136,10 +136,11 @@ func.func @kept(%q: memref<?x32x128xf16>, %pool: memref<?x2x16x8x128xf16>, %a: m
 
 // -----
 
-// Prefill up to head dim 128 on mma.sync: 128 packed query rows against
-// 64-key tiles, one 16-row mma tile per warp (8 warps), queries kept in
-// registers; the shape does not depend on the chip where it fits (96 KB of
-// tiles fit the 99 KB of sm_86 and the 227 KB of sm_90a alike). On sm_90a,
+// Prefill up to head dim 128 on mma.sync where the chip has wgmma (its
+// fallback): 128 packed query rows against 64-key tiles, one 16-row mma
+// tile per warp (8 warps), queries kept in registers. On sm_80-89 above
+// head dim 64, FlashAttention-2's shape: 4 warps of 32 rows against 32-key
+// tiles in one K and one V buffer (stages = 1, 48 KB: two blocks per SM). On sm_90a,
 // wgmma: two consumer warpgroups of 64 rows against 64-key tiles that a
 // producer warpgroup copies into a ring of three stages (by TMA: the pages
 // are whole boxes), Q read from shared memory (128 KB), the softmax
@@ -150,7 +151,9 @@ func.func @kept(%q: memref<?x32x128xf16>, %pool: memref<?x2x16x8x128xf16>, %a: m
 // SYNC-LABEL: func @prefill_d128
 // SYNC: kv.prefill {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>
 // A100-LABEL: func @prefill_d128
-// A100: kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>
+// A100: kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 32, warps = 4, stages = 1, q_in_registers = false, max_partitions = 16>
+// SM86-LABEL: func @prefill_d128
+// SM86: kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 32, warps = 4, stages = 1, q_in_registers = false, max_partitions = 16>
 func.func @prefill_d128(%q: memref<?x32x128xf16>, %qo: memref<?xi32>, %pool: memref<?x2x16x8x128xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> !kv.state<?x32x128xf16, base = 2> {
   %kv = kv.paged_view pools(%pool : memref<?x2x16x8x128xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
   %s = kv.prefill %q, %qo, %kv {causal} : memref<?x32x128xf16>, memref<?xi32>, !c -> !kv.state<?x32x128xf16, base = 2>
@@ -292,4 +295,29 @@ func.func @prefill_d512(%q: memref<?x2x512xf16>, %qo: memref<?xi32>, %pool: memr
   %kv = kv.paged_view pools(%pool : memref<?x2x16x1x512xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
   %s = kv.prefill %q, %qo, %kv {causal} : memref<?x2x512xf16>, memref<?xi32>, !c -> !kv.state<?x2x512xf16, base = 2>
   return %s : !kv.state<?x2x512xf16, base = 2>
+}
+
+// -----
+
+// On sm_80-89 the tiles keep their ring where they are not plain tiles
+// scored where they landed: RoPE rotates K in a ring stage, mask_mod skips
+// tiles; up to head dim 64 the ring's kernel keeps two blocks already.
+!c = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 128, head_dim_v = 128, dtype = f16, layout = nhd, storage = combined, table = csr>
+!d = !kv.paged<page_size = 16, kv_heads = 8, head_dim = 64, head_dim_v = 64, dtype = f16, layout = nhd, storage = combined, table = csr>
+// A100-LABEL: func @prefill_keeps_ring
+// A100: kv.prefill {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>
+// A100: kv.prefill {{.*}} mask_mod
+// A100: } {kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = 2, q_in_registers = true, max_partitions = 16>}
+// A100: kv.prefill {{.*}}kvgpu.config = #kvgpu.prefill<q_tile = 128, kv_tile = 64, warps = 8, stages = {{[2-4]}}, q_in_registers = true, max_partitions = 16>
+func.func @prefill_keeps_ring(%q: memref<?x32x128xf16>, %q64: memref<?x32x64xf16>, %qo: memref<?xi32>, %pos: memref<?xi32>, %pool: memref<?x2x16x8x128xf16>, %pool64: memref<?x2x16x8x64xf16>, %a: memref<?xi32>, %b: memref<?xi32>, %c: memref<?xi32>) -> (!kv.state<?x32x128xf16, base = 2>, !kv.state<?x32x128xf16, base = 2>, !kv.state<?x32x64xf16, base = 2>) {
+  %kv = kv.paged_view pools(%pool : memref<?x2x16x8x128xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !c
+  %kv64 = kv.paged_view pools(%pool64 : memref<?x2x16x8x64xf16>) tables(%a, %b, %c : memref<?xi32>, memref<?xi32>, memref<?xi32>) : !d
+  %r = kv.prefill %q, %qo, %kv positions(%pos : memref<?xi32>) {causal, rope = #kv.rope<rotate_half, theta = 1.000000e+04, scale = 1.000000e+00>} : memref<?x32x128xf16>, memref<?xi32>, !c -> !kv.state<?x32x128xf16, base = 2>
+  %m = kv.prefill %q, %qo, %kv mask_mod {
+  ^bb0(%row: index, %h: index, %p: index, %j: index):
+    %in = arith.cmpi sle, %j, %p : index
+    kv.yield %in : i1
+  } : memref<?x32x128xf16>, memref<?xi32>, !c -> !kv.state<?x32x128xf16, base = 2>
+  %n = kv.prefill %q64, %qo, %kv64 {causal} : memref<?x32x64xf16>, memref<?xi32>, !d -> !kv.state<?x32x64xf16, base = 2>
+  return %r, %m, %n : !kv.state<?x32x128xf16, base = 2>, !kv.state<?x32x128xf16, base = 2>, !kv.state<?x32x64xf16, base = 2>
 }

@@ -413,6 +413,29 @@ std::string kvgpu::whyNoProducerPrefill(kv::PrefillOp op) {
   return "";
 }
 
+std::string kvgpu::whyNoSingleBufferedPrefill(kv::PrefillOp op,
+                                              const target::TargetInfo &target) {
+  if (target.has(target::MmaAtom::WgmmaM64NK16))
+    return target.chip.str() + " has wgmma, whose kernels keep a ring";
+  auto [headDim, headDimV] = prefillHeadDims(op);
+  int64_t widest = std::max(headDim, headDimV);
+  if (widest <= 64)
+    return "up to head dim 64 the ring's kernel keeps two blocks per SM";
+  if (widest > 128)
+    return "above head dim 128 the 64-row tiles reload Q per K tile";
+  if (takesTallTile(op))
+    return "a cascade's shared level takes 256-row tiles";
+  if (op.getRopeAttr())
+    return "RoPE rotates K tiles in a ring stage";
+  TensorCoreLayoutShape shape = layoutShape(op, PrefillConfigAttr());
+  if (shape.skipsTiles)
+    return "mask_mod skips tiles, which the single-buffered loop does not";
+  if (shape.convertsV() || shape.kvElement != shape.qElement ||
+      shape.kvElement.getIntOrFloatBitWidth() != 16)
+    return "its K/V tiles are converted, not scored where they landed";
+  return "";
+}
+
 /// `t` as MLIR prints it.
 static std::string printed(Type t) {
   std::string text;
@@ -663,6 +686,20 @@ kvgpu::choosePrefillConfig(kv::PrefillOp op, const target::TargetInfo &target,
         break;
     }
     return withRingDepth(config, target, bytesOf);
+  }
+  // FlashAttention-2's Ampere/Ada shape where it applies: one K and one V
+  // buffer (48 KB at D = 128 instead of the ring's 98 KB) keeps two blocks
+  // per SM, 4 warps of 32 rows with Q reloaded per K tile (244 registers,
+  // no spills; 64-key tiles spill the masked path's row bounds).
+  if (whyNoSingleBufferedPrefill(op, target).empty()) {
+    FailureOr<PrefillConfigAttr> config = getCheckedQuietly<PrefillConfigAttr>(
+        whyNot, op.getContext(), /*q_tile=*/int64_t(128),
+        /*kv_tile=*/int64_t(32), /*warps=*/int64_t(4), /*stages=*/int64_t(1),
+        /*q_in_registers=*/false, /*max_partitions=*/int64_t(16),
+        /*value_warps=*/int64_t(1), MmaAtomKind::mma_sync, TileSchedule::serial,
+        PrefillRoles::uniform, TileCopy::cp_async);
+    if (failed(config) || bytesOf(*config) <= target.maxSharedBytesPerBlock)
+      return config;
   }
   // FlashInfer's shapes: 128 query rows against 64 keys up to D = 128, one
   // 16-row mma tile per warp so that S, O and Q's fragments stay in

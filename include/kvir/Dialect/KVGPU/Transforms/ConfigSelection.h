@@ -129,6 +129,16 @@ std::string whyNoWgmmaPrefill(kv::PrefillOp op,
 /// skipping; or "".
 std::string whyNoProducerPrefill(kv::PrefillOp op);
 
+/// Why `op`'s mma.sync prefill on `target` keeps a ring of K/V stages
+/// rather than FlashAttention-2's one K and one V buffer (stages = 1: 128
+/// query rows of 4 warps against 32-key tiles, two blocks per SM at head
+/// dim 128): the chip has wgmma, the head dims are up to 64 (two blocks
+/// already) or over 128, it is a cascade's shared level (256-row tiles),
+/// or its tiles are not plain 16-bit tiles scored where they landed
+/// (quantized, transposed or converted KV, RoPE, mask_mod); or "".
+std::string whyNoSingleBufferedPrefill(kv::PrefillOp op,
+                                       const target::TargetInfo &target);
+
 /// Why a producer cannot copy K/V tiles of `kvTile` keys by TMA from the
 /// buffers `kvBuffers` (ragged K and V, `paged` null; or a paged view's
 /// pools and tables, in kv.paged_view order): element types other than
