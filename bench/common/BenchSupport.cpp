@@ -289,11 +289,13 @@ std::optional<double> kvir::bench::ptxInstructionsPerMma(
     const std::string &ptx, const std::string &kernel) {
   std::optional<LoopStatements> loop =
       hotLoopStatements(ptx, kernel, "cp.async.wait_group 1;");
-  // A warp-specialized kernel's consumers wait on mbarriers: of the loops
-  // headed by such a wait (the producer's comes first), the one with the
-  // tensor-core instructions.
-  for (int64_t n = 0; (!loop || !loop->mma) && n < 4; ++n)
-    loop = hotLoopStatements(ptx, kernel, "mbarrier.try_wait.parity", n);
+  // A single-buffered kernel (stages = 1) waits for all its copies, in
+  // its prologue too; a warp-specialized kernel's consumers wait on
+  // mbarriers (the producer's loop comes first): of the loops headed by
+  // such a wait, the one with the tensor-core instructions.
+  for (const char *wait : {"cp.async.wait_group 0;", "mbarrier.try_wait.parity"})
+    for (int64_t n = 0; (!loop || !loop->mma) && n < 4; ++n)
+      loop = hotLoopStatements(ptx, kernel, wait, n);
   if (!loop || !loop->mma)
     return std::nullopt;
   return double(loop->statements) / double(loop->mma);
