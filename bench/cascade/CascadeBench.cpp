@@ -96,6 +96,8 @@ void printWay(const Way &way, double ideal) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // Every return destroys the host engines before static destruction.
+  kvir::test::gpu::GpuKernelCacheScope kernelCacheScope;
   int64_t requests = 64, prefix = 16384, unique = 256, kvHeads = 1, group = 4,
           window = -1;
   for (int i = 1; i + 1 < argc; i += 2) {

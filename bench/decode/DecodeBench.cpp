@@ -113,6 +113,8 @@ DecodeShape decodeShape(const std::string &lowered, int64_t headDim) {
 }
 
 int main(int argc, char **argv) {
+  // Every return destroys the host engines before static destruction.
+  kvir::test::gpu::GpuKernelCacheScope kernelCacheScope;
   int64_t batch = 4, kvLen = 2048, kvHeads = 8, headDim = 128;
   std::vector<std::string> chips{"sm_80", "sm_90a"};
   std::vector<std::string> only;
@@ -377,6 +379,5 @@ int main(int argc, char **argv) {
               "share of DRAM bandwidth x 600 ns; loop instr / token: PTX "
               "statements of the tile loop (all paths) x warps / tile tokens. "
               "Bounds: both ratios <= 1.05, sector efficiency >= 90%%.\n");
-  clearGpuKernelCache();
   return allOk ? 0 : 1;
 }

@@ -85,6 +85,8 @@ KernelSource mlaSource(const PagedCache &cache, const Tensor &qNope,
 } // namespace
 
 int main(int argc, char **argv) {
+  // Every return destroys the host engines before static destruction.
+  kvir::test::gpu::GpuKernelCacheScope kernelCacheScope;
   std::vector<Shape> shapes;
   {
     std::vector<int64_t> skewed(16, 256);
@@ -207,6 +209,5 @@ int main(int argc, char **argv) {
               "|---|---|---|---|---|\n");
   for (const std::string &row : kernelRows)
     std::printf("%s\n", row.c_str());
-  clearGpuKernelCache();
   return allOk ? 0 : 1;
 }

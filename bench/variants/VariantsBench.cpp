@@ -197,6 +197,8 @@ SparseRun runSparse(bool mla, int64_t batch, int64_t len,
 } // namespace
 
 int main(int argc, char **argv) {
+  // Every return destroys the host engines before static destruction.
+  kvir::test::gpu::GpuKernelCacheScope kernelCacheScope;
   int64_t len = 2048, docs = 10;
   int64_t topk = 2048, topkLen = 32768, topkBatch = 2;
   std::string chip = "sm_90a";

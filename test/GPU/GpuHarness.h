@@ -76,6 +76,16 @@ getGpuKernel(const std::string &source, const std::string &funcName,
 /// a test run; programs without gtest's main call it before exiting).
 void clearGpuKernelCache();
 
+/// Clears the kernel cache when it goes out of scope: programs without
+/// gtest's main hold one in main(), so that every return destroys the host
+/// engines before static destruction.
+struct GpuKernelCacheScope {
+  GpuKernelCacheScope() = default;
+  GpuKernelCacheScope(const GpuKernelCacheScope &) = delete;
+  GpuKernelCacheScope &operator=(const GpuKernelCacheScope &) = delete;
+  ~GpuKernelCacheScope() { clearGpuKernelCache(); }
+};
+
 /// The launches and reports of one call.
 struct RunResult {
   std::vector<emu::LaunchStats> launches;
