@@ -11,7 +11,7 @@ from . import _lib, torch_ops
 from .compiler import compile as _compile
 from .plan_launch import csr_lengths
 from .tensors import (Arg, _is_torch, dtype_name, host_int_array,
-                      is_traced, same_device)
+                      is_traced, same_device, unwritten_buffer)
 
 _FLOATS = ("f16", "bf16", "f32")
 
@@ -143,17 +143,10 @@ def _f32_per_head(values, like, heads):
 
 def _state_buffers(rows, heads, dim, dtype, device):
     """An attention state's out [rows, heads, dim] (torch `dtype`) and lse
-    [rows, heads] (f32) on `device`: NaN-filled on the CPU (the emulator),
-    so that anything the kernels leave unwritten shows; unfilled on a GPU,
-    where the kernels write them whole."""
+    [rows, heads] (f32) on `device`, as unwritten_buffer makes them."""
     import torch
-
-    def make(shape, element):
-        if device.type == "cpu":
-            return torch.full(shape, float("nan"), dtype=element,
-                              device=device)
-        return torch.empty(shape, dtype=element, device=device)
-    return make((rows, heads, dim), dtype), make((rows, heads), torch.float32)
+    return (unwritten_buffer((rows, heads, dim), dtype, device),
+            unwritten_buffer((rows, heads), torch.float32, device))
 
 
 class _Executor:

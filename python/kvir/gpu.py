@@ -7,6 +7,7 @@ the driver's libcuda.so.1.
 from collections import OrderedDict
 
 from . import _lib
+from .tensors import unwritten_buffer
 
 _driver = []
 
@@ -202,11 +203,8 @@ class ProgramLaunch:
         import torch
         shape = [d if isinstance(d, int) else int(args[d["arg"]].shape[
             d["axis"]]) for d in t["shape"]]
-        dtype = getattr(torch, _TORCH_DTYPES[t["dtype"]])
-        if torch.device(device).type == "cpu":
-            fill = float("nan") if dtype.is_floating_point else -1
-            return torch.full(shape, fill, dtype=dtype, device=device)
-        return torch.empty(shape, dtype=dtype, device=device)
+        return unwritten_buffer(
+            shape, getattr(torch, _TORCH_DTYPES[t["dtype"]]), device)
 
     def run(self, stream=0, first_dependent=False):
         """Every plan's launches on `stream`, in the function's order."""

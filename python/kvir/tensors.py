@@ -131,6 +131,17 @@ def same_device(args):
     return first.device
 
 
+def unwritten_buffer(shape, dtype, device):
+    """A torch buffer the kernels are to write whole: on the CPU (the
+    emulator) filled with NaN, or -1 for integers, so that anything left
+    unwritten shows; unfilled on a GPU."""
+    import torch
+    if torch.device(device).type == "cpu":
+        fill = float("nan") if dtype.is_floating_point else -1
+        return torch.full(shape, fill, dtype=dtype, device=device)
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
 def empty_like_arg(like, shape, dtype):
     """A new buffer of `shape` and kvir `dtype` of the kind of `like`."""
     if _is_torch(like.obj):
