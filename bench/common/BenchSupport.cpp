@@ -293,7 +293,8 @@ std::optional<double> kvir::bench::ptxInstructionsPerMma(
   // its prologue too; a warp-specialized kernel's consumers wait on
   // mbarriers (the producer's loop comes first): of the loops headed by
   // such a wait, the one with the tensor-core instructions.
-  for (const char *wait : {"cp.async.wait_group 0;", "mbarrier.try_wait.parity"})
+  for (const char *wait :
+       {"cp.async.wait_group 0;", "mbarrier.try_wait.parity"})
     for (int64_t n = 0; (!loop || !loop->mma) && n < 4; ++n)
       loop = hotLoopStatements(ptx, kernel, wait, n);
   if (!loop || !loop->mma)

@@ -470,7 +470,8 @@ void codegen::copyRowsAsync(
     for (int64_t m = 0; m < perRow; ++m) {
       l.chunks.push_back(j.add(c0, j.idx(m * span)));
       if (m == 0 || !dimInnermost) {
-        l.sources.push_back(source(jb, l.row, j.mul(l.chunks.back(), j.idx(ce))));
+        l.sources.push_back(
+            source(jb, l.row, j.mul(l.chunks.back(), j.idx(ce))));
         continue;
       }
       l.sources.push_back(l.sources.front());

@@ -238,9 +238,6 @@ static std::string validateFunction(LaunchPlanAttr plan, StringRef pid) {
   return text;
 }
 
-/// `<pid>_schedule(kv_lengths, batch, work_items, max_items, merge_indptr)`:
-/// the plan's work schedule with its parameters, or a comment when its
-/// plan-free chunk count reads more than the batch size.
 /// Whether `plan`'s work schedule runs from the batch size alone: its
 /// plan-free chunk count reads only the batch, and a fixed grid's max_batch
 /// (set in `maxBatch`) is a constant of the plan. Only then does the header
@@ -315,6 +312,9 @@ static std::string prefillScheduleFunction(WorkScheduleAttr s, StringRef pid) {
   return text;
 }
 
+/// `<pid>_schedule(kv_lengths, batch, work_items, max_items, merge_indptr)`:
+/// the plan's work schedule with its parameters, or a comment when its
+/// plan-free chunk count reads more than the batch size.
 static std::string scheduleFunction(LaunchPlanAttr plan, StringRef pid) {
   WorkScheduleAttr s = plan.getSchedule();
   std::optional<int64_t> maxBatch;

@@ -178,7 +178,7 @@ static llvm::json::Array kernelParams(LaunchPlanAttr plan,
 }
 
 SizeExprAttr manifest::workspaceBytes(LaunchPlanAttr plan,
-                                     ArrayRef<KernelLaunchAttr> kernels) {
+                                      ArrayRef<KernelLaunchAttr> kernels) {
   MLIRContext *ctx = plan.getContext();
   llvm::SetVector<StringRef> used;
   for (KernelLaunchAttr k : kernels)
@@ -201,7 +201,7 @@ SizeExprAttr manifest::workspaceBytes(LaunchPlanAttr plan,
 }
 
 SmallVector<KernelLaunchAttr> manifest::kernelsWhen(LaunchPlanAttr plan,
-                                                   LaunchCondition when) {
+                                                    LaunchCondition when) {
   SmallVector<KernelLaunchAttr> result;
   for (KernelLaunchAttr k : plan.getKernels())
     if (k.getWhen() == when || k.getWhen() == LaunchCondition::always)

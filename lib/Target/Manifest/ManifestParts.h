@@ -1,4 +1,4 @@
-//===- ManifestParts.h - Plan queries the manifest writers share -*- C++ -*-===//
+//===- ManifestParts.h - What the manifest writers share --------*- C++ -*-===//
 //
 // What the JSON manifests (Manifest.cpp) and the C header (CHeader.cpp)
 // both read off a launch plan.
@@ -12,8 +12,9 @@
 namespace kvir::manifest {
 
 /// The bytes of the workspace arguments `kernels` take, as an expression.
-kvgpu::SizeExprAttr workspaceBytes(kvgpu::LaunchPlanAttr plan,
-                                   llvm::ArrayRef<kvgpu::KernelLaunchAttr> kernels);
+kvgpu::SizeExprAttr
+workspaceBytes(kvgpu::LaunchPlanAttr plan,
+               llvm::ArrayRef<kvgpu::KernelLaunchAttr> kernels);
 
 /// The kernels of `plan` launched when `when` holds (with those launched
 /// always), in launch order.

@@ -413,8 +413,9 @@ std::string kvgpu::whyNoProducerPrefill(kv::PrefillOp op) {
   return "";
 }
 
-std::string kvgpu::whyNoSingleBufferedPrefill(kv::PrefillOp op,
-                                              const target::TargetInfo &target) {
+std::string
+kvgpu::whyNoSingleBufferedPrefill(kv::PrefillOp op,
+                                  const target::TargetInfo &target) {
   if (target.has(target::MmaAtom::WgmmaM64NK16))
     return target.chip.str() + " has wgmma, whose kernels keep a ring";
   auto [headDim, headDimV] = prefillHeadDims(op);
