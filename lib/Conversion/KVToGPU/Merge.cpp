@@ -5,7 +5,8 @@
 // (kv.merge_partitions, and the decode family's split path). Block (row,
 // head), one thread per output dim: the input LSEs of the block are read
 // from global memory once into shared memory (all of them, or a block-width
-// of partitions at a time, merged online), outputs are read and written
+// of partitions at a time, merged online kMergeGroup at a step with their
+// outputs loaded first), outputs are read and written
 // coalesced; the output of a partition whose LSE is -inf (an empty one) is
 // not read at all. AttentionState does the math, in base 2.
 //
@@ -28,6 +29,51 @@ using namespace kvir::codegen;
 using namespace kvir::gpu_lowering;
 
 namespace {
+
+/// Partitions merged per step of a run-time partition axis. Their LSEs are
+/// read from shared memory and their outputs loaded before any is used, so
+/// a thread has this many loads in flight: the merge of one long request's
+/// ~100 partitions is a chain of dependent loads otherwise (ptxas kept only
+/// one or two ahead of the online update).
+constexpr int64_t kMergeGroup = 8;
+
+/// `state` merged with partitions j .. j + kMergeGroup - 1 (those below `n`)
+/// of the chunk whose LSEs are staged in `lseShared`; `loadOut` loads a
+/// partition's output. An empty partition (LSE -inf) and one past `n` join
+/// with LSE -inf and are not loaded: split kernels write only an empty
+/// partition's LSE.
+PartialState mergePartitionGroup(
+    ImplicitLocOpBuilder &b, PartialState state, Value lseShared, Value j,
+    Value n,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> loadOut) {
+  IRBuilder ir{b};
+  SmallVector<Value> lses, outs;
+  for (int64_t g = 0; g < kMergeGroup; ++g) {
+    Value part = ir.add(j, ir.idx(g));
+    Value inChunk = ir.lt(part, n);
+    Value lse = ir.select(
+        inChunk,
+        memref::LoadOp::create(b, lseShared,
+                               ValueRange{ir.select(inChunk, part, j)}),
+        ir.f32(-INFINITY));
+    Value empty =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, lse,
+                              ir.f32(-INFINITY));
+    auto out = scf::IfOp::create(
+        b, empty,
+        [&](OpBuilder &eb, Location l) {
+          scf::YieldOp::create(eb, l, ValueRange{IRBuilder{b}.f32(0.0)});
+        },
+        [&](OpBuilder &eb, Location l) {
+          ImplicitLocOpBuilder lb(l, eb);
+          scf::YieldOp::create(lb, ValueRange{loadOut(lb, part)});
+        });
+    lses.push_back(lse);
+    outs.push_back(out.getResult(0));
+  }
+  AttentionState s(b, AttentionState::Flavor::ptxBase2);
+  return s.updateTile(state, lses, [&](int64_t g) { return outs[g]; });
+}
 
 void buildMergeBody(const KernelFunc &kf, const MergeKernelSpec &spec) {
   ImplicitLocOpBuilder b = kf.getBuilder();
@@ -120,32 +166,14 @@ void buildMergeBody(const KernelFunc &kf, const MergeKernelSpec &spec) {
           gpu::BarrierOp::create(ib);
           Value n = k.minS(k.idx(dv), k.sub(end, c0));
           auto inner = scf::ForOp::create(
-              ib, k.idx(0), n, k.idx(1), carried,
+              ib, k.idx(0), n, k.idx(kMergeGroup), carried,
               [&](OpBuilder &nb2, Location l2, Value j, ValueRange st) {
                 ImplicitLocOpBuilder jb(l2, nb2);
-                IRBuilder x{jb};
-                AttentionState s(jb, AttentionState::Flavor::ptxBase2);
-                Value partLse =
-                    memref::LoadOp::create(jb, lseShared, ValueRange{j});
-                // An empty partition's output is never read: split kernels
-                // write only its LSE (-inf).
-                Value empty = arith::CmpFOp::create(
-                    jb, arith::CmpFPredicate::OEQ, partLse,
-                    x.f32(-INFINITY));
-                auto partOut = scf::IfOp::create(
-                    jb, empty,
-                    [&](OpBuilder &eb, Location el) {
-                      scf::YieldOp::create(eb, el,
-                                           ValueRange{IRBuilder{jb}.f32(0.0)});
-                    },
-                    [&](OpBuilder &eb, Location el) {
-                      ImplicitLocOpBuilder kb(el, eb);
-                      scf::YieldOp::create(
-                          kb, ValueRange{loadOut(
-                                  kb, o, {IRBuilder{kb}.add(c0, j)})});
+                PartialState next = mergePartitionGroup(
+                    jb, {st[0], st[1], st[2]}, lseShared, j, n,
+                    [&](ImplicitLocOpBuilder &lb, Value part) {
+                      return loadOut(lb, o, {IRBuilder{lb}.add(c0, part)});
                     });
-                PartialState next = s.update({st[0], st[1], st[2]}, partLse,
-                                             partOut.getResult(0));
                 scf::YieldOp::create(jb, ValueRange{next.m, next.l, next.acc});
               });
           scf::YieldOp::create(ib, inner.getResults());
