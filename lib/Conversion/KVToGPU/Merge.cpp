@@ -44,21 +44,19 @@ constexpr int64_t kMergeGroup = 8;
 /// partition's LSE.
 PartialState mergePartitionGroup(
     ImplicitLocOpBuilder &b, PartialState state, Value lseShared, Value j,
-    Value n,
-    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> loadOut) {
+    Value n, llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> loadOut) {
   IRBuilder ir{b};
   SmallVector<Value> lses, outs;
   for (int64_t g = 0; g < kMergeGroup; ++g) {
     Value part = ir.add(j, ir.idx(g));
     Value inChunk = ir.lt(part, n);
-    Value lse = ir.select(
-        inChunk,
-        memref::LoadOp::create(b, lseShared,
-                               ValueRange{ir.select(inChunk, part, j)}),
-        ir.f32(-INFINITY));
-    Value empty =
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, lse,
-                              ir.f32(-INFINITY));
+    Value lse =
+        ir.select(inChunk,
+                  memref::LoadOp::create(
+                      b, lseShared, ValueRange{ir.select(inChunk, part, j)}),
+                  ir.f32(-INFINITY));
+    Value empty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, lse,
+                                        ir.f32(-INFINITY));
     auto out = scf::IfOp::create(
         b, empty,
         [&](OpBuilder &eb, Location l) {
