@@ -46,6 +46,7 @@ PartialState mergePartitionGroup(
     ImplicitLocOpBuilder &b, PartialState state, Value lseShared, Value j,
     Value n, llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> loadOut) {
   IRBuilder ir{b};
+  Value negInf = ir.f32(-INFINITY), zero = ir.f32(0.0);
   SmallVector<Value> lses, outs;
   for (int64_t g = 0; g < kMergeGroup; ++g) {
     Value part = ir.add(j, ir.idx(g));
@@ -54,13 +55,13 @@ PartialState mergePartitionGroup(
         ir.select(inChunk,
                   memref::LoadOp::create(
                       b, lseShared, ValueRange{ir.select(inChunk, part, j)}),
-                  ir.f32(-INFINITY));
-    Value empty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, lse,
-                                        ir.f32(-INFINITY));
+                  negInf);
+    Value empty =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, lse, negInf);
     auto out = scf::IfOp::create(
         b, empty,
         [&](OpBuilder &eb, Location l) {
-          scf::YieldOp::create(eb, l, ValueRange{IRBuilder{b}.f32(0.0)});
+          scf::YieldOp::create(eb, l, ValueRange{zero});
         },
         [&](OpBuilder &eb, Location l) {
           ImplicitLocOpBuilder lb(l, eb);
